@@ -1,0 +1,137 @@
+# coreq build.  `make` builds a release binary (build/coreq); `make test`
+# builds with ASan+UBSan and runs every test; `make demo` crashes a corpus
+# program and analyses its core.  `make deps` installs what is missing.
+
+PREFIX   ?= /usr/local
+BUILD    ?= build
+CC       ?= cc
+CXX      ?= c++
+PKGS     := libelf libdw libarchive sqlite3
+FUZZ_SECONDS ?= 30
+VERSION  := 0.1.0
+
+# Debian packages: libraries, test oracles (eu-readelf, eu-stack, gdb) and the
+# compressors the tests feed coreq.
+DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
+	libsqlite3-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
+	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time
+
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty -lz
+INCLUDES := -I. -I$(BUILD)/gen
+BASE_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
+
+REL_CFLAGS  = $(BASE_CFLAGS) -O2 -g
+ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined
+ASAN_LDFLAGS = -fsanitize=address,undefined
+
+LIB_SRCS := $(sort $(wildcard libcore/*.c unwind/*.c))
+CMD_SRCS := $(sort $(wildcard cmd/*.c))
+GEN_SRCS := $(BUILD)/gen/schema_sql.c
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+SCHEMA_SQL := $(sort $(wildcard schema/*.sql))
+
+REL_OBJS  := $(patsubst %.c,$(BUILD)/release/%.o,$(LIB_SRCS) $(GEN_SRCS:$(BUILD)/%=%))
+ASAN_OBJS := $(patsubst %.c,$(BUILD)/asan/%.o,$(LIB_SRCS) $(GEN_SRCS:$(BUILD)/%=%))
+REL_CMD   := $(patsubst %.c,$(BUILD)/release/%.o,$(CMD_SRCS))
+ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+.PHONY: all deps test demo bench fuzz fuzz-build install format clean corpus check-deps
+
+all: $(BUILD)/coreq
+
+# ---- dependencies -------------------------------------------------------
+deps:
+	@missing=""; for p in $(DEPS_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
+			|| missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (or install:$$missing)"; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
+			|| { echo "make deps: apt-get failed"; exit 1; }; \
+	fi
+
+# ---- generated sources --------------------------------------------------
+# The schema migrations are compiled into the binary as C strings.
+$(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) schema/embed.sh
+	@mkdir -p $(dir $@)
+	sh schema/embed.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
+
+# ---- release ------------------------------------------------------------
+$(BUILD)/release/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) -c $< -o $@
+$(BUILD)/release/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) -c $< -o $@
+$(BUILD)/release/libcoreq.a: $(REL_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/coreq: $(REL_CMD) $(BUILD)/release/libcoreq.a
+	$(CC) -o $@ $^ $(PKG_LIBS)
+
+# ---- sanitized build for tests -------------------------------------------
+$(BUILD)/asan/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -c $< -o $@
+$(BUILD)/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -c $< -o $@
+$(BUILD)/asan/libcoreq.a: $(ASAN_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/asan/coreq: $(ASAN_CMD) $(BUILD)/asan/libcoreq.a
+	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libcoreq.a
+	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
+
+# ---- fuzz targets (clang + libFuzzer) --------------------------------------
+FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(INCLUDES) $(PKG_CFLAGS) -g -O1 \
+	-fsanitize=fuzzer,address,undefined
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(GEN_SRCS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(GEN_SRCS) $(PKG_LIBS)
+fuzz-build: $(FUZZ_BINS)
+fuzz: deps fuzz-build
+	@for f in $(FUZZ_BINS); do \
+		n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
+		echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+			$(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds 2>&1 | tail -n 3 || exit 1; \
+	done
+
+# ---- corpus, tests, demo, bench ------------------------------------------
+corpus:
+	$(MAKE) -C corpus OUT=$(abspath $(BUILD))/corpus
+
+test: deps
+	@$(MAKE) --no-print-directory $(BUILD)/asan/coreq $(UNIT_BINS) $(BUILD)/coreq
+	@$(MAKE) --no-print-directory corpus
+	@$(MAKE) --no-print-directory fuzz-build
+	@tests/run $(BUILD)
+
+demo: deps
+	@$(MAKE) --no-print-directory $(BUILD)/coreq corpus
+	@corpus/demo $(BUILD)
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BUILD)/coreq corpus
+	@tests/bench/run $(BUILD)
+
+install: $(BUILD)/coreq
+	install -D -m 0755 $(BUILD)/coreq $(DESTDIR)$(PREFIX)/bin/coreq
+	install -D -m 0644 coreq.1 $(DESTDIR)$(PREFIX)/share/man/man1/coreq.1
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,80 @@
+/*
+ * cmd.h - what the coreq subcommands share: the command table entry type,
+ * output format, the core-locating options, and error reporting in the
+ * one-line `coreq: PATH: reason` form.  No analysis happens in cmd/.
+ */
+#ifndef CQ_CMD_H
+#define CQ_CMD_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "libcore/core.h"
+#include "libcore/error.h"
+
+enum {
+	EXIT_OK = 0,
+	EXIT_INPUT = 1, /* an input could not be analysed */
+	EXIT_USAGE = 2,
+};
+
+enum cmd_format {
+	CMD_FORMAT_TEXT,
+	CMD_FORMAT_JSON,
+};
+
+#define CMD_MAX_DEBUG_DIRS 16
+
+/* Options that say where a core's files are, shared by info/stack/ingest. */
+struct cmd_core_opts {
+	enum cmd_format format;
+	struct cq_core_options core;
+	const char *debug_dirs[CMD_MAX_DEBUG_DIRS + 1];
+	size_t ndebug_dirs;
+};
+
+/* getopt_long ids for the shared options (above the ASCII range). */
+enum {
+	OPT_FORMAT = 0x100,
+	OPT_EXE,
+	OPT_SYSROOT,
+	OPT_DEBUG_DIR,
+	OPT_HELP,
+	OPT_FIRST_COMMAND_SPECIFIC,
+};
+
+#define CMD_CORE_LONG_OPTIONS                                                                      \
+	{"format", required_argument, NULL, OPT_FORMAT},                                           \
+		{"exe", required_argument, NULL, OPT_EXE},                                         \
+		{"sysroot", required_argument, NULL, OPT_SYSROOT},                                 \
+		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},                             \
+		{"help", no_argument, NULL, OPT_HELP}
+
+void cmd_core_opts_init(struct cmd_core_opts *o);
+
+/*
+ * Handles one of the shared options.  Returns 1 if it was one, 0 if not, and
+ * -1 after printing a usage error.
+ */
+int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd);
+
+/* Parses "text" / "json". Returns false (after printing) on anything else. */
+bool cmd_parse_format(const char *arg, enum cmd_format *out, const char *cmd);
+
+/* Prints `coreq: PATH: message`, frees err, returns EXIT_INPUT. */
+int cmd_fail(const char *path, struct cq_error *err);
+
+/* Prints `coreq: PATH: warning: message`. */
+void cmd_warn(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints `coreq CMD: message` and a hint to use --help; returns EXIT_USAGE. */
+int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Opens a core with the shared options; warns about missing memory. */
+struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
+			       struct cq_core **out);
+
+int cmd_info(int argc, char **argv);
+
+#endif

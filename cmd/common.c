@@ -1,0 +1,94 @@
+/*
+ * common.c - option handling and error reporting shared by the subcommands.
+ */
+#include "cmd/cmd.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+void cmd_core_opts_init(struct cmd_core_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->format = CMD_FORMAT_TEXT;
+}
+
+bool cmd_parse_format(const char *arg, enum cmd_format *out, const char *cmd)
+{
+	if (strcmp(arg, "text") == 0)
+		*out = CMD_FORMAT_TEXT;
+	else if (strcmp(arg, "json") == 0)
+		*out = CMD_FORMAT_JSON;
+	else {
+		cmd_usage_error(cmd, "--format must be text or json, not '%s'", arg);
+		return false;
+	}
+	return true;
+}
+
+int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd)
+{
+	switch (opt) {
+	case OPT_FORMAT:
+		return cmd_parse_format(arg, &o->format, cmd) ? 1 : -1;
+	case OPT_EXE:
+		o->core.exe = arg;
+		return 1;
+	case OPT_SYSROOT:
+		o->core.sysroot = arg;
+		return 1;
+	case OPT_DEBUG_DIR:
+		if (o->ndebug_dirs == CMD_MAX_DEBUG_DIRS) {
+			cmd_usage_error(cmd, "at most %d --debug-dir options", CMD_MAX_DEBUG_DIRS);
+			return -1;
+		}
+		o->debug_dirs[o->ndebug_dirs++] = arg;
+		o->debug_dirs[o->ndebug_dirs] = NULL;
+		o->core.debug_dirs = o->debug_dirs;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int cmd_fail(const char *path, struct cq_error *err)
+{
+	fprintf(stderr, "coreq: %s: %s\n", path, err ? err->message : "failed");
+	cq_error_free(err);
+	return EXIT_INPUT;
+}
+
+void cmd_warn(const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "coreq: %s: warning: ", path);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int cmd_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "coreq %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nTry 'coreq %s --help'.\n", cmd);
+	va_end(ap);
+	return EXIT_USAGE;
+}
+
+struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
+			       struct cq_core **out)
+{
+	struct cq_error *err = cq_core_open(path, &o->core, out);
+	if (err)
+		return err;
+	const struct cq_core *core = *out;
+	if (core->memory_missing)
+		cmd_warn(path,
+			 "core is truncated: %llu of %llu bytes of dumped memory are missing",
+			 (unsigned long long)core->memory_missing,
+			 (unsigned long long)core->memory_dumped);
+	return NULL;
+}

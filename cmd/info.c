@@ -1,0 +1,233 @@
+/*
+ * info.c - `coreq info CORE`: what the core says about the process, its
+ * threads and its modules, as text or JSON (shape in DESIGN.md).
+ */
+#include "cmd/cmd.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "libcore/json.h"
+#include "libcore/module.h"
+
+static const char info_usage[] =
+	"Usage: coreq info CORE [--format text|json] [--exe P] [--sysroot D] [--debug-dir D]\n"
+	"\n"
+	"Print what a core file records: pid, executable, command line, signal\n"
+	"(name, si_code, fault address), the crashing thread, every thread (tid, pc,\n"
+	"sp) and every mapped module (path, build-id, address range, and whether the\n"
+	"file on this host is found, missing, or has a different build-id).\n"
+	"\n"
+	"CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n"
+	"\n"
+	"  --format text|json  output format (default text)\n"
+	"  --exe P             the executable that produced the core\n"
+	"  --sysroot D         look for every module path under D\n"
+	"  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+	"  --help              show this help\n";
+
+/* The executable's path: its module, else AT_EXECFN, else the command name. */
+static const char *exe_path(const struct cq_core *core)
+{
+	const struct cq_module *main_mod = cq_core_main_module(core);
+	if (main_mod)
+		return main_mod->name;
+	if (core->execfn[0])
+		return core->execfn;
+	return core->has_psinfo ? core->fname : NULL;
+}
+
+static void json_signal(struct cq_json *j, const struct cq_core *core)
+{
+	int sig = cq_core_signal(core);
+	cq_json_key(j, "signal");
+	cq_json_int(j, sig);
+	cq_json_key(j, "signal_name");
+	cq_json_string(j, cq_core_signal_name(sig));
+	cq_json_key(j, "si_code");
+	if (core->siginfo.present)
+		cq_json_int(j, core->siginfo.code);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "fault_address");
+	if (core->siginfo.has_addr)
+		cq_json_hex(j, core->siginfo.addr);
+	else
+		cq_json_null(j);
+}
+
+static void json_modules(struct cq_json *j, const struct cq_core *core)
+{
+	char hex[2 * CQ_BUILD_ID_MAX + 1];
+	cq_json_key(j, "modules");
+	cq_json_array_begin(j);
+	for (size_t i = 0; i < core->nmodules; i++) {
+		const struct cq_module *m = &core->modules[i];
+		cq_module_build_id_hex(m, hex, sizeof(hex));
+		cq_json_object_begin(j);
+		cq_json_key(j, "path");
+		cq_json_string(j, m->name);
+		cq_json_key(j, "build_id");
+		cq_json_string(j, hex[0] ? hex : NULL);
+		cq_json_key(j, "start");
+		cq_json_hex(j, m->start);
+		cq_json_key(j, "end");
+		cq_json_hex(j, m->end);
+		cq_json_key(j, "status");
+		cq_json_string(j, cq_module_status_name(m->status));
+		cq_json_key(j, "file");
+		cq_json_string(j, m->file_path);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+}
+
+static void json_mappings(struct cq_json *j, const struct cq_core *core)
+{
+	cq_json_key(j, "mappings");
+	cq_json_array_begin(j);
+	for (size_t i = 0; i < core->nmappings; i++) {
+		const struct cq_core_mapping *m = &core->mappings[i];
+		cq_json_object_begin(j);
+		cq_json_key(j, "start");
+		cq_json_hex(j, m->start);
+		cq_json_key(j, "end");
+		cq_json_hex(j, m->end);
+		cq_json_key(j, "offset");
+		cq_json_hex(j, m->file_offset);
+		cq_json_key(j, "path");
+		cq_json_string(j, m->path);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+}
+
+static void print_json(const struct cq_core *core)
+{
+	const struct cq_arch *arch = core->arch;
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	struct cq_json j;
+	cq_json_init(&j, stdout);
+	cq_json_object_begin(&j);
+	cq_json_key(&j, "core");
+	cq_json_object_begin(&j);
+	cq_json_key(&j, "path");
+	cq_json_string(&j, core->path);
+	cq_json_key(&j, "pid");
+	cq_json_int(&j, core->has_psinfo ? core->pid : crashed->tid);
+	cq_json_key(&j, "exe");
+	cq_json_string(&j, exe_path(core));
+	cq_json_key(&j, "cmdline");
+	cq_json_string(&j, core->has_psinfo ? core->psargs : NULL);
+	cq_json_key(&j, "arch");
+	cq_json_string(&j, arch->name);
+	json_signal(&j, core);
+	cq_json_key(&j, "crashed_tid");
+	cq_json_int(&j, crashed->tid);
+	cq_json_key(&j, "truncated");
+	cq_json_bool(&j, core->memory_missing > 0);
+	cq_json_key(&j, "memory_missing");
+	cq_json_uint(&j, core->memory_missing);
+	cq_json_object_end(&j);
+
+	cq_json_key(&j, "threads");
+	cq_json_array_begin(&j);
+	for (size_t i = 0; i < core->nthreads; i++) {
+		const struct cq_core_thread *t = &core->threads[i];
+		cq_json_object_begin(&j);
+		cq_json_key(&j, "tid");
+		cq_json_int(&j, t->tid);
+		cq_json_key(&j, "name");
+		cq_json_string(&j, t->name);
+		cq_json_key(&j, "crashed");
+		cq_json_bool(&j, t->crashed);
+		cq_json_key(&j, "pc");
+		cq_json_hex(&j, t->regs.value[arch->pc_reg]);
+		cq_json_key(&j, "sp");
+		cq_json_hex(&j, t->regs.value[arch->sp_reg]);
+		cq_json_object_end(&j);
+	}
+	cq_json_array_end(&j);
+	json_modules(&j, core);
+	json_mappings(&j, core);
+	cq_json_object_end(&j);
+	cq_json_finish(&j);
+}
+
+static void print_text(const struct cq_core *core)
+{
+	const struct cq_arch *arch = core->arch;
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	int sig = cq_core_signal(core);
+	const char *signame = cq_core_signal_name(sig);
+	const char *exe = exe_path(core);
+	printf("core:        %s\n", core->path);
+	printf("pid:         %d\n", core->has_psinfo ? core->pid : crashed->tid);
+	printf("exe:         %s\n", exe ? exe : "-");
+	printf("cmdline:     %s\n", core->has_psinfo ? core->psargs : "-");
+	printf("arch:        %s\n", arch->name);
+	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
+	if (core->siginfo.present)
+		printf(", si_code %d", core->siginfo.code);
+	if (core->siginfo.has_addr)
+		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
+	printf("\ncrashed tid: %d\n", crashed->tid);
+	if (core->memory_missing)
+		printf("truncated:   %" PRIu64 " of %" PRIu64 " bytes of memory missing\n",
+		       core->memory_missing, core->memory_dumped);
+	printf("\nthreads (%zu):\n", core->nthreads);
+	printf("  %-3s%-10s %-18s %-18s %s\n", "", "TID", "PC", "SP", "NAME");
+	for (size_t i = 0; i < core->nthreads; i++) {
+		const struct cq_core_thread *t = &core->threads[i];
+		printf("  %-3s%-10d 0x%016" PRIx64 " 0x%016" PRIx64 " %s\n", t->crashed ? "*" : "",
+		       t->tid, t->regs.value[arch->pc_reg], t->regs.value[arch->sp_reg],
+		       t->name ? t->name : "");
+	}
+	printf("\nmodules (%zu):\n", core->nmodules);
+	printf("  %-18s %-18s %-9s %-40s %s\n", "START", "END", "STATUS", "BUILD-ID", "PATH");
+	char hex[2 * CQ_BUILD_ID_MAX + 1];
+	for (size_t i = 0; i < core->nmodules; i++) {
+		const struct cq_module *m = &core->modules[i];
+		cq_module_build_id_hex(m, hex, sizeof(hex));
+		printf("  0x%016" PRIx64 " 0x%016" PRIx64 " %-9s %-40s %s\n", m->start, m->end,
+		       cq_module_status_name(m->status), hex[0] ? hex : "-", m->name);
+	}
+	printf("\nmapped files (%zu):\n", core->nmappings);
+	for (size_t i = 0; i < core->nmappings; i++) {
+		const struct cq_core_mapping *m = &core->mappings[i];
+		printf("  0x%016" PRIx64 " 0x%016" PRIx64 " %08" PRIx64 " %s\n", m->start, m->end,
+		       m->file_offset, m->path);
+	}
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option longopts[] = {CMD_CORE_LONG_OPTIONS, {NULL, 0, NULL, 0}};
+	struct cmd_core_opts o;
+	cmd_core_opts_init(&o);
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(info_usage, stdout);
+			return EXIT_OK;
+		}
+		int r = cmd_core_opts_handle(&o, opt, optarg, "info");
+		if (r < 0)
+			return EXIT_USAGE;
+		if (r == 0)
+			return cmd_usage_error("info", "unknown option");
+	}
+	if (optind + 1 != argc)
+		return cmd_usage_error("info", "expected exactly one CORE argument");
+	const char *path = argv[optind];
+	struct cq_core *core;
+	struct cq_error *err = cmd_open_core(path, &o, &core);
+	if (err)
+		return cmd_fail(path, err);
+	if (o.format == CMD_FORMAT_JSON)
+		print_json(core);
+	else
+		print_text(core);
+	cq_core_close(core);
+	return EXIT_OK;
+}

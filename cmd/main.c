@@ -1,0 +1,58 @@
+/*
+ * main.c - the coreq command table and dispatch.  Every subcommand is one
+ * file in cmd/ and one row here.
+ */
+#include "cmd/cmd.h"
+
+#include <string.h>
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{"info", cmd_info, "what a core records: process, signal, threads, modules"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	fputs("Usage: coreq COMMAND [OPTIONS] [ARGS]\n"
+	      "\n"
+	      "coreq analyses Linux ELF core dumps: threads, registers, memory, modules.\n"
+	      "\n"
+	      "Commands:\n",
+	      out);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nRun 'coreq COMMAND --help' for a command's options; see coreq(1).\n", out);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		puts("coreq " COREQ_VERSION);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			optind = 1;
+			return commands[i].run(argc - 1, argv + 1);
+		}
+	}
+	fprintf(stderr, "coreq: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

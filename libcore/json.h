@@ -1,0 +1,42 @@
+/*
+ * json.h - a streaming JSON writer.
+ *
+ * Output is always valid JSON whatever bytes the strings hold: strings from a
+ * core (paths, command lines) may be any bytes, so invalid UTF-8 is written
+ * as \u00XX escapes, one per byte.  Commas and nesting are tracked here so
+ * callers only say what comes next.  The writer is compact, one document per
+ * line.
+ */
+#ifndef CQ_JSON_H
+#define CQ_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CQ_JSON_MAX_DEPTH 32
+
+struct cq_json {
+	FILE *out;
+	unsigned depth;
+	bool need_comma[CQ_JSON_MAX_DEPTH];
+	bool after_key;
+};
+
+void cq_json_init(struct cq_json *j, FILE *out);
+void cq_json_object_begin(struct cq_json *j);
+void cq_json_object_end(struct cq_json *j);
+void cq_json_array_begin(struct cq_json *j);
+void cq_json_array_end(struct cq_json *j);
+void cq_json_key(struct cq_json *j, const char *key);
+void cq_json_string(struct cq_json *j, const char *s); /* NULL writes null */
+void cq_json_string_len(struct cq_json *j, const char *s, size_t len);
+void cq_json_int(struct cq_json *j, int64_t v);
+void cq_json_uint(struct cq_json *j, uint64_t v);
+void cq_json_hex(struct cq_json *j, uint64_t v); /* "0x1f" */
+void cq_json_bool(struct cq_json *j, bool v);
+void cq_json_null(struct cq_json *j);
+/* Ends the document with a newline. */
+void cq_json_finish(struct cq_json *j);
+
+#endif

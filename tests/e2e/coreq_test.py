@@ -1,0 +1,110 @@
+"""Shared helpers for coreq's end-to-end tests.
+
+Each test program prints TAP lines ("ok - ...", "not ok - ...") that
+tests/run counts.  Paths come from the environment tests/run sets up:
+COREQ (the ASan+UBSan binary), CORPUS (generated cores), COREQ_BUILD.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+COREQ = os.environ.get("COREQ", "build/asan/coreq")
+CORPUS = os.environ.get("CORPUS", "build/corpus")
+BUILD = os.environ.get("COREQ_BUILD", "build")
+ROOT = os.environ.get("COREQ_ROOT", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+_failed = 0
+
+
+def ok(cond, name, diag=None):
+    """Report one check; diag (str or list) is shown only on failure."""
+    global _failed
+    if cond:
+        print(f"ok - {name}")
+    else:
+        _failed += 1
+        print(f"not ok - {name}")
+        if diag:
+            for line in (diag if isinstance(diag, list) else str(diag).splitlines())[:40]:
+                print(f"#   {line}")
+    sys.stdout.flush()
+    return cond
+
+
+def skip(name, why):
+    print(f"ok - {name} # SKIP {why}")
+
+
+def done():
+    sys.exit(1 if _failed else 0)
+
+
+def sanitizer_report(stderr):
+    """The ASan/UBSan/LSan report in stderr, or None."""
+    for marker in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer",
+                   "UndefinedBehaviorSanitizer"):
+        if marker in stderr:
+            return stderr
+    return None
+
+
+def coreq(*args, stdin=None, timeout=120, binary=None):
+    """Run coreq; returns CompletedProcess with text stdout/stderr."""
+    cmd = [binary or COREQ] + [str(a) for a in args]
+    return subprocess.run(cmd, stdin=stdin, capture_output=True, timeout=timeout,
+                          text=True, errors="replace")
+
+
+def coreq_json(*args, **kw):
+    r = coreq(*args, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"coreq {' '.join(map(str, args))} failed ({r.returncode}): {r.stderr}")
+    return json.loads(r.stdout), r
+
+
+def read_expect(path):
+    facts = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            k, v = line.split("=", 1)
+            v = v.split(" #", 1)[0].strip()
+            try:
+                v = shlex.split(v)[0] if v else ""
+            except ValueError:
+                pass
+            facts[k] = v
+    return facts
+
+
+def corpus_cases(include_big=True):
+    """Every generated corpus case as a dict of its expect facts plus 'core'."""
+    root = os.path.join(CORPUS, "cores")
+    cases = []
+    if not os.path.isdir(root):
+        return cases
+    for name in sorted(os.listdir(root)):
+        d = os.path.join(root, name)
+        core, expect = os.path.join(d, "core"), os.path.join(d, "expect")
+        if not (os.path.isfile(core) and os.path.isfile(expect)):
+            continue
+        facts = read_expect(expect)
+        facts.setdefault("case", name)
+        facts["core"] = core
+        facts["dir"] = d
+        if not include_big and int(facts.get("threads", "1") or 1) > 100:
+            continue
+        cases.append(facts)
+    return cases
+
+
+def require_corpus():
+    cases = corpus_cases()
+    if not cases:
+        ok(False, "corpus cores exist", f"no cores under {CORPUS}/cores: did `make corpus` run?")
+        done()
+    return cases
