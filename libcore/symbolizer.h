@@ -1,0 +1,53 @@
+/*
+ * symbolizer.h - addresses to function, file, line, with inline frames.
+ *
+ * One symbolizer serves one core.  It reports every FOUND module of the core
+ * to libdwfl at the module's load bias, finds debuginfo with
+ * cq_debuginfo_find (so --debug-dir, /usr/lib/debug/.build-id and
+ * .gnu_debuglink all work), and answers lookups with libdw: the function
+ * name from the symbol table (.symtab, else .dynsym) demangled with
+ * libiberty, the source file and line from DWARF, and the chain of inlined
+ * subroutines at the address as extra frames, innermost first, as
+ * `eu-stack -i` and gdb show them.
+ *
+ * Results are cached per (module, offset) for the life of the symbolizer, so
+ * 3000 threads parked in the same function cost one DWARF lookup.
+ */
+#ifndef CQ_SYMBOLIZER_H
+#define CQ_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/error.h"
+
+struct cq_core;
+struct cq_symbolizer;
+
+/* One source-level frame at an address. */
+struct cq_symbol_frame {
+	const char *function; /* demangled; NULL when unknown */
+	const char *file;     /* source path as DWARF names it; NULL when unknown */
+	int line;	      /* 0 when unknown */
+	bool inlined;	      /* an inlined call inside the next frame out */
+};
+
+#define CQ_SYMBOLIZER_MAX_INLINE 16
+
+struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *debug_dirs,
+				      struct cq_symbolizer **out);
+void cq_symbolizer_destroy(struct cq_symbolizer *s);
+
+/*
+ * Describes pc.  For a return address (every frame but the first and those
+ * interrupted by a signal) pass is_return_address so the lookup is done at
+ * pc - 1, inside the call instruction.  Sets *frames to an array owned by the
+ * symbolizer: the innermost inlined frame first, the containing real function
+ * last (that one has inlined == false).  Returns the count, at least 1 (a
+ * single frame with function NULL when nothing is known).
+ */
+size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return_address,
+			    const struct cq_symbol_frame **frames);
+
+#endif
