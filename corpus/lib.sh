@@ -1,0 +1,431 @@
+# lib.sh: shell functions shared by make-cores, check-cores and demo.
+# It knows the list of cases, what each one runs and expects, and how to crash
+# a case into a core file (kernel core dump, or gdb's gcore as a fallback) and
+# write the expect file beside it.  Source it; do not run it.  The caller sets
+# `set -euo pipefail` and LIB_PROG (the name used in messages).
+#
+# Environment:
+#   COREQ_CORE_METHOD=auto|kernel|gcore  force a method (default auto: kernel
+#                                        unless core_pattern is a pipe)
+#   COREQ_CASE_TIMEOUT=SECONDS           per-case time limit (default 60)
+#
+# The C_*, CASE_* and REASON globals are this library's results for callers.
+# shellcheck shell=bash disable=SC2034
+
+CORPUS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LIB_PROG=${LIB_PROG:-corpus}
+CASE_TIMEOUT=${COREQ_CASE_TIMEOUT:-60}
+# Thread counts of the threads-N cases (program nthreads, variant O2).
+NTHREADS_COUNTS=(10 1000 3000)
+# Cores of real Debian programs.
+REAL_CASES=(real-sleep real-python3 real-perl)
+
+msg() { printf '%s: %s\n' "$LIB_PROG" "$*" >&2; }
+info() { printf '%s: %s\n' "$LIB_PROG" "$*"; }
+die() { msg "$*"; exit 1; }
+
+# abspath PATH: PATH made absolute (it need not exist).
+abspath() {
+	case $1 in
+	/*) printf '%s\n' "$1" ;;
+	*) printf '%s/%s\n' "$PWD" "$1" ;;
+	esac
+}
+
+# manifest_rows: the rows of ./programs (program variants signal threads chain...).
+manifest_rows() {
+	awk '!/^[[:space:]]*#/ && NF >= 5' "$CORPUS_DIR/programs"
+}
+
+# all_cases: every case name, one per line.
+all_cases() {
+	local prog variants sig threads chain v n
+	while read -r prog variants sig threads chain; do
+		[[ $threads == N+1 ]] && continue
+		for v in ${variants//,/ }; do
+			printf '%s.%s\n' "$prog" "$v"
+		done
+	done < <(manifest_rows)
+	for n in "${NTHREADS_COUNTS[@]}"; do
+		printf 'threads-%s\n' "$n"
+	done
+	printf '%s\n' "${REAL_CASES[@]}"
+}
+
+# signum NAME: signal number of NAME (ABRT, SIGSEGV, ...).
+signum() { kill -l "${1#SIG}"; }
+
+# case_setup CASE OUT: describe CASE in these globals (OUT is the corpus
+# build directory).  Returns 1 (with C_ERROR set) if CASE is unknown.
+#   C_EXE       program to run          C_ARGS   its arguments (array)
+#   C_REALEXE   C_EXE, symlinks resolved (the expect file's exe)
+#   C_SIG       fatal signal number     C_THREADS threads at the crash
+#   C_CHAIN     crash_chain             C_DEBUG_DIR build-id tree or ""
+#   C_KILL      "" if the program crashes by itself, else it is sent C_SIG
+#               once ready: its exe is running and, if C_READY_FILE=1, it has
+#               created the file `ready` in its working directory; if
+#               C_READY_SLEEP=1, it is asleep (state S).
+case_setup() {
+	local case=$1 out=$2 prog variant row n
+	C_ARGS=()
+	C_DEBUG_DIR=
+	C_KILL=
+	C_READY_FILE=
+	C_READY_SLEEP=
+	C_CHAIN=
+	C_THREADS=1
+	C_ERROR=
+	case $case in
+	threads-*)
+		n=${case#threads-}
+		prog=nthreads variant=O2
+		C_ARGS=("$n")
+		;;
+	real-sleep)
+		C_EXE=/usr/bin/sleep C_ARGS=(100) C_SIG=$(signum ABRT)
+		C_KILL=1 C_READY_SLEEP=1
+		;;
+	real-python3)
+		C_EXE=/usr/bin/python3 C_SIG=$(signum SEGV) C_KILL=1 C_READY_FILE=1
+		C_ARGS=(-c 'open("ready", "w").close()
+n = 0
+while True:
+    n += 1')
+		;;
+	real-perl)
+		C_EXE=/usr/bin/perl C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
+		# shellcheck disable=SC2016 # a perl program, not shell
+		C_ARGS=(-e 'open(my $f, ">", "ready") or die; close($f); my $n = 0; while (1) { $n++ }')
+		;;
+	*.*)
+		prog=${case%.*} variant=${case##*.}
+		;;
+	*)
+		C_ERROR="unknown case"
+		return 1
+		;;
+	esac
+	if [[ -n ${prog:-} ]]; then
+		local mprog variants sig threads chain
+		row=$(manifest_rows | awk -v p="$prog" '$1 == p')
+		if [[ -z $row ]]; then
+			C_ERROR="unknown case (no program $prog)"
+			return 1
+		fi
+		read -r mprog variants sig threads chain <<<"$row"
+		if [[ $prog == nthreads ]]; then
+			if [[ ! $n =~ ^[1-9][0-9]*$ ]]; then
+				C_ERROR="unknown case (bad thread count)"
+				return 1
+			fi
+			threads=$((n + 1))
+		elif [[ $threads == N+1 || ,$variants, != *,"$variant",* ]]; then
+			C_ERROR="unknown case ($prog is not built as $variant)"
+			return 1
+		fi
+		C_EXE=$out/bin/$variant/$mprog
+		C_SIG=$(signum "$sig")
+		C_THREADS=$threads
+		C_CHAIN=$chain
+		[[ $variant == stripped ]] && C_DEBUG_DIR=$out/debug
+	fi
+	C_REALEXE=$(readlink -f "$C_EXE" 2>/dev/null || printf '%s' "$C_EXE")
+	return 0
+}
+
+# case_up_to_date DEST: DEST holds a core and expect newer than the program
+# and than this library.
+case_up_to_date() {
+	local dest=$1
+	[[ -f $dest/core && -f $dest/expect && $dest/expect -nt $C_REALEXE &&
+		$dest/expect -nt ${BASH_SOURCE[0]} ]]
+}
+
+# read_core_pattern: the kernel's core_pattern.
+read_core_pattern() {
+	cat /proc/sys/kernel/core_pattern 2>/dev/null || true
+}
+
+# core_method: kernel or gcore, from COREQ_CORE_METHOD and core_pattern.
+core_method() {
+	local pattern
+	case ${COREQ_CORE_METHOD:-auto} in
+	kernel | gcore) printf '%s\n' "$COREQ_CORE_METHOD"; return ;;
+	auto) ;;
+	*) die "COREQ_CORE_METHOD must be auto, kernel or gcore" ;;
+	esac
+	pattern=$(read_core_pattern)
+	if [[ $pattern == '|'* || -z $pattern ]]; then
+		echo gcore
+	else
+		echo kernel
+	fi
+}
+
+# wait_bounded PID SECONDS: wait for our child PID; SIGKILL it after SECONDS.
+# Sets WAIT_STATUS to its exit status (128+N: killed by signal N).
+wait_bounded() {
+	local pid=$1 secs=$2 watchdog
+	(
+		trap 'kill "$s" 2>/dev/null; exit 0' TERM
+		sleep "$secs" &
+		s=$!
+		wait "$s"
+		kill -KILL "$pid" 2>/dev/null
+	) </dev/null >/dev/null 2>&1 &
+	watchdog=$!
+	WAIT_STATUS=0
+	wait "$pid" 2>/dev/null || WAIT_STATUS=$?
+	kill -TERM "$watchdog" 2>/dev/null || true
+	wait "$watchdog" 2>/dev/null || true
+}
+
+# proc_state PID: the one-letter state of PID (R, S, ...), or nothing.
+proc_state() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	stat=${stat##*) }
+	printf '%s\n' "${stat%% *}"
+}
+
+# wait_ready PID SCRATCH: wait (at most 10 s) until the C_KILL program PID
+# is ready to be killed.  Returns 1 if it never is.
+wait_ready() {
+	local pid=$1 scratch=$2 i
+	for ((i = 0; i < 1000; i++)); do
+		if [[ /proc/$pid/exe -ef $C_REALEXE ]] &&
+			{ [[ -z $C_READY_FILE ]] || [[ -e $scratch/ready ]]; } &&
+			{ [[ -z $C_READY_SLEEP ]] || [[ $(proc_state "$pid") == S ]]; }; then
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
+
+# is_elf_core FILE: FILE starts with an ELF header of type ET_CORE.
+is_elf_core() {
+	local hdr
+	hdr=$(od -An -tx1 -N18 "$1" 2>/dev/null | tr -d ' \n')
+	[[ $hdr == 7f454c46* && ${hdr:32:4} == 0400 ]]
+}
+
+# find_kernel_core SCRATCH PID: print the core the kernel wrote for PID:
+# in SCRATCH (its working directory) for a relative core_pattern, else where
+# an absolute core_pattern put it.
+find_kernel_core() {
+	local scratch=$1 pid=$2 pattern f comm glob
+	local -a found=()
+	pattern=$(read_core_pattern)
+	if [[ $pattern != /* ]]; then
+		for f in "$scratch"/*; do
+			[[ -f $f ]] && is_elf_core "$f" && found+=("$f")
+		done
+	else
+		# Expand what we know; anything else (%t, %c, %d, ...) matches any text.
+		comm=$(basename "$C_EXE")
+		comm=${comm:0:15}
+		glob=
+		while [[ -n $pattern ]]; do
+			if [[ $pattern == %* && ${#pattern} -ge 2 ]]; then
+				case ${pattern:1:1} in
+				p | P | i | I) glob+=$pid ;;
+				e) glob+=$comm ;;
+				s) glob+=$C_SIG ;;
+				u) glob+=$(id -u) ;;
+				g) glob+=$(id -g) ;;
+				h) glob+=$(hostname) ;;
+				%) glob+=% ;;
+				*) glob+='*' ;;
+				esac
+				pattern=${pattern:2}
+			else
+				case ${pattern:0:1} in
+				'*' | '?' | '[') glob+="\\${pattern:0:1}" ;;
+				*) glob+=${pattern:0:1} ;;
+				esac
+				pattern=${pattern:1}
+			fi
+		done
+		if [[ $(read_core_pattern) != *%p* &&
+			$(cat /proc/sys/kernel/core_uses_pid 2>/dev/null) == 1 ]]; then
+			glob+=.$pid
+		fi
+		for f in $glob; do
+			[[ -f $f ]] && is_elf_core "$f" && found+=("$f")
+		done
+	fi
+	[[ ${#found[@]} -eq 1 ]] || return 1
+	printf '%s\n' "${found[0]}"
+}
+
+# crash_kernel SCRATCH: run the case in SCRATCH with core dumps enabled and
+# move the kernel's core to SCRATCH/core.  Sets CASE_PID.  On failure returns
+# 1 with REASON set.
+crash_kernel() {
+	local scratch=$1 core
+	(
+		cd "$scratch" &&
+			{ ulimit -c unlimited 2>/dev/null || ulimit -c hard; } &&
+			exec env --default-signal "$C_EXE" "${C_ARGS[@]}"
+	) </dev/null >"$scratch/log" 2>&1 &
+	CASE_PID=$!
+	CHILD_PID=$CASE_PID
+	if [[ -n $C_KILL ]]; then
+		if ! wait_ready "$CASE_PID" "$scratch"; then
+			kill -KILL "$CASE_PID" 2>/dev/null || true
+			wait "$CASE_PID" 2>/dev/null || true
+			CHILD_PID=
+			REASON="$C_EXE never became ready to be killed"
+			return 1
+		fi
+		kill -s "$C_SIG" "$CASE_PID"
+	fi
+	wait_bounded "$CASE_PID" "$CASE_TIMEOUT"
+	CHILD_PID=
+	if [[ $WAIT_STATUS -ne $((128 + C_SIG)) ]]; then
+		REASON="exit status $WAIT_STATUS, wanted death by signal $C_SIG"
+		[[ $WAIT_STATUS -eq 137 ]] && REASON+=" (killed after ${CASE_TIMEOUT}s?)"
+		REASON+=": $(tail -n 2 "$scratch/log" | tr '\n' ' ')"
+		return 1
+	fi
+	if ! core=$(find_kernel_core "$scratch" "$CASE_PID"); then
+		REASON="the kernel wrote no core (core_pattern '$(read_core_pattern)')"
+		return 1
+	fi
+	[[ $core == "$scratch/core" ]] || mv -f "$core" "$scratch/core"
+}
+
+# crash_gcore SCRATCH: run the case under gdb in SCRATCH, stop it at its fatal
+# signal and write SCRATCH/core with gcore.  Sets CASE_PID.  On failure
+# returns 1 with REASON set.
+crash_gcore() {
+	local scratch=$1 gdbpid i s pid
+	local -a cmds=(-nx -batch -iex 'set debuginfod enabled off'
+		-ex 'set pagination off'
+		-ex 'set confirm off')
+	if ! command -v gdb >/dev/null; then
+		REASON="gdb is not installed"
+		return 1
+	fi
+	# Stop only at the fatal signal; hand every other one to the program
+	# (sighandler catches SIGSEGV before it aborts).
+	for s in SEGV BUS FPE ILL ABRT; do
+		if [[ $(signum "$s") -eq $C_SIG ]]; then
+			cmds+=(-ex "handle SIG$s stop print nopass")
+		else
+			cmds+=(-ex "handle SIG$s nostop noprint pass")
+		fi
+	done
+	cmds+=(-ex run -ex 'info inferiors' -ex "gcore $scratch/core" -ex kill)
+	(cd "$scratch" && exec gdb "${cmds[@]}" --args "$C_EXE" "${C_ARGS[@]}") \
+		</dev/null >"$scratch/gdb.log" 2>&1 &
+	gdbpid=$!
+	CHILD_PID=$gdbpid
+	if [[ -n $C_KILL ]]; then
+		# The inferior is the child of gdb running C_EXE (gdb forks other
+		# short-lived children too).
+		pid=
+		for ((i = 0; i < 1000 && ${#pid} == 0; i++)); do
+			for s in $(pgrep -P "$gdbpid" || true); do
+				[[ /proc/$s/exe -ef $C_REALEXE ]] && pid=$s && break
+			done
+			[[ -n $pid ]] || sleep 0.01
+		done
+		if [[ -z $pid ]] || ! wait_ready "$pid" "$scratch"; then
+			kill -KILL "$gdbpid" 2>/dev/null || true
+			[[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null
+			wait "$gdbpid" 2>/dev/null || true
+			CHILD_PID=
+			REASON="$C_EXE never became ready under gdb"
+			return 1
+		fi
+		kill -s "$C_SIG" "$pid"
+	fi
+	wait_bounded "$gdbpid" $((2 * CASE_TIMEOUT))
+	CHILD_PID=
+	CASE_PID=$(awk '$1 == "*" && $3 == "process" { print $4; exit }' "$scratch/gdb.log")
+	# "Program received signal SIGABRT, ..." or "Thread 0x... received signal ..."
+	if ! grep -q "received signal SIG$(kill -l "$C_SIG")," "$scratch/gdb.log"; then
+		REASON="gdb did not see SIG$(kill -l "$C_SIG"): $(grep -m1 -E 'received signal|^\[Inferior' "$scratch/gdb.log" || true)"
+		return 1
+	fi
+	if [[ ! $CASE_PID =~ ^[0-9]+$ || ! -s $scratch/core ]] || ! is_elf_core "$scratch/core"; then
+		REASON="gcore wrote no core: $(grep -m1 -iE 'error|cannot|fail' "$scratch/gdb.log" || true)"
+		return 1
+	fi
+}
+
+# expect_line KEY VALUE: one line of the expect file.
+expect_line() {
+	local key=$1 value=$2
+	if [[ $value == *[\"\$\`\\]* || $value == *$'\n'* ]]; then
+		die "cannot write $key: value has quotes, \$, \` or \\: $value"
+	fi
+	if [[ $key == crash_chain || ! $value =~ ^[A-Za-z0-9_./+,:@%=-]*$ ]]; then
+		printf '%s="%s"\n' "$key" "$value"
+	else
+		printf '%s=%s\n' "$key" "$value"
+	fi
+}
+
+# generate_case CASE DEST: crash CASE (already described by case_setup) into
+# DEST/core and write DEST/expect.  On failure returns 1 with REASON set.
+generate_case() {
+	local case=$1 dest=$2 method scratch
+	REASON=
+	if [[ ! -x $C_EXE ]]; then
+		REASON="$C_EXE is missing (build the corpus first)"
+		return 1
+	fi
+	mkdir -p "$dest"
+	rm -f "$dest/core" "$dest/expect"
+	scratch=$dest/.scratch
+	rm -rf "$scratch"
+	mkdir "$scratch"
+	SCRATCH_DIR=$scratch
+	method=$(core_method)
+	if [[ $method == gcore ]]; then
+		info "$case: core_pattern is '$(read_core_pattern)' (or COREQ_CORE_METHOD=gcore): using the gdb gcore fallback"
+	elif ! crash_kernel "$scratch"; then
+		info "$case: $REASON: falling back to gdb gcore"
+		rm -rf "$scratch"
+		mkdir "$scratch"
+		method=gcore
+	fi
+	if [[ $method == gcore ]] && ! crash_gcore "$scratch"; then
+		rm -rf "$scratch"
+		SCRATCH_DIR=
+		return 1
+	fi
+	mv -f "$scratch/core" "$dest/core"
+	rm -rf "$scratch"
+	SCRATCH_DIR=
+	{
+		expect_line case "$case"
+		expect_line exe "$C_REALEXE"
+		expect_line debug_dir "$C_DEBUG_DIR"
+		expect_line pid "$CASE_PID"
+		expect_line signal "$C_SIG"
+		expect_line threads "$C_THREADS"
+		expect_line crash_chain "$C_CHAIN"
+		expect_line method "$method"
+	} >"$dest/expect.tmp"
+	mv -f "$dest/expect.tmp" "$dest/expect"
+	CASE_METHOD=$method
+}
+
+# cleanup_on_exit: kill the child still running (if any) and remove the
+# scratch directory.  Install with: trap cleanup_on_exit EXIT
+CHILD_PID=
+SCRATCH_DIR=
+cleanup_on_exit() {
+	if [[ -n $CHILD_PID ]]; then
+		kill -KILL "$CHILD_PID" 2>/dev/null || true
+		wait "$CHILD_PID" 2>/dev/null || true
+	fi
+	if [[ -n $SCRATCH_DIR ]]; then
+		rm -rf "$SCRATCH_DIR"
+	fi
+}
