@@ -14,7 +14,7 @@ VERSION  := 0.1.0
 # compressors the tests feed coreq.
 DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	libsqlite3-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
-	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time
+	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
@@ -88,6 +88,9 @@ $(BUILD)/asan/libcoreq.a: $(ASAN_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/asan/coreq: $(ASAN_CMD) $(BUILD)/asan/libcoreq.a
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/asan/tests/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -c $< -o $@
 $(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libcoreq.a
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -103,7 +106,7 @@ fuzz: deps fuzz-build
 		n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
 		echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
 		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
-			$(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds 2>&1 | tail -n 3 || exit 1; \
+			$(BUILD)/fuzz/corpus-$$n tests/fuzz/seeds/$$n 2>&1 | tail -n 3 || exit 1; \
 	done
 
 # ---- corpus, tests, demo, bench ------------------------------------------

@@ -13,6 +13,8 @@
 #include "libcore/core.h"
 #include "libcore/error.h"
 
+struct cq_cache;
+
 enum {
 	EXIT_OK = 0,
 	EXIT_INPUT = 1, /* an input could not be analysed */
@@ -75,6 +77,17 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
 			       struct cq_core **out);
 
+/* Parses a whole number in [min, max] for option name; prints a usage error if not. */
+bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out, const char *cmd,
+		     const char *name);
+
+/*
+ * Opens the cache at path (NULL: the default path).  On failure warns once
+ * and returns NULL: the cache only makes coreq faster.
+ */
+struct cq_cache *cmd_open_cache(const char *path);
+
 int cmd_info(int argc, char **argv);
+int cmd_stack(int argc, char **argv);
 
 #endif

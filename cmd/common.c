@@ -4,7 +4,11 @@
 #include "cmd/cmd.h"
 
 #include <stdarg.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "libcore/cache.h"
 
 void cmd_core_opts_init(struct cmd_core_opts *o)
 {
@@ -91,4 +95,35 @@ struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
 			 (unsigned long long)core->memory_missing,
 			 (unsigned long long)core->memory_dumped);
 	return NULL;
+}
+
+bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out, const char *cmd,
+		     const char *name)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v < min || v > max) {
+		cmd_usage_error(cmd, "%s takes a whole number from %u to %u, not '%s'", name, min,
+				max, arg);
+		return false;
+	}
+	*out = (unsigned)v;
+	return true;
+}
+
+struct cq_cache *cmd_open_cache(const char *path)
+{
+	char *def = path ? NULL : cq_store_cache_default_path();
+	const char *use = path ? path : def;
+	struct cq_cache *cache = NULL;
+	if (use) {
+		struct cq_error *err = cq_store_cache_open(use, &cache);
+		if (err) {
+			cmd_warn(use, "cache unavailable, continuing without it: %s", err->message);
+			cq_error_free(err);
+		}
+	}
+	free(def);
+	return cache;
 }

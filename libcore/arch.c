@@ -20,6 +20,31 @@ static const char *const x86_64_reg_names[CQ_REGS_MAX] = {
 	"r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip",
 };
 
+/* ModRM with reg field 2: the "call" form of opcode 0xff. */
+static bool modrm_is_call(uint8_t modrm)
+{
+	return (modrm & 0x38) == 0x10;
+}
+
+/*
+ * x86_64: call rel32 (e8 + 4), or ff /2 in its register (2 bytes), disp8
+ * (3, 4 with SIB), disp32 or rip-relative (6, 7 with SIB) forms.
+ */
+static bool x86_64_ends_with_call(const uint8_t *b)
+{
+	return b[2] == 0xe8 || (b[5] == 0xff && modrm_is_call(b[6]) && b[6] >= 0xc0) ||
+	       (b[4] == 0xff && modrm_is_call(b[5])) || (b[3] == 0xff && modrm_is_call(b[4])) ||
+	       (b[1] == 0xff && modrm_is_call(b[2])) || (b[0] == 0xff && modrm_is_call(b[1]));
+}
+
+/* aarch64: BL imm26 or BLR Xn as the instruction before the return address. */
+static bool aarch64_ends_with_call(const uint8_t *b)
+{
+	uint32_t insn = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+			(uint32_t)b[3] << 24;
+	return (insn & 0xfc000000u) == 0x94000000u || (insn & 0xfffffc1fu) == 0xd63f0000u;
+}
+
 const struct cq_arch cq_arch_x86_64 = {
 	.name = "x86_64",
 	.e_machine = EM_X86_64,
@@ -28,6 +53,7 @@ const struct cq_arch cq_arch_x86_64 = {
 	.prstatus_nregs = 27,
 	.prstatus_dwarf = x86_64_prstatus_dwarf,
 	.reg_names = x86_64_reg_names,
+	.nregs = 17,
 	.pc_reg = 16,
 	.sp_reg = 7,
 	.fp_reg = 6,
@@ -37,6 +63,8 @@ const struct cq_arch cq_arch_x86_64 = {
 	.tp_source = CQ_ARCH_TP_PRSTATUS_SLOT,
 	.tp_slot = 21,
 	.tp_pthread_adjust = 0,
+	.call_max_len = 7,
+	.ends_with_call = x86_64_ends_with_call,
 };
 
 /* aarch64 pr_reg: x0..x30, sp, pc, pstate. DWARF: x0..x30 = 0..30, sp = 31, pc = 32. */
@@ -59,6 +87,7 @@ const struct cq_arch cq_arch_aarch64 = {
 	.prstatus_nregs = 34,
 	.prstatus_dwarf = aarch64_prstatus_dwarf,
 	.reg_names = aarch64_reg_names,
+	.nregs = 33,
 	.pc_reg = 32,
 	.sp_reg = 31,
 	.fp_reg = 29,
@@ -67,6 +96,8 @@ const struct cq_arch cq_arch_aarch64 = {
 	.tp_source = CQ_ARCH_TP_NOTE,
 	.tp_note_type = 0x401, /* NT_ARM_TLS */
 	.tp_pthread_adjust = 1,
+	.call_max_len = 4,
+	.ends_with_call = aarch64_ends_with_call,
 };
 
 const struct cq_arch *cq_arch_from_machine(uint16_t e_machine)

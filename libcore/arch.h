@@ -52,6 +52,7 @@ struct cq_arch {
 	unsigned prstatus_nregs;  /* 64-bit slots in pr_reg */
 	const int8_t *prstatus_dwarf; /* per pr_reg slot: DWARF number, or -1 */
 	const char *const *reg_names; /* by DWARF number, CQ_REGS_MAX entries */
+	unsigned nregs;		  /* DWARF registers 0..nregs-1 are tracked */
 	unsigned pc_reg;	  /* DWARF number holding the pc (x86_64: RA column) */
 	unsigned sp_reg;	  /* stack pointer */
 	unsigned fp_reg;	  /* frame pointer */
@@ -61,6 +62,9 @@ struct cq_arch {
 	unsigned tp_slot;	  /* pr_reg slot, for CQ_ARCH_TP_PRSTATUS_SLOT */
 	uint32_t tp_note_type;	  /* note type, for CQ_ARCH_TP_NOTE */
 	uint64_t tp_pthread_adjust; /* 0: struct pthread at tp; else at tp - sizeof(pthread) */
+	unsigned call_max_len;	  /* longest call instruction, in bytes */
+	/* True if the call_max_len bytes ending at a return address end in a call. */
+	bool (*ends_with_call)(const uint8_t *before);
 };
 
 extern const struct cq_arch cq_arch_x86_64;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "libcore/module.h"
 #include "libcore/notes.h"
@@ -106,6 +107,8 @@ static struct cq_error *core_load(struct cq_core *core)
 	if (!core->image)
 		return cq_error_create(CQ_ERR_FORMAT, "not an ELF file");
 	core->image_size = size;
+	/* Reads of a core are scattered (a few stack pages per thread). */
+	madvise((void *)((uintptr_t)core->image & ~(uintptr_t)4095), size, MADV_RANDOM);
 	if ((err = check_header(core)) || (err = cq_core_parse_notes(core)) ||
 	    (err = add_load_segments(core)))
 		return err;
@@ -161,6 +164,13 @@ void cq_core_close(struct cq_core *core)
 	cq_source_close(&core->source);
 	free(core->path);
 	free(core);
+}
+
+void cq_core_trim(struct cq_core *core)
+{
+	uintptr_t start = (uintptr_t)core->image & ~(uintptr_t)4095;
+	size_t len = core->image_size + ((uintptr_t)core->image - start);
+	madvise((void *)start, len, MADV_DONTNEED);
 }
 
 const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core)

@@ -100,6 +100,14 @@ struct cq_error *cq_core_open(const char *path, const struct cq_core_options *op
 			      struct cq_core **out);
 void cq_core_close(struct cq_core *core);
 
+/*
+ * Unmaps the pages of the core that reads have touched so far; they fault in
+ * again from the page cache when next read.  Walks over thousands of threads
+ * call this now and then: each scattered read otherwise leaves the kernel's
+ * fault-around pages (up to 64 KiB per touch) in our resident set.
+ */
+void cq_core_trim(struct cq_core *core);
+
 /* The thread that took the fatal signal (first NT_PRSTATUS), or NULL. */
 const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core);
 

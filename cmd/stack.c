@@ -1,0 +1,249 @@
+/*
+ * stack.c - `coreq stack CORE`: every thread's stack, like gdb's
+ * `thread apply all bt`, the crashed thread first; or JSON (DESIGN.md).
+ */
+#include "cmd/cmd.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/cache.h"
+#include "libcore/json.h"
+#include "libcore/module.h"
+#include "libcore/stacktrace.h"
+
+static const char stack_usage[] =
+	"Usage: coreq stack CORE [--format text|json] [--exe P] [--sysroot D]\n"
+	"                        [--debug-dir D] [--max-frames N] [--no-scan]\n"
+	"                        [--cache P | --no-cache]\n"
+	"\n"
+	"Print every thread's stack, the crashed thread first.  Frames are unwound\n"
+	"with DWARF CFI (.eh_frame, .debug_frame), else frame pointers, else a\n"
+	"bounded stack scan; text output marks frames not found through CFI with\n"
+	"[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
+	"\n"
+	"  --format text|json  output format (default text)\n"
+	"  --exe P             the executable that produced the core\n"
+	"  --sysroot D         look for every module path under D\n"
+	"  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+	"  --max-frames N      stop each thread after N frames (default 256)\n"
+	"  --no-scan           never guess frames by scanning the stack\n"
+	"  --cache P           unwind-table cache (default $COREQ_CACHE, else\n"
+	"                      $XDG_CACHE_HOME/coreq/cache.db)\n"
+	"  --no-cache          do not read or write the cache\n"
+	"  --help              show this help\n";
+
+enum {
+	OPT_MAX_FRAMES = OPT_FIRST_COMMAND_SPECIFIC,
+	OPT_NO_SCAN,
+	OPT_CACHE,
+	OPT_NO_CACHE,
+};
+
+static void json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index)
+{
+	char hex[2 * CQ_BUILD_ID_MAX + 1] = "";
+	if (f->module)
+		cq_module_build_id_hex(f->module, hex, sizeof(hex));
+	cq_json_object_begin(j);
+	cq_json_key(j, "index");
+	cq_json_uint(j, index);
+	cq_json_key(j, "pc");
+	cq_json_hex(j, f->pc);
+	cq_json_key(j, "kind");
+	cq_json_string(j, cq_frame_kind_name(f->kind));
+	cq_json_key(j, "trust");
+	cq_json_string(j, cq_unwind_trust_name(f->trust));
+	cq_json_key(j, "module");
+	cq_json_string(j, f->module ? f->module->name : NULL);
+	cq_json_key(j, "build_id");
+	cq_json_string(j, hex[0] ? hex : NULL);
+	cq_json_key(j, "offset");
+	if (f->module)
+		cq_json_hex(j, f->offset);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "function");
+	cq_json_string(j, f->function);
+	cq_json_key(j, "file");
+	cq_json_string(j, f->file);
+	cq_json_key(j, "line");
+	if (f->line > 0)
+		cq_json_int(j, f->line);
+	else
+		cq_json_null(j);
+	cq_json_object_end(j);
+}
+
+static void print_json(const struct cq_core *core, const struct cq_stacks *stacks)
+{
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	const struct cq_module *main_mod = cq_core_main_module(core);
+	int sig = cq_core_signal(core);
+	struct cq_json j;
+	cq_json_init(&j, stdout);
+	cq_json_object_begin(&j);
+	cq_json_key(&j, "core");
+	cq_json_object_begin(&j);
+	cq_json_key(&j, "path");
+	cq_json_string(&j, core->path);
+	cq_json_key(&j, "pid");
+	cq_json_int(&j, core->has_psinfo ? core->pid : crashed->tid);
+	cq_json_key(&j, "exe");
+	cq_json_string(&j, main_mod ? main_mod->name : NULL);
+	cq_json_key(&j, "arch");
+	cq_json_string(&j, core->arch->name);
+	cq_json_key(&j, "signal");
+	cq_json_int(&j, sig);
+	cq_json_key(&j, "signal_name");
+	cq_json_string(&j, cq_core_signal_name(sig));
+	cq_json_key(&j, "si_code");
+	if (core->siginfo.present)
+		cq_json_int(&j, core->siginfo.code);
+	else
+		cq_json_null(&j);
+	cq_json_key(&j, "fault_address");
+	if (core->siginfo.has_addr)
+		cq_json_hex(&j, core->siginfo.addr);
+	else
+		cq_json_null(&j);
+	cq_json_key(&j, "crashed_tid");
+	cq_json_int(&j, crashed->tid);
+	cq_json_object_end(&j);
+	cq_json_key(&j, "threads");
+	cq_json_array_begin(&j);
+	for (size_t t = 0; t < stacks->nthreads; t++) {
+		const struct cq_thread_stack *ts = &stacks->threads[t];
+		cq_json_object_begin(&j);
+		cq_json_key(&j, "tid");
+		cq_json_int(&j, ts->thread->tid);
+		cq_json_key(&j, "name");
+		cq_json_string(&j, ts->thread->name);
+		cq_json_key(&j, "crashed");
+		cq_json_bool(&j, ts->thread->crashed);
+		cq_json_key(&j, "frames");
+		cq_json_array_begin(&j);
+		for (size_t i = 0; i < ts->nframes; i++)
+			json_frame(&j, &ts->frames[i], i);
+		cq_json_array_end(&j);
+		cq_json_key(&j, "end");
+		cq_json_string(&j, cq_unwind_end_name(ts->end));
+		cq_json_object_end(&j);
+	}
+	cq_json_array_end(&j);
+	cq_json_key(&j, "suspended");
+	cq_json_array_begin(&j);
+	cq_json_array_end(&j);
+	cq_json_object_end(&j);
+	cq_json_finish(&j);
+}
+
+static void print_frame_text(const struct cq_stack_frame *f, size_t index)
+{
+	if (f->kind == CQ_FRAME_INLINE)
+		printf("#%-3zu %18s in ", index, "");
+	else
+		printf("#%-3zu 0x%016" PRIx64 " in ", index, f->pc);
+	printf("%s", f->function ? f->function : "??");
+	if (f->module)
+		printf(" (%s+0x%" PRIx64 ")", cq_module_basename(f->module), f->offset);
+	if (f->file)
+		printf(" at %s:%d", f->file, f->line);
+	if (f->kind == CQ_FRAME_INLINE)
+		printf(" [inline]");
+	else if (f->trust == CQ_TRUST_FP || f->trust == CQ_TRUST_SCAN)
+		printf(" [%s]", cq_unwind_trust_name(f->trust));
+	putchar('\n');
+}
+
+static void print_text(const struct cq_stacks *stacks)
+{
+	for (size_t t = 0; t < stacks->nthreads; t++) {
+		const struct cq_thread_stack *ts = &stacks->threads[t];
+		if (t)
+			putchar('\n');
+		printf("Thread %d", ts->thread->tid);
+		if (ts->thread->name)
+			printf(" \"%s\"", ts->thread->name);
+		if (ts->thread->crashed)
+			printf(" (crashed)");
+		printf(":\n");
+		for (size_t i = 0; i < ts->nframes; i++)
+			print_frame_text(&ts->frames[i], i);
+		if (ts->end != CQ_END_OUTERMOST)
+			printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
+	}
+}
+
+int cmd_stack(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CMD_CORE_LONG_OPTIONS,
+		{"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
+		{"no-scan", no_argument, NULL, OPT_NO_SCAN},
+		{"cache", required_argument, NULL, OPT_CACHE},
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{NULL, 0, NULL, 0},
+	};
+	struct cmd_core_opts o;
+	struct cq_stack_options so;
+	cmd_core_opts_init(&o);
+	cq_stack_options_default(&so);
+	const char *cache_path = NULL;
+	bool no_cache = false;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(stack_usage, stdout);
+			return EXIT_OK;
+		}
+		int r = cmd_core_opts_handle(&o, opt, optarg, "stack");
+		if (r < 0)
+			return EXIT_USAGE;
+		if (r > 0)
+			continue;
+		switch (opt) {
+		case OPT_MAX_FRAMES:
+			if (!cmd_parse_count(optarg, 1, 100000, &so.unwind.max_frames, "stack",
+					     "--max-frames"))
+				return EXIT_USAGE;
+			break;
+		case OPT_NO_SCAN:
+			so.unwind.allow_scan = false;
+			break;
+		case OPT_CACHE:
+			cache_path = optarg;
+			break;
+		case OPT_NO_CACHE:
+			no_cache = true;
+			break;
+		default:
+			return cmd_usage_error("stack", "unknown option");
+		}
+	}
+	if (optind + 1 != argc)
+		return cmd_usage_error("stack", "expected exactly one CORE argument");
+	const char *path = argv[optind];
+	struct cq_core *core;
+	struct cq_error *err = cmd_open_core(path, &o, &core);
+	if (err)
+		return cmd_fail(path, err);
+	so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
+	so.debug_dirs = o.core.debug_dirs;
+	struct cq_stacks *stacks;
+	err = cq_core_stacks(core, &so, &stacks);
+	int rc = EXIT_OK;
+	if (err) {
+		rc = cmd_fail(path, err);
+	} else {
+		if (o.format == CMD_FORMAT_JSON)
+			print_json(core, stacks);
+		else
+			print_text(stacks);
+		cq_stacks_free(stacks);
+	}
+	cq_store_cache_close(so.cache);
+	cq_core_close(core);
+	return rc;
+}

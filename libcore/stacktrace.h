@@ -1,0 +1,78 @@
+/*
+ * stacktrace.h - every thread's stack, unwound and symbolized.
+ *
+ * This is where the core model meets the unwinder: it gives unwind/ its view
+ * of the core (memory reads, code test, stack bounds, CFI table per module),
+ * builds each module's CFI table at most once per process (and once per
+ * build-id across processes, through the cache), walks every thread, and
+ * names each frame with the symbolizer, inline frames expanded.
+ */
+#ifndef CQ_STACKTRACE_H
+#define CQ_STACKTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/error.h"
+#include "unwind/unwind.h"
+
+struct cq_core;
+struct cq_cache;
+struct cq_module;
+
+enum cq_frame_kind {
+	CQ_FRAME_NATIVE,
+	CQ_FRAME_INLINE,
+	CQ_FRAME_ASYNC,
+};
+
+struct cq_stack_frame {
+	uint64_t pc;
+	enum cq_frame_kind kind;
+	uint8_t trust;		      /* enum cq_unwind_trust */
+	const struct cq_module *module; /* NULL when pc is in no module */
+	uint64_t offset;	      /* pc - module bias: the link-time address */
+	const char *function;	      /* demangled, NULL when unknown */
+	const char *file;
+	int line;
+};
+
+struct cq_thread_stack {
+	const struct cq_core_thread *thread;
+	struct cq_stack_frame *frames;
+	size_t nframes;
+	enum cq_unwind_end end;
+};
+
+struct cq_stacks {
+	struct cq_thread_stack *threads; /* in core order: the crashed thread first */
+	size_t nthreads;
+};
+
+struct cq_stack_options {
+	struct cq_unwind_options unwind;
+	struct cq_cache *cache;		 /* may be NULL */
+	const char *const *debug_dirs; /* NULL-terminated, may be NULL */
+	bool symbolize;
+};
+
+void cq_stack_options_default(struct cq_stack_options *o);
+
+struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_options *o,
+				struct cq_stacks **out);
+void cq_stacks_free(struct cq_stacks *stacks);
+
+/* The unwinder's view of a core; valid while core and options live. */
+struct cq_core_target {
+	struct cq_unwind_target target;
+	struct cq_core *core;
+	const struct cq_stack_options *options;
+};
+
+void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
+			 const struct cq_stack_options *o);
+
+const char *cq_frame_kind_name(enum cq_frame_kind kind);
+
+#endif

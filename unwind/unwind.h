@@ -1,0 +1,101 @@
+/*
+ * unwind.h - the native stack walker and the interface it sees the target by.
+ *
+ * The unwinder knows nothing about core files.  It reads memory, finds the
+ * CFI table for a pc, and asks whether an address is code, all through
+ * struct cq_unwind_target, which libcore implements over a core and tests
+ * implement over synthetic stacks.
+ *
+ * Per frame: the CFI row for pc (pc - 1 for return addresses) gives the CFA
+ * and the caller's registers (trust "cfi"); without CFI, a frame-pointer step
+ * if rbp points at a plausible frame on this thread's stack ("fp"); as a last
+ * resort, a bounded scan of the stack for a word that points just after a
+ * call instruction ("scan").  Every walk is bounded by max_frames, by the
+ * stack mapping, and by the rule that the CFA must increase.
+ */
+#ifndef CQ_UNWIND_H
+#define CQ_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/arch.h"
+#include "libcore/error.h"
+#include "unwind/cfi_table.h"
+
+struct cq_unwind_target_ops {
+	/* Copies len bytes at addr; false if any is unreadable. */
+	bool (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	/* The CFI table covering runtime address pc and its module's load bias, or NULL. */
+	const struct cq_cfi_table *(*cfi_at)(void *ctx, uint64_t pc, uint64_t *bias);
+	/* True if addr lies in an executable mapping. */
+	bool (*is_code)(void *ctx, uint64_t addr);
+	/* Bounds [lo, hi) of the mapping holding sp; false if sp is unmapped. */
+	bool (*stack_bounds)(void *ctx, uint64_t sp, uint64_t *lo, uint64_t *hi);
+};
+
+struct cq_unwind_target {
+	const struct cq_unwind_target_ops *ops;
+	void *ctx;
+	const struct cq_arch *arch;
+};
+
+enum cq_unwind_trust {
+	CQ_TRUST_CONTEXT, /* registers from the core's notes */
+	CQ_TRUST_CFI,
+	CQ_TRUST_FP,
+	CQ_TRUST_SCAN,
+	CQ_TRUST_ASYNC, /* from an async (coroutine) frame record */
+};
+
+enum cq_unwind_end {
+	CQ_END_OUTERMOST,      /* undefined or zero return address: a thread's first frame */
+	CQ_END_MAX_FRAMES,
+	CQ_END_NO_UNWIND_INFO, /* no CFI, no frame pointer, nothing found by scanning */
+	CQ_END_BAD_MEMORY,     /* a read failed or the return address is not code */
+	CQ_END_LOOP,	       /* the CFA did not increase, or a frame repeated */
+	CQ_END_ASYNC_DETACHED, /* an async chain ended without a parent */
+};
+
+struct cq_unwind_frame {
+	uint64_t pc;
+	uint64_t sp;	       /* stack pointer in this frame */
+	uint64_t fp;	       /* frame-pointer register in this frame, if has_fp */
+	bool has_fp;
+	bool is_return_address; /* pc is after a call: look it up at pc - 1 */
+	uint8_t trust;	       /* enum cq_unwind_trust */
+};
+
+struct cq_unwind_options {
+	unsigned max_frames; /* default 256 */
+	bool allow_scan;     /* default true */
+	unsigned scan_words; /* words above sp a scan may look at; default 1024 */
+};
+
+#define CQ_UNWIND_DEFAULT_MAX_FRAMES 256
+#define CQ_UNWIND_DEFAULT_SCAN_WORDS 1024
+
+void cq_unwind_options_default(struct cq_unwind_options *o);
+
+/*
+ * Walks one thread from regs.  frames must hold o->max_frames entries.
+ * Never fails on bad target data: the walk ends and *end says why.
+ */
+void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *regs,
+		      const struct cq_unwind_options *o, struct cq_unwind_frame *frames,
+		      size_t *nframes, enum cq_unwind_end *end);
+
+/*
+ * Computes the caller's registers from regs with the CFI rule set at pc.
+ * Exposed for tests and for the async walker.  Returns false when a rule
+ * cannot be evaluated (unreadable memory, bad expression).
+ */
+bool cq_unwind_step_cfi(const struct cq_unwind_target *t, const struct cq_cfi_table *table,
+			const struct cq_cfi_rule *rules, const struct cq_regs *regs,
+			struct cq_regs *caller, uint64_t *cfa);
+
+const char *cq_unwind_trust_name(enum cq_unwind_trust trust);
+const char *cq_unwind_end_name(enum cq_unwind_end end);
+
+#endif

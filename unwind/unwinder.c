@@ -1,0 +1,282 @@
+/*
+ * unwinder.c - walk one thread's native stack (see unwind.h).
+ *
+ * The walk keeps a full register set per step.  After a CFI step, registers
+ * with no rule become unknown except those the rule set marks "same value";
+ * after a frame-pointer or scan step only sp, fp and pc are known.  The
+ * return-address column of the caller's rule set becomes the caller's pc;
+ * a signal frame's caller pc is exact (the interrupted instruction), every
+ * other caller pc is a return address and is looked up at pc - 1.
+ */
+#include "unwind/unwind.h"
+
+#include <string.h>
+
+#include "unwind/dwarf_expr.h"
+
+void cq_unwind_options_default(struct cq_unwind_options *o)
+{
+	o->max_frames = CQ_UNWIND_DEFAULT_MAX_FRAMES;
+	o->allow_scan = true;
+	o->scan_words = CQ_UNWIND_DEFAULT_SCAN_WORDS;
+}
+
+static bool read_u64(const struct cq_unwind_target *t, uint64_t addr, uint64_t *out)
+{
+	uint8_t b[8];
+	if (!t->ops->read(t->ctx, addr, b, sizeof(b)))
+		return false;
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	*out = v;
+	return true;
+}
+
+static bool eval_rule_expr(const struct cq_unwind_target *t, const struct cq_cfi_table *table,
+			   const struct cq_cfi_rule *rule, const struct cq_regs *regs,
+			   bool has_cfa, uint64_t cfa, uint64_t *out)
+{
+	size_t n;
+	const struct cq_cfi_op *ops = cq_cfi_table_expr(table, rule, &n);
+	struct cq_dwarf_expr_env env = {
+		.regs = regs, .has_cfa = has_cfa, .cfa = cfa, .read = t->ops->read, .ctx = t->ctx};
+	return ops && cq_unwind_eval_expr(ops, n, &env, out);
+}
+
+/* Recovers one register of the caller; false if its rule cannot be applied. */
+static bool apply_rule(const struct cq_unwind_target *t, const struct cq_cfi_table *table,
+		       const struct cq_cfi_rule *rule, unsigned regno, const struct cq_regs *regs,
+		       uint64_t cfa, struct cq_regs *caller)
+{
+	uint64_t v;
+	switch (rule->kind) {
+	case CQ_CFI_UNDEFINED:
+		return true;
+	case CQ_CFI_SAME:
+		if (cq_regs_has(regs, regno))
+			cq_regs_set(caller, regno, regs->value[regno]);
+		return true;
+	case CQ_CFI_OFFSET:
+		if (!read_u64(t, cfa + (uint64_t)(int64_t)rule->value, &v))
+			return false;
+		break;
+	case CQ_CFI_VAL_OFFSET:
+		v = cfa + (uint64_t)(int64_t)rule->value;
+		break;
+	case CQ_CFI_REGISTER:
+		if (!cq_regs_has(regs, rule->reg))
+			return true;
+		v = regs->value[rule->reg];
+		break;
+	case CQ_CFI_EXPR:
+		if (!eval_rule_expr(t, table, rule, regs, true, cfa, &v) || !read_u64(t, v, &v))
+			return false;
+		break;
+	case CQ_CFI_VAL_EXPR:
+		if (!eval_rule_expr(t, table, rule, regs, true, cfa, &v))
+			return false;
+		break;
+	default:
+		return false;
+	}
+	cq_regs_set(caller, regno, v);
+	return true;
+}
+
+bool cq_unwind_step_cfi(const struct cq_unwind_target *t, const struct cq_cfi_table *table,
+			const struct cq_cfi_rule *rules, const struct cq_regs *regs,
+			struct cq_regs *caller, uint64_t *cfa)
+{
+	const struct cq_arch *arch = t->arch;
+	const struct cq_cfi_rule *cfa_rule = &rules[0];
+	if (cfa_rule->kind == CQ_CFI_CFA_REG_OFFSET) {
+		if (!cq_regs_has(regs, cfa_rule->reg))
+			return false;
+		*cfa = regs->value[cfa_rule->reg] + (uint64_t)(int64_t)cfa_rule->value;
+	} else if (!eval_rule_expr(t, table, cfa_rule, regs, false, 0, cfa)) {
+		return false;
+	}
+	memset(caller, 0, sizeof(*caller));
+	for (unsigned r = 0; r < table->nregs && r < CQ_REGS_MAX; r++)
+		if (!apply_rule(t, table, &rules[1 + r], r, regs, *cfa, caller))
+			return false;
+	/* The CFA is the caller's sp unless a rule said otherwise (signal frames). */
+	if (!cq_regs_has(caller, arch->sp_reg))
+		cq_regs_set(caller, arch->sp_reg, *cfa);
+	if (cq_regs_has(caller, arch->ra_reg))
+		cq_regs_set(caller, arch->pc_reg, caller->value[arch->ra_reg]);
+	else
+		caller->valid &= ~(1ull << arch->pc_reg);
+	return true;
+}
+
+/* The state of the walk between frames. */
+struct walk {
+	const struct cq_unwind_target *t;
+	const struct cq_unwind_options *o;
+	struct cq_regs regs;
+	bool is_return_address;
+	uint8_t trust;
+	bool have_stack;
+	uint64_t stack_lo, stack_hi;
+};
+
+static uint64_t reg(const struct walk *w, unsigned regno)
+{
+	return w->regs.value[regno];
+}
+
+/* Frame-pointer step: [fp] = caller's fp, [fp + 8] = return address. */
+static bool step_fp(struct walk *w, struct cq_regs *caller)
+{
+	const struct cq_arch *arch = w->t->arch;
+	if (!cq_regs_has(&w->regs, arch->fp_reg) || !w->have_stack)
+		return false;
+	uint64_t fp = reg(w, arch->fp_reg), sp = reg(w, arch->sp_reg);
+	if (fp & 7 || fp < sp || fp < w->stack_lo || fp > w->stack_hi - 16 || w->stack_hi < 16)
+		return false;
+	uint64_t saved_fp, ra;
+	if (!read_u64(w->t, fp, &saved_fp) || !read_u64(w->t, fp + 8, &ra))
+		return false;
+	if (ra != 0 && !w->t->ops->is_code(w->t->ctx, ra))
+		return false;
+	memset(caller, 0, sizeof(*caller));
+	cq_regs_set(caller, arch->fp_reg, saved_fp);
+	cq_regs_set(caller, arch->sp_reg, fp + 16);
+	cq_regs_set(caller, arch->pc_reg, ra);
+	return true;
+}
+
+static bool after_call(const struct cq_unwind_target *t, uint64_t addr)
+{
+	uint8_t before[16];
+	unsigned n = t->arch->call_max_len;
+	if (n > sizeof(before) || addr < n || !t->ops->read(t->ctx, addr - n, before, n))
+		return false;
+	return t->arch->ends_with_call(before);
+}
+
+/* Stack scan: the first word above sp that is a return address into code. */
+static bool step_scan(struct walk *w, struct cq_regs *caller)
+{
+	const struct cq_arch *arch = w->t->arch;
+	if (!w->o->allow_scan || !w->have_stack || !cq_regs_has(&w->regs, arch->sp_reg))
+		return false;
+	uint64_t sp = reg(w, arch->sp_reg);
+	/* The first frame's own return address may sit at sp; later frames start above it. */
+	uint64_t addr = (sp + 7) & ~7ull;
+	if (w->trust != CQ_TRUST_CONTEXT)
+		addr += 8;
+	for (unsigned i = 0; i < w->o->scan_words && addr + 8 <= w->stack_hi; i++, addr += 8) {
+		uint64_t v;
+		if (addr < w->stack_lo || !read_u64(w->t, addr, &v))
+			return false;
+		if (v && w->t->ops->is_code(w->t->ctx, v) && after_call(w->t, v)) {
+			*caller = w->regs;
+			caller->valid &= 1ull << arch->fp_reg;
+			cq_regs_set(caller, arch->sp_reg, addr + 8);
+			cq_regs_set(caller, arch->pc_reg, v);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* One step to the caller.  Returns false with *end set when the walk stops. */
+static bool step(struct walk *w, enum cq_unwind_end *end)
+{
+	const struct cq_arch *arch = w->t->arch;
+	uint64_t pc = reg(w, arch->pc_reg), sp = reg(w, arch->sp_reg);
+	uint64_t lookup = w->is_return_address ? pc - 1 : pc, bias = 0, cfa = 0;
+	const struct cq_cfi_table *table = w->t->ops->cfi_at(w->t->ctx, lookup, &bias);
+	const struct cq_cfi_rule *rules = table ? cq_cfi_table_lookup(table, lookup - bias) : NULL;
+	struct cq_regs caller;
+	uint8_t trust;
+	bool signal = false;
+	if (rules) {
+		if (rules[1 + arch->ra_reg].kind == CQ_CFI_UNDEFINED) {
+			*end = CQ_END_OUTERMOST;
+			return false;
+		}
+		if (!cq_unwind_step_cfi(w->t, table, rules, &w->regs, &caller, &cfa)) {
+			*end = CQ_END_BAD_MEMORY;
+			return false;
+		}
+		signal = rules[0].flags & CQ_CFI_SIGNAL_FRAME;
+		trust = CQ_TRUST_CFI;
+	} else if (step_fp(w, &caller)) {
+		trust = CQ_TRUST_FP;
+	} else if (step_scan(w, &caller)) {
+		trust = CQ_TRUST_SCAN;
+	} else {
+		*end = CQ_END_NO_UNWIND_INFO;
+		return false;
+	}
+	uint64_t new_pc = caller.value[arch->pc_reg], new_sp = caller.value[arch->sp_reg];
+	if (!cq_regs_has(&caller, arch->pc_reg) || new_pc == 0) {
+		*end = CQ_END_OUTERMOST;
+		return false;
+	}
+	if (!w->t->ops->is_code(w->t->ctx, new_pc)) {
+		*end = CQ_END_BAD_MEMORY;
+		return false;
+	}
+	/* Signal frames may switch stacks; every other step must move up the stack. */
+	if (!cq_regs_has(&caller, arch->sp_reg) || (!signal && new_sp <= sp) ||
+	    (signal && new_sp == sp && new_pc == pc)) {
+		*end = CQ_END_LOOP;
+		return false;
+	}
+	w->regs = caller;
+	w->trust = trust;
+	w->is_return_address = !signal;
+	return true;
+}
+
+void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *regs,
+		      const struct cq_unwind_options *o, struct cq_unwind_frame *frames,
+		      size_t *nframes, enum cq_unwind_end *end)
+{
+	const struct cq_arch *arch = t->arch;
+	struct walk w = {.t = t, .o = o, .regs = *regs, .trust = CQ_TRUST_CONTEXT};
+	size_t n = 0;
+	*end = CQ_END_MAX_FRAMES;
+	if (cq_regs_has(regs, arch->sp_reg))
+		w.have_stack = t->ops->stack_bounds(t->ctx, reg(&w, arch->sp_reg), &w.stack_lo,
+						    &w.stack_hi);
+	while (n < o->max_frames) {
+		frames[n++] = (struct cq_unwind_frame){
+			.pc = reg(&w, arch->pc_reg),
+			.sp = reg(&w, arch->sp_reg),
+			.fp = reg(&w, arch->fp_reg),
+			.has_fp = cq_regs_has(&w.regs, arch->fp_reg),
+			.is_return_address = w.is_return_address,
+			.trust = w.trust,
+		};
+		if (!cq_regs_has(&w.regs, arch->pc_reg)) {
+			*end = CQ_END_NO_UNWIND_INFO;
+			break;
+		}
+		if (n == o->max_frames) {
+			*end = CQ_END_MAX_FRAMES;
+			break;
+		}
+		if (!step(&w, end))
+			break;
+	}
+	*nframes = n;
+}
+
+const char *cq_unwind_trust_name(enum cq_unwind_trust trust)
+{
+	static const char *const names[] = {"context", "cfi", "fp", "scan", "async"};
+	return (unsigned)trust < sizeof(names) / sizeof(names[0]) ? names[trust] : "unknown";
+}
+
+const char *cq_unwind_end_name(enum cq_unwind_end end)
+{
+	static const char *const names[] = {"outermost", "max_frames", "no_unwind_info",
+					    "bad_memory", "loop", "async_detached"};
+	return (unsigned)end < sizeof(names) / sizeof(names[0]) ? names[end] : "unknown";
+}
