@@ -61,7 +61,8 @@ void cq_mem_finish(struct cq_mem *mem)
 {
 	for (int l = 0; l < CQ_MEM_LAYERS; l++) {
 		struct cq_mem_layer_set *set = &mem->layer[l];
-		qsort(set->seg, set->n, sizeof(*set->seg), segment_cmp);
+		if (set->n > 1)
+			qsort(set->seg, set->n, sizeof(*set->seg), segment_cmp);
 		/* Trim overlaps so the search can assume disjoint, sorted ranges. */
 		size_t out = 0;
 		for (size_t i = 0; i < set->n; i++) {

@@ -299,7 +299,8 @@ struct cq_error *cq_core_load_modules(struct cq_core *core)
 		err = add_vdso_module(core, &cap, page);
 	if (err)
 		return err;
-	qsort(core->modules, core->nmodules, sizeof(*core->modules), module_cmp);
+	if (core->nmodules > 1)
+		qsort(core->modules, core->nmodules, sizeof(*core->modules), module_cmp);
 	cq_mem_finish(&core->mem);
 	return NULL;
 }

@@ -75,6 +75,8 @@ static struct cq_error *add_frames(struct cq_thread_stack *ts, size_t *cap, stru
 		struct cq_stack_frame f = frame_at(core, uf);
 		if (names) {
 			f.function = names[i].function;
+			if (!f.function && uf->is_signal_frame)
+				f.function = "<signal handler called>";
 			f.file = names[i].file;
 			f.line = names[i].line;
 			if (names[i].inlined)

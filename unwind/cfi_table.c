@@ -523,7 +523,8 @@ static struct cq_error *fde_starts(Elf *elf, const char *section, bool eh, uint6
 		*count = 0;
 		return err;
 	}
-	qsort(starts, *count, sizeof(*starts), u64_cmp);
+	if (*count > 1)
+		qsort(starts, *count, sizeof(*starts), u64_cmp);
 	*out = starts;
 	return NULL;
 }
@@ -573,7 +574,8 @@ static struct cq_error *push_row(struct cq_cfi_table *t, size_t *cap, uint64_t s
 /* Lays spans out as rows; eh_frame spans win where debug_frame overlaps. */
 static struct cq_error *layout_rows(struct builder *b, struct cq_cfi_table *t)
 {
-	qsort(b->spans, b->nspans, sizeof(*b->spans), span_cmp);
+	if (b->nspans > 1)
+		qsort(b->spans, b->nspans, sizeof(*b->spans), span_cmp);
 	t->base = b->nspans ? b->spans[0].start : 0;
 	size_t cap = 0;
 	uint64_t prev_end = t->base;

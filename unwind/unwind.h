@@ -64,6 +64,7 @@ struct cq_unwind_frame {
 	uint64_t fp;	       /* frame-pointer register in this frame, if has_fp */
 	bool has_fp;
 	bool is_return_address; /* pc is after a call: look it up at pc - 1 */
+	bool is_signal_frame;  /* a signal trampoline (its CFI says so) */
 	uint8_t trust;	       /* enum cq_unwind_trust */
 };
 

@@ -117,6 +117,7 @@ struct walk {
 	const struct cq_unwind_options *o;
 	struct cq_regs regs;
 	bool is_return_address;
+	bool at_signal_frame; /* the current frame's own row is a signal frame */
 	uint8_t trust;
 	bool have_stack;
 	uint64_t stack_lo, stack_hi;
@@ -204,6 +205,7 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 			return false;
 		}
 		signal = rules[0].flags & CQ_CFI_SIGNAL_FRAME;
+		w->at_signal_frame = signal;
 		trust = CQ_TRUST_CFI;
 	} else if (step_fp(w, &caller)) {
 		trust = CQ_TRUST_FP;
@@ -262,8 +264,12 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
 			*end = CQ_END_MAX_FRAMES;
 			break;
 		}
-		if (!step(&w, end))
+		if (!step(&w, end)) {
+			frames[n - 1].is_signal_frame = w.at_signal_frame;
 			break;
+		}
+		frames[n - 1].is_signal_frame = w.at_signal_frame;
+		w.at_signal_frame = false;
 	}
 	*nframes = n;
 }

@@ -16,47 +16,78 @@ import subprocess
 from coreq_test import coreq_json, done, ok, require_corpus
 
 # gdb-only frames, and why coreq (like eu-stack) does not show them.
+# Keys are normalised names (see normalise()).
 KNOWN_GDB_ONLY = {
-    # gdb synthesises "tail call frames" from DW_TAG_call_site info: glibc's
-    # pthread_kill jumps (tail-calls) into __pthread_kill_implementation, so
-    # no frame of __pthread_kill_internal exists on the stack.  eu-stack
-    # agrees with coreq.
-    "__pthread_kill_internal": "gdb tail-call frame synthesised from DWARF call sites",
+    # gdb synthesises "tail call frames" from DW_TAG_call_site info.  glibc's
+    # pthread_kill and __futex_abstimed_wait_cancelable64 end in a jump
+    # (tail call) to the next function, so no frame of theirs exists on the
+    # stack.  eu-stack shows the same frames as coreq.
+    "pthread_kill_internal": "gdb tail-call frame synthesised from DWARF call sites",
+    "futex_abstimed_wait_cancelable64": "gdb tail-call frame synthesised from DWARF call sites",
 }
 
-PREFIXES = ("__GI_", "__libc_", "__GI___", "__")
 
-
-def normalise(name):
-    if not name or name == "??":
-        return "??"
-    name = re.sub(r"\s*\[clone [^\]]*\]", "", name)
-    depth, cut = 0, len(name)
-    # Cut the argument list: the first '(' at template depth 0.
-    for i, ch in enumerate(name):
-        if ch == "<":
+def cut_at_depth0(name, stop):
+    """The part of name before the first stop character outside <...> and (...)
+    ("operator()" and "operator<" are names, not brackets)."""
+    depth, i = 0, 0
+    while i < len(name):
+        if name.startswith("operator", i):
+            m = re.match(r"operator\s*(\(\)|<<=?|>>=?|<=>|<=|>=|<|>|->\*?)", name[i:])
+            if m:
+                i += m.end()
+                continue
+        ch = name[i]
+        if ch in stop and depth == 0:
+            return name[:i]
+        if ch in "<(":
             depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth <= 0 and not name[:i].endswith("operator"):
-            cut = i
-            break
-    name = name[:cut].strip()
-    for p in PREFIXES:
-        if name.startswith(p) and len(name) > len(p):
-            name = name[len(p):]
-            break
+        elif ch in ">)":
+            depth = max(0, depth - 1)
+        i += 1
     return name
 
 
-FRAME_RE = re.compile(r"^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(.+?)(?: \(.*)?$")
+def strip_templates(name):
+    out, depth = [], 0
+    for ch in name:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def normalise(name):
+    """A spelling-neutral form: no arguments, templates, return type, symbol
+    version, compiler clone suffixes or glibc internal-alias prefixes."""
+    if not name or name == "??":
+        return "??"
+    name = re.sub(r"\s*\[clone [^\]]*\]", "", name)
+    name = name.split("@")[0]
+    name = cut_at_depth0(name, "(").strip()
+    name = strip_templates(name).strip()
+    name = name.split(" ")[-1]  # drop a return type
+    name = re.sub(r"\.(cold|constprop|isra|part|lto_priv)(\.\d+)*$", "", name)
+    name = name.lstrip("_")
+    for prefix in ("GI_", "libc_"):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            name = name[len(prefix):].lstrip("_")
+    return name
+
+
+FRAME_RE = re.compile(r"^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(.+)$")
 
 
 def gdb_stacks(exe, core, debug_dir):
-    cmd = ["gdb", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set width 0"]
+    cmd = ["gdb", "-nx", "-batch", "-iex", "set pagination off", "-iex", "set width 0"]
     if debug_dir:
-        cmd += ["-ex", f"set debug-file-directory {debug_dir}:/usr/lib/debug"]
-    cmd += ["-ex", "thread apply all bt", exe, core]
+        cmd += ["-iex", f"set debug-file-directory {debug_dir}:/usr/lib/debug"]
+    # gdb hides the frames below main (libc start-up, _start) by default.
+    cmd += ["-ex", "set backtrace past-main on", "-ex", "set backtrace past-entry on",
+            "-ex", "thread apply all bt", exe, core]
     out = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=600).stdout
     stacks, cur = {}, None
     for line in out.splitlines():
@@ -67,7 +98,8 @@ def gdb_stacks(exe, core, debug_dir):
         m = FRAME_RE.match(line)
         if m and cur is not None:
             pc = int(m.group(2), 16) if m.group(2) else None
-            name = m.group(3).split(" (")[0]
+            rest = re.sub(r" from /\S+$", "", m.group(3))
+            name = cut_at_depth0(rest, " ").strip() if not rest.startswith("<") else rest
             cur.append((pc, name))
     return stacks
 
