@@ -26,6 +26,13 @@ KNOWN_GDB_ONLY = {
     "futex_abstimed_wait_cancelable64": "gdb tail-call frame synthesised from DWARF call sites",
 }
 
+# Same address, two names: gdb names a frame by its DWARF subprogram, coreq by
+# the symbol table, which is there with or without debuginfo, so a crash gets
+# the same name on every host.  gdb's normalised name -> coreq's.
+KNOWN_ALIASES = {
+    "start_main_impl": "start_main",  # glibc exports __libc_start_main for __libc_start_main_impl
+}
+
 
 def cut_at_depth0(name, stop):
     """The part of name before the first stop character outside <...> and (...)
@@ -112,7 +119,8 @@ def compare(case, gdb, ours):
         if tid not in gdb:
             all_good &= ok(False, f"{name}: gdb shows thread {tid}")
             continue
-        g = [(pc, normalise(fn)) for pc, fn in gdb[tid] if normalise(fn) not in KNOWN_GDB_ONLY]
+        g = [(pc, KNOWN_ALIASES.get(normalise(fn), normalise(fn))) for pc, fn in gdb[tid]
+             if normalise(fn) not in KNOWN_GDB_ONLY]
         c = [(int(f["pc"], 16), normalise(f["function"]), f["kind"]) for f in t["frames"]]
         g_names = [n for _, n in g]
         c_names = [n for _, n, _ in c]

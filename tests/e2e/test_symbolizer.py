@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""coreq's symbolizer names every frame of every corpus crash as elfutils does.
+
+The story: a user has a core and wants each program counter on its stacks
+turned into function, source file and line, inline frames included, for
+PIE, non-PIE and static executables, and for a stripped one whose debuginfo
+sits in a --debug-dir build-id tree.
+
+eu-stack (-a) supplies the stack addresses and says which are return
+addresses (it looks those up at pc - 1, as coreq must).  The helper
+tests/tools/symbolize runs libcore's symbolizer alone on those addresses,
+without coreq's unwinder, so only the symbolizer is under test.  The oracles:
+  - eu-stack's name for the frame (from the symbol table) is the name of
+    coreq's outermost (real) frame, symbol version aside;
+  - `eu-addr2line -i` gives the inline chain: the same number of frames, the
+    same inlined function names, and the same file and line for each.
+"""
+import os
+import re
+import subprocess
+
+from coreq_test import BUILD, ROOT, done, ok, require_corpus, skip
+
+HELPER = os.path.join(BUILD, "asan", "tests", "tools", "symbolize")
+MAX_PCS_PER_CORE = 48
+STACK_RE = re.compile(r"^#\d+\s+(0x[0-9a-f]+)\s+(- 1)?\s*(.*)$")
+
+
+def build_helper():
+    r = subprocess.run(["make", "-C", ROOT, "--no-print-directory", f"BUILD={BUILD}", HELPER],
+                       capture_output=True, text=True, errors="replace")
+    return ok(r.returncode == 0 and os.access(HELPER, os.X_OK),
+              "the symbolize helper builds", r.stdout + r.stderr)
+
+
+def elfutils_args(case):
+    args = ["--core", case["core"]]
+    if case.get("exe"):
+        args += ["-e", case["exe"]]
+    if case.get("debug_dir"):
+        args.append(f"--debuginfo-path=:.debug:/usr/lib/debug:{case['debug_dir']}")
+    return args
+
+
+def stack_pcs(case):
+    """[(pc, is_return_address, eu-stack's symbol name)], unique, all threads."""
+    r = subprocess.run(["eu-stack", "-a"] + elfutils_args(case), capture_output=True,
+                       text=True, errors="replace", timeout=300)
+    seen, out = set(), []
+    for line in r.stdout.splitlines():
+        m = STACK_RE.match(line)
+        if not m:
+            continue
+        pc, is_ret, name = int(m.group(1), 16), bool(m.group(2)), m.group(3).strip() or None
+        if (pc, is_ret) not in seen and len(out) < MAX_PCS_PER_CORE:
+            seen.add((pc, is_ret))
+            out.append((pc, is_ret, name))
+    return out
+
+
+def ours(case, pcs):
+    """{(pc, is_ret): [(function, file, line, inlined)]} from the helper."""
+    args = [HELPER]
+    if case.get("debug_dir"):
+        args += ["--debug-dir", case["debug_dir"]]
+    args.append(case["core"])
+    args += [f"{pc:#x}{'r' if is_ret else ''}" for pc, is_ret, _ in pcs]
+    r = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=300)
+    result = {}
+    by_pc = {pc: is_ret for pc, is_ret, _ in pcs}
+    for line in r.stdout.splitlines():
+        f = [None if v == "-" else v for v in line.split("\t")]
+        if len(f) != 6:
+            continue
+        pc = int(f[0], 16)
+        result.setdefault((pc, by_pc.get(pc)), []).append((f[2], f[3], int(f[4]), f[5] == "inline"))
+    return result, r
+
+
+def oracle_chains(case, pcs):
+    """{lookup address: [(function, file, line)]} from eu-addr2line -i."""
+    addrs = [pc - 1 if is_ret else pc for pc, is_ret, _ in pcs]
+    r = subprocess.run(["eu-addr2line", "-i", "-f", "-C", "-a"] + elfutils_args(case)
+                       + [hex(a) for a in addrs],
+                       capture_output=True, text=True, errors="replace", timeout=300)
+    chains, cur, fn = {}, None, None
+    for line in r.stdout.splitlines():
+        if re.match(r"^0x[0-9a-f]+$", line):
+            cur = chains.setdefault(int(line, 16), [])
+            fn = None
+        elif cur is not None and fn is None:
+            fn = re.sub(r" inlined at .*$", "", line)
+        elif cur is not None:
+            m = re.match(r"^(.*?):(\d+)(?::\d+)?$", line)
+            file, lno = (m.group(1), int(m.group(2))) if m else (None, 0)
+            cur.append((None if fn == "??" else fn, None if file == "??" else file, lno))
+            fn = None
+    return chains
+
+
+def base(path):
+    return os.path.basename(path) if path else None
+
+
+def short(name):
+    """A C or C++ name without arguments, templates and qualifiers."""
+    if not name:
+        return None
+    name = re.sub(r"\(.*$", "", name)
+    while re.search(r"<[^<>]*>", name):
+        name = re.sub(r"<[^<>]*>", "", name)
+    return name.split("::")[-1].strip()
+
+
+def check_pc(case, pc, is_ret, eu_name, frames, chain):
+    where = f"{case['case']}: {pc:#x}{' (return address)' if is_ret else ''}"
+    diag = [f"coreq:        {frames}", f"eu-addr2line: {chain}", f"eu-stack:     {eu_name}"]
+    if not frames:
+        return ok(False, f"{where} symbolized", diag)
+    good = not frames[-1][3] and all(f[3] for f in frames[:-1])
+    want_name = eu_name.split("@")[0] if eu_name else None
+    good &= frames[-1][0] == want_name
+    if chain:
+        good &= len(frames) == len(chain)
+        for (fn, file, line, inlined), (o_fn, o_file, o_line) in zip(frames, chain):
+            good &= base(file) == base(o_file) and line == o_line
+            if inlined:
+                good &= short(fn) == short(o_fn)
+    else:
+        good &= len(frames) == 1
+    return ok(good, f"{where} is {frames[-1][0]} with {len(frames) - 1} inline frame(s)", diag)
+
+
+def check_case(case):
+    pcs = stack_pcs(case)
+    if not pcs:
+        skip(f"{case['case']}: symbolized like elfutils", "eu-stack found no frames")
+        return
+    result, run = ours(case, pcs)
+    ok(run.returncode == 0 and "Sanitizer" not in run.stderr,
+       f"{case['case']}: the helper runs cleanly", run.stderr)
+    chains = oracle_chains(case, pcs)
+    for pc, is_ret, eu_name in pcs:
+        frames = result.get((pc, is_ret), [])
+        chain = chains.get(pc - 1 if is_ret else pc, [])
+        check_pc(case, pc, is_ret, eu_name, frames, chain)
+    names = {short(f[0]) for frames in result.values() for f in frames}
+    for fn in case.get("crash_chain", "").split():
+        ok(fn in names, f"{case['case']}: {fn} appears among the symbolized frames")
+
+
+def main():
+    cases = [c for c in require_corpus() if int(c.get("threads", "1") or 1) <= 100]
+    if not build_helper():
+        done()
+    for case in cases:
+        check_case(case)
+    done()
+
+
+main()
