@@ -9,32 +9,46 @@
 #include "libcore/core.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <gelf.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "libcore/module.h"
 #include "libcore/notes.h"
 
+/*
+ * Checks the identity bytes before libelf sees the file, so that a short,
+ * foreign or 32-bit file gets a precise reason rather than libelf's generic one.
+ */
+static struct cq_error *check_ident(const struct cq_source *src)
+{
+	unsigned char id[sizeof(Elf64_Ehdr)];
+	ssize_t n = pread(src->fd, id, sizeof(id), 0);
+	if (n < 0)
+		return cq_error_errno(errno, "cannot read");
+	size_t got = (size_t)n, magic_len = got < SELFMAG ? got : SELFMAG;
+	if (got == 0 || memcmp(id, ELFMAG, magic_len) != 0)
+		return cq_error_create(CQ_ERR_FORMAT, "not an ELF file");
+	if (got < EI_NIDENT)
+		return cq_error_create(CQ_ERR_FORMAT, "core truncated inside its ELF header");
+	if (id[EI_CLASS] == ELFCLASS32)
+		return cq_error_create(CQ_ERR_UNSUPPORTED, "32-bit cores are not supported yet");
+	if (id[EI_CLASS] != ELFCLASS64)
+		return cq_error_create(CQ_ERR_FORMAT, "bad ELF class %u", id[EI_CLASS]);
+	if (id[EI_DATA] != ELFDATA2LSB)
+		return cq_error_create(CQ_ERR_UNSUPPORTED, "big-endian cores are not supported yet");
+	if (got < sizeof(Elf64_Ehdr))
+		return cq_error_create(CQ_ERR_FORMAT, "core truncated inside its ELF header");
+	return NULL;
+}
+
 static struct cq_error *check_header(struct cq_core *core)
 {
-	size_t magic_len = core->image_size < SELFMAG ? (size_t)core->image_size : SELFMAG;
-	if (memcmp(core->image, ELFMAG, magic_len) != 0 || core->image_size == 0)
-		return cq_error_create(CQ_ERR_FORMAT, "not an ELF file");
-	if (core->image_size < EI_NIDENT)
-		return cq_error_create(CQ_ERR_FORMAT, "core truncated inside its ELF header");
-	if (core->image[EI_CLASS] == ELFCLASS32)
-		return cq_error_create(CQ_ERR_UNSUPPORTED, "32-bit cores are not supported yet");
-	if (core->image[EI_CLASS] != ELFCLASS64)
-		return cq_error_create(CQ_ERR_FORMAT, "bad ELF class %u", core->image[EI_CLASS]);
-	if (core->image[EI_DATA] != ELFDATA2LSB)
-		return cq_error_create(CQ_ERR_UNSUPPORTED,
-				       "big-endian cores are not supported yet");
-	if (core->image_size < sizeof(Elf64_Ehdr))
-		return cq_error_create(CQ_ERR_FORMAT, "core truncated inside its ELF header");
 	GElf_Ehdr eh;
 	if (!gelf_getehdr(core->elf, &eh))
 		return cq_error_create(CQ_ERR_FORMAT, "bad ELF header: %s", elf_errmsg(-1));
@@ -97,6 +111,8 @@ static struct cq_error *core_load(struct cq_core *core)
 {
 	struct cq_error *err = cq_source_open(core->path, core->options.max_spool, &core->source);
 	if (err)
+		return err;
+	if ((err = check_ident(&core->source)))
 		return err;
 	elf_version(EV_CURRENT);
 	core->elf = elf_begin(core->source.fd, ELF_C_READ_MMAP, NULL);

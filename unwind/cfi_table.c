@@ -224,7 +224,8 @@ static struct cq_cfi_rule expr_rule(struct builder *b, const Dwarf_Op *ops, size
 /*
  * libdw gives register rules as op lists: none with ops == ops_mem is
  * "undefined", ops == NULL is "same value", [call_frame_cfa, plus_uconst N]
- * is the location CFA+N, and a trailing stack_value makes it a value rule.
+ * is the location CFA+N, [regx R] is "in register R", and a trailing
+ * stack_value makes it a value rule.
  */
 static struct cq_cfi_rule classify_register(struct builder *b, Dwarf_Frame *frame, int regno)
 {
@@ -254,6 +255,17 @@ static struct cq_cfi_rule classify_register(struct builder *b, Dwarf_Frame *fram
 			return expr_rule(b, ops, m, value);
 		r.kind = value ? CQ_CFI_VAL_OFFSET : CQ_CFI_OFFSET;
 		r.value = (int32_t)off;
+		return r;
+	}
+	/* DW_CFA_register arrives as a register location: [regx R] (or [regN]). */
+	if (!value && n == 1 && (ops[0].atom == DW_OP_regx ||
+				 (ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31))) {
+		reg = ops[0].atom == DW_OP_regx ? (unsigned)ops[0].number
+						: (unsigned)(ops[0].atom - DW_OP_reg0);
+		if (reg >= b->nregs || ops[0].number >= 256)
+			return r;
+		r.kind = CQ_CFI_REGISTER;
+		r.reg = (uint8_t)reg;
 		return r;
 	}
 	if (value && m == 1 && breg_of(&ops[0], &reg, &off) && off == 0 && reg < b->nregs) {

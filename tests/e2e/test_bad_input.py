@@ -112,8 +112,9 @@ def main():
         expect_error(write("short-prstatus", bytes(blob)), "NT_PRSTATUS too short")
         # Program headers that run off the end of the file.
         blob = bytearray(data)
-        struct.pack_into("<H", blob, 0x38, 0xffff)
-        expect_error(write("phnum", bytes(blob)), "e_phnum past the end of the file")
+        struct.pack_into("<Q", blob, 0x20, len(data) - 100)
+        expect_error(write("phoff", bytes(blob)), "program headers past the end of the file",
+                     "truncated")
         # A 32-bit core and a foreign machine.
         blob = bytearray(data)
         blob[4] = 1

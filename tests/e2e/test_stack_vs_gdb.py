@@ -28,9 +28,11 @@ KNOWN_GDB_ONLY = {
 
 # Same address, two names: gdb names a frame by its DWARF subprogram, coreq by
 # the symbol table, which is there with or without debuginfo, so a crash gets
-# the same name on every host.  gdb's normalised name -> coreq's.
+# the same name on every host.  Each alias maps to one spelling on both sides.
 KNOWN_ALIASES = {
-    "start_main_impl": "start_main",  # glibc exports __libc_start_main for __libc_start_main_impl
+    # glibc exports __libc_start_main for __libc_start_main_impl (the static
+    # libc has only the _impl symbol, the shared one prefers the export).
+    "start_main_impl": "start_main",
 }
 
 
@@ -121,7 +123,8 @@ def compare(case, gdb, ours):
             continue
         g = [(pc, KNOWN_ALIASES.get(normalise(fn), normalise(fn))) for pc, fn in gdb[tid]
              if normalise(fn) not in KNOWN_GDB_ONLY]
-        c = [(int(f["pc"], 16), normalise(f["function"]), f["kind"]) for f in t["frames"]]
+        c = [(int(f["pc"], 16), KNOWN_ALIASES.get(normalise(f["function"]), normalise(f["function"])),
+              f["kind"]) for f in t["frames"]]
         g_names = [n for _, n in g]
         c_names = [n for _, n, _ in c]
         same = g_names == c_names
