@@ -14,6 +14,7 @@
 #include "libcore/error.h"
 
 struct cq_cache;
+struct cq_json;
 
 enum {
 	EXIT_OK = 0,
@@ -86,6 +87,12 @@ bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out,
  * and returns NULL: the cache only makes coreq faster.
  */
 struct cq_cache *cmd_open_cache(const char *path);
+
+/* The executable's path as the core names it, or NULL. */
+const char *cmd_core_exe(const struct cq_core *core);
+
+/* Writes the "core" member shared by every command's JSON output. */
+void cmd_json_core(struct cq_json *j, const struct cq_core *core);
 
 int cmd_info(int argc, char **argv);
 int cmd_stack(int argc, char **argv);

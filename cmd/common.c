@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "libcore/cache.h"
+#include "libcore/json.h"
+#include "libcore/module.h"
 
 void cmd_core_opts_init(struct cmd_core_opts *o)
 {
@@ -126,4 +128,60 @@ struct cq_cache *cmd_open_cache(const char *path)
 	}
 	free(def);
 	return cache;
+}
+
+/* The executable's path: its module, else AT_EXECFN, else the command name. */
+const char *cmd_core_exe(const struct cq_core *core)
+{
+	const struct cq_module *main_mod = cq_core_main_module(core);
+	if (main_mod)
+		return main_mod->name;
+	if (core->execfn[0])
+		return core->execfn;
+	return core->has_psinfo ? core->fname : NULL;
+}
+
+static void json_signal(struct cq_json *j, const struct cq_core *core)
+{
+	int sig = cq_core_signal(core);
+	cq_json_key(j, "signal");
+	cq_json_int(j, sig);
+	cq_json_key(j, "signal_name");
+	cq_json_string(j, cq_core_signal_name(sig));
+	cq_json_key(j, "si_code");
+	if (core->siginfo.present)
+		cq_json_int(j, core->siginfo.code);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "fault_address");
+	if (core->siginfo.has_addr)
+		cq_json_hex(j, core->siginfo.addr);
+	else
+		cq_json_null(j);
+}
+
+/* The "core" object shared by every command's JSON (shape in DESIGN.md). */
+void cmd_json_core(struct cq_json *j, const struct cq_core *core)
+{
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	cq_json_key(j, "core");
+	cq_json_object_begin(j);
+	cq_json_key(j, "path");
+	cq_json_string(j, core->path);
+	cq_json_key(j, "pid");
+	cq_json_int(j, core->has_psinfo ? core->pid : crashed->tid);
+	cq_json_key(j, "exe");
+	cq_json_string(j, cmd_core_exe(core));
+	cq_json_key(j, "cmdline");
+	cq_json_string(j, core->has_psinfo ? core->psargs : NULL);
+	cq_json_key(j, "arch");
+	cq_json_string(j, core->arch->name);
+	json_signal(j, core);
+	cq_json_key(j, "crashed_tid");
+	cq_json_int(j, crashed->tid);
+	cq_json_key(j, "truncated");
+	cq_json_bool(j, core->memory_missing > 0);
+	cq_json_key(j, "memory_missing");
+	cq_json_uint(j, core->memory_missing);
+	cq_json_object_end(j);
 }

@@ -26,36 +26,6 @@ static const char info_usage[] =
 	"  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
 	"  --help              show this help\n";
 
-/* The executable's path: its module, else AT_EXECFN, else the command name. */
-static const char *exe_path(const struct cq_core *core)
-{
-	const struct cq_module *main_mod = cq_core_main_module(core);
-	if (main_mod)
-		return main_mod->name;
-	if (core->execfn[0])
-		return core->execfn;
-	return core->has_psinfo ? core->fname : NULL;
-}
-
-static void json_signal(struct cq_json *j, const struct cq_core *core)
-{
-	int sig = cq_core_signal(core);
-	cq_json_key(j, "signal");
-	cq_json_int(j, sig);
-	cq_json_key(j, "signal_name");
-	cq_json_string(j, cq_core_signal_name(sig));
-	cq_json_key(j, "si_code");
-	if (core->siginfo.present)
-		cq_json_int(j, core->siginfo.code);
-	else
-		cq_json_null(j);
-	cq_json_key(j, "fault_address");
-	if (core->siginfo.has_addr)
-		cq_json_hex(j, core->siginfo.addr);
-	else
-		cq_json_null(j);
-}
-
 static void json_modules(struct cq_json *j, const struct cq_core *core)
 {
 	char hex[2 * CQ_BUILD_ID_MAX + 1];
@@ -105,30 +75,10 @@ static void json_mappings(struct cq_json *j, const struct cq_core *core)
 static void print_json(const struct cq_core *core)
 {
 	const struct cq_arch *arch = core->arch;
-	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
 	struct cq_json j;
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
-	cq_json_key(&j, "core");
-	cq_json_object_begin(&j);
-	cq_json_key(&j, "path");
-	cq_json_string(&j, core->path);
-	cq_json_key(&j, "pid");
-	cq_json_int(&j, core->has_psinfo ? core->pid : crashed->tid);
-	cq_json_key(&j, "exe");
-	cq_json_string(&j, exe_path(core));
-	cq_json_key(&j, "cmdline");
-	cq_json_string(&j, core->has_psinfo ? core->psargs : NULL);
-	cq_json_key(&j, "arch");
-	cq_json_string(&j, arch->name);
-	json_signal(&j, core);
-	cq_json_key(&j, "crashed_tid");
-	cq_json_int(&j, crashed->tid);
-	cq_json_key(&j, "truncated");
-	cq_json_bool(&j, core->memory_missing > 0);
-	cq_json_key(&j, "memory_missing");
-	cq_json_uint(&j, core->memory_missing);
-	cq_json_object_end(&j);
+	cmd_json_core(&j, core);
 
 	cq_json_key(&j, "threads");
 	cq_json_array_begin(&j);
@@ -160,7 +110,7 @@ static void print_text(const struct cq_core *core)
 	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
 	int sig = cq_core_signal(core);
 	const char *signame = cq_core_signal_name(sig);
-	const char *exe = exe_path(core);
+	const char *exe = cmd_core_exe(core);
 	printf("core:        %s\n", core->path);
 	printf("pid:         %d\n", core->has_psinfo ? core->pid : crashed->tid);
 	printf("exe:         %s\n", exe ? exe : "-");

@@ -78,39 +78,10 @@ static void json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t
 
 static void print_json(const struct cq_core *core, const struct cq_stacks *stacks)
 {
-	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
-	const struct cq_module *main_mod = cq_core_main_module(core);
-	int sig = cq_core_signal(core);
 	struct cq_json j;
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
-	cq_json_key(&j, "core");
-	cq_json_object_begin(&j);
-	cq_json_key(&j, "path");
-	cq_json_string(&j, core->path);
-	cq_json_key(&j, "pid");
-	cq_json_int(&j, core->has_psinfo ? core->pid : crashed->tid);
-	cq_json_key(&j, "exe");
-	cq_json_string(&j, main_mod ? main_mod->name : NULL);
-	cq_json_key(&j, "arch");
-	cq_json_string(&j, core->arch->name);
-	cq_json_key(&j, "signal");
-	cq_json_int(&j, sig);
-	cq_json_key(&j, "signal_name");
-	cq_json_string(&j, cq_core_signal_name(sig));
-	cq_json_key(&j, "si_code");
-	if (core->siginfo.present)
-		cq_json_int(&j, core->siginfo.code);
-	else
-		cq_json_null(&j);
-	cq_json_key(&j, "fault_address");
-	if (core->siginfo.has_addr)
-		cq_json_hex(&j, core->siginfo.addr);
-	else
-		cq_json_null(&j);
-	cq_json_key(&j, "crashed_tid");
-	cq_json_int(&j, crashed->tid);
-	cq_json_object_end(&j);
+	cmd_json_core(&j, core);
 	cq_json_key(&j, "threads");
 	cq_json_array_begin(&j);
 	for (size_t t = 0; t < stacks->nthreads; t++) {
