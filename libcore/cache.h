@@ -1,6 +1,8 @@
 /*
- * cache.h - the per-build-id cache file (SQLite): compiled unwind tables
- * today, so the thousandth core of a service skips the work the first did.
+ * cache.h - the per-build-id cache file (SQLite): compiled unwind tables and
+ * symbolization results, so the thousandth core of a service skips the work
+ * the first did.  Writes are batched in one transaction per cache handle,
+ * committed by cq_store_cache_close.
  *
  * The cache is an optimisation.  If it cannot be opened or written, coreq
  * works without it; cq_store_cache_open reports why so the caller can warn.
@@ -31,5 +33,13 @@ uint8_t *cq_store_cache_get_table(struct cq_cache *cache, const char *build_id, 
 /* Stores (replaces) the blob; failures are ignored, the cache is best-effort. */
 void cq_store_cache_put_table(struct cq_cache *cache, const char *build_id, unsigned format,
 			      unsigned rows, const uint8_t *blob, size_t len);
+
+/* A malloc'd copy of the symbol blob for (build_id, address, debuginfo), or NULL. */
+uint8_t *cq_store_cache_get_symbols(struct cq_cache *cache, const char *build_id,
+				    uint64_t address, int debuginfo, unsigned format, size_t *len);
+
+/* Stores a symbol blob; best-effort like the table cache. */
+void cq_store_cache_put_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
+				int debuginfo, unsigned format, const uint8_t *blob, size_t len);
 
 #endif

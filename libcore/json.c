@@ -87,12 +87,35 @@ static size_t utf8_sequence(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* Length of the run at s that needs no escaping (printable ASCII, valid UTF-8). */
+static size_t plain_run(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = s[i];
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			i++;
+			continue;
+		}
+		size_t seq = c >= 0x80 ? utf8_sequence(s + i, n - i) : 0;
+		if (seq == 0)
+			break;
+		i += seq;
+	}
+	return i;
+}
+
 static void write_string(FILE *out, const unsigned char *s, size_t n)
 {
 	fputc('"', out);
 	for (size_t i = 0; i < n;) {
-		unsigned char c = s[i];
-		size_t seq = utf8_sequence(s + i, n - i);
+		size_t run = plain_run(s + i, n - i);
+		if (run) {
+			fwrite(s + i, 1, run, out);
+			i += run;
+			continue;
+		}
+		unsigned char c = s[i++];
 		if (c == '"' || c == '\\') {
 			fputc('\\', out);
 			fputc(c, out);
@@ -100,14 +123,9 @@ static void write_string(FILE *out, const unsigned char *s, size_t n)
 			fputs("\\n", out);
 		} else if (c == '\t') {
 			fputs("\\t", out);
-		} else if (c < 0x20 || c == 0x7f || seq == 0) {
-			fprintf(out, "\\u%04x", c);
 		} else {
-			fwrite(s + i, 1, seq, out);
-			i += seq;
-			continue;
+			fprintf(out, "\\u%04x", c); /* control byte, DEL, or invalid UTF-8 */
 		}
-		i++;
 	}
 	fputc('"', out);
 }

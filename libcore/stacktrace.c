@@ -99,7 +99,7 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 		err = &cq_error_nomem;
 		goto out;
 	}
-	if (o->symbolize && (err = cq_symbolizer_create(core, o->debug_dirs, &p->symbolizer)))
+	if (o->symbolize && (err = cq_symbolizer_create(core, o->debug_dirs, o->cache, &p->symbolizer)))
 		goto out;
 	struct cq_core_target ct;
 	cq_core_target_init(&ct, core, o);

@@ -42,6 +42,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "libcore/bytes.h"
+#include "libcore/cache.h"
 #include "libcore/core.h"
 #include "libcore/debuginfo.h"
 #include "libcore/demangle.h"
@@ -51,6 +53,16 @@
 #define MAX_STRING_LEN (64u * 1024u)
 #define CACHE_MIN_CAP  256u
 #define MAX_FRAMES     (CQ_SYMBOLIZER_MAX_INLINE + 1)
+
+/*
+ * Cached frames blob, version BLOB_FORMAT: u8 count, then per frame u8 flags
+ * (BLOB_INLINED, BLOB_FUNCTION, BLOB_FILE), u32 line (little-endian), and the
+ * function and file names, each NUL-terminated, when their flag is set.
+ */
+#define BLOB_FORMAT   1
+#define BLOB_INLINED  1
+#define BLOB_FUNCTION 2
+#define BLOB_FILE     4
 
 /* What libdwfl's per-module userdata points at. */
 struct sym_module {
@@ -68,6 +80,10 @@ struct cache_slot {
 };
 
 struct cq_symbolizer {
+	struct cq_core *core;
+	struct cq_cache *cache;	    /* may be NULL */
+	int8_t *has_debuginfo;	    /* by module index: -1 not yet known, else 0/1 */
+	bool dwfl_started;
 	Dwfl *dwfl;
 	Dwfl_Callbacks callbacks;
 	char **debug_dirs;          /* NULL-terminated copy */
@@ -182,18 +198,15 @@ static void report_module(struct cq_symbolizer *s, const struct cq_module *mod, 
 		*userdata = sm;
 }
 
+/* Starts libdwfl on first need: a run that every cache answers never does. */
 static struct cq_error *report_modules(struct cq_symbolizer *s, const struct cq_core *core)
 {
+	s->dwfl_started = true;
 	s->callbacks.find_elf = no_find_elf;
 	s->callbacks.find_debuginfo = find_debuginfo;
 	s->dwfl = dwfl_begin(&s->callbacks);
 	if (!s->dwfl)
 		return cq_error_create(CQ_ERR_NOMEM, "libdwfl: %s", dwfl_errmsg(-1));
-	if (core->nmodules) {
-		s->modules = calloc(core->nmodules, sizeof(*s->modules));
-		if (!s->modules)
-			return &cq_error_nomem;
-	}
 	dwfl_report_begin(s->dwfl);
 	for (size_t i = 0; i < core->nmodules; i++)
 		report_module(s, &core->modules[i], i);
@@ -218,15 +231,23 @@ static struct cq_error *copy_debug_dirs(struct cq_symbolizer *s, const char *con
 }
 
 struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *debug_dirs,
-                                      struct cq_symbolizer **out)
+                                      struct cq_cache *cache, struct cq_symbolizer **out)
 {
 	*out = NULL;
 	struct cq_symbolizer *s = calloc(1, sizeof(*s));
 	if (!s)
 		return &cq_error_nomem;
+	s->core = core;
+	s->cache = cache;
 	struct cq_error *err = copy_debug_dirs(s, debug_dirs);
-	if (!err)
-		err = report_modules(s, core);
+	if (!err && core->nmodules) {
+		s->modules = calloc(core->nmodules, sizeof(*s->modules));
+		s->has_debuginfo = malloc(core->nmodules);
+		if (!s->modules || !s->has_debuginfo)
+			err = &cq_error_nomem;
+		else
+			memset(s->has_debuginfo, -1, core->nmodules);
+	}
 	if (err) {
 		cq_symbolizer_destroy(s);
 		return err;
@@ -245,6 +266,7 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	free(s->modules);
+	free(s->has_debuginfo);
 	for (size_t i = 0; s->debug_dirs && s->debug_dirs[i]; i++)
 		free(s->debug_dirs[i]);
 	free(s->debug_dirs);
@@ -502,10 +524,122 @@ static const struct sym_module *module_of(Dwfl_Module *dm)
 	return *userdata;
 }
 
-/* Describes addr in sm and stores the result in slot. */
-static bool fill_slot(struct cache_slot *slot, Dwfl_Module *dm, const struct sym_module *sm,
-                      uint64_t addr)
+/* ---- the cache file -------------------------------------------------------------- */
+
+static size_t blob_size(const struct cq_symbol_frame *frames, size_t n)
 {
+	size_t size = 1;
+	for (size_t i = 0; i < n; i++)
+		size += 5 + bounded_len(frames[i].function) + bounded_len(frames[i].file);
+	return size;
+}
+
+/* Appends s and its NUL (nothing for NULL); returns the new end. */
+static uint8_t *put_string(uint8_t *p, const char *s)
+{
+	if (!s)
+		return p;
+	size_t len = strnlen(s, MAX_STRING_LEN);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p + len + 1;
+}
+
+static uint8_t *encode_frames(const struct cq_symbol_frame *frames, size_t n, size_t *len)
+{
+	uint8_t *blob = malloc(blob_size(frames, n)), *p = blob;
+	if (!blob)
+		return NULL;
+	*p++ = (uint8_t)n;
+	for (size_t i = 0; i < n; i++) {
+		const struct cq_symbol_frame *f = &frames[i];
+		*p++ = (uint8_t)((f->inlined ? BLOB_INLINED : 0) | (f->function ? BLOB_FUNCTION : 0) |
+				 (f->file ? BLOB_FILE : 0));
+		uint32_t line = (uint32_t)f->line;
+		memcpy(p, &line, 4);
+		p = put_string(put_string(p + 4, f->function), f->file);
+	}
+	*len = (size_t)(p - blob);
+	return blob;
+}
+
+/* A NUL-terminated string at *p within end, or NULL (and *p past end). */
+static const char *take_string(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *nul = memchr(*p, '\0', (size_t)(end - *p));
+	if (!nul) {
+		*p = end + 1;
+		return NULL;
+	}
+	const char *s = (const char *)*p;
+	*p = nul + 1;
+	return s;
+}
+
+/* Decodes a cached blob into d (strings point into the blob); false if malformed. */
+static bool decode_frames(const uint8_t *blob, size_t len, struct frame_draft *d)
+{
+	const uint8_t *p = blob, *end = blob + len;
+	if (len < 1 || blob[0] == 0 || blob[0] > MAX_FRAMES)
+		return false;
+	size_t n = *p++;
+	for (size_t i = 0; i < n; i++) {
+		if (end - p < 5)
+			return false;
+		uint8_t flags = *p;
+		int line = (int)cq_load_u32(p + 1);
+		p += 5;
+		const char *function = flags & BLOB_FUNCTION ? take_string(&p, end) : NULL;
+		const char *file = flags & BLOB_FILE ? take_string(&p, end) : NULL;
+		if (p > end)
+			return false;
+		d->frames[d->n++] = (struct cq_symbol_frame){
+		    .function = function, .file = file, .line = line, .inlined = flags & BLOB_INLINED};
+	}
+	return p == end;
+}
+
+static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
+{
+	if (s->has_debuginfo[index] < 0) {
+		char *path = cq_debuginfo_find(&s->core->modules[index],
+					       (const char *const *)s->debug_dirs);
+		s->has_debuginfo[index] = path != NULL;
+		free(path);
+	}
+	return s->has_debuginfo[index];
+}
+
+/* Fills slot from the cache file, if it knows (module, addr). */
+static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
+			    uint64_t addr, const char *id)
+{
+	const struct cq_module *mod = &s->core->modules[index];
+	size_t len = 0;
+	uint8_t *blob = cq_store_cache_get_symbols(s->cache, id, addr - mod->bias,
+						   module_has_debuginfo(s, index), BLOB_FORMAT, &len);
+	struct frame_draft draft = {.n = 0, .nowned = 0};
+	struct cq_symbol_frame *frames = NULL;
+	if (blob && decode_frames(blob, len, &draft))
+		frames = pack_frames(&draft);
+	free(blob);
+	if (!frames)
+		return false;
+	*slot = (struct cache_slot){
+	    .addr = addr, .module = index, .frames = frames, .nframes = draft.n};
+	return true;
+}
+
+/* Describes addr with libdwfl (started now if need be) and stores it in slot. */
+static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
+			    uint64_t addr, const char *id)
+{
+	if (!s->dwfl_started)
+		cq_error_free(report_modules(s, s->core));
+	Dwfl_Module *dm = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
+	const struct sym_module *sm = module_of(dm);
+	if (!sm || sm->index != index)
+		return false;
 	struct frame_draft draft;
 	draft.n = 0;
 	draft.nowned = 0;
@@ -516,7 +650,16 @@ static bool fill_slot(struct cache_slot *slot, Dwfl_Module *dm, const struct sym
 	if (!frames)
 		return false;
 	*slot = (struct cache_slot){
-	    .addr = addr, .module = sm->index, .frames = frames, .nframes = draft.n};
+	    .addr = addr, .module = index, .frames = frames, .nframes = draft.n};
+	if (s->cache && id[0]) {
+		size_t len;
+		uint8_t *blob = encode_frames(frames, draft.n, &len);
+		if (blob)
+			cq_store_cache_put_symbols(s->cache, id, addr - sm->mod->bias,
+						   module_has_debuginfo(s, index), BLOB_FORMAT, blob,
+						   len);
+		free(blob);
+	}
 	return true;
 }
 
@@ -527,16 +670,19 @@ size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return
 	if (is_return_address && pc == 0)
 		return 1;
 	uint64_t addr = is_return_address ? pc - 1 : pc;
-	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);
-	const struct sym_module *sm = module_of(dm);
-	if (!sm)
+	const struct cq_module *mod = cq_core_module_at(s->core, addr);
+	if (!mod || !reportable(mod))
 		return 1;
-	struct cache_slot *slot = s->cap ? cache_probe(s->slots, s->cap, sm->index, addr) : NULL;
+	size_t index = (size_t)(mod - s->core->modules);
+	struct cache_slot *slot = s->cap ? cache_probe(s->slots, s->cap, index, addr) : NULL;
 	if (!slot || !slot->frames) {
 		if (!cache_reserve(s))
 			return 1;
-		slot = cache_probe(s->slots, s->cap, sm->index, addr);
-		if (!slot || !fill_slot(slot, dm, sm, addr))
+		slot = cache_probe(s->slots, s->cap, index, addr);
+		char id[2 * CQ_BUILD_ID_MAX + 1];
+		cq_module_build_id_hex(mod, id, sizeof(id));
+		bool cached = s->cache && id[0] && fill_from_cache(s, slot, index, addr, id);
+		if (!slot || (!cached && !fill_from_dwarf(s, slot, index, addr, id)))
 			return 1;
 		s->used++;
 	}

@@ -11,7 +11,9 @@
  * `eu-stack -i` and gdb show them.
  *
  * Results are cached per (module, offset) for the life of the symbolizer, so
- * 3000 threads parked in the same function cost one DWARF lookup.
+ * 3000 threads parked in the same function cost one DWARF lookup, and, when a
+ * cache file is given, per (build-id, address) across processes: libdwfl is
+ * only started on the first address neither cache knows.
  */
 #ifndef CQ_SYMBOLIZER_H
 #define CQ_SYMBOLIZER_H
@@ -22,6 +24,7 @@
 
 #include "libcore/error.h"
 
+struct cq_cache;
 struct cq_core;
 struct cq_symbolizer;
 
@@ -35,8 +38,9 @@ struct cq_symbol_frame {
 
 #define CQ_SYMBOLIZER_MAX_INLINE 16
 
+/* cache may be NULL; core and cache must outlive the symbolizer. */
 struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *debug_dirs,
-				      struct cq_symbolizer **out);
+				      struct cq_cache *cache, struct cq_symbolizer **out);
 void cq_symbolizer_destroy(struct cq_symbolizer *s);
 
 /*

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 	struct cq_symbolizer *sym = NULL;
 	struct cq_error *err = cq_core_open(argv[i], &opts, &core);
 	if (!err)
-		err = cq_symbolizer_create(core, dirs, &sym);
+		err = cq_symbolizer_create(core, dirs, NULL, &sym);
 	if (err) {
 		fprintf(stderr, "symbolize: %s: %s\n", argv[i], err->message);
 		cq_error_free(err);

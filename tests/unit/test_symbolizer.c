@@ -202,7 +202,7 @@ static int group_setup(void **state)
 		return -1;
 	struct cq_error *err = cq_core_open(f->core_path, NULL, &f->core);
 	if (!err)
-		err = cq_symbolizer_create(f->core, NULL, &f->sym);
+		err = cq_symbolizer_create(f->core, NULL, NULL, &f->sym);
 	if (err) {
 		fprintf(stderr, "# %s\n", err->message);
 		cq_error_free(err);

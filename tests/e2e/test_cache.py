@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The unwind-table and symbol cache: work done once per build-id is reused,
+and a cache that is stale, damaged or unwritable never changes the answer.
+
+- the first run fills unwind_tables (one row per module build-id with CFI)
+  and symbols; the second run gives byte-identical output;
+- a table row of another format version is ignored and replaced;
+- corrupted table and symbol blobs are rejected and rebuilt, output unchanged;
+- --no-cache creates no file; an unusable cache path warns once and exits 0.
+"""
+import os
+import shutil
+import sqlite3
+import tempfile
+
+from coreq_test import coreq, done, ok, require_corpus, sanitizer_report
+
+
+def stack(core, *extra):
+    r = coreq("stack", "--format", "json", *extra, core, timeout=300)
+    return r
+
+
+def main():
+    cases = {c["case"]: c for c in require_corpus()}
+    core = cases["threads8.O2"]["core"]
+    tmp = tempfile.mkdtemp(prefix="coreq-cache-")
+    try:
+        ref = stack(core, "--no-cache")
+        ok(ref.returncode == 0 and ref.stderr == "", "stack without a cache", ref.stderr)
+        ok(not os.listdir(tmp), "--no-cache creates no file")
+
+        db = os.path.join(tmp, "sub", "cache.db")
+        first = stack(core, "--cache", db)
+        ok(first.returncode == 0 and first.stdout == ref.stdout,
+           "a cold cache gives the same output", first.stderr)
+        con = sqlite3.connect(db)
+        tables = con.execute("SELECT build_id, format, rows FROM unwind_tables").fetchall()
+        nsyms = con.execute("SELECT count(*) FROM symbols").fetchone()[0]
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        con.close()
+        ok(len(tables) >= 2 and all(r[2] > 0 for r in tables),
+           f"unwind tables stored per build-id ({len(tables)} modules)", str(tables))
+        ok(nsyms > 0, f"symbol results stored ({nsyms} addresses)")
+        ok(version >= 2, f"cache schema is migrated (user_version {version})")
+
+        second = stack(core, "--cache", db)
+        ok(second.returncode == 0 and second.stdout == ref.stdout,
+           "a warm cache gives byte-identical output", second.stderr)
+
+        con = sqlite3.connect(db)
+        con.execute("UPDATE unwind_tables SET format = format + 100")
+        con.commit()
+        con.close()
+        r = stack(core, "--cache", db)
+        con = sqlite3.connect(db)
+        fresh = con.execute("SELECT count(*) FROM unwind_tables WHERE format < 100").fetchone()[0]
+        con.close()
+        ok(r.returncode == 0 and r.stdout == ref.stdout and fresh == len(tables),
+           "tables of another format version are ignored and rebuilt", r.stderr)
+
+        con = sqlite3.connect(db)
+        con.execute("UPDATE unwind_tables SET blob = substr(blob, 1, length(blob) / 2)")
+        con.execute("UPDATE symbols SET frames = x'05ff'")
+        con.commit()
+        con.close()
+        r = stack(core, "--cache", db)
+        ok(r.returncode == 0 and r.stdout == ref.stdout and not sanitizer_report(r.stderr),
+           "truncated table blobs and garbage symbol blobs are rejected, output unchanged",
+           r.stderr)
+
+        bad = os.path.join(tmp, "not-a-dir")
+        open(bad, "w").close()
+        r = stack(core, "--cache", os.path.join(bad, "cache.db"))
+        lines = r.stderr.strip().splitlines()
+        ok(r.returncode == 0 and r.stdout == ref.stdout and len(lines) == 1 and "warning" in lines[0],
+           "an unusable cache path warns once and still answers", r.stderr)
+    finally:
+        shutil.rmtree(tmp)
+    done()
+
+
+main()
