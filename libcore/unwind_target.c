@@ -68,8 +68,10 @@ static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_mod
 			struct cq_error *err = cq_cfi_table_deserialize(blob, len, &table);
 			cq_error_free(err);
 			free(blob);
-			if (table)
+			if (table && table->nregs == arch->nregs)
 				return table;
+			cq_cfi_table_free(table); /* damaged or for another architecture */
+			table = NULL;
 		}
 	}
 	table = compile_table(mod, arch, ctx->options->debug_dirs);

@@ -4,6 +4,7 @@
 #include "unwind/dwarf_expr.h"
 
 #include <dwarf.h>
+#include <stdint.h>
 
 #define STACK_MAX 64
 #define STEP_MAX 1024
@@ -88,13 +89,29 @@ static bool reg_value(const struct cq_dwarf_expr_env *env, uint64_t regno, uint6
 	return true;
 }
 
-/* Index of the op at byte offset target, or n if there is none. */
-static size_t op_at_offset(const struct cq_cfi_op *ops, size_t n, uint64_t target)
+/*
+ * Index of the op at byte offset target; n for a target past the last op's
+ * start (the end of the expression); SIZE_MAX for a target before the first
+ * op or between ops, which is malformed.
+ */
+static size_t op_at_offset(const struct cq_cfi_op *ops, size_t n, int64_t target)
 {
+	if (target < 0)
+		return SIZE_MAX;
 	for (size_t i = 0; i < n; i++)
-		if (ops[i].offset == target)
+		if (ops[i].offset == (uint64_t)target)
 			return i;
-	return n;
+	if (n > 0 && (uint64_t)target > ops[n - 1].offset)
+		return n;
+	return SIZE_MAX;
+}
+
+/* Where a skip or bra lands: its operand is relative to the end of the 3-byte op. */
+static size_t branch_target(const struct cq_cfi_op *ops, size_t n, const struct cq_cfi_op *op)
+{
+	if (op->offset > INT32_MAX)
+		return SIZE_MAX;
+	return op_at_offset(ops, n, (int64_t)op->offset + 3 + (int16_t)op->number);
 }
 
 /* Executes one op; *next is the index of the op to run after it. */
@@ -146,16 +163,14 @@ static bool step(struct machine *m, const struct cq_cfi_op *ops, size_t n, size_
 	case DW_OP_plus_uconst:
 		return pop(m, &a) && push(m, a + op->number);
 	case DW_OP_skip:
-		/* A target past the last op ends the expression. */
-		*next = op_at_offset(ops, n, op->offset + 3 + (uint64_t)(int64_t)(int16_t)op->number);
-		return true;
+		*next = branch_target(ops, n, op);
+		return *next != SIZE_MAX;
 	case DW_OP_bra:
 		if (!pop(m, &a))
 			return false;
 		if (a != 0)
-			*next = op_at_offset(ops, n,
-					     op->offset + 3 + (uint64_t)(int64_t)(int16_t)op->number);
-		return true;
+			*next = branch_target(ops, n, op);
+		return *next != SIZE_MAX;
 	case DW_OP_nop:
 		return true;
 	default:

@@ -52,6 +52,14 @@ static bool apply_rule(const struct cq_unwind_target *t, const struct cq_cfi_tab
 	uint64_t v;
 	switch (rule->kind) {
 	case CQ_CFI_UNDEFINED:
+		/*
+		 * A callee-saved register with no rule keeps its value.  This also
+		 * covers libdw 0.188's x86_64 defaults, which mark rbx undefined
+		 * (and rax same-value) when the CFI says nothing about them.
+		 */
+		if (regno != t->arch->ra_reg && (t->arch->callee_saved >> regno & 1) &&
+		    cq_regs_has(regs, regno))
+			cq_regs_set(caller, regno, regs->value[regno]);
 		return true;
 	case CQ_CFI_SAME:
 		if (cq_regs_has(regs, regno))
@@ -165,9 +173,12 @@ static bool step_scan(struct walk *w, struct cq_regs *caller)
 	if (!w->o->allow_scan || !w->have_stack || !cq_regs_has(&w->regs, arch->sp_reg))
 		return false;
 	uint64_t sp = reg(w, arch->sp_reg);
-	/* The first frame's own return address may sit at sp; later frames start above it. */
+	/*
+	 * A frame with an exact pc (the first, or one interrupted by a signal) may
+	 * have its return address right at sp; a caller's sp is already past it.
+	 */
 	uint64_t addr = (sp + 7) & ~7ull;
-	if (w->trust != CQ_TRUST_CONTEXT)
+	if (w->is_return_address)
 		addr += 8;
 	for (unsigned i = 0; i < w->o->scan_words && addr + 8 <= w->stack_hi; i++, addr += 8) {
 		uint64_t v;
@@ -191,6 +202,9 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 	uint64_t pc = reg(w, arch->pc_reg), sp = reg(w, arch->sp_reg);
 	uint64_t lookup = w->is_return_address ? pc - 1 : pc, bias = 0, cfa = 0;
 	const struct cq_cfi_table *table = w->t->ops->cfi_at(w->t->ctx, lookup, &bias);
+	/* A table must describe every register the walk uses (a damaged cache may not). */
+	if (table && table->nregs < arch->nregs)
+		table = NULL;
 	const struct cq_cfi_rule *rules = table ? cq_cfi_table_lookup(table, lookup - bias) : NULL;
 	struct cq_regs caller;
 	uint8_t trust;
@@ -233,6 +247,10 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 	w->regs = caller;
 	w->trust = trust;
 	w->is_return_address = !signal;
+	/* A signal frame may move to another stack (sigaltstack): follow it. */
+	if (!w->have_stack || new_sp < w->stack_lo || new_sp >= w->stack_hi)
+		w->have_stack = w->t->ops->stack_bounds(w->t->ctx, new_sp, &w->stack_lo,
+							 &w->stack_hi);
 	return true;
 }
 
@@ -260,16 +278,16 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
 			*end = CQ_END_NO_UNWIND_INFO;
 			break;
 		}
+		/* Step even from the last slot: a stack that ends there is complete. */
+		bool more = step(&w, end);
+		frames[n - 1].is_signal_frame = w.at_signal_frame;
+		w.at_signal_frame = false;
+		if (!more)
+			break;
 		if (n == o->max_frames) {
 			*end = CQ_END_MAX_FRAMES;
 			break;
 		}
-		if (!step(&w, end)) {
-			frames[n - 1].is_signal_frame = w.at_signal_frame;
-			break;
-		}
-		frames[n - 1].is_signal_frame = w.at_signal_frame;
-		w.at_signal_frame = false;
 	}
 	*nframes = n;
 }

@@ -72,158 +72,158 @@ enum {
  * cq_fx_gap is padding between FDEs that no FDE covers.
  */
 __asm__(".text\n"
-	".p2align 4\n"
+        ".p2align 4\n"
 
-	/* A classic frame-pointer prologue and epilogue. */
-	".globl cq_fx_frame\n .hidden cq_fx_frame\n .type cq_fx_frame, @function\n"
-	".globl cq_fx_frame_pushed\n .hidden cq_fx_frame_pushed\n"
-	".globl cq_fx_frame_body\n .hidden cq_fx_frame_body\n"
-	".globl cq_fx_frame_popped\n .hidden cq_fx_frame_popped\n"
-	".globl cq_fx_frame_end\n .hidden cq_fx_frame_end\n"
-	"cq_fx_frame:\n"
-	"	.cfi_startproc\n"
-	"	push %rbp\n"
-	"cq_fx_frame_pushed:\n"
-	"	.cfi_def_cfa_offset 16\n"
-	"	.cfi_offset %rbp, -16\n"
-	"	mov %rsp, %rbp\n"
-	"cq_fx_frame_body:\n"
-	"	.cfi_def_cfa_register %rbp\n"
-	"	nop\n"
-	"	nop\n"
-	"	nop\n"
-	"	pop %rbp\n"
-	"cq_fx_frame_popped:\n"
-	"	.cfi_restore %rbp\n"
-	"	.cfi_def_cfa %rsp, 8\n"
-	"	ret\n"
-	"	.cfi_endproc\n"
-	"cq_fx_frame_end:\n"
-	".size cq_fx_frame, .-cq_fx_frame\n"
+        /* A classic frame-pointer prologue and epilogue. */
+        ".globl cq_fx_frame\n .hidden cq_fx_frame\n .type cq_fx_frame, @function\n"
+        ".globl cq_fx_frame_pushed\n .hidden cq_fx_frame_pushed\n"
+        ".globl cq_fx_frame_body\n .hidden cq_fx_frame_body\n"
+        ".globl cq_fx_frame_popped\n .hidden cq_fx_frame_popped\n"
+        ".globl cq_fx_frame_end\n .hidden cq_fx_frame_end\n"
+        "cq_fx_frame:\n"
+        "	.cfi_startproc\n"
+        "	push %rbp\n"
+        "cq_fx_frame_pushed:\n"
+        "	.cfi_def_cfa_offset 16\n"
+        "	.cfi_offset %rbp, -16\n"
+        "	mov %rsp, %rbp\n"
+        "cq_fx_frame_body:\n"
+        "	.cfi_def_cfa_register %rbp\n"
+        "	nop\n"
+        "	nop\n"
+        "	nop\n"
+        "	pop %rbp\n"
+        "cq_fx_frame_popped:\n"
+        "	.cfi_restore %rbp\n"
+        "	.cfi_def_cfa %rsp, 8\n"
+        "	ret\n"
+        "	.cfi_endproc\n"
+        "cq_fx_frame_end:\n"
+        ".size cq_fx_frame, .-cq_fx_frame\n"
 
-	/* No FDE covers these bytes. */
-	".globl cq_fx_gap\n .hidden cq_fx_gap\n"
-	"cq_fx_gap:\n"
-	"	.skip 32, 0xcc\n"
+        /* No FDE covers these bytes. */
+        ".globl cq_fx_gap\n .hidden cq_fx_gap\n"
+        "cq_fx_gap:\n"
+        "	.skip 32, 0xcc\n"
 
-	/*
-	 * gcc's stack-realigning main: CFA = r10 + 0, then rbp saved by a
-	 * DW_CFA_expression, then CFA = *(rbp - 8) by DW_CFA_def_cfa_expression.
-	 */
-	".globl cq_fx_realign\n .hidden cq_fx_realign\n .type cq_fx_realign, @function\n"
-	".globl cq_fx_realign_r10\n .hidden cq_fx_realign_r10\n"
-	".globl cq_fx_realign_rbp\n .hidden cq_fx_realign_rbp\n"
-	".globl cq_fx_realign_expr\n .hidden cq_fx_realign_expr\n"
-	"cq_fx_realign:\n"
-	"	.cfi_startproc\n"
-	"	lea 8(%rsp), %r10\n"
-	"cq_fx_realign_r10:\n"
-	"	.cfi_def_cfa %r10, 0\n"
-	"	and $-16, %rsp\n"
-	"	pushq -8(%r10)\n"
-	"	push %rbp\n"
-	"	mov %rsp, %rbp\n"
-	"cq_fx_realign_rbp:\n"
-	"	.cfi_escape 0x10, 0x06, 0x02, 0x76, 0x00\n" /* rbp at breg6 0 */
-	"	push %r10\n"
-	"cq_fx_realign_expr:\n"
-	"	.cfi_escape 0x0f, 0x03, 0x76, 0x78, 0x06\n" /* CFA = *(rbp - 8) */
-	"	nop\n"
-	"	nop\n"
-	"	ud2\n"
-	"	.cfi_endproc\n"
-	".size cq_fx_realign, .-cq_fx_realign\n"
+        /*
+         * gcc's stack-realigning main: CFA = r10 + 0, then rbp saved by a
+         * DW_CFA_expression, then CFA = *(rbp - 8) by DW_CFA_def_cfa_expression.
+         */
+        ".globl cq_fx_realign\n .hidden cq_fx_realign\n .type cq_fx_realign, @function\n"
+        ".globl cq_fx_realign_r10\n .hidden cq_fx_realign_r10\n"
+        ".globl cq_fx_realign_rbp\n .hidden cq_fx_realign_rbp\n"
+        ".globl cq_fx_realign_expr\n .hidden cq_fx_realign_expr\n"
+        "cq_fx_realign:\n"
+        "	.cfi_startproc\n"
+        "	lea 8(%rsp), %r10\n"
+        "cq_fx_realign_r10:\n"
+        "	.cfi_def_cfa %r10, 0\n"
+        "	and $-16, %rsp\n"
+        "	pushq -8(%r10)\n"
+        "	push %rbp\n"
+        "	mov %rsp, %rbp\n"
+        "cq_fx_realign_rbp:\n"
+        "	.cfi_escape 0x10, 0x06, 0x02, 0x76, 0x00\n" /* rbp at breg6 0 */
+        "	push %r10\n"
+        "cq_fx_realign_expr:\n"
+        "	.cfi_escape 0x0f, 0x03, 0x76, 0x78, 0x06\n" /* CFA = *(rbp - 8) */
+        "	nop\n"
+        "	nop\n"
+        "	ud2\n"
+        "	.cfi_endproc\n"
+        ".size cq_fx_realign, .-cq_fx_realign\n"
 
-	/* DW_CFA_register, val_offset, same_value and undefined (not rip). */
-	".globl cq_fx_rules\n .hidden cq_fx_rules\n .type cq_fx_rules, @function\n"
-	".globl cq_fx_rules_reg\n .hidden cq_fx_rules_reg\n"
-	".globl cq_fx_rules_val\n .hidden cq_fx_rules_val\n"
-	".globl cq_fx_rules_same\n .hidden cq_fx_rules_same\n"
-	"cq_fx_rules:\n"
-	"	.cfi_startproc\n"
-	"	mov %rbx, %r12\n"
-	"cq_fx_rules_reg:\n"
-	"	.cfi_register %rbx, %r12\n"
-	"	lea -24(%rsp), %r13\n"
-	"cq_fx_rules_val:\n"
-	"	.cfi_val_offset %r13, -32\n"
-	"	mov %r12, %rbx\n"
-	"cq_fx_rules_same:\n"
-	"	.cfi_same_value %rbx\n"
-	"	.cfi_undefined %r14\n"
-	"	ret\n"
-	"	.cfi_endproc\n"
-	".size cq_fx_rules, .-cq_fx_rules\n"
+        /* DW_CFA_register, val_offset, same_value and undefined (not rip). */
+        ".globl cq_fx_rules\n .hidden cq_fx_rules\n .type cq_fx_rules, @function\n"
+        ".globl cq_fx_rules_reg\n .hidden cq_fx_rules_reg\n"
+        ".globl cq_fx_rules_val\n .hidden cq_fx_rules_val\n"
+        ".globl cq_fx_rules_same\n .hidden cq_fx_rules_same\n"
+        "cq_fx_rules:\n"
+        "	.cfi_startproc\n"
+        "	mov %rbx, %r12\n"
+        "cq_fx_rules_reg:\n"
+        "	.cfi_register %rbx, %r12\n"
+        "	lea -24(%rsp), %r13\n"
+        "cq_fx_rules_val:\n"
+        "	.cfi_val_offset %r13, -32\n"
+        "	mov %r12, %rbx\n"
+        "cq_fx_rules_same:\n"
+        "	.cfi_same_value %rbx\n"
+        "	.cfi_undefined %r14\n"
+        "	ret\n"
+        "	.cfi_endproc\n"
+        ".size cq_fx_rules, .-cq_fx_rules\n"
 
-	/* A thread's first function, like _start: the return address is undefined. */
-	".globl cq_fx_outermost\n .hidden cq_fx_outermost\n .type cq_fx_outermost, @function\n"
-	"cq_fx_outermost:\n"
-	"	.cfi_startproc\n"
-	"	.cfi_undefined %rip\n"
-	"	xor %ebp, %ebp\n"
-	"	nop\n"
-	"	ud2\n"
-	"	.cfi_endproc\n"
-	".size cq_fx_outermost, .-cq_fx_outermost\n"
+        /* A thread's first function, like _start: the return address is undefined. */
+        ".globl cq_fx_outermost\n .hidden cq_fx_outermost\n .type cq_fx_outermost, @function\n"
+        "cq_fx_outermost:\n"
+        "	.cfi_startproc\n"
+        "	.cfi_undefined %rip\n"
+        "	xor %ebp, %ebp\n"
+        "	nop\n"
+        "	ud2\n"
+        "	.cfi_endproc\n"
+        ".size cq_fx_outermost, .-cq_fx_outermost\n"
 
-	/*
-	 * The glibc/binutils PLT rule: DW_CFA_def_cfa_expression
-	 * breg7 8; breg16 0; lit15; and; lit11; ge; lit3; shl; plus.
-	 */
-	".p2align 4\n"
-	".globl cq_fx_plt\n .hidden cq_fx_plt\n .type cq_fx_plt, @function\n"
-	".globl cq_fx_plt_end\n .hidden cq_fx_plt_end\n"
-	"cq_fx_plt:\n"
-	"	.cfi_startproc\n"
-	"	.cfi_escape 0x0f, 0x0b, 0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, "
-	"0x24, 0x22\n"
-	"	jmp *0(%rip)\n"
-	"	pushq $0\n"
-	"	jmp cq_fx_plt\n"
-	"	nop\n"
-	"	.cfi_endproc\n"
-	"cq_fx_plt_end:\n"
-	".size cq_fx_plt, .-cq_fx_plt\n"
+        /*
+         * The glibc/binutils PLT rule: DW_CFA_def_cfa_expression
+         * breg7 8; breg16 0; lit15; and; lit11; ge; lit3; shl; plus.
+         */
+        ".p2align 4\n"
+        ".globl cq_fx_plt\n .hidden cq_fx_plt\n .type cq_fx_plt, @function\n"
+        ".globl cq_fx_plt_end\n .hidden cq_fx_plt_end\n"
+        "cq_fx_plt:\n"
+        "	.cfi_startproc\n"
+        "	.cfi_escape 0x0f, 0x0b, 0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, "
+        "0x24, 0x22\n"
+        "	jmp *0(%rip)\n"
+        "	pushq $0\n"
+        "	jmp cq_fx_plt\n"
+        "	nop\n"
+        "	.cfi_endproc\n"
+        "cq_fx_plt_end:\n"
+        ".size cq_fx_plt, .-cq_fx_plt\n"
 
-	/*
-	 * glibc's __restore_rt: "zRS" CIE; CFA = *(rsp + 160) (uc_mcontext's
-	 * rsp), every register by DW_CFA_expression breg7 N into
-	 * uc_mcontext.gregs at sp + 40: r8..r15, rdi, rsi, rbp, rbx, rdx, rax,
-	 * rcx, rsp, rip.  Like glibc, the FDE starts one byte (a nop) before
-	 * the trampoline so that its return-address lookup at pc - 1 hits it.
-	 */
-	".globl cq_fx_sigframe\n .hidden cq_fx_sigframe\n .type cq_fx_sigframe, @function\n"
-	".globl cq_fx_restore_rt\n .hidden cq_fx_restore_rt\n"
-	"cq_fx_sigframe:\n"
-	"	.cfi_startproc\n"
-	"	.cfi_signal_frame\n"
-	"	.cfi_escape 0x0f, 0x04, 0x77, 0xa0, 0x01, 0x06\n"
-	"	.cfi_escape 0x10, 0x08, 0x02, 0x77, 0x28\n"	    /* r8   sp+40 */
-	"	.cfi_escape 0x10, 0x09, 0x02, 0x77, 0x30\n"	    /* r9   sp+48 */
-	"	.cfi_escape 0x10, 0x0a, 0x02, 0x77, 0x38\n"	    /* r10  sp+56 */
-	"	.cfi_escape 0x10, 0x0b, 0x03, 0x77, 0xc0, 0x00\n" /* r11  sp+64 */
-	"	.cfi_escape 0x10, 0x0c, 0x03, 0x77, 0xc8, 0x00\n" /* r12  sp+72 */
-	"	.cfi_escape 0x10, 0x0d, 0x03, 0x77, 0xd0, 0x00\n" /* r13  sp+80 */
-	"	.cfi_escape 0x10, 0x0e, 0x03, 0x77, 0xd8, 0x00\n" /* r14  sp+88 */
-	"	.cfi_escape 0x10, 0x0f, 0x03, 0x77, 0xe0, 0x00\n" /* r15  sp+96 */
-	"	.cfi_escape 0x10, 0x05, 0x03, 0x77, 0xe8, 0x00\n" /* rdi  sp+104 */
-	"	.cfi_escape 0x10, 0x04, 0x03, 0x77, 0xf0, 0x00\n" /* rsi  sp+112 */
-	"	.cfi_escape 0x10, 0x06, 0x03, 0x77, 0xf8, 0x00\n" /* rbp  sp+120 */
-	"	.cfi_escape 0x10, 0x03, 0x03, 0x77, 0x80, 0x01\n" /* rbx  sp+128 */
-	"	.cfi_escape 0x10, 0x01, 0x03, 0x77, 0x88, 0x01\n" /* rdx  sp+136 */
-	"	.cfi_escape 0x10, 0x00, 0x03, 0x77, 0x90, 0x01\n" /* rax  sp+144 */
-	"	.cfi_escape 0x10, 0x02, 0x03, 0x77, 0x98, 0x01\n" /* rcx  sp+152 */
-	"	.cfi_escape 0x10, 0x07, 0x03, 0x77, 0xa0, 0x01\n" /* rsp  sp+160 */
-	"	.cfi_escape 0x10, 0x10, 0x03, 0x77, 0xa8, 0x01\n" /* rip  sp+168 */
-	"	nop\n"
-	"cq_fx_restore_rt:\n"
-	"	mov $15, %rax\n"
-	"	syscall\n"
-	"	.cfi_endproc\n"
-	".size cq_fx_sigframe, .-cq_fx_sigframe\n");
+        /*
+         * glibc's __restore_rt: "zRS" CIE; CFA = *(rsp + 160) (uc_mcontext's
+         * rsp), every register by DW_CFA_expression breg7 N into
+         * uc_mcontext.gregs at sp + 40: r8..r15, rdi, rsi, rbp, rbx, rdx, rax,
+         * rcx, rsp, rip.  Like glibc, the FDE starts one byte (a nop) before
+         * the trampoline so that its return-address lookup at pc - 1 hits it.
+         */
+        ".globl cq_fx_sigframe\n .hidden cq_fx_sigframe\n .type cq_fx_sigframe, @function\n"
+        ".globl cq_fx_restore_rt\n .hidden cq_fx_restore_rt\n"
+        "cq_fx_sigframe:\n"
+        "	.cfi_startproc\n"
+        "	.cfi_signal_frame\n"
+        "	.cfi_escape 0x0f, 0x04, 0x77, 0xa0, 0x01, 0x06\n"
+        "	.cfi_escape 0x10, 0x08, 0x02, 0x77, 0x28\n"       /* r8   sp+40 */
+        "	.cfi_escape 0x10, 0x09, 0x02, 0x77, 0x30\n"       /* r9   sp+48 */
+        "	.cfi_escape 0x10, 0x0a, 0x02, 0x77, 0x38\n"       /* r10  sp+56 */
+        "	.cfi_escape 0x10, 0x0b, 0x03, 0x77, 0xc0, 0x00\n" /* r11  sp+64 */
+        "	.cfi_escape 0x10, 0x0c, 0x03, 0x77, 0xc8, 0x00\n" /* r12  sp+72 */
+        "	.cfi_escape 0x10, 0x0d, 0x03, 0x77, 0xd0, 0x00\n" /* r13  sp+80 */
+        "	.cfi_escape 0x10, 0x0e, 0x03, 0x77, 0xd8, 0x00\n" /* r14  sp+88 */
+        "	.cfi_escape 0x10, 0x0f, 0x03, 0x77, 0xe0, 0x00\n" /* r15  sp+96 */
+        "	.cfi_escape 0x10, 0x05, 0x03, 0x77, 0xe8, 0x00\n" /* rdi  sp+104 */
+        "	.cfi_escape 0x10, 0x04, 0x03, 0x77, 0xf0, 0x00\n" /* rsi  sp+112 */
+        "	.cfi_escape 0x10, 0x06, 0x03, 0x77, 0xf8, 0x00\n" /* rbp  sp+120 */
+        "	.cfi_escape 0x10, 0x03, 0x03, 0x77, 0x80, 0x01\n" /* rbx  sp+128 */
+        "	.cfi_escape 0x10, 0x01, 0x03, 0x77, 0x88, 0x01\n" /* rdx  sp+136 */
+        "	.cfi_escape 0x10, 0x00, 0x03, 0x77, 0x90, 0x01\n" /* rax  sp+144 */
+        "	.cfi_escape 0x10, 0x02, 0x03, 0x77, 0x98, 0x01\n" /* rcx  sp+152 */
+        "	.cfi_escape 0x10, 0x07, 0x03, 0x77, 0xa0, 0x01\n" /* rsp  sp+160 */
+        "	.cfi_escape 0x10, 0x10, 0x03, 0x77, 0xa8, 0x01\n" /* rip  sp+168 */
+        "	nop\n"
+        "cq_fx_restore_rt:\n"
+        "	mov $15, %rax\n"
+        "	syscall\n"
+        "	.cfi_endproc\n"
+        ".size cq_fx_sigframe, .-cq_fx_sigframe\n");
 
 extern const char cq_fx_frame[], cq_fx_frame_pushed[], cq_fx_frame_body[], cq_fx_frame_popped[],
-	cq_fx_frame_end[], cq_fx_gap[];
+    cq_fx_frame_end[], cq_fx_gap[];
 extern const char cq_fx_realign[], cq_fx_realign_r10[], cq_fx_realign_rbp[], cq_fx_realign_expr[];
 extern const char cq_fx_rules[], cq_fx_rules_reg[], cq_fx_rules_val[], cq_fx_rules_same[];
 extern const char cq_fx_outermost[];
@@ -321,12 +321,12 @@ static const struct cq_cfi_table *self_table(void **state)
 
 /* The rule set for a symbol of this program plus a byte offset; fails if none. */
 static const struct cq_cfi_rule *rules_at(const struct cq_cfi_table *t, const void *sym,
-					  uint64_t delta)
+                                          uint64_t delta)
 {
 	const struct cq_cfi_rule *r = cq_cfi_table_lookup(t, link_addr(sym) + delta);
 	if (!r)
 		fail_msg("no CFI row at link-time 0x%llx",
-			 (unsigned long long)(link_addr(sym) + delta));
+		         (unsigned long long)(link_addr(sym) + delta));
 	return r;
 }
 
@@ -338,7 +338,7 @@ static void check_cfa_reg(const struct cq_cfi_rule *rs, unsigned reg, int32_t va
 }
 
 static void check_rule(const struct cq_cfi_rule *rs, unsigned regno, enum cq_cfi_kind kind,
-		       int32_t value)
+                       int32_t value)
 {
 	const struct cq_cfi_rule *r = &rs[1 + regno];
 	if (r->kind != kind)
@@ -349,7 +349,7 @@ static void check_rule(const struct cq_cfi_rule *rs, unsigned regno, enum cq_cfi
 
 /* The expression ops of a rule; fails if the rule has none. */
 static const struct cq_cfi_op *expr_of(const struct cq_cfi_table *t, const struct cq_cfi_rule *r,
-				       size_t *n)
+                                       size_t *n)
 {
 	const struct cq_cfi_op *ops = cq_cfi_table_expr(t, r, n);
 	assert_non_null(ops);
@@ -362,7 +362,7 @@ static const struct cq_cfi_op *expr_of(const struct cq_cfi_table *t, const struc
  * prepends to DW_CFA_expression rules (DWARF pushes the CFA first).
  */
 static const struct cq_cfi_op *expr_body(const struct cq_cfi_table *t, const struct cq_cfi_rule *r,
-					 size_t *n)
+                                         size_t *n)
 {
 	const struct cq_cfi_op *ops = expr_of(t, r, n);
 	if (ops[0].atom == DW_OP_call_frame_cfa) {
@@ -415,10 +415,10 @@ static bool mem_stack_bounds(void *ctx, uint64_t sp, uint64_t *lo, uint64_t *hi)
 }
 
 static const struct cq_unwind_target_ops mem_ops = {
-	.read = mem_read,
-	.cfi_at = mem_cfi_at,
-	.is_code = mem_is_code,
-	.stack_bounds = mem_stack_bounds,
+    .read = mem_read,
+    .cfi_at = mem_cfi_at,
+    .is_code = mem_is_code,
+    .stack_bounds = mem_stack_bounds,
 };
 
 static void put_u64(struct mem *m, uint64_t addr, uint64_t v)
@@ -427,7 +427,7 @@ static void put_u64(struct mem *m, uint64_t addr, uint64_t v)
 	memcpy(m->bytes + (addr - m->base), &v, 8);
 }
 
-#define MEM_BASE 0x7ff000000000ull
+#define MEM_BASE  0x7ff000000000ull
 #define MEM_WORDS 128
 
 /* ---- rows of the fixtures -------------------------------------------------------- */
@@ -553,7 +553,7 @@ static void test_cfi_register_rule_is_register_kind(void **state)
 	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
 	if (rs[1 + RBX].kind != CQ_CFI_REGISTER)
 		fail_msg("DW_CFA_register rbx, r12 compiled to rule kind %u, not CQ_CFI_REGISTER",
-			 rs[1 + RBX].kind);
+		         rs[1 + RBX].kind);
 	assert_int_equal(rs[1 + RBX].reg, R12);
 	assert_int_equal(rules_at(t, cq_fx_rules_val, 0)[1 + RBX].kind, CQ_CFI_REGISTER);
 }
@@ -596,9 +596,9 @@ static void test_plt_row_is_cfa_expression(void **state)
 
 	size_t n;
 	const struct cq_cfi_op *ops = expr_of(t, &rs[0], &n);
-	static const uint8_t atoms[] = {DW_OP_breg7, DW_OP_breg16, DW_OP_lit15, DW_OP_and,
-					DW_OP_lit11, DW_OP_ge,	   DW_OP_lit3,	DW_OP_shl,
-					DW_OP_plus};
+	static const uint8_t atoms[] = {DW_OP_breg7, DW_OP_breg16, DW_OP_lit15,
+	                                DW_OP_and,   DW_OP_lit11,  DW_OP_ge,
+	                                DW_OP_lit3,  DW_OP_shl,    DW_OP_plus};
 	assert_int_equal(n, sizeof(atoms));
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(ops[i].atom, atoms[i]);
@@ -640,7 +640,7 @@ static void test_plt_cfa_depends_on_rip(void **state)
 		uint64_t want = low >= 11 ? 16 : 8;
 		if (step_plt(t, rs, rip) != want)
 			fail_msg("rip 0x%llx: CFA offset is not %llu", (unsigned long long)rip,
-				 (unsigned long long)want);
+			         (unsigned long long)want);
 	}
 	assert_int_equal(step_plt(t, rs, 0x7f00000000a5), 8);
 	assert_int_equal(step_plt(t, rs, 0x7f00000000ab), 16);
@@ -663,7 +663,7 @@ static void test_plt_step_fails_without_rip(void **state)
 
 /* glibc's uc_mcontext.gregs order (at sp + 40), as DWARF numbers. */
 static const unsigned gregs_dwarf[17] = {R8,  R9,  R10, R11, R12, R13, R14, R15, RDI,
-					 RSI, RBP, RBX, RDX, RAX, RCX, RSP, RIP};
+                                         RSI, RBP, RBX, RDX, RAX, RCX, RSP, RIP};
 
 static void test_signal_frame_row(void **state)
 {
@@ -730,8 +730,8 @@ static void test_signal_frame_step_restores_ucontext(void **state)
 			fail_msg("register %u not restored", regno);
 		if (caller.value[regno] != want[regno])
 			fail_msg("register %u: 0x%llx, not 0x%llx", regno,
-				 (unsigned long long)caller.value[regno],
-				 (unsigned long long)want[regno]);
+			         (unsigned long long)caller.value[regno],
+			         (unsigned long long)want[regno]);
 	}
 }
 
@@ -767,8 +767,8 @@ static void test_frame_pointer_rows_step(void **state)
 	cq_regs_set(&regs, R12, 0x12);
 	cq_regs_set(&regs, R11, 0xaa);
 	uint64_t cfa;
-	assert_true(cq_unwind_step_cfi(&target, t, rules_at(t, cq_fx_frame_body, 0), &regs, &caller,
-				       &cfa));
+	assert_true(
+	    cq_unwind_step_cfi(&target, t, rules_at(t, cq_fx_frame_body, 0), &regs, &caller, &cfa));
 	assert_int_equal(cfa, rbp + 16);
 	assert_int_equal(caller.value[RSP], rbp + 16);
 	assert_int_equal(caller.value[RIP], 0x401999);
@@ -785,7 +785,7 @@ static void test_frame_pointer_rows_step(void **state)
 
 /* Steps the row at a cq_fx_rules label: rsp, rbx = 0x1111, r12 = 0x2222, r13 = 0x3333. */
 static bool step_rules_row(const struct cq_cfi_table *t, const void *label, struct cq_regs *caller,
-			   uint64_t *rsp)
+                           uint64_t *rsp)
 {
 	static uint64_t words[MEM_WORDS];
 	memset(words, 0, sizeof(words));
@@ -825,17 +825,17 @@ static void test_val_offset_and_same_value_step(void **state)
 	assert_true(step_rules_row(t, cq_fx_rules_same, &caller, &rsp));
 	assert_int_equal(caller.value[RIP], 0x401abc);
 	assert_int_equal(caller.value[RSP], rsp + 8);
-	assert_int_equal(caller.value[RBX], 0x1111);	     /* same value */
+	assert_int_equal(caller.value[RBX], 0x1111);       /* same value */
 	assert_int_equal(caller.value[R13], rsp + 8 - 32); /* CFA - 32 */
-	assert_int_equal(caller.value[R12], 0x2222);	     /* callee-saved, untouched */
-	assert_false(cq_regs_has(&caller, R14));	     /* undefined */
+	assert_int_equal(caller.value[R12], 0x2222);       /* callee-saved, untouched */
+	assert_false(cq_regs_has(&caller, R14));           /* undefined */
 }
 
 /* ---- the whole table against libdw ------------------------------------------------- */
 
 /* Checks one rule set against libdw's rules at pc. */
 static void check_against_libdw(const struct cq_cfi_table *t, Dwarf_CFI *cfi, uint64_t pc,
-				const struct cq_cfi_rule *rs)
+                                const struct cq_cfi_rule *rs)
 {
 	Dwarf_Frame *frame;
 	if (dwarf_cfi_addrframe(cfi, pc, &frame) != 0)
@@ -875,12 +875,12 @@ static void check_against_libdw(const struct cq_cfi_table *t, Dwarf_CFI *cfi, ui
 		} else if (n == 0) {
 			assert_int_equal(r->kind, CQ_CFI_UNDEFINED);
 		} else if (ops[0].atom == DW_OP_call_frame_cfa &&
-			   (m == 1 || (m == 2 && ops[1].atom == DW_OP_plus_uconst))) {
+		           (m == 1 || (m == 2 && ops[1].atom == DW_OP_plus_uconst))) {
 			assert_int_equal(r->kind, value ? CQ_CFI_VAL_OFFSET : CQ_CFI_OFFSET);
 			assert_int_equal(r->value, m == 1 ? 0 : (int32_t)(int64_t)ops[1].number);
 		} else {
 			assert_true(r->kind == CQ_CFI_REGISTER || r->kind == CQ_CFI_EXPR ||
-				    r->kind == CQ_CFI_VAL_EXPR);
+			            r->kind == CQ_CFI_VAL_EXPR);
 		}
 	}
 	free(frame);
@@ -934,8 +934,9 @@ static void test_every_function_with_cfi_has_rows(void **state)
 		assert_non_null(data);
 		for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
 			GElf_Sym sym;
-			if (!gelf_getsym(data, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    sym.st_value == 0 || sym.st_shndx == SHN_UNDEF)
+			if (!gelf_getsym(data, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 ||
+			    sym.st_shndx == SHN_UNDEF)
 				continue;
 			Dwarf_Frame *frame;
 			if (dwarf_cfi_addrframe(cfi, sym.st_value, &frame) != 0)
@@ -943,7 +944,7 @@ static void test_every_function_with_cfi_has_rows(void **state)
 			free(frame);
 			if (!cq_cfi_table_lookup(t, sym.st_value))
 				fail_msg("no row for function at 0x%llx",
-					 (unsigned long long)sym.st_value);
+				         (unsigned long long)sym.st_value);
 			functions++;
 		}
 	}
@@ -962,7 +963,7 @@ static void test_rulesets_are_interned(void **state)
 	for (uint32_t i = 0; i < t->nrulesets; i++)
 		for (uint32_t j = i + 1; j < t->nrulesets; j++)
 			if (memcmp(&t->rules[i * stride], &t->rules[j * stride],
-				   stride * sizeof(*t->rules)) == 0)
+			           stride * sizeof(*t->rules)) == 0)
 				fail_msg("rule sets %u and %u are identical", i, j);
 	/* Adjacent rows never repeat a rule set (they would be one row). */
 	for (uint32_t i = 1; i < t->nrows; i++)
@@ -975,7 +976,7 @@ static void test_every_rule_is_well_formed(void **state)
 	size_t stride = t->nregs + 1;
 	for (uint32_t i = 0; i < t->nrows; i++)
 		assert_true(t->rows[i].ruleset == CQ_CFI_NO_RULES ||
-			    t->rows[i].ruleset < t->nrulesets);
+		            t->rows[i].ruleset < t->nrulesets);
 	for (size_t i = 0; i < (size_t)t->nrulesets * stride; i++) {
 		const struct cq_cfi_rule *r = &t->rules[i];
 		size_t n;
@@ -1063,17 +1064,17 @@ static void test_elf_without_eh_frame_gives_empty_table(void **state)
 	memset(img->text, 0x90, sizeof(img->text));
 	memcpy(img->shstrtab, names, sizeof(names));
 	img->shdr[1] = (Elf64_Shdr){.sh_name = 1,
-				    .sh_type = SHT_PROGBITS,
-				    .sh_flags = SHF_ALLOC | SHF_EXECINSTR,
-				    .sh_addr = 0x1000,
-				    .sh_offset = offsetof(struct tiny_elf, text),
-				    .sh_size = sizeof(img->text),
-				    .sh_addralign = 16};
+	                            .sh_type = SHT_PROGBITS,
+	                            .sh_flags = SHF_ALLOC | SHF_EXECINSTR,
+	                            .sh_addr = 0x1000,
+	                            .sh_offset = offsetof(struct tiny_elf, text),
+	                            .sh_size = sizeof(img->text),
+	                            .sh_addralign = 16};
 	img->shdr[2] = (Elf64_Shdr){.sh_name = 7,
-				    .sh_type = SHT_STRTAB,
-				    .sh_offset = offsetof(struct tiny_elf, shstrtab),
-				    .sh_size = sizeof(names),
-				    .sh_addralign = 1};
+	                            .sh_type = SHT_STRTAB,
+	                            .sh_offset = offsetof(struct tiny_elf, shstrtab),
+	                            .sh_size = sizeof(names),
+	                            .sh_addralign = 1};
 	elf_version(EV_CURRENT);
 	Elf *elf = elf_memory((char *)img, sizeof(*img));
 	assert_non_null(elf);
@@ -1116,7 +1117,7 @@ static void check_tables_equal(const struct cq_cfi_table *a, const struct cq_cfi
 
 /* Same lookups: same rules, and the same expression ops behind expression rules. */
 static void check_same_lookup(const struct cq_cfi_table *a, const struct cq_cfi_table *b,
-			      uint64_t pc)
+                              uint64_t pc)
 {
 	const struct cq_cfi_rule *ra = cq_cfi_table_lookup(a, pc);
 	const struct cq_cfi_rule *rb = cq_cfi_table_lookup(b, pc);
@@ -1162,9 +1163,9 @@ static void test_serialize_round_trip_gives_identical_lookups(void **state)
 		check_same_lookup(t, t2, pc);
 		check_same_lookup(t, t2, pc - 1);
 	}
-	const void *fixtures[] = {cq_fx_frame,	 cq_fx_frame_pushed, cq_fx_frame_body,
-				  cq_fx_gap,	 cq_fx_realign_r10,  cq_fx_realign_expr,
-				  cq_fx_rules_reg, cq_fx_plt,	     cq_fx_restore_rt};
+	const void *fixtures[] = {cq_fx_frame,     cq_fx_frame_pushed, cq_fx_frame_body,
+	                          cq_fx_gap,       cq_fx_realign_r10,  cq_fx_realign_expr,
+	                          cq_fx_rules_reg, cq_fx_plt,          cq_fx_restore_rt};
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
 		check_same_lookup(t, t2, link_addr(fixtures[i]));
 	/* Serialising the copy gives the same bytes. */
@@ -1198,11 +1199,11 @@ static void test_empty_table_round_trip(void **state)
  * A small hand-built table: CFA rsp+8 / rip at CFA-8; CFA rsp+16 / rbp at
  * CFA-16; and a CFA expression (breg7 8; deref), rows over [0x1000, 0x1040).
  */
-#define STRIDE (NREGS + 1)
+#define STRIDE      (NREGS + 1)
 #define HEADER_SIZE 36
-#define ROW_SIZE 8
-#define RULE_SIZE 8
-#define OP_SIZE 25
+#define ROW_SIZE    8
+#define RULE_SIZE   8
+#define OP_SIZE     25
 
 static struct cq_cfi_table *small_table(void)
 {
@@ -1210,18 +1211,21 @@ static struct cq_cfi_table *small_table(void)
 	memset(rules, 0, sizeof(rules));
 	rules[0] = (struct cq_cfi_rule){.kind = CQ_CFI_CFA_REG_OFFSET, .reg = RSP, .value = 8};
 	rules[1 + RIP] = (struct cq_cfi_rule){.kind = CQ_CFI_OFFSET, .value = -8};
-	rules[STRIDE] = (struct cq_cfi_rule){.kind = CQ_CFI_CFA_REG_OFFSET, .reg = RSP, .value = 16};
+	rules[STRIDE] =
+	    (struct cq_cfi_rule){.kind = CQ_CFI_CFA_REG_OFFSET, .reg = RSP, .value = 16};
 	rules[STRIDE + 1 + RIP] = (struct cq_cfi_rule){.kind = CQ_CFI_OFFSET, .value = -8};
 	rules[STRIDE + 1 + RBP] = (struct cq_cfi_rule){.kind = CQ_CFI_OFFSET, .value = -16};
 	rules[2 * STRIDE] = (struct cq_cfi_rule){.kind = CQ_CFI_CFA_EXPR, .value = 0};
 	rules[2 * STRIDE + 1 + RIP] = (struct cq_cfi_rule){.kind = CQ_CFI_OFFSET, .value = -8};
 	static const struct cq_cfi_op ops[] = {
-		{.atom = 0, .number = 2},
-		{.atom = DW_OP_breg7, .number = 8, .offset = 0},
-		{.atom = DW_OP_deref, .offset = 2},
+	    {.atom = 0, .number = 2},
+	    {.atom = DW_OP_breg7, .number = 8, .offset = 0},
+	    {.atom = DW_OP_deref, .offset = 2},
 	};
 	static const struct cq_cfi_row rows[] = {
-		{0x0, 0}, {0x10, 1}, {0x20, 2}, {0x30, CQ_CFI_NO_RULES}, {0x40, 0}, {0x48, CQ_CFI_NO_RULES},
+	    {0x0, 0},  {0x10, 1},
+	    {0x20, 2}, {0x30, CQ_CFI_NO_RULES},
+	    {0x40, 0}, {0x48, CQ_CFI_NO_RULES},
 	};
 	struct cq_cfi_table *t;
 	check_ok(cq_cfi_table_from_parts(0x1000, NREGS, rows, 6, rules, 3, ops, 3, &t));
@@ -1266,7 +1270,7 @@ static void store_u64(uint8_t *p, uint64_t v)
 
 /* Deserialises a copy of blob in a buffer of exactly len bytes (so ASan sees overreads). */
 static struct cq_error *deserialize_exact(const uint8_t *blob, size_t len,
-					  struct cq_cfi_table **out)
+                                          struct cq_cfi_table **out)
 {
 	uint8_t *copy = malloc(len ? len : 1);
 	assert_non_null(copy);
@@ -1490,7 +1494,8 @@ static void test_single_byte_corruptions_never_crash(void **state)
 	(void)state;
 	size_t len;
 	uint8_t *blob = small_blob(&len);
-	static const uint8_t values[] = {0x00, 0x01, 0x03, 0x07, 0x10, 0x11, 0x22, 0x7f, 0x80, 0xff};
+	static const uint8_t values[] = {0x00, 0x01, 0x03, 0x07, 0x10,
+	                                 0x11, 0x22, 0x7f, 0x80, 0xff};
 	for (size_t i = 0; i < len; i++) {
 		uint8_t orig = blob[i];
 		for (size_t v = 0; v < sizeof(values); v++) {
@@ -1506,7 +1511,8 @@ static void test_single_byte_corruptions_never_crash(void **state)
 				const struct cq_cfi_rule *rs = cq_cfi_table_lookup(t, pc);
 				size_t n;
 				for (unsigned k = 0; rs && k <= t->nregs; k++)
-					if (rs[k].kind == CQ_CFI_EXPR || rs[k].kind == CQ_CFI_VAL_EXPR ||
+					if (rs[k].kind == CQ_CFI_EXPR ||
+					    rs[k].kind == CQ_CFI_VAL_EXPR ||
 					    rs[k].kind == CQ_CFI_CFA_EXPR)
 						assert_non_null(cq_cfi_table_expr(t, &rs[k], &n));
 			}
@@ -1530,7 +1536,7 @@ static void test_from_parts_rejects_bad_tables(void **state)
 
 	struct cq_cfi_row bad_rows[] = {{0, 1}, {0x10, CQ_CFI_NO_RULES}};
 	struct cq_error *err =
-		cq_cfi_table_from_parts(0x1000, NREGS, bad_rows, 2, rules, 1, NULL, 0, &t);
+	    cq_cfi_table_from_parts(0x1000, NREGS, bad_rows, 2, rules, 1, NULL, 0, &t);
 	assert_non_null(err);
 	assert_null(t);
 	cq_error_free(err);
@@ -1549,47 +1555,47 @@ static void test_from_parts_rejects_bad_tables(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table_has_rows_and_fixture_fdes),
-		cmocka_unit_test(test_frame_pointer_prologue_rows),
-		cmocka_unit_test(test_row_boundaries_are_exact),
-		cmocka_unit_test(test_epilogue_row_is_interned_with_entry_row),
-		cmocka_unit_test(test_lookup_outside_any_fde_is_null),
-		cmocka_unit_test(test_cfa_based_on_r10_then_expression),
-		cmocka_unit_test(test_cfi_register_rule_is_register_kind),
-		cmocka_unit_test(test_val_offset_same_value_and_undefined_rules),
-		cmocka_unit_test(test_outermost_row_has_undefined_return_address),
-		cmocka_unit_test(test_plt_row_is_cfa_expression),
-		cmocka_unit_test(test_plt_cfa_depends_on_rip),
-		cmocka_unit_test(test_plt_step_fails_without_rip),
-		cmocka_unit_test(test_signal_frame_row),
-		cmocka_unit_test(test_signal_frame_step_restores_ucontext),
-		cmocka_unit_test(test_signal_frame_step_fails_on_unreadable_ucontext),
-		cmocka_unit_test(test_frame_pointer_rows_step),
-		cmocka_unit_test(test_cfi_register_rule_step),
-		cmocka_unit_test(test_val_offset_and_same_value_step),
-		cmocka_unit_test(test_table_agrees_with_libdw_at_every_row),
-		cmocka_unit_test(test_every_function_with_cfi_has_rows),
-		cmocka_unit_test(test_rulesets_are_interned),
-		cmocka_unit_test(test_every_rule_is_well_formed),
-		cmocka_unit_test(test_debug_elf_without_debug_frame_changes_nothing),
-		cmocka_unit_test(test_bad_register_count_is_rejected),
-		cmocka_unit_test(test_no_elf_gives_empty_table),
-		cmocka_unit_test(test_elf_without_eh_frame_gives_empty_table),
-		cmocka_unit_test(test_serialize_round_trip_gives_identical_lookups),
-		cmocka_unit_test(test_empty_table_round_trip),
-		cmocka_unit_test(test_small_table_round_trip),
-		cmocka_unit_test(test_blob_with_wrong_version_is_rejected),
-		cmocka_unit_test(test_blob_with_bad_magic_is_rejected),
-		cmocka_unit_test(test_truncated_blob_is_rejected),
-		cmocka_unit_test(test_truncated_real_blob_is_rejected),
-		cmocka_unit_test(test_blob_with_ruleset_index_past_end_is_rejected),
-		cmocka_unit_test(test_blob_with_expression_count_past_end_is_rejected),
-		cmocka_unit_test(test_blob_with_expression_index_past_end_is_rejected),
-		cmocka_unit_test(test_blob_with_bad_rules_is_rejected),
-		cmocka_unit_test(test_blob_with_unsorted_rows_is_rejected),
-		cmocka_unit_test(test_blob_with_bad_header_counts_is_rejected),
-		cmocka_unit_test(test_single_byte_corruptions_never_crash),
-		cmocka_unit_test(test_from_parts_rejects_bad_tables),
+	    cmocka_unit_test(test_table_has_rows_and_fixture_fdes),
+	    cmocka_unit_test(test_frame_pointer_prologue_rows),
+	    cmocka_unit_test(test_row_boundaries_are_exact),
+	    cmocka_unit_test(test_epilogue_row_is_interned_with_entry_row),
+	    cmocka_unit_test(test_lookup_outside_any_fde_is_null),
+	    cmocka_unit_test(test_cfa_based_on_r10_then_expression),
+	    cmocka_unit_test(test_cfi_register_rule_is_register_kind),
+	    cmocka_unit_test(test_val_offset_same_value_and_undefined_rules),
+	    cmocka_unit_test(test_outermost_row_has_undefined_return_address),
+	    cmocka_unit_test(test_plt_row_is_cfa_expression),
+	    cmocka_unit_test(test_plt_cfa_depends_on_rip),
+	    cmocka_unit_test(test_plt_step_fails_without_rip),
+	    cmocka_unit_test(test_signal_frame_row),
+	    cmocka_unit_test(test_signal_frame_step_restores_ucontext),
+	    cmocka_unit_test(test_signal_frame_step_fails_on_unreadable_ucontext),
+	    cmocka_unit_test(test_frame_pointer_rows_step),
+	    cmocka_unit_test(test_cfi_register_rule_step),
+	    cmocka_unit_test(test_val_offset_and_same_value_step),
+	    cmocka_unit_test(test_table_agrees_with_libdw_at_every_row),
+	    cmocka_unit_test(test_every_function_with_cfi_has_rows),
+	    cmocka_unit_test(test_rulesets_are_interned),
+	    cmocka_unit_test(test_every_rule_is_well_formed),
+	    cmocka_unit_test(test_debug_elf_without_debug_frame_changes_nothing),
+	    cmocka_unit_test(test_bad_register_count_is_rejected),
+	    cmocka_unit_test(test_no_elf_gives_empty_table),
+	    cmocka_unit_test(test_elf_without_eh_frame_gives_empty_table),
+	    cmocka_unit_test(test_serialize_round_trip_gives_identical_lookups),
+	    cmocka_unit_test(test_empty_table_round_trip),
+	    cmocka_unit_test(test_small_table_round_trip),
+	    cmocka_unit_test(test_blob_with_wrong_version_is_rejected),
+	    cmocka_unit_test(test_blob_with_bad_magic_is_rejected),
+	    cmocka_unit_test(test_truncated_blob_is_rejected),
+	    cmocka_unit_test(test_truncated_real_blob_is_rejected),
+	    cmocka_unit_test(test_blob_with_ruleset_index_past_end_is_rejected),
+	    cmocka_unit_test(test_blob_with_expression_count_past_end_is_rejected),
+	    cmocka_unit_test(test_blob_with_expression_index_past_end_is_rejected),
+	    cmocka_unit_test(test_blob_with_bad_rules_is_rejected),
+	    cmocka_unit_test(test_blob_with_unsorted_rows_is_rejected),
+	    cmocka_unit_test(test_blob_with_bad_header_counts_is_rejected),
+	    cmocka_unit_test(test_single_byte_corruptions_never_crash),
+	    cmocka_unit_test(test_from_parts_rejects_bad_tables),
 	};
 	return cmocka_run_group_tests(tests, self_setup, self_teardown);
 }
