@@ -49,10 +49,12 @@ enum {
 
 #define CMD_CORE_LONG_OPTIONS                                                                      \
 	{"format", required_argument, NULL, OPT_FORMAT},                                           \
-		{"exe", required_argument, NULL, OPT_EXE},                                         \
-		{"sysroot", required_argument, NULL, OPT_SYSROOT},                                 \
-		{"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},                             \
-		{"help", no_argument, NULL, OPT_HELP}
+	    {"exe", required_argument, NULL, OPT_EXE},                                             \
+	    {"sysroot", required_argument, NULL, OPT_SYSROOT},                                     \
+	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},                                 \
+	{                                                                                          \
+		"help", no_argument, NULL, OPT_HELP                                                \
+	}
 
 void cmd_core_opts_init(struct cmd_core_opts *o);
 
@@ -76,11 +78,11 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 
 /* Opens a core with the shared options; warns about missing memory. */
 struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
-			       struct cq_core **out);
+                               struct cq_core **out);
 
 /* Parses a whole number in [min, max] for option name; prints a usage error if not. */
 bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out, const char *cmd,
-		     const char *name);
+                     const char *name);
 
 /*
  * Opens the cache at path (NULL: the default path).  On failure warns once

@@ -85,29 +85,28 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...)
 }
 
 struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
-			       struct cq_core **out)
+                               struct cq_core **out)
 {
 	struct cq_error *err = cq_core_open(path, &o->core, out);
 	if (err)
 		return err;
 	const struct cq_core *core = *out;
 	if (core->memory_missing)
-		cmd_warn(path,
-			 "core is truncated: %llu of %llu bytes of dumped memory are missing",
-			 (unsigned long long)core->memory_missing,
-			 (unsigned long long)core->memory_dumped);
+		cmd_warn(path, "core is truncated: %llu of %llu bytes of dumped memory are missing",
+		         (unsigned long long)core->memory_missing,
+		         (unsigned long long)core->memory_dumped);
 	return NULL;
 }
 
 bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out, const char *cmd,
-		     const char *name)
+                     const char *name)
 {
 	char *end;
 	errno = 0;
 	unsigned long v = strtoul(arg, &end, 10);
 	if (errno || end == arg || *end || arg[0] == '-' || v < min || v > max) {
 		cmd_usage_error(cmd, "%s takes a whole number from %u to %u, not '%s'", name, min,
-				max, arg);
+		                max, arg);
 		return false;
 	}
 	*out = (unsigned)v;

@@ -11,20 +11,20 @@
 #include "libcore/module.h"
 
 static const char info_usage[] =
-	"Usage: coreq info CORE [--format text|json] [--exe P] [--sysroot D] [--debug-dir D]\n"
-	"\n"
-	"Print what a core file records: pid, executable, command line, signal\n"
-	"(name, si_code, fault address), the crashing thread, every thread (tid, pc,\n"
-	"sp) and every mapped module (path, build-id, address range, and whether the\n"
-	"file on this host is found, missing, or has a different build-id).\n"
-	"\n"
-	"CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n"
-	"\n"
-	"  --format text|json  output format (default text)\n"
-	"  --exe P             the executable that produced the core\n"
-	"  --sysroot D         look for every module path under D\n"
-	"  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-	"  --help              show this help\n";
+    "Usage: coreq info CORE [--format text|json] [--exe P] [--sysroot D] [--debug-dir D]\n"
+    "\n"
+    "Print what a core file records: pid, executable, command line, signal\n"
+    "(name, si_code, fault address), the crashing thread, every thread (tid, pc,\n"
+    "sp) and every mapped module (path, build-id, address range, and whether the\n"
+    "file on this host is found, missing, or has a different build-id).\n"
+    "\n"
+    "CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n"
+    "\n"
+    "  --format text|json  output format (default text)\n"
+    "  --exe P             the executable that produced the core\n"
+    "  --sysroot D         look for every module path under D\n"
+    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+    "  --help              show this help\n";
 
 static void json_modules(struct cq_json *j, const struct cq_core *core)
 {

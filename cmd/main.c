@@ -13,8 +13,8 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{"info", cmd_info, "what a core records: process, signal, threads, modules"},
-	{"stack", cmd_stack, "every thread's stack, unwound and symbolized"},
+    {"info", cmd_info, "what a core records: process, signal, threads, modules"},
+    {"stack", cmd_stack, "every thread's stack, unwound and symbolized"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

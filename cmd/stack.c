@@ -14,25 +14,25 @@
 #include "libcore/stacktrace.h"
 
 static const char stack_usage[] =
-	"Usage: coreq stack CORE [--format text|json] [--exe P] [--sysroot D]\n"
-	"                        [--debug-dir D] [--max-frames N] [--no-scan]\n"
-	"                        [--cache P | --no-cache]\n"
-	"\n"
-	"Print every thread's stack, the crashed thread first.  Frames are unwound\n"
-	"with DWARF CFI (.eh_frame, .debug_frame), else frame pointers, else a\n"
-	"bounded stack scan; text output marks frames not found through CFI with\n"
-	"[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
-	"\n"
-	"  --format text|json  output format (default text)\n"
-	"  --exe P             the executable that produced the core\n"
-	"  --sysroot D         look for every module path under D\n"
-	"  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-	"  --max-frames N      stop each thread after N frames (default 256)\n"
-	"  --no-scan           never guess frames by scanning the stack\n"
-	"  --cache P           unwind-table cache (default $COREQ_CACHE, else\n"
-	"                      $XDG_CACHE_HOME/coreq/cache.db)\n"
-	"  --no-cache          do not read or write the cache\n"
-	"  --help              show this help\n";
+    "Usage: coreq stack CORE [--format text|json] [--exe P] [--sysroot D]\n"
+    "                        [--debug-dir D] [--max-frames N] [--no-scan]\n"
+    "                        [--cache P | --no-cache]\n"
+    "\n"
+    "Print every thread's stack, the crashed thread first.  Frames are unwound\n"
+    "with DWARF CFI (.eh_frame, .debug_frame), else frame pointers, else a\n"
+    "bounded stack scan; text output marks frames not found through CFI with\n"
+    "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
+    "\n"
+    "  --format text|json  output format (default text)\n"
+    "  --exe P             the executable that produced the core\n"
+    "  --sysroot D         look for every module path under D\n"
+    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+    "  --max-frames N      stop each thread after N frames (default 256)\n"
+    "  --no-scan           never guess frames by scanning the stack\n"
+    "  --cache P           unwind-table cache (default $COREQ_CACHE, else\n"
+    "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
+    "  --no-cache          do not read or write the cache\n"
+    "  --help              show this help\n";
 
 enum {
 	OPT_MAX_FRAMES = OPT_FIRST_COMMAND_SPECIFIC,
@@ -150,12 +150,12 @@ static void print_text(const struct cq_stacks *stacks)
 int cmd_stack(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		CMD_CORE_LONG_OPTIONS,
-		{"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
-		{"no-scan", no_argument, NULL, OPT_NO_SCAN},
-		{"cache", required_argument, NULL, OPT_CACHE},
-		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
-		{NULL, 0, NULL, 0},
+	    CMD_CORE_LONG_OPTIONS,
+	    {"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
+	    {"no-scan", no_argument, NULL, OPT_NO_SCAN},
+	    {"cache", required_argument, NULL, OPT_CACHE},
+	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+	    {NULL, 0, NULL, 0},
 	};
 	struct cmd_core_opts o;
 	struct cq_stack_options so;
@@ -177,7 +177,7 @@ int cmd_stack(int argc, char **argv)
 		switch (opt) {
 		case OPT_MAX_FRAMES:
 			if (!cmd_parse_count(optarg, 1, 100000, &so.unwind.max_frames, "stack",
-					     "--max-frames"))
+			                     "--max-frames"))
 				return EXIT_USAGE;
 			break;
 		case OPT_NO_SCAN:

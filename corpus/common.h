@@ -22,13 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHAIN __attribute__((noinline, noipa))
+#define CHAIN        __attribute__((noinline, noipa))
 #define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
 /* Sleep for the given number of milliseconds. */
 static inline void corpus_sleep_ms(long ms)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
 }
 
@@ -86,8 +86,7 @@ static inline void wait_threads_asleep(int total)
 			return;
 		corpus_sleep_ms(10);
 	}
-	fprintf(stderr, "corpus: %d threads (%d awake), wanted %d all asleep\n",
-		n, awake, total);
+	fprintf(stderr, "corpus: %d threads (%d awake), wanted %d all asleep\n", n, awake, total);
 	exit(3);
 }
 

@@ -28,12 +28,12 @@ CHAIN static void park(int id)
 }
 
 /* wait_here_0 .. wait_here_7: one distinct frame per worker. */
-#define WAIT_HERE(n)                                                          \
-	CHAIN static void wait_here_##n(void)                                 \
-	{                                                                     \
-		where[n] = -1 - (n);                                          \
-		park(n);                                                      \
-		KEEP_FRAME();                                                 \
+#define WAIT_HERE(n)                                                                               \
+	CHAIN static void wait_here_##n(void)                                                      \
+	{                                                                                          \
+		where[n] = -1 - (n);                                                               \
+		park(n);                                                                           \
+		KEEP_FRAME();                                                                      \
 	}
 WAIT_HERE(0)
 WAIT_HERE(1)
@@ -52,14 +52,30 @@ CHAIN static void *worker_main(void *arg)
 	snprintf(name, sizeof name, "wait-%d", id);
 	pthread_setname_np(pthread_self(), name);
 	switch (id) {
-	case 0: wait_here_0(); break;
-	case 1: wait_here_1(); break;
-	case 2: wait_here_2(); break;
-	case 3: wait_here_3(); break;
-	case 4: wait_here_4(); break;
-	case 5: wait_here_5(); break;
-	case 6: wait_here_6(); break;
-	default: wait_here_7(); break;
+	case 0:
+		wait_here_0();
+		break;
+	case 1:
+		wait_here_1();
+		break;
+	case 2:
+		wait_here_2();
+		break;
+	case 3:
+		wait_here_3();
+		break;
+	case 4:
+		wait_here_4();
+		break;
+	case 5:
+		wait_here_5();
+		break;
+	case 6:
+		wait_here_6();
+		break;
+	default:
+		wait_here_7();
+		break;
 	}
 	KEEP_FRAME();
 	return NULL;

@@ -41,28 +41,28 @@ static inline void cq_regs_set(struct cq_regs *r, unsigned regno, uint64_t v)
 /* Where a thread's thread pointer (TLS base) is found in a core. */
 enum cq_arch_tp_source {
 	CQ_ARCH_TP_PRSTATUS_SLOT, /* a pr_reg slot (x86_64: fs_base) */
-	CQ_ARCH_TP_NOTE,	  /* first 8 bytes of a per-thread note (aarch64: NT_ARM_TLS) */
+	CQ_ARCH_TP_NOTE,          /* first 8 bytes of a per-thread note (aarch64: NT_ARM_TLS) */
 };
 
 struct cq_arch {
-	const char *name;	  /* "x86_64", as printed */
-	uint16_t e_machine;	  /* ELF machine number */
-	size_t prstatus_size;	  /* sizeof(struct elf_prstatus) */
-	size_t prstatus_reg_offset; /* offsetof(struct elf_prstatus, pr_reg) */
-	unsigned prstatus_nregs;  /* 64-bit slots in pr_reg */
+	const char *name;             /* "x86_64", as printed */
+	uint16_t e_machine;           /* ELF machine number */
+	size_t prstatus_size;         /* sizeof(struct elf_prstatus) */
+	size_t prstatus_reg_offset;   /* offsetof(struct elf_prstatus, pr_reg) */
+	unsigned prstatus_nregs;      /* 64-bit slots in pr_reg */
 	const int8_t *prstatus_dwarf; /* per pr_reg slot: DWARF number, or -1 */
 	const char *const *reg_names; /* by DWARF number, CQ_REGS_MAX entries */
-	unsigned nregs;		  /* DWARF registers 0..nregs-1 are tracked */
-	unsigned pc_reg;	  /* DWARF number holding the pc (x86_64: RA column) */
-	unsigned sp_reg;	  /* stack pointer */
-	unsigned fp_reg;	  /* frame pointer */
-	unsigned ra_reg;	  /* DWARF return-address column */
-	uint64_t callee_saved;	  /* bitmask of DWARF numbers preserved across calls */
+	unsigned nregs;               /* DWARF registers 0..nregs-1 are tracked */
+	unsigned pc_reg;              /* DWARF number holding the pc (x86_64: RA column) */
+	unsigned sp_reg;              /* stack pointer */
+	unsigned fp_reg;              /* frame pointer */
+	unsigned ra_reg;              /* DWARF return-address column */
+	uint64_t callee_saved;        /* bitmask of DWARF numbers preserved across calls */
 	enum cq_arch_tp_source tp_source;
-	unsigned tp_slot;	  /* pr_reg slot, for CQ_ARCH_TP_PRSTATUS_SLOT */
-	uint32_t tp_note_type;	  /* note type, for CQ_ARCH_TP_NOTE */
+	unsigned tp_slot;           /* pr_reg slot, for CQ_ARCH_TP_PRSTATUS_SLOT */
+	uint32_t tp_note_type;      /* note type, for CQ_ARCH_TP_NOTE */
 	uint64_t tp_pthread_adjust; /* 0: struct pthread at tp; else at tp - sizeof(pthread) */
-	unsigned call_max_len;	  /* longest call instruction, in bytes */
+	unsigned call_max_len;      /* longest call instruction, in bytes */
 	/* True if the call_max_len bytes ending at a return address end in a call. */
 	bool (*ends_with_call)(const uint8_t *before);
 };

@@ -20,13 +20,13 @@ struct cq_cache {
 };
 
 static const char *const statements[] = {
-	"SELECT blob FROM unwind_tables WHERE build_id = ? AND format = ?",
-	"INSERT OR REPLACE INTO unwind_tables (build_id, format, rows, blob, created) "
-	"VALUES (?, ?, ?, ?, ?)",
-	"SELECT frames FROM symbols WHERE build_id = ? AND address = ? AND debuginfo = ? "
-	"AND format = ?",
-	"INSERT OR REPLACE INTO symbols (build_id, address, debuginfo, format, frames) "
-	"VALUES (?, ?, ?, ?, ?)",
+    "SELECT blob FROM unwind_tables WHERE build_id = ? AND format = ?",
+    "INSERT OR REPLACE INTO unwind_tables (build_id, format, rows, blob, created) "
+    "VALUES (?, ?, ?, ?, ?)",
+    "SELECT frames FROM symbols WHERE build_id = ? AND address = ? AND debuginfo = ? "
+    "AND format = ?",
+    "INSERT OR REPLACE INTO symbols (build_id, address, debuginfo, format, frames) "
+    "VALUES (?, ?, ?, ?, ?)",
 };
 
 char *cq_store_cache_default_path(void)
@@ -83,19 +83,18 @@ struct cq_error *cq_store_cache_open(const char *path, struct cq_cache **out)
 	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
 		err = cq_error_create(CQ_ERR_DB, "cannot open cache %s: %s", path,
-				      sqlite3_errmsg(c->db));
+		                      sqlite3_errmsg(c->db));
 		goto fail;
 	}
 	sqlite3_busy_timeout(c->db, 10000);
 	sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
 	if ((err = cq_store_migrate(c->db, "cache")))
 		goto fail;
-	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols,
-				  &c->put_symbols};
+	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {
-			err = cq_error_create(CQ_ERR_DB, "cache %s: %s", path,
-					      sqlite3_errmsg(c->db));
+			err =
+			    cq_error_create(CQ_ERR_DB, "cache %s: %s", path, sqlite3_errmsg(c->db));
 			goto fail;
 		}
 	}
@@ -148,7 +147,7 @@ static void run_write(struct cq_cache *c, sqlite3_stmt *st)
 }
 
 uint8_t *cq_store_cache_get_table(struct cq_cache *c, const char *build_id, unsigned format,
-				  size_t *len)
+                                  size_t *len)
 {
 	sqlite3_stmt *st = c->get_table;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
@@ -157,7 +156,7 @@ uint8_t *cq_store_cache_get_table(struct cq_cache *c, const char *build_id, unsi
 }
 
 void cq_store_cache_put_table(struct cq_cache *c, const char *build_id, unsigned format,
-			      unsigned rows, const uint8_t *blob, size_t len)
+                              unsigned rows, const uint8_t *blob, size_t len)
 {
 	sqlite3_stmt *st = c->put_table;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
@@ -169,7 +168,7 @@ void cq_store_cache_put_table(struct cq_cache *c, const char *build_id, unsigned
 }
 
 uint8_t *cq_store_cache_get_symbols(struct cq_cache *c, const char *build_id, uint64_t address,
-				    int debuginfo, unsigned format, size_t *len)
+                                    int debuginfo, unsigned format, size_t *len)
 {
 	sqlite3_stmt *st = c->get_symbols;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
@@ -180,7 +179,7 @@ uint8_t *cq_store_cache_get_symbols(struct cq_cache *c, const char *build_id, ui
 }
 
 void cq_store_cache_put_symbols(struct cq_cache *c, const char *build_id, uint64_t address,
-				int debuginfo, unsigned format, const uint8_t *blob, size_t len)
+                                int debuginfo, unsigned format, const uint8_t *blob, size_t len)
 {
 	sqlite3_stmt *st = c->put_symbols;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);

@@ -28,18 +28,18 @@ void cq_store_cache_close(struct cq_cache *cache);
 
 /* A malloc'd copy of the unwind table blob for build_id at format, or NULL. */
 uint8_t *cq_store_cache_get_table(struct cq_cache *cache, const char *build_id, unsigned format,
-				  size_t *len);
+                                  size_t *len);
 
 /* Stores (replaces) the blob; failures are ignored, the cache is best-effort. */
 void cq_store_cache_put_table(struct cq_cache *cache, const char *build_id, unsigned format,
-			      unsigned rows, const uint8_t *blob, size_t len);
+                              unsigned rows, const uint8_t *blob, size_t len);
 
 /* A malloc'd copy of the symbol blob for (build_id, address, debuginfo), or NULL. */
-uint8_t *cq_store_cache_get_symbols(struct cq_cache *cache, const char *build_id,
-				    uint64_t address, int debuginfo, unsigned format, size_t *len);
+uint8_t *cq_store_cache_get_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
+                                    int debuginfo, unsigned format, size_t *len);
 
 /* Stores a symbol blob; best-effort like the table cache. */
 void cq_store_cache_put_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
-				int debuginfo, unsigned format, const uint8_t *blob, size_t len);
+                                int debuginfo, unsigned format, const uint8_t *blob, size_t len);
 
 #endif

@@ -41,7 +41,8 @@ static struct cq_error *check_ident(const struct cq_source *src)
 	if (id[EI_CLASS] != ELFCLASS64)
 		return cq_error_create(CQ_ERR_FORMAT, "bad ELF class %u", id[EI_CLASS]);
 	if (id[EI_DATA] != ELFDATA2LSB)
-		return cq_error_create(CQ_ERR_UNSUPPORTED, "big-endian cores are not supported yet");
+		return cq_error_create(CQ_ERR_UNSUPPORTED,
+		                       "big-endian cores are not supported yet");
 	if (got < sizeof(Elf64_Ehdr))
 		return cq_error_create(CQ_ERR_FORMAT, "core truncated inside its ELF header");
 	return NULL;
@@ -54,18 +55,17 @@ static struct cq_error *check_header(struct cq_core *core)
 		return cq_error_create(CQ_ERR_FORMAT, "bad ELF header: %s", elf_errmsg(-1));
 	if (eh.e_type != ET_CORE)
 		return cq_error_create(CQ_ERR_FORMAT, "not a core file (an ELF %s)",
-				       eh.e_type == ET_EXEC  ? "executable"
-				       : eh.e_type == ET_DYN ? "shared object or PIE executable"
-				       : eh.e_type == ET_REL ? "relocatable object"
-							     : "file of unknown type");
+		                       eh.e_type == ET_EXEC  ? "executable"
+		                       : eh.e_type == ET_DYN ? "shared object or PIE executable"
+		                       : eh.e_type == ET_REL ? "relocatable object"
+		                                             : "file of unknown type");
 	core->arch = cq_arch_from_machine(eh.e_machine);
 	if (!core->arch)
 		return cq_error_create(CQ_ERR_UNSUPPORTED, "machine %u is not supported yet",
-				       eh.e_machine);
+		                       eh.e_machine);
 	if (eh.e_phoff > core->image_size ||
 	    (uint64_t)eh.e_phnum * eh.e_phentsize > core->image_size - eh.e_phoff)
-		return cq_error_create(CQ_ERR_FORMAT,
-				       "core truncated inside its program headers");
+		return cq_error_create(CQ_ERR_FORMAT, "core truncated inside its program headers");
 	return NULL;
 }
 
@@ -80,12 +80,12 @@ static struct cq_error *add_load_segments(struct cq_core *core)
 	size_t phnum;
 	if (elf_getphdrnum(core->elf, &phnum) != 0)
 		return cq_error_create(CQ_ERR_FORMAT, "cannot read program headers: %s",
-				       elf_errmsg(-1));
+		                       elf_errmsg(-1));
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 		if (!gelf_getphdr(core->elf, (int)i, &ph))
 			return cq_error_create(CQ_ERR_FORMAT, "program header %zu: %s", i,
-					       elf_errmsg(-1));
+			                       elf_errmsg(-1));
 		if (ph.p_type != PT_LOAD || ph.p_memsz == 0 || ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
 			continue;
 		uint64_t filesz = ph.p_filesz < ph.p_memsz ? ph.p_filesz : ph.p_memsz;
@@ -96,10 +96,9 @@ static struct cq_error *add_load_segments(struct cq_core *core)
 			avail = filesz;
 		core->memory_dumped += filesz;
 		core->memory_missing += filesz - avail;
-		struct cq_error *err = cq_mem_add(&core->mem, CQ_MEM_LAYER_CORE, ph.p_vaddr,
-						  ph.p_vaddr + ph.p_memsz,
-						  avail ? core->image + ph.p_offset : NULL, avail,
-						  segment_flags(ph.p_flags));
+		struct cq_error *err = cq_mem_add(
+		    &core->mem, CQ_MEM_LAYER_CORE, ph.p_vaddr, ph.p_vaddr + ph.p_memsz,
+		    avail ? core->image + ph.p_offset : NULL, avail, segment_flags(ph.p_flags));
 		if (err)
 			return err;
 	}
@@ -141,7 +140,7 @@ static struct cq_error *core_load(struct cq_core *core)
 }
 
 struct cq_error *cq_core_open(const char *path, const struct cq_core_options *opts,
-			      struct cq_core **out)
+                              struct cq_core **out)
 {
 	*out = NULL;
 	struct cq_core *core = calloc(1, sizeof(*core));

@@ -28,10 +28,10 @@ struct cq_module;
 
 struct cq_core_thread {
 	int32_t tid;
-	int cursig;	  /* pr_cursig: the signal this thread was handling */
-	bool crashed;	  /* first NT_PRSTATUS: the thread that took the signal */
+	int cursig;          /* pr_cursig: the signal this thread was handling */
+	bool crashed;        /* first NT_PRSTATUS: the thread that took the signal */
 	struct cq_regs regs; /* by DWARF number */
-	uint64_t tp;	  /* thread pointer (fs_base / TPIDR_EL0) */
+	uint64_t tp;         /* thread pointer (fs_base / TPIDR_EL0) */
 	bool has_tp;
 	const char *name; /* known only for the main thread (from NT_PRPSINFO) */
 };
@@ -44,25 +44,25 @@ struct cq_core_mapping {
 };
 
 struct cq_core_siginfo {
-	bool present;	     /* NT_SIGINFO was found */
+	bool present; /* NT_SIGINFO was found */
 	int signo, code, errno_value;
-	bool has_addr;	     /* si_addr is meaningful (SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP) */
+	bool has_addr; /* si_addr is meaningful (SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP) */
 	uint64_t addr;
 };
 
 /* How to find files that belong to the core on this host. */
 struct cq_core_options {
-	const char *exe;	     /* use this file for the main executable */
-	const char *sysroot;	     /* prefix for every module path */
+	const char *exe;               /* use this file for the main executable */
+	const char *sysroot;           /* prefix for every module path */
 	const char *const *debug_dirs; /* NULL-terminated list of build-id tree roots */
-	uint64_t max_spool;	     /* bound on decompressed size, 0 = default */
+	uint64_t max_spool;            /* bound on decompressed size, 0 = default */
 };
 
 struct cq_core {
-	char *path;		     /* as given */
+	char *path; /* as given */
 	struct cq_source source;
-	void *elf;		     /* Elf * over source.fd */
-	const uint8_t *image;	     /* the mmapped core */
+	void *elf;            /* Elf * over source.fd */
+	const uint8_t *image; /* the mmapped core */
 	uint64_t image_size;
 	const struct cq_arch *arch;
 
@@ -89,7 +89,7 @@ struct cq_core {
 	size_t nmodules;
 
 	struct cq_mem mem;
-	uint64_t memory_dumped;	/* bytes the PT_LOAD headers say the core holds */
+	uint64_t memory_dumped;  /* bytes the PT_LOAD headers say the core holds */
 	uint64_t memory_missing; /* of those, bytes past the end of the file */
 
 	struct cq_core_options options;
@@ -97,7 +97,7 @@ struct cq_core {
 
 /* Opens and parses a core.  On error *out is NULL and nothing leaks. */
 struct cq_error *cq_core_open(const char *path, const struct cq_core_options *opts,
-			      struct cq_core **out);
+                              struct cq_core **out);
 void cq_core_close(struct cq_core *core);
 
 /*

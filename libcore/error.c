@@ -10,8 +10,8 @@
 
 struct cq_error cq_error_nomem = {.code = CQ_ERR_NOMEM, .message = "out of memory"};
 
-static struct cq_error *error_vcreate(enum cq_error_code code, const char *suffix,
-				      const char *fmt, va_list ap)
+static struct cq_error *error_vcreate(enum cq_error_code code, const char *suffix, const char *fmt,
+                                      va_list ap)
 {
 	va_list ap2;
 	va_copy(ap2, ap);

@@ -15,15 +15,15 @@
 #include <stdarg.h>
 
 enum cq_error_code {
-	CQ_ERR_NOMEM = 1,    /* allocation failed */
-	CQ_ERR_IO,	     /* the operating system refused (errno in message) */
-	CQ_ERR_FORMAT,	     /* input is malformed, truncated or hostile */
-	CQ_ERR_UNSUPPORTED,  /* input is valid but coreq cannot handle it yet */
-	CQ_ERR_NOT_FOUND,    /* a looked-up thing does not exist */
-	CQ_ERR_UNREADABLE,   /* memory the core does not hold */
-	CQ_ERR_DB,	     /* SQLite reported an error */
-	CQ_ERR_USAGE,	     /* a caller passed arguments that make no sense */
-	CQ_ERR_LIMIT,	     /* a configured bound was reached */
+	CQ_ERR_NOMEM = 1,   /* allocation failed */
+	CQ_ERR_IO,          /* the operating system refused (errno in message) */
+	CQ_ERR_FORMAT,      /* input is malformed, truncated or hostile */
+	CQ_ERR_UNSUPPORTED, /* input is valid but coreq cannot handle it yet */
+	CQ_ERR_NOT_FOUND,   /* a looked-up thing does not exist */
+	CQ_ERR_UNREADABLE,  /* memory the core does not hold */
+	CQ_ERR_DB,          /* SQLite reported an error */
+	CQ_ERR_USAGE,       /* a caller passed arguments that make no sense */
+	CQ_ERR_LIMIT,       /* a configured bound was reached */
 };
 
 struct cq_error {
@@ -36,15 +36,15 @@ extern struct cq_error cq_error_nomem;
 
 /* Builds an error with a printf-style message. */
 struct cq_error *cq_error_create(enum cq_error_code code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Like cq_error_create, with ": strerror(errnum)" appended. */
 struct cq_error *cq_error_errno(int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Returns a new error "prefix: old message" with the old code; frees err. */
 struct cq_error *cq_error_prefix(struct cq_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 void cq_error_free(struct cq_error *err);
 

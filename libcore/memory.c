@@ -22,7 +22,7 @@ void cq_mem_destroy(struct cq_mem *mem)
 }
 
 struct cq_error *cq_mem_add(struct cq_mem *mem, enum cq_mem_layer layer, uint64_t start,
-			    uint64_t end, const uint8_t *data, uint64_t data_len, unsigned flags)
+                            uint64_t end, const uint8_t *data, uint64_t data_len, unsigned flags)
 {
 	if ((unsigned)layer >= CQ_MEM_LAYERS || end < start)
 		return cq_error_create(CQ_ERR_USAGE, "bad memory segment");
@@ -40,11 +40,11 @@ struct cq_error *cq_mem_add(struct cq_mem *mem, enum cq_mem_layer layer, uint64_
 	if (data_len > end - start)
 		data_len = end - start;
 	set->seg[set->n++] = (struct cq_mem_segment){
-		.start = start,
-		.end = end,
-		.data = data_len ? data : NULL,
-		.data_len = data ? data_len : 0,
-		.flags = flags,
+	    .start = start,
+	    .end = end,
+	    .data = data_len ? data : NULL,
+	    .data_len = data ? data_len : 0,
+	    .flags = flags,
 	};
 	return NULL;
 }

@@ -37,10 +37,10 @@ enum {
 };
 
 struct cq_mem_segment {
-	uint64_t start, end;   /* [start, end) in the target */
-	const uint8_t *data;   /* bytes of [start, start + data_len) */
-	uint64_t data_len;     /* <= end - start; the rest is absent */
-	unsigned flags;	       /* CQ_MEM_READ | CQ_MEM_WRITE | CQ_MEM_EXEC */
+	uint64_t start, end; /* [start, end) in the target */
+	const uint8_t *data; /* bytes of [start, start + data_len) */
+	uint64_t data_len;   /* <= end - start; the rest is absent */
+	unsigned flags;      /* CQ_MEM_READ | CQ_MEM_WRITE | CQ_MEM_EXEC */
 };
 
 struct cq_mem_layer_set {
@@ -58,7 +58,7 @@ void cq_mem_destroy(struct cq_mem *mem);
 
 /* Adds a segment; call cq_mem_finish before reading. */
 struct cq_error *cq_mem_add(struct cq_mem *mem, enum cq_mem_layer layer, uint64_t start,
-			    uint64_t end, const uint8_t *data, uint64_t data_len, unsigned flags);
+                            uint64_t end, const uint8_t *data, uint64_t data_len, unsigned flags);
 
 /* Sorts the segments and trims overlaps. */
 void cq_mem_finish(struct cq_mem *mem);

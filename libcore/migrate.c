@@ -45,16 +45,17 @@ static struct cq_error *apply(sqlite3 *db, const struct cq_schema_migration *m)
 		return err;
 	}
 	if (now >= m->version)
-		return sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) == SQLITE_OK ? NULL
-		       : cq_error_create(CQ_ERR_DB, "%s", msg ? msg : "commit failed");
+		return sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) == SQLITE_OK
+		           ? NULL
+		           : cq_error_create(CQ_ERR_DB, "%s", msg ? msg : "commit failed");
 	if (sqlite3_exec(db, m->sql, NULL, NULL, &msg) != SQLITE_OK ||
 	    sqlite3_exec(db, pragma, NULL, NULL, &msg) != SQLITE_OK ||
 	    sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
 		goto fail;
 	return NULL;
 fail:
-	err = cq_error_create(CQ_ERR_DB, "migration %s: %s", m->name,
-			      msg ? msg : sqlite3_errmsg(db));
+	err =
+	    cq_error_create(CQ_ERR_DB, "migration %s: %s", m->name, msg ? msg : sqlite3_errmsg(db));
 	sqlite3_free(msg);
 	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	return err;
@@ -69,9 +70,9 @@ struct cq_error *cq_store_migrate(sqlite3 *db, const char *set)
 	unsigned latest = cq_schema_latest(set);
 	if (have > latest)
 		return cq_error_create(CQ_ERR_UNSUPPORTED,
-				       "database schema version %u is newer than this coreq "
-				       "understands (%u); upgrade coreq",
-				       have, latest);
+		                       "database schema version %u is newer than this coreq "
+		                       "understands (%u); upgrade coreq",
+		                       have, latest);
 	for (unsigned v = have + 1; v <= latest; v++) {
 		for (unsigned i = 0; i < cq_schema_migration_count; i++) {
 			const struct cq_schema_migration *m = &cq_schema_migrations[i];

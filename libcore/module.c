@@ -25,7 +25,7 @@
 #include "libcore/bytes.h"
 #include "libcore/core.h"
 
-#define MAX_PHNUM 128
+#define MAX_PHNUM      128
 #define MAX_NOTE_BYTES 4096
 #define MAX_VDSO_BYTES (1u << 20)
 
@@ -47,8 +47,9 @@ static bool find_build_id_note(const uint8_t *buf, size_t len, struct mem_elf_in
 		size_t desc_off = name_off + (((size_t)namesz + 3) & ~(size_t)3);
 		if (namesz > len || descsz > len || desc_off > len || descsz > len - desc_off)
 			return false;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(buf + name_off, "GNU", 4) == 0 &&
-		    descsz > 0 && descsz <= CQ_BUILD_ID_MAX) {
+		if (type == NT_GNU_BUILD_ID && namesz == 4 &&
+		    memcmp(buf + name_off, "GNU", 4) == 0 && descsz > 0 &&
+		    descsz <= CQ_BUILD_ID_MAX) {
 			memcpy(info->build_id, buf + desc_off, descsz);
 			info->build_id_len = descsz;
 			return true;
@@ -65,7 +66,7 @@ static uint64_t load_bias(uint64_t map_start, uint64_t p_vaddr, uint64_t p_offse
 
 /* Reads the ELF header at start from target memory; false if it is not there. */
 static bool read_elf_from_memory(struct cq_mem *mem, uint64_t start, uint64_t page,
-				 struct mem_elf_info *info)
+                                 struct mem_elf_info *info)
 {
 	Elf64_Ehdr eh;
 	memset(info, 0, sizeof(*info));
@@ -127,7 +128,7 @@ static char *host_path(const struct cq_core *core, const struct cq_module *mod)
 
 /* Opens the module's file and decides FOUND / MISSING / MISMATCH. */
 static struct cq_error *open_module_file(struct cq_core *core, struct cq_module *mod,
-					 const struct mem_elf_info *info, uint64_t page)
+                                         const struct mem_elf_info *info, uint64_t page)
 {
 	mod->status = CQ_MODULE_MISSING;
 	char *path = host_path(core, mod);
@@ -147,7 +148,7 @@ static struct cq_error *open_module_file(struct cq_core *core, struct cq_module 
 	ssize_t idlen = dwelf_elf_gnu_build_id(elf, &id);
 	bool core_has_id = info->build_id_len > 0;
 	if (core_has_id && (idlen != (ssize_t)info->build_id_len ||
-			    memcmp(id, info->build_id, info->build_id_len) != 0)) {
+	                    memcmp(id, info->build_id, info->build_id_len) != 0)) {
 		mod->status = CQ_MODULE_MISMATCH;
 		elf_end(elf);
 		close(fd);
@@ -169,7 +170,7 @@ static struct cq_error *open_module_file(struct cq_core *core, struct cq_module 
 
 /* Adds the file's bytes behind every mapping of the module as fallback memory. */
 static struct cq_error *add_file_memory(struct cq_core *core, struct cq_module *mod, size_t first,
-					size_t last)
+                                        size_t last)
 {
 	size_t size;
 	const uint8_t *image = (const uint8_t *)elf_rawfile(mod->elf, &size);
@@ -179,8 +180,8 @@ static struct cq_error *add_file_memory(struct cq_core *core, struct cq_module *
 		const struct cq_core_mapping *m = &core->mappings[i];
 		uint64_t avail = m->file_offset < size ? size - m->file_offset : 0;
 		struct cq_error *err =
-			cq_mem_add(&core->mem, CQ_MEM_LAYER_FILE, m->start, m->end,
-				   avail ? image + m->file_offset : NULL, avail, CQ_MEM_READ);
+		    cq_mem_add(&core->mem, CQ_MEM_LAYER_FILE, m->start, m->end,
+		               avail ? image + m->file_offset : NULL, avail, CQ_MEM_READ);
 		if (err)
 			return err;
 	}
@@ -210,7 +211,7 @@ static struct cq_module *new_module(struct cq_core *core, size_t *cap)
 }
 
 static struct cq_error *add_file_module(struct cq_core *core, size_t first, size_t last,
-					size_t *cap, uint64_t page)
+                                        size_t *cap, uint64_t page)
 {
 	const struct cq_core_mapping *m = &core->mappings[first];
 	struct mem_elf_info info;

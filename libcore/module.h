@@ -28,20 +28,20 @@ enum cq_module_status {
 };
 
 struct cq_module {
-	char *name;	     /* path as recorded in the core, or "[vdso]" */
+	char *name;          /* path as recorded in the core, or "[vdso]" */
 	char *file_path;     /* the file used on this host, when FOUND */
 	uint64_t start, end; /* lowest and highest+1 mapped address */
-	uint64_t bias;	     /* runtime address - link-time address */
+	uint64_t bias;       /* runtime address - link-time address */
 	uint8_t build_id[CQ_BUILD_ID_MAX];
 	size_t build_id_len;
 	bool build_id_from_core; /* false: the core lacked the header page */
 	enum cq_module_status status;
 	bool is_vdso;
 	bool is_main;
-	void *elf;	     /* Elf * of file_path (or of the in-core vdso image) */
+	void *elf; /* Elf * of file_path (or of the in-core vdso image) */
 	int fd;
 	uint8_t *image_copy; /* vdso: its bytes copied out of the core */
-	void *analysis;	     /* per-module caches owned by higher layers */
+	void *analysis;      /* per-module caches owned by higher layers */
 	void (*analysis_free)(void *);
 };
 

@@ -18,7 +18,7 @@
 
 #include "libcore/bytes.h"
 
-#define PRPSINFO_SIZE 136
+#define PRPSINFO_SIZE    136
 #define SIGINFO_MIN_SIZE 24
 
 static bool name_is(const char *name, GElf_Nhdr *nh, const char *want)
@@ -27,12 +27,12 @@ static bool name_is(const char *name, GElf_Nhdr *nh, const char *want)
 }
 
 static struct cq_error *add_thread(struct cq_core *core, const uint8_t *desc, size_t size,
-				   size_t *cap)
+                                   size_t *cap)
 {
 	const struct cq_arch *arch = core->arch;
 	if (size < arch->prstatus_size)
 		return cq_error_create(CQ_ERR_FORMAT, "NT_PRSTATUS note is %zu bytes, expected %zu",
-				       size, arch->prstatus_size);
+		                       size, arch->prstatus_size);
 	if (core->nthreads == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 16;
 		struct cq_core_thread *t = realloc(core->threads, ncap * sizeof(*t));
@@ -137,10 +137,10 @@ static struct cq_error *parse_file_note(struct cq_core *core, const uint8_t *des
 	uint64_t count = cq_load_u64(desc), page_size = cq_load_u64(desc + 8);
 	if (count > (size - 16) / 24)
 		return cq_error_create(CQ_ERR_FORMAT, "NT_FILE note claims %llu entries",
-				       (unsigned long long)count);
+		                       (unsigned long long)count);
 	if (page_size == 0 || (page_size & (page_size - 1)) || page_size > (1u << 30))
 		return cq_error_create(CQ_ERR_FORMAT, "NT_FILE page size %llu",
-				       (unsigned long long)page_size);
+		                       (unsigned long long)page_size);
 	if (count == 0)
 		return NULL;
 	struct cq_core_mapping *map = calloc(count, sizeof(*map));
@@ -155,13 +155,13 @@ static struct cq_error *parse_file_note(struct cq_core *core, const uint8_t *des
 		if (!nul || pgoff > UINT64_MAX / page_size) {
 			free(map);
 			return cq_error_create(CQ_ERR_FORMAT, "NT_FILE entry %llu is malformed",
-					       (unsigned long long)i);
+			                       (unsigned long long)i);
 		}
 		map[i] = (struct cq_core_mapping){
-			.start = cq_load_u64(e),
-			.end = cq_load_u64(e + 8),
-			.file_offset = pgoff * page_size,
-			.path = names,
+		    .start = cq_load_u64(e),
+		    .end = cq_load_u64(e + 8),
+		    .file_offset = pgoff * page_size,
+		    .path = names,
 		};
 		if (map[i].end < map[i].start)
 			map[i].end = map[i].start;
@@ -173,7 +173,7 @@ static struct cq_error *parse_file_note(struct cq_core *core, const uint8_t *des
 }
 
 static struct cq_error *parse_one_note(struct cq_core *core, GElf_Nhdr *nh, const char *name,
-				       const uint8_t *desc, size_t *thread_cap)
+                                       const uint8_t *desc, size_t *thread_cap)
 {
 	bool is_core = name_is(name, nh, "CORE");
 	if (is_core && nh->n_type == NT_PRSTATUS)
@@ -187,7 +187,7 @@ static struct cq_error *parse_one_note(struct cq_core *core, GElf_Nhdr *nh, cons
 	else if (is_core && nh->n_type == NT_FILE)
 		return parse_file_note(core, desc, nh->n_descsz);
 	else if (name_is(name, nh, "LINUX") && core->arch->tp_source == CQ_ARCH_TP_NOTE &&
-		 nh->n_type == core->arch->tp_note_type && nh->n_descsz >= 8 && core->nthreads) {
+	         nh->n_type == core->arch->tp_note_type && nh->n_descsz >= 8 && core->nthreads) {
 		struct cq_core_thread *t = &core->threads[core->nthreads - 1];
 		t->tp = cq_load_u64(desc);
 		t->has_tp = true;
@@ -201,42 +201,42 @@ struct cq_error *cq_core_parse_notes(struct cq_core *core)
 	size_t phnum, thread_cap = 0;
 	if (elf_getphdrnum(elf, &phnum) != 0)
 		return cq_error_create(CQ_ERR_FORMAT, "cannot read program headers: %s",
-				       elf_errmsg(-1));
+		                       elf_errmsg(-1));
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			return cq_error_create(CQ_ERR_FORMAT, "program header %zu: %s", i,
-					       elf_errmsg(-1));
+			                       elf_errmsg(-1));
 		if (ph.p_type != PT_NOTE || ph.p_filesz == 0)
 			continue;
 		if (ph.p_offset > core->image_size || ph.p_filesz > core->image_size - ph.p_offset)
 			return cq_error_create(CQ_ERR_FORMAT,
-					       "core truncated inside its notes (note segment at "
-					       "0x%llx+0x%llx, file is %llu bytes)",
-					       (unsigned long long)ph.p_offset,
-					       (unsigned long long)ph.p_filesz,
-					       (unsigned long long)core->image_size);
-		Elf_Data *data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-						      ELF_T_NHDR);
+			                       "core truncated inside its notes (note segment at "
+			                       "0x%llx+0x%llx, file is %llu bytes)",
+			                       (unsigned long long)ph.p_offset,
+			                       (unsigned long long)ph.p_filesz,
+			                       (unsigned long long)core->image_size);
+		Elf_Data *data =
+		    elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
 		if (!data)
 			return cq_error_create(CQ_ERR_FORMAT, "note segment %zu: %s", i,
-					       elf_errmsg(-1));
+			                       elf_errmsg(-1));
 		size_t off = 0, name_off, desc_off, next;
 		GElf_Nhdr nh;
 		while (off < data->d_size &&
 		       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
 			const char *base = data->d_buf;
-			struct cq_error *err = parse_one_note(core, &nh, base + name_off,
-							      (const uint8_t *)base + desc_off,
-							      &thread_cap);
+			struct cq_error *err =
+			    parse_one_note(core, &nh, base + name_off,
+			                   (const uint8_t *)base + desc_off, &thread_cap);
 			if (err)
 				return err;
 			off = next;
 		}
 		if (off < data->d_size)
 			return cq_error_create(CQ_ERR_FORMAT,
-					       "malformed note at offset %zu of note segment %zu",
-					       off, i);
+			                       "malformed note at offset %zu of note segment %zu",
+			                       off, i);
 	}
 	if (core->nthreads == 0)
 		return cq_error_create(CQ_ERR_FORMAT, "core has no NT_PRSTATUS (thread) notes");

@@ -71,7 +71,7 @@ static const char *filter_name(int code)
 
 /* Streams everything libarchive decodes from in_fd into a fresh spool file. */
 static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
-						 struct cq_source *out)
+                                                 struct cq_source *out)
 {
 	struct cq_error *err = NULL;
 	int spool = -1;
@@ -86,7 +86,7 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 	    archive_read_next_header(a, &entry) != ARCHIVE_OK) {
 		const char *why = archive_error_string(a);
 		err = why ? cq_error_create(CQ_ERR_FORMAT, "corrupt compressed stream: %s", why)
-			  : cq_error_create(CQ_ERR_FORMAT, "empty file");
+		          : cq_error_create(CQ_ERR_FORMAT, "empty file");
 		goto out;
 	}
 	if ((err = spool_create(&spool)))
@@ -100,14 +100,14 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 		if (n < 0) {
 			const char *why = archive_error_string(a);
 			err = cq_error_create(CQ_ERR_FORMAT, "corrupt compressed stream: %s",
-					      why ? why : "read error");
+			                      why ? why : "read error");
 			goto out;
 		}
 		total += (uint64_t)n;
 		if (total > max_spool) {
 			err = cq_error_create(CQ_ERR_LIMIT,
-					      "decompressed core exceeds the %llu-byte limit",
-					      (unsigned long long)max_spool);
+			                      "decompressed core exceeds the %llu-byte limit",
+			                      (unsigned long long)max_spool);
 			goto out;
 		}
 		if ((err = write_all(spool, buf, (size_t)n)))

@@ -16,10 +16,10 @@
 #include "libcore/error.h"
 
 struct cq_source {
-	int fd;			 /* seekable, readable; owned */
-	uint64_t size;		 /* bytes of raw core */
+	int fd;                  /* seekable, readable; owned */
+	uint64_t size;           /* bytes of raw core */
 	const char *compression; /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
-	int spooled;		 /* fd is a temporary copy */
+	int spooled;             /* fd is a temporary copy */
 };
 
 /* Default upper bound for a spooled (decompressed or piped) core: 64 GiB. */

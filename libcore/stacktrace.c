@@ -57,7 +57,7 @@ static struct cq_stack_frame frame_at(struct cq_core *core, const struct cq_unwi
 
 /* Appends the frames for one unwound frame (inline chain + native). */
 static struct cq_error *add_frames(struct cq_thread_stack *ts, size_t *cap, struct cq_core *core,
-				   struct cq_symbolizer *sym, const struct cq_unwind_frame *uf)
+                                   struct cq_symbolizer *sym, const struct cq_unwind_frame *uf)
 {
 	const struct cq_symbol_frame *names = NULL;
 	size_t n = sym ? cq_symbolizer_lookup(sym, uf->pc, uf->is_return_address, &names) : 1;
@@ -88,18 +88,19 @@ static struct cq_error *add_frames(struct cq_thread_stack *ts, size_t *cap, stru
 }
 
 struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_options *o,
-				struct cq_stacks **out)
+                                struct cq_stacks **out)
 {
 	*out = NULL;
 	struct cq_stacks_private *p = calloc(1, sizeof(*p));
-	struct cq_unwind_frame *raw = calloc(o->unwind.max_frames ? o->unwind.max_frames : 1,
-					     sizeof(*raw));
+	struct cq_unwind_frame *raw =
+	    calloc(o->unwind.max_frames ? o->unwind.max_frames : 1, sizeof(*raw));
 	struct cq_error *err = NULL;
 	if (!p || !raw || !(p->pub.threads = calloc(core->nthreads, sizeof(*p->pub.threads)))) {
 		err = &cq_error_nomem;
 		goto out;
 	}
-	if (o->symbolize && (err = cq_symbolizer_create(core, o->debug_dirs, o->cache, &p->symbolizer)))
+	if (o->symbolize &&
+	    (err = cq_symbolizer_create(core, o->debug_dirs, o->cache, &p->symbolizer)))
 		goto out;
 	struct cq_core_target ct;
 	cq_core_target_init(&ct, core, o);

@@ -30,10 +30,10 @@ enum cq_frame_kind {
 struct cq_stack_frame {
 	uint64_t pc;
 	enum cq_frame_kind kind;
-	uint8_t trust;		      /* enum cq_unwind_trust */
+	uint8_t trust;                  /* enum cq_unwind_trust */
 	const struct cq_module *module; /* NULL when pc is in no module */
-	uint64_t offset;	      /* pc - module bias: the link-time address */
-	const char *function;	      /* demangled, NULL when unknown */
+	uint64_t offset;                /* pc - module bias: the link-time address */
+	const char *function;           /* demangled, NULL when unknown */
 	const char *file;
 	int line;
 };
@@ -52,7 +52,7 @@ struct cq_stacks {
 
 struct cq_stack_options {
 	struct cq_unwind_options unwind;
-	struct cq_cache *cache;		 /* may be NULL */
+	struct cq_cache *cache;        /* may be NULL */
 	const char *const *debug_dirs; /* NULL-terminated, may be NULL */
 	bool symbolize;
 };
@@ -60,7 +60,7 @@ struct cq_stack_options {
 void cq_stack_options_default(struct cq_stack_options *o);
 
 struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_options *o,
-				struct cq_stacks **out);
+                                struct cq_stacks **out);
 void cq_stacks_free(struct cq_stacks *stacks);
 
 /* The unwinder's view of a core; valid while core and options live. */
@@ -71,7 +71,7 @@ struct cq_core_target {
 };
 
 void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
-			 const struct cq_stack_options *o);
+                         const struct cq_stack_options *o);
 
 const char *cq_frame_kind_name(enum cq_frame_kind kind);
 

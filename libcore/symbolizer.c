@@ -81,8 +81,8 @@ struct cache_slot {
 
 struct cq_symbolizer {
 	struct cq_core *core;
-	struct cq_cache *cache;	    /* may be NULL */
-	int8_t *has_debuginfo;	    /* by module index: -1 not yet known, else 0/1 */
+	struct cq_cache *cache; /* may be NULL */
+	int8_t *has_debuginfo;  /* by module index: -1 not yet known, else 0/1 */
 	bool dwfl_started;
 	Dwfl *dwfl;
 	Dwfl_Callbacks callbacks;
@@ -553,8 +553,8 @@ static uint8_t *encode_frames(const struct cq_symbol_frame *frames, size_t n, si
 	*p++ = (uint8_t)n;
 	for (size_t i = 0; i < n; i++) {
 		const struct cq_symbol_frame *f = &frames[i];
-		*p++ = (uint8_t)((f->inlined ? BLOB_INLINED : 0) | (f->function ? BLOB_FUNCTION : 0) |
-				 (f->file ? BLOB_FILE : 0));
+		*p++ = (uint8_t)((f->inlined ? BLOB_INLINED : 0) |
+		                 (f->function ? BLOB_FUNCTION : 0) | (f->file ? BLOB_FILE : 0));
 		uint32_t line = (uint32_t)f->line;
 		memcpy(p, &line, 4);
 		p = put_string(put_string(p + 4, f->function), f->file);
@@ -593,8 +593,10 @@ static bool decode_frames(const uint8_t *blob, size_t len, struct frame_draft *d
 		const char *file = flags & BLOB_FILE ? take_string(&p, end) : NULL;
 		if (p > end)
 			return false;
-		d->frames[d->n++] = (struct cq_symbol_frame){
-		    .function = function, .file = file, .line = line, .inlined = flags & BLOB_INLINED};
+		d->frames[d->n++] = (struct cq_symbol_frame){.function = function,
+		                                             .file = file,
+		                                             .line = line,
+		                                             .inlined = flags & BLOB_INLINED};
 	}
 	return p == end;
 }
@@ -602,8 +604,8 @@ static bool decode_frames(const uint8_t *blob, size_t len, struct frame_draft *d
 static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
 {
 	if (s->has_debuginfo[index] < 0) {
-		char *path = cq_debuginfo_find(&s->core->modules[index],
-					       (const char *const *)s->debug_dirs);
+		char *path =
+		    cq_debuginfo_find(&s->core->modules[index], (const char *const *)s->debug_dirs);
 		s->has_debuginfo[index] = path != NULL;
 		free(path);
 	}
@@ -612,12 +614,12 @@ static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
 
 /* Fills slot from the cache file, if it knows (module, addr). */
 static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
-			    uint64_t addr, const char *id)
+                            uint64_t addr, const char *id)
 {
 	const struct cq_module *mod = &s->core->modules[index];
 	size_t len = 0;
-	uint8_t *blob = cq_store_cache_get_symbols(s->cache, id, addr - mod->bias,
-						   module_has_debuginfo(s, index), BLOB_FORMAT, &len);
+	uint8_t *blob = cq_store_cache_get_symbols(
+	    s->cache, id, addr - mod->bias, module_has_debuginfo(s, index), BLOB_FORMAT, &len);
 	struct frame_draft draft = {.n = 0, .nowned = 0};
 	struct cq_symbol_frame *frames = NULL;
 	if (blob && decode_frames(blob, len, &draft))
@@ -632,7 +634,7 @@ static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, si
 
 /* Describes addr with libdwfl (started now if need be) and stores it in slot. */
 static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
-			    uint64_t addr, const char *id)
+                            uint64_t addr, const char *id)
 {
 	if (!s->dwfl_started)
 		cq_error_free(report_modules(s, s->core));
@@ -656,8 +658,8 @@ static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, si
 		uint8_t *blob = encode_frames(frames, draft.n, &len);
 		if (blob)
 			cq_store_cache_put_symbols(s->cache, id, addr - sm->mod->bias,
-						   module_has_debuginfo(s, index), BLOB_FORMAT, blob,
-						   len);
+			                           module_has_debuginfo(s, index), BLOB_FORMAT,
+			                           blob, len);
 		free(blob);
 	}
 	return true;

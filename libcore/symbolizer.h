@@ -32,15 +32,15 @@ struct cq_symbolizer;
 struct cq_symbol_frame {
 	const char *function; /* demangled; NULL when unknown */
 	const char *file;     /* source path as DWARF names it; NULL when unknown */
-	int line;	      /* 0 when unknown */
-	bool inlined;	      /* an inlined call inside the next frame out */
+	int line;             /* 0 when unknown */
+	bool inlined;         /* an inlined call inside the next frame out */
 };
 
 #define CQ_SYMBOLIZER_MAX_INLINE 16
 
 /* cache may be NULL; core and cache must outlive the symbolizer. */
 struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *debug_dirs,
-				      struct cq_cache *cache, struct cq_symbolizer **out);
+                                      struct cq_cache *cache, struct cq_symbolizer **out);
 void cq_symbolizer_destroy(struct cq_symbolizer *s);
 
 /*
@@ -52,6 +52,6 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s);
  * single frame with function NULL when nothing is known).
  */
 size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return_address,
-			    const struct cq_symbol_frame **frames);
+                            const struct cq_symbol_frame **frames);
 
 #endif

@@ -31,7 +31,7 @@ static void module_cfi_free(void *p)
 
 /* Compiles the module's table from its file and its debuginfo's .debug_frame. */
 static struct cq_cfi_table *compile_table(struct cq_module *mod, const struct cq_arch *arch,
-					  const char *const *debug_dirs)
+                                          const char *const *debug_dirs)
 {
 	Elf *debug_elf = NULL;
 	int debug_fd = -1;
@@ -79,8 +79,8 @@ static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_mod
 		uint8_t *blob;
 		size_t len;
 		if (!cq_cfi_table_serialize(table, &blob, &len)) {
-			cq_store_cache_put_table(cache, id, CQ_CFI_TABLE_VERSION, table->nrows, blob,
-						 len);
+			cq_store_cache_put_table(cache, id, CQ_CFI_TABLE_VERSION, table->nrows,
+			                         blob, len);
 			free(blob);
 		}
 	}
@@ -130,14 +130,14 @@ static bool target_stack_bounds(void *p, uint64_t sp, uint64_t *lo, uint64_t *hi
 }
 
 static const struct cq_unwind_target_ops target_ops = {
-	.read = target_read,
-	.cfi_at = target_cfi_at,
-	.is_code = target_is_code,
-	.stack_bounds = target_stack_bounds,
+    .read = target_read,
+    .cfi_at = target_cfi_at,
+    .is_code = target_is_code,
+    .stack_bounds = target_stack_bounds,
 };
 
 void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
-			 const struct cq_stack_options *o)
+                         const struct cq_stack_options *o)
 {
 	ct->core = core;
 	ct->options = o;

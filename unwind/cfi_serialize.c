@@ -13,9 +13,9 @@
 
 static const char magic[8] = "CQCFI\0\0";
 #define HEADER_SIZE (8 + 4 + 4 + 8 + 4 + 4 + 4)
-#define ROW_SIZE 8
-#define RULE_SIZE 8
-#define OP_SIZE 25
+#define ROW_SIZE    8
+#define RULE_SIZE   8
+#define OP_SIZE     25
 
 static bool rule_valid(const struct cq_cfi_table *t, const struct cq_cfi_rule *r, bool is_cfa)
 {
@@ -65,7 +65,7 @@ static struct cq_error *table_validate(const struct cq_cfi_table *t)
 }
 
 static struct cq_cfi_table *table_alloc(uint32_t nregs, uint32_t nrows, uint32_t nrulesets,
-					uint32_t nops)
+                                        uint32_t nops)
 {
 	struct cq_cfi_table *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -85,17 +85,17 @@ static struct cq_cfi_table *table_alloc(uint32_t nregs, uint32_t nrows, uint32_t
 }
 
 struct cq_error *cq_cfi_table_from_parts(uint64_t base, unsigned nregs,
-					 const struct cq_cfi_row *rows, size_t nrows,
-					 const struct cq_cfi_rule *rules, size_t nrulesets,
-					 const struct cq_cfi_op *ops, size_t nops,
-					 struct cq_cfi_table **out)
+                                         const struct cq_cfi_row *rows, size_t nrows,
+                                         const struct cq_cfi_rule *rules, size_t nrulesets,
+                                         const struct cq_cfi_op *ops, size_t nops,
+                                         struct cq_cfi_table **out)
 {
 	*out = NULL;
 	if (nregs == 0 || nregs > CQ_CFI_MAX_REGS || nrows > UINT32_MAX ||
 	    nrulesets >= CQ_CFI_NO_RULES || nops > INT32_MAX)
 		return cq_error_create(CQ_ERR_USAGE, "CFI table: bad sizes");
 	struct cq_cfi_table *t =
-		table_alloc(nregs, (uint32_t)nrows, (uint32_t)nrulesets, (uint32_t)nops);
+	    table_alloc(nregs, (uint32_t)nrows, (uint32_t)nrulesets, (uint32_t)nops);
 	if (!t)
 		return &cq_error_nomem;
 	t->base = base;
@@ -128,7 +128,7 @@ struct cq_error *cq_cfi_table_serialize(const struct cq_cfi_table *t, uint8_t **
 {
 	size_t nrules = (size_t)t->nrulesets * (t->nregs + 1);
 	size_t size = HEADER_SIZE + (size_t)t->nrows * ROW_SIZE + nrules * RULE_SIZE +
-		      (size_t)t->nops * OP_SIZE;
+	              (size_t)t->nops * OP_SIZE;
 	uint8_t *buf = malloc(size), *p = buf;
 	if (!buf)
 		return &cq_error_nomem;
@@ -163,20 +163,20 @@ struct cq_error *cq_cfi_table_serialize(const struct cq_cfi_table *t, uint8_t **
 }
 
 struct cq_error *cq_cfi_table_deserialize(const uint8_t *blob, size_t len,
-					  struct cq_cfi_table **out)
+                                          struct cq_cfi_table **out)
 {
 	*out = NULL;
 	if (len < HEADER_SIZE || memcmp(blob, magic, 8) != 0)
 		return cq_error_create(CQ_ERR_FORMAT, "not a CFI table blob");
 	if (cq_load_u32(blob + 8) != CQ_CFI_TABLE_VERSION)
 		return cq_error_create(CQ_ERR_FORMAT, "CFI table blob has version %u, not %u",
-				       cq_load_u32(blob + 8), CQ_CFI_TABLE_VERSION);
+		                       cq_load_u32(blob + 8), CQ_CFI_TABLE_VERSION);
 	uint32_t nregs = cq_load_u32(blob + 12), nrows = cq_load_u32(blob + 24);
 	uint32_t nrulesets = cq_load_u32(blob + 28), nops = cq_load_u32(blob + 32);
 	if (nregs == 0 || nregs > CQ_CFI_MAX_REGS || nrulesets >= CQ_CFI_NO_RULES)
 		return cq_error_create(CQ_ERR_FORMAT, "CFI table blob: bad header");
 	uint64_t need = HEADER_SIZE + (uint64_t)nrows * ROW_SIZE +
-			(uint64_t)nrulesets * (nregs + 1) * RULE_SIZE + (uint64_t)nops * OP_SIZE;
+	                (uint64_t)nrulesets * (nregs + 1) * RULE_SIZE + (uint64_t)nops * OP_SIZE;
 	if (need != len)
 		return cq_error_create(CQ_ERR_FORMAT, "CFI table blob: size mismatch");
 	struct cq_cfi_table *t = table_alloc(nregs, nrows, nrulesets, nops);
@@ -188,12 +188,12 @@ struct cq_error *cq_cfi_table_deserialize(const uint8_t *blob, size_t len,
 		t->rows[i] = (struct cq_cfi_row){cq_load_u32(p), cq_load_u32(p + 4)};
 	for (size_t i = 0; i < (size_t)nrulesets * (nregs + 1); i++, p += RULE_SIZE)
 		t->rules[i] = (struct cq_cfi_rule){
-			.kind = p[0], .reg = p[1], .flags = p[2], .value = (int32_t)cq_load_u32(p + 4)};
+		    .kind = p[0], .reg = p[1], .flags = p[2], .value = (int32_t)cq_load_u32(p + 4)};
 	for (uint32_t i = 0; i < nops; i++, p += OP_SIZE)
 		t->ops[i] = (struct cq_cfi_op){.atom = p[0],
-					       .number = cq_load_u64(p + 1),
-					       .number2 = cq_load_u64(p + 9),
-					       .offset = cq_load_u64(p + 17)};
+		                               .number = cq_load_u64(p + 1),
+		                               .number2 = cq_load_u64(p + 9),
+		                               .offset = cq_load_u64(p + 17)};
 	struct cq_error *err = table_validate(t);
 	if (err) {
 		cq_cfi_table_free(t);

@@ -22,7 +22,7 @@
 
 #include "libcore/bytes.h"
 
-#define MAX_ROWS (1u << 24)
+#define MAX_ROWS     (1u << 24)
 #define MAX_EXPR_OPS 64
 
 /* A pc range and its interned rule set, before rows are laid out. */
@@ -76,7 +76,7 @@ typedef bool (*intern_eq)(const struct builder *b, uint32_t index, const void *k
 
 /* Finds key (by hash + eq) or returns UINT32_MAX and the slot to insert at. */
 static uint32_t intern_find(const struct builder *b, const struct intern *set, uint64_t h,
-			    const void *key, intern_eq eq, size_t *slot_out)
+                            const void *key, intern_eq eq, size_t *slot_out)
 {
 	size_t mask = set->cap - 1, i = (size_t)h & mask;
 	while (set->slot[i] != UINT32_MAX) {
@@ -177,10 +177,10 @@ static uint32_t intern_expr(struct builder *b, const Dwarf_Op *ops, size_t n)
 	pool[index].number = n;
 	for (size_t i = 0; i < n; i++)
 		pool[index + 1 + i] = (struct cq_cfi_op){
-			.atom = ops[i].atom,
-			.number = ops[i].number,
-			.number2 = ops[i].number2,
-			.offset = ops[i].offset,
+		    .atom = ops[i].atom,
+		    .number = ops[i].number,
+		    .number2 = ops[i].number2,
+		    .offset = ops[i].offset,
 		};
 	b->nops += n + 1;
 	intern_insert(&b->expr_set, slot, h, index);
@@ -258,10 +258,11 @@ static struct cq_cfi_rule classify_register(struct builder *b, Dwarf_Frame *fram
 		return r;
 	}
 	/* DW_CFA_register arrives as a register location: [regx R] (or [regN]). */
-	if (!value && n == 1 && (ops[0].atom == DW_OP_regx ||
-				 (ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31))) {
+	if (!value && n == 1 &&
+	    (ops[0].atom == DW_OP_regx ||
+	     (ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31))) {
 		reg = ops[0].atom == DW_OP_regx ? (unsigned)ops[0].number
-						: (unsigned)(ops[0].atom - DW_OP_reg0);
+		                                : (unsigned)(ops[0].atom - DW_OP_reg0);
 		if (reg >= b->nregs || ops[0].number >= 256)
 			return r;
 		r.kind = CQ_CFI_REGISTER;
@@ -323,7 +324,7 @@ static uint32_t intern_row(struct builder *b, Dwarf_Frame *frame, bool signal)
 	if (found != UINT32_MAX)
 		return found;
 	struct cq_cfi_rule *rules =
-		grow(b->rules, &b->rules_cap, (b->nrulesets + 1) * stride, sizeof(*rules));
+	    grow(b->rules, &b->rules_cap, (b->nrulesets + 1) * stride, sizeof(*rules));
 	if (!rules || b->nrulesets + 1 >= CQ_CFI_NO_RULES)
 		return UINT32_MAX;
 	b->rules = rules;
@@ -420,7 +421,7 @@ static uint8_t cie_fde_encoding(const Dwarf_CIE *cie)
 }
 
 static bool decode_pointer(const uint8_t *p, const uint8_t *end, uint8_t enc, uint64_t field_addr,
-			   uint64_t *out)
+                           uint64_t *out)
 {
 	size_t sz = encoded_size(enc);
 	if (sz == 0 || (size_t)(end - p) < sz || enc == DW_EH_PE_omit)
@@ -479,7 +480,7 @@ static int u64_cmp(const void *a, const void *b)
 
 /* Collects the initial locations of all FDEs in a CFI section. */
 static struct cq_error *fde_starts(Elf *elf, const char *section, bool eh, uint64_t **out,
-				   size_t *count)
+                                   size_t *count)
 {
 	*out = NULL;
 	*count = 0;
@@ -507,7 +508,7 @@ static struct cq_error *fde_starts(Elf *elf, const char *section, bool eh, uint6
 			}
 			cies = c;
 			cies[ncies++] = (struct cie_enc){off, eh ? cie_fde_encoding(&entry.cie)
-							       : DW_EH_PE_absptr};
+			                                         : DW_EH_PE_absptr};
 			continue;
 		}
 		uint8_t enc = eh ? DW_EH_PE_omit : DW_EH_PE_absptr;
@@ -517,7 +518,8 @@ static struct cq_error *fde_starts(Elf *elf, const char *section, bool eh, uint6
 		const uint8_t *p = entry.fde.start, *base = data->d_buf;
 		uint64_t start;
 		if (p < base || p >= entry.fde.end ||
-		    !decode_pointer(p, entry.fde.end, enc, shdr.sh_addr + (uint64_t)(p - base), &start))
+		    !decode_pointer(p, entry.fde.end, enc, shdr.sh_addr + (uint64_t)(p - base),
+		                    &start))
 			continue;
 		if (!eh && start == 0)
 			continue; /* discarded function in .debug_frame */
@@ -542,7 +544,7 @@ static struct cq_error *fde_starts(Elf *elf, const char *section, bool eh, uint6
 }
 
 static struct cq_error *add_cfi_section(struct builder *b, Elf *elf, Dwarf_CFI *cfi,
-					const char *section, bool eh)
+                                        const char *section, bool eh)
 {
 	uint64_t *starts;
 	size_t n;
@@ -569,7 +571,7 @@ static int span_cmp(const void *a, const void *b)
 }
 
 static struct cq_error *push_row(struct cq_cfi_table *t, size_t *cap, uint64_t start,
-				 uint32_t ruleset)
+                                 uint32_t ruleset)
 {
 	if (t->nrows && t->rows[t->nrows - 1].ruleset == ruleset)
 		return NULL;
@@ -621,7 +623,7 @@ static void builder_free(struct builder *b)
 }
 
 struct cq_error *cq_cfi_table_build(void *elf_, void *debug_elf_, unsigned nregs,
-				    struct cq_cfi_table **out)
+                                    struct cq_cfi_table **out)
 {
 	Elf *elf = elf_, *debug_elf = debug_elf_;
 	*out = NULL;
@@ -696,7 +698,7 @@ const struct cq_cfi_rule *cq_cfi_table_lookup(const struct cq_cfi_table *t, uint
 }
 
 const struct cq_cfi_op *cq_cfi_table_expr(const struct cq_cfi_table *t,
-					  const struct cq_cfi_rule *rule, size_t *count)
+                                          const struct cq_cfi_rule *rule, size_t *count)
 {
 	uint32_t index = (uint32_t)rule->value;
 	*count = 0;

@@ -48,9 +48,9 @@
 #include "libcore/error.h"
 
 #define CQ_CFI_TABLE_VERSION 1
-#define CQ_CFI_NO_RULES UINT32_MAX
-#define CQ_CFI_MAX_REGS 34
-#define CQ_CFI_SIGNAL_FRAME 1
+#define CQ_CFI_NO_RULES      UINT32_MAX
+#define CQ_CFI_MAX_REGS      34
+#define CQ_CFI_SIGNAL_FRAME  1
 
 enum cq_cfi_kind {
 	CQ_CFI_UNDEFINED,
@@ -83,8 +83,8 @@ struct cq_cfi_op {
 };
 
 struct cq_cfi_table {
-	uint64_t base;	 /* link-time address row starts are relative to */
-	uint32_t nregs;	 /* registers per rule set */
+	uint64_t base;  /* link-time address row starts are relative to */
+	uint32_t nregs; /* registers per rule set */
 	uint32_t nrows, nrulesets, nops;
 	struct cq_cfi_row *rows;
 	struct cq_cfi_rule *rules; /* nrulesets * (nregs + 1) */
@@ -97,7 +97,7 @@ struct cq_cfi_table {
  * elf and debug_elf are Elf *.  nregs is the architecture's register count.
  */
 struct cq_error *cq_cfi_table_build(void *elf, void *debug_elf, unsigned nregs,
-				    struct cq_cfi_table **out);
+                                    struct cq_cfi_table **out);
 
 void cq_cfi_table_free(struct cq_cfi_table *table);
 
@@ -106,21 +106,21 @@ const struct cq_cfi_rule *cq_cfi_table_lookup(const struct cq_cfi_table *table, 
 
 /* The ops of an expression rule (after its header), and their count. */
 const struct cq_cfi_op *cq_cfi_table_expr(const struct cq_cfi_table *table,
-					  const struct cq_cfi_rule *rule, size_t *count);
+                                          const struct cq_cfi_rule *rule, size_t *count);
 
 /* Serialises into a malloc'd blob. */
 struct cq_error *cq_cfi_table_serialize(const struct cq_cfi_table *table, uint8_t **blob,
-					size_t *len);
+                                        size_t *len);
 
 /* Rebuilds a table from a blob; CQ_ERR_FORMAT if the blob is not valid. */
 struct cq_error *cq_cfi_table_deserialize(const uint8_t *blob, size_t len,
-					  struct cq_cfi_table **out);
+                                          struct cq_cfi_table **out);
 
 /* Builds a table from rows and rule sets given directly (tests, synthetic CFI). */
 struct cq_error *cq_cfi_table_from_parts(uint64_t base, unsigned nregs,
-					 const struct cq_cfi_row *rows, size_t nrows,
-					 const struct cq_cfi_rule *rules, size_t nrulesets,
-					 const struct cq_cfi_op *ops, size_t nops,
-					 struct cq_cfi_table **out);
+                                         const struct cq_cfi_row *rows, size_t nrows,
+                                         const struct cq_cfi_rule *rules, size_t nrulesets,
+                                         const struct cq_cfi_op *ops, size_t nops,
+                                         struct cq_cfi_table **out);
 
 #endif

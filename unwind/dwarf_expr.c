@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #define STACK_MAX 64
-#define STEP_MAX 1024
+#define STEP_MAX  1024
 
 struct machine {
 	uint64_t stack[STACK_MAX];
@@ -31,7 +31,7 @@ static bool pop(struct machine *m, uint64_t *v)
 }
 
 static bool read_sized(const struct cq_dwarf_expr_env *env, uint64_t addr, size_t size,
-		       uint64_t *out)
+                       uint64_t *out)
 {
 	uint8_t b[8];
 	if (size == 0 || size > 8 || !env->read(env->ctx, addr, b, size))
@@ -51,12 +51,24 @@ static bool binary(struct machine *m, uint8_t atom)
 	int64_t sa = (int64_t)a, sb = (int64_t)b;
 	uint64_t r;
 	switch (atom) {
-	case DW_OP_and: r = a & b; break;
-	case DW_OP_or: r = a | b; break;
-	case DW_OP_xor: r = a ^ b; break;
-	case DW_OP_plus: r = a + b; break;
-	case DW_OP_minus: r = a - b; break;
-	case DW_OP_mul: r = a * b; break;
+	case DW_OP_and:
+		r = a & b;
+		break;
+	case DW_OP_or:
+		r = a | b;
+		break;
+	case DW_OP_xor:
+		r = a ^ b;
+		break;
+	case DW_OP_plus:
+		r = a + b;
+		break;
+	case DW_OP_minus:
+		r = a - b;
+		break;
+	case DW_OP_mul:
+		r = a * b;
+		break;
 	case DW_OP_div:
 		if (b == 0 || (sa == INT64_MIN && sb == -1))
 			return false;
@@ -67,16 +79,35 @@ static bool binary(struct machine *m, uint8_t atom)
 			return false;
 		r = a % b;
 		break;
-	case DW_OP_shl: r = b >= 64 ? 0 : a << b; break;
-	case DW_OP_shr: r = b >= 64 ? 0 : a >> b; break;
-	case DW_OP_shra: r = (uint64_t)(b >= 64 ? (sa < 0 ? -1 : 0) : sa >> b); break;
-	case DW_OP_eq: r = a == b; break;
-	case DW_OP_ne: r = a != b; break;
-	case DW_OP_ge: r = sa >= sb; break;
-	case DW_OP_gt: r = sa > sb; break;
-	case DW_OP_le: r = sa <= sb; break;
-	case DW_OP_lt: r = sa < sb; break;
-	default: return false;
+	case DW_OP_shl:
+		r = b >= 64 ? 0 : a << b;
+		break;
+	case DW_OP_shr:
+		r = b >= 64 ? 0 : a >> b;
+		break;
+	case DW_OP_shra:
+		r = (uint64_t)(b >= 64 ? (sa < 0 ? -1 : 0) : sa >> b);
+		break;
+	case DW_OP_eq:
+		r = a == b;
+		break;
+	case DW_OP_ne:
+		r = a != b;
+		break;
+	case DW_OP_ge:
+		r = sa >= sb;
+		break;
+	case DW_OP_gt:
+		r = sa > sb;
+		break;
+	case DW_OP_le:
+		r = sa <= sb;
+		break;
+	case DW_OP_lt:
+		r = sa < sb;
+		break;
+	default:
+		return false;
 	}
 	return push(m, r);
 }
@@ -116,7 +147,7 @@ static size_t branch_target(const struct cq_cfi_op *ops, size_t n, const struct 
 
 /* Executes one op; *next is the index of the op to run after it. */
 static bool step(struct machine *m, const struct cq_cfi_op *ops, size_t n, size_t i,
-		 const struct cq_dwarf_expr_env *env, size_t *next)
+                 const struct cq_dwarf_expr_env *env, size_t *next)
 {
 	const struct cq_cfi_op *op = &ops[i];
 	uint64_t a, b, c;
@@ -126,9 +157,17 @@ static bool step(struct machine *m, const struct cq_cfi_op *ops, size_t n, size_
 	if (op->atom >= DW_OP_breg0 && op->atom <= DW_OP_breg31)
 		return reg_value(env, op->atom - DW_OP_breg0, &a) && push(m, a + op->number);
 	switch (op->atom) {
-	case DW_OP_addr: case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u:
-	case DW_OP_const2s: case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u:
-	case DW_OP_const8s: case DW_OP_constu: case DW_OP_consts:
+	case DW_OP_addr:
+	case DW_OP_const1u:
+	case DW_OP_const1s:
+	case DW_OP_const2u:
+	case DW_OP_const2s:
+	case DW_OP_const4u:
+	case DW_OP_const4s:
+	case DW_OP_const8u:
+	case DW_OP_const8s:
+	case DW_OP_constu:
+	case DW_OP_consts:
 		return push(m, op->number);
 	case DW_OP_bregx:
 		return reg_value(env, op->number, &a) && push(m, a + op->number2);
@@ -179,7 +218,7 @@ static bool step(struct machine *m, const struct cq_cfi_op *ops, size_t n, size_
 }
 
 bool cq_unwind_eval_expr(const struct cq_cfi_op *ops, size_t n, const struct cq_dwarf_expr_env *env,
-			 uint64_t *result)
+                         uint64_t *result)
 {
 	struct machine m = {.depth = 0};
 	size_t i = 0;

@@ -26,6 +26,6 @@ struct cq_dwarf_expr_env {
 
 /* Evaluates ops; the result is the top of the stack.  False on any failure. */
 bool cq_unwind_eval_expr(const struct cq_cfi_op *ops, size_t n, const struct cq_dwarf_expr_env *env,
-			 uint64_t *result);
+                         uint64_t *result);
 
 #endif

@@ -50,22 +50,22 @@ enum cq_unwind_trust {
 };
 
 enum cq_unwind_end {
-	CQ_END_OUTERMOST,      /* undefined or zero return address: a thread's first frame */
+	CQ_END_OUTERMOST, /* undefined or zero return address: a thread's first frame */
 	CQ_END_MAX_FRAMES,
 	CQ_END_NO_UNWIND_INFO, /* no CFI, no frame pointer, nothing found by scanning */
 	CQ_END_BAD_MEMORY,     /* a read failed or the return address is not code */
-	CQ_END_LOOP,	       /* the CFA did not increase, or a frame repeated */
+	CQ_END_LOOP,           /* the CFA did not increase, or a frame repeated */
 	CQ_END_ASYNC_DETACHED, /* an async chain ended without a parent */
 };
 
 struct cq_unwind_frame {
 	uint64_t pc;
-	uint64_t sp;	       /* stack pointer in this frame */
-	uint64_t fp;	       /* frame-pointer register in this frame, if has_fp */
+	uint64_t sp; /* stack pointer in this frame */
+	uint64_t fp; /* frame-pointer register in this frame, if has_fp */
 	bool has_fp;
 	bool is_return_address; /* pc is after a call: look it up at pc - 1 */
-	bool is_signal_frame;  /* a signal trampoline (its CFI says so) */
-	uint8_t trust;	       /* enum cq_unwind_trust */
+	bool is_signal_frame;   /* a signal trampoline (its CFI says so) */
+	uint8_t trust;          /* enum cq_unwind_trust */
 };
 
 struct cq_unwind_options {
@@ -84,8 +84,8 @@ void cq_unwind_options_default(struct cq_unwind_options *o);
  * Never fails on bad target data: the walk ends and *end says why.
  */
 void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *regs,
-		      const struct cq_unwind_options *o, struct cq_unwind_frame *frames,
-		      size_t *nframes, enum cq_unwind_end *end);
+                      const struct cq_unwind_options *o, struct cq_unwind_frame *frames,
+                      size_t *nframes, enum cq_unwind_end *end);
 
 /*
  * Computes the caller's registers from regs with the CFI rule set at pc.
@@ -93,8 +93,8 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
  * cannot be evaluated (unreadable memory, bad expression).
  */
 bool cq_unwind_step_cfi(const struct cq_unwind_target *t, const struct cq_cfi_table *table,
-			const struct cq_cfi_rule *rules, const struct cq_regs *regs,
-			struct cq_regs *caller, uint64_t *cfa);
+                        const struct cq_cfi_rule *rules, const struct cq_regs *regs,
+                        struct cq_regs *caller, uint64_t *cfa);
 
 const char *cq_unwind_trust_name(enum cq_unwind_trust trust);
 const char *cq_unwind_end_name(enum cq_unwind_end end);

@@ -34,20 +34,20 @@ static bool read_u64(const struct cq_unwind_target *t, uint64_t addr, uint64_t *
 }
 
 static bool eval_rule_expr(const struct cq_unwind_target *t, const struct cq_cfi_table *table,
-			   const struct cq_cfi_rule *rule, const struct cq_regs *regs,
-			   bool has_cfa, uint64_t cfa, uint64_t *out)
+                           const struct cq_cfi_rule *rule, const struct cq_regs *regs, bool has_cfa,
+                           uint64_t cfa, uint64_t *out)
 {
 	size_t n;
 	const struct cq_cfi_op *ops = cq_cfi_table_expr(table, rule, &n);
 	struct cq_dwarf_expr_env env = {
-		.regs = regs, .has_cfa = has_cfa, .cfa = cfa, .read = t->ops->read, .ctx = t->ctx};
+	    .regs = regs, .has_cfa = has_cfa, .cfa = cfa, .read = t->ops->read, .ctx = t->ctx};
 	return ops && cq_unwind_eval_expr(ops, n, &env, out);
 }
 
 /* Recovers one register of the caller; false if its rule cannot be applied. */
 static bool apply_rule(const struct cq_unwind_target *t, const struct cq_cfi_table *table,
-		       const struct cq_cfi_rule *rule, unsigned regno, const struct cq_regs *regs,
-		       uint64_t cfa, struct cq_regs *caller)
+                       const struct cq_cfi_rule *rule, unsigned regno, const struct cq_regs *regs,
+                       uint64_t cfa, struct cq_regs *caller)
 {
 	uint64_t v;
 	switch (rule->kind) {
@@ -93,8 +93,8 @@ static bool apply_rule(const struct cq_unwind_target *t, const struct cq_cfi_tab
 }
 
 bool cq_unwind_step_cfi(const struct cq_unwind_target *t, const struct cq_cfi_table *table,
-			const struct cq_cfi_rule *rules, const struct cq_regs *regs,
-			struct cq_regs *caller, uint64_t *cfa)
+                        const struct cq_cfi_rule *rules, const struct cq_regs *regs,
+                        struct cq_regs *caller, uint64_t *cfa)
 {
 	const struct cq_arch *arch = t->arch;
 	const struct cq_cfi_rule *cfa_rule = &rules[0];
@@ -249,30 +249,30 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 	w->is_return_address = !signal;
 	/* A signal frame may move to another stack (sigaltstack): follow it. */
 	if (!w->have_stack || new_sp < w->stack_lo || new_sp >= w->stack_hi)
-		w->have_stack = w->t->ops->stack_bounds(w->t->ctx, new_sp, &w->stack_lo,
-							 &w->stack_hi);
+		w->have_stack =
+		    w->t->ops->stack_bounds(w->t->ctx, new_sp, &w->stack_lo, &w->stack_hi);
 	return true;
 }
 
 void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *regs,
-		      const struct cq_unwind_options *o, struct cq_unwind_frame *frames,
-		      size_t *nframes, enum cq_unwind_end *end)
+                      const struct cq_unwind_options *o, struct cq_unwind_frame *frames,
+                      size_t *nframes, enum cq_unwind_end *end)
 {
 	const struct cq_arch *arch = t->arch;
 	struct walk w = {.t = t, .o = o, .regs = *regs, .trust = CQ_TRUST_CONTEXT};
 	size_t n = 0;
 	*end = CQ_END_MAX_FRAMES;
 	if (cq_regs_has(regs, arch->sp_reg))
-		w.have_stack = t->ops->stack_bounds(t->ctx, reg(&w, arch->sp_reg), &w.stack_lo,
-						    &w.stack_hi);
+		w.have_stack =
+		    t->ops->stack_bounds(t->ctx, reg(&w, arch->sp_reg), &w.stack_lo, &w.stack_hi);
 	while (n < o->max_frames) {
 		frames[n++] = (struct cq_unwind_frame){
-			.pc = reg(&w, arch->pc_reg),
-			.sp = reg(&w, arch->sp_reg),
-			.fp = reg(&w, arch->fp_reg),
-			.has_fp = cq_regs_has(&w.regs, arch->fp_reg),
-			.is_return_address = w.is_return_address,
-			.trust = w.trust,
+		    .pc = reg(&w, arch->pc_reg),
+		    .sp = reg(&w, arch->sp_reg),
+		    .fp = reg(&w, arch->fp_reg),
+		    .has_fp = cq_regs_has(&w.regs, arch->fp_reg),
+		    .is_return_address = w.is_return_address,
+		    .trust = w.trust,
 		};
 		if (!cq_regs_has(&w.regs, arch->pc_reg)) {
 			*end = CQ_END_NO_UNWIND_INFO;
@@ -300,7 +300,7 @@ const char *cq_unwind_trust_name(enum cq_unwind_trust trust)
 
 const char *cq_unwind_end_name(enum cq_unwind_end end)
 {
-	static const char *const names[] = {"outermost", "max_frames", "no_unwind_info",
-					    "bad_memory", "loop", "async_detached"};
+	static const char *const names[] = {"outermost",  "max_frames", "no_unwind_info",
+	                                    "bad_memory", "loop",       "async_detached"};
 	return (unsigned)end < sizeof(names) / sizeof(names[0]) ? names[end] : "unknown";
 }

@@ -69,8 +69,9 @@ static void test_nesting_and_commas(void **state)
 	cq_json_string(&c.j, NULL);
 	cq_json_object_end(&c.j);
 	cq_json_finish(&c.j);
-	assert_string_equal(close_capture(&c), "{\"a\":[-1,18446744073709551615,{}],\"b\":\"0x7f00\","
-					       "\"c\":null,\"d\":true,\"e\":null}\n");
+	assert_string_equal(close_capture(&c),
+	                    "{\"a\":[-1,18446744073709551615,{}],\"b\":\"0x7f00\","
+	                    "\"c\":null,\"d\":true,\"e\":null}\n");
 	free(c.buf);
 }
 
@@ -87,7 +88,7 @@ static void test_utf8(void **state)
 {
 	(void)state;
 	check_string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
-		     "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+	             "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
 	/* Invalid: a lone continuation byte, a truncated sequence, an overlong
 	 * encoding, a surrogate.  Each bad byte becomes \u00XX. */
 	check_string("\x80", 1, "\"\\u0080\"");
@@ -99,9 +100,9 @@ static void test_utf8(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nesting_and_commas),
-		cmocka_unit_test(test_escapes),
-		cmocka_unit_test(test_utf8),
+	    cmocka_unit_test(test_nesting_and_commas),
+	    cmocka_unit_test(test_escapes),
+	    cmocka_unit_test(test_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,8 +33,9 @@ static void setup_mem(struct cq_mem *mem)
 	cq_mem_init(mem);
 	assert_null(cq_mem_add(mem, CQ_MEM_LAYER_CORE, 0x1000, 0x1040, core_a, 64, CQ_MEM_READ));
 	assert_null(cq_mem_add(mem, CQ_MEM_LAYER_CORE, 0x1040, 0x1080, core_b, 16,
-			       CQ_MEM_READ | CQ_MEM_WRITE));
-	assert_null(cq_mem_add(mem, CQ_MEM_LAYER_FILE, 0x1000, 0x1100, file_bytes, 256, CQ_MEM_READ));
+	                       CQ_MEM_READ | CQ_MEM_WRITE));
+	assert_null(
+	    cq_mem_add(mem, CQ_MEM_LAYER_FILE, 0x1000, 0x1100, file_bytes, 256, CQ_MEM_READ));
 	cq_mem_finish(mem);
 }
 
@@ -108,7 +109,8 @@ static void test_only_file_layer_without_core(void **state)
 	struct cq_mem mem;
 	fill();
 	cq_mem_init(&mem);
-	assert_null(cq_mem_add(&mem, CQ_MEM_LAYER_FILE, 0x5000, 0x5100, file_bytes, 256, CQ_MEM_READ));
+	assert_null(
+	    cq_mem_add(&mem, CQ_MEM_LAYER_FILE, 0x5000, 0x5100, file_bytes, 256, CQ_MEM_READ));
 	cq_mem_finish(&mem);
 	uint32_t v;
 	assert_true(cq_mem_read_u32(&mem, 0x5000, &v));
@@ -141,13 +143,14 @@ static void test_strings(void **state)
 	static uint8_t unterminated[4] = {'a', 'b', 'c', 'd'};
 	cq_mem_init(&mem);
 	assert_null(cq_mem_add(&mem, CQ_MEM_LAYER_CORE, 0x100, 0x110, text, 16, CQ_MEM_READ));
-	assert_null(cq_mem_add(&mem, CQ_MEM_LAYER_CORE, 0x200, 0x204, unterminated, 4, CQ_MEM_READ));
+	assert_null(
+	    cq_mem_add(&mem, CQ_MEM_LAYER_CORE, 0x200, 0x204, unterminated, 4, CQ_MEM_READ));
 	cq_mem_finish(&mem);
 	char buf[32];
 	assert_true(cq_mem_read_string(&mem, 0x100, buf, sizeof(buf)));
 	assert_string_equal(buf, "hello");
 	assert_false(cq_mem_read_string(&mem, 0x200, buf, sizeof(buf))); /* runs into absence */
-	assert_true(cq_mem_read_string(&mem, 0x200, buf, 3));		  /* truncated to fit */
+	assert_true(cq_mem_read_string(&mem, 0x200, buf, 3));            /* truncated to fit */
 	assert_string_equal(buf, "ab");
 	cq_mem_destroy(&mem);
 }
@@ -155,13 +158,13 @@ static void test_strings(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_read_within_and_across_segments),
-		cmocka_unit_test(test_file_layer_fills_absent_core_bytes),
-		cmocka_unit_test(test_absent_memory_fails_cleanly),
-		cmocka_unit_test(test_core_layer_flags_win),
-		cmocka_unit_test(test_only_file_layer_without_core),
-		cmocka_unit_test(test_overlapping_segments_are_trimmed),
-		cmocka_unit_test(test_strings),
+	    cmocka_unit_test(test_read_within_and_across_segments),
+	    cmocka_unit_test(test_file_layer_fills_absent_core_bytes),
+	    cmocka_unit_test(test_absent_memory_fails_cleanly),
+	    cmocka_unit_test(test_core_layer_flags_win),
+	    cmocka_unit_test(test_only_file_layer_without_core),
+	    cmocka_unit_test(test_overlapping_segments_are_trimmed),
+	    cmocka_unit_test(test_strings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
