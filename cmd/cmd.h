@@ -15,6 +15,7 @@
 
 struct cq_cache;
 struct cq_json;
+struct cq_store;
 
 enum {
 	EXIT_OK = 0,
@@ -96,7 +97,17 @@ const char *cmd_core_exe(const struct cq_core *core);
 /* Writes the "core" member shared by every command's JSON output. */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core);
 
+/* Opens the database at path (NULL: the default path). */
+struct cq_error *cmd_open_store(const char *path, struct cq_store **out);
+
+/* Formats unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into buf (21 bytes). */
+void cmd_iso_time(long long secs, char buf[32]);
+
 int cmd_info(int argc, char **argv);
+int cmd_ingest(int argc, char **argv);
+int cmd_list_stacks(int argc, char **argv);
+int cmd_cores(int argc, char **argv);
+int cmd_show(int argc, char **argv);
 int cmd_stack(int argc, char **argv);
 
 #endif

@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "libcore/cache.h"
 #include "libcore/json.h"
 #include "libcore/module.h"
+#include "libcore/store.h"
 
 void cmd_core_opts_init(struct cmd_core_opts *o)
 {
@@ -183,4 +185,22 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core)
 	cq_json_key(j, "memory_missing");
 	cq_json_uint(j, core->memory_missing);
 	cq_json_object_end(j);
+}
+
+struct cq_error *cmd_open_store(const char *path, struct cq_store **out)
+{
+	char *def = path ? NULL : cq_store_default_path();
+	if (!path && !def)
+		return cq_error_create(CQ_ERR_USAGE, "no database path: use --db or set COREQ_DB");
+	struct cq_error *err = cq_store_open(path ? path : def, out);
+	free(def);
+	return err;
+}
+
+void cmd_iso_time(long long secs, char buf[32])
+{
+	time_t t = (time_t)secs;
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, 32, "%lld", secs);
 }

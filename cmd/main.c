@@ -15,6 +15,10 @@ struct command {
 static const struct command commands[] = {
     {"info", cmd_info, "what a core records: process, signal, threads, modules"},
     {"stack", cmd_stack, "every thread's stack, unwound and symbolized"},
+    {"ingest", cmd_ingest, "analyse cores and store them in the database"},
+    {"list-stacks", cmd_list_stacks, "unique stacks in the database, most shared first"},
+    {"cores", cmd_cores, "the cores in the database"},
+    {"show", cmd_show, "one stored core with every thread's stack"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "libcore/paths.h"
 #include "libcore/schema.h"
 
 struct cq_cache {
@@ -31,50 +32,13 @@ static const char *const statements[] = {
 
 char *cq_store_cache_default_path(void)
 {
-	const char *env = getenv("COREQ_CACHE");
-	if (env && *env)
-		return strdup(env);
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char *p = NULL;
-	if (xdg && *xdg) {
-		if (asprintf(&p, "%s/coreq/cache.db", xdg) < 0)
-			p = NULL;
-	} else if (home && *home) {
-		if (asprintf(&p, "%s/.cache/coreq/cache.db", home) < 0)
-			p = NULL;
-	}
-	return p;
-}
-
-/* mkdir -p of the directory part of path. */
-static struct cq_error *make_parent_dirs(const char *path)
-{
-	char *dir = strdup(path);
-	if (!dir)
-		return &cq_error_nomem;
-	char *slash = strrchr(dir, '/');
-	struct cq_error *err = NULL;
-	if (slash && slash != dir) {
-		*slash = '\0';
-		for (char *p = dir + 1; *p && !err; p++) {
-			if (*p != '/')
-				continue;
-			*p = '\0';
-			if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-				err = cq_error_errno(errno, "cannot create %s", dir);
-			*p = '/';
-		}
-		if (!err && mkdir(dir, 0755) < 0 && errno != EEXIST)
-			err = cq_error_errno(errno, "cannot create %s", dir);
-	}
-	free(dir);
-	return err;
+	return cq_path_default("COREQ_CACHE", "XDG_CACHE_HOME", ".cache", "cache.db");
 }
 
 struct cq_error *cq_store_cache_open(const char *path, struct cq_cache **out)
 {
 	*out = NULL;
-	struct cq_error *err = make_parent_dirs(path);
+	struct cq_error *err = cq_path_make_parent_dirs(path);
 	if (err)
 		return err;
 	struct cq_cache *c = calloc(1, sizeof(*c));

@@ -1,0 +1,259 @@
+/*
+ * cores.c - `coreq cores` (like `coredumpctl list`) and `coreq show ID`
+ * (like `coredumpctl info`, with every thread's stored stack).
+ */
+#include "cmd/cmd.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "cmd/store_output.h"
+#include "libcore/json.h"
+#include "libcore/store.h"
+
+static const char cores_usage[] =
+	"Usage: coreq cores [--db P] [--format text|json]\n"
+	"\n"
+	"List the cores stored by `coreq ingest`: id, crash time (or ingest time),\n"
+	"pid, uid, signal, threads, status and executable.\n"
+	"\n"
+	"  --db P              database (default $COREQ_DB, else\n"
+	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+	"  --format text|json  output format (default text)\n"
+	"  --help              show this help\n";
+
+static const char show_usage[] =
+	"Usage: coreq show ID [--db P] [--format text|json]\n"
+	"\n"
+	"Show one stored core: what it records, its modules, and every thread's\n"
+	"stack, the crashed thread first.  ID comes from `coreq cores`.\n"
+	"\n"
+	"  --db P              database (default $COREQ_DB, else\n"
+	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+	"  --format text|json  output format (default text)\n"
+	"  --help              show this help\n";
+
+enum {
+	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
+};
+
+/* Parses --db/--format/--help for both commands; returns -1 to exit with *rc. */
+static int parse_db_options(int argc, char **argv, const char *cmd, const char *usage,
+			    const char **db, enum cmd_format *format, int *rc)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"help", no_argument, NULL, OPT_HELP},
+		{"db", required_argument, NULL, OPT_DB},
+		{NULL, 0, NULL, 0},
+	};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(usage, stdout);
+			*rc = EXIT_OK;
+			return -1;
+		}
+		if (opt == OPT_DB) {
+			*db = optarg;
+		} else if (opt != OPT_FORMAT) {
+			*rc = cmd_usage_error(cmd, "unknown option");
+			return -1;
+		} else if (!cmd_parse_format(optarg, format, cmd)) {
+			*rc = EXIT_USAGE;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct printer {
+	enum cmd_format format;
+	struct cq_json j;
+	size_t count;
+};
+
+static void print_core_line(void *ctx, const struct cq_store_core_row *c)
+{
+	struct printer *p = ctx;
+	if (p->format == CMD_FORMAT_JSON) {
+		cmd_json_stored_core(&p->j, c);
+		return;
+	}
+	char when[32];
+	cmd_iso_time(c->has_timestamp ? c->timestamp : c->ingested_at, when);
+	if (p->count++ == 0)
+		printf("%-6s %-20s %-8s %-6s %-8s %-7s %-8s %s\n", "ID", "TIME", "PID", "UID", "SIG",
+		       "THREADS", "STATUS", "EXE");
+	char uid[24] = "-";
+	if (c->has_uid)
+		snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
+	printf("%-6lld %-20s %-8lld %-6s %-8s %-7lld %-8s %s\n", (long long)c->id, when,
+	       (long long)c->pid, uid, c->signal_name ? c->signal_name : "-",
+	       (long long)c->nthreads, c->status, c->exe ? c->exe : "-");
+}
+
+int cmd_cores(int argc, char **argv)
+{
+	const char *db = NULL;
+	struct printer p = {.format = CMD_FORMAT_TEXT};
+	int rc = EXIT_OK;
+	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &p.format, &rc) < 0)
+		return rc;
+	if (optind != argc)
+		return cmd_usage_error("cores", "unexpected argument '%s'", argv[optind]);
+	struct cq_store *store;
+	struct cq_error *err = cmd_open_store(db, &store);
+	if (err)
+		return cmd_fail(db ? db : "database", err);
+	if (p.format == CMD_FORMAT_JSON) {
+		cq_json_init(&p.j, stdout);
+		cq_json_object_begin(&p.j);
+		cq_json_key(&p.j, "cores");
+		cq_json_array_begin(&p.j);
+	}
+	err = cq_store_each_core(store, 0, print_core_line, &p);
+	if (p.format == CMD_FORMAT_JSON) {
+		cq_json_array_end(&p.j);
+		cq_json_object_end(&p.j);
+		cq_json_finish(&p.j);
+	} else if (!err && p.count == 0) {
+		puts("no cores stored");
+	}
+	cq_store_close(store);
+	return err ? cmd_fail(db ? db : "database", err) : EXIT_OK;
+}
+
+static void show_core(void *ctx, const struct cq_store_core_row *c)
+{
+	struct printer *p = ctx;
+	if (p->format == CMD_FORMAT_JSON) {
+		/* The document starts only once the core is known to exist. */
+		cq_json_init(&p->j, stdout);
+		cq_json_object_begin(&p->j);
+		cq_json_key(&p->j, "core");
+		cmd_json_stored_core(&p->j, c);
+		return;
+	}
+	char when[32];
+	printf("core:        %lld\n", (long long)c->id);
+	printf("path:        %s\n", c->path);
+	printf("exe:         %s\n", c->exe ? c->exe : "-");
+	printf("cmdline:     %s\n", c->cmdline ? c->cmdline : "-");
+	printf("pid:         %lld\n", (long long)c->pid);
+	if (c->has_uid)
+		printf("uid:         %lld\n", (long long)c->uid);
+	printf("signal:      %lld (%s)", (long long)c->signal,
+	       c->signal_name ? c->signal_name : "unknown");
+	if (c->has_si_code)
+		printf(", si_code %lld", (long long)c->si_code);
+	if (c->has_fault_address)
+		printf(", fault address 0x%" PRIx64, c->fault_address);
+	printf("\ncrashed tid: %lld\nthreads:     %lld\n", (long long)c->crashed_tid,
+	       (long long)c->nthreads);
+	if (c->has_timestamp) {
+		cmd_iso_time(c->timestamp, when);
+		printf("time:        %s\n", when);
+	}
+	if (c->hostname)
+		printf("hostname:    %s\n", c->hostname);
+	cmd_iso_time(c->ingested_at, when);
+	printf("ingested:    %s\nstatus:      %s%s%s\n", when, c->status, c->message ? ": " : "",
+	       c->message ? c->message : "");
+}
+
+static void show_module(void *ctx, const struct cq_store_module_row *m)
+{
+	struct printer *p = ctx;
+	if (p->format == CMD_FORMAT_JSON) {
+		struct cq_json *j = &p->j;
+		cq_json_object_begin(j);
+		cq_json_key(j, "path");
+		cq_json_string(j, m->path);
+		cq_json_key(j, "build_id");
+		cq_json_string(j, m->build_id);
+		cq_json_key(j, "start");
+		cq_json_hex(j, m->start);
+		cq_json_key(j, "end");
+		cq_json_hex(j, m->end);
+		cq_json_key(j, "status");
+		cq_json_string(j, m->status);
+		cq_json_object_end(j);
+		return;
+	}
+	printf("  0x%016" PRIx64 " %-9s %-40s %s\n", m->start, m->status,
+	       m->build_id ? m->build_id : "-", m->path);
+}
+
+static void show_thread(void *ctx, const struct cq_store_thread_row *t)
+{
+	struct printer *p = ctx;
+	if (p->format == CMD_FORMAT_JSON) {
+		struct cq_json *j = &p->j;
+		cq_json_object_begin(j);
+		cq_json_key(j, "tid");
+		cq_json_int(j, t->tid);
+		cq_json_key(j, "name");
+		cq_json_string(j, t->name);
+		cq_json_key(j, "crashed");
+		cq_json_bool(j, t->crashed);
+		cq_json_key(j, "stack_id");
+		cq_json_int(j, t->stack_id);
+		cq_json_key(j, "end");
+		cq_json_string(j, t->end);
+		cmd_json_stored_frames(j, t->frames, t->nframes);
+		cq_json_object_end(j);
+		return;
+	}
+	printf("\nThread %lld%s%s%s (stack %lld):\n", (long long)t->tid, t->name ? " \"" : "",
+	       t->name ? t->name : "", t->name ? "\"" : "", (long long)t->stack_id);
+	if (t->crashed)
+		printf("  (crashed)\n");
+	cmd_print_stored_frames(t->frames, t->nframes, "");
+}
+
+int cmd_show(int argc, char **argv)
+{
+	const char *db = NULL;
+	struct printer p = {.format = CMD_FORMAT_TEXT};
+	int rc = EXIT_OK;
+	unsigned id;
+	if (parse_db_options(argc, argv, "show", show_usage, &db, &p.format, &rc) < 0)
+		return rc;
+	if (optind + 1 != argc)
+		return cmd_usage_error("show", "expected exactly one core ID");
+	if (!cmd_parse_count(argv[optind], 1, UINT32_MAX, &id, "show", "ID"))
+		return EXIT_USAGE;
+	struct cq_store *store;
+	struct cq_error *err = cmd_open_store(db, &store);
+	if (err)
+		return cmd_fail(db ? db : "database", err);
+	err = cq_store_each_core(store, id, show_core, &p);
+	if (!err && p.format == CMD_FORMAT_JSON) {
+		cq_json_key(&p.j, "modules");
+		cq_json_array_begin(&p.j);
+	} else if (!err) {
+		printf("\nmodules:\n");
+	}
+	if (!err)
+		err = cq_store_each_module(store, id, show_module, &p);
+	if (!err && p.format == CMD_FORMAT_JSON) {
+		cq_json_array_end(&p.j);
+		cq_json_key(&p.j, "threads");
+		cq_json_array_begin(&p.j);
+	}
+	if (!err)
+		err = cq_store_each_thread(store, id, show_thread, &p);
+	if (!err && p.format == CMD_FORMAT_JSON) {
+		cq_json_array_end(&p.j);
+		cq_json_object_end(&p.j);
+		cq_json_finish(&p.j);
+	}
+	cq_store_close(store);
+	if (err) {
+		char what[32];
+		snprintf(what, sizeof(what), "core %u", id);
+		return cmd_fail(what, err);
+	}
+	return EXIT_OK;
+}

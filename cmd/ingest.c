@@ -1,0 +1,328 @@
+/*
+ * ingest.c - `coreq ingest CORE... | DIR | -`: analyse cores and store them,
+ * one transaction each, skipping cores already stored (by content).
+ */
+#include "cmd/cmd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libcore/cache.h"
+#include "libcore/json.h"
+#include "libcore/stacktrace.h"
+#include "libcore/store.h"
+
+static const char ingest_usage[] =
+	"Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
+	"                    [--cache P | --no-cache] CORE... | DIR | -\n"
+	"\n"
+	"Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
+	"the database, one transaction per core: a core is stored whole or not at\n"
+	"all.  A core already stored (same content, under any name or compression)\n"
+	"is skipped.  DIR means every core-looking file in it (raw or compressed).\n"
+	"Cores that cannot be analysed are reported and skipped; the exit status is\n"
+	"then 1.  A progress bar is shown when standard error is a terminal.\n"
+	"\n"
+	"  --db P              database (default $COREQ_DB, else\n"
+	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+	"  --format text|json  output format (default text)\n"
+	"  --sysroot D         look for every module path under D\n"
+	"  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+	"  --cache P           unwind-table and symbol cache (see coreq stack)\n"
+	"  --no-cache          do not use the cache\n"
+	"  --help              show this help\n";
+
+struct inputs {
+	char **paths;
+	size_t n, cap;
+};
+
+static bool push_input(struct inputs *in, const char *path)
+{
+	if (in->n == in->cap) {
+		size_t cap = in->cap ? in->cap * 2 : 16;
+		char **p = realloc(in->paths, cap * sizeof(*p));
+		if (!p)
+			return false;
+		in->paths = p;
+		in->cap = cap;
+	}
+	return (in->paths[in->n++] = strdup(path)) != NULL;
+}
+
+/* An ELF core, or a stream in one of the compressed formats systemd uses. */
+static bool looks_like_core(const char *path)
+{
+	unsigned char b[18];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, b, sizeof(b));
+	close(fd);
+	if (n >= 18 && memcmp(b, "\177ELF", 4) == 0)
+		return b[16] == 4 && b[17] == 0; /* ET_CORE, little-endian */
+	static const struct {
+		const char *magic;
+		size_t len;
+	} compressed[] = {
+		{"\x28\xb5\x2f\xfd", 4},	     /* zstd */
+		{"\xfd" "7zXZ\0", 6},	     /* xz */
+		{"\x04\x22\x4d\x18", 4},	     /* lz4 */
+		{"\x1f\x8b", 2},		     /* gzip */
+		{"BZh", 3},			     /* bzip2 */
+	};
+	for (size_t i = 0; i < sizeof(compressed) / sizeof(compressed[0]); i++)
+		if ((size_t)n >= compressed[i].len &&
+		    memcmp(b, compressed[i].magic, compressed[i].len) == 0)
+			return true;
+	return false;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds every core-looking regular file of dir, in name order. */
+static struct cq_error *expand_dir(struct inputs *in, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return cq_error_errno(errno, "cannot read directory");
+	size_t first = in->n;
+	struct dirent *e;
+	struct cq_error *err = NULL;
+	while (!err && (e = readdir(d))) {
+		char *p;
+		struct stat st;
+		if (e->d_name[0] == '.' || asprintf(&p, "%s/%s", dir, e->d_name) < 0)
+			continue;
+		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && looks_like_core(p) &&
+		    !push_input(in, p))
+			err = &cq_error_nomem;
+		free(p);
+	}
+	closedir(d);
+	qsort(in->paths + first, in->n - first, sizeof(*in->paths), name_cmp);
+	return err;
+}
+
+struct progress {
+	bool shown;
+	size_t done, total;
+	struct timespec start;
+};
+
+static void progress_clear(struct progress *p)
+{
+	if (p->shown)
+		fputs("\r\033[K", stderr);
+}
+
+static void progress_draw(struct progress *p)
+{
+	if (!p->shown)
+		return;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double secs = (double)(now.tv_sec - p->start.tv_sec) +
+		      (double)(now.tv_nsec - p->start.tv_nsec) / 1e9;
+	int width = 30, filled = p->total ? (int)(width * p->done / p->total) : width;
+	fprintf(stderr, "\r[%.*s%*s] %zu/%zu cores, %.1f/s", filled,
+		"##############################", width - filled, "", p->done, p->total,
+		secs > 0 ? (double)p->done / secs : 0.0);
+	fflush(stderr);
+}
+
+struct ingest_run {
+	struct cmd_core_opts o;
+	struct cq_stack_options so;
+	struct cq_store *store;
+	struct cq_json json;
+	struct progress progress;
+	size_t ingested, duplicates, failed;
+};
+
+static void report(struct ingest_run *run, const char *path, const char *status,
+		   const struct cq_store_result *r, const char *message)
+{
+	if (run->o.format == CMD_FORMAT_JSON) {
+		struct cq_json *j = &run->json;
+		bool stored = r && strcmp(status, "ingested") == 0;
+		cq_json_object_begin(j);
+		cq_json_key(j, "path");
+		cq_json_string(j, path);
+		cq_json_key(j, "status");
+		cq_json_string(j, status);
+		cq_json_key(j, "core_id");
+		if (r && r->core_id)
+			cq_json_int(j, r->core_id);
+		else
+			cq_json_null(j);
+		const char *keys[] = {"threads", "stacks", "new_stacks"};
+		size_t vals[] = {r ? r->threads : 0, r ? r->stacks : 0, r ? r->new_stacks : 0};
+		for (int i = 0; i < 3; i++) {
+			cq_json_key(j, keys[i]);
+			if (stored)
+				cq_json_uint(j, vals[i]);
+			else
+				cq_json_null(j);
+		}
+		cq_json_key(j, "message");
+		cq_json_string(j, message);
+		cq_json_object_end(j);
+		return;
+	}
+	progress_clear(&run->progress);
+	if (strcmp(status, "ingested") == 0)
+		printf("%s: ingested as core %lld: %zu threads, %zu stacks (%zu new)\n", path,
+		       (long long)r->core_id, r->threads, r->stacks, r->new_stacks);
+	else if (strcmp(status, "duplicate") == 0)
+		printf("%s: already ingested as core %lld\n", path, (long long)r->core_id);
+	fflush(stdout);
+}
+
+static void ingest_one(struct ingest_run *run, const char *path)
+{
+	struct cq_core *core = NULL;
+	struct cq_stacks *stacks = NULL;
+	struct cq_store_result r = {0};
+	char identity[CQ_STORE_IDENTITY_MAX];
+	struct cq_error *err = cmd_open_core(path, &run->o, &core);
+	if (!err) {
+		cq_store_identity(core, identity);
+		err = cq_store_find_core(run->store, identity, &r.core_id);
+	}
+	if (!err && r.core_id) {
+		r.duplicate = true;
+	} else if (!err && !(err = cq_core_stacks(core, &run->so, &stacks))) {
+		err = cq_store_ingest(run->store, core, stacks, NULL, &r);
+	}
+	if (err) {
+		run->failed++;
+		progress_clear(&run->progress);
+		report(run, path, "failed", NULL, err->message);
+		cmd_fail(path, err);
+	} else if (r.duplicate) {
+		run->duplicates++;
+		report(run, path, "duplicate", &r, NULL);
+	} else {
+		run->ingested++;
+		report(run, path, "ingested", &r, NULL);
+	}
+	cq_stacks_free(stacks);
+	cq_core_close(core);
+}
+
+enum {
+	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
+	OPT_CACHE,
+	OPT_NO_CACHE,
+};
+
+static void print_summary(struct ingest_run *run)
+{
+	if (run->o.format != CMD_FORMAT_JSON)
+		return;
+	struct cq_json *j = &run->json;
+	cq_json_array_end(j);
+	cq_json_key(j, "ingested");
+	cq_json_uint(j, run->ingested);
+	cq_json_key(j, "duplicates");
+	cq_json_uint(j, run->duplicates);
+	cq_json_key(j, "failed");
+	cq_json_uint(j, run->failed);
+	cq_json_object_end(j);
+	cq_json_finish(j);
+}
+
+int cmd_ingest(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CMD_CORE_LONG_OPTIONS,
+		{"db", required_argument, NULL, OPT_DB},
+		{"cache", required_argument, NULL, OPT_CACHE},
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{NULL, 0, NULL, 0},
+	};
+	struct ingest_run run = {0};
+	cmd_core_opts_init(&run.o);
+	cq_stack_options_default(&run.so);
+	const char *db = NULL, *cache_path = NULL;
+	bool no_cache = false;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(ingest_usage, stdout);
+			return EXIT_OK;
+		}
+		int r = cmd_core_opts_handle(&run.o, opt, optarg, "ingest");
+		if (r < 0)
+			return EXIT_USAGE;
+		if (r > 0)
+			continue;
+		if (opt == OPT_DB)
+			db = optarg;
+		else if (opt == OPT_CACHE)
+			cache_path = optarg;
+		else if (opt == OPT_NO_CACHE)
+			no_cache = true;
+		else
+			return cmd_usage_error("ingest", "unknown option");
+	}
+	if (optind >= argc)
+		return cmd_usage_error("ingest", "expected CORE..., a directory, or -");
+	if (run.o.core.exe)
+		return cmd_usage_error("ingest", "--exe is for one core; use --sysroot");
+
+	struct inputs in = {0};
+	int rc = EXIT_OK;
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+		struct cq_error *err = NULL;
+		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
+			err = expand_dir(&in, argv[i]);
+		else if (!push_input(&in, argv[i]))
+			err = &cq_error_nomem;
+		if (err)
+			rc = cmd_fail(argv[i], err);
+	}
+	struct cq_error *err = cmd_open_store(db, &run.store);
+	if (err) {
+		rc = cmd_fail(db ? db : "database", err);
+		goto out;
+	}
+	run.so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
+	run.so.debug_dirs = run.o.core.debug_dirs;
+	run.progress.total = in.n;
+	run.progress.shown = in.n > 1 && isatty(STDERR_FILENO);
+	clock_gettime(CLOCK_MONOTONIC, &run.progress.start);
+	if (run.o.format == CMD_FORMAT_JSON) {
+		cq_json_init(&run.json, stdout);
+		cq_json_object_begin(&run.json);
+		cq_json_key(&run.json, "results");
+		cq_json_array_begin(&run.json);
+	}
+	for (size_t i = 0; i < in.n; i++) {
+		progress_draw(&run.progress);
+		ingest_one(&run, in.paths[i]);
+		run.progress.done++;
+	}
+	progress_clear(&run.progress);
+	print_summary(&run);
+	if (run.failed)
+		rc = EXIT_INPUT;
+	cq_store_cache_close(run.so.cache);
+	cq_store_close(run.store);
+out:
+	for (size_t i = 0; i < in.n; i++)
+		free(in.paths[i]);
+	free(in.paths);
+	return rc;
+}

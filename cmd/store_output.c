@@ -1,0 +1,118 @@
+/*
+ * store_output.c - printing stored frames and cores, shared by
+ * `list-stacks`, `cores` and `show`, in text and JSON.
+ */
+#include "cmd/store_output.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "libcore/json.h"
+
+void cmd_json_stored_frames(struct cq_json *j, const struct cq_store_frame_row *f, size_t n)
+{
+	cq_json_key(j, "frames");
+	cq_json_array_begin(j);
+	for (size_t i = 0; i < n; i++) {
+		cq_json_object_begin(j);
+		cq_json_key(j, "index");
+		cq_json_uint(j, f[i].index);
+		cq_json_key(j, "kind");
+		cq_json_string(j, f[i].kind);
+		cq_json_key(j, "trust");
+		cq_json_string(j, f[i].trust);
+		cq_json_key(j, "module");
+		cq_json_string(j, f[i].module);
+		cq_json_key(j, "build_id");
+		cq_json_string(j, f[i].build_id);
+		cq_json_key(j, "offset");
+		cq_json_hex(j, f[i].offset);
+		cq_json_key(j, "function");
+		cq_json_string(j, f[i].function);
+		cq_json_key(j, "file");
+		cq_json_string(j, f[i].file);
+		cq_json_key(j, "line");
+		if (f[i].line > 0)
+			cq_json_int(j, f[i].line);
+		else
+			cq_json_null(j);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+}
+
+void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const char *indent)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *base = f[i].module ? strrchr(f[i].module, '/') : NULL;
+		base = base ? base + 1 : f[i].module;
+		printf("%s#%-3zu %s", indent, f[i].index, f[i].function ? f[i].function : "??");
+		if (base)
+			printf(" (%s+0x%" PRIx64 ")", base, f[i].offset);
+		else
+			printf(" (0x%" PRIx64 ")", f[i].offset);
+		if (f[i].file)
+			printf(" at %s:%d", f[i].file, f[i].line);
+		if (strcmp(f[i].kind, "inline") == 0)
+			printf(" [inline]");
+		else if (strcmp(f[i].trust, "fp") == 0 || strcmp(f[i].trust, "scan") == 0)
+			printf(" [%s]", f[i].trust);
+		putchar('\n');
+	}
+}
+
+void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
+{
+	char when[32];
+	cq_json_object_begin(j);
+	cq_json_key(j, "id");
+	cq_json_int(j, c->id);
+	cq_json_key(j, "path");
+	cq_json_string(j, c->path);
+	cq_json_key(j, "pid");
+	cq_json_int(j, c->pid);
+	cq_json_key(j, "exe");
+	cq_json_string(j, c->exe);
+	cq_json_key(j, "cmdline");
+	cq_json_string(j, c->cmdline);
+	cq_json_key(j, "signal");
+	cq_json_int(j, c->signal);
+	cq_json_key(j, "signal_name");
+	cq_json_string(j, c->signal_name);
+	cq_json_key(j, "si_code");
+	if (c->has_si_code)
+		cq_json_int(j, c->si_code);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "fault_address");
+	if (c->has_fault_address)
+		cq_json_hex(j, c->fault_address);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "crashed_tid");
+	cq_json_int(j, c->crashed_tid);
+	cq_json_key(j, "threads");
+	cq_json_int(j, c->nthreads);
+	cq_json_key(j, "timestamp");
+	if (c->has_timestamp) {
+		cmd_iso_time(c->timestamp, when);
+		cq_json_string(j, when);
+	} else {
+		cq_json_null(j);
+	}
+	cq_json_key(j, "hostname");
+	cq_json_string(j, c->hostname);
+	cq_json_key(j, "uid");
+	if (c->has_uid)
+		cq_json_int(j, c->uid);
+	else
+		cq_json_null(j);
+	cmd_iso_time(c->ingested_at, when);
+	cq_json_key(j, "ingested_at");
+	cq_json_string(j, when);
+	cq_json_key(j, "status");
+	cq_json_string(j, c->status);
+	cq_json_key(j, "message");
+	cq_json_string(j, c->message);
+	cq_json_object_end(j);
+}

@@ -1,0 +1,449 @@
+/*
+ * store.c - open the analysis database and write one core into it
+ * (see store.h).
+ *
+ * Stacks are deduplicated by a 64-bit FNV-1a hash over every frame's
+ * (build-id, offset, kind): the same stack at another load address, in
+ * another process or on another host hashes the same.  Within one core the
+ * hash -> stack id map is kept in memory, so 3000 threads parked in the same
+ * place cost one lookup.
+ */
+#include "libcore/store.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <gelf.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "libcore/core.h"
+#include "libcore/module.h"
+#include "libcore/paths.h"
+#include "libcore/schema.h"
+#include "libcore/stacktrace.h"
+
+#define BUSY_TIMEOUT_MS 60000
+#define IDENTITY_PREFIX_BYTES (1u << 20)
+
+struct cq_store {
+	sqlite3 *db;
+};
+
+char *cq_store_default_path(void)
+{
+	return cq_path_default("COREQ_DB", "XDG_STATE_HOME", ".local/state", "coreq.db");
+}
+
+static struct cq_error *db_error(sqlite3 *db, const char *what)
+{
+	return cq_error_create(CQ_ERR_DB, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+struct cq_error *cq_store_open(const char *path, struct cq_store **out)
+{
+	*out = NULL;
+	struct cq_error *err = cq_path_make_parent_dirs(path);
+	if (err)
+		return err;
+	struct cq_store *s = calloc(1, sizeof(*s));
+	if (!s)
+		return &cq_error_nomem;
+	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
+		err = cq_error_create(CQ_ERR_DB, "cannot open database %s: %s", path,
+				      sqlite3_errmsg(s->db));
+		cq_store_close(s);
+		return err;
+	}
+	sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+	char *msg = NULL;
+	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON", NULL, NULL,
+			 &msg) != SQLITE_OK) {
+		err = cq_error_create(CQ_ERR_DB, "database %s: %s", path, msg ? msg : "?");
+		sqlite3_free(msg);
+		cq_store_close(s);
+		return err;
+	}
+	if ((err = cq_store_migrate(s->db, "db"))) {
+		cq_store_close(s);
+		return cq_error_prefix(err, "database %s", path);
+	}
+	*out = s;
+	return NULL;
+}
+
+void cq_store_close(struct cq_store *s)
+{
+	if (!s)
+		return;
+	sqlite3_close(s->db);
+	free(s);
+}
+
+sqlite3 *cq_store_db(struct cq_store *s)
+{
+	return s->db;
+}
+
+static uint64_t fnv(uint64_t h, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MAX])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t prefix = core->image_size < IDENTITY_PREFIX_BYTES ? (size_t)core->image_size
+								 : IDENTITY_PREFIX_BYTES;
+	h = fnv(h, core->image, prefix);
+	size_t phnum;
+	if (elf_getphdrnum(core->elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(core->elf, (int)i, &ph) || ph.p_type != PT_NOTE ||
+			    ph.p_offset >= core->image_size ||
+			    ph.p_filesz > core->image_size - ph.p_offset)
+				continue;
+			h = fnv(h, core->image + ph.p_offset, (size_t)ph.p_filesz);
+		}
+	}
+	snprintf(out, CQ_STORE_IDENTITY_MAX, "%llu-%016llx", (unsigned long long)core->image_size,
+		 (unsigned long long)h);
+}
+
+/* ---- statements ------------------------------------------------------------ */
+
+enum stmt {
+	ST_FIND_CORE,
+	ST_INSERT_CORE,
+	ST_INSERT_MODULE,
+	ST_FIND_MODULE,
+	ST_INSERT_CORE_MODULE,
+	ST_FIND_STACK,
+	ST_INSERT_STACK,
+	ST_INSERT_FRAME,
+	ST_INSERT_THREAD,
+	ST_COUNT,
+};
+
+static const char *const sql[ST_COUNT] = {
+	[ST_FIND_CORE] = "SELECT id FROM cores WHERE identity = ?",
+	[ST_INSERT_CORE] =
+		"INSERT INTO cores (identity, path, size, pid, exe, cmdline, uid, gid, signal, "
+		"signal_name, si_code, fault_address, crashed_tid, nthreads, timestamp, hostname, "
+		"ingested_at, status, message) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[ST_INSERT_MODULE] = "INSERT OR IGNORE INTO modules (build_id, path) VALUES (?, ?)",
+	[ST_FIND_MODULE] = "SELECT id FROM modules WHERE build_id = ?",
+	[ST_INSERT_CORE_MODULE] = "INSERT OR IGNORE INTO core_modules (core_id, module_id, path, "
+				  "start, end, status) VALUES (?,?,?,?,?,?)",
+	[ST_FIND_STACK] = "SELECT id FROM stacks WHERE hash = ?",
+	[ST_INSERT_STACK] = "INSERT INTO stacks (hash, nframes) VALUES (?, ?)",
+	[ST_INSERT_FRAME] = "INSERT INTO frames (stack_id, idx, module_id, offset, kind, trust, "
+			    "function, file, line) VALUES (?,?,?,?,?,?,?,?,?)",
+	[ST_INSERT_THREAD] = "INSERT INTO threads (core_id, tid, idx, name, crashed, stack_id, end) "
+			     "VALUES (?,?,?,?,?,?,?)",
+};
+
+/* Everything one ingest needs; freed by ingest_end. */
+struct ingest {
+	struct cq_store *store;
+	sqlite3_stmt *st[ST_COUNT];
+	const struct cq_core *core;
+	int64_t *module_ids; /* by core module index */
+	struct {
+		uint64_t hash;
+		int64_t id;
+	} *seen; /* stack hashes met in this core */
+	size_t nseen;
+};
+
+/* Resets a statement for reuse after it has been stepped. */
+static int step_reset(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc;
+}
+
+static struct cq_error *lookup_id(struct ingest *in, enum stmt which, const char *key,
+				  int64_t *id)
+{
+	sqlite3_stmt *st = in->st[which];
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	*id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_error(in->store->db, "lookup");
+	return NULL;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static struct cq_error *insert_core(struct ingest *in, const char *identity,
+				    const struct cq_store_meta *meta, int64_t *id)
+{
+	const struct cq_core *c = in->core;
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(c);
+	const struct cq_module *main_mod = cq_core_main_module(c);
+	int sig = cq_core_signal(c);
+	sqlite3_stmt *st = in->st[ST_INSERT_CORE];
+	char message[128];
+	snprintf(message, sizeof(message), "%llu of %llu bytes of memory missing",
+		 (unsigned long long)c->memory_missing, (unsigned long long)c->memory_dumped);
+	int i = 1;
+	sqlite3_bind_text(st, i++, identity, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, i++, c->path, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->image_size);
+	sqlite3_bind_int64(st, i++, c->has_psinfo ? c->pid : crashed->tid);
+	bind_text_or_null(st, i++, main_mod ? main_mod->name : (c->execfn[0] ? c->execfn : NULL));
+	bind_text_or_null(st, i++, c->has_psinfo ? c->psargs : NULL);
+	if (c->has_psinfo) {
+		sqlite3_bind_int64(st, i++, c->uid);
+		sqlite3_bind_int64(st, i++, c->gid);
+	} else {
+		sqlite3_bind_null(st, i++);
+		sqlite3_bind_null(st, i++);
+	}
+	sqlite3_bind_int(st, i++, sig);
+	bind_text_or_null(st, i++, cq_core_signal_name(sig));
+	if (c->siginfo.present)
+		sqlite3_bind_int(st, i++, c->siginfo.code);
+	else
+		sqlite3_bind_null(st, i++);
+	if (c->siginfo.has_addr)
+		sqlite3_bind_int64(st, i++, (sqlite3_int64)c->siginfo.addr);
+	else
+		sqlite3_bind_null(st, i++);
+	sqlite3_bind_int64(st, i++, crashed->tid);
+	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->nthreads);
+	if (meta && meta->timestamp)
+		sqlite3_bind_int64(st, i++, meta->timestamp);
+	else
+		sqlite3_bind_null(st, i++);
+	bind_text_or_null(st, i++, meta ? meta->hostname : NULL);
+	sqlite3_bind_int64(st, i++, (sqlite3_int64)time(NULL));
+	sqlite3_bind_text(st, i++, c->memory_missing ? "partial" : "ok", -1, SQLITE_STATIC);
+	bind_text_or_null(st, i++, c->memory_missing ? message : NULL);
+	if (step_reset(st) != SQLITE_DONE)
+		return db_error(in->store->db, "insert core");
+	*id = sqlite3_last_insert_rowid(in->store->db);
+	return NULL;
+}
+
+/* The key a module is stored under: its build-id, else "path:<path>". */
+static void module_key(const struct cq_module *m, char *buf, size_t cap)
+{
+	cq_module_build_id_hex(m, buf, cap);
+	if (!buf[0])
+		snprintf(buf, cap, "path:%s", m->name);
+}
+
+static struct cq_error *insert_modules(struct ingest *in, int64_t core_id)
+{
+	const struct cq_core *c = in->core;
+	if (c->nmodules && !(in->module_ids = calloc(c->nmodules, sizeof(*in->module_ids))))
+		return &cq_error_nomem;
+	for (size_t m = 0; m < c->nmodules; m++) {
+		const struct cq_module *mod = &c->modules[m];
+		char key[4096];
+		module_key(mod, key, sizeof(key));
+		sqlite3_stmt *st = in->st[ST_INSERT_MODULE];
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, mod->name, -1, SQLITE_TRANSIENT);
+		struct cq_error *err = NULL;
+		if (step_reset(st) != SQLITE_DONE ||
+		    (err = lookup_id(in, ST_FIND_MODULE, key, &in->module_ids[m])))
+			return err ? err : db_error(in->store->db, "insert module");
+		st = in->st[ST_INSERT_CORE_MODULE];
+		sqlite3_bind_int64(st, 1, core_id);
+		sqlite3_bind_int64(st, 2, in->module_ids[m]);
+		sqlite3_bind_text(st, 3, mod->name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)mod->start);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)mod->end);
+		sqlite3_bind_text(st, 6, cq_module_status_name(mod->status), -1, SQLITE_STATIC);
+		if (step_reset(st) != SQLITE_DONE)
+			return db_error(in->store->db, "insert core module");
+	}
+	return NULL;
+}
+
+/* The hash that identifies a merged stack: (build-id, offset, kind) per frame. */
+static uint64_t stack_hash(const struct cq_thread_stack *ts)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < ts->nframes; i++) {
+		const struct cq_stack_frame *f = &ts->frames[i];
+		uint64_t where = f->module ? f->offset : f->pc;
+		uint8_t kind = (uint8_t)f->kind;
+		if (f->module)
+			h = fnv(h, f->module->build_id, f->module->build_id_len);
+		h = fnv(h, &where, sizeof(where));
+		h = fnv(h, &kind, sizeof(kind));
+	}
+	return h;
+}
+
+static int64_t module_id_of(const struct ingest *in, const struct cq_module *m)
+{
+	return m ? in->module_ids[m - in->core->modules] : 0;
+}
+
+static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
+				      const struct cq_thread_stack *ts)
+{
+	sqlite3_stmt *st = in->st[ST_INSERT_FRAME];
+	for (size_t i = 0; i < ts->nframes; i++) {
+		const struct cq_stack_frame *f = &ts->frames[i];
+		int64_t module_id = module_id_of(in, f->module);
+		sqlite3_bind_int64(st, 1, stack_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		if (module_id)
+			sqlite3_bind_int64(st, 3, module_id);
+		else
+			sqlite3_bind_null(st, 3);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)(f->module ? f->offset : f->pc));
+		sqlite3_bind_text(st, 5, cq_frame_kind_name(f->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, cq_unwind_trust_name(f->trust), -1, SQLITE_STATIC);
+		bind_text_or_null(st, 7, f->function);
+		bind_text_or_null(st, 8, f->file);
+		if (f->line > 0)
+			sqlite3_bind_int(st, 9, f->line);
+		else
+			sqlite3_bind_null(st, 9);
+		if (step_reset(st) != SQLITE_DONE)
+			return db_error(in->store->db, "insert frame");
+	}
+	return NULL;
+}
+
+/* The stack id for a thread's stack, storing the stack if it is new. */
+static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_stack *ts,
+				     int64_t *id, struct cq_store_result *r)
+{
+	uint64_t h = stack_hash(ts);
+	for (size_t i = 0; i < in->nseen; i++) {
+		if (in->seen[i].hash == h) {
+			*id = in->seen[i].id;
+			return NULL;
+		}
+	}
+	char key[17];
+	snprintf(key, sizeof(key), "%016llx", (unsigned long long)h);
+	struct cq_error *err = lookup_id(in, ST_FIND_STACK, key, id);
+	if (err)
+		return err;
+	if (!*id) {
+		sqlite3_stmt *st = in->st[ST_INSERT_STACK];
+		sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)ts->nframes);
+		if (step_reset(st) != SQLITE_DONE)
+			return db_error(in->store->db, "insert stack");
+		*id = sqlite3_last_insert_rowid(in->store->db);
+		if ((err = insert_frames(in, *id, ts)))
+			return err;
+		r->new_stacks++;
+	}
+	r->stacks++;
+	in->seen[in->nseen].hash = h;
+	in->seen[in->nseen++].id = *id;
+	return NULL;
+}
+
+static struct cq_error *insert_threads(struct ingest *in, int64_t core_id,
+				       const struct cq_stacks *stacks, struct cq_store_result *r)
+{
+	if (stacks->nthreads && !(in->seen = calloc(stacks->nthreads, sizeof(*in->seen))))
+		return &cq_error_nomem;
+	for (size_t t = 0; t < stacks->nthreads; t++) {
+		const struct cq_thread_stack *ts = &stacks->threads[t];
+		int64_t stack_id;
+		struct cq_error *err = stack_id_for(in, ts, &stack_id, r);
+		if (err)
+			return err;
+		sqlite3_stmt *st = in->st[ST_INSERT_THREAD];
+		sqlite3_bind_int64(st, 1, core_id);
+		sqlite3_bind_int64(st, 2, ts->thread->tid);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)t);
+		bind_text_or_null(st, 4, ts->thread->name);
+		sqlite3_bind_int(st, 5, ts->thread->crashed);
+		sqlite3_bind_int64(st, 6, stack_id);
+		sqlite3_bind_text(st, 7, cq_unwind_end_name(ts->end), -1, SQLITE_STATIC);
+		if (step_reset(st) != SQLITE_DONE)
+			return db_error(in->store->db, "insert thread");
+		r->threads++;
+	}
+	return NULL;
+}
+
+struct cq_error *cq_store_find_core(struct cq_store *store, const char *identity, int64_t *id)
+{
+	struct ingest in = {.store = store};
+	if (sqlite3_prepare_v2(store->db, sql[ST_FIND_CORE], -1, &in.st[ST_FIND_CORE], NULL) !=
+	    SQLITE_OK)
+		return db_error(store->db, "prepare");
+	struct cq_error *err = lookup_id(&in, ST_FIND_CORE, identity, id);
+	sqlite3_finalize(in.st[ST_FIND_CORE]);
+	return err;
+}
+
+static struct cq_error *ingest_body(struct ingest *in, const struct cq_stacks *stacks,
+				    const struct cq_store_meta *meta, struct cq_store_result *r)
+{
+	char identity[CQ_STORE_IDENTITY_MAX];
+	cq_store_identity(in->core, identity);
+	struct cq_error *err = lookup_id(in, ST_FIND_CORE, identity, &r->core_id);
+	if (err || r->core_id) {
+		r->duplicate = r->core_id != 0;
+		return err;
+	}
+	if ((err = insert_core(in, identity, meta, &r->core_id)) ||
+	    (err = insert_modules(in, r->core_id)) ||
+	    (err = insert_threads(in, r->core_id, stacks, r)))
+		return err;
+	return NULL;
+}
+
+struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *core,
+				 const struct cq_stacks *stacks, const struct cq_store_meta *meta,
+				 struct cq_store_result *result)
+{
+	memset(result, 0, sizeof(*result));
+	struct ingest in = {.store = store, .core = core};
+	struct cq_error *err = NULL;
+	for (int i = 0; i < ST_COUNT && !err; i++)
+		if (sqlite3_prepare_v2(store->db, sql[i], -1, &in.st[i], NULL) != SQLITE_OK)
+			err = db_error(store->db, "prepare");
+	if (!err && sqlite3_exec(store->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		err = db_error(store->db, "begin");
+	else if (!err) {
+		err = ingest_body(&in, stacks, meta, result);
+		const char *end = err ? "ROLLBACK" : "COMMIT";
+		if (sqlite3_exec(store->db, end, NULL, NULL, NULL) != SQLITE_OK && !err) {
+			err = db_error(store->db, "commit");
+			sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+		}
+	}
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(in.st[i]);
+	free(in.module_ids);
+	free(in.seen);
+	if (err)
+		memset(result, 0, sizeof(*result));
+	return err;
+}

@@ -1,0 +1,257 @@
+/*
+ * store_query.c - the read side of the analysis database (see
+ * store_query.h).  Frames are loaded per stack into a small array whose
+ * strings are copied out of SQLite, so a callback can look at a stack's
+ * frames while the outer query is still stepping.
+ */
+#include "libcore/store_query.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/store.h"
+
+struct frame_list {
+	struct cq_store_frame_row *rows;
+	char **strings;
+	size_t n, nstrings;
+};
+
+static void frame_list_free(struct frame_list *fl)
+{
+	for (size_t i = 0; i < fl->nstrings; i++)
+		free(fl->strings[i]);
+	free(fl->strings);
+	free(fl->rows);
+	memset(fl, 0, sizeof(*fl));
+}
+
+/* A copy of a text column (NULL stays NULL), remembered for freeing. */
+static const char *keep_text(struct frame_list *fl, sqlite3_stmt *st, int col, bool *ok)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	if (!t)
+		return NULL;
+	char *copy = strdup((const char *)t);
+	if (!copy) {
+		*ok = false;
+		return NULL;
+	}
+	fl->strings[fl->nstrings++] = copy;
+	return copy;
+}
+
+static struct cq_error *load_frames(sqlite3 *db, int64_t stack_id, struct frame_list *fl)
+{
+	static const char q[] =
+		"SELECT f.idx, f.kind, f.trust, m.path, m.build_id, f.offset, f.function, "
+		"f.file, f.line FROM frames f LEFT JOIN modules m ON m.id = f.module_id "
+		"WHERE f.stack_id = ? ORDER BY f.idx";
+	sqlite3_stmt *st;
+	memset(fl, 0, sizeof(*fl));
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return cq_error_create(CQ_ERR_DB, "frames: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, stack_id);
+	size_t cap = 0;
+	bool ok = true;
+	int rc;
+	while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (fl->n == cap) {
+			cap = cap ? cap * 2 : 16;
+			void *r = realloc(fl->rows, cap * sizeof(*fl->rows));
+			void *s = r ? realloc(fl->strings, cap * 6 * sizeof(*fl->strings)) : NULL;
+			if (r)
+				fl->rows = r;
+			if (s)
+				fl->strings = s;
+			if (!r || !s) {
+				ok = false;
+				break;
+			}
+		}
+		const char *build_id = NULL, *module = keep_text(fl, st, 3, &ok);
+		if (module) {
+			build_id = keep_text(fl, st, 4, &ok);
+			if (build_id && strncmp(build_id, "path:", 5) == 0)
+				build_id = NULL; /* a module without a build-id */
+		}
+		fl->rows[fl->n] = (struct cq_store_frame_row){
+			.index = (size_t)sqlite3_column_int64(st, 0),
+			.kind = keep_text(fl, st, 1, &ok),
+			.trust = keep_text(fl, st, 2, &ok),
+			.module = module,
+			.build_id = build_id,
+			.offset = (uint64_t)sqlite3_column_int64(st, 5),
+			.function = keep_text(fl, st, 6, &ok),
+			.file = keep_text(fl, st, 7, &ok),
+			.line = sqlite3_column_int(st, 8),
+		};
+		fl->n++;
+	}
+	sqlite3_finalize(st);
+	if (!ok) {
+		frame_list_free(fl);
+		return &cq_error_nomem;
+	}
+	return NULL;
+}
+
+struct cq_error *cq_store_each_stack(struct cq_store *store,
+				     const struct cq_store_stack_filter *filter,
+				     cq_store_stack_fn fn, void *ctx)
+{
+	static const char q[] =
+		"SELECT s.id, s.hash, count(*) AS nthreads, count(DISTINCT t.core_id) AS ncores, "
+		"min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)) "
+		"FROM threads t JOIN stacks s ON s.id = t.stack_id JOIN cores c ON c.id = t.core_id "
+		"WHERE (?1 = 0 OR t.core_id = ?1) "
+		"AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
+		"GROUP BY s.id ORDER BY nthreads DESC, ncores DESC, s.id "
+		"LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END";
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return cq_error_create(CQ_ERR_DB, "stacks: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, filter ? filter->core_id : 0);
+	if (filter && filter->exe)
+		sqlite3_bind_text(st, 2, filter->exe, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, filter ? filter->limit : 0);
+	struct cq_error *err = NULL;
+	int rc;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct frame_list fl;
+		int64_t id = sqlite3_column_int64(st, 0);
+		if ((err = load_frames(db, id, &fl)))
+			break;
+		struct cq_store_stack_row row = {
+			.id = id,
+			.hash = (const char *)sqlite3_column_text(st, 1),
+			.threads = sqlite3_column_int64(st, 2),
+			.cores = sqlite3_column_int64(st, 3),
+			.first_seen = sqlite3_column_int64(st, 4),
+			.last_seen = sqlite3_column_int64(st, 5),
+			.frames = fl.rows,
+			.nframes = fl.n,
+		};
+		fn(ctx, &row);
+		frame_list_free(&fl);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cq_error_create(CQ_ERR_DB, "stacks: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return err;
+}
+
+struct cq_error *cq_store_each_core(struct cq_store *store, int64_t only_id, cq_store_core_fn fn,
+				    void *ctx)
+{
+	static const char q[] =
+		"SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
+		"crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp "
+		"FROM cores WHERE (?1 = 0 OR id = ?1) ORDER BY coalesce(timestamp, ingested_at), id";
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return cq_error_create(CQ_ERR_DB, "cores: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, only_id);
+	size_t n = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *text[8];
+		for (int i = 0; i < 8; i++)
+			text[i] = (const char *)sqlite3_column_text(st, i + 1);
+		struct cq_store_core_row row = {
+			.id = sqlite3_column_int64(st, 0),
+			.path = text[0], .exe = text[1], .cmdline = text[2], .signal_name = text[3],
+			.hostname = text[4], .status = text[5], .message = text[6],
+			.pid = sqlite3_column_int64(st, 8),
+			.signal = sqlite3_column_int64(st, 9),
+			.crashed_tid = sqlite3_column_int64(st, 10),
+			.nthreads = sqlite3_column_int64(st, 11),
+			.ingested_at = sqlite3_column_int64(st, 12),
+			.has_uid = sqlite3_column_type(st, 13) != SQLITE_NULL,
+			.uid = sqlite3_column_int64(st, 13),
+			.has_si_code = sqlite3_column_type(st, 14) != SQLITE_NULL,
+			.si_code = sqlite3_column_int64(st, 14),
+			.has_fault_address = sqlite3_column_type(st, 15) != SQLITE_NULL,
+			.fault_address = (uint64_t)sqlite3_column_int64(st, 15),
+			.has_timestamp = sqlite3_column_type(st, 16) != SQLITE_NULL,
+			.timestamp = sqlite3_column_int64(st, 16),
+		};
+		fn(ctx, &row);
+		n++;
+	}
+	struct cq_error *err = NULL;
+	if (rc != SQLITE_DONE)
+		err = cq_error_create(CQ_ERR_DB, "cores: %s", sqlite3_errmsg(db));
+	else if (only_id && n == 0)
+		err = cq_error_create(CQ_ERR_NOT_FOUND, "no core with id %lld", (long long)only_id);
+	sqlite3_finalize(st);
+	return err;
+}
+
+struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
+				      cq_store_module_fn fn, void *ctx)
+{
+	static const char q[] = "SELECT cm.path, m.build_id, cm.status, cm.start, cm.end "
+				"FROM core_modules cm JOIN modules m ON m.id = cm.module_id "
+				"WHERE cm.core_id = ? ORDER BY cm.start";
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return cq_error_create(CQ_ERR_DB, "modules: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, core_id);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *build_id = (const char *)sqlite3_column_text(st, 1);
+		struct cq_store_module_row row = {
+			.path = (const char *)sqlite3_column_text(st, 0),
+			.build_id = build_id && strncmp(build_id, "path:", 5) ? build_id : NULL,
+			.status = (const char *)sqlite3_column_text(st, 2),
+			.start = (uint64_t)sqlite3_column_int64(st, 3),
+			.end = (uint64_t)sqlite3_column_int64(st, 4),
+		};
+		fn(ctx, &row);
+	}
+	struct cq_error *err = NULL;
+	if (rc != SQLITE_DONE)
+		err = cq_error_create(CQ_ERR_DB, "modules: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return err;
+}
+
+struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
+				      cq_store_thread_fn fn, void *ctx)
+{
+	static const char q[] = "SELECT tid, stack_id, name, end, crashed FROM threads "
+				"WHERE core_id = ? ORDER BY idx";
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return cq_error_create(CQ_ERR_DB, "threads: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, core_id);
+	struct cq_error *err = NULL;
+	int rc;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct frame_list fl;
+		int64_t stack_id = sqlite3_column_int64(st, 1);
+		if ((err = load_frames(db, stack_id, &fl)))
+			break;
+		struct cq_store_thread_row row = {
+			.tid = sqlite3_column_int64(st, 0),
+			.stack_id = stack_id,
+			.name = (const char *)sqlite3_column_text(st, 2),
+			.end = (const char *)sqlite3_column_text(st, 3),
+			.crashed = sqlite3_column_int(st, 4) != 0,
+			.frames = fl.rows,
+			.nframes = fl.n,
+		};
+		fn(ctx, &row);
+		frame_list_free(&fl);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cq_error_create(CQ_ERR_DB, "threads: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return err;
+}

@@ -1,0 +1,86 @@
+/*
+ * store_query.h - reading the analysis database: unique stacks with their
+ * counts, cores, and one core's modules and threads.
+ *
+ * Each query calls back once per row; a row and everything it points to is
+ * valid only during the call.  Times are unix seconds.
+ */
+#ifndef CQ_STORE_QUERY_H
+#define CQ_STORE_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/error.h"
+
+struct cq_store;
+
+struct cq_store_frame_row {
+	size_t index;
+	const char *kind, *trust;
+	const char *module, *build_id; /* NULL when the pc is in no module */
+	uint64_t offset;	       /* link-time address, or the pc */
+	const char *function, *file;
+	int line; /* 0 when unknown */
+};
+
+struct cq_store_stack_row {
+	int64_t id;
+	const char *hash;
+	int64_t threads, cores;
+	int64_t first_seen, last_seen;
+	const struct cq_store_frame_row *frames;
+	size_t nframes;
+};
+
+struct cq_store_stack_filter {
+	int64_t core_id;  /* 0: all cores */
+	const char *exe;  /* NULL: all; else the executable's path or basename */
+	int64_t limit;	  /* 0: no limit */
+};
+
+struct cq_store_core_row {
+	int64_t id;
+	const char *path, *exe, *cmdline, *signal_name, *hostname, *status, *message;
+	int64_t pid, signal, crashed_tid, nthreads, ingested_at;
+	bool has_uid, has_si_code, has_fault_address, has_timestamp;
+	int64_t uid, si_code, timestamp;
+	uint64_t fault_address;
+};
+
+struct cq_store_module_row {
+	const char *path, *build_id, *status;
+	uint64_t start, end;
+};
+
+struct cq_store_thread_row {
+	int64_t tid, stack_id;
+	const char *name, *end;
+	bool crashed;
+	const struct cq_store_frame_row *frames;
+	size_t nframes;
+};
+
+typedef void (*cq_store_stack_fn)(void *ctx, const struct cq_store_stack_row *row);
+typedef void (*cq_store_core_fn)(void *ctx, const struct cq_store_core_row *row);
+typedef void (*cq_store_module_fn)(void *ctx, const struct cq_store_module_row *row);
+typedef void (*cq_store_thread_fn)(void *ctx, const struct cq_store_thread_row *row);
+
+/* Unique stacks, most shared first (threads, then cores). */
+struct cq_error *cq_store_each_stack(struct cq_store *store,
+				     const struct cq_store_stack_filter *filter,
+				     cq_store_stack_fn fn, void *ctx);
+
+/* Cores, newest first; only_id != 0 selects one (CQ_ERR_NOT_FOUND if absent). */
+struct cq_error *cq_store_each_core(struct cq_store *store, int64_t only_id, cq_store_core_fn fn,
+				    void *ctx);
+
+struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
+				      cq_store_module_fn fn, void *ctx);
+
+/* A core's threads, the crashed one first, each with its frames. */
+struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
+				      cq_store_thread_fn fn, void *ctx);
+
+#endif
