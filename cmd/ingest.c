@@ -202,7 +202,7 @@ static void ingest_one(struct ingest_run *run, const char *path)
 	if (!err && r.core_id) {
 		r.duplicate = true;
 	} else if (!err && !(err = cq_core_stacks(core, &run->so, &stacks))) {
-		err = cq_store_ingest(run->store, core, stacks, NULL, &r);
+		err = cq_store_ingest(run->store, core, identity, stacks, NULL, &r);
 	}
 	if (err) {
 		run->failed++;

@@ -52,8 +52,9 @@ struct cq_store_result {
 /* The id of the core with this identity, or 0. */
 struct cq_error *cq_store_find_core(struct cq_store *store, const char *identity, int64_t *id);
 
+/* Stores core under identity (from cq_store_identity); a duplicate writes nothing. */
 struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *core,
-				 const struct cq_stacks *stacks, const struct cq_store_meta *meta,
-				 struct cq_store_result *result);
+				 const char *identity, const struct cq_stacks *stacks,
+				 const struct cq_store_meta *meta, struct cq_store_result *result);
 
 #endif
