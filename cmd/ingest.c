@@ -181,8 +181,9 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 	}
 	progress_clear(&run->progress);
 	if (strcmp(status, "ingested") == 0)
-		printf("%s: ingested as core %lld: %zu threads, %zu stacks (%zu new)\n", path,
-		       (long long)r->core_id, r->threads, r->stacks, r->new_stacks);
+		printf("%s: ingested as core %lld: %zu thread%s, %zu stack%s (%zu new)\n", path,
+		       (long long)r->core_id, r->threads, r->threads == 1 ? "" : "s", r->stacks,
+		       r->stacks == 1 ? "" : "s", r->new_stacks);
 	else if (strcmp(status, "duplicate") == 0)
 		printf("%s: already ingested as core %lld\n", path, (long long)r->core_id);
 	fflush(stdout);
