@@ -14,6 +14,8 @@
 #include "libcore/paths.h"
 #include "libcore/schema.h"
 
+#define BUSY_TIMEOUT_MS 10000
+
 struct cq_cache {
 	sqlite3 *db;
 	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols;
@@ -38,22 +40,14 @@ char *cq_store_cache_default_path(void)
 struct cq_error *cq_store_cache_open(const char *path, struct cq_cache **out)
 {
 	*out = NULL;
-	struct cq_error *err = cq_path_make_parent_dirs(path);
-	if (err)
-		return err;
 	struct cq_cache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return &cq_error_nomem;
-	if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
-		err = cq_error_create(CQ_ERR_DB, "cannot open cache %s: %s", path,
-		                      sqlite3_errmsg(c->db));
-		goto fail;
+	struct cq_error *err = cq_store_open_sqlite(path, "cache", BUSY_TIMEOUT_MS, &c->db);
+	if (err) {
+		free(c);
+		return cq_error_prefix(err, "cache");
 	}
-	sqlite3_busy_timeout(c->db, 10000);
-	sqlite3_exec(c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
-	if ((err = cq_store_migrate(c->db, "cache")))
-		goto fail;
 	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {

@@ -1,11 +1,14 @@
 /*
- * migrate.c - apply the embedded schema migrations (see schema.h).
+ * migrate.c - open coreq's SQLite files and apply the embedded schema
+ * migrations (see schema.h).
  */
 #include "libcore/schema.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "libcore/paths.h"
 
 unsigned cq_schema_latest(const char *set)
 {
@@ -80,5 +83,48 @@ struct cq_error *cq_store_migrate(sqlite3 *db, const char *set)
 				return err;
 		}
 	}
+	return NULL;
+}
+
+/* PRAGMA journal_mode=WAL, retried on SQLITE_BUSY until busy_ms have passed. */
+static struct cq_error *enable_wal(sqlite3 *db, int busy_ms)
+{
+	const int pause_ms = 20;
+	for (int waited = 0;; waited += pause_ms) {
+		int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			return NULL;
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited >= busy_ms)
+			return cq_error_create(CQ_ERR_DB, "%s", sqlite3_errmsg(db));
+		sqlite3_sleep(pause_ms);
+	}
+}
+
+struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
+				      sqlite3 **out)
+{
+	*out = NULL;
+	struct cq_error *err = cq_path_make_parent_dirs(path);
+	if (err)
+		return err;
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
+		err = cq_error_create(CQ_ERR_DB, "cannot open %s: %s", path,
+				      db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return err;
+	}
+	sqlite3_busy_timeout(db, busy_ms);
+	if ((err = enable_wal(db, busy_ms)) ||
+	    sqlite3_exec(db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL,
+			 NULL) != SQLITE_OK ||
+	    (err = cq_store_migrate(db, set))) {
+		err = err ? cq_error_prefix(err, "%s", path)
+			  : cq_error_create(CQ_ERR_DB, "%s: %s", path, sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return err;
+	}
+	*out = db;
 	return NULL;
 }

@@ -31,4 +31,14 @@ unsigned cq_schema_latest(const char *set);
  */
 struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
 
+/*
+ * Opens (creating it and its directories) a coreq SQLite file and brings it
+ * to the newest version of set: busy timeout of busy_ms, WAL mode (retried
+ * while another process holds the file, which the busy timeout does not
+ * cover for that pragma), foreign keys on.  The database and the cache are
+ * both opened this way.
+ */
+struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
+				      struct sqlite3 **out);
+
 #endif

@@ -46,31 +46,13 @@ static struct cq_error *db_error(sqlite3 *db, const char *what)
 struct cq_error *cq_store_open(const char *path, struct cq_store **out)
 {
 	*out = NULL;
-	struct cq_error *err = cq_path_make_parent_dirs(path);
-	if (err)
-		return err;
 	struct cq_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return &cq_error_nomem;
-	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
-		err = cq_error_create(CQ_ERR_DB, "cannot open database %s: %s", path,
-				      sqlite3_errmsg(s->db));
-		cq_store_close(s);
-		return err;
-	}
-	sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
-	char *msg = NULL;
-	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON", NULL, NULL,
-			 &msg) != SQLITE_OK) {
-		err = cq_error_create(CQ_ERR_DB, "database %s: %s", path, msg ? msg : "?");
-		sqlite3_free(msg);
-		cq_store_close(s);
-		return err;
-	}
-	if ((err = cq_store_migrate(s->db, "db"))) {
-		cq_store_close(s);
-		return cq_error_prefix(err, "database %s", path);
+	struct cq_error *err = cq_store_open_sqlite(path, "db", BUSY_TIMEOUT_MS, &s->db);
+	if (err) {
+		free(s);
+		return cq_error_prefix(err, "database");
 	}
 	*out = s;
 	return NULL;

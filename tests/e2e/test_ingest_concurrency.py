@@ -9,7 +9,9 @@ busy timeout): nothing fails, nothing is lost, nothing is stored twice.
   3 rows, each claimed as ingested by exactly one process, duplicates for the
   rest (once into a new database with 3 cores of one executable whose stacks
   are the same, so the processes race on the stack rows too);
-- three rounds, each with its own database.
+- three rounds, each with its own database;
+- 30 times, 8 processes ingesting one small core into a database that does
+  not exist yet: none fails (schema creation and the switch to WAL race).
 """
 import json
 import os
@@ -27,6 +29,8 @@ FIRST = ["abort_deep.O0", "segv_null.O2", "fpe.O0", "sighandler.O2", "assert_fai
 # Per round, the 3 cores every process of the second phase ingests.
 # Per round, the 3 cores every process of the second phase ingests, and
 # whether into a new database (else into the first phase's).
+NEW_DB_TRIALS = 30
+
 SAME = [(["cpp_terminate.O2", "threads-3000", "abort_deep.O2"], False),
         (["threads-1000", "threads-10", "threads-3000"], True),  # racing to insert the same stacks
         (["real-perl", "threads8.O0", "segv_null.stripped"], False)]
@@ -154,6 +158,23 @@ def main():
                f"round {n}: exactly 3 rows for those cores, each whole; nothing lost", [sorted(rows), want, total])
             bad = check_db(db)
             ok(not bad, f"round {n}: integrity_check ok after the second phase", bad)
+
+        # Creating the database (switching it to WAL, applying the schema) is
+        # the narrowest race: many short trials, a small core, a warm cache.
+        core = cases["abort_deep.O0"]["core"]
+        failures, wrong = [], []
+        for t in range(NEW_DB_TRIALS):
+            db = os.path.join(tmp, "new", f"{t}.db")
+            results = run_all(db, [[core]] * 8, env)
+            failed = [f"trial {t}: exit {rc}: {err.strip()}" for rc, _, err, _ in results if rc != 0 or err]
+            failures += failed
+            st = sorted(r.get("status") for _, doc, _, _ in results for r in (doc or {}).get("results", []))
+            n = q(db, "SELECT count(*) FROM cores")[0][0] if os.path.exists(db) else 0
+            if n != 1 or (not failed and st != ["duplicate"] * 7 + ["ingested"]):
+                wrong.append(f"trial {t}: {n} cores rows, statuses {st}")
+        ok(not failures, f"{NEW_DB_TRIALS} times 8 processes creating one new database at once:"
+           " none fails", failures)
+        ok(not wrong, "each time: one cores row, one process reports it ingested", wrong)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     done()
