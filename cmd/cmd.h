@@ -108,6 +108,7 @@ int cmd_ingest(int argc, char **argv);
 int cmd_list_stacks(int argc, char **argv);
 int cmd_cores(int argc, char **argv);
 int cmd_show(int argc, char **argv);
+int cmd_buckets(int argc, char **argv);
 int cmd_stack(int argc, char **argv);
 
 #endif

@@ -12,13 +12,14 @@
 #include "libcore/store.h"
 
 static const char cores_usage[] =
-	"Usage: coreq cores [--db P] [--format text|json]\n"
+	"Usage: coreq cores [--db P] [--bucket ID] [--format text|json]\n"
 	"\n"
 	"List the cores stored by `coreq ingest`: id, crash time (or ingest time),\n"
-	"pid, uid, signal, threads, status and executable.\n"
+	"pid, uid, signal, threads, crash bucket, status and executable.\n"
 	"\n"
 	"  --db P              database (default $COREQ_DB, else\n"
 	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+	"  --bucket ID         only the cores in crash bucket ID (see `coreq buckets`)\n"
 	"  --format text|json  output format (default text)\n"
 	"  --help              show this help\n";
 
@@ -35,19 +36,25 @@ static const char show_usage[] =
 
 enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
+	OPT_BUCKET,
 };
 
-/* Parses --db/--format/--help for both commands; returns -1 to exit with *rc. */
+/*
+ * Parses --db/--format/--help (and --bucket where bucket is not NULL) for
+ * both commands; returns -1 to exit with *rc.
+ */
 static int parse_db_options(int argc, char **argv, const char *cmd, const char *usage,
-			    const char **db, enum cmd_format *format, int *rc)
+			    const char **db, enum cmd_format *format, int64_t *bucket, int *rc)
 {
 	static const struct option longopts[] = {
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"db", required_argument, NULL, OPT_DB},
+		{"bucket", required_argument, NULL, OPT_BUCKET},
 		{NULL, 0, NULL, 0},
 	};
 	int opt;
+	unsigned v;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (opt == OPT_HELP) {
 			fputs(usage, stdout);
@@ -56,6 +63,12 @@ static int parse_db_options(int argc, char **argv, const char *cmd, const char *
 		}
 		if (opt == OPT_DB) {
 			*db = optarg;
+		} else if (opt == OPT_BUCKET && bucket) {
+			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, cmd, "--bucket")) {
+				*rc = EXIT_USAGE;
+				return -1;
+			}
+			*bucket = v;
 		} else if (opt != OPT_FORMAT) {
 			*rc = cmd_usage_error(cmd, "unknown option");
 			return -1;
@@ -83,22 +96,26 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 	char when[32];
 	cmd_iso_time(c->has_timestamp ? c->timestamp : c->ingested_at, when);
 	if (p->count++ == 0)
-		printf("%-6s %-20s %-8s %-6s %-8s %-7s %-8s %s\n", "ID", "TIME", "PID", "UID", "SIG",
-		       "THREADS", "STATUS", "EXE");
-	char uid[24] = "-";
+		printf("%-6s %-20s %-8s %-6s %-8s %-7s %-6s %-8s %s\n", "ID", "TIME", "PID", "UID",
+		       "SIG", "THREADS", "BUCKET", "STATUS", "EXE");
+	char uid[24] = "-", bucket[24] = "-";
 	if (c->has_uid)
 		snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
-	printf("%-6lld %-20s %-8lld %-6s %-8s %-7lld %-8s %s\n", (long long)c->id, when,
+	if (c->bucket_id)
+		snprintf(bucket, sizeof(bucket), "%lld", (long long)c->bucket_id);
+	printf("%-6lld %-20s %-8lld %-6s %-8s %-7lld %-6s %-8s %s\n", (long long)c->id, when,
 	       (long long)c->pid, uid, c->signal_name ? c->signal_name : "-",
-	       (long long)c->nthreads, c->status, c->exe ? c->exe : "-");
+	       (long long)c->nthreads, bucket, c->status, c->exe ? c->exe : "-");
 }
 
 int cmd_cores(int argc, char **argv)
 {
 	const char *db = NULL;
 	struct printer p = {.format = CMD_FORMAT_TEXT};
+	struct cq_store_core_filter filter = {0};
 	int rc = EXIT_OK;
-	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &p.format, &rc) < 0)
+	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &p.format, &filter.bucket_id,
+			     &rc) < 0)
 		return rc;
 	if (optind != argc)
 		return cmd_usage_error("cores", "unexpected argument '%s'", argv[optind]);
@@ -112,7 +129,7 @@ int cmd_cores(int argc, char **argv)
 		cq_json_key(&p.j, "cores");
 		cq_json_array_begin(&p.j);
 	}
-	err = cq_store_each_core(store, 0, print_core_line, &p);
+	err = cq_store_each_core(store, &filter, print_core_line, &p);
 	if (p.format == CMD_FORMAT_JSON) {
 		cq_json_array_end(&p.j);
 		cq_json_object_end(&p.j);
@@ -157,6 +174,8 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	}
 	if (c->hostname)
 		printf("hostname:    %s\n", c->hostname);
+	if (c->bucket_id)
+		printf("bucket:      %lld\n", (long long)c->bucket_id);
 	cmd_iso_time(c->ingested_at, when);
 	printf("ingested:    %s\nstatus:      %s%s%s\n", when, c->status, c->message ? ": " : "",
 	       c->message ? c->message : "");
@@ -218,7 +237,7 @@ int cmd_show(int argc, char **argv)
 	struct printer p = {.format = CMD_FORMAT_TEXT};
 	int rc = EXIT_OK;
 	unsigned id;
-	if (parse_db_options(argc, argv, "show", show_usage, &db, &p.format, &rc) < 0)
+	if (parse_db_options(argc, argv, "show", show_usage, &db, &p.format, NULL, &rc) < 0)
 		return rc;
 	if (optind + 1 != argc)
 		return cmd_usage_error("show", "expected exactly one core ID");
@@ -228,7 +247,8 @@ int cmd_show(int argc, char **argv)
 	struct cq_error *err = cmd_open_store(db, &store);
 	if (err)
 		return cmd_fail(db ? db : "database", err);
-	err = cq_store_each_core(store, id, show_core, &p);
+	struct cq_store_core_filter one = {.id = id};
+	err = cq_store_each_core(store, &one, show_core, &p);
 	if (!err && p.format == CMD_FORMAT_JSON) {
 		cq_json_key(&p.j, "modules");
 		cq_json_array_begin(&p.j);

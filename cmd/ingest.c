@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libcore/bucket.h"
 #include "libcore/cache.h"
 #include "libcore/json.h"
 #include "libcore/stacktrace.h"
@@ -20,7 +21,7 @@
 
 static const char ingest_usage[] =
 	"Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
-	"                    [--cache P | --no-cache] CORE... | DIR | -\n"
+	"                    [--cache P | --no-cache] [--signature-frames N] CORE... | DIR | -\n"
 	"\n"
 	"Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
 	"the database, one transaction per core: a core is stored whole or not at\n"
@@ -28,6 +29,9 @@ static const char ingest_usage[] =
 	"is skipped.  DIR means every core-looking file in it (raw or compressed).\n"
 	"Cores that cannot be analysed are reported and skipped; the exit status is\n"
 	"then 1.  A progress bar is shown when standard error is a terminal.\n"
+	"Each core is filed in a crash bucket by its signature: the crashed thread's\n"
+	"first N frames, normalised, after the crash machinery (abort, raise, assert,\n"
+	"the C++ throw path, Rust panics), and the signal (see `coreq buckets`).\n"
 	"\n"
 	"  --db P              database (default $COREQ_DB, else\n"
 	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
@@ -36,6 +40,7 @@ static const char ingest_usage[] =
 	"  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
 	"  --cache P           unwind-table and symbol cache (see coreq stack)\n"
 	"  --no-cache          do not use the cache\n"
+	"  --signature-frames N  frames in a crash signature (default 5)\n"
 	"  --help              show this help\n";
 
 struct inputs {
@@ -146,11 +151,13 @@ struct ingest_run {
 	struct cq_store *store;
 	struct cq_json json;
 	struct progress progress;
+	unsigned signature_frames;
 	size_t ingested, duplicates, failed;
 };
 
 static void report(struct ingest_run *run, const char *path, const char *status,
-		   const struct cq_store_result *r, const char *message)
+		   const struct cq_store_result *r, const struct cq_bucket_signature *sig,
+		   const char *message)
 {
 	if (run->o.format == CMD_FORMAT_JSON) {
 		struct cq_json *j = &run->json;
@@ -174,6 +181,20 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 			else
 				cq_json_null(j);
 		}
+		cq_json_key(j, "bucket_id");
+		if (stored && r->bucket_id)
+			cq_json_int(j, r->bucket_id);
+		else
+			cq_json_null(j);
+		cq_json_key(j, "bucket");
+		cq_json_string(j, stored && sig ? sig->hash : NULL);
+		cq_json_key(j, "signature");
+		cq_json_string(j, stored && sig ? sig->text : NULL);
+		cq_json_key(j, "new_bucket");
+		if (stored && r->bucket_id)
+			cq_json_bool(j, r->new_bucket);
+		else
+			cq_json_null(j);
 		cq_json_key(j, "message");
 		cq_json_string(j, message);
 		cq_json_object_end(j);
@@ -181,9 +202,11 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 	}
 	progress_clear(&run->progress);
 	if (strcmp(status, "ingested") == 0)
-		printf("%s: ingested as core %lld: %zu thread%s, %zu stack%s (%zu new)\n", path,
-		       (long long)r->core_id, r->threads, r->threads == 1 ? "" : "s", r->stacks,
-		       r->stacks == 1 ? "" : "s", r->new_stacks);
+		printf("%s: ingested as core %lld: %zu thread%s, %zu stack%s (%zu new), bucket "
+		       "%lld%s\n",
+		       path, (long long)r->core_id, r->threads, r->threads == 1 ? "" : "s", r->stacks,
+		       r->stacks == 1 ? "" : "s", r->new_stacks, (long long)r->bucket_id,
+		       r->new_bucket ? " (new)" : "");
 	else if (strcmp(status, "duplicate") == 0)
 		printf("%s: already ingested as core %lld\n", path, (long long)r->core_id);
 	fflush(stdout);
@@ -194,6 +217,7 @@ static void ingest_one(struct ingest_run *run, const char *path)
 	struct cq_core *core = NULL;
 	struct cq_stacks *stacks = NULL;
 	struct cq_store_result r = {0};
+	struct cq_bucket_signature sig = {0};
 	char identity[CQ_STORE_IDENTITY_MAX];
 	struct cq_error *err = cmd_open_core(path, &run->o, &core);
 	if (!err) {
@@ -202,21 +226,25 @@ static void ingest_one(struct ingest_run *run, const char *path)
 	}
 	if (!err && r.core_id) {
 		r.duplicate = true;
-	} else if (!err && !(err = cq_core_stacks(core, &run->so, &stacks))) {
-		err = cq_store_ingest(run->store, core, identity, stacks, NULL, &r);
+	} else if (!err && !(err = cq_core_stacks(core, &run->so, &stacks)) &&
+		   !(err = cq_bucket_signature(&stacks->threads[0], cq_core_signal(core),
+					       run->signature_frames, &sig))) {
+		struct cq_store_meta meta = {.signature = &sig};
+		err = cq_store_ingest(run->store, core, identity, stacks, &meta, &r);
 	}
 	if (err) {
 		run->failed++;
 		progress_clear(&run->progress);
-		report(run, path, "failed", NULL, err->message);
+		report(run, path, "failed", NULL, NULL, err->message);
 		cmd_fail(path, err);
 	} else if (r.duplicate) {
 		run->duplicates++;
-		report(run, path, "duplicate", &r, NULL);
+		report(run, path, "duplicate", &r, NULL, NULL);
 	} else {
 		run->ingested++;
-		report(run, path, "ingested", &r, NULL);
+		report(run, path, "ingested", &r, &sig, NULL);
 	}
+	cq_bucket_signature_free(&sig);
 	cq_stacks_free(stacks);
 	cq_core_close(core);
 }
@@ -225,6 +253,7 @@ enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
 	OPT_CACHE,
 	OPT_NO_CACHE,
+	OPT_SIGNATURE_FRAMES,
 };
 
 static void print_summary(struct ingest_run *run)
@@ -250,9 +279,10 @@ int cmd_ingest(int argc, char **argv)
 		{"db", required_argument, NULL, OPT_DB},
 		{"cache", required_argument, NULL, OPT_CACHE},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
 		{NULL, 0, NULL, 0},
 	};
-	struct ingest_run run = {0};
+	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES};
 	cmd_core_opts_init(&run.o);
 	cq_stack_options_default(&run.so);
 	const char *db = NULL, *cache_path = NULL;
@@ -274,6 +304,11 @@ int cmd_ingest(int argc, char **argv)
 			cache_path = optarg;
 		else if (opt == OPT_NO_CACHE)
 			no_cache = true;
+		else if (opt == OPT_SIGNATURE_FRAMES) {
+			if (!cmd_parse_count(optarg, 1, 64, &run.signature_frames, "ingest",
+					     "--signature-frames"))
+				return EXIT_USAGE;
+		}
 		else
 			return cmd_usage_error("ingest", "unknown option");
 	}

@@ -11,7 +11,7 @@
 #include "libcore/store.h"
 
 static const char list_stacks_usage[] =
-	"Usage: coreq list-stacks [--db P] [--core ID] [--exe NAME] [--limit N]\n"
+	"Usage: coreq list-stacks [--db P] [--core ID] [--exe NAME] [--bucket ID] [--limit N]\n"
 	"                         [--format text|json]\n"
 	"\n"
 	"List the unique merged stacks stored by `coreq ingest`, most shared first:\n"
@@ -22,6 +22,7 @@ static const char list_stacks_usage[] =
 	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
 	"  --core ID           only the threads of core ID (see `coreq cores`)\n"
 	"  --exe NAME          only cores of this executable (full path or basename)\n"
+	"  --bucket ID         only cores in crash bucket ID (see `coreq buckets`)\n"
 	"  --limit N           at most N stacks\n"
 	"  --format text|json  output format (default text)\n"
 	"  --help              show this help\n";
@@ -31,6 +32,7 @@ enum {
 	OPT_CORE,
 	OPT_EXE_NAME,
 	OPT_LIMIT,
+	OPT_BUCKET,
 };
 
 struct printer {
@@ -81,6 +83,7 @@ int cmd_list_stacks(int argc, char **argv)
 		{"core", required_argument, NULL, OPT_CORE},
 		{"exe", required_argument, NULL, OPT_EXE_NAME},
 		{"limit", required_argument, NULL, OPT_LIMIT},
+		{"bucket", required_argument, NULL, OPT_BUCKET},
 		{NULL, 0, NULL, 0},
 	};
 	struct printer p = {.format = CMD_FORMAT_TEXT};
@@ -107,6 +110,11 @@ int cmd_list_stacks(int argc, char **argv)
 			break;
 		case OPT_EXE_NAME:
 			filter.exe = optarg;
+			break;
+		case OPT_BUCKET:
+			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--bucket"))
+				return EXIT_USAGE;
+			filter.bucket_id = v;
 			break;
 		case OPT_LIMIT:
 			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--limit"))
@@ -135,7 +143,8 @@ int cmd_list_stacks(int argc, char **argv)
 		cq_json_object_end(&p.j);
 		cq_json_finish(&p.j);
 	} else if (!err && p.count == 0) {
-		printf("no stacks stored%s\n", filter.core_id || filter.exe ? " that match" : "");
+		printf("no stacks stored%s\n",
+		       filter.core_id || filter.exe || filter.bucket_id ? " that match" : "");
 	}
 	cq_store_close(store);
 	return err ? cmd_fail(db ? db : "database", err) : EXIT_OK;

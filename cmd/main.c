@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"list-stacks", cmd_list_stacks, "unique stacks in the database, most shared first"},
     {"cores", cmd_cores, "the cores in the database"},
     {"show", cmd_show, "one stored core with every thread's stack"},
+    {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -114,5 +114,10 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 	cq_json_string(j, c->status);
 	cq_json_key(j, "message");
 	cq_json_string(j, c->message);
+	cq_json_key(j, "bucket_id");
+	if (c->bucket_id)
+		cq_json_int(j, c->bucket_id);
+	else
+		cq_json_null(j);
 	cq_json_object_end(j);
 }

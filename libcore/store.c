@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "libcore/bucket.h"
 #include "libcore/core.h"
 #include "libcore/module.h"
 #include "libcore/paths.h"
@@ -132,6 +133,10 @@ enum stmt {
 	ST_INSERT_STACK,
 	ST_INSERT_FRAME,
 	ST_INSERT_THREAD,
+	ST_FIND_BUCKET,
+	ST_INSERT_BUCKET,
+	ST_COUNT_BUCKET,
+	ST_SET_CORE_BUCKET,
 	ST_COUNT,
 };
 
@@ -151,6 +156,12 @@ static const char *const sql[ST_COUNT] = {
 			    "function, file, line) VALUES (?,?,?,?,?,?,?,?,?)",
 	[ST_INSERT_THREAD] = "INSERT INTO threads (core_id, tid, idx, name, crashed, stack_id, end) "
 			     "VALUES (?,?,?,?,?,?,?)",
+	[ST_FIND_BUCKET] = "SELECT id FROM buckets WHERE hash = ?",
+	[ST_INSERT_BUCKET] = "INSERT INTO buckets (hash, signature, count, first_seen, last_seen, "
+			     "example_core) VALUES (?, ?, 0, ?3, ?3, ?4)",
+	[ST_COUNT_BUCKET] = "UPDATE buckets SET count = count + 1, first_seen = min(first_seen, ?2), "
+			    "last_seen = max(last_seen, ?2) WHERE id = ?1",
+	[ST_SET_CORE_BUCKET] = "UPDATE cores SET bucket_id = ? WHERE id = ?",
 };
 
 /* Everything one ingest needs; freed by ingest_end. */
@@ -393,6 +404,42 @@ static struct cq_error *insert_threads(struct ingest *in, int64_t core_id,
 	return NULL;
 }
 
+/* Files the core in its signature's bucket, creating the bucket if new. */
+static struct cq_error *insert_bucket(struct ingest *in, int64_t core_id,
+				      const struct cq_store_meta *meta, struct cq_store_result *r)
+{
+	const struct cq_bucket_signature *sig = meta ? meta->signature : NULL;
+	if (!sig)
+		return NULL;
+	int64_t when = meta->timestamp ? meta->timestamp : (int64_t)time(NULL);
+	struct cq_error *err = lookup_id(in, ST_FIND_BUCKET, sig->hash, &r->bucket_id);
+	if (err)
+		return err;
+	sqlite3_stmt *st;
+	if (!r->bucket_id) {
+		st = in->st[ST_INSERT_BUCKET];
+		sqlite3_bind_text(st, 1, sig->hash, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, sig->text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, when);
+		sqlite3_bind_int64(st, 4, core_id);
+		if (step_reset(st) != SQLITE_DONE)
+			return db_error(in->store->db, "insert bucket");
+		r->bucket_id = sqlite3_last_insert_rowid(in->store->db);
+		r->new_bucket = true;
+	}
+	st = in->st[ST_COUNT_BUCKET];
+	sqlite3_bind_int64(st, 1, r->bucket_id);
+	sqlite3_bind_int64(st, 2, when);
+	if (step_reset(st) != SQLITE_DONE)
+		return db_error(in->store->db, "count bucket");
+	st = in->st[ST_SET_CORE_BUCKET];
+	sqlite3_bind_int64(st, 1, r->bucket_id);
+	sqlite3_bind_int64(st, 2, core_id);
+	if (step_reset(st) != SQLITE_DONE)
+		return db_error(in->store->db, "file core in bucket");
+	return NULL;
+}
+
 struct cq_error *cq_store_find_core(struct cq_store *store, const char *identity, int64_t *id)
 {
 	struct ingest in = {.store = store};
@@ -415,7 +462,8 @@ static struct cq_error *ingest_body(struct ingest *in, const char *identity,
 	}
 	if ((err = insert_core(in, identity, meta, &r->core_id)) ||
 	    (err = insert_modules(in, r->core_id)) ||
-	    (err = insert_threads(in, r->core_id, stacks, r)))
+	    (err = insert_threads(in, r->core_id, stacks, r)) ||
+	    (err = insert_bucket(in, r->core_id, meta, r)))
 		return err;
 	return NULL;
 }

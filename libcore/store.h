@@ -37,16 +37,21 @@ struct sqlite3 *cq_store_db(struct cq_store *store);
 /* "<size>-<hash of the notes and the first MiB>": a core's identity. */
 void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MAX]);
 
+struct cq_bucket_signature;
+
 /* What is known about a core besides the core itself (0/NULL: unknown). */
 struct cq_store_meta {
 	int64_t timestamp; /* crash time, unix seconds */
 	const char *hostname;
+	const struct cq_bucket_signature *signature; /* its crash bucket, if computed */
 };
 
 struct cq_store_result {
 	int64_t core_id;
 	bool duplicate; /* already stored: nothing written */
 	size_t threads, stacks, new_stacks;
+	int64_t bucket_id; /* 0 without a signature */
+	bool new_bucket;
 };
 
 /* The id of the core with this identity, or 0. */

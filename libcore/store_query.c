@@ -107,6 +107,7 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 		"FROM threads t JOIN stacks s ON s.id = t.stack_id JOIN cores c ON c.id = t.core_id "
 		"WHERE (?1 = 0 OR t.core_id = ?1) "
 		"AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
+		"AND (?4 = 0 OR c.bucket_id = ?4) "
 		"GROUP BY s.id ORDER BY nthreads DESC, ncores DESC, s.id "
 		"LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END";
 	sqlite3 *db = cq_store_db(store);
@@ -117,6 +118,7 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 	if (filter && filter->exe)
 		sqlite3_bind_text(st, 2, filter->exe, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 3, filter ? filter->limit : 0);
+	sqlite3_bind_int64(st, 4, filter ? filter->bucket_id : 0);
 	struct cq_error *err = NULL;
 	int rc;
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -143,18 +145,21 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 	return err;
 }
 
-struct cq_error *cq_store_each_core(struct cq_store *store, int64_t only_id, cq_store_core_fn fn,
-				    void *ctx)
+struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_store_core_filter *f,
+				    cq_store_core_fn fn, void *ctx)
 {
+	int64_t only_id = f ? f->id : 0;
 	static const char q[] =
 		"SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
-		"crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp "
-		"FROM cores WHERE (?1 = 0 OR id = ?1) ORDER BY coalesce(timestamp, ingested_at), id";
+		"crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, bucket_id "
+		"FROM cores WHERE (?1 = 0 OR id = ?1) AND (?2 = 0 OR bucket_id = ?2) "
+		"ORDER BY coalesce(timestamp, ingested_at), id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
 		return cq_error_create(CQ_ERR_DB, "cores: %s", sqlite3_errmsg(db));
 	sqlite3_bind_int64(st, 1, only_id);
+	sqlite3_bind_int64(st, 2, f ? f->bucket_id : 0);
 	size_t n = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -178,6 +183,7 @@ struct cq_error *cq_store_each_core(struct cq_store *store, int64_t only_id, cq_
 			.fault_address = (uint64_t)sqlite3_column_int64(st, 15),
 			.has_timestamp = sqlite3_column_type(st, 16) != SQLITE_NULL,
 			.timestamp = sqlite3_column_int64(st, 16),
+			.bucket_id = sqlite3_column_int64(st, 17),
 		};
 		fn(ctx, &row);
 		n++;
@@ -252,6 +258,82 @@ struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
 	}
 	if (!err && rc != SQLITE_DONE)
 		err = cq_error_create(CQ_ERR_DB, "threads: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return err;
+}
+
+/* The distinct executables of a bucket's cores, NULL-terminated, malloc'd. */
+static char **bucket_exes(sqlite3 *db, int64_t bucket_id)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT DISTINCT exe FROM cores WHERE bucket_id = ? AND exe IS NOT "
+			       "NULL ORDER BY exe",
+			       -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(st, 1, bucket_id);
+	size_t n = 0, cap = 4;
+	char **exes = calloc(cap + 1, sizeof(*exes));
+	while (exes && sqlite3_step(st) == SQLITE_ROW) {
+		if (n == cap) {
+			char **more = realloc(exes, (cap * 2 + 1) * sizeof(*exes));
+			if (!more)
+				break;
+			exes = more;
+			cap *= 2;
+		}
+		if (!(exes[n] = strdup((const char *)sqlite3_column_text(st, 0))))
+			break;
+		exes[++n] = NULL;
+	}
+	sqlite3_finalize(st);
+	return exes;
+}
+
+struct cq_error *cq_store_each_bucket(struct cq_store *store,
+				      const struct cq_store_bucket_filter *filter,
+				      cq_store_bucket_fn fn, void *ctx)
+{
+	static const char q[] =
+		"SELECT b.id, b.hash, b.signature, count(*) AS n, "
+		"min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)), "
+		"min(c.id) FROM buckets b JOIN cores c ON c.bucket_id = b.id "
+		"WHERE (?1 = 0 OR coalesce(c.timestamp, c.ingested_at) >= ?1) "
+		"AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
+		"GROUP BY b.id ORDER BY n DESC, b.id";
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return cq_error_create(CQ_ERR_DB, "buckets: %s", sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, filter ? filter->since : 0);
+	if (filter && filter->exe)
+		sqlite3_bind_text(st, 2, filter->exe, -1, SQLITE_TRANSIENT);
+	int rc;
+	struct cq_error *err = NULL;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		char **exes = bucket_exes(db, id);
+		if (!exes) {
+			err = &cq_error_nomem;
+			break;
+		}
+		struct cq_store_bucket_row row = {
+			.id = id,
+			.hash = (const char *)sqlite3_column_text(st, 1),
+			.signature = (const char *)sqlite3_column_text(st, 2),
+			.count = sqlite3_column_int64(st, 3),
+			.first_seen = sqlite3_column_int64(st, 4),
+			.last_seen = sqlite3_column_int64(st, 5),
+			.example_core = sqlite3_column_int64(st, 6),
+			.exes = (const char *const *)exes,
+		};
+		fn(ctx, &row);
+		for (size_t i = 0; exes[i]; i++)
+			free(exes[i]);
+		free(exes);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cq_error_create(CQ_ERR_DB, "buckets: %s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	return err;
 }

@@ -36,6 +36,7 @@ struct cq_store_stack_row {
 
 struct cq_store_stack_filter {
 	int64_t core_id;  /* 0: all cores */
+	int64_t bucket_id; /* 0: all buckets */
 	const char *exe;  /* NULL: all; else the executable's path or basename */
 	int64_t limit;	  /* 0: no limit */
 };
@@ -47,6 +48,25 @@ struct cq_store_core_row {
 	bool has_uid, has_si_code, has_fault_address, has_timestamp;
 	int64_t uid, si_code, timestamp;
 	uint64_t fault_address;
+	int64_t bucket_id; /* 0: none */
+};
+
+struct cq_store_core_filter {
+	int64_t id;	   /* 0: every core; else just this one (CQ_ERR_NOT_FOUND if absent) */
+	int64_t bucket_id; /* 0: every bucket */
+};
+
+struct cq_store_bucket_row {
+	int64_t id;
+	const char *hash, *signature;
+	int64_t count; /* cores matching the filter */
+	int64_t first_seen, last_seen, example_core;
+	const char *const *exes; /* distinct executables, NULL-terminated */
+};
+
+struct cq_store_bucket_filter {
+	int64_t since;	 /* 0: all time; else cores seen at or after (unix seconds) */
+	const char *exe; /* NULL: all; else the executable's path or basename */
 };
 
 struct cq_store_module_row {
@@ -66,15 +86,21 @@ typedef void (*cq_store_stack_fn)(void *ctx, const struct cq_store_stack_row *ro
 typedef void (*cq_store_core_fn)(void *ctx, const struct cq_store_core_row *row);
 typedef void (*cq_store_module_fn)(void *ctx, const struct cq_store_module_row *row);
 typedef void (*cq_store_thread_fn)(void *ctx, const struct cq_store_thread_row *row);
+typedef void (*cq_store_bucket_fn)(void *ctx, const struct cq_store_bucket_row *row);
 
 /* Unique stacks, most shared first (threads, then cores). */
 struct cq_error *cq_store_each_stack(struct cq_store *store,
 				     const struct cq_store_stack_filter *filter,
 				     cq_store_stack_fn fn, void *ctx);
 
-/* Cores, newest first; only_id != 0 selects one (CQ_ERR_NOT_FOUND if absent). */
-struct cq_error *cq_store_each_core(struct cq_store *store, int64_t only_id, cq_store_core_fn fn,
-				    void *ctx);
+/* Cores, oldest first. */
+struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_store_core_filter *f,
+				    cq_store_core_fn fn, void *ctx);
+
+/* Crash buckets, most cores first. */
+struct cq_error *cq_store_each_bucket(struct cq_store *store,
+				      const struct cq_store_bucket_filter *filter,
+				      cq_store_bucket_fn fn, void *ctx);
 
 struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
 				      cq_store_module_fn fn, void *ctx);

@@ -1,0 +1,164 @@
+/*
+ * buckets.c - `coreq buckets`: crash buckets, most cores first, each with
+ * its signature, count, first and last time seen, executables and an
+ * example core.
+ */
+#include "cmd/cmd.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "libcore/json.h"
+#include "libcore/store.h"
+#include "libcore/store_query.h"
+
+static const char buckets_usage[] =
+	"Usage: coreq buckets [--db P] [--since TIME] [--exe NAME] [--format text|json]\n"
+	"\n"
+	"List crash buckets, most cores first.  A bucket is a crash signature: the\n"
+	"crashed thread's first frames after the crash machinery (abort, raise,\n"
+	"assert, the C++ throw path, Rust panics), names normalised so that a\n"
+	"rebuild does not change them, and the signal.\n"
+	"\n"
+	"  --db P              database (default $COREQ_DB, else\n"
+	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+	"  --since TIME        only cores seen at or after TIME: YYYY-MM-DD,\n"
+	"                      YYYY-MM-DDTHH:MM:SS (UTC) or unix seconds\n"
+	"  --exe NAME          only cores of this executable (full path or basename)\n"
+	"  --format text|json  output format (default text)\n"
+	"  --help              show this help\n";
+
+enum {
+	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
+	OPT_SINCE,
+	OPT_EXE_NAME,
+};
+
+/* Unix seconds from "YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS" (UTC) or digits. */
+static bool parse_since(const char *s, int64_t *out)
+{
+	char *end;
+	if (strspn(s, "0123456789") == strlen(s) && *s) {
+		*out = strtoll(s, &end, 10);
+		return true;
+	}
+	struct tm tm = {0};
+	end = strptime(s, "%Y-%m-%d", &tm);
+	if (end && *end == 'T')
+		end = strptime(end + 1, "%H:%M:%S", &tm);
+	if (!end || *end)
+		return false;
+	*out = (int64_t)timegm(&tm);
+	return true;
+}
+
+struct printer {
+	enum cmd_format format;
+	struct cq_json j;
+	size_t count;
+};
+
+static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
+{
+	struct printer *p = ctx;
+	char first[32], last[32];
+	cmd_iso_time(b->first_seen, first);
+	cmd_iso_time(b->last_seen, last);
+	if (p->format == CMD_FORMAT_JSON) {
+		struct cq_json *j = &p->j;
+		cq_json_object_begin(j);
+		cq_json_key(j, "id");
+		cq_json_int(j, b->id);
+		cq_json_key(j, "hash");
+		cq_json_string(j, b->hash);
+		cq_json_key(j, "signature");
+		cq_json_string(j, b->signature);
+		cq_json_key(j, "count");
+		cq_json_int(j, b->count);
+		cq_json_key(j, "first_seen");
+		cq_json_string(j, first);
+		cq_json_key(j, "last_seen");
+		cq_json_string(j, last);
+		cq_json_key(j, "exes");
+		cq_json_array_begin(j);
+		for (size_t i = 0; b->exes[i]; i++)
+			cq_json_string(j, b->exes[i]);
+		cq_json_array_end(j);
+		cq_json_key(j, "example_core");
+		cq_json_int(j, b->example_core);
+		cq_json_object_end(j);
+	} else {
+		printf("%sbucket %lld (%s): %lld core%s, first %s, last %s, e.g. core %lld\n",
+		       p->count ? "\n" : "", (long long)b->id, b->hash, (long long)b->count,
+		       b->count == 1 ? "" : "s", first, last, (long long)b->example_core);
+		printf("    %s\n", b->signature);
+		for (size_t i = 0; b->exes[i]; i++)
+			printf("    exe: %s\n", b->exes[i]);
+	}
+	p->count++;
+}
+
+int cmd_buckets(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"help", no_argument, NULL, OPT_HELP},
+		{"db", required_argument, NULL, OPT_DB},
+		{"since", required_argument, NULL, OPT_SINCE},
+		{"exe", required_argument, NULL, OPT_EXE_NAME},
+		{NULL, 0, NULL, 0},
+	};
+	struct printer p = {.format = CMD_FORMAT_TEXT};
+	struct cq_store_bucket_filter filter = {0};
+	const char *db = NULL;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_HELP:
+			fputs(buckets_usage, stdout);
+			return EXIT_OK;
+		case OPT_FORMAT:
+			if (!cmd_parse_format(optarg, &p.format, "buckets"))
+				return EXIT_USAGE;
+			break;
+		case OPT_DB:
+			db = optarg;
+			break;
+		case OPT_SINCE:
+			if (!parse_since(optarg, &filter.since))
+				return cmd_usage_error("buckets", "--since takes YYYY-MM-DD, "
+								  "YYYY-MM-DDTHH:MM:SS or unix "
+								  "seconds, not '%s'",
+						       optarg);
+			break;
+		case OPT_EXE_NAME:
+			filter.exe = optarg;
+			break;
+		default:
+			return cmd_usage_error("buckets", "unknown option");
+		}
+	}
+	if (optind != argc)
+		return cmd_usage_error("buckets", "unexpected argument '%s'", argv[optind]);
+	struct cq_store *store;
+	struct cq_error *err = cmd_open_store(db, &store);
+	if (err)
+		return cmd_fail(db ? db : "database", err);
+	if (p.format == CMD_FORMAT_JSON) {
+		cq_json_init(&p.j, stdout);
+		cq_json_object_begin(&p.j);
+		cq_json_key(&p.j, "buckets");
+		cq_json_array_begin(&p.j);
+	}
+	err = cq_store_each_bucket(store, &filter, print_bucket, &p);
+	if (p.format == CMD_FORMAT_JSON) {
+		cq_json_array_end(&p.j);
+		cq_json_object_end(&p.j);
+		cq_json_finish(&p.j);
+	} else if (!err && p.count == 0) {
+		puts("no buckets");
+	}
+	cq_store_close(store);
+	return err ? cmd_fail(db ? db : "database", err) : EXIT_OK;
+}
