@@ -19,6 +19,23 @@ CASE_TIMEOUT=${COREQ_CASE_TIMEOUT:-60}
 NTHREADS_COUNTS=(10 1000 3000)
 # Cores of real Debian programs.
 REAL_CASES=(real-sleep real-python3 real-perl)
+# Crash sites of bucket_multi (a program whose manifest signal is SITE), as
+# "site signal function": `bucket_multi SITE` dies of that signal in that
+# function, called from the manifest's chain (dispatch main).  Each site is
+# the case bucket_multi-SITE.
+BUCKET_SITES=(
+	"f ABRT crash_in_f"
+	"g ABRT crash_in_g"
+	"same_abort ABRT site_same"
+	"same_segv SEGV site_same"
+	"check_abort ABRT checker_caller"
+	"check_raise ABRT checker_caller"
+	"check_assert ABRT checker_caller"
+)
+# The multi-core case bucket-100: BUCKET_PER_SITE cores of bucket_multi for
+# each of these sites, in a fixed scrambled order.
+BUCKET_MULTI_SITES=(f g same_abort same_segv check_assert)
+BUCKET_PER_SITE=20
 
 msg() { printf '%s: %s\n' "$LIB_PROG" "$*" >&2; }
 info() { printf '%s: %s\n' "$LIB_PROG" "$*"; }
@@ -40,8 +57,15 @@ manifest_rows() {
 # all_cases: every case name, one per line.
 all_cases() {
 	local prog variants sig threads chain v n
+	local site
 	while read -r prog variants sig threads chain; do
 		[[ $threads == N+1 ]] && continue
+		if [[ $sig == SITE ]]; then
+			for site in "${BUCKET_SITES[@]}"; do
+				printf '%s-%s\n' "$prog" "${site%% *}"
+			done
+			continue
+		fi
 		for v in ${variants//,/ }; do
 			printf '%s.%s\n' "$prog" "$v"
 		done
@@ -50,6 +74,45 @@ all_cases() {
 		printf 'threads-%s\n' "$n"
 	done
 	printf '%s\n' "${REAL_CASES[@]}"
+	printf '%s\n' bucket-100
+}
+
+# is_multi_case CASE: CASE makes many cores (core-000, core-001, ...) in
+# its directory rather than one `core`.
+is_multi_case() {
+	[[ $1 == bucket-100 ]]
+}
+
+# bucket_site SITE: set B_SIG (signal name) and B_FN (crashing function) of
+# a bucket_multi site.  Returns 1 if SITE is unknown.
+bucket_site() {
+	local row name
+	for row in "${BUCKET_SITES[@]}"; do
+		read -r name B_SIG B_FN <<<"$row"
+		[[ $name == "$1" ]] && return 0
+	done
+	B_SIG= B_FN=
+	return 1
+}
+
+# bucket_order: the sites of the bucket-100 cores in core order, one per
+# line: BUCKET_PER_SITE of each of BUCKET_MULTI_SITES, shuffled with a fixed
+# seed (Fisher-Yates over a linear congruential generator), so every build
+# gets the same order.
+bucket_order() {
+	local -a order=()
+	local site i j t seed=20240601
+	for site in "${BUCKET_MULTI_SITES[@]}"; do
+		for ((i = 0; i < BUCKET_PER_SITE; i++)); do
+			order+=("$site")
+		done
+	done
+	for ((i = ${#order[@]} - 1; i > 0; i--)); do
+		seed=$(((seed * 1103515245 + 12345) % 2147483648))
+		j=$(((seed >> 8) % (i + 1)))
+		t=${order[i]} order[i]=${order[j]} order[j]=$t
+	done
+	printf '%s\n' "${order[@]}"
 }
 
 # signum NAME: signal number of NAME (ABRT, SIGSEGV, ...).
@@ -92,6 +155,14 @@ n = 0
 while True:
     n += 1')
 		;;
+	bucket-100)
+		# The facts of each core are the site's; see generate_multi_case.
+		prog=bucket_multi variant=O2
+		;;
+	bucket_multi-*)
+		prog=bucket_multi variant=O2
+		C_ARGS=("${case#bucket_multi-}")
+		;;
 	real-perl)
 		C_EXE=/usr/bin/perl C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
 		# shellcheck disable=SC2016 # a perl program, not shell
@@ -113,6 +184,17 @@ while True:
 			return 1
 		fi
 		read -r mprog variants sig threads chain <<<"$row"
+		if [[ $sig == SITE ]]; then
+			if [[ $case == bucket-100 ]]; then
+				C_ARGS=("${BUCKET_MULTI_SITES[0]}")
+			fi
+			if [[ ${#C_ARGS[@]} -ne 1 ]] || ! bucket_site "${C_ARGS[0]}"; then
+				C_ERROR="unknown case ($prog has no crash site ${C_ARGS[0]:-})"
+				return 1
+			fi
+			sig=$B_SIG
+			chain="$B_FN $chain"
+		fi
 		if [[ $prog == nthreads ]]; then
 			if [[ ! $n =~ ^[1-9][0-9]*$ ]]; then
 				C_ERROR="unknown case (bad thread count)"
@@ -139,6 +221,19 @@ case_up_to_date() {
 	local dest=$1
 	[[ -f $dest/core && -f $dest/expect && $dest/expect -nt $C_REALEXE &&
 		$dest/expect -nt ${BASH_SOURCE[0]} ]]
+}
+
+# multi_up_to_date DEST: the multi-core case in DEST has its expect, newer
+# than the program and than this library, and every core it lists.
+multi_up_to_date() {
+	local dest=$1 n i
+	[[ -f $dest/expect && $dest/expect -nt $C_REALEXE &&
+		$dest/expect -nt ${BASH_SOURCE[0]} ]] || return 1
+	n=$(sed -n 's/^cores=\([0-9][0-9]*\)$/\1/p' "$dest/expect")
+	[[ -n $n ]] || return 1
+	for ((i = 0; i < n; i++)); do
+		[[ -f $dest/$(printf 'core-%03d' "$i") ]] || return 1
+	done
 }
 
 # read_core_pattern: the kernel's core_pattern.
@@ -416,15 +511,116 @@ generate_case() {
 	CASE_METHOD=$method
 }
 
+# multi_jobs: how many cores of a multi-core case to make at once.  One if
+# the kernel writes every core to the same absolute path (no %p and
+# core_uses_pid off): parallel crashes would overwrite each other's core.
+multi_jobs() {
+	local pattern cpus
+	pattern=$(read_core_pattern)
+	cpus=$(nproc 2>/dev/null || echo 1)
+	if [[ $(core_method) == kernel && $pattern == /* && $pattern != *%p* &&
+		$(cat /proc/sys/kernel/core_uses_pid 2>/dev/null) != 1 ]]; then
+		echo 1
+	elif [[ $(core_method) == gcore ]]; then
+		echo "$cpus"
+	else
+		echo $((cpus * 4 > 16 ? 16 : cpus * 4))
+	fi
+}
+
+# generate_multi_case CASE DEST OUT: make the cores of the multi-core case
+# CASE (bucket-100: bucket_multi at the sites of bucket_order) as
+# DEST/core-000, DEST/core-001, ... and write DEST/expect (see README.md).
+# Each core is made like a single case (generate_case, with its gcore
+# fallback), several at once.  On failure returns 1 with REASON set.
+MULTI_PIDS=()
+generate_multi_case() {
+	local case=$1 dest=$2 out=$3 work i name max n=0 pid methods
+	local -a sites pids=() signals=() ms=()
+	mapfile -t sites < <(bucket_order)
+	REASON=
+	rm -rf "$dest"
+	mkdir -p "$dest"
+	work=$dest/.work
+	mkdir "$work"
+	SCRATCH_DIR=$work
+	max=$(multi_jobs)
+	MULTI_PIDS=()
+	for i in "${!sites[@]}"; do
+		name=$(printf 'core-%03d' "$i")
+		(
+			if ! case_setup "bucket_multi-${sites[i]}" "$out"; then
+				echo "$C_ERROR" >"$work/$name.reason"
+				exit 1
+			fi
+			if ! generate_case "$name" "$work/$name" >"$work/$name.log" 2>&1; then
+				echo "$REASON" >"$work/$name.reason"
+				exit 1
+			fi
+		) </dev/null &
+		MULTI_PIDS+=($!)
+		n=$((n + 1))
+		if ((n >= max)); then
+			wait -n 2>/dev/null || true
+			n=$((n - 1))
+		fi
+	done
+	for pid in "${MULTI_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	MULTI_PIDS=()
+	for i in "${!sites[@]}"; do
+		name=$(printf 'core-%03d' "$i")
+		if [[ ! -f $work/$name/core || ! -f $work/$name/expect ]]; then
+			REASON="$name (site ${sites[i]}): $(cat "$work/$name.reason" 2>/dev/null || echo 'no core')"
+			rm -rf "$work"
+			SCRATCH_DIR=
+			return 1
+		fi
+		pids+=("$(sed -n 's/^pid=//p' "$work/$name/expect")")
+		signals+=("$(sed -n 's/^signal=//p' "$work/$name/expect")")
+		ms+=("$(sed -n 's/^method=//p' "$work/$name/expect")")
+		mv -f "$work/$name/core" "$dest/$name"
+	done
+	rm -rf "$work"
+	SCRATCH_DIR=
+	methods=$(printf '%s\n' "${ms[@]}" | sort -u)
+	[[ $methods == *$'\n'* ]] && methods=mixed
+	case_setup "$case" "$out" || return 1
+	{
+		expect_line case "$case"
+		expect_line exe "$C_REALEXE"
+		expect_line debug_dir "$C_DEBUG_DIR"
+		expect_line cores "${#sites[@]}"
+		expect_line threads "$C_THREADS"
+		expect_line sites "${sites[*]}"
+		expect_line pids "${pids[*]}"
+		expect_line signals "${signals[*]}"
+		for name in "${BUCKET_MULTI_SITES[@]}"; do
+			case_setup "bucket_multi-$name" "$out" || return 1
+			expect_line "chain_$name" "$C_CHAIN"
+		done
+		expect_line method "$methods"
+	} >"$dest/expect.tmp"
+	mv -f "$dest/expect.tmp" "$dest/expect"
+	case_setup "$case" "$out"
+	CASE_METHOD=$methods
+}
+
 # cleanup_on_exit: kill the child still running (if any) and remove the
 # scratch directory.  Install with: trap cleanup_on_exit EXIT
 CHILD_PID=
 SCRATCH_DIR=
 cleanup_on_exit() {
+	local pid
 	if [[ -n $CHILD_PID ]]; then
 		kill -KILL "$CHILD_PID" 2>/dev/null || true
 		wait "$CHILD_PID" 2>/dev/null || true
 	fi
+	for pid in "${MULTI_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
 	if [[ -n $SCRATCH_DIR ]]; then
 		rm -rf "$SCRATCH_DIR"
 	fi
