@@ -8,6 +8,8 @@
 #   COREQ_CORE_METHOD=auto|kernel|gcore  force a method (default auto: kernel
 #                                        unless core_pattern is a pipe)
 #   COREQ_CASE_TIMEOUT=SECONDS           per-case time limit (default 60)
+#   COREQ_CORE_JOBS=N                    cores of a multi-core case made at
+#                                        once (default: see multi_jobs)
 #
 # The C_*, CASE_* and REASON globals are this library's results for callers.
 # shellcheck shell=bash disable=SC2034
@@ -91,7 +93,7 @@ bucket_site() {
 		read -r name B_SIG B_FN <<<"$row"
 		[[ $name == "$1" ]] && return 0
 	done
-	B_SIG= B_FN=
+	B_SIG='' B_FN=''
 	return 1
 }
 
@@ -516,6 +518,10 @@ generate_case() {
 # core_uses_pid off): parallel crashes would overwrite each other's core.
 multi_jobs() {
 	local pattern cpus
+	if [[ ${COREQ_CORE_JOBS:-} =~ ^[1-9][0-9]*$ ]]; then
+		echo "$COREQ_CORE_JOBS"
+		return
+	fi
 	pattern=$(read_core_pattern)
 	cpus=$(nproc 2>/dev/null || echo 1)
 	if [[ $(core_method) == kernel && $pattern == /* && $pattern != *%p* &&
