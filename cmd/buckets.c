@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cmd/store_output.h"
 #include "libcore/json.h"
 #include "libcore/store.h"
 #include "libcore/store_query.h"
@@ -53,15 +54,14 @@ static bool parse_since(const char *s, int64_t *out)
 	return true;
 }
 
-struct printer {
-	enum cmd_format format;
-	struct cq_json j;
-	size_t count;
+struct buckets_query {
+	struct cmd_listing out;
+	struct cq_store_bucket_filter filter;
 };
 
 static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 {
-	struct printer *p = ctx;
+	struct cmd_listing *p = ctx;
 	char first[32], last[32];
 	cmd_iso_time(b->first_seen, first);
 	cmd_iso_time(b->last_seen, last);
@@ -99,6 +99,12 @@ static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 	p->count++;
 }
 
+static struct cq_error *query_buckets(struct cq_store *store, void *ctx)
+{
+	struct buckets_query *q = ctx;
+	return cq_store_each_bucket(store, &q->filter, print_bucket, &q->out);
+}
+
 int cmd_buckets(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -109,8 +115,7 @@ int cmd_buckets(int argc, char **argv)
 		{"exe", required_argument, NULL, OPT_EXE_NAME},
 		{NULL, 0, NULL, 0},
 	};
-	struct printer p = {.format = CMD_FORMAT_TEXT};
-	struct cq_store_bucket_filter filter = {0};
+	struct buckets_query q = {.out.format = CMD_FORMAT_TEXT};
 	const char *db = NULL;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -119,21 +124,21 @@ int cmd_buckets(int argc, char **argv)
 			fputs(buckets_usage, stdout);
 			return EXIT_OK;
 		case OPT_FORMAT:
-			if (!cmd_parse_format(optarg, &p.format, "buckets"))
+			if (!cmd_parse_format(optarg, &q.out.format, "buckets"))
 				return EXIT_USAGE;
 			break;
 		case OPT_DB:
 			db = optarg;
 			break;
 		case OPT_SINCE:
-			if (!parse_since(optarg, &filter.since))
+			if (!parse_since(optarg, &q.filter.since))
 				return cmd_usage_error("buckets", "--since takes YYYY-MM-DD, "
 								  "YYYY-MM-DDTHH:MM:SS or unix "
 								  "seconds, not '%s'",
 						       optarg);
 			break;
 		case OPT_EXE_NAME:
-			filter.exe = optarg;
+			q.filter.exe = optarg;
 			break;
 		default:
 			return cmd_usage_error("buckets", "unknown option");
@@ -141,24 +146,5 @@ int cmd_buckets(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cmd_usage_error("buckets", "unexpected argument '%s'", argv[optind]);
-	struct cq_store *store;
-	struct cq_error *err = cmd_open_store(db, &store);
-	if (err)
-		return cmd_fail(db ? db : "database", err);
-	if (p.format == CMD_FORMAT_JSON) {
-		cq_json_init(&p.j, stdout);
-		cq_json_object_begin(&p.j);
-		cq_json_key(&p.j, "buckets");
-		cq_json_array_begin(&p.j);
-	}
-	err = cq_store_each_bucket(store, &filter, print_bucket, &p);
-	if (p.format == CMD_FORMAT_JSON) {
-		cq_json_array_end(&p.j);
-		cq_json_object_end(&p.j);
-		cq_json_finish(&p.j);
-	} else if (!err && p.count == 0) {
-		puts("no buckets");
-	}
-	cq_store_close(store);
-	return err ? cmd_fail(db ? db : "database", err) : EXIT_OK;
+	return cmd_run_listing(db, &q.out, "buckets", "no buckets", query_buckets, &q);
 }

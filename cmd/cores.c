@@ -80,15 +80,14 @@ static int parse_db_options(int argc, char **argv, const char *cmd, const char *
 	return 0;
 }
 
-struct printer {
-	enum cmd_format format;
-	struct cq_json j;
-	size_t count;
+struct cores_query {
+	struct cmd_listing out;
+	struct cq_store_core_filter filter;
 };
 
 static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 {
-	struct printer *p = ctx;
+	struct cmd_listing *p = ctx;
 	if (p->format == CMD_FORMAT_JSON) {
 		cmd_json_stored_core(&p->j, c);
 		return;
@@ -108,42 +107,28 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 	       (long long)c->nthreads, bucket, c->status, c->exe ? c->exe : "-");
 }
 
+static struct cq_error *query_cores(struct cq_store *store, void *ctx)
+{
+	struct cores_query *q = ctx;
+	return cq_store_each_core(store, &q->filter, print_core_line, &q->out);
+}
+
 int cmd_cores(int argc, char **argv)
 {
 	const char *db = NULL;
-	struct printer p = {.format = CMD_FORMAT_TEXT};
-	struct cq_store_core_filter filter = {0};
+	struct cores_query q = {.out.format = CMD_FORMAT_TEXT};
 	int rc = EXIT_OK;
-	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &p.format, &filter.bucket_id,
-			     &rc) < 0)
+	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &q.out.format,
+			     &q.filter.bucket_id, &rc) < 0)
 		return rc;
 	if (optind != argc)
 		return cmd_usage_error("cores", "unexpected argument '%s'", argv[optind]);
-	struct cq_store *store;
-	struct cq_error *err = cmd_open_store(db, &store);
-	if (err)
-		return cmd_fail(db ? db : "database", err);
-	if (p.format == CMD_FORMAT_JSON) {
-		cq_json_init(&p.j, stdout);
-		cq_json_object_begin(&p.j);
-		cq_json_key(&p.j, "cores");
-		cq_json_array_begin(&p.j);
-	}
-	err = cq_store_each_core(store, &filter, print_core_line, &p);
-	if (p.format == CMD_FORMAT_JSON) {
-		cq_json_array_end(&p.j);
-		cq_json_object_end(&p.j);
-		cq_json_finish(&p.j);
-	} else if (!err && p.count == 0) {
-		puts("no cores stored");
-	}
-	cq_store_close(store);
-	return err ? cmd_fail(db ? db : "database", err) : EXIT_OK;
+	return cmd_run_listing(db, &q.out, "cores", "no cores stored", query_cores, &q);
 }
 
 static void show_core(void *ctx, const struct cq_store_core_row *c)
 {
-	struct printer *p = ctx;
+	struct cmd_listing *p = ctx;
 	if (p->format == CMD_FORMAT_JSON) {
 		/* The document starts only once the core is known to exist. */
 		cq_json_init(&p->j, stdout);
@@ -183,7 +168,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 
 static void show_module(void *ctx, const struct cq_store_module_row *m)
 {
-	struct printer *p = ctx;
+	struct cmd_listing *p = ctx;
 	if (p->format == CMD_FORMAT_JSON) {
 		struct cq_json *j = &p->j;
 		cq_json_object_begin(j);
@@ -206,7 +191,7 @@ static void show_module(void *ctx, const struct cq_store_module_row *m)
 
 static void show_thread(void *ctx, const struct cq_store_thread_row *t)
 {
-	struct printer *p = ctx;
+	struct cmd_listing *p = ctx;
 	if (p->format == CMD_FORMAT_JSON) {
 		struct cq_json *j = &p->j;
 		cq_json_object_begin(j);
@@ -234,7 +219,7 @@ static void show_thread(void *ctx, const struct cq_store_thread_row *t)
 int cmd_show(int argc, char **argv)
 {
 	const char *db = NULL;
-	struct printer p = {.format = CMD_FORMAT_TEXT};
+	struct cmd_listing p = {.format = CMD_FORMAT_TEXT};
 	int rc = EXIT_OK;
 	unsigned id;
 	if (parse_db_options(argc, argv, "show", show_usage, &db, &p.format, NULL, &rc) < 0)

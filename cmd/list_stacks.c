@@ -35,15 +35,14 @@ enum {
 	OPT_BUCKET,
 };
 
-struct printer {
-	enum cmd_format format;
-	struct cq_json j;
-	size_t count;
+struct stacks_query {
+	struct cmd_listing out;
+	struct cq_store_stack_filter filter;
 };
 
 static void print_stack(void *ctx, const struct cq_store_stack_row *s)
 {
-	struct printer *p = ctx;
+	struct cmd_listing *p = ctx;
 	char first[32], last[32];
 	cmd_iso_time(s->first_seen, first);
 	cmd_iso_time(s->last_seen, last);
@@ -74,6 +73,12 @@ static void print_stack(void *ctx, const struct cq_store_stack_row *s)
 	p->count++;
 }
 
+static struct cq_error *query_stacks(struct cq_store *store, void *ctx)
+{
+	struct stacks_query *q = ctx;
+	return cq_store_each_stack(store, &q->filter, print_stack, &q->out);
+}
+
 int cmd_list_stacks(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -86,8 +91,8 @@ int cmd_list_stacks(int argc, char **argv)
 		{"bucket", required_argument, NULL, OPT_BUCKET},
 		{NULL, 0, NULL, 0},
 	};
-	struct printer p = {.format = CMD_FORMAT_TEXT};
-	struct cq_store_stack_filter filter = {0};
+	struct stacks_query q = {.out.format = CMD_FORMAT_TEXT};
+	struct cq_store_stack_filter *filter = &q.filter;
 	const char *db = NULL;
 	unsigned v;
 	int opt;
@@ -97,7 +102,7 @@ int cmd_list_stacks(int argc, char **argv)
 			fputs(list_stacks_usage, stdout);
 			return EXIT_OK;
 		case OPT_FORMAT:
-			if (!cmd_parse_format(optarg, &p.format, "list-stacks"))
+			if (!cmd_parse_format(optarg, &q.out.format, "list-stacks"))
 				return EXIT_USAGE;
 			break;
 		case OPT_DB:
@@ -106,20 +111,20 @@ int cmd_list_stacks(int argc, char **argv)
 		case OPT_CORE:
 			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--core"))
 				return EXIT_USAGE;
-			filter.core_id = v;
+			filter->core_id = v;
 			break;
 		case OPT_EXE_NAME:
-			filter.exe = optarg;
+			filter->exe = optarg;
 			break;
 		case OPT_BUCKET:
 			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--bucket"))
 				return EXIT_USAGE;
-			filter.bucket_id = v;
+			filter->bucket_id = v;
 			break;
 		case OPT_LIMIT:
 			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--limit"))
 				return EXIT_USAGE;
-			filter.limit = v;
+			filter->limit = v;
 			break;
 		default:
 			return cmd_usage_error("list-stacks", "unknown option");
@@ -127,25 +132,8 @@ int cmd_list_stacks(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cmd_usage_error("list-stacks", "unexpected argument '%s'", argv[optind]);
-	struct cq_store *store;
-	struct cq_error *err = cmd_open_store(db, &store);
-	if (err)
-		return cmd_fail(db ? db : "database", err);
-	if (p.format == CMD_FORMAT_JSON) {
-		cq_json_init(&p.j, stdout);
-		cq_json_object_begin(&p.j);
-		cq_json_key(&p.j, "stacks");
-		cq_json_array_begin(&p.j);
-	}
-	err = cq_store_each_stack(store, &filter, print_stack, &p);
-	if (p.format == CMD_FORMAT_JSON) {
-		cq_json_array_end(&p.j);
-		cq_json_object_end(&p.j);
-		cq_json_finish(&p.j);
-	} else if (!err && p.count == 0) {
-		printf("no stacks stored%s\n",
-		       filter.core_id || filter.exe || filter.bucket_id ? " that match" : "");
-	}
-	cq_store_close(store);
-	return err ? cmd_fail(db ? db : "database", err) : EXIT_OK;
+	const char *empty = filter->core_id || filter->exe || filter->bucket_id
+				    ? "no stacks stored that match"
+				    : "no stacks stored";
+	return cmd_run_listing(db, &q.out, "stacks", empty, query_stacks, &q);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "libcore/json.h"
+#include "libcore/store.h"
 
 void cmd_json_stored_frames(struct cq_json *j, const struct cq_store_frame_row *f, size_t n)
 {
@@ -120,4 +121,29 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 	else
 		cq_json_null(j);
 	cq_json_object_end(j);
+}
+
+int cmd_run_listing(const char *db, struct cmd_listing *l, const char *key, const char *empty,
+		    cmd_listing_query query, void *ctx)
+{
+	struct cq_store *store;
+	struct cq_error *err = cmd_open_store(db, &store);
+	if (err)
+		return cmd_fail(db ? db : "database", err);
+	if (l->format == CMD_FORMAT_JSON) {
+		cq_json_init(&l->j, stdout);
+		cq_json_object_begin(&l->j);
+		cq_json_key(&l->j, key);
+		cq_json_array_begin(&l->j);
+	}
+	err = query(store, ctx);
+	if (l->format == CMD_FORMAT_JSON) {
+		cq_json_array_end(&l->j);
+		cq_json_object_end(&l->j);
+		cq_json_finish(&l->j);
+	} else if (!err && l->count == 0) {
+		puts(empty);
+	}
+	cq_store_close(store);
+	return err ? cmd_fail(db ? db : "database", err) : EXIT_OK;
 }
