@@ -2,7 +2,7 @@
  * ingest.c - `coreq ingest CORE... | DIR | -`: analyse cores and store them,
  * one transaction each, skipping cores already stored (by content).
  */
-#include "cmd/cmd.h"
+#include "cmd/ingest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,51 +14,62 @@
 #include <unistd.h>
 
 #include "libcore/bucket.h"
+#include "libcore/capture.h"
 #include "libcore/cache.h"
 #include "libcore/json.h"
 #include "libcore/stacktrace.h"
 #include "libcore/store.h"
+#include "libcore/store_capture.h"
 
 static const char ingest_usage[] =
-	"Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
-	"                    [--cache P | --no-cache] [--signature-frames N] CORE... | DIR | -\n"
-	"\n"
-	"Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
-	"the database, one transaction per core: a core is stored whole or not at\n"
-	"all.  A core already stored (same content, under any name or compression)\n"
-	"is skipped.  DIR means every core-looking file in it (raw or compressed).\n"
-	"Cores that cannot be analysed are reported and skipped; the exit status is\n"
-	"then 1.  A progress bar is shown when standard error is a terminal.\n"
-	"Each core is filed in a crash bucket by its signature: the crashed thread's\n"
-	"first N frames, normalised, after the crash machinery (abort, raise, assert,\n"
-	"the C++ throw path, Rust panics), and the signal (see `coreq buckets`).\n"
-	"\n"
-	"  --db P              database (default $COREQ_DB, else\n"
-	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
-	"  --format text|json  output format (default text)\n"
-	"  --sysroot D         look for every module path under D\n"
-	"  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-	"  --cache P           unwind-table and symbol cache (see coreq stack)\n"
-	"  --no-cache          do not use the cache\n"
-	"  --signature-frames N  frames in a crash signature (default 5)\n"
-	"  --help              show this help\n";
+    "Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
+    "                    [--cache P | --no-cache] [--signature-frames N] CORE... | DIR | -\n"
+    "\n"
+    "Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
+    "the database, one transaction per core: a core is stored whole or not at\n"
+    "all.  A core already stored (same content, under any name or compression)\n"
+    "is skipped.  DIR means every core-looking file in it (raw or compressed).\n"
+    "Cores that cannot be analysed are reported and skipped; the exit status is\n"
+    "then 1.  A progress bar is shown when standard error is a terminal.\n"
+    "Each core is filed in a crash bucket by its signature: the crashed thread's\n"
+    "first N frames, normalised, after the crash machinery (abort, raise, assert,\n"
+    "the C++ throw path, Rust panics), and the signal (see `coreq buckets`).\n"
+    "\n"
+    "  --db P              database (default $COREQ_DB, else\n"
+    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --format text|json  output format (default text)\n"
+    "  --sysroot D         look for every module path under D\n"
+    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+    "  --cache P           unwind-table and symbol cache (see coreq stack)\n"
+    "  --no-cache          do not use the cache\n"
+    "  --signature-frames N  frames in a crash signature (default 5)\n"
+    "  --help              show this help\n";
 
 struct inputs {
-	char **paths;
+	struct input *v;
 	size_t n, cap;
 };
 
-static bool push_input(struct inputs *in, const char *path)
+static bool push_input(struct inputs *in, const char *path, const struct stat *st)
 {
 	if (in->n == in->cap) {
 		size_t cap = in->cap ? in->cap * 2 : 16;
-		char **p = realloc(in->paths, cap * sizeof(*p));
+		struct input *p = realloc(in->v, cap * sizeof(*p));
 		if (!p)
 			return false;
-		in->paths = p;
+		in->v = p;
 		in->cap = cap;
 	}
-	return (in->paths[in->n++] = strdup(path)) != NULL;
+	struct input *e = &in->v[in->n];
+	*e = (struct input){.from_dir = st != NULL};
+	if (st) {
+		e->size = (int64_t)st->st_size;
+		e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	}
+	if (!(e->path = strdup(path)))
+		return false;
+	in->n++;
+	return true;
 }
 
 /* An ELF core, or a stream in one of the compressed formats systemd uses. */
@@ -76,11 +87,13 @@ static bool looks_like_core(const char *path)
 		const char *magic;
 		size_t len;
 	} compressed[] = {
-		{"\x28\xb5\x2f\xfd", 4},	     /* zstd */
-		{"\xfd" "7zXZ\0", 6},	     /* xz */
-		{"\x04\x22\x4d\x18", 4},	     /* lz4 */
-		{"\x1f\x8b", 2},		     /* gzip */
-		{"BZh", 3},			     /* bzip2 */
+	    {"\x28\xb5\x2f\xfd", 4}, /* zstd */
+	    {"\xfd"
+	     "7zXZ\0",
+	     6},                     /* xz */
+	    {"\x04\x22\x4d\x18", 4}, /* lz4 */
+	    {"\x1f\x8b", 2},         /* gzip */
+	    {"BZh", 3},              /* bzip2 */
 	};
 	for (size_t i = 0; i < sizeof(compressed) / sizeof(compressed[0]); i++)
 		if ((size_t)n >= compressed[i].len &&
@@ -91,15 +104,20 @@ static bool looks_like_core(const char *path)
 
 static int name_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct input *)a)->path, ((const struct input *)b)->path);
 }
 
 /* Adds every core-looking regular file of dir, in name order. */
 static struct cq_error *expand_dir(struct inputs *in, const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return cq_error_errno(errno, "cannot read directory");
+	char *abs = realpath(dir, NULL);
+	DIR *d = abs ? opendir(abs) : NULL;
+	if (!d) {
+		int e = errno;
+		free(abs);
+		return cq_error_errno(e, "cannot read directory");
+	}
+	dir = abs;
 	size_t first = in->n;
 	struct dirent *e;
 	struct cq_error *err = NULL;
@@ -109,20 +127,15 @@ static struct cq_error *expand_dir(struct inputs *in, const char *dir)
 		if (e->d_name[0] == '.' || asprintf(&p, "%s/%s", dir, e->d_name) < 0)
 			continue;
 		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && looks_like_core(p) &&
-		    !push_input(in, p))
+		    !push_input(in, p, &st))
 			err = &cq_error_nomem;
 		free(p);
 	}
 	closedir(d);
-	qsort(in->paths + first, in->n - first, sizeof(*in->paths), name_cmp);
+	free(abs);
+	qsort(in->v + first, in->n - first, sizeof(*in->v), name_cmp);
 	return err;
 }
-
-struct progress {
-	bool shown;
-	size_t done, total;
-	struct timespec start;
-};
 
 static void progress_clear(struct progress *p)
 {
@@ -136,28 +149,18 @@ static void progress_draw(struct progress *p)
 		return;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	double secs = (double)(now.tv_sec - p->start.tv_sec) +
-		      (double)(now.tv_nsec - p->start.tv_nsec) / 1e9;
+	double secs =
+	    (double)(now.tv_sec - p->start.tv_sec) + (double)(now.tv_nsec - p->start.tv_nsec) / 1e9;
 	int width = 30, filled = p->total ? (int)(width * p->done / p->total) : width;
 	fprintf(stderr, "\r[%.*s%*s] %zu/%zu cores, %.1f/s", filled,
-		"##############################", width - filled, "", p->done, p->total,
-		secs > 0 ? (double)p->done / secs : 0.0);
+	        "##############################", width - filled, "", p->done, p->total,
+	        secs > 0 ? (double)p->done / secs : 0.0);
 	fflush(stderr);
 }
 
-struct ingest_run {
-	struct cmd_core_opts o;
-	struct cq_stack_options so;
-	struct cq_store *store;
-	struct cq_json json;
-	struct progress progress;
-	unsigned signature_frames;
-	size_t ingested, duplicates, failed;
-};
-
 static void report(struct ingest_run *run, const char *path, const char *status,
-		   const struct cq_store_result *r, const struct cq_bucket_signature *sig,
-		   const char *message)
+                   const struct cq_store_result *r, const struct cq_bucket_signature *sig,
+                   const char *message)
 {
 	if (run->o.format == CMD_FORMAT_JSON) {
 		struct cq_json *j = &run->json;
@@ -204,46 +207,90 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 	if (strcmp(status, "ingested") == 0)
 		printf("%s: ingested as core %lld: %zu thread%s, %zu stack%s (%zu new), bucket "
 		       "%lld%s\n",
-		       path, (long long)r->core_id, r->threads, r->threads == 1 ? "" : "s", r->stacks,
-		       r->stacks == 1 ? "" : "s", r->new_stacks, (long long)r->bucket_id,
+		       path, (long long)r->core_id, r->threads, r->threads == 1 ? "" : "s",
+		       r->stacks, r->stacks == 1 ? "" : "s", r->new_stacks, (long long)r->bucket_id,
 		       r->new_bucket ? " (new)" : "");
 	else if (strcmp(status, "duplicate") == 0)
 		printf("%s: already ingested as core %lld\n", path, (long long)r->core_id);
 	fflush(stdout);
 }
 
-static void ingest_one(struct ingest_run *run, const char *path)
+/* The outcome of one input, for the seen-files record. */
+static void remember(struct ingest_run *run, const struct input *in, int64_t core_id,
+                     const char *status, const char *message)
 {
+	if (!in->from_dir)
+		return;
+	struct cq_error *err = cq_store_file_record(run->store, in->path, in->size, in->mtime_ns,
+	                                            core_id, status, message);
+	if (err) {
+		cmd_warn(in->path, "cannot remember this file: %s", err->message);
+		cq_error_free(err);
+	}
+}
+
+void cmd_ingest_one(struct ingest_run *run, const struct input *in)
+{
+	const char *path = in->path;
 	struct cq_core *core = NULL;
 	struct cq_stacks *stacks = NULL;
 	struct cq_store_result r = {0};
 	struct cq_bucket_signature sig = {0};
+	struct cq_capture cap;
 	char identity[CQ_STORE_IDENTITY_MAX];
+	bool stdin_core = strcmp(path, "-") == 0;
+	char *abs = stdin_core ? NULL : realpath(path, NULL);
+	cq_capture_init(&cap);
+	if (!stdin_core)
+		cq_capture_from_file(path, &cap);
+	if (run->capture_override)
+		cap = *run->capture_override;
 	struct cq_error *err = cmd_open_core(path, &run->o, &core);
 	if (!err) {
+		cq_capture_reconcile(core, &cap);
 		cq_store_identity(core, identity);
 		err = cq_store_find_core(run->store, identity, &r.core_id);
 	}
+	struct cq_store_meta meta = {.capture = &cap, .stored_path = abs, .signature = &sig};
 	if (!err && r.core_id) {
+		/* Drops a placeholder the hook left for this copy, if any. */
+		err = cq_store_ingest(run->store, core, identity, NULL, &meta, &r);
 		r.duplicate = true;
 	} else if (!err && !(err = cq_core_stacks(core, &run->so, &stacks)) &&
-		   !(err = cq_bucket_signature(&stacks->threads[0], cq_core_signal(core),
-					       run->signature_frames, &sig))) {
-		struct cq_store_meta meta = {.signature = &sig};
+	           !(err = cq_bucket_signature(&stacks->threads[0], cq_core_signal(core),
+	                                       run->signature_frames, &sig))) {
 		err = cq_store_ingest(run->store, core, identity, stacks, &meta, &r);
 	}
 	if (err) {
 		run->failed++;
+		int64_t placeholder = 0;
+		struct cq_error *e2 =
+		    abs ? cq_store_placeholder_failed(run->store, abs, err->message, &placeholder)
+		        : NULL;
+		if (e2) {
+			cmd_warn(path, "cannot record the failure: %s", e2->message);
+			cq_error_free(e2);
+		}
+		run->last_core_id = placeholder;
+		remember(run, in, 0, "failed", err->message);
 		progress_clear(&run->progress);
 		report(run, path, "failed", NULL, NULL, err->message);
+		snprintf(run->last_error, sizeof(run->last_error), "%s", err->message);
 		cmd_fail(path, err);
 	} else if (r.duplicate) {
 		run->duplicates++;
+		run->last_core_id = r.core_id;
+		remember(run, in, r.core_id, "duplicate", NULL);
 		report(run, path, "duplicate", &r, NULL, NULL);
 	} else {
 		run->ingested++;
+		run->last_core_id = r.core_id;
+		run->last_new_bucket = r.new_bucket;
+		snprintf(run->last_bucket, sizeof(run->last_bucket), "%s", sig.hash);
+		remember(run, in, r.core_id, "ingested", NULL);
 		report(run, path, "ingested", &r, &sig, NULL);
 	}
+	free(abs);
 	cq_bucket_signature_free(&sig);
 	cq_stacks_free(stacks);
 	cq_core_close(core);
@@ -258,8 +305,12 @@ enum {
 
 static void print_summary(struct ingest_run *run)
 {
-	if (run->o.format != CMD_FORMAT_JSON)
+	if (run->o.format != CMD_FORMAT_JSON) {
+		if (run->unchanged)
+			printf("%zu file%s unchanged since an earlier ingest, skipped\n",
+			       run->unchanged, run->unchanged == 1 ? "" : "s");
 		return;
+	}
 	struct cq_json *j = &run->json;
 	cq_json_array_end(j);
 	cq_json_key(j, "ingested");
@@ -268,6 +319,8 @@ static void print_summary(struct ingest_run *run)
 	cq_json_uint(j, run->duplicates);
 	cq_json_key(j, "failed");
 	cq_json_uint(j, run->failed);
+	cq_json_key(j, "unchanged");
+	cq_json_uint(j, run->unchanged);
 	cq_json_object_end(j);
 	cq_json_finish(j);
 }
@@ -275,12 +328,12 @@ static void print_summary(struct ingest_run *run)
 int cmd_ingest(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		CMD_CORE_LONG_OPTIONS,
-		{"db", required_argument, NULL, OPT_DB},
-		{"cache", required_argument, NULL, OPT_CACHE},
-		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
-		{"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
-		{NULL, 0, NULL, 0},
+	    CMD_CORE_LONG_OPTIONS,
+	    {"db", required_argument, NULL, OPT_DB},
+	    {"cache", required_argument, NULL, OPT_CACHE},
+	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+	    {"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
+	    {NULL, 0, NULL, 0},
 	};
 	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES};
 	cmd_core_opts_init(&run.o);
@@ -306,10 +359,9 @@ int cmd_ingest(int argc, char **argv)
 			no_cache = true;
 		else if (opt == OPT_SIGNATURE_FRAMES) {
 			if (!cmd_parse_count(optarg, 1, 64, &run.signature_frames, "ingest",
-					     "--signature-frames"))
+			                     "--signature-frames"))
 				return EXIT_USAGE;
-		}
-		else
+		} else
 			return cmd_usage_error("ingest", "unknown option");
 	}
 	if (optind >= argc)
@@ -324,7 +376,7 @@ int cmd_ingest(int argc, char **argv)
 		struct cq_error *err = NULL;
 		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
 			err = expand_dir(&in, argv[i]);
-		else if (!push_input(&in, argv[i]))
+		else if (!push_input(&in, argv[i], NULL))
 			err = &cq_error_nomem;
 		if (err)
 			rc = cmd_fail(argv[i], err);
@@ -347,7 +399,19 @@ int cmd_ingest(int argc, char **argv)
 	}
 	for (size_t i = 0; i < in.n; i++) {
 		progress_draw(&run.progress);
-		ingest_one(&run, in.paths[i]);
+		bool seen = false;
+		if (in.v[i].from_dir) {
+			struct cq_error *e = cq_store_file_seen(
+			    run.store, in.v[i].path, in.v[i].size, in.v[i].mtime_ns, &seen);
+			if (e) {
+				cmd_warn(in.v[i].path, "%s", e->message);
+				cq_error_free(e);
+			}
+		}
+		if (seen)
+			run.unchanged++;
+		else
+			cmd_ingest_one(&run, &in.v[i]);
 		run.progress.done++;
 	}
 	progress_clear(&run.progress);
@@ -358,7 +422,7 @@ int cmd_ingest(int argc, char **argv)
 	cq_store_close(run.store);
 out:
 	for (size_t i = 0; i < in.n; i++)
-		free(in.paths[i]);
-	free(in.paths);
+		free(in.v[i].path);
+	free(in.v);
 	return rc;
 }

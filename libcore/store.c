@@ -21,13 +21,14 @@
 #include <time.h>
 
 #include "libcore/bucket.h"
+#include "libcore/capture.h"
 #include "libcore/core.h"
 #include "libcore/module.h"
 #include "libcore/paths.h"
 #include "libcore/schema.h"
 #include "libcore/stacktrace.h"
 
-#define BUSY_TIMEOUT_MS 60000
+#define BUSY_TIMEOUT_MS       60000
 #define IDENTITY_PREFIX_BYTES (1u << 20)
 
 struct cq_store {
@@ -104,7 +105,7 @@ void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MA
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	size_t prefix = core->image_size < IDENTITY_PREFIX_BYTES ? (size_t)core->image_size
-								 : IDENTITY_PREFIX_BYTES;
+	                                                         : IDENTITY_PREFIX_BYTES;
 	h = hash_bytes(h, core->image, prefix);
 	size_t phnum;
 	if (elf_getphdrnum(core->elf, &phnum) == 0) {
@@ -118,7 +119,7 @@ void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MA
 		}
 	}
 	snprintf(out, CQ_STORE_IDENTITY_MAX, "%llu-%016llx", (unsigned long long)core->image_size,
-		 (unsigned long long)h);
+	         (unsigned long long)h);
 }
 
 /* ---- statements ------------------------------------------------------------ */
@@ -126,6 +127,8 @@ void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MA
 enum stmt {
 	ST_FIND_CORE,
 	ST_INSERT_CORE,
+	ST_FIND_PLACEHOLDER,
+	ST_DELETE_CORE,
 	ST_INSERT_MODULE,
 	ST_FIND_MODULE,
 	ST_INSERT_CORE_MODULE,
@@ -141,27 +144,30 @@ enum stmt {
 };
 
 static const char *const sql[ST_COUNT] = {
-	[ST_FIND_CORE] = "SELECT id FROM cores WHERE identity = ?",
-	[ST_INSERT_CORE] =
-		"INSERT INTO cores (identity, path, size, pid, exe, cmdline, uid, gid, signal, "
-		"signal_name, si_code, fault_address, crashed_tid, nthreads, timestamp, hostname, "
-		"ingested_at, status, message) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_INSERT_MODULE] = "INSERT OR IGNORE INTO modules (build_id, path) VALUES (?, ?)",
-	[ST_FIND_MODULE] = "SELECT id FROM modules WHERE build_id = ?",
-	[ST_INSERT_CORE_MODULE] = "INSERT OR IGNORE INTO core_modules (core_id, module_id, path, "
-				  "start, end, status) VALUES (?,?,?,?,?,?)",
-	[ST_FIND_STACK] = "SELECT id FROM stacks WHERE hash = ?",
-	[ST_INSERT_STACK] = "INSERT INTO stacks (hash, nframes) VALUES (?, ?)",
-	[ST_INSERT_FRAME] = "INSERT INTO frames (stack_id, idx, module_id, offset, kind, trust, "
-			    "function, file, line) VALUES (?,?,?,?,?,?,?,?,?)",
-	[ST_INSERT_THREAD] = "INSERT INTO threads (core_id, tid, idx, name, crashed, stack_id, end) "
-			     "VALUES (?,?,?,?,?,?,?)",
-	[ST_FIND_BUCKET] = "SELECT id FROM buckets WHERE hash = ?",
-	[ST_INSERT_BUCKET] = "INSERT INTO buckets (hash, signature, count, first_seen, last_seen, "
-			     "example_core) VALUES (?, ?, 0, ?3, ?3, ?4)",
-	[ST_COUNT_BUCKET] = "UPDATE buckets SET count = count + 1, first_seen = min(first_seen, ?2), "
-			    "last_seen = max(last_seen, ?2) WHERE id = ?1",
-	[ST_SET_CORE_BUCKET] = "UPDATE cores SET bucket_id = ? WHERE id = ?",
+    [ST_FIND_CORE] = "SELECT id FROM cores WHERE identity = ?",
+    [ST_INSERT_CORE] =
+        "INSERT INTO cores (identity, path, size, pid, exe, cmdline, uid, gid, signal, "
+        "signal_name, si_code, fault_address, crashed_tid, nthreads, timestamp, hostname, "
+        "ingested_at, status, message, comm, boot_id, rlimit, source, stored_path, "
+        "meta_conflicts, id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_FIND_PLACEHOLDER] = "SELECT id, source FROM cores WHERE identity = 'stored:' || ?",
+    [ST_DELETE_CORE] = "DELETE FROM cores WHERE id = ?",
+    [ST_INSERT_MODULE] = "INSERT OR IGNORE INTO modules (build_id, path) VALUES (?, ?)",
+    [ST_FIND_MODULE] = "SELECT id FROM modules WHERE build_id = ?",
+    [ST_INSERT_CORE_MODULE] = "INSERT OR IGNORE INTO core_modules (core_id, module_id, path, "
+                              "start, end, status) VALUES (?,?,?,?,?,?)",
+    [ST_FIND_STACK] = "SELECT id FROM stacks WHERE hash = ?",
+    [ST_INSERT_STACK] = "INSERT INTO stacks (hash, nframes) VALUES (?, ?)",
+    [ST_INSERT_FRAME] = "INSERT INTO frames (stack_id, idx, module_id, offset, kind, trust, "
+                        "function, file, line) VALUES (?,?,?,?,?,?,?,?,?)",
+    [ST_INSERT_THREAD] = "INSERT INTO threads (core_id, tid, idx, name, crashed, stack_id, end) "
+                         "VALUES (?,?,?,?,?,?,?)",
+    [ST_FIND_BUCKET] = "SELECT id FROM buckets WHERE hash = ?",
+    [ST_INSERT_BUCKET] = "INSERT INTO buckets (hash, signature, count, first_seen, last_seen, "
+                         "example_core) VALUES (?, ?, 0, ?3, ?3, ?4)",
+    [ST_COUNT_BUCKET] = "UPDATE buckets SET count = count + 1, first_seen = min(first_seen, ?2), "
+                        "last_seen = max(last_seen, ?2) WHERE id = ?1",
+    [ST_SET_CORE_BUCKET] = "UPDATE cores SET bucket_id = ? WHERE id = ?",
 };
 
 /* Everything one ingest needs; freed by ingest_end. */
@@ -173,7 +179,7 @@ struct ingest {
 	struct {
 		uint64_t hash;
 		int64_t id;
-	} *seen; /* stack hashes met in this core */
+	} * seen; /* stack hashes met in this core */
 	size_t nseen;
 };
 
@@ -186,8 +192,7 @@ static int step_reset(sqlite3_stmt *st)
 	return rc;
 }
 
-static struct cq_error *lookup_id(struct ingest *in, enum stmt which, const char *key,
-				  int64_t *id)
+static struct cq_error *lookup_id(struct ingest *in, enum stmt which, const char *key, int64_t *id)
 {
 	sqlite3_stmt *st = in->st[which];
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
@@ -208,30 +213,81 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
+/* The hook's placeholder row for meta->stored_path, if any: its id and source. */
+static struct cq_error *find_placeholder(struct ingest *in, const struct cq_store_meta *meta,
+                                         int64_t *id, char *source, size_t cap)
+{
+	*id = 0;
+	if (!meta || !meta->stored_path)
+		return NULL;
+	sqlite3_stmt *st = in->st[ST_FIND_PLACEHOLDER];
+	sqlite3_bind_text(st, 1, meta->stored_path, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		const unsigned char *s = sqlite3_column_text(st, 1);
+		snprintf(source, cap, "%s", s ? (const char *)s : "");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_error(in->store->db, "lookup");
+	if (*id) {
+		st = in->st[ST_DELETE_CORE];
+		sqlite3_bind_int64(st, 1, *id);
+		if (step_reset(st) != SQLITE_DONE)
+			return db_error(in->store->db, "delete placeholder");
+	}
+	return NULL;
+}
+
+/* Binds v if cap knows the field, else NULL. */
+static void bind_known(sqlite3_stmt *st, int i, const struct cq_capture *cap, unsigned bit,
+                       int64_t v)
+{
+	if (cap && (cap->known & bit))
+		sqlite3_bind_int64(st, i, v);
+	else
+		sqlite3_bind_null(st, i);
+}
+
 static struct cq_error *insert_core(struct ingest *in, const char *identity,
-				    const struct cq_store_meta *meta, int64_t *id)
+                                    const struct cq_store_meta *meta, int64_t *id)
 {
 	const struct cq_core *c = in->core;
 	const struct cq_core_thread *crashed = cq_core_crashed_thread(c);
 	const struct cq_module *main_mod = cq_core_main_module(c);
+	const struct cq_capture *cap = meta ? meta->capture : NULL;
 	int sig = cq_core_signal(c);
+	char placeholder_source[16];
+	int64_t reuse_id;
+	struct cq_error *err =
+	    find_placeholder(in, meta, &reuse_id, placeholder_source, sizeof(placeholder_source));
+	if (err)
+		return err;
 	sqlite3_stmt *st = in->st[ST_INSERT_CORE];
 	char message[128];
 	snprintf(message, sizeof(message), "%llu of %llu bytes of memory missing",
-		 (unsigned long long)c->memory_missing, (unsigned long long)c->memory_dumped);
+	         (unsigned long long)c->memory_missing, (unsigned long long)c->memory_dumped);
 	int i = 1;
 	sqlite3_bind_text(st, i++, identity, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, i++, c->path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->image_size);
-	sqlite3_bind_int64(st, i++, c->has_psinfo ? c->pid : crashed->tid);
-	bind_text_or_null(st, i++, main_mod ? main_mod->name : (c->execfn[0] ? c->execfn : NULL));
+	if (c->has_psinfo)
+		sqlite3_bind_int64(st, i++, c->pid);
+	else if (cap && (cap->known & CQ_CAPTURE_PID))
+		sqlite3_bind_int64(st, i++, cap->pid);
+	else
+		sqlite3_bind_int64(st, i++, crashed->tid);
+	const char *exe = main_mod ? main_mod->name : (c->execfn[0] ? c->execfn : NULL);
+	bind_text_or_null(st, i++, exe ? exe : (cap && cap->exe[0] ? cap->exe : NULL));
 	bind_text_or_null(st, i++, c->has_psinfo ? c->psargs : NULL);
 	if (c->has_psinfo) {
 		sqlite3_bind_int64(st, i++, c->uid);
 		sqlite3_bind_int64(st, i++, c->gid);
 	} else {
-		sqlite3_bind_null(st, i++);
-		sqlite3_bind_null(st, i++);
+		bind_known(st, i++, cap, CQ_CAPTURE_UID, cap ? cap->uid : 0);
+		bind_known(st, i++, cap, CQ_CAPTURE_GID, cap ? cap->gid : 0);
 	}
 	sqlite3_bind_int(st, i++, sig);
 	bind_text_or_null(st, i++, cq_core_signal_name(sig));
@@ -245,14 +301,24 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 		sqlite3_bind_null(st, i++);
 	sqlite3_bind_int64(st, i++, crashed->tid);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->nthreads);
-	if (meta && meta->timestamp)
-		sqlite3_bind_int64(st, i++, meta->timestamp);
-	else
-		sqlite3_bind_null(st, i++);
-	bind_text_or_null(st, i++, meta ? meta->hostname : NULL);
+	bind_known(st, i++, cap, CQ_CAPTURE_TIMESTAMP, cap ? cap->timestamp_us / 1000000 : 0);
+	bind_text_or_null(st, i++, cap && cap->hostname[0] ? cap->hostname : NULL);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)time(NULL));
 	sqlite3_bind_text(st, i++, c->memory_missing ? "partial" : "ok", -1, SQLITE_STATIC);
 	bind_text_or_null(st, i++, c->memory_missing ? message : NULL);
+	bind_text_or_null(st, i++,
+	                  cap && cap->comm[0] ? cap->comm : (c->fname[0] ? c->fname : NULL));
+	bind_text_or_null(st, i++, cap && cap->boot_id[0] ? cap->boot_id : NULL);
+	bind_known(st, i++, cap, CQ_CAPTURE_RLIMIT, cap ? cap->rlimit : 0);
+	bind_text_or_null(st, i++,
+	                  reuse_id && placeholder_source[0] ? placeholder_source
+	                                                    : (cap ? cap->source : "file"));
+	bind_text_or_null(st, i++, reuse_id ? meta->stored_path : NULL);
+	bind_text_or_null(st, i++, cap && cap->conflicts[0] ? cap->conflicts : NULL);
+	if (reuse_id)
+		sqlite3_bind_int64(st, i++, reuse_id);
+	else
+		sqlite3_bind_null(st, i++);
 	if (step_reset(st) != SQLITE_DONE)
 		return db_error(in->store->db, "insert core");
 	*id = sqlite3_last_insert_rowid(in->store->db);
@@ -318,7 +384,7 @@ static int64_t module_id_of(const struct ingest *in, const struct cq_module *m)
 }
 
 static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
-				      const struct cq_thread_stack *ts)
+                                      const struct cq_thread_stack *ts)
 {
 	sqlite3_stmt *st = in->st[ST_INSERT_FRAME];
 	for (size_t i = 0; i < ts->nframes; i++) {
@@ -347,7 +413,7 @@ static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
 
 /* The stack id for a thread's stack, storing the stack if it is new. */
 static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_stack *ts,
-				     int64_t *id, struct cq_store_result *r)
+                                     int64_t *id, struct cq_store_result *r)
 {
 	uint64_t h = stack_hash(ts);
 	for (size_t i = 0; i < in->nseen; i++) {
@@ -379,7 +445,7 @@ static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_s
 }
 
 static struct cq_error *insert_threads(struct ingest *in, int64_t core_id,
-				       const struct cq_stacks *stacks, struct cq_store_result *r)
+                                       const struct cq_stacks *stacks, struct cq_store_result *r)
 {
 	if (stacks->nthreads && !(in->seen = calloc(stacks->nthreads, sizeof(*in->seen))))
 		return &cq_error_nomem;
@@ -406,12 +472,14 @@ static struct cq_error *insert_threads(struct ingest *in, int64_t core_id,
 
 /* Files the core in its signature's bucket, creating the bucket if new. */
 static struct cq_error *insert_bucket(struct ingest *in, int64_t core_id,
-				      const struct cq_store_meta *meta, struct cq_store_result *r)
+                                      const struct cq_store_meta *meta, struct cq_store_result *r)
 {
 	const struct cq_bucket_signature *sig = meta ? meta->signature : NULL;
 	if (!sig)
 		return NULL;
-	int64_t when = meta->timestamp ? meta->timestamp : (int64_t)time(NULL);
+	const struct cq_capture *cap = meta->capture;
+	int64_t when = cap && (cap->known & CQ_CAPTURE_TIMESTAMP) ? cap->timestamp_us / 1000000
+	                                                          : (int64_t)time(NULL);
 	struct cq_error *err = lookup_id(in, ST_FIND_BUCKET, sig->hash, &r->bucket_id);
 	if (err)
 		return err;
@@ -452,13 +520,18 @@ struct cq_error *cq_store_find_core(struct cq_store *store, const char *identity
 }
 
 static struct cq_error *ingest_body(struct ingest *in, const char *identity,
-				    const struct cq_stacks *stacks, const struct cq_store_meta *meta,
-				    struct cq_store_result *r)
+                                    const struct cq_stacks *stacks,
+                                    const struct cq_store_meta *meta, struct cq_store_result *r)
 {
 	struct cq_error *err = lookup_id(in, ST_FIND_CORE, identity, &r->core_id);
 	if (err || r->core_id) {
 		r->duplicate = r->core_id != 0;
-		return err;
+		if (err)
+			return err;
+		/* A stored copy of a core already in the database needs no placeholder. */
+		int64_t placeholder;
+		char source[16];
+		return find_placeholder(in, meta, &placeholder, source, sizeof(source));
 	}
 	if ((err = insert_core(in, identity, meta, &r->core_id)) ||
 	    (err = insert_modules(in, r->core_id)) ||
@@ -469,8 +542,8 @@ static struct cq_error *ingest_body(struct ingest *in, const char *identity,
 }
 
 struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *core,
-				 const char *identity, const struct cq_stacks *stacks,
-				 const struct cq_store_meta *meta, struct cq_store_result *result)
+                                 const char *identity, const struct cq_stacks *stacks,
+                                 const struct cq_store_meta *meta, struct cq_store_result *result)
 {
 	memset(result, 0, sizeof(*result));
 	struct ingest in = {.store = store, .core = core};

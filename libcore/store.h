@@ -38,11 +38,16 @@ struct sqlite3 *cq_store_db(struct cq_store *store);
 void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MAX]);
 
 struct cq_bucket_signature;
+struct cq_capture;
 
-/* What is known about a core besides the core itself (0/NULL: unknown). */
+/* What is known about a core besides the core itself (NULL: unknown). */
 struct cq_store_meta {
-	int64_t timestamp; /* crash time, unix seconds */
-	const char *hostname;
+	const struct cq_capture *capture; /* outside metadata, reconciled with the core */
+	/*
+	 * The absolute path the core was read from: a placeholder row the hook
+	 * left for this file (see store_capture.h) is replaced, keeping its id.
+	 */
+	const char *stored_path;
 	const struct cq_bucket_signature *signature; /* its crash bucket, if computed */
 };
 
@@ -59,7 +64,7 @@ struct cq_error *cq_store_find_core(struct cq_store *store, const char *identity
 
 /* Stores core under identity (from cq_store_identity); a duplicate writes nothing. */
 struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *core,
-				 const char *identity, const struct cq_stacks *stacks,
-				 const struct cq_store_meta *meta, struct cq_store_result *result);
+                                 const char *identity, const struct cq_stacks *stacks,
+                                 const struct cq_store_meta *meta, struct cq_store_result *result);
 
 #endif

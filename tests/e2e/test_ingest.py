@@ -357,10 +357,25 @@ def test_directory(cases, tmp):
     ok(pids == want, "the three cores stored are the three in the directory", [pids, want])
 
     r, doc, err = ingest_json(db, d)
-    ok(r.returncode == 0 and err == "" and doc and doc.get("ingested") == 0 and doc.get("duplicates") == 3
+    ok(r.returncode == 0 and err == "" and doc and doc.get("ingested") == 0 and doc.get("duplicates") == 0
+       and doc.get("unchanged") == 3 and doc.get("results") == []
        and doc.get("failed") == 0 and q1(db, "SELECT count(*) FROM cores") == 3,
-       "the same directory again: 3 duplicates, 0 ingested", diag(r))
+       "the same directory again: its 3 unchanged files skipped before being opened", diag(r))
 
+    def touch_all():
+        for name in os.listdir(d):
+            p = os.path.join(d, name)
+            if os.path.isfile(p):
+                st = os.stat(p)
+                os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+    touch_all()
+    r, doc, err = ingest_json(db, d)
+    ok(r.returncode == 0 and err == "" and doc and doc.get("ingested") == 0 and doc.get("duplicates") == 3
+       and doc.get("unchanged") == 0 and q1(db, "SELECT count(*) FROM cores") == 3,
+       "the same directory with new mtimes: opened again, 3 duplicates, 0 ingested", diag(r))
+
+    touch_all()
     r = run("ingest", "--db", db, d, timeout=120)
     out, err = text(r)
     ok(r.returncode == 0 and err == "" and len(out.splitlines()) == 3,
