@@ -15,20 +15,20 @@
 #include "libcore/store_query.h"
 
 static const char buckets_usage[] =
-	"Usage: coreq buckets [--db P] [--since TIME] [--exe NAME] [--format text|json]\n"
-	"\n"
-	"List crash buckets, most cores first.  A bucket is a crash signature: the\n"
-	"crashed thread's first frames after the crash machinery (abort, raise,\n"
-	"assert, the C++ throw path, Rust panics), names normalised so that a\n"
-	"rebuild does not change them, and the signal.\n"
-	"\n"
-	"  --db P              database (default $COREQ_DB, else\n"
-	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
-	"  --since TIME        only cores seen at or after TIME: YYYY-MM-DD,\n"
-	"                      YYYY-MM-DDTHH:MM:SS (UTC) or unix seconds\n"
-	"  --exe NAME          only cores of this executable (full path or basename)\n"
-	"  --format text|json  output format (default text)\n"
-	"  --help              show this help\n";
+    "Usage: coreq buckets [--db P] [--since TIME] [--exe NAME] [--format text|json]\n"
+    "\n"
+    "List crash buckets, most cores first.  A bucket is a crash signature: the\n"
+    "crashed thread's first frames after the crash machinery (abort, raise,\n"
+    "assert, the C++ throw path, Rust panics), names normalised so that a\n"
+    "rebuild does not change them, and the signal.\n"
+    "\n"
+    "  --db P              database (default $COREQ_DB, else\n"
+    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --since TIME        only cores seen at or after TIME: YYYY-MM-DD,\n"
+    "                      YYYY-MM-DDTHH:MM:SS (UTC) or unix seconds\n"
+    "  --exe NAME          only cores of this executable (full path or basename)\n"
+    "  --format text|json  output format (default text)\n"
+    "  --help              show this help\n";
 
 enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
@@ -108,12 +108,12 @@ static struct cq_error *query_buckets(struct cq_store *store, void *ctx)
 int cmd_buckets(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"db", required_argument, NULL, OPT_DB},
-		{"since", required_argument, NULL, OPT_SINCE},
-		{"exe", required_argument, NULL, OPT_EXE_NAME},
-		{NULL, 0, NULL, 0},
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {"db", required_argument, NULL, OPT_DB},
+	    {"since", required_argument, NULL, OPT_SINCE},
+	    {"exe", required_argument, NULL, OPT_EXE_NAME},
+	    {NULL, 0, NULL, 0},
 	};
 	struct buckets_query q = {.out.format = CMD_FORMAT_TEXT};
 	const char *db = NULL;
@@ -132,10 +132,11 @@ int cmd_buckets(int argc, char **argv)
 			break;
 		case OPT_SINCE:
 			if (!parse_since(optarg, &q.filter.since))
-				return cmd_usage_error("buckets", "--since takes YYYY-MM-DD, "
-								  "YYYY-MM-DDTHH:MM:SS or unix "
-								  "seconds, not '%s'",
-						       optarg);
+				return cmd_usage_error("buckets",
+				                       "--since takes YYYY-MM-DD, "
+				                       "YYYY-MM-DDTHH:MM:SS or unix "
+				                       "seconds, not '%s'",
+				                       optarg);
 			break;
 		case OPT_EXE_NAME:
 			q.filter.exe = optarg;

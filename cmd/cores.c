@@ -12,27 +12,27 @@
 #include "libcore/store.h"
 
 static const char cores_usage[] =
-	"Usage: coreq cores [--db P] [--bucket ID] [--format text|json]\n"
-	"\n"
-	"List the cores stored by `coreq ingest`: id, crash time (or ingest time),\n"
-	"pid, uid, signal, threads, crash bucket, status and executable.\n"
-	"\n"
-	"  --db P              database (default $COREQ_DB, else\n"
-	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
-	"  --bucket ID         only the cores in crash bucket ID (see `coreq buckets`)\n"
-	"  --format text|json  output format (default text)\n"
-	"  --help              show this help\n";
+    "Usage: coreq cores [--db P] [--bucket ID] [--format text|json]\n"
+    "\n"
+    "List the cores stored by `coreq ingest`: id, crash time (or ingest time),\n"
+    "pid, uid, signal, threads, crash bucket, status and executable.\n"
+    "\n"
+    "  --db P              database (default $COREQ_DB, else\n"
+    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --bucket ID         only the cores in crash bucket ID (see `coreq buckets`)\n"
+    "  --format text|json  output format (default text)\n"
+    "  --help              show this help\n";
 
 static const char show_usage[] =
-	"Usage: coreq show ID [--db P] [--format text|json]\n"
-	"\n"
-	"Show one stored core: what it records, its modules, and every thread's\n"
-	"stack, the crashed thread first.  ID comes from `coreq cores`.\n"
-	"\n"
-	"  --db P              database (default $COREQ_DB, else\n"
-	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
-	"  --format text|json  output format (default text)\n"
-	"  --help              show this help\n";
+    "Usage: coreq show ID [--db P] [--format text|json]\n"
+    "\n"
+    "Show one stored core: what it records, its modules, and every thread's\n"
+    "stack, the crashed thread first.  ID comes from `coreq cores`.\n"
+    "\n"
+    "  --db P              database (default $COREQ_DB, else\n"
+    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --format text|json  output format (default text)\n"
+    "  --help              show this help\n";
 
 enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
@@ -44,14 +44,14 @@ enum {
  * both commands; returns -1 to exit with *rc.
  */
 static int parse_db_options(int argc, char **argv, const char *cmd, const char *usage,
-			    const char **db, enum cmd_format *format, int64_t *bucket, int *rc)
+                            const char **db, enum cmd_format *format, int64_t *bucket, int *rc)
 {
 	static const struct option longopts[] = {
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"db", required_argument, NULL, OPT_DB},
-		{"bucket", required_argument, NULL, OPT_BUCKET},
-		{NULL, 0, NULL, 0},
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {"db", required_argument, NULL, OPT_DB},
+	    {"bucket", required_argument, NULL, OPT_BUCKET},
+	    {NULL, 0, NULL, 0},
 	};
 	int opt;
 	unsigned v;
@@ -119,7 +119,7 @@ int cmd_cores(int argc, char **argv)
 	struct cores_query q = {.out.format = CMD_FORMAT_TEXT};
 	int rc = EXIT_OK;
 	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &q.out.format,
-			     &q.filter.bucket_id, &rc) < 0)
+	                     &q.filter.bucket_id, &rc) < 0)
 		return rc;
 	if (optind != argc)
 		return cmd_usage_error("cores", "unexpected argument '%s'", argv[optind]);

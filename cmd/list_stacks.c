@@ -11,21 +11,21 @@
 #include "libcore/store.h"
 
 static const char list_stacks_usage[] =
-	"Usage: coreq list-stacks [--db P] [--core ID] [--exe NAME] [--bucket ID] [--limit N]\n"
-	"                         [--format text|json]\n"
-	"\n"
-	"List the unique merged stacks stored by `coreq ingest`, most shared first:\n"
-	"how many threads and cores have each one, when it was first and last seen,\n"
-	"and its frames.\n"
-	"\n"
-	"  --db P              database (default $COREQ_DB, else\n"
-	"                      $XDG_STATE_HOME/coreq/coreq.db)\n"
-	"  --core ID           only the threads of core ID (see `coreq cores`)\n"
-	"  --exe NAME          only cores of this executable (full path or basename)\n"
-	"  --bucket ID         only cores in crash bucket ID (see `coreq buckets`)\n"
-	"  --limit N           at most N stacks\n"
-	"  --format text|json  output format (default text)\n"
-	"  --help              show this help\n";
+    "Usage: coreq list-stacks [--db P] [--core ID] [--exe NAME] [--bucket ID] [--limit N]\n"
+    "                         [--format text|json]\n"
+    "\n"
+    "List the unique merged stacks stored by `coreq ingest`, most shared first:\n"
+    "how many threads and cores have each one, when it was first and last seen,\n"
+    "and its frames.\n"
+    "\n"
+    "  --db P              database (default $COREQ_DB, else\n"
+    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --core ID           only the threads of core ID (see `coreq cores`)\n"
+    "  --exe NAME          only cores of this executable (full path or basename)\n"
+    "  --bucket ID         only cores in crash bucket ID (see `coreq buckets`)\n"
+    "  --limit N           at most N stacks\n"
+    "  --format text|json  output format (default text)\n"
+    "  --help              show this help\n";
 
 enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
@@ -82,14 +82,14 @@ static struct cq_error *query_stacks(struct cq_store *store, void *ctx)
 int cmd_list_stacks(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"db", required_argument, NULL, OPT_DB},
-		{"core", required_argument, NULL, OPT_CORE},
-		{"exe", required_argument, NULL, OPT_EXE_NAME},
-		{"limit", required_argument, NULL, OPT_LIMIT},
-		{"bucket", required_argument, NULL, OPT_BUCKET},
-		{NULL, 0, NULL, 0},
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {"db", required_argument, NULL, OPT_DB},
+	    {"core", required_argument, NULL, OPT_CORE},
+	    {"exe", required_argument, NULL, OPT_EXE_NAME},
+	    {"limit", required_argument, NULL, OPT_LIMIT},
+	    {"bucket", required_argument, NULL, OPT_BUCKET},
+	    {NULL, 0, NULL, 0},
 	};
 	struct stacks_query q = {.out.format = CMD_FORMAT_TEXT};
 	struct cq_store_stack_filter *filter = &q.filter;
@@ -133,7 +133,7 @@ int cmd_list_stacks(int argc, char **argv)
 	if (optind != argc)
 		return cmd_usage_error("list-stacks", "unexpected argument '%s'", argv[optind]);
 	const char *empty = filter->core_id || filter->exe || filter->bucket_id
-				    ? "no stacks stored that match"
-				    : "no stacks stored";
+	                        ? "no stacks stored that match"
+	                        : "no stacks stored";
 	return cmd_run_listing(db, &q.out, "stacks", empty, query_stacks, &q);
 }

@@ -124,7 +124,7 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 }
 
 int cmd_run_listing(const char *db, struct cmd_listing *l, const char *key, const char *empty,
-		    cmd_listing_query query, void *ctx)
+                    cmd_listing_query query, void *ctx)
 {
 	struct cq_store *store;
 	struct cq_error *err = cmd_open_store(db, &store);

@@ -23,7 +23,7 @@ typedef struct cq_error *(*cmd_listing_query)(struct cq_store *store, void *ctx)
  * printed no row prints empty instead.  Returns the exit status.
  */
 int cmd_run_listing(const char *db, struct cmd_listing *l, const char *key, const char *empty,
-		    cmd_listing_query query, void *ctx);
+                    cmd_listing_query query, void *ctx);
 
 /* Writes a "frames" member. */
 void cmd_json_stored_frames(struct cq_json *j, const struct cq_store_frame_row *f, size_t n);

@@ -81,7 +81,8 @@ CHAIN static int dispatch(const char *site)
 int main(int argc, char **argv)
 {
 	if (argc != 2 || dispatch(argv[1]) != 0) {
-		fprintf(stderr, "usage: bucket_multi f|g|same_abort|same_segv|check_abort|check_raise|check_assert\n");
+		fprintf(stderr, "usage: bucket_multi "
+		                "f|g|same_abort|same_segv|check_abort|check_raise|check_assert\n");
 		return 2;
 	}
 	KEEP_FRAME();

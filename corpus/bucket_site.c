@@ -116,9 +116,9 @@ __attribute__((constructor)) static void pad_startup(void)
 	int table[] = {48, 18, 30, 105, 12, 77, 64, 9};
 
 	pad_sort(table, (int)(sizeof table / sizeof table[0]));
-	padding_result = pad_crc32((const unsigned char *)text, sizeof text - 1) ^
-			 pad_fnv(text) ^ pad_tokens(text) ^
-			 pad_gcd_sum(table, (int)(sizeof table / sizeof table[0]));
+	padding_result = pad_crc32((const unsigned char *)text, sizeof text - 1) ^ pad_fnv(text) ^
+	                 pad_tokens(text) ^
+	                 pad_gcd_sum(table, (int)(sizeof table / sizeof table[0]));
 	padding_result ^= pad_round_trip(padding_result);
 }
 #endif

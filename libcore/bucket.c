@@ -21,19 +21,42 @@
 #define NAME_MAX_LEN 512
 
 static const char *const MACHINERY[] = {
-	"raise", "abort", "gsignal", "__pthread_kill*", "pthread_kill*", "__assert_fail*",
-	"__assert_perror_fail", "__chk_fail", "__fortify_fail*", "__stack_chk_fail",
-	"malloc_printerr", "__libc_message", "__libc_fatal", "std::terminate", "std::__terminate*",
-	"__cxa_throw", "__cxa_rethrow", "__cxa_call_terminate", "__gxx_personality_v0",
-	"__cxxabiv1::*", "__gnu_cxx::__verbose_terminate_handler", "_Unwind_*", "rust_panic",
-	"__rust_start_panic", "__rust_panic*", "core::panicking::*", "std::panicking::*",
-	"core::panic::*", "core::result::unwrap_failed", "core::option::unwrap_failed",
-	"core::option::expect_failed",
+    "raise",
+    "abort",
+    "gsignal",
+    "__pthread_kill*",
+    "pthread_kill*",
+    "__assert_fail*",
+    "__assert_perror_fail",
+    "__chk_fail",
+    "__fortify_fail*",
+    "__stack_chk_fail",
+    "malloc_printerr",
+    "__libc_message",
+    "__libc_fatal",
+    "std::terminate",
+    "std::__terminate*",
+    "__cxa_throw",
+    "__cxa_rethrow",
+    "__cxa_call_terminate",
+    "__gxx_personality_v0",
+    "__cxxabiv1::*",
+    "__gnu_cxx::__verbose_terminate_handler",
+    "_Unwind_*",
+    "rust_panic",
+    "__rust_start_panic",
+    "__rust_panic*",
+    "core::panicking::*",
+    "std::panicking::*",
+    "core::panic::*",
+    "core::result::unwrap_failed",
+    "core::option::unwrap_failed",
+    "core::option::expect_failed",
 };
 
 static const char *const STARTUP[] = {
-	"_start", "__libc_start_main*", "__libc_start_call_main", "start_thread", "clone", "clone3",
-	"__clone*", "_dl_start_user", "std::rt::lang_start*", "std::sys::*",
+    "_start", "__libc_start_main*", "__libc_start_call_main", "start_thread",         "clone",
+    "clone3", "__clone*",           "_dl_start_user",         "std::rt::lang_start*", "std::sys::*",
 };
 
 /* Pattern match: exact, or a prefix when the pattern ends in '*'. */
@@ -194,15 +217,16 @@ static void name_frame(const struct cq_stack_frame *f, struct named *n)
 		cq_bucket_normalize_name(f->function, n->name, sizeof(n->name));
 	else if (f->module)
 		snprintf(n->name, sizeof(n->name), "%s+0x%llx", cq_module_basename(f->module),
-			 (unsigned long long)f->offset);
+		         (unsigned long long)f->offset);
 	else
 		snprintf(n->name, sizeof(n->name), "0x%llx", (unsigned long long)f->pc);
 }
 
 static bool is_machinery(const struct named *n)
 {
-	return n->symbolized && (in_list(n->name, MACHINERY, sizeof(MACHINERY) / sizeof(*MACHINERY)) ||
-				 is_chk(n->name));
+	return n->symbolized &&
+	       (in_list(n->name, MACHINERY, sizeof(MACHINERY) / sizeof(*MACHINERY)) ||
+	        is_chk(n->name));
 }
 
 static bool is_startup(const struct named *n)
@@ -218,8 +242,8 @@ static uint64_t fnv(const char *s)
 	return h;
 }
 
-struct cq_error *cq_bucket_signature(const struct cq_thread_stack *ts, int signo,
-				     unsigned nframes, struct cq_bucket_signature *out)
+struct cq_error *cq_bucket_signature(const struct cq_thread_stack *ts, int signo, unsigned nframes,
+                                     struct cq_bucket_signature *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct named *names = calloc(ts->nframes ? ts->nframes : 1, sizeof(*names));

@@ -20,16 +20,16 @@
 struct cq_thread_stack;
 
 #define CQ_BUCKET_DEFAULT_FRAMES 5
-#define CQ_BUCKET_HASH_LEN 16
+#define CQ_BUCKET_HASH_LEN       16
 
 struct cq_bucket_signature {
-	char *text;			    /* malloc'd */
+	char *text;                        /* malloc'd */
 	char hash[CQ_BUCKET_HASH_LEN + 1]; /* lower-case hex */
 };
 
 /* The signature of a crash: the crashed thread's stack and the signal. */
 struct cq_error *cq_bucket_signature(const struct cq_thread_stack *crashed, int signo,
-				     unsigned nframes, struct cq_bucket_signature *out);
+                                     unsigned nframes, struct cq_bucket_signature *out);
 
 void cq_bucket_signature_free(struct cq_bucket_signature *sig);
 

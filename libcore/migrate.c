@@ -100,8 +100,7 @@ static struct cq_error *enable_wal(sqlite3 *db, int busy_ms)
 	}
 }
 
-struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
-				      sqlite3 **out)
+struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms, sqlite3 **out)
 {
 	*out = NULL;
 	struct cq_error *err = cq_path_make_parent_dirs(path);
@@ -111,17 +110,17 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
 		err = cq_error_create(CQ_ERR_DB, "cannot open %s: %s", path,
-				      db ? sqlite3_errmsg(db) : "out of memory");
+		                      db ? sqlite3_errmsg(db) : "out of memory");
 		sqlite3_close(db);
 		return err;
 	}
 	sqlite3_busy_timeout(db, busy_ms);
 	if ((err = enable_wal(db, busy_ms)) ||
 	    sqlite3_exec(db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL,
-			 NULL) != SQLITE_OK ||
+	                 NULL) != SQLITE_OK ||
 	    (err = cq_store_migrate(db, set))) {
 		err = err ? cq_error_prefix(err, "%s", path)
-			  : cq_error_create(CQ_ERR_DB, "%s: %s", path, sqlite3_errmsg(db));
+		          : cq_error_create(CQ_ERR_DB, "%s: %s", path, sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return err;
 	}

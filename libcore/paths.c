@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 char *cq_path_default(const char *override_env, const char *xdg_env, const char *home_dir,
-		      const char *file)
+                      const char *file)
 {
 	const char *env = getenv(override_env);
 	if (env && *env)

@@ -12,7 +12,7 @@
  * malloc'd; NULL when none of them is known.
  */
 char *cq_path_default(const char *override_env, const char *xdg_env, const char *home_dir,
-		      const char *file);
+                      const char *file);
 
 /* mkdir -p of the directory part of path. */
 struct cq_error *cq_path_make_parent_dirs(const char *path);

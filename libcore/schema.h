@@ -39,6 +39,6 @@ struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
  * both opened this way.
  */
 struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
-				      struct sqlite3 **out);
+                                      struct sqlite3 **out);
 
 #endif

@@ -45,9 +45,9 @@ static const char *keep_text(struct frame_list *fl, sqlite3_stmt *st, int col, b
 static struct cq_error *load_frames(sqlite3 *db, int64_t stack_id, struct frame_list *fl)
 {
 	static const char q[] =
-		"SELECT f.idx, f.kind, f.trust, m.path, m.build_id, f.offset, f.function, "
-		"f.file, f.line FROM frames f LEFT JOIN modules m ON m.id = f.module_id "
-		"WHERE f.stack_id = ? ORDER BY f.idx";
+	    "SELECT f.idx, f.kind, f.trust, m.path, m.build_id, f.offset, f.function, "
+	    "f.file, f.line FROM frames f LEFT JOIN modules m ON m.id = f.module_id "
+	    "WHERE f.stack_id = ? ORDER BY f.idx";
 	sqlite3_stmt *st;
 	memset(fl, 0, sizeof(*fl));
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
@@ -77,15 +77,15 @@ static struct cq_error *load_frames(sqlite3 *db, int64_t stack_id, struct frame_
 				build_id = NULL; /* a module without a build-id */
 		}
 		fl->rows[fl->n] = (struct cq_store_frame_row){
-			.index = (size_t)sqlite3_column_int64(st, 0),
-			.kind = keep_text(fl, st, 1, &ok),
-			.trust = keep_text(fl, st, 2, &ok),
-			.module = module,
-			.build_id = build_id,
-			.offset = (uint64_t)sqlite3_column_int64(st, 5),
-			.function = keep_text(fl, st, 6, &ok),
-			.file = keep_text(fl, st, 7, &ok),
-			.line = sqlite3_column_int(st, 8),
+		    .index = (size_t)sqlite3_column_int64(st, 0),
+		    .kind = keep_text(fl, st, 1, &ok),
+		    .trust = keep_text(fl, st, 2, &ok),
+		    .module = module,
+		    .build_id = build_id,
+		    .offset = (uint64_t)sqlite3_column_int64(st, 5),
+		    .function = keep_text(fl, st, 6, &ok),
+		    .file = keep_text(fl, st, 7, &ok),
+		    .line = sqlite3_column_int(st, 8),
 		};
 		fl->n++;
 	}
@@ -98,18 +98,18 @@ static struct cq_error *load_frames(sqlite3 *db, int64_t stack_id, struct frame_
 }
 
 struct cq_error *cq_store_each_stack(struct cq_store *store,
-				     const struct cq_store_stack_filter *filter,
-				     cq_store_stack_fn fn, void *ctx)
+                                     const struct cq_store_stack_filter *filter,
+                                     cq_store_stack_fn fn, void *ctx)
 {
 	static const char q[] =
-		"SELECT s.id, s.hash, count(*) AS nthreads, count(DISTINCT t.core_id) AS ncores, "
-		"min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)) "
-		"FROM threads t JOIN stacks s ON s.id = t.stack_id JOIN cores c ON c.id = t.core_id "
-		"WHERE (?1 = 0 OR t.core_id = ?1) "
-		"AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
-		"AND (?4 = 0 OR c.bucket_id = ?4) "
-		"GROUP BY s.id ORDER BY nthreads DESC, ncores DESC, s.id "
-		"LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END";
+	    "SELECT s.id, s.hash, count(*) AS nthreads, count(DISTINCT t.core_id) AS ncores, "
+	    "min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)) "
+	    "FROM threads t JOIN stacks s ON s.id = t.stack_id JOIN cores c ON c.id = t.core_id "
+	    "WHERE (?1 = 0 OR t.core_id = ?1) "
+	    "AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
+	    "AND (?4 = 0 OR c.bucket_id = ?4) "
+	    "GROUP BY s.id ORDER BY nthreads DESC, ncores DESC, s.id "
+	    "LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
@@ -127,14 +127,14 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 		if ((err = load_frames(db, id, &fl)))
 			break;
 		struct cq_store_stack_row row = {
-			.id = id,
-			.hash = (const char *)sqlite3_column_text(st, 1),
-			.threads = sqlite3_column_int64(st, 2),
-			.cores = sqlite3_column_int64(st, 3),
-			.first_seen = sqlite3_column_int64(st, 4),
-			.last_seen = sqlite3_column_int64(st, 5),
-			.frames = fl.rows,
-			.nframes = fl.n,
+		    .id = id,
+		    .hash = (const char *)sqlite3_column_text(st, 1),
+		    .threads = sqlite3_column_int64(st, 2),
+		    .cores = sqlite3_column_int64(st, 3),
+		    .first_seen = sqlite3_column_int64(st, 4),
+		    .last_seen = sqlite3_column_int64(st, 5),
+		    .frames = fl.rows,
+		    .nframes = fl.n,
 		};
 		fn(ctx, &row);
 		frame_list_free(&fl);
@@ -146,14 +146,14 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 }
 
 struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_store_core_filter *f,
-				    cq_store_core_fn fn, void *ctx)
+                                    cq_store_core_fn fn, void *ctx)
 {
 	int64_t only_id = f ? f->id : 0;
 	static const char q[] =
-		"SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
-		"crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, bucket_id "
-		"FROM cores WHERE (?1 = 0 OR id = ?1) AND (?2 = 0 OR bucket_id = ?2) "
-		"ORDER BY coalesce(timestamp, ingested_at), id";
+	    "SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
+	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, bucket_id "
+	    "FROM cores WHERE (?1 = 0 OR id = ?1) AND (?2 = 0 OR bucket_id = ?2) "
+	    "ORDER BY coalesce(timestamp, ingested_at), id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
@@ -167,23 +167,28 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 		for (int i = 0; i < 8; i++)
 			text[i] = (const char *)sqlite3_column_text(st, i + 1);
 		struct cq_store_core_row row = {
-			.id = sqlite3_column_int64(st, 0),
-			.path = text[0], .exe = text[1], .cmdline = text[2], .signal_name = text[3],
-			.hostname = text[4], .status = text[5], .message = text[6],
-			.pid = sqlite3_column_int64(st, 8),
-			.signal = sqlite3_column_int64(st, 9),
-			.crashed_tid = sqlite3_column_int64(st, 10),
-			.nthreads = sqlite3_column_int64(st, 11),
-			.ingested_at = sqlite3_column_int64(st, 12),
-			.has_uid = sqlite3_column_type(st, 13) != SQLITE_NULL,
-			.uid = sqlite3_column_int64(st, 13),
-			.has_si_code = sqlite3_column_type(st, 14) != SQLITE_NULL,
-			.si_code = sqlite3_column_int64(st, 14),
-			.has_fault_address = sqlite3_column_type(st, 15) != SQLITE_NULL,
-			.fault_address = (uint64_t)sqlite3_column_int64(st, 15),
-			.has_timestamp = sqlite3_column_type(st, 16) != SQLITE_NULL,
-			.timestamp = sqlite3_column_int64(st, 16),
-			.bucket_id = sqlite3_column_int64(st, 17),
+		    .id = sqlite3_column_int64(st, 0),
+		    .path = text[0],
+		    .exe = text[1],
+		    .cmdline = text[2],
+		    .signal_name = text[3],
+		    .hostname = text[4],
+		    .status = text[5],
+		    .message = text[6],
+		    .pid = sqlite3_column_int64(st, 8),
+		    .signal = sqlite3_column_int64(st, 9),
+		    .crashed_tid = sqlite3_column_int64(st, 10),
+		    .nthreads = sqlite3_column_int64(st, 11),
+		    .ingested_at = sqlite3_column_int64(st, 12),
+		    .has_uid = sqlite3_column_type(st, 13) != SQLITE_NULL,
+		    .uid = sqlite3_column_int64(st, 13),
+		    .has_si_code = sqlite3_column_type(st, 14) != SQLITE_NULL,
+		    .si_code = sqlite3_column_int64(st, 14),
+		    .has_fault_address = sqlite3_column_type(st, 15) != SQLITE_NULL,
+		    .fault_address = (uint64_t)sqlite3_column_int64(st, 15),
+		    .has_timestamp = sqlite3_column_type(st, 16) != SQLITE_NULL,
+		    .timestamp = sqlite3_column_int64(st, 16),
+		    .bucket_id = sqlite3_column_int64(st, 17),
 		};
 		fn(ctx, &row);
 		n++;
@@ -198,11 +203,11 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 }
 
 struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
-				      cq_store_module_fn fn, void *ctx)
+                                      cq_store_module_fn fn, void *ctx)
 {
 	static const char q[] = "SELECT cm.path, m.build_id, cm.status, cm.start, cm.end "
-				"FROM core_modules cm JOIN modules m ON m.id = cm.module_id "
-				"WHERE cm.core_id = ? ORDER BY cm.start";
+	                        "FROM core_modules cm JOIN modules m ON m.id = cm.module_id "
+	                        "WHERE cm.core_id = ? ORDER BY cm.start";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
@@ -212,11 +217,11 @@ struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *build_id = (const char *)sqlite3_column_text(st, 1);
 		struct cq_store_module_row row = {
-			.path = (const char *)sqlite3_column_text(st, 0),
-			.build_id = build_id && strncmp(build_id, "path:", 5) ? build_id : NULL,
-			.status = (const char *)sqlite3_column_text(st, 2),
-			.start = (uint64_t)sqlite3_column_int64(st, 3),
-			.end = (uint64_t)sqlite3_column_int64(st, 4),
+		    .path = (const char *)sqlite3_column_text(st, 0),
+		    .build_id = build_id && strncmp(build_id, "path:", 5) ? build_id : NULL,
+		    .status = (const char *)sqlite3_column_text(st, 2),
+		    .start = (uint64_t)sqlite3_column_int64(st, 3),
+		    .end = (uint64_t)sqlite3_column_int64(st, 4),
 		};
 		fn(ctx, &row);
 	}
@@ -228,10 +233,10 @@ struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
 }
 
 struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
-				      cq_store_thread_fn fn, void *ctx)
+                                      cq_store_thread_fn fn, void *ctx)
 {
 	static const char q[] = "SELECT tid, stack_id, name, end, crashed FROM threads "
-				"WHERE core_id = ? ORDER BY idx";
+	                        "WHERE core_id = ? ORDER BY idx";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
@@ -245,13 +250,13 @@ struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
 		if ((err = load_frames(db, stack_id, &fl)))
 			break;
 		struct cq_store_thread_row row = {
-			.tid = sqlite3_column_int64(st, 0),
-			.stack_id = stack_id,
-			.name = (const char *)sqlite3_column_text(st, 2),
-			.end = (const char *)sqlite3_column_text(st, 3),
-			.crashed = sqlite3_column_int(st, 4) != 0,
-			.frames = fl.rows,
-			.nframes = fl.n,
+		    .tid = sqlite3_column_int64(st, 0),
+		    .stack_id = stack_id,
+		    .name = (const char *)sqlite3_column_text(st, 2),
+		    .end = (const char *)sqlite3_column_text(st, 3),
+		    .crashed = sqlite3_column_int(st, 4) != 0,
+		    .frames = fl.rows,
+		    .nframes = fl.n,
 		};
 		fn(ctx, &row);
 		frame_list_free(&fl);
@@ -267,9 +272,9 @@ static char **bucket_exes(sqlite3 *db, int64_t bucket_id)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT DISTINCT exe FROM cores WHERE bucket_id = ? AND exe IS NOT "
-			       "NULL ORDER BY exe",
-			       -1, &st, NULL) != SQLITE_OK)
+	                       "SELECT DISTINCT exe FROM cores WHERE bucket_id = ? AND exe IS NOT "
+	                       "NULL ORDER BY exe",
+	                       -1, &st, NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_int64(st, 1, bucket_id);
 	size_t n = 0, cap = 4;
@@ -291,16 +296,16 @@ static char **bucket_exes(sqlite3 *db, int64_t bucket_id)
 }
 
 struct cq_error *cq_store_each_bucket(struct cq_store *store,
-				      const struct cq_store_bucket_filter *filter,
-				      cq_store_bucket_fn fn, void *ctx)
+                                      const struct cq_store_bucket_filter *filter,
+                                      cq_store_bucket_fn fn, void *ctx)
 {
 	static const char q[] =
-		"SELECT b.id, b.hash, b.signature, count(*) AS n, "
-		"min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)), "
-		"min(c.id) FROM buckets b JOIN cores c ON c.bucket_id = b.id "
-		"WHERE (?1 = 0 OR coalesce(c.timestamp, c.ingested_at) >= ?1) "
-		"AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
-		"GROUP BY b.id ORDER BY n DESC, b.id";
+	    "SELECT b.id, b.hash, b.signature, count(*) AS n, "
+	    "min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)), "
+	    "min(c.id) FROM buckets b JOIN cores c ON c.bucket_id = b.id "
+	    "WHERE (?1 = 0 OR coalesce(c.timestamp, c.ingested_at) >= ?1) "
+	    "AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
+	    "GROUP BY b.id ORDER BY n DESC, b.id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
@@ -318,14 +323,14 @@ struct cq_error *cq_store_each_bucket(struct cq_store *store,
 			break;
 		}
 		struct cq_store_bucket_row row = {
-			.id = id,
-			.hash = (const char *)sqlite3_column_text(st, 1),
-			.signature = (const char *)sqlite3_column_text(st, 2),
-			.count = sqlite3_column_int64(st, 3),
-			.first_seen = sqlite3_column_int64(st, 4),
-			.last_seen = sqlite3_column_int64(st, 5),
-			.example_core = sqlite3_column_int64(st, 6),
-			.exes = (const char *const *)exes,
+		    .id = id,
+		    .hash = (const char *)sqlite3_column_text(st, 1),
+		    .signature = (const char *)sqlite3_column_text(st, 2),
+		    .count = sqlite3_column_int64(st, 3),
+		    .first_seen = sqlite3_column_int64(st, 4),
+		    .last_seen = sqlite3_column_int64(st, 5),
+		    .example_core = sqlite3_column_int64(st, 6),
+		    .exes = (const char *const *)exes,
 		};
 		fn(ctx, &row);
 		for (size_t i = 0; exes[i]; i++)

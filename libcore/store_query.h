@@ -20,7 +20,7 @@ struct cq_store_frame_row {
 	size_t index;
 	const char *kind, *trust;
 	const char *module, *build_id; /* NULL when the pc is in no module */
-	uint64_t offset;	       /* link-time address, or the pc */
+	uint64_t offset;               /* link-time address, or the pc */
 	const char *function, *file;
 	int line; /* 0 when unknown */
 };
@@ -35,10 +35,10 @@ struct cq_store_stack_row {
 };
 
 struct cq_store_stack_filter {
-	int64_t core_id;  /* 0: all cores */
+	int64_t core_id;   /* 0: all cores */
 	int64_t bucket_id; /* 0: all buckets */
-	const char *exe;  /* NULL: all; else the executable's path or basename */
-	int64_t limit;	  /* 0: no limit */
+	const char *exe;   /* NULL: all; else the executable's path or basename */
+	int64_t limit;     /* 0: no limit */
 };
 
 struct cq_store_core_row {
@@ -52,7 +52,7 @@ struct cq_store_core_row {
 };
 
 struct cq_store_core_filter {
-	int64_t id;	   /* 0: every core; else just this one (CQ_ERR_NOT_FOUND if absent) */
+	int64_t id;        /* 0: every core; else just this one (CQ_ERR_NOT_FOUND if absent) */
 	int64_t bucket_id; /* 0: every bucket */
 };
 
@@ -65,7 +65,7 @@ struct cq_store_bucket_row {
 };
 
 struct cq_store_bucket_filter {
-	int64_t since;	 /* 0: all time; else cores seen at or after (unix seconds) */
+	int64_t since;   /* 0: all time; else cores seen at or after (unix seconds) */
 	const char *exe; /* NULL: all; else the executable's path or basename */
 };
 
@@ -90,23 +90,23 @@ typedef void (*cq_store_bucket_fn)(void *ctx, const struct cq_store_bucket_row *
 
 /* Unique stacks, most shared first (threads, then cores). */
 struct cq_error *cq_store_each_stack(struct cq_store *store,
-				     const struct cq_store_stack_filter *filter,
-				     cq_store_stack_fn fn, void *ctx);
+                                     const struct cq_store_stack_filter *filter,
+                                     cq_store_stack_fn fn, void *ctx);
 
 /* Cores, oldest first. */
 struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_store_core_filter *f,
-				    cq_store_core_fn fn, void *ctx);
+                                    cq_store_core_fn fn, void *ctx);
 
 /* Crash buckets, most cores first. */
 struct cq_error *cq_store_each_bucket(struct cq_store *store,
-				      const struct cq_store_bucket_filter *filter,
-				      cq_store_bucket_fn fn, void *ctx);
+                                      const struct cq_store_bucket_filter *filter,
+                                      cq_store_bucket_fn fn, void *ctx);
 
 struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
-				      cq_store_module_fn fn, void *ctx);
+                                      cq_store_module_fn fn, void *ctx);
 
 /* A core's threads, the crashed one first, each with its frames. */
 struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
-				      cq_store_thread_fn fn, void *ctx);
+                                      cq_store_thread_fn fn, void *ctx);
 
 #endif
