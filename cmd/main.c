@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"cores", cmd_cores, "the cores in the database"},
     {"show", cmd_show, "one stored core with every thread's stack"},
     {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds"},
+    {"hook", cmd_hook, "kernel.core_pattern handler: store, then analyse a core from stdin"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

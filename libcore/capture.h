@@ -70,9 +70,27 @@ void cq_capture_reconcile(const struct cq_core *core, struct cq_capture *c);
  * added to the timestamp's microseconds to make the name unique.
  */
 struct cq_error *cq_capture_systemd_name(const struct cq_capture *c, unsigned serial, char *buf,
-					 size_t cap, const char *ext);
+                                         size_t cap, const char *ext);
 
 /* Sets user.coredump.* xattrs on fd from c, as systemd-coredump does. */
 struct cq_error *cq_capture_write_xattrs(int fd, const struct cq_capture *c);
+
+/* What cq_capture_store wrote. */
+struct cq_capture_stored {
+	char *path;          /* malloc'd: dir/<systemd-style name>.zst */
+	uint64_t raw_bytes;  /* bytes of core read and stored */
+	uint64_t file_bytes; /* bytes of the compressed file */
+	bool truncated;      /* limit reached: the rest of the input was not read */
+	bool xattrs;         /* the user.coredump.* xattrs could be set */
+};
+
+/*
+ * Reads a core from in_fd and stores at most limit bytes of it (0: no limit),
+ * zstd-compressed through libarchive, as dir/<systemd-style name>.zst: a
+ * hidden temporary file renamed into place (never over an existing file),
+ * fsynced, with c's xattrs.  On error nothing is left in dir.
+ */
+struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_capture *c,
+                                  uint64_t limit, struct cq_capture_stored *out);
 
 #endif

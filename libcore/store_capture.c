@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "libcore/capture.h"
+#include "libcore/core.h"
 #include "libcore/store.h"
 
 static struct cq_error *db_fail(sqlite3 *db, sqlite3_stmt *st, const char *what)
@@ -21,7 +22,7 @@ static struct cq_error *db_fail(sqlite3 *db, sqlite3_stmt *st, const char *what)
 }
 
 static void bind_opt_int(sqlite3_stmt *st, int i, const struct cq_capture *cap, unsigned bit,
-			 int64_t v)
+                         int64_t v)
 {
 	if (cap->known & bit)
 		sqlite3_bind_int64(st, i, v);
@@ -38,16 +39,16 @@ static void bind_opt_text(sqlite3_stmt *st, int i, const char *s)
 }
 
 struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_capture *cap,
-				      const char *stored_path, uint64_t size, const char *status,
-				      const char *message, int64_t *id)
+                                      const char *stored_path, uint64_t size, const char *status,
+                                      const char *message, int64_t *id)
 {
 	static const char sql[] =
-		"INSERT INTO cores (identity, path, size, pid, exe, uid, gid, signal, crashed_tid, "
-		"nthreads, timestamp, hostname, ingested_at, status, message, comm, boot_id, rlimit, "
-		"source, stored_path) VALUES ('stored:' || ?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 0, ?8, "
-		"?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?1) "
-		"ON CONFLICT (identity) DO UPDATE SET status = excluded.status, "
-		"message = excluded.message RETURNING id";
+	    "INSERT INTO cores (identity, path, size, pid, exe, uid, gid, signal, crashed_tid, "
+	    "nthreads, timestamp, hostname, ingested_at, status, message, comm, boot_id, rlimit, "
+	    "source, stored_path, signal_name) VALUES ('stored:' || ?1, ?1, ?2, ?3, ?4, ?5, ?6, "
+	    "?7, 0, 0, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?1, ?17) "
+	    "ON CONFLICT (identity) DO UPDATE SET status = excluded.status, "
+	    "message = excluded.message RETURNING id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -68,6 +69,8 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 	bind_opt_text(st, 14, cap->boot_id);
 	bind_opt_int(st, 15, cap, CQ_CAPTURE_RLIMIT, cap->rlimit);
 	bind_opt_text(st, 16, cap->source);
+	bind_opt_text(
+	    st, 17, cap->known & CQ_CAPTURE_SIGNAL ? cq_core_signal_name((int)cap->signal) : NULL);
 	if (sqlite3_step(st) != SQLITE_ROW)
 		return db_fail(db, st, "store placeholder");
 	*id = sqlite3_column_int64(st, 0);
@@ -76,11 +79,11 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 }
 
 struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char *stored_path,
-					     const char *message, int64_t *id)
+                                             const char *message, int64_t *id)
 {
 	static const char sql[] = "UPDATE cores SET status = 'failed', message = ?2 "
-				  "WHERE identity = 'stored:' || ?1 AND status IN ('pending', "
-				  "'failed') RETURNING id";
+	                          "WHERE identity = 'stored:' || ?1 AND status IN ('pending', "
+	                          "'failed') RETURNING id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -96,10 +99,10 @@ struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char 
 }
 
 struct cq_error *cq_store_file_seen(struct cq_store *store, const char *path, int64_t size,
-				    int64_t mtime_ns, bool *seen)
+                                    int64_t mtime_ns, bool *seen)
 {
 	static const char sql[] =
-		"SELECT 1 FROM seen_files WHERE path = ? AND size = ? AND mtime_ns = ?";
+	    "SELECT 1 FROM seen_files WHERE path = ? AND size = ? AND mtime_ns = ?";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -116,11 +119,11 @@ struct cq_error *cq_store_file_seen(struct cq_store *store, const char *path, in
 }
 
 struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, int64_t size,
-				      int64_t mtime_ns, int64_t core_id, const char *status,
-				      const char *message)
+                                      int64_t mtime_ns, int64_t core_id, const char *status,
+                                      const char *message)
 {
 	static const char sql[] = "INSERT OR REPLACE INTO seen_files (path, size, mtime_ns, "
-				  "core_id, status, message, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
+	                          "core_id, status, message, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)

@@ -1,0 +1,463 @@
+/*
+ * hook.c - `coreq hook`: the kernel.core_pattern pipe entry point.
+ *
+ *   kernel.core_pattern=|/usr/bin/coreq hook %P %u %g %s %t %c %h %e
+ *
+ * The core arrives on stdin.  Order matters, because nothing may be lost:
+ * 1. the core is stored first (zstd, atomically, named and xattr'd as
+ *    systemd-coredump would), and stdin is closed so the kernel can reap
+ *    the crashed process;
+ * 2. a placeholder row (status "pending") records it in the database;
+ * 3. a child process analyses and ingests the stored file, exactly as
+ *    `coreq ingest FILE` would, under a time and memory budget;
+ * 4. if the child fails or runs out of budget, the row says "failed" and
+ *    why; a later `coreq ingest` of the stored file can complete it.
+ * One line per crash goes to stderr (or syslog when there is no stderr).
+ */
+#include "cmd/ingest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "libcore/cache.h"
+#include "libcore/capture.h"
+#include "libcore/paths.h"
+#include "libcore/store.h"
+#include "libcore/store_capture.h"
+
+#define HOOK_STATE_DIR "/var/lib/coreq"
+#define DEFAULT_TIMEOUT 120
+#define DEFAULT_MEMORY (2ull << 30)
+#define DEFAULT_MAX_SIZE (32ull << 30)
+
+static const char hook_usage[] =
+	"Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES]\n"
+	"                  [--timeout SECONDS] [--memory-limit BYTES] [--format text|json]\n"
+	"                  PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM\n"
+	"\n"
+	"The kernel.core_pattern pipe handler:\n"
+	"  kernel.core_pattern=|/usr/bin/coreq hook %P %u %g %s %t %c %h %e\n"
+	"Reads a core from standard input and stores it first, zstd-compressed and\n"
+	"named like systemd-coredump's cores (with user.coredump.* xattrs), in the\n"
+	"store directory; records it in the database; then analyses and ingests it\n"
+	"as `coreq ingest` would, in a child process with a time and memory budget.\n"
+	"If the analysis fails, the stored core and a 'failed' row with the reason\n"
+	"remain, and `coreq ingest FILE` of the stored core can complete it later.\n"
+	"RLIMIT 0 stores nothing and records that.  Logs one line per crash to\n"
+	"standard error (syslog when there is none).\n"
+	"\n"
+	"  --store DIR          where cores are kept (default " HOOK_STATE_DIR "/cores)\n"
+	"  --db P               database (default " HOOK_STATE_DIR "/coreq.db)\n"
+	"  --cache P            unwind-table and symbol cache (default " HOOK_STATE_DIR "/cache.db)\n"
+	"  --max-size BYTES     store at most this much of a core (default 32 GiB)\n"
+	"  --timeout SECONDS    analysis time budget (default 120; 0 = none)\n"
+	"  --memory-limit BYTES analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)\n"
+	"  --format text|json   the log line as text on stderr, or a JSON object on stdout\n"
+	"  --help               show this help\n";
+
+enum {
+	OPT_STORE = OPT_FIRST_COMMAND_SPECIFIC,
+	OPT_DB,
+	OPT_CACHE,
+	OPT_MAX_SIZE,
+	OPT_TIMEOUT,
+	OPT_MEMORY,
+};
+
+struct hook {
+	const char *store_dir, *db, *cache;
+	uint64_t max_size, memory;
+	unsigned timeout;
+	enum cmd_format format;
+	struct cq_capture cap;
+};
+
+/* One log line: to stderr, or to syslog when the kernel gave us no stderr. */
+static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void log_line(const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (fcntl(STDERR_FILENO, F_GETFD) != -1) {
+		fprintf(stderr, "coreq hook: %s\n", line);
+	} else {
+		openlog("coreq", LOG_PID, LOG_DAEMON);
+		syslog(LOG_NOTICE, "%s", line);
+		closelog();
+	}
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The kernel's arguments: %P %u %g %s %t %c %h %e (COMM may have been split at spaces). */
+static int parse_args(struct hook *h, int argc, char **argv)
+{
+	struct cq_capture *c = &h->cap;
+	if (argc < 8)
+		return cmd_usage_error("hook", "expected PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM");
+	uint64_t t, rlimit;
+	if (!parse_i64(argv[0], &c->pid) || c->pid <= 0)
+		return cmd_usage_error("hook", "PID must be a positive number, not '%s'", argv[0]);
+	if (!parse_i64(argv[1], &c->uid) || c->uid < 0 || !parse_i64(argv[2], &c->gid) ||
+	    c->gid < 0)
+		return cmd_usage_error("hook", "UID and GID must be numbers");
+	if (!parse_i64(argv[3], &c->signal) || c->signal < 0 || c->signal > 128)
+		return cmd_usage_error("hook", "SIGNAL must be a signal number, not '%s'", argv[3]);
+	if (!parse_u64(argv[4], &t) || t > (uint64_t)INT64_MAX / 1000000)
+		return cmd_usage_error("hook", "TIME must be unix seconds, not '%s'", argv[4]);
+	if (!parse_u64(argv[5], &rlimit))
+		return cmd_usage_error("hook", "RLIMIT must be a byte count, not '%s'", argv[5]);
+	c->timestamp_us = (int64_t)t * 1000000;
+	c->rlimit = rlimit > (uint64_t)INT64_MAX ? -1 : (int64_t)rlimit;
+	c->known = CQ_CAPTURE_PID | CQ_CAPTURE_UID | CQ_CAPTURE_GID | CQ_CAPTURE_SIGNAL |
+		   CQ_CAPTURE_TIMESTAMP | CQ_CAPTURE_RLIMIT;
+	snprintf(c->hostname, sizeof(c->hostname), "%s", argv[6]);
+	size_t o = 0;
+	for (int i = 7; i < argc; i++)
+		o += (size_t)snprintf(c->comm + o, o < sizeof(c->comm) ? sizeof(c->comm) - o : 0,
+				      "%s%s", i > 7 ? " " : "", argv[i]);
+	c->source = "hook";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	char line[64];
+	if (f && fgets(line, sizeof(line), f)) {
+		size_t n = 0;
+		for (char *p = line; *p && n < 32; p++)
+			if (*p != '-' && *p != '\n')
+				c->boot_id[n++] = *p;
+		c->boot_id[n == 32 ? 32 : 0] = 0;
+	}
+	if (f)
+		fclose(f);
+	return EXIT_OK;
+}
+
+/* Child: ingest the stored file within the budget.  Exit 0 stored, 1 failed. */
+static void analyse_child(const struct hook *h, const char *path)
+{
+	if (h->timeout)
+		alarm(h->timeout);
+#ifndef __SANITIZE_ADDRESS__ /* ASan's shadow memory counts as data */
+	if (h->memory) {
+		struct rlimit rl = {.rlim_cur = h->memory, .rlim_max = h->memory};
+		setrlimit(RLIMIT_DATA, &rl);
+	}
+#endif
+	/* Decompression spools into the store directory, not /tmp. */
+	setenv("TMPDIR", h->store_dir, 1);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, STDOUT_FILENO);
+		dup2(devnull, STDERR_FILENO);
+	}
+	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
+				 .capture_override = &h->cap};
+	cmd_core_opts_init(&run.o);
+	cq_stack_options_default(&run.so);
+	struct cq_error *err = cmd_open_store(h->db, &run.store);
+	if (err)
+		_exit(2);
+	run.so.cache = cmd_open_cache(h->cache);
+	struct input in = {.path = (char *)path};
+	cmd_ingest_one(&run, &in);
+	cq_store_cache_close(run.so.cache);
+	cq_store_close(run.store);
+	_exit(run.failed ? 1 : 0);
+}
+
+/* Runs the analysis in a child; on a failure the child could not record, records it. */
+static struct cq_error *analyse(const struct hook *h, const char *path)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return cq_error_errno(errno, "cannot fork the analysis");
+	if (pid == 0)
+		analyse_child(h, path);
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return cq_error_errno(errno, "cannot wait for the analysis");
+	char reason[160] = "";
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		snprintf(reason, sizeof(reason), "analysis exceeded its time budget of %u s",
+			 h->timeout);
+	else if (WIFSIGNALED(status))
+		snprintf(reason, sizeof(reason),
+			 "analysis killed by signal %d (memory budget %llu bytes)", WTERMSIG(status),
+			 (unsigned long long)h->memory);
+	else if (WEXITSTATUS(status) > 1)
+		snprintf(reason, sizeof(reason), "analysis exited with status %d",
+			 WEXITSTATUS(status));
+	if (!reason[0])
+		return NULL;
+	struct cq_store *store;
+	struct cq_error *err = cmd_open_store(h->db, &store);
+	if (err)
+		return err;
+	int64_t id;
+	err = cq_store_placeholder_failed(store, path, reason, &id);
+	cq_store_close(store);
+	return err;
+}
+
+/* What the database says about the stored core after the analysis. */
+struct outcome {
+	int64_t core_id;
+	char status[16];
+	char message[256];
+	char bucket[32];
+	char signature[256];
+};
+
+static struct cq_error *read_outcome(const struct hook *h, const char *path, struct outcome *o)
+{
+	static const char sql[] =
+		"SELECT c.id, c.status, c.message, b.hash, b.signature FROM cores c "
+		"LEFT JOIN buckets b ON b.id = c.bucket_id "
+		"WHERE c.stored_path = ?1 OR c.identity = 'stored:' || ?1 ORDER BY c.id DESC LIMIT 1";
+	struct cq_store *store;
+	struct cq_error *err = cmd_open_store(h->db, &store);
+	if (err)
+		return err;
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	memset(o, 0, sizeof(*o));
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		err = cq_error_create(CQ_ERR_DB, "%s", sqlite3_errmsg(db));
+	} else {
+		sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			o->core_id = sqlite3_column_int64(st, 0);
+			const char *cols[] = {(const char *)sqlite3_column_text(st, 1),
+					      (const char *)sqlite3_column_text(st, 2),
+					      (const char *)sqlite3_column_text(st, 3),
+					      (const char *)sqlite3_column_text(st, 4)};
+			snprintf(o->status, sizeof(o->status), "%s", cols[0] ? cols[0] : "");
+			snprintf(o->message, sizeof(o->message), "%s", cols[1] ? cols[1] : "");
+			snprintf(o->bucket, sizeof(o->bucket), "%s", cols[2] ? cols[2] : "");
+			snprintf(o->signature, sizeof(o->signature), "%s", cols[3] ? cols[3] : "");
+		}
+		sqlite3_finalize(st);
+	}
+	cq_store_close(store);
+	return err;
+}
+
+static void report(const struct hook *h, const struct cq_capture_stored *s,
+		   const struct outcome *o, const char *error)
+{
+	const struct cq_capture *c = &h->cap;
+	if (h->format == CMD_FORMAT_JSON) {
+		struct cq_json j;
+		cq_json_init(&j, stdout);
+		cq_json_object_begin(&j);
+		cq_json_key(&j, "pid");
+		cq_json_int(&j, c->pid);
+		cq_json_key(&j, "comm");
+		cq_json_string(&j, c->comm);
+		cq_json_key(&j, "signal");
+		cq_json_int(&j, c->signal);
+		cq_json_key(&j, "stored_path");
+		cq_json_string(&j, s && s->path ? s->path : NULL);
+		cq_json_key(&j, "raw_bytes");
+		cq_json_uint(&j, s ? s->raw_bytes : 0);
+		cq_json_key(&j, "file_bytes");
+		cq_json_uint(&j, s ? s->file_bytes : 0);
+		cq_json_key(&j, "truncated");
+		cq_json_bool(&j, s && s->truncated);
+		cq_json_key(&j, "core_id");
+		if (o && o->core_id)
+			cq_json_int(&j, o->core_id);
+		else
+			cq_json_null(&j);
+		cq_json_key(&j, "status");
+		cq_json_string(&j, o && o->status[0] ? o->status : (error ? "error" : NULL));
+		cq_json_key(&j, "message");
+		cq_json_string(&j, error ? error : (o && o->message[0] ? o->message : NULL));
+		cq_json_key(&j, "bucket");
+		cq_json_string(&j, o && o->bucket[0] ? o->bucket : NULL);
+		cq_json_object_end(&j);
+		cq_json_finish(&j);
+		return;
+	}
+	const char *signame = cq_core_signal_name((int)c->signal);
+	char head[256];
+	snprintf(head, sizeof(head), "pid %lld (%s) uid %lld %s", (long long)c->pid, c->comm,
+		 (long long)c->uid, signame ? signame : "signal ?");
+	if (error)
+		log_line("%s: %s", head, error);
+	else if (!s)
+		log_line("%s: not stored (%s); core %lld", head, o->message, (long long)o->core_id);
+	else if (strcmp(o->status, "ok") == 0 || strcmp(o->status, "partial") == 0)
+		log_line("%s: stored %s (%llu bytes%s), core %lld %s, bucket %s: %s", head, s->path,
+			 (unsigned long long)s->raw_bytes, s->truncated ? ", truncated" : "",
+			 (long long)o->core_id, o->status, o->bucket, o->signature);
+	else
+		log_line("%s: stored %s (%llu bytes%s), core %lld %s: %s", head, s->path,
+			 (unsigned long long)s->raw_bytes, s->truncated ? ", truncated" : "",
+			 (long long)o->core_id, o->status, o->message);
+}
+
+static int run_hook(struct hook *h)
+{
+	struct cq_error *err = cq_path_make_parent_dirs(h->db);
+	char *probe = NULL;
+	if (!err && asprintf(&probe, "%s/x", h->store_dir) < 0)
+		err = &cq_error_nomem;
+	if (!err)
+		err = cq_path_make_parent_dirs(probe);
+	free(probe);
+	struct cq_capture_stored s = {0};
+	struct outcome o = {0};
+	struct cq_store *store = NULL;
+	int64_t id;
+	if (!err && h->cap.rlimit == 0) {
+		/* RLIMIT_CORE 0: the process asked for no core.  Record the crash only. */
+		close(STDIN_FILENO);
+		char name[512], *path = NULL;
+		if (!(err = cq_capture_systemd_name(&h->cap, 0, name, sizeof(name), "")) &&
+		    asprintf(&path, "%s/%s", h->store_dir, name) < 0)
+			err = &cq_error_nomem;
+		if (!err && !(err = cmd_open_store(h->db, &store))) {
+			err = cq_store_placeholder(store, &h->cap, path, 0, "not_stored",
+						   "RLIMIT_CORE is 0: core not stored", &id);
+			cq_store_close(store);
+		}
+		free(path);
+		if (!err) {
+			o.core_id = id;
+			snprintf(o.message, sizeof(o.message), "RLIMIT_CORE is 0");
+			report(h, NULL, &o, NULL);
+			return EXIT_OK;
+		}
+	}
+	uint64_t limit = h->max_size;
+	if (h->cap.rlimit > 0 && (limit == 0 || (uint64_t)h->cap.rlimit < limit))
+		limit = (uint64_t)h->cap.rlimit;
+	if (!err)
+		err = cq_capture_store(STDIN_FILENO, h->store_dir, &h->cap, limit, &s);
+	/* The core is on disk: let the kernel finish with the crashed process. */
+	close(STDIN_FILENO);
+	if (!err && !(err = cmd_open_store(h->db, &store))) {
+		err = cq_store_placeholder(store, &h->cap, s.path, s.raw_bytes, "pending",
+					   s.truncated ? "stored truncated at the size limit" : NULL,
+					   &id);
+		cq_store_close(store);
+	}
+	if (!err)
+		err = analyse(h, s.path);
+	if (!err)
+		err = read_outcome(h, s.path, &o);
+	int rc = EXIT_OK;
+	if (err) {
+		report(h, s.path ? &s : NULL, NULL, err->message);
+		cq_error_free(err);
+		rc = EXIT_INPUT;
+	} else {
+		report(h, &s, &o, NULL);
+		if (strcmp(o.status, "ok") != 0 && strcmp(o.status, "partial") != 0)
+			rc = EXIT_INPUT;
+	}
+	free(s.path);
+	return rc;
+}
+
+int cmd_hook(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"store", required_argument, NULL, OPT_STORE},
+		{"db", required_argument, NULL, OPT_DB},
+		{"cache", required_argument, NULL, OPT_CACHE},
+		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"memory-limit", required_argument, NULL, OPT_MEMORY},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	struct hook h = {
+		.store_dir = HOOK_STATE_DIR "/cores",
+		.db = HOOK_STATE_DIR "/coreq.db",
+		.cache = HOOK_STATE_DIR "/cache.db",
+		.max_size = DEFAULT_MAX_SIZE,
+		.memory = DEFAULT_MEMORY,
+		.timeout = DEFAULT_TIMEOUT,
+	};
+	cq_capture_init(&h.cap);
+	int opt;
+	uint64_t v;
+	/* "+": stop at the first positional, so a negative-looking argument is data. */
+	while ((opt = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_HELP:
+			fputs(hook_usage, stdout);
+			return EXIT_OK;
+		case OPT_FORMAT:
+			if (!cmd_parse_format(optarg, &h.format, "hook"))
+				return EXIT_USAGE;
+			break;
+		case OPT_STORE:
+			h.store_dir = optarg;
+			break;
+		case OPT_DB:
+			h.db = optarg;
+			break;
+		case OPT_CACHE:
+			h.cache = optarg;
+			break;
+		case OPT_MAX_SIZE:
+		case OPT_MEMORY:
+			if (!parse_u64(optarg, &v))
+				return cmd_usage_error("hook", "%s takes a byte count, not '%s'",
+						       opt == OPT_MAX_SIZE ? "--max-size"
+									   : "--memory-limit",
+						       optarg);
+			*(opt == OPT_MAX_SIZE ? &h.max_size : &h.memory) = v;
+			break;
+		case OPT_TIMEOUT:
+			if (!cmd_parse_count(optarg, 0, 86400, &h.timeout, "hook", "--timeout"))
+				return EXIT_USAGE;
+			break;
+		default:
+			return cmd_usage_error("hook", "unknown option");
+		}
+	}
+	int rc = parse_args(&h, argc - optind, argv + optind);
+	if (rc != EXIT_OK)
+		return rc;
+	return run_hook(&h);
+}
