@@ -146,21 +146,21 @@ void cq_capture_read_xattrs(const char *path, struct cq_capture *c)
 		unsigned bit;
 		size_t field;
 	} nums[] = {
-		{"user.coredump.pid", CQ_CAPTURE_PID, offsetof(struct cq_capture, pid)},
-		{"user.coredump.uid", CQ_CAPTURE_UID, offsetof(struct cq_capture, uid)},
-		{"user.coredump.gid", CQ_CAPTURE_GID, offsetof(struct cq_capture, gid)},
-		{"user.coredump.signal", CQ_CAPTURE_SIGNAL, offsetof(struct cq_capture, signal)},
-		{"user.coredump.timestamp", CQ_CAPTURE_TIMESTAMP,
-		 offsetof(struct cq_capture, timestamp_us)},
-		{"user.coredump.rlimit", CQ_CAPTURE_RLIMIT, offsetof(struct cq_capture, rlimit)},
+	    {"user.coredump.pid", CQ_CAPTURE_PID, offsetof(struct cq_capture, pid)},
+	    {"user.coredump.uid", CQ_CAPTURE_UID, offsetof(struct cq_capture, uid)},
+	    {"user.coredump.gid", CQ_CAPTURE_GID, offsetof(struct cq_capture, gid)},
+	    {"user.coredump.signal", CQ_CAPTURE_SIGNAL, offsetof(struct cq_capture, signal)},
+	    {"user.coredump.timestamp", CQ_CAPTURE_TIMESTAMP,
+	     offsetof(struct cq_capture, timestamp_us)},
+	    {"user.coredump.rlimit", CQ_CAPTURE_RLIMIT, offsetof(struct cq_capture, rlimit)},
 	};
 	static const struct {
 		const char *key;
 		size_t field, cap;
 	} strs[] = {
-		{"user.coredump.comm", offsetof(struct cq_capture, comm), sizeof(c->comm)},
-		{"user.coredump.hostname", offsetof(struct cq_capture, hostname), sizeof(c->hostname)},
-		{"user.coredump.exe", offsetof(struct cq_capture, exe), sizeof(c->exe)},
+	    {"user.coredump.comm", offsetof(struct cq_capture, comm), sizeof(c->comm)},
+	    {"user.coredump.hostname", offsetof(struct cq_capture, hostname), sizeof(c->hostname)},
+	    {"user.coredump.exe", offsetof(struct cq_capture, exe), sizeof(c->exe)},
 	};
 	char buf[1024];
 	bool any = false;
@@ -207,11 +207,11 @@ static void add_conflict(struct cq_capture *c, const char *fmt, ...)
 }
 
 static void compare_num(struct cq_capture *c, unsigned bit, const char *what, int64_t outside,
-			int64_t core)
+                        int64_t core)
 {
 	if ((c->known & bit) && outside != core)
 		add_conflict(c, "%s: core %lld, %s %lld", what, (long long)core, c->source,
-			     (long long)outside);
+		             (long long)outside);
 }
 
 void cq_capture_reconcile(const struct cq_core *core, struct cq_capture *c)
@@ -234,7 +234,7 @@ void cq_capture_reconcile(const struct cq_core *core, struct cq_capture *c)
 }
 
 struct cq_error *cq_capture_systemd_name(const struct cq_capture *c, unsigned serial, char *buf,
-					 size_t cap, const char *ext)
+                                         size_t cap, const char *ext)
 {
 	unsigned need = CQ_CAPTURE_PID | CQ_CAPTURE_UID | CQ_CAPTURE_TIMESTAMP;
 	if ((c->known & need) != need)
@@ -251,7 +251,7 @@ struct cq_error *cq_capture_systemd_name(const struct cq_capture *c, unsigned se
 	comm[o] = 0;
 	const char *boot = c->boot_id[0] ? c->boot_id : "00000000000000000000000000000000";
 	int n = snprintf(buf, cap, "core.%s.%lld.%s.%lld.%lld%s", comm, (long long)c->uid, boot,
-			 (long long)c->pid, (long long)(c->timestamp_us + serial), ext);
+	                 (long long)c->pid, (long long)(c->timestamp_us + serial), ext);
 	if (n < 0 || (size_t)n >= cap)
 		return cq_error_create(CQ_ERR_LIMIT, "core file name too long");
 	return NULL;
@@ -264,32 +264,33 @@ struct cq_error *cq_capture_write_xattrs(int fd, const struct cq_capture *c)
 		unsigned bit;
 		int64_t v;
 	} nums[] = {
-		{"user.coredump.pid", CQ_CAPTURE_PID, c->pid},
-		{"user.coredump.uid", CQ_CAPTURE_UID, c->uid},
-		{"user.coredump.gid", CQ_CAPTURE_GID, c->gid},
-		{"user.coredump.signal", CQ_CAPTURE_SIGNAL, c->signal},
-		{"user.coredump.timestamp", CQ_CAPTURE_TIMESTAMP, c->timestamp_us},
-		{"user.coredump.rlimit", CQ_CAPTURE_RLIMIT, c->rlimit},
+	    {"user.coredump.pid", CQ_CAPTURE_PID, c->pid},
+	    {"user.coredump.uid", CQ_CAPTURE_UID, c->uid},
+	    {"user.coredump.gid", CQ_CAPTURE_GID, c->gid},
+	    {"user.coredump.signal", CQ_CAPTURE_SIGNAL, c->signal},
+	    {"user.coredump.timestamp", CQ_CAPTURE_TIMESTAMP, c->timestamp_us},
+	    {"user.coredump.rlimit", CQ_CAPTURE_RLIMIT, c->rlimit},
 	};
 	char buf[32];
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
 		if (!(c->known & nums[i].bit))
 			continue;
 		int n = nums[i].v == -1 && nums[i].bit == CQ_CAPTURE_RLIMIT
-				? snprintf(buf, sizeof(buf), "%llu", ~0ull)
-				: snprintf(buf, sizeof(buf), "%lld", (long long)nums[i].v);
+		            ? snprintf(buf, sizeof(buf), "%llu", ~0ull)
+		            : snprintf(buf, sizeof(buf), "%lld", (long long)nums[i].v);
 		if (fsetxattr(fd, nums[i].key, buf, (size_t)n, 0) != 0)
 			return cq_error_errno(errno, "cannot set %s", nums[i].key);
 	}
 	const struct {
 		const char *key, *v;
 	} strs[] = {
-		{"user.coredump.comm", c->comm},
-		{"user.coredump.hostname", c->hostname},
-		{"user.coredump.exe", c->exe},
+	    {"user.coredump.comm", c->comm},
+	    {"user.coredump.hostname", c->hostname},
+	    {"user.coredump.exe", c->exe},
 	};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-		if (strs[i].v[0] && fsetxattr(fd, strs[i].key, strs[i].v, strlen(strs[i].v), 0) != 0)
+		if (strs[i].v[0] &&
+		    fsetxattr(fd, strs[i].key, strs[i].v, strlen(strs[i].v), 0) != 0)
 			return cq_error_errno(errno, "cannot set %s", strs[i].key);
 	return NULL;
 }

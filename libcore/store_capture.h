@@ -25,8 +25,8 @@ struct cq_capture;
  * status and message as above.  *id is its row id.
  */
 struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_capture *cap,
-				      const char *stored_path, uint64_t size, const char *status,
-				      const char *message, int64_t *id);
+                                      const char *stored_path, uint64_t size, const char *status,
+                                      const char *message, int64_t *id);
 
 /*
  * Marks the placeholder of stored_path "failed" with message, if there is
@@ -34,15 +34,15 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
  * analysed since is left alone.
  */
 struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char *stored_path,
-					     const char *message, int64_t *id);
+                                             const char *message, int64_t *id);
 
 /* True if path was looked at before with this size and mtime. */
 struct cq_error *cq_store_file_seen(struct cq_store *store, const char *path, int64_t size,
-				    int64_t mtime_ns, bool *seen);
+                                    int64_t mtime_ns, bool *seen);
 
 /* Records what became of path: status "ingested", "duplicate" or "failed". */
 struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, int64_t size,
-				      int64_t mtime_ns, int64_t core_id, const char *status,
-				      const char *message);
+                                      int64_t mtime_ns, int64_t core_id, const char *status,
+                                      const char *message);
 
 #endif
