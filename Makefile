@@ -14,7 +14,8 @@ VERSION  := 0.1.0
 # compressors the tests feed coreq.
 DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	libsqlite3-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
-	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg
+	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg \
+	systemd
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
@@ -127,9 +128,17 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/coreq corpus
 	@tests/bench/run $(BUILD)
 
+# systemd units go under $(PREFIX)/lib/systemd/system, ExecStart naming the
+# installed binary.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 install: $(BUILD)/coreq
 	install -D -m 0755 $(BUILD)/coreq $(DESTDIR)$(PREFIX)/bin/coreq
 	install -D -m 0644 coreq.1 $(DESTDIR)$(PREFIX)/share/man/man1/coreq.1
+	install -D -m 0644 dist/systemd/coreq-ingest.path $(DESTDIR)$(UNITDIR)/coreq-ingest.path
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/coreq-ingest.service.in > $(BUILD)/coreq-ingest.service
+	install -D -m 0644 $(BUILD)/coreq-ingest.service $(DESTDIR)$(UNITDIR)/coreq-ingest.service
+	install -D -m 0644 'dist/systemd/systemd-coredump@.service.d/coreq.conf' \
+		'$(DESTDIR)$(UNITDIR)/systemd-coredump@.service.d/coreq.conf'
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

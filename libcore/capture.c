@@ -35,6 +35,7 @@ static bool parse_int(const char *s, size_t len, int64_t *out)
 	long long v = strtoll(buf, &end, 10);
 	if (errno == ERANGE && buf[0] != '-') {
 		/* RLIM_INFINITY is written as 18446744073709551615. */
+		errno = 0;
 		unsigned long long u = strtoull(buf, &end, 10);
 		if (errno || *end || u != ~0ull)
 			return false;

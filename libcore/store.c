@@ -306,8 +306,9 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)time(NULL));
 	sqlite3_bind_text(st, i++, c->memory_missing ? "partial" : "ok", -1, SQLITE_STATIC);
 	bind_text_or_null(st, i++, c->memory_missing ? message : NULL);
+	/* The notes win: the outside comm only when the core has none. */
 	bind_text_or_null(st, i++,
-	                  cap && cap->comm[0] ? cap->comm : (c->fname[0] ? c->fname : NULL));
+	                  c->fname[0] ? c->fname : (cap && cap->comm[0] ? cap->comm : NULL));
 	bind_text_or_null(st, i++, cap && cap->boot_id[0] ? cap->boot_id : NULL);
 	bind_known(st, i++, cap, CQ_CAPTURE_RLIMIT, cap ? cap->rlimit : 0);
 	bind_text_or_null(st, i++,

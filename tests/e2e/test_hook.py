@@ -120,10 +120,11 @@ def check_concurrent(cases, tmp):
     files = [f for f in stored_files(tmp)]
     ok(len(files) == 16 and all(NAME_RE.match(f) for f in files),
        "16 stored .zst files, no temporary file left", files)
-    got = rows(tmp, "SELECT pid, comm, status, nthreads, stored_path IS NOT NULL FROM cores ORDER BY comm")
-    exp = sorted([(int(c["pid"]), f"c{i}", "ok", int(c["threads"]), 1) for i, c in enumerate(picked)],
-                 key=lambda x: x[1])
-    ok(got == exp, "16 rows, each fully analysed with its own pid and thread count", [got, exp])
+    got = rows(tmp, "SELECT pid, status, nthreads, stored_path IS NOT NULL, meta_conflicts FROM cores ORDER BY pid")
+    # Each hook was told comm "cI": the core's own comm wins, the disagreement is recorded.
+    exp = sorted((int(c["pid"]), "ok", int(c["threads"]), 1,
+                  f"comm: core {os.path.basename(c['exe'])[:15]}, hook c{i}") for i, c in enumerate(picked))
+    ok(got == exp, "16 rows, each fully analysed with its own pid, thread count and comm conflict", [got, exp])
     ok(rows(tmp, "PRAGMA integrity_check") == [("ok",)], "PRAGMA integrity_check is ok after 16 concurrent hooks")
     same = all(zstd_bytes(os.path.join(tmp, "cores", f)) == datas[int(NAME_RE.match(f)["comm"][1:])]
                for f in files)
