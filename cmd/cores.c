@@ -142,6 +142,8 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	printf("path:        %s\n", c->path);
 	printf("exe:         %s\n", c->exe ? c->exe : "-");
 	printf("cmdline:     %s\n", c->cmdline ? c->cmdline : "-");
+	if (c->comm)
+		printf("comm:        %s\n", c->comm);
 	printf("pid:         %lld\n", (long long)c->pid);
 	if (c->has_uid)
 		printf("uid:         %lld\n", (long long)c->uid);
@@ -161,6 +163,12 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		printf("hostname:    %s\n", c->hostname);
 	if (c->bucket_id)
 		printf("bucket:      %lld\n", (long long)c->bucket_id);
+	if (c->source)
+		printf("source:      %s\n", c->source);
+	if (c->stored_path)
+		printf("stored as:   %s\n", c->stored_path);
+	if (c->meta_conflicts)
+		printf("conflicts:   %s (the core's values are shown)\n", c->meta_conflicts);
 	cmd_iso_time(c->ingested_at, when);
 	printf("ingested:    %s\nstatus:      %s%s%s\n", when, c->status, c->message ? ": " : "",
 	       c->message ? c->message : "");

@@ -35,35 +35,35 @@
 #include "libcore/store.h"
 #include "libcore/store_capture.h"
 
-#define HOOK_STATE_DIR "/var/lib/coreq"
-#define DEFAULT_TIMEOUT 120
-#define DEFAULT_MEMORY (2ull << 30)
+#define HOOK_STATE_DIR   "/var/lib/coreq"
+#define DEFAULT_TIMEOUT  120
+#define DEFAULT_MEMORY   (2ull << 30)
 #define DEFAULT_MAX_SIZE (32ull << 30)
 
 static const char hook_usage[] =
-	"Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES]\n"
-	"                  [--timeout SECONDS] [--memory-limit BYTES] [--format text|json]\n"
-	"                  PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM\n"
-	"\n"
-	"The kernel.core_pattern pipe handler:\n"
-	"  kernel.core_pattern=|/usr/bin/coreq hook %P %u %g %s %t %c %h %e\n"
-	"Reads a core from standard input and stores it first, zstd-compressed and\n"
-	"named like systemd-coredump's cores (with user.coredump.* xattrs), in the\n"
-	"store directory; records it in the database; then analyses and ingests it\n"
-	"as `coreq ingest` would, in a child process with a time and memory budget.\n"
-	"If the analysis fails, the stored core and a 'failed' row with the reason\n"
-	"remain, and `coreq ingest FILE` of the stored core can complete it later.\n"
-	"RLIMIT 0 stores nothing and records that.  Logs one line per crash to\n"
-	"standard error (syslog when there is none).\n"
-	"\n"
-	"  --store DIR          where cores are kept (default " HOOK_STATE_DIR "/cores)\n"
-	"  --db P               database (default " HOOK_STATE_DIR "/coreq.db)\n"
-	"  --cache P            unwind-table and symbol cache (default " HOOK_STATE_DIR "/cache.db)\n"
-	"  --max-size BYTES     store at most this much of a core (default 32 GiB)\n"
-	"  --timeout SECONDS    analysis time budget (default 120; 0 = none)\n"
-	"  --memory-limit BYTES analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)\n"
-	"  --format text|json   the log line as text on stderr, or a JSON object on stdout\n"
-	"  --help               show this help\n";
+    "Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES]\n"
+    "                  [--timeout SECONDS] [--memory-limit BYTES] [--format text|json]\n"
+    "                  PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM\n"
+    "\n"
+    "The kernel.core_pattern pipe handler:\n"
+    "  kernel.core_pattern=|/usr/bin/coreq hook %P %u %g %s %t %c %h %e\n"
+    "Reads a core from standard input and stores it first, zstd-compressed and\n"
+    "named like systemd-coredump's cores (with user.coredump.* xattrs), in the\n"
+    "store directory; records it in the database; then analyses and ingests it\n"
+    "as `coreq ingest` would, in a child process with a time and memory budget.\n"
+    "If the analysis fails, the stored core and a 'failed' row with the reason\n"
+    "remain, and `coreq ingest FILE` of the stored core can complete it later.\n"
+    "RLIMIT 0 stores nothing and records that.  Logs one line per crash to\n"
+    "standard error (syslog when there is none).\n"
+    "\n"
+    "  --store DIR          where cores are kept (default " HOOK_STATE_DIR "/cores)\n"
+    "  --db P               database (default " HOOK_STATE_DIR "/coreq.db)\n"
+    "  --cache P            unwind-table and symbol cache (default " HOOK_STATE_DIR "/cache.db)\n"
+    "  --max-size BYTES     store at most this much of a core (default 32 GiB)\n"
+    "  --timeout SECONDS    analysis time budget (default 120; 0 = none)\n"
+    "  --memory-limit BYTES analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)\n"
+    "  --format text|json   the log line as text on stderr, or a JSON object on stdout\n"
+    "  --help               show this help\n";
 
 enum {
 	OPT_STORE = OPT_FIRST_COMMAND_SPECIFIC,
@@ -128,7 +128,8 @@ static int parse_args(struct hook *h, int argc, char **argv)
 {
 	struct cq_capture *c = &h->cap;
 	if (argc < 8)
-		return cmd_usage_error("hook", "expected PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM");
+		return cmd_usage_error("hook",
+		                       "expected PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM");
 	uint64_t t, rlimit;
 	if (!parse_i64(argv[0], &c->pid) || c->pid <= 0)
 		return cmd_usage_error("hook", "PID must be a positive number, not '%s'", argv[0]);
@@ -144,12 +145,12 @@ static int parse_args(struct hook *h, int argc, char **argv)
 	c->timestamp_us = (int64_t)t * 1000000;
 	c->rlimit = rlimit > (uint64_t)INT64_MAX ? -1 : (int64_t)rlimit;
 	c->known = CQ_CAPTURE_PID | CQ_CAPTURE_UID | CQ_CAPTURE_GID | CQ_CAPTURE_SIGNAL |
-		   CQ_CAPTURE_TIMESTAMP | CQ_CAPTURE_RLIMIT;
+	           CQ_CAPTURE_TIMESTAMP | CQ_CAPTURE_RLIMIT;
 	snprintf(c->hostname, sizeof(c->hostname), "%s", argv[6]);
 	size_t o = 0;
 	for (int i = 7; i < argc; i++)
 		o += (size_t)snprintf(c->comm + o, o < sizeof(c->comm) ? sizeof(c->comm) - o : 0,
-				      "%s%s", i > 7 ? " " : "", argv[i]);
+		                      "%s%s", i > 7 ? " " : "", argv[i]);
 	c->source = "hook";
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	char line[64];
@@ -184,7 +185,7 @@ static void analyse_child(const struct hook *h, const char *path)
 		dup2(devnull, STDERR_FILENO);
 	}
 	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
-				 .capture_override = &h->cap};
+	                         .capture_override = &h->cap};
 	cmd_core_opts_init(&run.o);
 	cq_stack_options_default(&run.so);
 	struct cq_error *err = cmd_open_store(h->db, &run.store);
@@ -214,14 +215,14 @@ static struct cq_error *analyse(const struct hook *h, const char *path)
 	char reason[160] = "";
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
 		snprintf(reason, sizeof(reason), "analysis exceeded its time budget of %u s",
-			 h->timeout);
+		         h->timeout);
 	else if (WIFSIGNALED(status))
 		snprintf(reason, sizeof(reason),
-			 "analysis killed by signal %d (memory budget %llu bytes)", WTERMSIG(status),
-			 (unsigned long long)h->memory);
+		         "analysis killed by signal %d (memory budget %llu bytes)",
+		         WTERMSIG(status), (unsigned long long)h->memory);
 	else if (WEXITSTATUS(status) > 1)
 		snprintf(reason, sizeof(reason), "analysis exited with status %d",
-			 WEXITSTATUS(status));
+		         WEXITSTATUS(status));
 	if (!reason[0])
 		return NULL;
 	struct cq_store *store;
@@ -246,9 +247,9 @@ struct outcome {
 static struct cq_error *read_outcome(const struct hook *h, const char *path, struct outcome *o)
 {
 	static const char sql[] =
-		"SELECT c.id, c.status, c.message, b.hash, b.signature FROM cores c "
-		"LEFT JOIN buckets b ON b.id = c.bucket_id "
-		"WHERE c.stored_path = ?1 OR c.identity = 'stored:' || ?1 ORDER BY c.id DESC LIMIT 1";
+	    "SELECT c.id, c.status, c.message, b.hash, b.signature FROM cores c "
+	    "LEFT JOIN buckets b ON b.id = c.bucket_id "
+	    "WHERE c.stored_path = ?1 OR c.identity = 'stored:' || ?1 ORDER BY c.id DESC LIMIT 1";
 	struct cq_store *store;
 	struct cq_error *err = cmd_open_store(h->db, &store);
 	if (err)
@@ -263,9 +264,9 @@ static struct cq_error *read_outcome(const struct hook *h, const char *path, str
 		if (sqlite3_step(st) == SQLITE_ROW) {
 			o->core_id = sqlite3_column_int64(st, 0);
 			const char *cols[] = {(const char *)sqlite3_column_text(st, 1),
-					      (const char *)sqlite3_column_text(st, 2),
-					      (const char *)sqlite3_column_text(st, 3),
-					      (const char *)sqlite3_column_text(st, 4)};
+			                      (const char *)sqlite3_column_text(st, 2),
+			                      (const char *)sqlite3_column_text(st, 3),
+			                      (const char *)sqlite3_column_text(st, 4)};
 			snprintf(o->status, sizeof(o->status), "%s", cols[0] ? cols[0] : "");
 			snprintf(o->message, sizeof(o->message), "%s", cols[1] ? cols[1] : "");
 			snprintf(o->bucket, sizeof(o->bucket), "%s", cols[2] ? cols[2] : "");
@@ -277,8 +278,8 @@ static struct cq_error *read_outcome(const struct hook *h, const char *path, str
 	return err;
 }
 
-static void report(const struct hook *h, const struct cq_capture_stored *s,
-		   const struct outcome *o, const char *error)
+static void report(const struct hook *h, const struct cq_capture_stored *s, const struct outcome *o,
+                   const char *error)
 {
 	const struct cq_capture *c = &h->cap;
 	if (h->format == CMD_FORMAT_JSON) {
@@ -317,19 +318,19 @@ static void report(const struct hook *h, const struct cq_capture_stored *s,
 	const char *signame = cq_core_signal_name((int)c->signal);
 	char head[256];
 	snprintf(head, sizeof(head), "pid %lld (%s) uid %lld %s", (long long)c->pid, c->comm,
-		 (long long)c->uid, signame ? signame : "signal ?");
+	         (long long)c->uid, signame ? signame : "signal ?");
 	if (error)
 		log_line("%s: %s", head, error);
 	else if (!s)
 		log_line("%s: not stored (%s); core %lld", head, o->message, (long long)o->core_id);
 	else if (strcmp(o->status, "ok") == 0 || strcmp(o->status, "partial") == 0)
 		log_line("%s: stored %s (%llu bytes%s), core %lld %s, bucket %s: %s", head, s->path,
-			 (unsigned long long)s->raw_bytes, s->truncated ? ", truncated" : "",
-			 (long long)o->core_id, o->status, o->bucket, o->signature);
+		         (unsigned long long)s->raw_bytes, s->truncated ? ", truncated" : "",
+		         (long long)o->core_id, o->status, o->bucket, o->signature);
 	else
 		log_line("%s: stored %s (%llu bytes%s), core %lld %s: %s", head, s->path,
-			 (unsigned long long)s->raw_bytes, s->truncated ? ", truncated" : "",
-			 (long long)o->core_id, o->status, o->message);
+		         (unsigned long long)s->raw_bytes, s->truncated ? ", truncated" : "",
+		         (long long)o->core_id, o->status, o->message);
 }
 
 static int run_hook(struct hook *h)
@@ -354,7 +355,7 @@ static int run_hook(struct hook *h)
 			err = &cq_error_nomem;
 		if (!err && !(err = cmd_open_store(h->db, &store))) {
 			err = cq_store_placeholder(store, &h->cap, path, 0, "not_stored",
-						   "RLIMIT_CORE is 0: core not stored", &id);
+			                           "RLIMIT_CORE is 0: core not stored", &id);
 			cq_store_close(store);
 		}
 		free(path);
@@ -373,9 +374,9 @@ static int run_hook(struct hook *h)
 	/* The core is on disk: let the kernel finish with the crashed process. */
 	close(STDIN_FILENO);
 	if (!err && !(err = cmd_open_store(h->db, &store))) {
-		err = cq_store_placeholder(store, &h->cap, s.path, s.raw_bytes, "pending",
-					   s.truncated ? "stored truncated at the size limit" : NULL,
-					   &id);
+		err = cq_store_placeholder(
+		    store, &h->cap, s.path, s.raw_bytes, "pending",
+		    s.truncated ? "stored truncated at the size limit" : NULL, &id);
 		cq_store_close(store);
 	}
 	if (!err)
@@ -399,23 +400,23 @@ static int run_hook(struct hook *h)
 int cmd_hook(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"store", required_argument, NULL, OPT_STORE},
-		{"db", required_argument, NULL, OPT_DB},
-		{"cache", required_argument, NULL, OPT_CACHE},
-		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
-		{"timeout", required_argument, NULL, OPT_TIMEOUT},
-		{"memory-limit", required_argument, NULL, OPT_MEMORY},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"help", no_argument, NULL, OPT_HELP},
-		{NULL, 0, NULL, 0},
+	    {"store", required_argument, NULL, OPT_STORE},
+	    {"db", required_argument, NULL, OPT_DB},
+	    {"cache", required_argument, NULL, OPT_CACHE},
+	    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
+	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+	    {"memory-limit", required_argument, NULL, OPT_MEMORY},
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {NULL, 0, NULL, 0},
 	};
 	struct hook h = {
-		.store_dir = HOOK_STATE_DIR "/cores",
-		.db = HOOK_STATE_DIR "/coreq.db",
-		.cache = HOOK_STATE_DIR "/cache.db",
-		.max_size = DEFAULT_MAX_SIZE,
-		.memory = DEFAULT_MEMORY,
-		.timeout = DEFAULT_TIMEOUT,
+	    .store_dir = HOOK_STATE_DIR "/cores",
+	    .db = HOOK_STATE_DIR "/coreq.db",
+	    .cache = HOOK_STATE_DIR "/cache.db",
+	    .max_size = DEFAULT_MAX_SIZE,
+	    .memory = DEFAULT_MEMORY,
+	    .timeout = DEFAULT_TIMEOUT,
 	};
 	cq_capture_init(&h.cap);
 	int opt;
@@ -442,10 +443,9 @@ int cmd_hook(int argc, char **argv)
 		case OPT_MAX_SIZE:
 		case OPT_MEMORY:
 			if (!parse_u64(optarg, &v))
-				return cmd_usage_error("hook", "%s takes a byte count, not '%s'",
-						       opt == OPT_MAX_SIZE ? "--max-size"
-									   : "--memory-limit",
-						       optarg);
+				return cmd_usage_error(
+				    "hook", "%s takes a byte count, not '%s'",
+				    opt == OPT_MAX_SIZE ? "--max-size" : "--memory-limit", optarg);
 			*(opt == OPT_MAX_SIZE ? &h.max_size : &h.memory) = v;
 			break;
 		case OPT_TIMEOUT:

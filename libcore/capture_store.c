@@ -23,7 +23,7 @@
 static struct cq_error *archive_fail(struct archive *a, const char *what)
 {
 	return cq_error_create(CQ_ERR_IO, "%s: %s", what,
-			       archive_error_string(a) ? archive_error_string(a) : "failed");
+	                       archive_error_string(a) ? archive_error_string(a) : "failed");
 }
 
 /* Streams in_fd into fd as zstd, at most limit bytes (0: all). */
@@ -86,11 +86,12 @@ out:
 
 /* Renames tmp to a free systemd-style name in dir (the timestamp nudged by µs if taken). */
 static struct cq_error *place(const char *dir, const char *tmp, const struct cq_capture *c,
-			      struct cq_capture_stored *out)
+                              struct cq_capture_stored *out)
 {
 	char name[512];
 	for (unsigned serial = 0; serial < NAME_TRIES; serial++) {
-		struct cq_error *err = cq_capture_systemd_name(c, serial, name, sizeof(name), ".zst");
+		struct cq_error *err =
+		    cq_capture_systemd_name(c, serial, name, sizeof(name), ".zst");
 		if (err)
 			return err;
 		char *path;
@@ -109,7 +110,7 @@ static struct cq_error *place(const char *dir, const char *tmp, const struct cq_
 }
 
 struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_capture *c,
-				  uint64_t limit, struct cq_capture_stored *out)
+                                  uint64_t limit, struct cq_capture_stored *out)
 {
 	memset(out, 0, sizeof(*out));
 	char *tmp;

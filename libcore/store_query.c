@@ -151,7 +151,9 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 	int64_t only_id = f ? f->id : 0;
 	static const char q[] =
 	    "SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
-	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, bucket_id "
+	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, "
+	    "bucket_id, "
+	    "comm, source, stored_path, meta_conflicts "
 	    "FROM cores WHERE (?1 = 0 OR id = ?1) AND (?2 = 0 OR bucket_id = ?2) "
 	    "ORDER BY coalesce(timestamp, ingested_at), id";
 	sqlite3 *db = cq_store_db(store);
@@ -189,6 +191,10 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 		    .has_timestamp = sqlite3_column_type(st, 16) != SQLITE_NULL,
 		    .timestamp = sqlite3_column_int64(st, 16),
 		    .bucket_id = sqlite3_column_int64(st, 17),
+		    .comm = (const char *)sqlite3_column_text(st, 18),
+		    .source = (const char *)sqlite3_column_text(st, 19),
+		    .stored_path = (const char *)sqlite3_column_text(st, 20),
+		    .meta_conflicts = (const char *)sqlite3_column_text(st, 21),
 		};
 		fn(ctx, &row);
 		n++;

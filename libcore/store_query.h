@@ -49,6 +49,8 @@ struct cq_store_core_row {
 	int64_t uid, si_code, timestamp;
 	uint64_t fault_address;
 	int64_t bucket_id; /* 0: none */
+	/* Where it came from (schema 003); NULL when unknown. */
+	const char *comm, *source, *stored_path, *meta_conflicts;
 };
 
 struct cq_store_core_filter {

@@ -28,10 +28,11 @@ ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 HEX = re.compile(r"0x[0-9a-f]+")
 KINDS = {"native", "inline", "async"}
 TRUSTS = {"context", "cfi", "fp", "scan", "async"}
-# bucket_id came with crash buckets (schema 002).
+# bucket_id came with crash buckets (schema 002); comm, source, stored_path
+# and meta_conflicts with capture metadata (schema 003).
 CORE_KEYS = {"id", "path", "pid", "exe", "cmdline", "signal", "signal_name", "si_code", "fault_address",
              "crashed_tid", "threads", "timestamp", "hostname", "uid", "ingested_at", "status", "message",
-             "bucket_id"}
+             "bucket_id", "comm", "source", "stored_path", "meta_conflicts"}
 
 
 def diag(r):
