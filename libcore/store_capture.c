@@ -21,6 +21,31 @@ static struct cq_error *db_fail(sqlite3 *db, sqlite3_stmt *st, const char *what)
 	return err;
 }
 
+static struct cq_error *prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
+		return db_fail(db, NULL, "prepare");
+	return NULL;
+}
+
+/*
+ * Steps st once and finalizes it.  *found says whether it gave a row, and
+ * *value is that row's first column (both may be NULL).
+ */
+static struct cq_error *step_once(sqlite3 *db, sqlite3_stmt *st, const char *what, bool *found,
+                                  int64_t *value)
+{
+	int rc = sqlite3_step(st);
+	if (found)
+		*found = rc == SQLITE_ROW;
+	if (value)
+		*value = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_fail(db, st, what);
+	sqlite3_finalize(st);
+	return NULL;
+}
+
 static void bind_opt_int(sqlite3_stmt *st, int i, const struct cq_capture *cap, unsigned bit,
                          int64_t v)
 {
@@ -51,8 +76,9 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 	    "message = excluded.message RETURNING id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_fail(db, NULL, "prepare");
+	struct cq_error *err = prepare(db, sql, &st);
+	if (err)
+		return err;
 	sqlite3_bind_text(st, 1, stored_path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
 	bind_opt_int(st, 3, cap, CQ_CAPTURE_PID, cap->pid);
@@ -71,11 +97,10 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 	bind_opt_text(st, 16, cap->source);
 	bind_opt_text(
 	    st, 17, cap->known & CQ_CAPTURE_SIGNAL ? cq_core_signal_name((int)cap->signal) : NULL);
-	if (sqlite3_step(st) != SQLITE_ROW)
-		return db_fail(db, st, "store placeholder");
-	*id = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return NULL;
+	bool found;
+	if ((err = step_once(db, st, "store placeholder", &found, id)))
+		return err;
+	return found ? NULL : cq_error_create(CQ_ERR_DB, "store placeholder: no row");
 }
 
 struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char *stored_path,
@@ -86,15 +111,24 @@ struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char 
 	                          "'failed') RETURNING id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_fail(db, NULL, "prepare");
+	struct cq_error *err = prepare(db, sql, &st);
+	if (err)
+		return err;
 	sqlite3_bind_text(st, 1, stored_path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, message, -1, SQLITE_TRANSIENT);
-	int rc = sqlite3_step(st);
-	*id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return db_fail(db, st, "record failure");
-	sqlite3_finalize(st);
+	return step_once(db, st, "record failure", NULL, id);
+}
+
+/* Prepares sql with a file's (path, size, mtime_ns) bound to ?1..?3. */
+static struct cq_error *prepare_file(sqlite3 *db, const char *sql, const char *path, int64_t size,
+                                     int64_t mtime_ns, sqlite3_stmt **st)
+{
+	struct cq_error *err = prepare(db, sql, st);
+	if (err)
+		return err;
+	sqlite3_bind_text(*st, 1, path, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(*st, 2, size);
+	sqlite3_bind_int64(*st, 3, mtime_ns);
 	return NULL;
 }
 
@@ -105,17 +139,10 @@ struct cq_error *cq_store_file_seen(struct cq_store *store, const char *path, in
 	    "SELECT 1 FROM seen_files WHERE path = ? AND size = ? AND mtime_ns = ?";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_fail(db, NULL, "prepare");
-	sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, size);
-	sqlite3_bind_int64(st, 3, mtime_ns);
-	int rc = sqlite3_step(st);
-	*seen = rc == SQLITE_ROW;
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return db_fail(db, st, "lookup");
-	sqlite3_finalize(st);
-	return NULL;
+	struct cq_error *err = prepare_file(db, sql, path, size, mtime_ns, &st);
+	if (err)
+		return err;
+	return step_once(db, st, "lookup", seen, NULL);
 }
 
 struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, int64_t size,
@@ -126,11 +153,9 @@ struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, 
 	                          "core_id, status, message, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_fail(db, NULL, "prepare");
-	sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, size);
-	sqlite3_bind_int64(st, 3, mtime_ns);
+	struct cq_error *err = prepare_file(db, sql, path, size, mtime_ns, &st);
+	if (err)
+		return err;
 	if (core_id)
 		sqlite3_bind_int64(st, 4, core_id);
 	else
@@ -138,8 +163,5 @@ struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, 
 	sqlite3_bind_text(st, 5, status, -1, SQLITE_TRANSIENT);
 	bind_opt_text(st, 6, message);
 	sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return db_fail(db, st, "record file");
-	sqlite3_finalize(st);
-	return NULL;
+	return step_once(db, st, "record file", NULL, NULL);
 }
