@@ -342,6 +342,12 @@ static int run_hook(struct hook *h)
 	if (!err)
 		err = cq_path_make_parent_dirs(probe);
 	free(probe);
+	/* Rows name the stored file by its absolute path, as `coreq ingest` does. */
+	char *store_abs = err ? NULL : realpath(h->store_dir, NULL);
+	if (!err && !store_abs)
+		err = cq_error_errno(errno, "cannot resolve %s", h->store_dir);
+	if (store_abs)
+		h->store_dir = store_abs;
 	struct cq_capture_stored s = {0};
 	struct outcome o = {0};
 	struct cq_store *store = NULL;
@@ -363,6 +369,7 @@ static int run_hook(struct hook *h)
 			o.core_id = id;
 			snprintf(o.message, sizeof(o.message), "RLIMIT_CORE is 0");
 			report(h, NULL, &o, NULL);
+			free(store_abs);
 			return EXIT_OK;
 		}
 	}
@@ -394,6 +401,7 @@ static int run_hook(struct hook *h)
 			rc = EXIT_INPUT;
 	}
 	free(s.path);
+	free(store_abs);
 	return rc;
 }
 

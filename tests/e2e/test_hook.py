@@ -192,6 +192,21 @@ def check_memory_budget(cases, tmp):
        "a later `coreq ingest` of the stored file completes the same row", [r.stderr, got2])
 
 
+def check_relative_store(case, tmp):
+    """--store and --db given relative to the working directory."""
+    data = open(case["core"], "rb").read()
+    cmd = [os.path.abspath(os.environ.get("COREQ", "build/asan/coreq")), "hook", "--store", "rel/cores", "--db", "rel/coreq.db",
+           "--cache", "rel/cache.db", case["pid"], str(os.getuid()), str(os.getgid()), case["signal"], str(T0),
+           "18446744073709551615", "h", "c"]
+    r = subprocess.run(cmd, input=data, capture_output=True, cwd=tmp, timeout=300)
+    con = sqlite3.connect(os.path.join(tmp, "rel", "coreq.db"))
+    got = con.execute("SELECT status, stored_path FROM cores").fetchall()
+    con.close()
+    ok(r.returncode == 0 and len(got) == 1 and got[0][0] == "ok" and os.path.isabs(got[0][1])
+       and os.path.isfile(got[0][1]), "relative --store/--db: analysed, the row names the file by absolute path",
+       [diag(r), got])
+
+
 def check_confined(case, tmp):
     """The hook writes only its store and database (and cache), never $HOME or /tmp."""
     home, tdir = os.path.join(tmp, "home"), os.path.join(tmp, "tmpdir")
@@ -241,6 +256,8 @@ def main():
         check_max_size(cases["abort_deep.O2"], tmp)
     with tempfile.TemporaryDirectory(prefix="coreq-hookmem-") as tmp:
         check_memory_budget(cases, tmp)
+    with tempfile.TemporaryDirectory(prefix="coreq-hookrel-") as tmp:
+        check_relative_store(cases["fpe.O0"], tmp)
     with tempfile.TemporaryDirectory(prefix="coreq-hookconf-") as tmp:
         check_confined(cases["fpe.O2"], tmp)
     done()
