@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"cores", cmd_cores, "the cores in the database"},
     {"show", cmd_show, "one stored core with every thread's stack"},
     {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds"},
+    {"lws", cmd_lws, "libwebsockets backtraces: decode, encode, ingest logs"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
