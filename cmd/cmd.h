@@ -111,5 +111,6 @@ int cmd_show(int argc, char **argv);
 int cmd_buckets(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
 int cmd_stack(int argc, char **argv);
+int cmd_lws(int argc, char **argv);
 
 #endif

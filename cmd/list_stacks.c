@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd/store_output.h"
 #include "libcore/json.h"
@@ -12,11 +13,13 @@
 
 static const char list_stacks_usage[] =
     "Usage: coreq list-stacks [--db P] [--core ID] [--exe NAME] [--bucket ID] [--limit N]\n"
-    "                         [--format text|json]\n"
+    "                         [--source core|lws] [--format text|json]\n"
     "\n"
     "List the unique merged stacks stored by `coreq ingest`, most shared first:\n"
     "how many threads and cores have each one, when it was first and last seen,\n"
-    "and its frames.\n"
+    "and its frames.  With --source lws, the allocation sites of the logs stored\n"
+    "by `coreq lws ingest` instead, heaviest first: how many allocations and\n"
+    "bytes each stack made, in how many logs, and its frames.\n"
     "\n"
     "  --db P              database (default $COREQ_DB, else\n"
     "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
@@ -24,6 +27,9 @@ static const char list_stacks_usage[] =
     "  --exe NAME          only cores of this executable (full path or basename)\n"
     "  --bucket ID         only cores in crash bucket ID (see `coreq buckets`)\n"
     "  --limit N           at most N stacks\n"
+    "  --source core|lws   threads of cores (default), or lws allocation sites;\n"
+    "                      with lws, --exe NAME matches the ELF and --core and\n"
+    "                      --bucket do not apply\n"
     "  --format text|json  output format (default text)\n"
     "  --help              show this help\n";
 
@@ -33,11 +39,13 @@ enum {
 	OPT_EXE_NAME,
 	OPT_LIMIT,
 	OPT_BUCKET,
+	OPT_SOURCE,
 };
 
 struct stacks_query {
 	struct cmd_listing out;
 	struct cq_store_stack_filter filter;
+	bool lws; /* --source lws */
 };
 
 static void print_stack(void *ctx, const struct cq_store_stack_row *s)
@@ -73,9 +81,44 @@ static void print_stack(void *ctx, const struct cq_store_stack_row *s)
 	p->count++;
 }
 
+static void print_lws_site(void *ctx, const struct cq_store_lws_site_row *s)
+{
+	struct cmd_listing *p = ctx;
+	if (p->format == CMD_FORMAT_JSON) {
+		struct cq_json *j = &p->j;
+		cq_json_object_begin(j);
+		cq_json_key(j, "id");
+		cq_json_int(j, s->id);
+		cq_json_key(j, "hash");
+		cq_json_string(j, s->hash);
+		cq_json_key(j, "allocations");
+		cq_json_int(j, s->allocations);
+		cq_json_key(j, "bytes");
+		cq_json_int(j, s->bytes);
+		cq_json_key(j, "logs");
+		cq_json_int(j, s->logs);
+		cq_json_key(j, "min_size");
+		cq_json_int(j, s->min_size);
+		cq_json_key(j, "max_size");
+		cq_json_int(j, s->max_size);
+		cmd_json_stored_frames(j, s->frames, s->nframes);
+		cq_json_object_end(j);
+	} else {
+		printf("%sstack %lld: %lld allocation%s, %lld bytes (%lld to %lld each) in %lld "
+		       "log%s\n",
+		       p->count ? "\n" : "", (long long)s->id, (long long)s->allocations,
+		       s->allocations == 1 ? "" : "s", (long long)s->bytes, (long long)s->min_size,
+		       (long long)s->max_size, (long long)s->logs, s->logs == 1 ? "" : "s");
+		cmd_print_stored_frames(s->frames, s->nframes, "    ");
+	}
+	p->count++;
+}
+
 static struct cq_error *query_stacks(struct cq_store *store, void *ctx)
 {
 	struct stacks_query *q = ctx;
+	if (q->lws)
+		return cq_store_each_lws_site(store, &q->filter, print_lws_site, &q->out);
 	return cq_store_each_stack(store, &q->filter, print_stack, &q->out);
 }
 
@@ -89,6 +132,7 @@ int cmd_list_stacks(int argc, char **argv)
 	    {"exe", required_argument, NULL, OPT_EXE_NAME},
 	    {"limit", required_argument, NULL, OPT_LIMIT},
 	    {"bucket", required_argument, NULL, OPT_BUCKET},
+	    {"source", required_argument, NULL, OPT_SOURCE},
 	    {NULL, 0, NULL, 0},
 	};
 	struct stacks_query q = {.out.format = CMD_FORMAT_TEXT};
@@ -126,12 +170,27 @@ int cmd_list_stacks(int argc, char **argv)
 				return EXIT_USAGE;
 			filter->limit = v;
 			break;
+		case OPT_SOURCE:
+			if (strcmp(optarg, "core") && strcmp(optarg, "lws"))
+				return cmd_usage_error("list-stacks",
+				                       "--source must be core or lws, not '%s'",
+				                       optarg);
+			q.lws = strcmp(optarg, "lws") == 0;
+			break;
 		default:
 			return cmd_usage_error("list-stacks", "unknown option");
 		}
 	}
 	if (optind != argc)
 		return cmd_usage_error("list-stacks", "unexpected argument '%s'", argv[optind]);
+	if (q.lws && (filter->core_id || filter->bucket_id))
+		return cmd_usage_error("list-stacks",
+		                       "--core and --bucket do not apply to --source lws");
+	if (q.lws)
+		return cmd_run_listing(db, &q.out, "stacks",
+		                       filter->exe ? "no lws allocation sites stored that match"
+		                                   : "no lws allocation sites stored",
+		                       query_stacks, &q);
 	const char *empty = filter->core_id || filter->exe || filter->bucket_id
 	                        ? "no stacks stored that match"
 	                        : "no stacks stored";

@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"show", cmd_show, "one stored core with every thread's stack"},
     {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds"},
     {"hook", cmd_hook, "kernel.core_pattern handler: store, then analyse a core from stdin"},
+    {"lws", cmd_lws, "libwebsockets backtraces: decode, encode, ingest logs"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

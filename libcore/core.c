@@ -212,17 +212,7 @@ const char *cq_core_signal_name(int signo)
 
 struct cq_module *cq_core_module_at(const struct cq_core *core, uint64_t addr)
 {
-	size_t lo = 0, hi = core->nmodules;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (core->modules[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || addr >= core->modules[lo - 1].end)
-		return NULL;
-	return &core->modules[lo - 1];
+	return cq_module_find(core->modules, core->nmodules, addr);
 }
 
 struct cq_module *cq_core_main_module(const struct cq_core *core)

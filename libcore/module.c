@@ -306,6 +306,87 @@ struct cq_error *cq_core_load_modules(struct cq_core *core)
 	return NULL;
 }
 
+/* The lowest and highest+1 link-time addresses of elf's PT_LOAD segments. */
+static bool load_range(Elf *elf, uint64_t *start, uint64_t *end)
+{
+	size_t phnum;
+	if (elf_getphdrnum(elf, &phnum) != 0 || phnum > MAX_PHNUM)
+		return false;
+	*start = UINT64_MAX;
+	*end = 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    ph.p_memsz > UINT64_MAX - ph.p_vaddr)
+			continue;
+		if (ph.p_vaddr < *start)
+			*start = ph.p_vaddr;
+		if (ph.p_vaddr + ph.p_memsz > *end)
+			*end = ph.p_vaddr + ph.p_memsz;
+	}
+	return *start < *end;
+}
+
+struct cq_error *cq_module_open_elf(const char *path, struct cq_module *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cq_error_errno(errno, "cannot open");
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr ehdr;
+	struct cq_error *err = NULL;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+		err = cq_error_create(CQ_ERR_FORMAT, "not an ELF file");
+	else if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
+		err = cq_error_create(CQ_ERR_FORMAT,
+		                      "ELF type %u is not an executable or "
+		                      "shared object",
+		                      (unsigned)ehdr.e_type);
+	else if (!load_range(elf, &out->start, &out->end))
+		err = cq_error_create(CQ_ERR_FORMAT, "no loadable segment");
+	if (err) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return err;
+	}
+	const void *id = NULL;
+	ssize_t idlen = dwelf_elf_gnu_build_id(elf, &id);
+	if (idlen > 0 && idlen <= CQ_BUILD_ID_MAX) {
+		memcpy(out->build_id, id, (size_t)idlen);
+		out->build_id_len = (size_t)idlen;
+	}
+	out->name = strdup(path);
+	out->file_path = strdup(path);
+	out->elf = elf;
+	out->fd = fd;
+	out->status = CQ_MODULE_FOUND;
+	out->is_main = true;
+	if (!out->name || !out->file_path) {
+		cq_module_destroy(out);
+		return &cq_error_nomem;
+	}
+	return NULL;
+}
+
+struct cq_module *cq_module_find(struct cq_module *modules, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (modules[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= modules[lo - 1].end)
+		return NULL;
+	return &modules[lo - 1];
+}
+
 void cq_module_destroy(struct cq_module *mod)
 {
 	if (mod->analysis_free && mod->analysis)

@@ -48,7 +48,19 @@ struct cq_module {
 /* Finds modules from NT_FILE and the auxv, opens their files, adds file memory. */
 struct cq_error *cq_core_load_modules(struct cq_core *core);
 
+/*
+ * Opens the ELF file at path as a module of its own, outside any core: an
+ * executable or shared object at its link-time addresses (bias 0, start and
+ * end spanning its PT_LOAD segments), status FOUND.  Used to symbolize
+ * addresses that come from a log rather than a core (coreq lws).  Release it
+ * with cq_module_destroy.
+ */
+struct cq_error *cq_module_open_elf(const char *path, struct cq_module *out);
+
 void cq_module_destroy(struct cq_module *mod);
+
+/* The module of modules[0..n) (sorted by start) containing addr, or NULL. */
+struct cq_module *cq_module_find(struct cq_module *modules, size_t n, uint64_t addr);
 
 const char *cq_module_status_name(enum cq_module_status status);
 

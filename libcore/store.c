@@ -26,6 +26,7 @@
 #include "libcore/module.h"
 #include "libcore/paths.h"
 #include "libcore/schema.h"
+#include "libcore/stack_blob.h"
 #include "libcore/stacktrace.h"
 
 #define BUSY_TIMEOUT_MS       60000
@@ -157,7 +158,7 @@ static const char *const sql[ST_COUNT] = {
     [ST_INSERT_CORE_MODULE] = "INSERT OR IGNORE INTO core_modules (core_id, module_id, path, "
                               "start, end, status) VALUES (?,?,?,?,?,?)",
     [ST_FIND_STACK] = "SELECT id FROM stacks WHERE hash = ?",
-    [ST_INSERT_STACK] = "INSERT INTO stacks (hash, nframes) VALUES (?, ?)",
+    [ST_INSERT_STACK] = "INSERT INTO stacks (hash, nframes, frames_blob) VALUES (?, ?, ?)",
     [ST_INSERT_FRAME] = "INSERT INTO frames (stack_id, idx, module_id, offset, kind, trust, "
                         "function, file, line) VALUES (?,?,?,?,?,?,?,?,?)",
     [ST_INSERT_THREAD] = "INSERT INTO threads (core_id, tid, idx, name, crashed, stack_id, end) "
@@ -175,7 +176,8 @@ struct ingest {
 	struct cq_store *store;
 	sqlite3_stmt *st[ST_COUNT];
 	const struct cq_core *core;
-	int64_t *module_ids; /* by core module index */
+	const struct cq_module *modules; /* the core's, or an lws log's ELF */
+	int64_t *module_ids;             /* by index in modules */
 	struct {
 		uint64_t hash;
 		int64_t id;
@@ -381,7 +383,7 @@ static uint64_t stack_hash(const struct cq_thread_stack *ts)
 
 static int64_t module_id_of(const struct ingest *in, const struct cq_module *m)
 {
-	return m ? in->module_ids[m - in->core->modules] : 0;
+	return m ? in->module_ids[m - in->modules] : 0;
 }
 
 static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
@@ -412,6 +414,24 @@ static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
 	return NULL;
 }
 
+/* The stack's frames_blob (stack_blob.h), malloc'd; NULL if it cannot be made. */
+static uint8_t *frames_blob(const struct ingest *in, const struct cq_thread_stack *ts, size_t *len)
+{
+	struct cq_stack_blob_frame *f = ts->nframes ? calloc(ts->nframes, sizeof(*f)) : NULL;
+	if (ts->nframes && !f)
+		return NULL;
+	for (size_t i = 0; i < ts->nframes; i++) {
+		const struct cq_stack_frame *sf = &ts->frames[i];
+		f[i] = (struct cq_stack_blob_frame){.module_id = module_id_of(in, sf->module),
+		                                    .offset = sf->module ? sf->offset : sf->pc,
+		                                    .kind = (uint8_t)sf->kind};
+	}
+	uint8_t *blob = NULL;
+	cq_error_free(cq_stack_blob_encode(f, ts->nframes, &blob, len));
+	free(f);
+	return blob;
+}
+
 /* The stack id for a thread's stack, storing the stack if it is new. */
 static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_stack *ts,
                                      int64_t *id, struct cq_store_result *r)
@@ -432,6 +452,12 @@ static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_s
 		sqlite3_stmt *st = in->st[ST_INSERT_STACK];
 		sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)ts->nframes);
+		size_t blob_len;
+		uint8_t *blob = frames_blob(in, ts, &blob_len);
+		if (blob)
+			sqlite3_bind_blob(st, 3, blob, (int)blob_len, free);
+		else
+			sqlite3_bind_null(st, 3);
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert stack");
 		*id = sqlite3_last_insert_rowid(in->store->db);
@@ -547,7 +573,7 @@ struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *c
                                  const struct cq_store_meta *meta, struct cq_store_result *result)
 {
 	memset(result, 0, sizeof(*result));
-	struct ingest in = {.store = store, .core = core};
+	struct ingest in = {.store = store, .core = core, .modules = core->modules};
 	struct cq_error *err = NULL;
 	for (int i = 0; i < ST_COUNT && !err; i++)
 		if (sqlite3_prepare_v2(store->db, sql[i], -1, &in.st[i], NULL) != SQLITE_OK)
@@ -566,6 +592,136 @@ struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *c
 		sqlite3_finalize(in.st[i]);
 	free(in.module_ids);
 	free(in.seen);
+	if (err)
+		memset(result, 0, sizeof(*result));
+	return err;
+}
+
+/* ---- libwebsockets allocation logs ------------------------------------------ */
+
+enum lws_stmt {
+	LWS_FIND_LOG,
+	LWS_INSERT_LOG,
+	LWS_INSERT_ALLOCATION,
+	LWS_COUNT,
+};
+
+static const char *const lws_sql[LWS_COUNT] = {
+    [LWS_FIND_LOG] = "SELECT id FROM lws_logs WHERE identity = ?",
+    [LWS_INSERT_LOG] = "INSERT INTO lws_logs (identity, path, module_id, bytes, lines, records, "
+                       "malformed, ingested_at) VALUES (?,?,?,?,?,?,?,?)",
+    [LWS_INSERT_ALLOCATION] =
+        "INSERT INTO lws_allocations (log_id, stack_id, size, count) VALUES (?,?,?,?) "
+        "ON CONFLICT (log_id, stack_id, size) DO UPDATE SET count = count + excluded.count",
+};
+
+/* Stores the ELF's modules row and sets *id. */
+static struct cq_error *insert_elf_module(struct ingest *in, const struct cq_module *elf,
+                                          int64_t *id)
+{
+	char key[4096];
+	module_key(elf, key, sizeof(key));
+	sqlite3_stmt *st = in->st[ST_INSERT_MODULE];
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, elf->name, -1, SQLITE_TRANSIENT);
+	if (step_reset(st) != SQLITE_DONE)
+		return db_error(in->store->db, "insert module");
+	return lookup_id(in, ST_FIND_MODULE, key, id);
+}
+
+static struct cq_error *insert_lws_log(struct ingest *in, sqlite3_stmt *st,
+                                       const struct cq_store_lws_log *log, int64_t module_id,
+                                       int64_t *id)
+{
+	int i = 1;
+	sqlite3_bind_text(st, i++, log->identity, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, i++, log->path, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, i++, module_id);
+	sqlite3_bind_int64(st, i++, (sqlite3_int64)log->bytes);
+	sqlite3_bind_int64(st, i++, (sqlite3_int64)log->lines);
+	sqlite3_bind_int64(st, i++, (sqlite3_int64)log->records);
+	sqlite3_bind_int64(st, i++, (sqlite3_int64)log->malformed);
+	sqlite3_bind_int64(st, i++, (sqlite3_int64)time(NULL));
+	if (step_reset(st) != SQLITE_DONE)
+		return db_error(in->store->db, "insert lws log");
+	*id = sqlite3_last_insert_rowid(in->store->db);
+	return NULL;
+}
+
+static struct cq_error *lws_body(struct ingest *in, sqlite3_stmt *const *st,
+                                 const struct cq_store_lws_log *log,
+                                 const struct cq_store_lws_site *sites, size_t nsites,
+                                 struct cq_store_lws_result *r)
+{
+	sqlite3_bind_text(st[LWS_FIND_LOG], 1, log->identity, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st[LWS_FIND_LOG]);
+	if (rc == SQLITE_ROW) {
+		r->log_id = sqlite3_column_int64(st[LWS_FIND_LOG], 0);
+		r->duplicate = true;
+	}
+	sqlite3_reset(st[LWS_FIND_LOG]);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_error(in->store->db, "find lws log");
+	if (r->duplicate)
+		return NULL;
+	int64_t module_id;
+	struct cq_error *err = insert_elf_module(in, log->elf, &module_id);
+	if (!err)
+		err = insert_lws_log(in, st[LWS_INSERT_LOG], log, module_id, &r->log_id);
+	in->modules = log->elf;
+	in->module_ids = &module_id;
+	struct cq_store_result counts = {0};
+	for (size_t i = 0; i < nsites && !err; i++) {
+		struct cq_thread_stack ts = {.frames = (struct cq_stack_frame *)sites[i].frames,
+		                             .nframes = sites[i].nframes};
+		int64_t stack_id;
+		if ((err = stack_id_for(in, &ts, &stack_id, &counts)))
+			break;
+		sqlite3_stmt *a = st[LWS_INSERT_ALLOCATION];
+		sqlite3_bind_int64(a, 1, r->log_id);
+		sqlite3_bind_int64(a, 2, stack_id);
+		sqlite3_bind_int64(a, 3, (sqlite3_int64)sites[i].size);
+		sqlite3_bind_int64(a, 4, (sqlite3_int64)sites[i].count);
+		if (step_reset(a) != SQLITE_DONE)
+			err = db_error(in->store->db, "insert lws allocation");
+	}
+	in->module_ids = NULL;
+	r->new_stacks = counts.new_stacks;
+	return err;
+}
+
+struct cq_error *cq_store_ingest_lws(struct cq_store *store, const struct cq_store_lws_log *log,
+                                     const struct cq_store_lws_site *sites, size_t nsites,
+                                     struct cq_store_lws_result *result)
+{
+	memset(result, 0, sizeof(*result));
+	struct ingest in = {.store = store};
+	sqlite3_stmt *lws_st[LWS_COUNT] = {0};
+	struct cq_error *err = NULL;
+	if (nsites && !(in.seen = calloc(nsites, sizeof(*in.seen))))
+		return &cq_error_nomem;
+	for (int i = 0; i < ST_COUNT && !err; i++)
+		if (sqlite3_prepare_v2(store->db, sql[i], -1, &in.st[i], NULL) != SQLITE_OK)
+			err = db_error(store->db, "prepare");
+	for (int i = 0; i < LWS_COUNT && !err; i++)
+		if (sqlite3_prepare_v2(store->db, lws_sql[i], -1, &lws_st[i], NULL) != SQLITE_OK)
+			err = db_error(store->db, "prepare");
+	if (!err && sqlite3_exec(store->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		err = db_error(store->db, "begin");
+	else if (!err) {
+		err = lws_body(&in, lws_st, log, sites, nsites, result);
+		const char *end = err ? "ROLLBACK" : "COMMIT";
+		if (sqlite3_exec(store->db, end, NULL, NULL, NULL) != SQLITE_OK && !err) {
+			err = db_error(store->db, "commit");
+			sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+		}
+	}
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(in.st[i]);
+	for (int i = 0; i < LWS_COUNT; i++)
+		sqlite3_finalize(lws_st[i]);
+	free(in.seen);
+	result->stacks = in.nseen;
 	if (err)
 		memset(result, 0, sizeof(*result));
 	return err;

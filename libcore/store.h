@@ -67,4 +67,39 @@ struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *c
                                  const char *identity, const struct cq_stacks *stacks,
                                  const struct cq_store_meta *meta, struct cq_store_result *result);
 
+/* ---- libwebsockets allocation logs (coreq lws ingest) ---- */
+
+struct cq_module;
+struct cq_stack_frame;
+
+/* One allocation site of a log: a stack, a size, and how many records had both. */
+struct cq_store_lws_site {
+	const struct cq_stack_frame *frames; /* innermost first, in the log's ELF */
+	size_t nframes;
+	uint64_t size, count;
+};
+
+struct cq_store_lws_log {
+	const char *path;
+	const char *identity; /* content and ELF; a stored identity is a duplicate */
+	const struct cq_module *elf;
+	uint64_t bytes, lines, records, malformed;
+};
+
+struct cq_store_lws_result {
+	int64_t log_id;
+	bool duplicate; /* already stored: nothing written */
+	size_t stacks, new_stacks;
+};
+
+/*
+ * Stores a log's allocation sites in one transaction: the ELF as a module,
+ * every stack not stored before (frames and frames_blob, as for cores), the
+ * log row, and a count per (stack, size).  A log already stored under
+ * identity writes nothing.
+ */
+struct cq_error *cq_store_ingest_lws(struct cq_store *store, const struct cq_store_lws_log *log,
+                                     const struct cq_store_lws_site *sites, size_t nsites,
+                                     struct cq_store_lws_result *result);
+
 #endif

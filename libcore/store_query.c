@@ -348,3 +348,49 @@ struct cq_error *cq_store_each_bucket(struct cq_store *store,
 	sqlite3_finalize(st);
 	return err;
 }
+
+struct cq_error *cq_store_each_lws_site(struct cq_store *store,
+                                        const struct cq_store_stack_filter *filter,
+                                        cq_store_lws_site_fn fn, void *ctx)
+{
+	static const char q[] =
+	    "SELECT s.id, s.hash, sum(a.count) AS n, CAST(total(a.count * a.size) AS INTEGER) "
+	    "AS bytes, count(DISTINCT a.log_id), min(a.size), max(a.size) "
+	    "FROM lws_allocations a JOIN stacks s ON s.id = a.stack_id "
+	    "JOIN lws_logs l ON l.id = a.log_id JOIN modules m ON m.id = l.module_id "
+	    "WHERE (?1 IS NULL OR m.path = ?1 OR m.path LIKE '%/' || ?1) "
+	    "GROUP BY s.id ORDER BY bytes DESC, n DESC, s.id "
+	    "LIMIT CASE WHEN ?2 > 0 THEN ?2 ELSE -1 END";
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return cq_error_create(CQ_ERR_DB, "lws sites: %s", sqlite3_errmsg(db));
+	if (filter && filter->exe)
+		sqlite3_bind_text(st, 1, filter->exe, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, filter ? filter->limit : 0);
+	struct cq_error *err = NULL;
+	int rc;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct frame_list fl;
+		int64_t id = sqlite3_column_int64(st, 0);
+		if ((err = load_frames(db, id, &fl)))
+			break;
+		struct cq_store_lws_site_row row = {
+		    .id = id,
+		    .hash = (const char *)sqlite3_column_text(st, 1),
+		    .allocations = sqlite3_column_int64(st, 2),
+		    .bytes = sqlite3_column_int64(st, 3),
+		    .logs = sqlite3_column_int64(st, 4),
+		    .min_size = sqlite3_column_int64(st, 5),
+		    .max_size = sqlite3_column_int64(st, 6),
+		    .frames = fl.rows,
+		    .nframes = fl.n,
+		};
+		fn(ctx, &row);
+		frame_list_free(&fl);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cq_error_create(CQ_ERR_DB, "lws sites: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return err;
+}

@@ -84,11 +84,22 @@ struct cq_store_thread_row {
 	size_t nframes;
 };
 
+/* One allocation site of lws logs: a stack and what was allocated from it. */
+struct cq_store_lws_site_row {
+	int64_t id; /* the stack */
+	const char *hash;
+	int64_t allocations, bytes, logs;
+	int64_t min_size, max_size;
+	const struct cq_store_frame_row *frames;
+	size_t nframes;
+};
+
 typedef void (*cq_store_stack_fn)(void *ctx, const struct cq_store_stack_row *row);
 typedef void (*cq_store_core_fn)(void *ctx, const struct cq_store_core_row *row);
 typedef void (*cq_store_module_fn)(void *ctx, const struct cq_store_module_row *row);
 typedef void (*cq_store_thread_fn)(void *ctx, const struct cq_store_thread_row *row);
 typedef void (*cq_store_bucket_fn)(void *ctx, const struct cq_store_bucket_row *row);
+typedef void (*cq_store_lws_site_fn)(void *ctx, const struct cq_store_lws_site_row *row);
 
 /* Unique stacks, most shared first (threads, then cores). */
 struct cq_error *cq_store_each_stack(struct cq_store *store,
@@ -110,5 +121,14 @@ struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
 /* A core's threads, the crashed one first, each with its frames. */
 struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
                                       cq_store_thread_fn fn, void *ctx);
+
+/*
+ * Allocation sites of `coreq lws ingest`, heaviest first (total bytes, then
+ * allocations).  filter->exe matches the ELF's path or basename;
+ * filter->limit applies; the core and bucket filters do not.
+ */
+struct cq_error *cq_store_each_lws_site(struct cq_store *store,
+                                        const struct cq_store_stack_filter *filter,
+                                        cq_store_lws_site_fn fn, void *ctx);
 
 #endif

@@ -2,7 +2,8 @@
  * symbolizer.c - addresses to function, file, line and inline frames, with
  * libdwfl (see symbolizer.h).
  *
- * Every FOUND module of the core is reported to one Dwfl at its load bias.
+ * Every FOUND module (of a core, or given alone) is reported to one Dwfl
+ * at its load bias.
  * dwfl_report_elf is called with add_p_vaddr = true, so its base argument
  * is the bias itself: for ET_DYN (shared objects, PIE, static-pie, vdso)
  * libdwfl uses it as given; for ET_EXEC (non-PIE, static) libdwfl forces the
@@ -68,7 +69,7 @@
 struct sym_module {
 	struct cq_symbolizer *owner;
 	const struct cq_module *mod;
-	size_t index; /* in core->modules */
+	size_t index; /* in the symbolizer's modules */
 };
 
 /* One cache entry; frames == NULL marks an empty slot. */
@@ -80,14 +81,15 @@ struct cache_slot {
 };
 
 struct cq_symbolizer {
-	struct cq_core *core;
+	struct cq_module *modules; /* sorted by start: a core's, or given alone */
+	size_t nmodules;
 	struct cq_cache *cache; /* may be NULL */
 	int8_t *has_debuginfo;  /* by module index: -1 not yet known, else 0/1 */
 	bool dwfl_started;
 	Dwfl *dwfl;
 	Dwfl_Callbacks callbacks;
-	char **debug_dirs;          /* NULL-terminated copy */
-	struct sym_module *modules; /* by index in core->modules */
+	char **debug_dirs;           /* NULL-terminated copy */
+	struct sym_module *reported; /* by module index */
 	struct cache_slot *slots;
 	size_t cap, used; /* cap is 0 or a power of two */
 	struct cq_symbol_frame unknown;
@@ -191,7 +193,7 @@ static void report_module(struct cq_symbolizer *s, const struct cq_module *mod, 
 			close(fd);
 		return;
 	}
-	struct sym_module *sm = &s->modules[index];
+	struct sym_module *sm = &s->reported[index];
 	*sm = (struct sym_module){.owner = s, .mod = mod, .index = index};
 	void **userdata = NULL;
 	if (dwfl_module_info(dm, &userdata, NULL, NULL, NULL, NULL, NULL, NULL) && userdata)
@@ -199,7 +201,7 @@ static void report_module(struct cq_symbolizer *s, const struct cq_module *mod, 
 }
 
 /* Starts libdwfl on first need: a run that every cache answers never does. */
-static struct cq_error *report_modules(struct cq_symbolizer *s, const struct cq_core *core)
+static struct cq_error *report_modules(struct cq_symbolizer *s)
 {
 	s->dwfl_started = true;
 	s->callbacks.find_elf = no_find_elf;
@@ -208,8 +210,8 @@ static struct cq_error *report_modules(struct cq_symbolizer *s, const struct cq_
 	if (!s->dwfl)
 		return cq_error_create(CQ_ERR_NOMEM, "libdwfl: %s", dwfl_errmsg(-1));
 	dwfl_report_begin(s->dwfl);
-	for (size_t i = 0; i < core->nmodules; i++)
-		report_module(s, &core->modules[i], i);
+	for (size_t i = 0; i < s->nmodules; i++)
+		report_module(s, &s->modules[i], i);
 	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
 		return cq_error_create(CQ_ERR_FORMAT, "libdwfl: %s", dwfl_errmsg(-1));
 	return NULL;
@@ -233,20 +235,28 @@ static struct cq_error *copy_debug_dirs(struct cq_symbolizer *s, const char *con
 struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *debug_dirs,
                                       struct cq_cache *cache, struct cq_symbolizer **out)
 {
+	return cq_symbolizer_create_modules(core->modules, core->nmodules, debug_dirs, cache, out);
+}
+
+struct cq_error *cq_symbolizer_create_modules(struct cq_module *modules, size_t n,
+                                              const char *const *debug_dirs, struct cq_cache *cache,
+                                              struct cq_symbolizer **out)
+{
 	*out = NULL;
 	struct cq_symbolizer *s = calloc(1, sizeof(*s));
 	if (!s)
 		return &cq_error_nomem;
-	s->core = core;
+	s->modules = modules;
+	s->nmodules = n;
 	s->cache = cache;
 	struct cq_error *err = copy_debug_dirs(s, debug_dirs);
-	if (!err && core->nmodules) {
-		s->modules = calloc(core->nmodules, sizeof(*s->modules));
-		s->has_debuginfo = malloc(core->nmodules);
-		if (!s->modules || !s->has_debuginfo)
+	if (!err && n) {
+		s->reported = calloc(n, sizeof(*s->reported));
+		s->has_debuginfo = malloc(n);
+		if (!s->reported || !s->has_debuginfo)
 			err = &cq_error_nomem;
 		else
-			memset(s->has_debuginfo, -1, core->nmodules);
+			memset(s->has_debuginfo, -1, n);
 	}
 	if (err) {
 		cq_symbolizer_destroy(s);
@@ -265,7 +275,7 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 	free(s->slots);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
-	free(s->modules);
+	free(s->reported);
 	free(s->has_debuginfo);
 	for (size_t i = 0; s->debug_dirs && s->debug_dirs[i]; i++)
 		free(s->debug_dirs[i]);
@@ -605,7 +615,7 @@ static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
 {
 	if (s->has_debuginfo[index] < 0) {
 		char *path =
-		    cq_debuginfo_find(&s->core->modules[index], (const char *const *)s->debug_dirs);
+		    cq_debuginfo_find(&s->modules[index], (const char *const *)s->debug_dirs);
 		s->has_debuginfo[index] = path != NULL;
 		free(path);
 	}
@@ -616,7 +626,7 @@ static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
 static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
                             uint64_t addr, const char *id)
 {
-	const struct cq_module *mod = &s->core->modules[index];
+	const struct cq_module *mod = &s->modules[index];
 	size_t len = 0;
 	uint8_t *blob = cq_store_cache_get_symbols(
 	    s->cache, id, addr - mod->bias, module_has_debuginfo(s, index), BLOB_FORMAT, &len);
@@ -637,7 +647,7 @@ static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, si
                             uint64_t addr, const char *id)
 {
 	if (!s->dwfl_started)
-		cq_error_free(report_modules(s, s->core));
+		cq_error_free(report_modules(s));
 	Dwfl_Module *dm = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
 	const struct sym_module *sm = module_of(dm);
 	if (!sm || sm->index != index)
@@ -672,10 +682,10 @@ size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return
 	if (is_return_address && pc == 0)
 		return 1;
 	uint64_t addr = is_return_address ? pc - 1 : pc;
-	const struct cq_module *mod = cq_core_module_at(s->core, addr);
+	const struct cq_module *mod = cq_module_find(s->modules, s->nmodules, addr);
 	if (!mod || !reportable(mod))
 		return 1;
-	size_t index = (size_t)(mod - s->core->modules);
+	size_t index = (size_t)(mod - s->modules);
 	struct cache_slot *slot = s->cap ? cache_probe(s->slots, s->cap, index, addr) : NULL;
 	if (!slot || !slot->frames) {
 		if (!cache_reserve(s))

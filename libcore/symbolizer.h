@@ -1,8 +1,9 @@
 /*
  * symbolizer.h - addresses to function, file, line, with inline frames.
  *
- * One symbolizer serves one core.  It reports every FOUND module of the core
- * to libdwfl at the module's load bias, finds debuginfo with
+ * One symbolizer serves one core, or one set of modules (such as a single
+ * ELF file opened with cq_module_open_elf, whose addresses are its link-time
+ * addresses).  It reports every FOUND module to libdwfl at its load bias, finds debuginfo with
  * cq_debuginfo_find (so --debug-dir, /usr/lib/debug/.build-id and
  * .gnu_debuglink all work), and answers lookups with libdw: the function
  * name from the symbol table (.symtab, else .dynsym) demangled with
@@ -26,6 +27,7 @@
 
 struct cq_cache;
 struct cq_core;
+struct cq_module;
 struct cq_symbolizer;
 
 /* One source-level frame at an address. */
@@ -41,6 +43,14 @@ struct cq_symbol_frame {
 /* cache may be NULL; core and cache must outlive the symbolizer. */
 struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *debug_dirs,
                                       struct cq_cache *cache, struct cq_symbolizer **out);
+
+/*
+ * The same over modules[0..n), sorted by start and not overlapping, which
+ * must outlive the symbolizer.
+ */
+struct cq_error *cq_symbolizer_create_modules(struct cq_module *modules, size_t n,
+                                              const char *const *debug_dirs, struct cq_cache *cache,
+                                              struct cq_symbolizer **out);
 void cq_symbolizer_destroy(struct cq_symbolizer *s);
 
 /*

@@ -47,6 +47,7 @@ enum cq_unwind_trust {
 	CQ_TRUST_FP,
 	CQ_TRUST_SCAN,
 	CQ_TRUST_ASYNC, /* from an async (coroutine) frame record */
+	CQ_TRUST_LOG,   /* read from a log record (coreq lws), not unwound by coreq */
 };
 
 enum cq_unwind_end {

@@ -294,7 +294,7 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
 
 const char *cq_unwind_trust_name(enum cq_unwind_trust trust)
 {
-	static const char *const names[] = {"context", "cfi", "fp", "scan", "async"};
+	static const char *const names[] = {"context", "cfi", "fp", "scan", "async", "log"};
 	return (unsigned)trust < sizeof(names) / sizeof(names[0]) ? names[trust] : "unknown";
 }
 

@@ -1,0 +1,562 @@
+/*
+ * lws.c - `coreq lws decode|encode|ingest`: libwebsockets' compressed
+ * allocation backtraces ("~m#" lines, lws_backtrace) read, written,
+ * symbolized with the ELF they came from, and stored from logs as
+ * allocation sites for `coreq list-stacks --source lws`.
+ */
+#include "cmd/cmd.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/cache.h"
+#include "libcore/json.h"
+#include "libcore/lws_codec.h"
+#include "libcore/lws_ingest.h"
+#include "libcore/lws_log.h"
+#include "libcore/store.h"
+
+static const char lws_usage[] =
+    "Usage: coreq lws decode [--elf FILE [--debug-dir D]...] [--format text|json] [TEXT|-]\n"
+    "       coreq lws encode --size N [--format text|json] ADDR...\n"
+    "       coreq lws ingest --elf FILE [--db P] [--debug-dir D]... LOGFILE... | -\n"
+    "\n"
+    "libwebsockets' compressed allocation backtraces (lws_backtrace): a \"~m#\"\n"
+    "line holds up to 31 return addresses and an allocation size.\n"
+    "\n"
+    "  decode   print each record as lws's decoder does (\"~b#size: N, 0x... \"),\n"
+    "           with --elf each address also as function at file:line\n"
+    "  encode   write one record\n"
+    "  ingest   store every record of logs as allocation sites; see them with\n"
+    "           `coreq list-stacks --source lws`\n"
+    "\n"
+    "Run 'coreq lws SUBCOMMAND --help' for its options.\n";
+
+static const char decode_usage[] =
+    "Usage: coreq lws decode [--elf FILE] [--debug-dir D]... [--cache P | --no-cache]\n"
+    "                        [--format text|json] [TEXT... | -]\n"
+    "\n"
+    "Decode libwebsockets backtrace records.  Each non-blank line of TEXT (or of\n"
+    "standard input, with - or no argument) is one record: \"~m#\" and base64\n"
+    "(anything before \"~m#\" on the line is ignored), or bare base64; either\n"
+    "base64 alphabet (+/ or -_), '=' padding optional, whitespace allowed.\n"
+    "Each prints as lws's decoder prints it:\n"
+    "    ~b#size: 7520, 0x406651 0x406852 0x406c1b 0x406294 \n"
+    "(every address followed by one space).  With --elf, each address follows on\n"
+    "its own line as `function at file:line`, with its inlined calls, looked up at\n"
+    "address - 1 (they are return addresses) at the ELF's link-time addresses.\n"
+    "A malformed record is reported as `coreq: INPUT:LINE: reason` and skipped;\n"
+    "the exit status is then 1.\n"
+    "\n"
+    "  --elf FILE          the executable (or library) the addresses belong to\n"
+    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+    "  --cache P           symbol cache (default $COREQ_CACHE, else\n"
+    "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
+    "  --no-cache          do not read or write the cache\n"
+    "  --format text|json  output format (default text)\n"
+    "  --help              show this help\n";
+
+static const char encode_usage[] =
+    "Usage: coreq lws encode --size N [--format text|json] ADDR...\n"
+    "\n"
+    "Write the \"~m#\" record lws would write for these return addresses\n"
+    "(innermost first, at most 31) and allocation size: the same bytes, the same\n"
+    "base64.  Numbers are decimal, or hex with 0x.  A value of 2^63 or more cannot\n"
+    "be written (the format's bit counts stop at 63) and is refused.\n"
+    "\n"
+    "  --size N            the allocation size (required)\n"
+    "  --format text|json  output format (default text)\n"
+    "  --help              show this help\n";
+
+static const char ingest_usage[] =
+    "Usage: coreq lws ingest --elf FILE [--db P] [--debug-dir D]... [--cache P | --no-cache]\n"
+    "                        [--format text|json] LOGFILE... | -\n"
+    "\n"
+    "Find every \"~m#\" record in the logs (anywhere in a line; other lines are\n"
+    "ignored), decode it, name its addresses with the ELF's symbols (as lws\n"
+    "decode --elf) and store it in the database: each distinct stack once, with\n"
+    "frames relative to the ELF, and per (stack, size) how many records had it.\n"
+    "`coreq list-stacks --source lws` then lists the heaviest allocation sites.\n"
+    "\n"
+    "Each log is one transaction.  A log is identified by its content and the\n"
+    "ELF's build-id: ingesting the same log again (under any name, or from\n"
+    "standard input) stores nothing, so nothing is counted twice.  A log that has\n"
+    "changed since, for example grown, is a new log and all its records count.\n"
+    "A malformed record is reported as `coreq: LOG:LINE: warning: reason` and\n"
+    "skipped; a log that cannot be read or stored makes the exit status 1.\n"
+    "\n"
+    "  --elf FILE          the executable (or library) the addresses belong to\n"
+    "  --db P              database (default $COREQ_DB, else\n"
+    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+    "  --cache P           symbol cache (see coreq lws decode)\n"
+    "  --no-cache          do not read or write the cache\n"
+    "  --format text|json  output format (default text)\n"
+    "  --help              show this help\n";
+
+enum {
+	OPT_ELF = OPT_FIRST_COMMAND_SPECIFIC,
+	OPT_SIZE,
+	OPT_DB,
+	OPT_CACHE,
+	OPT_NO_CACHE,
+};
+
+/* What the subcommands' options leave behind. */
+struct lws_opts {
+	struct cmd_core_opts common; /* --format, --debug-dir, --help */
+	const char *elf_path, *db, *cache_path, *size;
+	bool no_cache;
+};
+
+/* Parses the options of `coreq lws SUB`; returns -1 to go on, else an exit status. */
+static int parse_options(int argc, char **argv, const char *cmd, const char *usage,
+                         struct lws_opts *o)
+{
+	static const struct option longopts[] = {
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {"elf", required_argument, NULL, OPT_ELF},
+	    {"size", required_argument, NULL, OPT_SIZE},
+	    {"db", required_argument, NULL, OPT_DB},
+	    {"cache", required_argument, NULL, OPT_CACHE},
+	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+	    {NULL, 0, NULL, 0},
+	};
+	cmd_core_opts_init(&o->common);
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(usage, stdout);
+			return EXIT_OK;
+		}
+		int handled = cmd_core_opts_handle(&o->common, opt, optarg, cmd);
+		if (handled < 0)
+			return EXIT_USAGE;
+		if (handled)
+			continue;
+		const char **slot = opt == OPT_ELF     ? &o->elf_path
+		                    : opt == OPT_SIZE  ? &o->size
+		                    : opt == OPT_DB    ? &o->db
+		                    : opt == OPT_CACHE ? &o->cache_path
+		                                       : NULL;
+		if (slot)
+			*slot = optarg;
+		else if (opt == OPT_NO_CACHE)
+			o->no_cache = true;
+		else
+			return cmd_usage_error(cmd, "unknown option");
+	}
+	return -1;
+}
+
+/* Refuses the options that a subcommand does not take. */
+static int refuse(const char *cmd, bool given, const char *option)
+{
+	return given ? cmd_usage_error(cmd, "%s does not apply here", option) : -1;
+}
+
+/* Opens --elf (with its symbolizer and the cache) for decode and ingest. */
+static int open_elf(const struct lws_opts *o, struct cq_cache **cache, struct cq_lws_elf **elf)
+{
+	*cache = NULL;
+	*elf = NULL;
+	if (!o->elf_path)
+		return EXIT_OK;
+	*cache = o->no_cache ? NULL : cmd_open_cache(o->cache_path);
+	struct cq_error *err = cq_lws_elf_open(o->elf_path, o->common.debug_dirs, *cache, elf);
+	if (err) {
+		cq_store_cache_close(*cache);
+		*cache = NULL;
+		return cmd_fail(o->elf_path, err);
+	}
+	return EXIT_OK;
+}
+
+/* ---- decode ---------------------------------------------------------------------- */
+
+struct decoder {
+	enum cmd_format format;
+	struct cq_lws_elf *elf;
+	struct cq_json j;
+	bool failed;
+};
+
+static void print_symbol_text(const struct cq_stack_frame *f, bool first)
+{
+	if (first)
+		printf("    0x%" PRIx64 ": ", f->pc);
+	else
+		printf("     (inlined by) ");
+	printf("%s at %s:%d\n", f->function ? f->function : "??", f->file ? f->file : "??",
+	       f->file ? f->line : 0);
+}
+
+static void print_frames_text(const struct cq_stack_frame *frames, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		print_symbol_text(&frames[i], i == 0 || frames[i - 1].kind == CQ_FRAME_NATIVE);
+}
+
+static void print_frames_json(struct cq_json *j, const struct cq_stack_frame *frames, size_t n)
+{
+	cq_json_key(j, "frames");
+	cq_json_array_begin(j);
+	for (size_t i = 0, index = 0; i < n; i++) {
+		const struct cq_stack_frame *f = &frames[i];
+		cq_json_object_begin(j);
+		cq_json_key(j, "index");
+		cq_json_uint(j, index);
+		cq_json_key(j, "pc");
+		cq_json_hex(j, f->pc);
+		cq_json_key(j, "kind");
+		cq_json_string(j, cq_frame_kind_name(f->kind));
+		cq_json_key(j, "offset");
+		if (f->module)
+			cq_json_hex(j, f->offset);
+		else
+			cq_json_null(j);
+		cq_json_key(j, "function");
+		cq_json_string(j, f->function);
+		cq_json_key(j, "file");
+		cq_json_string(j, f->file);
+		cq_json_key(j, "line");
+		if (f->line > 0)
+			cq_json_int(j, f->line);
+		else
+			cq_json_null(j);
+		cq_json_object_end(j);
+		if (f->kind == CQ_FRAME_NATIVE)
+			index++;
+	}
+	cq_json_array_end(j);
+}
+
+static void print_record(struct decoder *d, const char *input, uint64_t lineno,
+                         const struct cq_lws_stack *s)
+{
+	char line[CQ_LWS_MAX_LINE];
+	struct cq_error *err = cq_lws_format_decoded(s, line, sizeof(line));
+	if (err) {
+		d->failed = true;
+		fprintf(stderr, "coreq: %s:%" PRIu64 ": %s\n", input, lineno, err->message);
+		cq_error_free(err);
+		return;
+	}
+	struct cq_stack_frame frames[CQ_LWS_MAX_FRAMES];
+	size_t n = cq_lws_elf_frames(d->elf, s, frames, CQ_LWS_MAX_FRAMES);
+	if (d->format == CMD_FORMAT_TEXT) {
+		printf("%s\n", line);
+		if (d->elf)
+			print_frames_text(frames, n);
+		return;
+	}
+	struct cq_json *j = &d->j;
+	cq_json_object_begin(j);
+	cq_json_key(j, "input");
+	cq_json_string(j, input);
+	cq_json_key(j, "line");
+	cq_json_uint(j, lineno);
+	cq_json_key(j, "size");
+	cq_json_uint(j, s->size);
+	cq_json_key(j, "decoded");
+	cq_json_string(j, line);
+	print_frames_json(j, frames, n);
+	cq_json_object_end(j);
+}
+
+/* Decodes one line: "~m#..." anywhere in it, else the whole line as base64. */
+static void decode_line(struct decoder *d, const char *input, const struct cq_lws_log_reader *rd)
+{
+	size_t start = 0;
+	while (start < rd->len && strchr(" \t\v\f", rd->line[start]))
+		start++;
+	if (start == rd->len)
+		return;
+	const char *mark = strstr(rd->line + start, "~m#");
+	if (mark)
+		start = (size_t)(mark - rd->line);
+	struct cq_lws_stack s;
+	struct cq_error *err =
+	    rd->truncated
+	        ? cq_error_create(CQ_ERR_FORMAT, "line longer than %d bytes", CQ_LWS_LOG_MAX_LINE)
+	        : cq_lws_decode_text(rd->line + start, rd->len - start, &s);
+	if (err) {
+		d->failed = true;
+		fprintf(stderr, "coreq: %s:%" PRIu64 ": %s\n", input, rd->lineno, err->message);
+		cq_error_free(err);
+		return;
+	}
+	print_record(d, input, rd->lineno, &s);
+}
+
+static void decode_stream(struct decoder *d, const char *input, FILE *in)
+{
+	struct cq_lws_log_reader rd;
+	struct cq_error *err = cq_lws_log_reader_init(&rd, in);
+	while (!err && cq_lws_log_next_line(&rd, &err))
+		decode_line(d, input, &rd);
+	if (err) {
+		d->failed = true;
+		cmd_fail(input, err);
+	}
+	cq_lws_log_reader_free(&rd);
+}
+
+static int lws_decode(int argc, char **argv)
+{
+	struct lws_opts o = {0};
+	int rc = parse_options(argc, argv, "lws decode", decode_usage, &o);
+	if (rc < 0)
+		rc = refuse("lws decode", o.size, "--size");
+	if (rc < 0)
+		rc = refuse("lws decode", o.db, "--db");
+	if (rc >= 0)
+		return rc;
+	struct decoder d = {.format = o.common.format};
+	struct cq_cache *cache;
+	if ((rc = open_elf(&o, &cache, &d.elf)) != EXIT_OK)
+		return rc;
+	if (d.format == CMD_FORMAT_JSON) {
+		cq_json_init(&d.j, stdout);
+		cq_json_object_begin(&d.j);
+		cq_json_key(&d.j, "elf");
+		cq_json_string(&d.j, o.elf_path);
+		cq_json_key(&d.j, "records");
+		cq_json_array_begin(&d.j);
+	}
+	if (optind == argc)
+		decode_stream(&d, "-", stdin);
+	for (int i = optind; i < argc; i++) {
+		if (strcmp(argv[i], "-") == 0) {
+			decode_stream(&d, "-", stdin);
+			continue;
+		}
+		FILE *in = fmemopen(argv[i], strlen(argv[i]), "r");
+		if (!in) {
+			d.failed = true;
+			cmd_fail("argument", cq_error_errno(errno, "cannot read"));
+			continue;
+		}
+		decode_stream(&d, "argument", in);
+		fclose(in);
+	}
+	if (d.format == CMD_FORMAT_JSON) {
+		cq_json_array_end(&d.j);
+		cq_json_object_end(&d.j);
+		cq_json_finish(&d.j);
+	}
+	cq_lws_elf_close(d.elf);
+	cq_store_cache_close(cache);
+	return d.failed ? EXIT_INPUT : EXIT_OK;
+}
+
+/* ---- encode ---------------------------------------------------------------------- */
+
+/* A decimal or 0x-hex number of up to 64 bits; prints a usage error if not. */
+static bool parse_u64(const char *arg, const char *what, uint64_t *out)
+{
+	bool hex = arg[0] == '0' && (arg[1] == 'x' || arg[1] == 'X');
+	const char *digits = hex ? arg + 2 : arg;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(digits, &end, hex ? 16 : 10);
+	if (!*digits || *end || digits[0] == '-' || digits[0] == '+' || digits[0] == ' ') {
+		cmd_usage_error("lws encode", "%s '%s' is not a decimal or 0x-hex number", what,
+		                arg);
+		return false;
+	}
+	if (errno == ERANGE) {
+		cmd_usage_error("lws encode", "%s '%s' does not fit in 64 bits", what, arg);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+static int lws_encode(int argc, char **argv)
+{
+	struct lws_opts o = {0};
+	int rc = parse_options(argc, argv, "lws encode", encode_usage, &o);
+	if (rc < 0)
+		rc = refuse("lws encode", o.elf_path || o.db || o.common.ndebug_dirs,
+		            "--elf, --db or --debug-dir");
+	if (rc >= 0)
+		return rc;
+	if (!o.size)
+		return cmd_usage_error("lws encode", "--size N is required");
+	if (argc - optind > CQ_LWS_MAX_DEPTH)
+		return cmd_usage_error("lws encode", "%d addresses, the format holds at most %d",
+		                       argc - optind, CQ_LWS_MAX_DEPTH);
+	struct cq_lws_stack s = {.depth = (unsigned)(argc - optind)};
+	if (!parse_u64(o.size, "size", &s.size))
+		return EXIT_USAGE;
+	for (unsigned i = 0; i < s.depth; i++)
+		if (!parse_u64(argv[optind + (int)i], "address", &s.addr[i]))
+			return EXIT_USAGE;
+	char text[CQ_LWS_MAX_TEXT];
+	struct cq_error *err = cq_lws_encode_text(&s, text, sizeof(text));
+	if (err)
+		return cmd_fail("lws encode", err);
+	if (o.common.format == CMD_FORMAT_JSON) {
+		struct cq_json j;
+		cq_json_init(&j, stdout);
+		cq_json_object_begin(&j);
+		cq_json_key(&j, "text");
+		cq_json_string(&j, text);
+		cq_json_object_end(&j);
+		cq_json_finish(&j);
+	} else {
+		puts(text);
+	}
+	return EXIT_OK;
+}
+
+/* ---- ingest ---------------------------------------------------------------------- */
+
+struct ingest_run {
+	const char *path; /* the log being read, for warnings */
+	enum cmd_format format;
+	struct cq_json j;
+};
+
+static void warn_record(void *ctx, uint64_t line, const char *message)
+{
+	const struct ingest_run *run = ctx;
+	fprintf(stderr, "coreq: %s:%" PRIu64 ": warning: %s\n", run->path, line, message);
+}
+
+static void report_log(struct ingest_run *run, const struct cq_lws_ingest_result *r)
+{
+	if (run->format == CMD_FORMAT_TEXT) {
+		if (r->duplicate)
+			printf("%s: already ingested as lws log %lld\n", run->path,
+			       (long long)r->log_id);
+		else
+			printf("%s: lws log %lld: %" PRIu64 " records, %zu sites, %zu stacks "
+			       "(%zu new), %" PRIu64 " malformed records skipped\n",
+			       run->path, (long long)r->log_id, r->records, r->sites, r->stacks,
+			       r->new_stacks, r->malformed);
+		return;
+	}
+	struct cq_json *j = &run->j;
+	cq_json_object_begin(j);
+	cq_json_key(j, "path");
+	cq_json_string(j, run->path);
+	cq_json_key(j, "log_id");
+	cq_json_int(j, r->log_id);
+	cq_json_key(j, "duplicate");
+	cq_json_bool(j, r->duplicate);
+	cq_json_key(j, "lines");
+	cq_json_uint(j, r->lines);
+	cq_json_key(j, "records");
+	cq_json_uint(j, r->records);
+	cq_json_key(j, "malformed");
+	cq_json_uint(j, r->malformed);
+	cq_json_key(j, "sites");
+	cq_json_uint(j, r->sites);
+	cq_json_key(j, "stacks");
+	cq_json_uint(j, r->stacks);
+	cq_json_key(j, "new_stacks");
+	cq_json_uint(j, r->new_stacks);
+	cq_json_object_end(j);
+}
+
+/* Ingests one log; returns whether it was read and stored. */
+static bool ingest_one(struct ingest_run *run, struct cq_store *store, struct cq_lws_elf *elf,
+                       const char *path)
+{
+	run->path = path;
+	FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	if (!in) {
+		cmd_fail(path, cq_error_errno(errno, "cannot open"));
+		return false;
+	}
+	struct cq_lws_ingest_result r;
+	struct cq_error *err = cq_lws_ingest_log(store, elf, in, path, warn_record, run, &r);
+	if (in != stdin)
+		fclose(in);
+	if (err) {
+		cmd_fail(path,
+		         r.lines ? cq_error_prefix(err, "after line %" PRIu64, r.lines) : err);
+		return false;
+	}
+	report_log(run, &r);
+	return true;
+}
+
+static int lws_ingest(int argc, char **argv)
+{
+	struct lws_opts o = {0};
+	int rc = parse_options(argc, argv, "lws ingest", ingest_usage, &o);
+	if (rc < 0)
+		rc = refuse("lws ingest", o.size, "--size");
+	if (rc >= 0)
+		return rc;
+	if (!o.elf_path)
+		return cmd_usage_error("lws ingest", "--elf FILE is required");
+	if (optind == argc)
+		return cmd_usage_error("lws ingest", "no log given (use - for standard input)");
+	struct cq_store *store;
+	struct cq_error *err = cmd_open_store(o.db, &store);
+	if (err)
+		return cmd_fail(o.db ? o.db : "database", err);
+	struct cq_cache *cache;
+	struct cq_lws_elf *elf;
+	if ((rc = open_elf(&o, &cache, &elf)) != EXIT_OK) {
+		cq_store_close(store);
+		return rc;
+	}
+	struct ingest_run run = {.format = o.common.format};
+	if (run.format == CMD_FORMAT_JSON) {
+		cq_json_init(&run.j, stdout);
+		cq_json_object_begin(&run.j);
+		cq_json_key(&run.j, "logs");
+		cq_json_array_begin(&run.j);
+	}
+	bool failed = false;
+	for (int i = optind; i < argc; i++)
+		failed |= !ingest_one(&run, store, elf, argv[i]);
+	if (run.format == CMD_FORMAT_JSON) {
+		cq_json_array_end(&run.j);
+		cq_json_object_end(&run.j);
+		cq_json_finish(&run.j);
+	}
+	cq_lws_elf_close(elf);
+	cq_store_cache_close(cache);
+	cq_store_close(store);
+	return failed ? EXIT_INPUT : EXIT_OK;
+}
+
+/* ---- dispatch -------------------------------------------------------------------- */
+
+int cmd_lws(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*run)(int argc, char **argv);
+	} subcommands[] = {
+	    {"decode", lws_decode},
+	    {"encode", lws_encode},
+	    {"ingest", lws_ingest},
+	};
+	if (argc < 2) {
+		fputs(lws_usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(lws_usage, stdout);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
+		if (strcmp(argv[1], subcommands[i].name) == 0) {
+			optind = 1;
+			return subcommands[i].run(argc - 1, argv + 1);
+		}
+	}
+	return cmd_usage_error("lws", "unknown subcommand '%s' (decode, encode or ingest)",
+	                       argv[1]);
+}
