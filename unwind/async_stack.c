@@ -99,24 +99,32 @@ static bool emit_native(struct walk *w, size_t th, size_t from, size_t to)
 	return true;
 }
 
-/* Does native frame i of th hold frame_ptr, i.e. did it register the root? */
-static bool registered_here(const struct cq_async_thread *th, size_t i, uint64_t frame_ptr)
+/*
+ * Does native frame i of th hold frame_ptr, i.e. did it register the root?
+ * The outermost frame has no caller's sp to bound it: its stack mapping does.
+ */
+static bool registered_here(const struct walk *w, const struct cq_async_thread *th, size_t i,
+                            uint64_t frame_ptr)
 {
 	const struct cq_unwind_frame *f = &th->frames[i];
+	uint64_t lo, hi;
 	if (frame_ptr < f->sp)
 		return false;
 	/* The caller's sp is this frame's CFA, except across a stack switch. */
-	if (i + 1 < th->nframes && th->frames[i + 1].sp > f->sp &&
-	    frame_ptr >= th->frames[i + 1].sp)
+	if (i + 1 < th->nframes && th->frames[i + 1].sp > f->sp) {
+		if (frame_ptr >= th->frames[i + 1].sp)
+			return false;
+	} else if (!w->tg->ops->stack_bounds(w->tg->ctx, f->sp, &lo, &hi) || frame_ptr >= hi) {
 		return false;
+	}
 	return !f->has_fp || f->fp == frame_ptr;
 }
 
-static bool find_registering(const struct cq_async_thread *th, size_t from, uint64_t frame_ptr,
-                             size_t *idx)
+static bool find_registering(const struct walk *w, const struct cq_async_thread *th, size_t from,
+                             uint64_t frame_ptr, size_t *idx)
 {
 	for (size_t i = from; i < th->nframes; i++) {
-		if (registered_here(th, i, frame_ptr)) {
+		if (registered_here(w, th, i, frame_ptr)) {
 			*idx = i;
 			return true;
 		}
@@ -135,7 +143,7 @@ static bool find_on_any_thread(const struct walk *w, uint64_t frame_ptr, size_t 
 		/* Only threads whose innermost frame is on that mapping. */
 		if (at->nframes == 0 || at->frames[0].sp < lo || at->frames[0].sp >= hi)
 			continue;
-		if (find_registering(at, 0, frame_ptr, idx)) {
+		if (find_registering(w, at, 0, frame_ptr, idx)) {
 			*th = t;
 			return true;
 		}
@@ -224,7 +232,7 @@ static void walk_from(struct walk *w, size_t th, size_t pos, uint64_t root)
 		}
 		/* No (usable) root: the rest of this stack is native. */
 		if (!root || !read_root(w, root, &r) ||
-		    !find_registering(at, pos, r.frame_ptr, &reg)) {
+		    !find_registering(w, at, pos, r.frame_ptr, &reg)) {
 			if (emit_native(w, th, pos, at->nframes))
 				w->out->end = at->end;
 			return;
