@@ -117,6 +117,8 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	cq_json_bool(j, a->scanned);
 	cq_json_key(j, "scanned_bytes");
 	cq_json_uint(j, a->scanned_bytes);
+	cq_json_key(j, "scan_us");
+	cq_json_uint(j, (uint64_t)(a->scan_seconds * 1e6));
 	cq_json_object_end(j);
 }
 

@@ -13,6 +13,8 @@
 //              nest_inner calls crash_nested.  Two roots, linked by nextRoot.
 //   detached   start_detached(det_outer) on the executor; det_outer ->
 //              det_inner -> crash_detached.  The chain has no parent.
+//   heap MIB   (for make bench) MIB MiB of heap written with a pattern, the
+//              suspended shape's detached chain, then a crash in main.
 //   suspended  two chains suspended on events that are never set: one
 //              detached (sus_outer -> sus_middle -> sus_inner, on the
 //              executor) and one that a thread "waiter" blocks on
@@ -237,10 +239,35 @@ CHAIN void run_suspended()
 	KEEP_FRAME();
 }
 
+// ---- heap (make bench: the cookie scan over a large heap) --------------------
+
+CHAIN void crash_heap(long mib)
+{
+	const size_t chunk = 1 << 20;
+	for (long i = 0; i < mib; i++) {
+		uint64_t *p = static_cast<uint64_t *>(malloc(chunk));
+		if (!p)
+			abort();
+		for (size_t w = 0; w < chunk / 8; w++)
+			p[w] = 0x0101010101010101ull * (uint64_t)(i + 1) + w;
+	}
+	executor.start(executor_main);
+	start_detached(sus_outer(), &executor);
+	while (!never_a.waiter)
+		corpus_sleep_ms(1);
+	crash_now(2);
+	KEEP_FRAME();
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "heap") == 0) {
+		async_stack_init(DUMMY_KEYS);
+		crash_heap(atol(argv[2]));
+		return 1;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: async_coro same|cross|nested|detached|suspended\n");
+		fprintf(stderr, "usage: async_coro same|cross|nested|detached|suspended | heap MIB\n");
 		return 2;
 	}
 	async_stack_init(DUMMY_KEYS);
