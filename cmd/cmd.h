@@ -97,6 +97,11 @@ const char *cmd_core_exe(const struct cq_core *core);
 /* Writes the "core" member shared by every command's JSON output. */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core);
 
+struct cq_stacks;
+
+/* Warns when async roots were read with a guessed glibc layout. */
+void cmd_warn_async(const char *path, const struct cq_stacks *stacks);
+
 /* Opens the database at path (NULL: the default path). */
 struct cq_error *cmd_open_store(const char *path, struct cq_store **out);
 

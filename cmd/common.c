@@ -12,6 +12,7 @@
 #include "libcore/cache.h"
 #include "libcore/json.h"
 #include "libcore/module.h"
+#include "libcore/stacktrace.h"
 #include "libcore/store.h"
 
 void cmd_core_opts_init(struct cmd_core_opts *o)
@@ -203,4 +204,13 @@ void cmd_iso_time(long long secs, char buf[32])
 	struct tm tm;
 	if (!gmtime_r(&t, &tm) || !strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		snprintf(buf, 32, "%lld", secs);
+}
+
+void cmd_warn_async(const char *path, const struct cq_stacks *stacks)
+{
+	const struct cq_async_summary *a = &stacks->async;
+	if (a->has_tls_key && !a->tls_layout_from_libc)
+		cmd_warn(path,
+		         "libc's _thread_db descriptors are unavailable: thread roots read with "
+		         "the Debian 12 glibc layout");
 }

@@ -23,7 +23,8 @@
 
 static const char ingest_usage[] =
     "Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
-    "                    [--cache P | --no-cache] [--signature-frames N] CORE... | DIR | -\n"
+    "                    [--cache P | --no-cache] [--signature-frames N] [--no-async]\n"
+    "                    CORE... | DIR | -\n"
     "\n"
     "Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
     "the database, one transaction per core: a core is stored whole or not at\n"
@@ -43,6 +44,7 @@ static const char ingest_usage[] =
     "  --cache P           unwind-table and symbol cache (see coreq stack)\n"
     "  --no-cache          do not use the cache\n"
     "  --signature-frames N  frames in a crash signature (default 5)\n"
+    "  --no-async          native frames only: no async stacks, no suspended ones\n"
     "  --help              show this help\n";
 
 struct inputs {
@@ -175,9 +177,10 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 			cq_json_int(j, r->core_id);
 		else
 			cq_json_null(j);
-		const char *keys[] = {"threads", "stacks", "new_stacks"};
-		size_t vals[] = {r ? r->threads : 0, r ? r->stacks : 0, r ? r->new_stacks : 0};
-		for (int i = 0; i < 3; i++) {
+		const char *keys[] = {"threads", "stacks", "new_stacks", "suspended"};
+		size_t vals[] = {r ? r->threads : 0, r ? r->stacks : 0, r ? r->new_stacks : 0,
+		                 r ? r->suspended : 0};
+		for (int i = 0; i < 4; i++) {
 			cq_json_key(j, keys[i]);
 			if (stored)
 				cq_json_uint(j, vals[i]);
@@ -301,6 +304,7 @@ enum {
 	OPT_CACHE,
 	OPT_NO_CACHE,
 	OPT_SIGNATURE_FRAMES,
+	OPT_NO_ASYNC,
 };
 
 static void print_summary(struct ingest_run *run)
@@ -333,6 +337,7 @@ int cmd_ingest(int argc, char **argv)
 	    {"cache", required_argument, NULL, OPT_CACHE},
 	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	    {"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
+	    {"no-async", no_argument, NULL, OPT_NO_ASYNC},
 	    {NULL, 0, NULL, 0},
 	};
 	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES};
@@ -357,6 +362,8 @@ int cmd_ingest(int argc, char **argv)
 			cache_path = optarg;
 		else if (opt == OPT_NO_CACHE)
 			no_cache = true;
+		else if (opt == OPT_NO_ASYNC)
+			run.so.async = false;
 		else if (opt == OPT_SIGNATURE_FRAMES) {
 			if (!cmd_parse_count(optarg, 1, 64, &run.signature_frames, "ingest",
 			                     "--signature-frames"))

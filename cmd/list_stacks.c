@@ -65,6 +65,8 @@ static void print_stack(void *ctx, const struct cq_store_stack_row *s)
 		cq_json_int(j, s->threads);
 		cq_json_key(j, "cores");
 		cq_json_int(j, s->cores);
+		cq_json_key(j, "suspended");
+		cq_json_int(j, s->suspended);
 		cq_json_key(j, "first_seen");
 		cq_json_string(j, first);
 		cq_json_key(j, "last_seen");
@@ -72,10 +74,12 @@ static void print_stack(void *ctx, const struct cq_store_stack_row *s)
 		cmd_json_stored_frames(j, s->frames, s->nframes);
 		cq_json_object_end(j);
 	} else {
-		printf("%sstack %lld: %lld thread%s in %lld core%s (first %s, last %s)\n",
-		       p->count ? "\n" : "", (long long)s->id, (long long)s->threads,
-		       s->threads == 1 ? "" : "s", (long long)s->cores, s->cores == 1 ? "" : "s",
-		       first, last);
+		printf("%sstack %lld: %lld thread%s", p->count ? "\n" : "", (long long)s->id,
+		       (long long)s->threads, s->threads == 1 ? "" : "s");
+		if (s->suspended)
+			printf(", %lld suspended", (long long)s->suspended);
+		printf(" in %lld core%s (first %s, last %s)\n", (long long)s->cores,
+		       s->cores == 1 ? "" : "s", first, last);
 		cmd_print_stored_frames(s->frames, s->nframes, "    ");
 	}
 	p->count++;

@@ -16,12 +16,17 @@
 static const char stack_usage[] =
     "Usage: coreq stack CORE [--format text|json] [--exe P] [--sysroot D]\n"
     "                        [--debug-dir D] [--max-frames N] [--no-scan]\n"
-    "                        [--cache P | --no-cache]\n"
+    "                        [--no-async] [--cache P | --no-cache]\n"
     "\n"
     "Print every thread's stack, the crashed thread first.  Frames are unwound\n"
     "with DWARF CFI (.eh_frame, .debug_frame), else frame pointers, else a\n"
     "bounded stack scan; text output marks frames not found through CFI with\n"
     "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
+    "\n"
+    "In programs that use folly's async stacks (folly::coro, libunifex), each\n"
+    "thread's coroutine chain is spliced into its stack (frames marked [async]),\n"
+    "across threads where a thread blocks on work another one runs, and the\n"
+    "chains of suspended coroutines are listed after the threads.\n"
     "\n"
     "  --format text|json  output format (default text)\n"
     "  --exe P             the executable that produced the core\n"
@@ -29,6 +34,7 @@ static const char stack_usage[] =
     "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
     "  --max-frames N      stop each thread after N frames (default 256)\n"
     "  --no-scan           never guess frames by scanning the stack\n"
+    "  --no-async          native frames only: no async stacks, no suspended scan\n"
     "  --cache P           unwind-table cache (default $COREQ_CACHE, else\n"
     "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
     "  --no-cache          do not read or write the cache\n"
@@ -37,6 +43,7 @@ static const char stack_usage[] =
 enum {
 	OPT_MAX_FRAMES = OPT_FIRST_COMMAND_SPECIFIC,
 	OPT_NO_SCAN,
+	OPT_NO_ASYNC,
 	OPT_CACHE,
 	OPT_NO_CACHE,
 };
@@ -76,6 +83,45 @@ static void json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t
 	cq_json_object_end(j);
 }
 
+static void json_frames(struct cq_json *j, const struct cq_stack_frame *frames, size_t n,
+                        enum cq_unwind_end end)
+{
+	cq_json_key(j, "frames");
+	cq_json_array_begin(j);
+	for (size_t i = 0; i < n; i++)
+		json_frame(j, &frames[i], i);
+	cq_json_array_end(j);
+	cq_json_key(j, "end");
+	cq_json_string(j, cq_unwind_end_name(end));
+}
+
+/* What the async-stack search found and did (the "async" member). */
+static void json_async(struct cq_json *j, const struct cq_async_summary *a)
+{
+	cq_json_key(j, "async");
+	cq_json_object_begin(j);
+	cq_json_key(j, "searched");
+	cq_json_bool(j, a->searched);
+	cq_json_key(j, "folly");
+	cq_json_bool(j, a->folly);
+	cq_json_key(j, "tls_key");
+	if (a->has_tls_key)
+		cq_json_uint(j, a->tls_key);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "tls_layout");
+	cq_json_string(j, !a->has_tls_key ? NULL : a->tls_layout_from_libc ? "libc" : "fallback");
+	cq_json_key(j, "threads_with_roots");
+	cq_json_uint(j, a->threads_with_roots);
+	cq_json_key(j, "scanned");
+	cq_json_bool(j, a->scanned);
+	cq_json_key(j, "scanned_bytes");
+	cq_json_uint(j, a->scanned_bytes);
+	cq_json_key(j, "scan_us");
+	cq_json_uint(j, (uint64_t)(a->scan_seconds * 1e6));
+	cq_json_object_end(j);
+}
+
 static void print_json(const struct cq_core *core, const struct cq_stacks *stacks)
 {
 	struct cq_json j;
@@ -93,19 +139,24 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 		cq_json_string(&j, ts->thread->name);
 		cq_json_key(&j, "crashed");
 		cq_json_bool(&j, ts->thread->crashed);
-		cq_json_key(&j, "frames");
-		cq_json_array_begin(&j);
-		for (size_t i = 0; i < ts->nframes; i++)
-			json_frame(&j, &ts->frames[i], i);
-		cq_json_array_end(&j);
-		cq_json_key(&j, "end");
-		cq_json_string(&j, cq_unwind_end_name(ts->end));
+		json_frames(&j, ts->frames, ts->nframes, ts->end);
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
 	cq_json_key(&j, "suspended");
 	cq_json_array_begin(&j);
+	for (size_t i = 0; i < stacks->nsuspended; i++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[i];
+		cq_json_object_begin(&j);
+		cq_json_key(&j, "kind");
+		cq_json_string(&j, ss->kind);
+		cq_json_key(&j, "leaf");
+		cq_json_hex(&j, ss->leaf);
+		json_frames(&j, ss->frames, ss->nframes, ss->end);
+		cq_json_object_end(&j);
+	}
 	cq_json_array_end(&j);
+	json_async(&j, &stacks->async);
 	cq_json_object_end(&j);
 	cq_json_finish(&j);
 }
@@ -123,6 +174,8 @@ static void print_frame_text(const struct cq_stack_frame *f, size_t index)
 		printf(" at %s:%d", f->file, f->line);
 	if (f->kind == CQ_FRAME_INLINE)
 		printf(" [inline]");
+	else if (f->kind == CQ_FRAME_ASYNC)
+		printf(" [async]");
 	else if (f->trust == CQ_TRUST_FP || f->trust == CQ_TRUST_SCAN)
 		printf(" [%s]", cq_unwind_trust_name(f->trust));
 	putchar('\n');
@@ -145,6 +198,17 @@ static void print_text(const struct cq_stacks *stacks)
 		if (ts->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
 	}
+	if (stacks->nsuspended)
+		printf("\nSuspended async stacks:\n");
+	for (size_t s = 0; s < stacks->nsuspended; s++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[s];
+		printf("\nSuspended %s stack %zu (leaf frame 0x%" PRIx64 "):\n", ss->kind, s + 1,
+		       ss->leaf);
+		for (size_t i = 0; i < ss->nframes; i++)
+			print_frame_text(&ss->frames[i], i);
+		if (ss->end != CQ_END_OUTERMOST)
+			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+	}
 }
 
 int cmd_stack(int argc, char **argv)
@@ -153,6 +217,7 @@ int cmd_stack(int argc, char **argv)
 	    CMD_CORE_LONG_OPTIONS,
 	    {"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
 	    {"no-scan", no_argument, NULL, OPT_NO_SCAN},
+	    {"no-async", no_argument, NULL, OPT_NO_ASYNC},
 	    {"cache", required_argument, NULL, OPT_CACHE},
 	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	    {NULL, 0, NULL, 0},
@@ -183,6 +248,9 @@ int cmd_stack(int argc, char **argv)
 		case OPT_NO_SCAN:
 			so.unwind.allow_scan = false;
 			break;
+		case OPT_NO_ASYNC:
+			so.async = false;
+			break;
 		case OPT_CACHE:
 			cache_path = optarg;
 			break;
@@ -208,6 +276,7 @@ int cmd_stack(int argc, char **argv)
 	if (err) {
 		rc = cmd_fail(path, err);
 	} else {
+		cmd_warn_async(path, stacks);
 		if (o.format == CMD_FORMAT_JSON)
 			print_json(core, stacks);
 		else

@@ -56,6 +56,8 @@ void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const
 			printf(" at %s:%d", f[i].file, f[i].line);
 		if (strcmp(f[i].kind, "inline") == 0)
 			printf(" [inline]");
+		else if (strcmp(f[i].kind, "async") == 0)
+			printf(" [async]");
 		else if (strcmp(f[i].trust, "fp") == 0 || strcmp(f[i].trust, "scan") == 0)
 			printf(" [%s]", f[i].trust);
 		putchar('\n');

@@ -38,6 +38,19 @@ BUCKET_SITES=(
 # each of these sites, in a fixed scrambled order.
 BUCKET_MULTI_SITES=(f g same_abort same_segv check_assert)
 BUCKET_PER_SITE=20
+# Shapes of async_coro (a program whose manifest signal is SHAPE), as
+# "shape signal threads native-chain...": `async_coro SHAPE` dies of that
+# signal with that many threads, and gdb's backtrace of the crashing thread
+# holds the chain (native frames only; the merged async stacks each shape
+# must give are in tests/e2e/test_async.py).  Each shape is the case
+# async_coro-SHAPE.VARIANT.
+ASYNC_SHAPES=(
+	"same SEGV 1 crash_now crash_same inner resume_with_new_root blocking_wait run_same main"
+	"cross SEGV 2 crash_now crash_cross inner2 resume_with_new_root executor_main"
+	"nested SEGV 1 crash_now crash_nested nest_inner resume_with_new_root blocking_wait plain_bridge nest_outer resume_with_new_root blocking_wait run_nested main"
+	"detached SEGV 2 crash_now crash_detached det_inner resume_with_new_root executor_main"
+	"suspended SEGV 3 crash_now crash_suspended run_suspended main"
+)
 
 msg() { printf '%s: %s\n' "$LIB_PROG" "$*" >&2; }
 info() { printf '%s: %s\n' "$LIB_PROG" "$*"; }
@@ -65,6 +78,14 @@ all_cases() {
 		if [[ $sig == SITE ]]; then
 			for site in "${BUCKET_SITES[@]}"; do
 				printf '%s-%s\n' "$prog" "${site%% *}"
+			done
+			continue
+		fi
+		if [[ $sig == SHAPE ]]; then
+			for site in "${ASYNC_SHAPES[@]}"; do
+				for v in ${variants//,/ }; do
+					printf '%s-%s.%s\n' "$prog" "${site%% *}" "$v"
+				done
 			done
 			continue
 		fi
@@ -115,6 +136,18 @@ bucket_order() {
 		t=${order[i]} order[i]=${order[j]} order[j]=$t
 	done
 	printf '%s\n' "${order[@]}"
+}
+
+# async_shape SHAPE: set A_SIG, A_THREADS and A_CHAIN of an async_coro
+# shape.  Returns 1 if SHAPE is unknown.
+async_shape() {
+	local row name
+	for row in "${ASYNC_SHAPES[@]}"; do
+		read -r name A_SIG A_THREADS A_CHAIN <<<"$row"
+		[[ $name == "$1" ]] && return 0
+	done
+	A_SIG='' A_THREADS='' A_CHAIN=''
+	return 1
 }
 
 # signum NAME: signal number of NAME (ABRT, SIGSEGV, ...).
@@ -170,6 +203,11 @@ while True:
 		# shellcheck disable=SC2016 # a perl program, not shell
 		C_ARGS=(-e 'open(my $f, ">", "ready") or die; close($f); my $n = 0; while (1) { $n++ }')
 		;;
+	async_coro-*.*)
+		prog=async_coro variant=${case##*.}
+		n=${case%.*}
+		C_ARGS=("${n#async_coro-}")
+		;;
 	*.*)
 		prog=${case%.*} variant=${case##*.}
 		;;
@@ -196,6 +234,13 @@ while True:
 			fi
 			sig=$B_SIG
 			chain="$B_FN $chain"
+		fi
+		if [[ $sig == SHAPE ]]; then
+			if [[ ${#C_ARGS[@]} -ne 1 ]] || ! async_shape "${C_ARGS[0]}"; then
+				C_ERROR="unknown case ($prog has no shape ${C_ARGS[0]:-})"
+				return 1
+			fi
+			sig=$A_SIG threads=$A_THREADS chain=$A_CHAIN
 		fi
 		if [[ $prog == nthreads ]]; then
 			if [[ ! $n =~ ^[1-9][0-9]*$ ]]; then

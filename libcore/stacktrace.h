@@ -6,6 +6,15 @@
  * builds each module's CFI table at most once per process (and once per
  * build-id across processes, through the cache), walks every thread, and
  * names each frame with the symbolizer, inline frames expanded.
+ *
+ * Async stacks: when the program has folly's async-stack symbols
+ * (libcore/async_folly.h), each thread with a current AsyncStackRoot gets
+ * its merged stack (unwind/async_stack.h): async frames (kind "async",
+ * trust "async") spliced into its native frames, possibly continuing on
+ * another thread's stack.  Chains of suspended coroutines, on no thread,
+ * become struct cq_suspended_stack entries.  Their kind names the runtime
+ * ("folly"; other runtimes add their own) so consumers need not care which
+ * one found them.  Without those symbols nothing extra is read or scanned.
  */
 #ifndef CQ_STACKTRACE_H
 #define CQ_STACKTRACE_H
@@ -45,9 +54,34 @@ struct cq_thread_stack {
 	enum cq_unwind_end end;
 };
 
+/* A chain of suspended async frames, innermost (the leaf's caller) first. */
+struct cq_suspended_stack {
+	const char *kind; /* the async runtime: "folly" */
+	uint64_t leaf;    /* address of the leaf's frame record */
+	struct cq_stack_frame *frames;
+	size_t nframes;
+	enum cq_unwind_end end;
+};
+
+/* What the search for async stacks found and did. */
+struct cq_async_summary {
+	bool searched;    /* false with async off */
+	bool folly;       /* the program has folly's async-stack symbols */
+	bool has_tls_key; /* ... and a live TLS key */
+	uint32_t tls_key;
+	bool tls_layout_from_libc; /* false: glibc layout guessed (Debian 12 values) */
+	size_t threads_with_roots;
+	bool scanned; /* the cookie scan ran */
+	uint64_t scanned_bytes;
+	double scan_seconds;
+};
+
 struct cq_stacks {
 	struct cq_thread_stack *threads; /* in core order: the crashed thread first */
 	size_t nthreads;
+	struct cq_suspended_stack *suspended;
+	size_t nsuspended;
+	struct cq_async_summary async;
 };
 
 struct cq_stack_options {
@@ -55,6 +89,8 @@ struct cq_stack_options {
 	struct cq_cache *cache;        /* may be NULL */
 	const char *const *debug_dirs; /* NULL-terminated, may be NULL */
 	bool symbolize;
+	bool async;           /* merge async stacks, find suspended ones (default) */
+	size_t max_suspended; /* bound on suspended stacks (default 1024) */
 };
 
 void cq_stack_options_default(struct cq_stack_options *o);

@@ -141,6 +141,7 @@ enum stmt {
 	ST_INSERT_BUCKET,
 	ST_COUNT_BUCKET,
 	ST_SET_CORE_BUCKET,
+	ST_INSERT_SUSPENDED,
 	ST_COUNT,
 };
 
@@ -169,6 +170,8 @@ static const char *const sql[ST_COUNT] = {
     [ST_COUNT_BUCKET] = "UPDATE buckets SET count = count + 1, first_seen = min(first_seen, ?2), "
                         "last_seen = max(last_seen, ?2) WHERE id = ?1",
     [ST_SET_CORE_BUCKET] = "UPDATE cores SET bucket_id = ? WHERE id = ?",
+    [ST_INSERT_SUSPENDED] = "INSERT INTO suspended (core_id, idx, kind, stack_id, end) "
+                            "VALUES (?,?,?,?,?)",
 };
 
 /* Everything one ingest needs; freed by ingest_end. */
@@ -366,11 +369,11 @@ static struct cq_error *insert_modules(struct ingest *in, int64_t core_id)
 }
 
 /* The hash that identifies a merged stack: (build-id, offset, kind) per frame. */
-static uint64_t stack_hash(const struct cq_thread_stack *ts)
+static uint64_t stack_hash(const struct cq_stack_frame *frames, size_t nframes)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < ts->nframes; i++) {
-		const struct cq_stack_frame *f = &ts->frames[i];
+	for (size_t i = 0; i < nframes; i++) {
+		const struct cq_stack_frame *f = &frames[i];
 		uint64_t where = f->module ? f->offset : f->pc;
 		uint8_t kind = (uint8_t)f->kind;
 		if (f->module)
@@ -387,11 +390,11 @@ static int64_t module_id_of(const struct ingest *in, const struct cq_module *m)
 }
 
 static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
-                                      const struct cq_thread_stack *ts)
+                                      const struct cq_stack_frame *frames, size_t nframes)
 {
 	sqlite3_stmt *st = in->st[ST_INSERT_FRAME];
-	for (size_t i = 0; i < ts->nframes; i++) {
-		const struct cq_stack_frame *f = &ts->frames[i];
+	for (size_t i = 0; i < nframes; i++) {
+		const struct cq_stack_frame *f = &frames[i];
 		int64_t module_id = module_id_of(in, f->module);
 		sqlite3_bind_int64(st, 1, stack_id);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
@@ -415,28 +418,29 @@ static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
 }
 
 /* The stack's frames_blob (stack_blob.h), malloc'd; NULL if it cannot be made. */
-static uint8_t *frames_blob(const struct ingest *in, const struct cq_thread_stack *ts, size_t *len)
+static uint8_t *frames_blob(const struct ingest *in, const struct cq_stack_frame *frames,
+                            size_t nframes, size_t *len)
 {
-	struct cq_stack_blob_frame *f = ts->nframes ? calloc(ts->nframes, sizeof(*f)) : NULL;
-	if (ts->nframes && !f)
+	struct cq_stack_blob_frame *f = nframes ? calloc(nframes, sizeof(*f)) : NULL;
+	if (nframes && !f)
 		return NULL;
-	for (size_t i = 0; i < ts->nframes; i++) {
-		const struct cq_stack_frame *sf = &ts->frames[i];
+	for (size_t i = 0; i < nframes; i++) {
+		const struct cq_stack_frame *sf = &frames[i];
 		f[i] = (struct cq_stack_blob_frame){.module_id = module_id_of(in, sf->module),
 		                                    .offset = sf->module ? sf->offset : sf->pc,
 		                                    .kind = (uint8_t)sf->kind};
 	}
 	uint8_t *blob = NULL;
-	cq_error_free(cq_stack_blob_encode(f, ts->nframes, &blob, len));
+	cq_error_free(cq_stack_blob_encode(f, nframes, &blob, len));
 	free(f);
 	return blob;
 }
 
-/* The stack id for a thread's stack, storing the stack if it is new. */
-static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_stack *ts,
-                                     int64_t *id, struct cq_store_result *r)
+/* The stack id for a list of frames, storing the stack if it is new. */
+static struct cq_error *stack_id_for(struct ingest *in, const struct cq_stack_frame *frames,
+                                     size_t nframes, int64_t *id, struct cq_store_result *r)
 {
-	uint64_t h = stack_hash(ts);
+	uint64_t h = stack_hash(frames, nframes);
 	for (size_t i = 0; i < in->nseen; i++) {
 		if (in->seen[i].hash == h) {
 			*id = in->seen[i].id;
@@ -451,9 +455,9 @@ static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_s
 	if (!*id) {
 		sqlite3_stmt *st = in->st[ST_INSERT_STACK];
 		sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)ts->nframes);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)nframes);
 		size_t blob_len;
-		uint8_t *blob = frames_blob(in, ts, &blob_len);
+		uint8_t *blob = frames_blob(in, frames, nframes, &blob_len);
 		if (blob)
 			sqlite3_bind_blob(st, 3, blob, (int)blob_len, free);
 		else
@@ -461,7 +465,7 @@ static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_s
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert stack");
 		*id = sqlite3_last_insert_rowid(in->store->db);
-		if ((err = insert_frames(in, *id, ts)))
+		if ((err = insert_frames(in, *id, frames, nframes)))
 			return err;
 		r->new_stacks++;
 	}
@@ -474,12 +478,13 @@ static struct cq_error *stack_id_for(struct ingest *in, const struct cq_thread_s
 static struct cq_error *insert_threads(struct ingest *in, int64_t core_id,
                                        const struct cq_stacks *stacks, struct cq_store_result *r)
 {
-	if (stacks->nthreads && !(in->seen = calloc(stacks->nthreads, sizeof(*in->seen))))
+	size_t nstacks = stacks->nthreads + stacks->nsuspended;
+	if (nstacks && !(in->seen = calloc(nstacks, sizeof(*in->seen))))
 		return &cq_error_nomem;
 	for (size_t t = 0; t < stacks->nthreads; t++) {
 		const struct cq_thread_stack *ts = &stacks->threads[t];
 		int64_t stack_id;
-		struct cq_error *err = stack_id_for(in, ts, &stack_id, r);
+		struct cq_error *err = stack_id_for(in, ts->frames, ts->nframes, &stack_id, r);
 		if (err)
 			return err;
 		sqlite3_stmt *st = in->st[ST_INSERT_THREAD];
@@ -493,6 +498,29 @@ static struct cq_error *insert_threads(struct ingest *in, int64_t core_id,
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert thread");
 		r->threads++;
+	}
+	return NULL;
+}
+
+/* The core's suspended async stacks (schema 005). */
+static struct cq_error *insert_suspended(struct ingest *in, int64_t core_id,
+                                         const struct cq_stacks *stacks, struct cq_store_result *r)
+{
+	for (size_t i = 0; i < stacks->nsuspended; i++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[i];
+		int64_t stack_id;
+		struct cq_error *err = stack_id_for(in, ss->frames, ss->nframes, &stack_id, r);
+		if (err)
+			return err;
+		sqlite3_stmt *st = in->st[ST_INSERT_SUSPENDED];
+		sqlite3_bind_int64(st, 1, core_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		sqlite3_bind_text(st, 3, ss->kind, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, stack_id);
+		sqlite3_bind_text(st, 5, cq_unwind_end_name(ss->end), -1, SQLITE_STATIC);
+		if (step_reset(st) != SQLITE_DONE)
+			return db_error(in->store->db, "insert suspended stack");
+		r->suspended++;
 	}
 	return NULL;
 }
@@ -563,6 +591,7 @@ static struct cq_error *ingest_body(struct ingest *in, const char *identity,
 	if ((err = insert_core(in, identity, meta, &r->core_id)) ||
 	    (err = insert_modules(in, r->core_id)) ||
 	    (err = insert_threads(in, r->core_id, stacks, r)) ||
+	    (err = insert_suspended(in, r->core_id, stacks, r)) ||
 	    (err = insert_bucket(in, r->core_id, meta, r)))
 		return err;
 	return NULL;
@@ -672,10 +701,8 @@ static struct cq_error *lws_body(struct ingest *in, sqlite3_stmt *const *st,
 	in->module_ids = &module_id;
 	struct cq_store_result counts = {0};
 	for (size_t i = 0; i < nsites && !err; i++) {
-		struct cq_thread_stack ts = {.frames = (struct cq_stack_frame *)sites[i].frames,
-		                             .nframes = sites[i].nframes};
 		int64_t stack_id;
-		if ((err = stack_id_for(in, &ts, &stack_id, &counts)))
+		if ((err = stack_id_for(in, sites[i].frames, sites[i].nframes, &stack_id, &counts)))
 			break;
 		sqlite3_stmt *a = st[LWS_INSERT_ALLOCATION];
 		sqlite3_bind_int64(a, 1, r->log_id);

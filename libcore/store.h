@@ -55,6 +55,7 @@ struct cq_store_result {
 	int64_t core_id;
 	bool duplicate; /* already stored: nothing written */
 	size_t threads, stacks, new_stacks;
+	size_t suspended;  /* suspended async stacks stored */
 	int64_t bucket_id; /* 0 without a signature */
 	bool new_bucket;
 };

@@ -102,13 +102,17 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
                                      cq_store_stack_fn fn, void *ctx)
 {
 	static const char q[] =
-	    "SELECT s.id, s.hash, count(*) AS nthreads, count(DISTINCT t.core_id) AS ncores, "
-	    "min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)) "
-	    "FROM threads t JOIN stacks s ON s.id = t.stack_id JOIN cores c ON c.id = t.core_id "
-	    "WHERE (?1 = 0 OR t.core_id = ?1) "
+	    "WITH uses (stack_id, core_id, thread, suspended) AS ("
+	    "SELECT stack_id, core_id, 1, 0 FROM threads "
+	    "UNION ALL SELECT stack_id, core_id, 0, 1 FROM suspended) "
+	    "SELECT s.id, s.hash, sum(u.thread) AS nthreads, count(DISTINCT u.core_id) AS ncores, "
+	    "min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)), "
+	    "sum(u.suspended) AS nsuspended "
+	    "FROM uses u JOIN stacks s ON s.id = u.stack_id JOIN cores c ON c.id = u.core_id "
+	    "WHERE (?1 = 0 OR u.core_id = ?1) "
 	    "AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
 	    "AND (?4 = 0 OR c.bucket_id = ?4) "
-	    "GROUP BY s.id ORDER BY nthreads DESC, ncores DESC, s.id "
+	    "GROUP BY s.id ORDER BY nthreads DESC, nsuspended DESC, ncores DESC, s.id "
 	    "LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
@@ -133,6 +137,7 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 		    .cores = sqlite3_column_int64(st, 3),
 		    .first_seen = sqlite3_column_int64(st, 4),
 		    .last_seen = sqlite3_column_int64(st, 5),
+		    .suspended = sqlite3_column_int64(st, 6),
 		    .frames = fl.rows,
 		    .nframes = fl.n,
 		};

@@ -29,6 +29,7 @@ struct cq_store_stack_row {
 	int64_t id;
 	const char *hash;
 	int64_t threads, cores;
+	int64_t suspended; /* suspended async chains with this stack (schema 005) */
 	int64_t first_seen, last_seen;
 	const struct cq_store_frame_row *frames;
 	size_t nframes;

@@ -94,8 +94,11 @@ def frame_problems(f, i):
 
 def stack_problems(s):
     p = []
-    if set(s) != {"id", "hash", "threads", "cores", "first_seen", "last_seen", "frames"}:
+    # suspended came with suspended async stacks (schema 005); these cores have none.
+    if set(s) != {"id", "hash", "threads", "cores", "suspended", "first_seen", "last_seen", "frames"}:
         p.append(f"keys {sorted(s)}")
+    if s.get("suspended") != 0:
+        p.append(f"suspended {s.get('suspended')!r}")
     if not isinstance(s.get("id"), int) or not re.fullmatch(r"[0-9a-f]{16}", str(s.get("hash"))):
         p.append(f"id/hash {s.get('id')!r} {s.get('hash')!r}")
     if not (isinstance(s.get("threads"), int) and isinstance(s.get("cores"), int)

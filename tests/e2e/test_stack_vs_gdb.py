@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """coreq stack agrees with gdb, frame by frame, on every corpus core and on
-cores of real Debian programs.
+cores of real Debian programs.  Async-stack cores (async_coro-*) are compared
+in their native-only view (--no-async), which is what gdb shows; their merged
+stacks are tests/e2e/test_async.py's.
 
 For each thread, the sequence of function names (inline frames included)
 from `coreq stack --format json` must equal gdb's `thread apply all bt`,
@@ -25,6 +27,22 @@ KNOWN_GDB_ONLY = {
     "pthread_kill_internal": "gdb tail-call frame synthesised from DWARF call sites",
     "futex_abstimed_wait_cancelable64": "gdb tail-call frame synthesised from DWARF call sites",
 }
+
+# g++ coroutine actors (`f(...) [clone .actor]`): with -g, gdb shows the
+# actor's frame twice, once more as an inline frame of itself (no pc, same
+# name); eu-addr2line -i and eu-stack show it once, as coreq does.  In the
+# async_coro cases a gdb frame without a pc that repeats the name of the frame
+# just before it is therefore dropped.
+def drop_actor_repeats(case, frames):
+    if not case.startswith("async_coro-"):
+        return frames
+    out = []
+    for pc, name in frames:
+        if pc is None and out and normalise(out[-1][1]) == normalise(name):
+            continue
+        out.append((pc, name))
+    return out
+
 
 # Same address, two names: gdb names a frame by its DWARF subprogram, coreq by
 # the symbol table, which is there with or without debuginfo, so a crash gets
@@ -121,8 +139,8 @@ def compare(case, gdb, ours):
         if tid not in gdb:
             all_good &= ok(False, f"{name}: gdb shows thread {tid}")
             continue
-        g = [(pc, KNOWN_ALIASES.get(normalise(fn), normalise(fn))) for pc, fn in gdb[tid]
-             if normalise(fn) not in KNOWN_GDB_ONLY]
+        g = [(pc, KNOWN_ALIASES.get(normalise(fn), normalise(fn)))
+             for pc, fn in drop_actor_repeats(name, gdb[tid]) if normalise(fn) not in KNOWN_GDB_ONLY]
         c = [(int(f["pc"], 16), KNOWN_ALIASES.get(normalise(f["function"]), normalise(f["function"])),
               f["kind"]) for f in t["frames"]]
         g_names = [n for _, n in g]
@@ -146,6 +164,8 @@ def main():
         exe, core = case.get("exe"), case["core"]
         debug = case.get("debug_dir") or None
         args = ["stack", "--format", "json", "--no-cache"]
+        if case["case"].startswith("async_coro-"):
+            args.append("--no-async")
         if debug:
             args += ["--debug-dir", debug]
         ours, _ = coreq_json(*args, core, timeout=600)
@@ -157,8 +177,8 @@ def main():
         if chain:
             crashed = next(t for t in ours["threads"] if t["crashed"])
             names = [normalise(f["function"]) for f in crashed["frames"]]
-            pos = [names.index(fn) if fn in names else -1 for fn in chain]
-            ok(all(p >= 0 for p in pos) and pos == sorted(pos),
+            it = iter(names)  # the chain in order, as a subsequence (names may repeat)
+            ok(all(any(n == fn for n in it) for fn in chain),
                f"{case['case']}: crashing thread runs {' <- '.join(chain)} as the program does",
                [f"coreq: {names}"])
             ok(crashed["end"] == "outermost", f"{case['case']}: crashing thread unwinds to its outermost frame",

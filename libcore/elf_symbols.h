@@ -1,0 +1,35 @@
+/*
+ * elf_symbols.h - data symbols of a module, looked up by name.
+ *
+ * The async-stack walkers need a few exported variables of the crashed
+ * program (folly's TLS key and cookie) and of libc (the _thread_db_*
+ * descriptors).  These are found in the module's own file, .symtab first and
+ * then .dynsym, and only in modules whose file matched the core's build-id.
+ * Several names are looked up in one pass over each symbol table, so asking
+ * for three symbols costs what asking for one does.
+ */
+#ifndef CQ_ELF_SYMBOLS_H
+#define CQ_ELF_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cq_module;
+
+/* One symbol to look up: fill name; found, addr and size are the answer. */
+struct cq_symbol_query {
+	const char *name;
+	bool found;
+	uint64_t addr; /* runtime address: st_value + the module's bias */
+	uint64_t size;
+};
+
+/*
+ * Looks every query not yet found up in mod's symbol tables (defined
+ * symbols only).  Returns how many of the queries are found after the call.
+ * A module without a matching file finds nothing.
+ */
+size_t cq_module_find_symbols(const struct cq_module *mod, struct cq_symbol_query *q, size_t n);
+
+#endif

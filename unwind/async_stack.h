@@ -1,0 +1,92 @@
+/*
+ * async_stack.h - merged async stacks under folly's AsyncStackRoot ABI
+ * (folly/tracing/AsyncStack.h; FACTS.md section 4), for every thread and
+ * for suspended coroutines, computed from native frames the unwinder
+ * already found.
+ *
+ *   AsyncStackFrame { parentFrame; instructionPointer; stackRoot; }        24 bytes
+ *   AsyncStackRoot  { topFrame; nextRoot; stackFramePtr; returnAddress; }  32 bytes
+ *
+ * A merged stack is a list of steps: native frames of some thread (by
+ * index), and async frames (an instructionPointer, a return address into
+ * the awaiting coroutine).  The walk for a thread whose current root is R:
+ *
+ *   1. native frames from the thread's pc up to, not including, the frame
+ *      that registered R: the one whose frame holds R.stackFramePtr
+ *      (sp <= stackFramePtr < caller's sp) and whose frame-pointer register,
+ *      when known, equals it.  With -fomit-frame-pointer the callees of the
+ *      registering function often keep the same rbp, so the frame-pointer
+ *      value alone does not identify it.
+ *   2. async frames from R.topFrame along parentFrame.
+ *   3. at the frame with no parent: a NULL stackRoot (or the cookie, or R
+ *      itself) means a detached chain: the stack ends, "async_detached".
+ *      Otherwise stackRoot is a blocking root B (blockingWait's): native
+ *      frames resume on whichever thread's stack holds B.stackFramePtr,
+ *      after B's registering frame, and after its caller when that caller's
+ *      pc is the instructionPointer just emitted (blockingWait's dummy
+ *      frame names it already).  Then R = B.nextRoot and step 1 repeats on
+ *      that stack.
+ *
+ * Everything read is untrusted: every read is checked, a root or frame seen
+ * twice ends the stack with "loop", an unreadable one with "bad_memory", and
+ * no walk emits more than max_steps steps ("max_frames").  Memory is read
+ * only through struct cq_unwind_target, so tests run it on synthetic stacks.
+ */
+#ifndef CQ_ASYNC_STACK_H
+#define CQ_ASYNC_STACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind/unwind.h"
+
+#define CQ_ASYNC_FRAME_SIZE 24
+#define CQ_ASYNC_ROOT_SIZE  32
+
+/* One thread as the walker sees it: its native frames and current root. */
+struct cq_async_thread {
+	const struct cq_unwind_frame *frames;
+	size_t nframes;
+	enum cq_unwind_end end; /* why the native walk stopped */
+	uint64_t root;          /* its current AsyncStackRoot *, 0 for none */
+};
+
+enum cq_async_step_kind {
+	CQ_ASYNC_STEP_NATIVE, /* threads[thread].frames[frame] */
+	CQ_ASYNC_STEP_ASYNC,  /* an async frame's instructionPointer, in pc */
+};
+
+struct cq_async_step {
+	uint8_t kind; /* enum cq_async_step_kind */
+	uint32_t thread;
+	uint32_t frame;
+	uint64_t pc;
+};
+
+/* Where a walk writes: steps holds max_steps entries. */
+struct cq_async_out {
+	struct cq_async_step *steps;
+	size_t max_steps;
+	size_t nsteps;
+	enum cq_unwind_end end;
+};
+
+/*
+ * The merged stack of threads[t]; cookie is the suspended-frame cookie (0
+ * if unknown).  A thread without a root gets its native frames unchanged,
+ * as does one whose root is unreadable or not on its stack.
+ */
+void cq_async_merge(const struct cq_unwind_target *tg, const struct cq_async_thread *threads,
+                    size_t nthreads, size_t t, uint64_t cookie, struct cq_async_out *out);
+
+/*
+ * The stack of a suspended chain from its leaf frame (an AsyncStackFrame
+ * whose stackRoot is the cookie): async frames along parentFrame, then, if
+ * the chain is awaited by a blocking wait, that thread's native frames.
+ */
+void cq_async_walk_suspended(const struct cq_unwind_target *tg,
+                             const struct cq_async_thread *threads, size_t nthreads, uint64_t leaf,
+                             uint64_t cookie, struct cq_async_out *out);
+
+#endif
