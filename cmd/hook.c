@@ -220,9 +220,11 @@ static struct cq_error *analyse(const struct hook *h, const char *path)
 		snprintf(reason, sizeof(reason),
 		         "analysis killed by signal %d (memory budget %llu bytes)",
 		         WTERMSIG(status), (unsigned long long)h->memory);
-	else if (WEXITSTATUS(status) > 1)
-		snprintf(reason, sizeof(reason), "analysis exited with status %d",
-		         WEXITSTATUS(status));
+	else if (WEXITSTATUS(status) != 0)
+		/* Status 1: the child failed and normally recorded why; keep that. */
+		snprintf(reason, sizeof(reason),
+		         "analysis failed (exit status %d, memory budget %llu bytes)",
+		         WEXITSTATUS(status), (unsigned long long)h->memory);
 	if (!reason[0])
 		return NULL;
 	struct cq_store *store;
@@ -230,7 +232,7 @@ static struct cq_error *analyse(const struct hook *h, const char *path)
 	if (err)
 		return err;
 	int64_t id;
-	err = cq_store_placeholder_failed(store, path, reason, &id);
+	err = cq_store_placeholder_failed(store, path, reason, WIFEXITED(status), &id);
 	cq_store_close(store);
 	return err;
 }

@@ -267,9 +267,9 @@ void cmd_ingest_one(struct ingest_run *run, const struct input *in)
 	if (err) {
 		run->failed++;
 		int64_t placeholder = 0;
-		struct cq_error *e2 =
-		    abs ? cq_store_placeholder_failed(run->store, abs, err->message, &placeholder)
-		        : NULL;
+		struct cq_error *e2 = abs ? cq_store_placeholder_failed(
+		                                run->store, abs, err->message, false, &placeholder)
+		                          : NULL;
 		if (e2) {
 			cmd_warn(path, "cannot record the failure: %s", e2->message);
 			cq_error_free(e2);

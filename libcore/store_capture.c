@@ -104,11 +104,12 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 }
 
 struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char *stored_path,
-                                             const char *message, int64_t *id)
+                                             const char *message, bool keep_reason, int64_t *id)
 {
-	static const char sql[] = "UPDATE cores SET status = 'failed', message = ?2 "
-	                          "WHERE identity = 'stored:' || ?1 AND status IN ('pending', "
-	                          "'failed') RETURNING id";
+	static const char sql[] =
+	    "UPDATE cores SET status = 'failed', message = CASE WHEN ?3 AND status = 'failed' "
+	    "THEN message ELSE ?2 END WHERE identity = 'stored:' || ?1 AND status IN ('pending', "
+	    "'failed') RETURNING id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	struct cq_error *err = prepare(db, sql, &st);
@@ -116,6 +117,7 @@ struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char 
 		return err;
 	sqlite3_bind_text(st, 1, stored_path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, message, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 3, keep_reason);
 	return step_once(db, st, "record failure", NULL, id);
 }
 

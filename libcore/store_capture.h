@@ -31,10 +31,11 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 /*
  * Marks the placeholder of stored_path "failed" with message, if there is
  * one (*id = its id, else 0).  A pending or failed placeholder only: a core
- * analysed since is left alone.
+ * analysed since is left alone.  keep_reason keeps the message of a
+ * placeholder already marked failed (a more precise reason).
  */
 struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char *stored_path,
-                                             const char *message, int64_t *id);
+                                             const char *message, bool keep_reason, int64_t *id);
 
 /* True if path was looked at before with this size and mtime. */
 struct cq_error *cq_store_file_seen(struct cq_store *store, const char *path, int64_t size,
