@@ -69,12 +69,26 @@ manifest_rows() {
 	awk '!/^[[:space:]]*#/ && NF >= 5' "$CORPUS_DIR/programs"
 }
 
-# all_cases: every case name, one per line.
+# have_rustc: rustc is available to build the Rust programs (see rustc-path).
+have_rustc() {
+	"$CORPUS_DIR/rustc-path" >/dev/null
+}
+
+# is_rust_program PROG: PROG is built from PROG.rs.
+is_rust_program() {
+	[[ -f $CORPUS_DIR/$1.rs ]]
+}
+
+# all_cases: every case name, one per line (Rust programs only when rustc is
+# available).
 all_cases() {
 	local prog variants sig threads chain v n
-	local site
+	local site rust
+	rust=0
+	have_rustc && rust=1
 	while read -r prog variants sig threads chain; do
 		[[ $threads == N+1 ]] && continue
+		is_rust_program "$prog" && [[ $rust == 0 ]] && continue
 		if [[ $sig == SITE ]]; then
 			for site in "${BUCKET_SITES[@]}"; do
 				printf '%s-%s\n' "$prog" "${site%% *}"
