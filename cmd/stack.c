@@ -26,7 +26,10 @@ static const char stack_usage[] =
     "In programs that use folly's async stacks (folly::coro, libunifex), each\n"
     "thread's coroutine chain is spliced into its stack (frames marked [async]),\n"
     "across threads where a thread blocks on work another one runs, and the\n"
-    "chains of suspended coroutines are listed after the threads.\n"
+    "chains of suspended coroutines are listed after the threads.  In Rust\n"
+    "programs built with -C debuginfo=2, the suspended futures are listed too:\n"
+    "each task's await chain, innermost first, with the state and line of every\n"
+    "await.\n"
     "\n"
     "  --format text|json  output format (default text)\n"
     "  --exe P             the executable that produced the core\n"
@@ -34,7 +37,8 @@ static const char stack_usage[] =
     "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
     "  --max-frames N      stop each thread after N frames (default 256)\n"
     "  --no-scan           never guess frames by scanning the stack\n"
-    "  --no-async          native frames only: no async stacks, no suspended scan\n"
+    "  --no-async          native frames only: no async stacks, no suspended\n"
+    "                      coroutines or futures (nothing scanned)\n"
     "  --cache P           unwind-table cache (default $COREQ_CACHE, else\n"
     "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
     "  --no-cache          do not read or write the cache\n"
@@ -54,10 +58,14 @@ static void json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t
 	if (f->module)
 		cq_module_build_id_hex(f->module, hex, sizeof(hex));
 	cq_json_object_begin(j);
+	bool code = f->object == 0; /* a suspended future has no code address */
 	cq_json_key(j, "index");
 	cq_json_uint(j, index);
 	cq_json_key(j, "pc");
-	cq_json_hex(j, f->pc);
+	if (code)
+		cq_json_hex(j, f->pc);
+	else
+		cq_json_null(j);
 	cq_json_key(j, "kind");
 	cq_json_string(j, cq_frame_kind_name(f->kind));
 	cq_json_key(j, "trust");
@@ -67,7 +75,7 @@ static void json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t
 	cq_json_key(j, "build_id");
 	cq_json_string(j, hex[0] ? hex : NULL);
 	cq_json_key(j, "offset");
-	if (f->module)
+	if (f->module && code)
 		cq_json_hex(j, f->offset);
 	else
 		cq_json_null(j);
@@ -78,6 +86,13 @@ static void json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t
 	cq_json_key(j, "line");
 	if (f->line > 0)
 		cq_json_int(j, f->line);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "state");
+	cq_json_string(j, f->state);
+	cq_json_key(j, "object");
+	if (f->object)
+		cq_json_hex(j, f->object);
 	else
 		cq_json_null(j);
 	cq_json_object_end(j);
@@ -119,6 +134,25 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	cq_json_uint(j, a->scanned_bytes);
 	cq_json_key(j, "scan_us");
 	cq_json_uint(j, (uint64_t)(a->scan_seconds * 1e6));
+	const struct cq_rust_stats *r = &a->rust;
+	const char *keys[] = {"rust_modules_indexed", "rust_types",         "rust_vtables",
+	                      "rust_index_us",        "rust_scanned_bytes", "rust_scan_us",
+	                      "rust_fat_pointers",    "rust_futures",       "rust_awaited",
+	                      "rust_polled",          "rust_not_waiting",   "rust_reported",
+	                      "rust_over_limit"};
+	uint64_t vals[] = {r->modules_indexed, r->types,
+	                   r->vtables,         (uint64_t)(r->index_ms * 1e3),
+	                   r->scan_bytes,      (uint64_t)(r->scan_ms * 1e3),
+	                   r->fat_pointers,    r->futures,
+	                   r->awaited,         r->polled,
+	                   r->not_waiting,     r->reported,
+	                   r->over_limit};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		cq_json_key(j, keys[i]);
+		cq_json_uint(j, vals[i]);
+	}
+	cq_json_key(j, "rust_scan_truncated");
+	cq_json_bool(j, r->scan_truncated);
 	cq_json_object_end(j);
 }
 
@@ -161,8 +195,23 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 	cq_json_finish(&j);
 }
 
+/* A suspended future's frame: no code address; its state and its address. */
+static void print_object_frame_text(const struct cq_stack_frame *f, size_t index)
+{
+	printf("#%-3zu %s", index, f->function ? f->function : "??");
+	if (f->state)
+		printf(" [%s]", f->state);
+	if (f->file)
+		printf(" at %s:%d", f->file, f->line);
+	printf(" (future at 0x%" PRIx64 ")\n", f->object);
+}
+
 static void print_frame_text(const struct cq_stack_frame *f, size_t index)
 {
+	if (f->object) {
+		print_object_frame_text(f, index);
+		return;
+	}
 	if (f->kind == CQ_FRAME_INLINE)
 		printf("#%-3zu %18s in ", index, "");
 	else
@@ -179,6 +228,30 @@ static void print_frame_text(const struct cq_stack_frame *f, size_t index)
 	else if (f->trust == CQ_TRUST_FP || f->trust == CQ_TRUST_SCAN)
 		printf(" [%s]", cq_unwind_trust_name(f->trust));
 	putchar('\n');
+}
+
+/*
+ * The suspended stacks of one runtime (kind), under their own heading:
+ * "Suspended async stacks" for folly's coroutines, "Suspended futures" for
+ * Rust's, each stack numbered from 1 within its kind.
+ */
+static void print_suspended_text(const struct cq_stacks *stacks, const char *kind,
+                                 const char *heading, const char *noun, const char *leaf)
+{
+	size_t n = 0;
+	for (size_t s = 0; s < stacks->nsuspended; s++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[s];
+		if (strcmp(ss->kind, kind) != 0)
+			continue;
+		if (n++ == 0)
+			printf("\n%s:\n", heading);
+		printf("\nSuspended %s %s %zu (%s 0x%" PRIx64 "):\n", ss->kind, noun, n, leaf,
+		       ss->leaf);
+		for (size_t i = 0; i < ss->nframes; i++)
+			print_frame_text(&ss->frames[i], i);
+		if (ss->end != CQ_END_OUTERMOST)
+			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+	}
 }
 
 static void print_text(const struct cq_stacks *stacks)
@@ -198,17 +271,8 @@ static void print_text(const struct cq_stacks *stacks)
 		if (ts->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
 	}
-	if (stacks->nsuspended)
-		printf("\nSuspended async stacks:\n");
-	for (size_t s = 0; s < stacks->nsuspended; s++) {
-		const struct cq_suspended_stack *ss = &stacks->suspended[s];
-		printf("\nSuspended %s stack %zu (leaf frame 0x%" PRIx64 "):\n", ss->kind, s + 1,
-		       ss->leaf);
-		for (size_t i = 0; i < ss->nframes; i++)
-			print_frame_text(&ss->frames[i], i);
-		if (ss->end != CQ_END_OUTERMOST)
-			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
-	}
+	print_suspended_text(stacks, "folly", "Suspended async stacks", "stack", "leaf frame");
+	print_suspended_text(stacks, "rust", "Suspended futures", "task", "leaf future");
 }
 
 int cmd_stack(int argc, char **argv)

@@ -12,6 +12,9 @@
  * may continue on another thread's stack; then each thread's steps
  * (unwind/async_stack.h) become frames, an async step symbolized like a
  * return address.
+ *
+ * Then, with async on, the suspended Rust futures (libcore/rust_tasks.h)
+ * join the same suspended list, kind "rust", after folly's.
  */
 #include "libcore/stacktrace.h"
 
@@ -21,6 +24,7 @@
 #include "libcore/async_folly.h"
 #include "libcore/core.h"
 #include "libcore/module.h"
+#include "libcore/rust_tasks.h"
 #include "libcore/symbolizer.h"
 #include "unwind/async_stack.h"
 
@@ -31,6 +35,7 @@
 struct cq_stacks_private {
 	struct cq_stacks pub;
 	struct cq_symbolizer *symbolizer;
+	struct cq_rust_tasks *rust_tasks; /* owns the Rust suspended frames' strings */
 };
 
 void cq_stack_options_default(struct cq_stack_options *o)
@@ -273,6 +278,9 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 	}
 	if (!err && ar.threads)
 		err = async_stacks(&ar);
+	if (!err && o->async)
+		err = cq_rust_tasks_find(core, o->debug_dirs, o->max_suspended, &p->pub,
+		                         &p->pub.async.rust, &p->rust_tasks);
 out:
 	if (ar.threads) {
 		for (size_t t = 0; t < core->nthreads; t++)
@@ -299,6 +307,7 @@ void cq_stacks_free(struct cq_stacks *stacks)
 	for (size_t i = 0; i < stacks->nsuspended; i++)
 		free(stacks->suspended[i].frames);
 	free(stacks->suspended);
+	cq_rust_tasks_free(p->rust_tasks);
 	if (p->symbolizer)
 		cq_symbolizer_destroy(p->symbolizer);
 	free(p);

@@ -11,10 +11,12 @@
  * (libcore/async_folly.h), each thread with a current AsyncStackRoot gets
  * its merged stack (unwind/async_stack.h): async frames (kind "async",
  * trust "async") spliced into its native frames, possibly continuing on
- * another thread's stack.  Chains of suspended coroutines, on no thread,
+ * another thread's stack.  Chains of suspended async frames, on no thread,
  * become struct cq_suspended_stack entries.  Their kind names the runtime
- * ("folly"; other runtimes add their own) so consumers need not care which
- * one found them.  Without those symbols nothing extra is read or scanned.
+ * so consumers need not care which one found them: "folly" for suspended
+ * coroutines found by folly's cookie, "rust" for the await chains of
+ * suspended Rust futures (libcore/rust_tasks.h).  A program with neither
+ * runtime's symbols costs nothing extra: nothing is read or scanned.
  */
 #ifndef CQ_STACKTRACE_H
 #define CQ_STACKTRACE_H
@@ -24,6 +26,7 @@
 #include <stdint.h>
 
 #include "libcore/error.h"
+#include "libcore/rust_tasks.h"
 #include "unwind/unwind.h"
 
 struct cq_core;
@@ -45,6 +48,14 @@ struct cq_stack_frame {
 	const char *function;           /* demangled, NULL when unknown */
 	const char *file;
 	int line;
+	/*
+	 * Frames of a suspended Rust future (kind async, pc 0): the future's
+	 * state ("Suspend0", "Unresumed", ...; NULL for a leaf future) and the
+	 * address of the future, the object the frame describes.  NULL and 0
+	 * for every other frame.
+	 */
+	const char *state;
+	uint64_t object;
 };
 
 struct cq_thread_stack {
@@ -54,10 +65,14 @@ struct cq_thread_stack {
 	enum cq_unwind_end end;
 };
 
-/* A chain of suspended async frames, innermost (the leaf's caller) first. */
+/*
+ * A chain of suspended async frames, innermost first: for folly, the leaf's
+ * caller first; for Rust, the leaf future first, then each async fn that
+ * awaits it, out to the task's outermost future.
+ */
 struct cq_suspended_stack {
-	const char *kind; /* the async runtime: "folly" */
-	uint64_t leaf;    /* address of the leaf's frame record */
+	const char *kind; /* the async runtime: "folly" or "rust" */
+	uint64_t leaf;    /* folly: the leaf's frame record; rust: the leaf future */
 	struct cq_stack_frame *frames;
 	size_t nframes;
 	enum cq_unwind_end end;
@@ -74,6 +89,7 @@ struct cq_async_summary {
 	bool scanned; /* the cookie scan ran */
 	uint64_t scanned_bytes;
 	double scan_seconds;
+	struct cq_rust_stats rust; /* the search for suspended Rust futures */
 };
 
 struct cq_stacks {
