@@ -37,6 +37,8 @@ void cmd_json_stored_frames(struct cq_json *j, const struct cq_store_frame_row *
 			cq_json_int(j, f[i].line);
 		else
 			cq_json_null(j);
+		cq_json_key(j, "state");
+		cq_json_string(j, f[i].state);
 		cq_json_object_end(j);
 	}
 	cq_json_array_end(j);
@@ -48,7 +50,13 @@ void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const
 		const char *base = f[i].module ? strrchr(f[i].module, '/') : NULL;
 		base = base ? base + 1 : f[i].module;
 		printf("%s#%-3zu %s", indent, f[i].index, f[i].function ? f[i].function : "??");
-		if (base)
+		/* A suspended future: no code address (offset 0), its state instead. */
+		bool future = strcmp(f[i].kind, "async") == 0 && f[i].offset == 0 && base;
+		if (f[i].state)
+			printf(" [%s]", f[i].state);
+		if (future)
+			printf(" (%s)", base);
+		else if (base)
 			printf(" (%s+0x%" PRIx64 ")", base, f[i].offset);
 		else
 			printf(" (0x%" PRIx64 ")", f[i].offset);

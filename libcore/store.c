@@ -161,7 +161,7 @@ static const char *const sql[ST_COUNT] = {
     [ST_FIND_STACK] = "SELECT id FROM stacks WHERE hash = ?",
     [ST_INSERT_STACK] = "INSERT INTO stacks (hash, nframes, frames_blob) VALUES (?, ?, ?)",
     [ST_INSERT_FRAME] = "INSERT INTO frames (stack_id, idx, module_id, offset, kind, trust, "
-                        "function, file, line) VALUES (?,?,?,?,?,?,?,?,?)",
+                        "function, file, line, state) VALUES (?,?,?,?,?,?,?,?,?,?)",
     [ST_INSERT_THREAD] = "INSERT INTO threads (core_id, tid, idx, name, crashed, stack_id, end) "
                          "VALUES (?,?,?,?,?,?,?)",
     [ST_FIND_BUCKET] = "SELECT id FROM buckets WHERE hash = ?",
@@ -368,7 +368,12 @@ static struct cq_error *insert_modules(struct ingest *in, int64_t core_id)
 	return NULL;
 }
 
-/* The hash that identifies a merged stack: (build-id, offset, kind) per frame. */
+/*
+ * The hash that identifies a merged stack: (build-id, offset, kind) per
+ * frame; for a suspended future's frame, which has no code address, also
+ * its function, state and line (not its address: identical await chains of
+ * different tasks and cores are one stack).
+ */
 static uint64_t stack_hash(const struct cq_stack_frame *frames, size_t nframes)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -380,6 +385,14 @@ static uint64_t stack_hash(const struct cq_stack_frame *frames, size_t nframes)
 			h = fnv(h, f->module->build_id, f->module->build_id_len);
 		h = fnv(h, &where, sizeof(where));
 		h = fnv(h, &kind, sizeof(kind));
+		if (f->object) {
+			/* A suspended future: no code address; where it waits stands in. */
+			int64_t line = f->line;
+			h = fnv(h, f->function ? f->function : "",
+			        f->function ? strlen(f->function) + 1 : 1);
+			h = fnv(h, f->state ? f->state : "", f->state ? strlen(f->state) + 1 : 1);
+			h = fnv(h, &line, sizeof(line));
+		}
 	}
 	return h;
 }
@@ -411,6 +424,7 @@ static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
 			sqlite3_bind_int(st, 9, f->line);
 		else
 			sqlite3_bind_null(st, 9);
+		bind_text_or_null(st, 10, f->state);
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert frame");
 	}

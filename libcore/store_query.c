@@ -46,7 +46,7 @@ static struct cq_error *load_frames(sqlite3 *db, int64_t stack_id, struct frame_
 {
 	static const char q[] =
 	    "SELECT f.idx, f.kind, f.trust, m.path, m.build_id, f.offset, f.function, "
-	    "f.file, f.line FROM frames f LEFT JOIN modules m ON m.id = f.module_id "
+	    "f.file, f.line, f.state FROM frames f LEFT JOIN modules m ON m.id = f.module_id "
 	    "WHERE f.stack_id = ? ORDER BY f.idx";
 	sqlite3_stmt *st;
 	memset(fl, 0, sizeof(*fl));
@@ -60,7 +60,7 @@ static struct cq_error *load_frames(sqlite3 *db, int64_t stack_id, struct frame_
 		if (fl->n == cap) {
 			cap = cap ? cap * 2 : 16;
 			void *r = realloc(fl->rows, cap * sizeof(*fl->rows));
-			void *s = r ? realloc(fl->strings, cap * 6 * sizeof(*fl->strings)) : NULL;
+			void *s = r ? realloc(fl->strings, cap * 7 * sizeof(*fl->strings)) : NULL;
 			if (r)
 				fl->rows = r;
 			if (s)
@@ -86,6 +86,7 @@ static struct cq_error *load_frames(sqlite3 *db, int64_t stack_id, struct frame_
 		    .function = keep_text(fl, st, 6, &ok),
 		    .file = keep_text(fl, st, 7, &ok),
 		    .line = sqlite3_column_int(st, 8),
+		    .state = keep_text(fl, st, 9, &ok),
 		};
 		fl->n++;
 	}

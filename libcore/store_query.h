@@ -22,7 +22,8 @@ struct cq_store_frame_row {
 	const char *module, *build_id; /* NULL when the pc is in no module */
 	uint64_t offset;               /* link-time address, or the pc */
 	const char *function, *file;
-	int line; /* 0 when unknown */
+	int line;          /* 0 when unknown */
+	const char *state; /* a suspended future's state ("Suspend0", ...), else NULL */
 };
 
 struct cq_store_stack_row {
