@@ -94,6 +94,11 @@ struct cq_cache *cmd_open_cache(const char *path);
 /* The executable's path as the core names it, or NULL. */
 const char *cmd_core_exe(const struct cq_core *core);
 
+struct cq_stack_frame;
+
+/* Writes one frame of a live stack as DESIGN.md's JSON frame object. */
+void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index);
+
 /* Writes the "core" member shared by every command's JSON output. */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core);
 

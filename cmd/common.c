@@ -214,3 +214,49 @@ void cmd_warn_async(const char *path, const struct cq_stacks *stacks)
 		         "libc's _thread_db descriptors are unavailable: thread roots read with "
 		         "the Debian 12 glibc layout");
 }
+
+void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index)
+{
+	char hex[2 * CQ_BUILD_ID_MAX + 1] = "";
+	if (f->module)
+		cq_module_build_id_hex(f->module, hex, sizeof(hex));
+	cq_json_object_begin(j);
+	bool code = f->object == 0; /* a suspended future has no code address */
+	cq_json_key(j, "index");
+	cq_json_uint(j, index);
+	cq_json_key(j, "pc");
+	if (code)
+		cq_json_hex(j, f->pc);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "kind");
+	cq_json_string(j, cq_frame_kind_name(f->kind));
+	cq_json_key(j, "trust");
+	cq_json_string(j, cq_unwind_trust_name(f->trust));
+	cq_json_key(j, "module");
+	cq_json_string(j, f->module ? f->module->name : NULL);
+	cq_json_key(j, "build_id");
+	cq_json_string(j, hex[0] ? hex : NULL);
+	cq_json_key(j, "offset");
+	if (f->module && code)
+		cq_json_hex(j, f->offset);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "function");
+	cq_json_string(j, f->function);
+	cq_json_key(j, "file");
+	cq_json_string(j, f->file);
+	cq_json_key(j, "line");
+	if (f->line > 0)
+		cq_json_int(j, f->line);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "state");
+	cq_json_string(j, f->state);
+	cq_json_key(j, "object");
+	if (f->object)
+		cq_json_hex(j, f->object);
+	else
+		cq_json_null(j);
+	cq_json_object_end(j);
+}

@@ -206,30 +206,8 @@ static void print_frames_json(struct cq_json *j, const struct cq_stack_frame *fr
 	cq_json_key(j, "frames");
 	cq_json_array_begin(j);
 	for (size_t i = 0, index = 0; i < n; i++) {
-		const struct cq_stack_frame *f = &frames[i];
-		cq_json_object_begin(j);
-		cq_json_key(j, "index");
-		cq_json_uint(j, index);
-		cq_json_key(j, "pc");
-		cq_json_hex(j, f->pc);
-		cq_json_key(j, "kind");
-		cq_json_string(j, cq_frame_kind_name(f->kind));
-		cq_json_key(j, "offset");
-		if (f->module)
-			cq_json_hex(j, f->offset);
-		else
-			cq_json_null(j);
-		cq_json_key(j, "function");
-		cq_json_string(j, f->function);
-		cq_json_key(j, "file");
-		cq_json_string(j, f->file);
-		cq_json_key(j, "line");
-		if (f->line > 0)
-			cq_json_int(j, f->line);
-		else
-			cq_json_null(j);
-		cq_json_object_end(j);
-		if (f->kind == CQ_FRAME_NATIVE)
+		cmd_json_frame(j, &frames[i], index);
+		if (frames[i].kind == CQ_FRAME_NATIVE)
 			index++;
 	}
 	cq_json_array_end(j);

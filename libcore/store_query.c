@@ -98,6 +98,76 @@ static struct cq_error *load_frames(sqlite3 *db, int64_t stack_id, struct frame_
 	return NULL;
 }
 
+/*
+ * Steps st, whose rows start with a stack id; for each row loads that
+ * stack's frames and calls emit.  Finalizes st.
+ */
+typedef void (*stack_row_emit)(sqlite3_stmt *st, int64_t id, const struct frame_list *fl,
+                               void *ctx);
+
+static struct cq_error *each_stack_row(sqlite3 *db, sqlite3_stmt *st, const char *what,
+                                       stack_row_emit emit, void *ctx)
+{
+	struct cq_error *err = NULL;
+	int rc;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct frame_list fl;
+		int64_t id = sqlite3_column_int64(st, 0);
+		if ((err = load_frames(db, id, &fl)))
+			break;
+		emit(st, id, &fl, ctx);
+		frame_list_free(&fl);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cq_error_create(CQ_ERR_DB, "%s: %s", what, sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return err;
+}
+
+struct stack_emit {
+	cq_store_stack_fn fn;
+	void *ctx;
+};
+
+static void emit_stack(sqlite3_stmt *st, int64_t id, const struct frame_list *fl, void *ctx)
+{
+	const struct stack_emit *e = ctx;
+	struct cq_store_stack_row row = {
+	    .id = id,
+	    .hash = (const char *)sqlite3_column_text(st, 1),
+	    .threads = sqlite3_column_int64(st, 2),
+	    .cores = sqlite3_column_int64(st, 3),
+	    .first_seen = sqlite3_column_int64(st, 4),
+	    .last_seen = sqlite3_column_int64(st, 5),
+	    .suspended = sqlite3_column_int64(st, 6),
+	    .frames = fl->rows,
+	    .nframes = fl->n,
+	};
+	e->fn(e->ctx, &row);
+}
+
+struct lws_site_emit {
+	cq_store_lws_site_fn fn;
+	void *ctx;
+};
+
+static void emit_lws_site(sqlite3_stmt *st, int64_t id, const struct frame_list *fl, void *ctx)
+{
+	const struct lws_site_emit *e = ctx;
+	struct cq_store_lws_site_row row = {
+	    .id = id,
+	    .hash = (const char *)sqlite3_column_text(st, 1),
+	    .allocations = sqlite3_column_int64(st, 2),
+	    .bytes = sqlite3_column_int64(st, 3),
+	    .logs = sqlite3_column_int64(st, 4),
+	    .min_size = sqlite3_column_int64(st, 5),
+	    .max_size = sqlite3_column_int64(st, 6),
+	    .frames = fl->rows,
+	    .nframes = fl->n,
+	};
+	e->fn(e->ctx, &row);
+}
+
 struct cq_error *cq_store_each_stack(struct cq_store *store,
                                      const struct cq_store_stack_filter *filter,
                                      cq_store_stack_fn fn, void *ctx)
@@ -124,31 +194,8 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 		sqlite3_bind_text(st, 2, filter->exe, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 3, filter ? filter->limit : 0);
 	sqlite3_bind_int64(st, 4, filter ? filter->bucket_id : 0);
-	struct cq_error *err = NULL;
-	int rc;
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct frame_list fl;
-		int64_t id = sqlite3_column_int64(st, 0);
-		if ((err = load_frames(db, id, &fl)))
-			break;
-		struct cq_store_stack_row row = {
-		    .id = id,
-		    .hash = (const char *)sqlite3_column_text(st, 1),
-		    .threads = sqlite3_column_int64(st, 2),
-		    .cores = sqlite3_column_int64(st, 3),
-		    .first_seen = sqlite3_column_int64(st, 4),
-		    .last_seen = sqlite3_column_int64(st, 5),
-		    .suspended = sqlite3_column_int64(st, 6),
-		    .frames = fl.rows,
-		    .nframes = fl.n,
-		};
-		fn(ctx, &row);
-		frame_list_free(&fl);
-	}
-	if (!err && rc != SQLITE_DONE)
-		err = cq_error_create(CQ_ERR_DB, "stacks: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
-	return err;
+	struct stack_emit e = {.fn = fn, .ctx = ctx};
+	return each_stack_row(db, st, "stacks", emit_stack, &e);
 }
 
 struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_store_core_filter *f,
@@ -374,29 +421,6 @@ struct cq_error *cq_store_each_lws_site(struct cq_store *store,
 	if (filter && filter->exe)
 		sqlite3_bind_text(st, 1, filter->exe, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 2, filter ? filter->limit : 0);
-	struct cq_error *err = NULL;
-	int rc;
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct frame_list fl;
-		int64_t id = sqlite3_column_int64(st, 0);
-		if ((err = load_frames(db, id, &fl)))
-			break;
-		struct cq_store_lws_site_row row = {
-		    .id = id,
-		    .hash = (const char *)sqlite3_column_text(st, 1),
-		    .allocations = sqlite3_column_int64(st, 2),
-		    .bytes = sqlite3_column_int64(st, 3),
-		    .logs = sqlite3_column_int64(st, 4),
-		    .min_size = sqlite3_column_int64(st, 5),
-		    .max_size = sqlite3_column_int64(st, 6),
-		    .frames = fl.rows,
-		    .nframes = fl.n,
-		};
-		fn(ctx, &row);
-		frame_list_free(&fl);
-	}
-	if (!err && rc != SQLITE_DONE)
-		err = cq_error_create(CQ_ERR_DB, "lws sites: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(st);
-	return err;
+	struct lws_site_emit e = {.fn = fn, .ctx = ctx};
+	return each_stack_row(db, st, "lws sites", emit_lws_site, &e);
 }
