@@ -20,6 +20,9 @@
 // never_started is never polled: it is Unresumed, at its BODY line.
 // crash_task is being polled when the process aborts: its state field is
 // stale and it is on the stack, so it is not a suspended future.
+//
+// `rust_async heap MIB` (for make bench): first MIB MiB of heap written with
+// pseudo-random words and kept alive, then the same tasks and the same abort.
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
@@ -139,12 +142,38 @@ fn run_tasks(tasks: &mut Vec<Task>, rounds: u32) -> u32 {
     done
 }
 
+/// MIB MiB of heap, every word written (xorshift64*, never zero), for the
+/// scan benchmark; the caller keeps it alive until the abort.
+#[inline(never)]
+fn fill_heap(mib: usize) -> Vec<u64> {
+    let words = mib << 17;
+    let mut heap: Vec<u64> = Vec::with_capacity(words);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..words {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        heap.push(x.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    }
+    std::hint::black_box(heap)
+}
+
 fn main() {
-    let id = std::env::args().count() as u32;
+    let args: Vec<String> = std::env::args().collect();
+    let mut heap = Vec::new();
+    let mut id = args.len() as u32;
+    if args.len() == 3 && args[1] == "heap" {
+        let mib = args[2].parse::<usize>().unwrap_or_else(|_| {
+            eprintln!("usage: rust_async [heap MIB]");
+            std::process::exit(2)
+        });
+        heap = fill_heap(mib);
+        id -= 2; // the tasks' ids as without the mode's arguments
+    }
     let mut later: Vec<Task> = Vec::new();
     later.push(Box::pin(never_started(id + 60)));
     let mut tasks: Vec<Task> = Vec::new();
     spawn_tasks(&mut tasks, id);
     let done = run_tasks(&mut tasks, 3);
-    println!("{} {}", done, later.len());
+    println!("{} {} {}", done, later.len(), std::hint::black_box(&heap).len());
 }
