@@ -6,14 +6,7 @@
  */
 #include "unwind/async_scan.h"
 
-#include <string.h>
-
-static inline uint64_t load(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
+#include "libcore/bytes.h"
 
 size_t cq_async_scan(const uint8_t *data, uint64_t start, uint64_t len, uint64_t value,
                      uint64_t *hits, size_t max_hits)
@@ -26,14 +19,15 @@ size_t cq_async_scan(const uint8_t *data, uint64_t start, uint64_t len, uint64_t
 	uint64_t addr = start + skip;
 	while (p < end) {
 		if ((size_t)(end - p) >= 32) {
-			uint64_t a = load(p), b = load(p + 8), c = load(p + 16), d = load(p + 24);
+			uint64_t a = cq_load_u64(p), b = cq_load_u64(p + 8),
+			         c = cq_load_u64(p + 16), d = cq_load_u64(p + 24);
 			if (a != value && b != value && c != value && d != value) {
 				p += 32;
 				addr += 32;
 				continue;
 			}
 		}
-		if (load(p) == value) {
+		if (cq_load_u64(p) == value) {
 			if (found < max_hits)
 				hits[found] = addr;
 			found++;
