@@ -638,8 +638,15 @@ struct cq_error *cq_cfi_table_build(void *elf_, void *debug_elf_, unsigned nregs
 	Dwarf_CFI *eh = elf ? dwarf_getcfi_elf(elf) : NULL;
 	if (eh)
 		err = add_cfi_section(&b, elf, eh, ".eh_frame", true);
+	/*
+	 * dwarf_begin_elf decompresses every compressed .debug_* section of the
+	 * file, megabytes for a libc debug file that has no .debug_frame at all
+	 * (x86_64 glibc has only .eh_frame): look for the section first.
+	 */
+	GElf_Shdr dbg_shdr;
 	Dwarf *dw = NULL;
-	if (!err && debug_elf && (dw = dwarf_begin_elf(debug_elf, DWARF_C_READ, NULL))) {
+	if (!err && debug_elf && find_section(debug_elf, ".debug_frame", &dbg_shdr) &&
+	    (dw = dwarf_begin_elf(debug_elf, DWARF_C_READ, NULL))) {
 		Dwarf_CFI *dbg = dwarf_getcfi(dw);
 		if (dbg)
 			err = add_cfi_section(&b, debug_elf, dbg, ".debug_frame", false);
