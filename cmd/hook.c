@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -35,13 +36,14 @@
 #include "libcore/store.h"
 #include "libcore/store_capture.h"
 
-#define HOOK_STATE_DIR   "/var/lib/coreq"
-#define DEFAULT_TIMEOUT  120
-#define DEFAULT_MEMORY   (2ull << 30)
-#define DEFAULT_MAX_SIZE (32ull << 30)
+#define HOOK_STATE_DIR    "/var/lib/coreq"
+#define DEFAULT_TIMEOUT   120
+#define DEFAULT_MEMORY    (2ull << 30)
+#define DEFAULT_MAX_SIZE  (32ull << 30)
+#define DEFAULT_KEEP_FREE (1ull << 30)
 
 static const char hook_usage[] =
-    "Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES]\n"
+    "Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES] [--keep-free BYTES]\n"
     "                  [--timeout SECONDS] [--memory-limit BYTES] [--format text|json]\n"
     "                  PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM\n"
     "\n"
@@ -62,6 +64,9 @@ static const char hook_usage[] =
     "  --max-size BYTES     store at most this much of a core (default 32 GiB)\n"
     "  --timeout SECONDS    analysis time budget (default 120; 0 = none)\n"
     "  --memory-limit BYTES analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)\n"
+    "  --keep-free BYTES    leave this much free in the store's file system (default\n"
+    "                       1 GiB; 0 = no check): a core that would not fit is cut\n"
+    "                       short, or not stored at all\n"
     "  --format text|json   the log line as text on stderr, or a JSON object on stdout\n"
     "  --help               show this help\n";
 
@@ -72,15 +77,37 @@ enum {
 	OPT_MAX_SIZE,
 	OPT_TIMEOUT,
 	OPT_MEMORY,
+	OPT_KEEP_FREE,
 };
 
 struct hook {
 	const char *store_dir, *db, *cache;
-	uint64_t max_size, memory;
+	uint64_t max_size, memory, keep_free;
 	unsigned timeout;
 	enum cmd_format format;
 	struct cq_capture cap;
 };
+
+/*
+ * Whether fd 2 was open when the hook started.  A core_pattern helper may
+ * start with only fd 0; the gaps are filled with /dev/null at once, so
+ * files opened later never land on fds 1 and 2.
+ */
+static bool has_stderr;
+
+static void fill_standard_fds(void)
+{
+	has_stderr = fcntl(STDERR_FILENO, F_GETFD) != -1;
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1)
+			continue;
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (nul >= 0 && nul != fd) {
+			dup2(nul, fd);
+			close(nul);
+		}
+	}
+}
 
 /* One log line: to stderr, or to syslog when the kernel gave us no stderr. */
 static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -92,7 +119,7 @@ static void log_line(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (fcntl(STDERR_FILENO, F_GETFD) != -1) {
+	if (has_stderr) {
 		fprintf(stderr, "coreq hook: %s\n", line);
 	} else {
 		openlog("coreq", LOG_PID, LOG_DAEMON);
@@ -148,9 +175,9 @@ static int parse_args(struct hook *h, int argc, char **argv)
 	           CQ_CAPTURE_TIMESTAMP | CQ_CAPTURE_RLIMIT;
 	snprintf(c->hostname, sizeof(c->hostname), "%s", argv[6]);
 	size_t o = 0;
-	for (int i = 7; i < argc; i++)
-		o += (size_t)snprintf(c->comm + o, o < sizeof(c->comm) ? sizeof(c->comm) - o : 0,
-		                      "%s%s", i > 7 ? " " : "", argv[i]);
+	for (int i = 7; i < argc && o < sizeof(c->comm); i++)
+		o += (size_t)snprintf(c->comm + o, sizeof(c->comm) - o, "%s%s", i > 7 ? " " : "",
+		                      argv[i]);
 	c->source = "hook";
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	char line[64];
@@ -204,8 +231,19 @@ static struct cq_error *analyse(const struct hook *h, const char *path)
 {
 	fflush(NULL);
 	pid_t pid = fork();
-	if (pid < 0)
-		return cq_error_errno(errno, "cannot fork the analysis");
+	if (pid < 0) {
+		struct cq_error *err = cq_error_errno(errno, "cannot fork the analysis");
+		struct cq_store *store;
+		int64_t id;
+		struct cq_error *oerr = cmd_open_store(h->db, &store);
+		if (!oerr) {
+			cq_error_free(
+			    cq_store_placeholder_failed(store, path, err->message, false, &id));
+			cq_store_close(store);
+		}
+		cq_error_free(oerr);
+		return err;
+	}
 	if (pid == 0)
 		analyse_child(h, path);
 	int status;
@@ -335,6 +373,41 @@ static void report(const struct hook *h, const struct cq_capture_stored *s, cons
 		         (long long)o->core_id, o->status, o->message);
 }
 
+/* Records a crash whose core is not kept: a not_stored row saying why. */
+static struct cq_error *record_not_stored(const struct hook *h, const char *why, int64_t *id)
+{
+	char name[512], *path = NULL;
+	struct cq_error *err = cq_capture_systemd_name(&h->cap, 0, name, sizeof(name), "");
+	if (!err && asprintf(&path, "%s/%s", h->store_dir, name) < 0)
+		err = &cq_error_nomem;
+	struct cq_store *store;
+	if (!err && !(err = cmd_open_store(h->db, &store))) {
+		err = cq_store_placeholder(store, &h->cap, path, 0, "not_stored", why, id);
+		cq_store_close(store);
+	}
+	free(path);
+	return err;
+}
+
+/* How many raw bytes may be stored: --max-size, RLIMIT_CORE and --keep-free. */
+static uint64_t store_limit(const struct hook *h, bool *no_room)
+{
+	uint64_t limit = h->max_size;
+	if (h->cap.rlimit > 0 && (limit == 0 || (uint64_t)h->cap.rlimit < limit))
+		limit = (uint64_t)h->cap.rlimit;
+	*no_room = false;
+	struct statvfs vfs;
+	if (h->keep_free && statvfs(h->store_dir, &vfs) == 0) {
+		uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		/* Raw bytes bound the compressed file from above. */
+		uint64_t room = avail > h->keep_free ? avail - h->keep_free : 0;
+		*no_room = room == 0;
+		if (limit == 0 || room < limit)
+			limit = room;
+	}
+	return limit;
+}
+
 static int run_hook(struct hook *h)
 {
 	struct cq_error *err = cq_path_make_parent_dirs(h->db);
@@ -352,36 +425,32 @@ static int run_hook(struct hook *h)
 		h->store_dir = store_abs;
 	struct cq_capture_stored s = {0};
 	struct outcome o = {0};
-	struct cq_store *store = NULL;
-	int64_t id;
-	if (!err && h->cap.rlimit == 0) {
-		/* RLIMIT_CORE 0: the process asked for no core.  Record the crash only. */
-		close(STDIN_FILENO);
-		char name[512], *path = NULL;
-		if (!(err = cq_capture_systemd_name(&h->cap, 0, name, sizeof(name), "")) &&
-		    asprintf(&path, "%s/%s", h->store_dir, name) < 0)
-			err = &cq_error_nomem;
-		if (!err && !(err = cmd_open_store(h->db, &store))) {
-			err = cq_store_placeholder(store, &h->cap, path, 0, "not_stored",
-			                           "RLIMIT_CORE is 0: core not stored", &id);
-			cq_store_close(store);
-		}
-		free(path);
+	int64_t id = 0;
+	bool no_room = false;
+	uint64_t limit = err ? 0 : store_limit(h, &no_room);
+	const char *not_stored = h->cap.rlimit == 0 ? "RLIMIT_CORE is 0: core not stored"
+	                         : no_room ? "less than --keep-free bytes free in the store"
+	                                   : NULL;
+	if (!err && !not_stored)
+		err = cq_capture_store(STDIN_FILENO, h->store_dir, &h->cap, limit, &s);
+	/* The core is on disk (or will not be): let the kernel finish with the process. */
+	close(STDIN_FILENO);
+	if (!err && not_stored) {
+		err = record_not_stored(h, not_stored, &id);
+		o.core_id = id;
+		snprintf(o.message, sizeof(o.message), "%s", not_stored);
 		if (!err) {
-			o.core_id = id;
-			snprintf(o.message, sizeof(o.message), "RLIMIT_CORE is 0");
 			report(h, NULL, &o, NULL);
 			free(store_abs);
 			return EXIT_OK;
 		}
+	} else if (err && store_abs) {
+		/* Storing failed (disk full, I/O error): the crash is still recorded. */
+		int64_t ignored;
+		struct cq_error *rerr = record_not_stored(h, err->message, &ignored);
+		cq_error_free(rerr);
 	}
-	uint64_t limit = h->max_size;
-	if (h->cap.rlimit > 0 && (limit == 0 || (uint64_t)h->cap.rlimit < limit))
-		limit = (uint64_t)h->cap.rlimit;
-	if (!err)
-		err = cq_capture_store(STDIN_FILENO, h->store_dir, &h->cap, limit, &s);
-	/* The core is on disk: let the kernel finish with the crashed process. */
-	close(STDIN_FILENO);
+	struct cq_store *store;
 	if (!err && !(err = cmd_open_store(h->db, &store))) {
 		err = cq_store_placeholder(
 		    store, &h->cap, s.path, s.raw_bytes, "pending",
@@ -392,6 +461,11 @@ static int run_hook(struct hook *h)
 		err = analyse(h, s.path);
 	if (!err)
 		err = read_outcome(h, s.path, &o);
+	if (!err && !o.core_id) {
+		/* The placeholder went away with no row of its own: a core stored before. */
+		snprintf(o.status, sizeof(o.status), "duplicate");
+		snprintf(o.message, sizeof(o.message), "the same core is already in the database");
+	}
 	int rc = EXIT_OK;
 	if (err) {
 		report(h, s.path ? &s : NULL, NULL, err->message);
@@ -399,7 +473,8 @@ static int run_hook(struct hook *h)
 		rc = EXIT_INPUT;
 	} else {
 		report(h, &s, &o, NULL);
-		if (strcmp(o.status, "ok") != 0 && strcmp(o.status, "partial") != 0)
+		if (strcmp(o.status, "ok") != 0 && strcmp(o.status, "partial") != 0 &&
+		    strcmp(o.status, "duplicate") != 0)
 			rc = EXIT_INPUT;
 	}
 	free(s.path);
@@ -409,6 +484,9 @@ static int run_hook(struct hook *h)
 
 int cmd_hook(int argc, char **argv)
 {
+	fill_standard_fds();
+	/* The database holds every user's command lines: readable by root only. */
+	umask(077);
 	static const struct option longopts[] = {
 	    {"store", required_argument, NULL, OPT_STORE},
 	    {"db", required_argument, NULL, OPT_DB},
@@ -416,6 +494,7 @@ int cmd_hook(int argc, char **argv)
 	    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
 	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
 	    {"memory-limit", required_argument, NULL, OPT_MEMORY},
+	    {"keep-free", required_argument, NULL, OPT_KEEP_FREE},
 	    {"format", required_argument, NULL, OPT_FORMAT},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
@@ -426,6 +505,7 @@ int cmd_hook(int argc, char **argv)
 	    .cache = HOOK_STATE_DIR "/cache.db",
 	    .max_size = DEFAULT_MAX_SIZE,
 	    .memory = DEFAULT_MEMORY,
+	    .keep_free = DEFAULT_KEEP_FREE,
 	    .timeout = DEFAULT_TIMEOUT,
 	};
 	cq_capture_init(&h.cap);
@@ -452,11 +532,16 @@ int cmd_hook(int argc, char **argv)
 			break;
 		case OPT_MAX_SIZE:
 		case OPT_MEMORY:
+		case OPT_KEEP_FREE:
 			if (!parse_u64(optarg, &v))
-				return cmd_usage_error(
-				    "hook", "%s takes a byte count, not '%s'",
-				    opt == OPT_MAX_SIZE ? "--max-size" : "--memory-limit", optarg);
-			*(opt == OPT_MAX_SIZE ? &h.max_size : &h.memory) = v;
+				return cmd_usage_error("hook", "%s takes a byte count, not '%s'",
+				                       opt == OPT_MAX_SIZE ? "--max-size"
+				                       : opt == OPT_MEMORY ? "--memory-limit"
+				                                           : "--keep-free",
+				                       optarg);
+			*(opt == OPT_MAX_SIZE ? &h.max_size
+			  : opt == OPT_MEMORY ? &h.memory
+			                      : &h.keep_free) = v;
 			break;
 		case OPT_TIMEOUT:
 			if (!cmd_parse_count(optarg, 0, 86400, &h.timeout, "hook", "--timeout"))

@@ -17,6 +17,7 @@
 #include "libcore/capture.h"
 #include "libcore/cache.h"
 #include "libcore/json.h"
+#include "libcore/regular_file.h"
 #include "libcore/stacktrace.h"
 #include "libcore/store.h"
 #include "libcore/store_capture.h"
@@ -78,7 +79,7 @@ static bool push_input(struct inputs *in, const char *path, const struct stat *s
 static bool looks_like_core(const char *path)
 {
 	unsigned char b[18];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = cq_open_regular(path);
 	if (fd < 0)
 		return false;
 	ssize_t n = read(fd, b, sizeof(b));
@@ -406,19 +407,31 @@ int cmd_ingest(int argc, char **argv)
 	}
 	for (size_t i = 0; i < in.n; i++) {
 		progress_draw(&run.progress);
-		bool seen = false;
-		if (in.v[i].from_dir) {
-			struct cq_error *e = cq_store_file_seen(
-			    run.store, in.v[i].path, in.v[i].size, in.v[i].mtime_ns, &seen);
-			if (e) {
-				cmd_warn(in.v[i].path, "%s", e->message);
-				cq_error_free(e);
+		bool seen = false, unfinished = false;
+		const struct input *e = &in.v[i];
+		if (e->from_dir) {
+			struct cq_error *serr = cq_store_file_seen(run.store, e->path, e->size,
+			                                           e->mtime_ns, &seen, &unfinished);
+			if (!serr && !seen)
+				serr = cq_store_file_record(run.store, e->path, e->size,
+				                            e->mtime_ns, 0, "started", NULL);
+			if (serr) {
+				cmd_warn(e->path, "%s", serr->message);
+				cq_error_free(serr);
 			}
 		}
-		if (seen)
+		if (unfinished) {
+			/* An earlier run died on this file: report it once, do not retry it. */
+			static const char why[] = "an earlier analysis of this file did not finish";
+			run.failed++;
+			remember(&run, e, 0, "failed", why);
+			report(&run, e->path, "failed", NULL, NULL, why);
+			cmd_fail(e->path, cq_error_create(CQ_ERR_LIMIT, "%s", why));
+		} else if (seen) {
 			run.unchanged++;
-		else
-			cmd_ingest_one(&run, &in.v[i]);
+		} else {
+			cmd_ingest_one(&run, e);
+		}
 		run.progress.done++;
 	}
 	progress_clear(&run.progress);

@@ -56,7 +56,12 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 		if (limit && limit - out->raw_bytes < want)
 			want = (size_t)(limit - out->raw_bytes);
 		if (want == 0) {
-			out->truncated = true;
+			/* At the limit: truncated only if the input had more. */
+			char more;
+			ssize_t m;
+			while ((m = read(in_fd, &more, 1)) < 0 && errno == EINTR)
+				;
+			out->truncated = m > 0;
 			break;
 		}
 		ssize_t n = read(in_fd, buf, want);

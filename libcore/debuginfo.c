@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "libcore/module.h"
+#include "libcore/regular_file.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
 #define MAX_DEBUG_DIRS   256
@@ -80,7 +81,7 @@ static bool file_crc32(int fd, uint32_t *out)
 static bool candidate_ok(const char *path, const struct cq_module *mod, bool check_crc,
                          uint32_t want_crc)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = cq_open_regular(path);
 	if (fd < 0)
 		return false;
 	bool ok = false;

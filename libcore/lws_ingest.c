@@ -183,29 +183,54 @@ static struct cq_error *store_sites(struct cq_store *store, struct cq_lws_elf *e
                                     const struct site_table *t, const struct cq_store_lws_log *log,
                                     struct cq_lws_ingest_result *r)
 {
+	/*
+	 * Frames are packed as they come (a site has as many as its stack
+	 * names, not the maximum), so memory follows the log, not 2^18 times
+	 * the largest possible stack.
+	 */
 	struct cq_store_lws_site *sites = t->used ? calloc(t->used, sizeof(*sites)) : NULL;
-	struct cq_stack_frame *frames =
-	    t->used ? calloc(t->used, CQ_LWS_MAX_FRAMES * sizeof(*frames)) : NULL;
-	if (t->used && (!sites || !frames)) {
-		free(sites);
-		free(frames);
-		return &cq_error_nomem;
-	}
-	size_t n = 0;
-	for (size_t i = 0; i < t->cap; i++) {
+	size_t *first = t->used ? calloc(t->used, sizeof(*first)) : NULL;
+	struct cq_stack_frame *scratch = malloc(CQ_LWS_MAX_FRAMES * sizeof(*scratch));
+	struct cq_stack_frame *frames = NULL;
+	size_t nframes = 0, cap = 0, n = 0;
+	struct cq_error *err = NULL;
+	if ((t->used && (!sites || !first)) || !scratch)
+		err = &cq_error_nomem;
+	for (size_t i = 0; i < t->cap && !err; i++) {
 		const struct site_entry *e = &t->slots[i];
 		if (!e->count)
 			continue;
-		struct cq_stack_frame *f = frames + n * CQ_LWS_MAX_FRAMES;
+		size_t nf = cq_lws_elf_frames(elf, &e->stack, scratch, CQ_LWS_MAX_FRAMES);
+		if (nframes + nf > cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			while (ncap < nframes + nf)
+				ncap *= 2;
+			struct cq_stack_frame *g = realloc(frames, ncap * sizeof(*g));
+			if (!g) {
+				err = &cq_error_nomem;
+				break;
+			}
+			frames = g;
+			cap = ncap;
+		}
+		memcpy(frames + nframes, scratch, nf * sizeof(*scratch));
+		first[n] = nframes;
 		sites[n] = (struct cq_store_lws_site){
-		    .frames = f,
-		    .nframes = cq_lws_elf_frames(elf, &e->stack, f, CQ_LWS_MAX_FRAMES),
-		    .size = e->stack.size,
-		    .count = e->count};
+		    .nframes = nf, .size = e->stack.size, .count = e->count};
+		nframes += nf;
 		n++;
 	}
+	for (size_t i = 0; i < n; i++)
+		sites[i].frames = frames + first[i];
+	free(scratch);
+	free(first);
+	if (err) {
+		free(sites);
+		free(frames);
+		return err;
+	}
 	struct cq_store_lws_result sr;
-	struct cq_error *err = cq_store_ingest_lws(store, log, sites, n, &sr);
+	err = cq_store_ingest_lws(store, log, sites, n, &sr);
 	if (!err) {
 		r->log_id = sr.log_id;
 		r->duplicate = sr.duplicate;

@@ -24,6 +24,7 @@
 
 #include "libcore/bytes.h"
 #include "libcore/core.h"
+#include "libcore/regular_file.h"
 
 #define MAX_PHNUM      128
 #define MAX_NOTE_BYTES 4096
@@ -134,7 +135,7 @@ static struct cq_error *open_module_file(struct cq_core *core, struct cq_module 
 	char *path = host_path(core, mod);
 	if (!path)
 		return &cq_error_nomem;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = cq_open_regular(path);
 	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		if (elf)
@@ -332,7 +333,7 @@ struct cq_error *cq_module_open_elf(const char *path, struct cq_module *out)
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
 	elf_version(EV_CURRENT);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = cq_open_regular(path);
 	if (fd < 0)
 		return cq_error_errno(errno, "cannot open");
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

@@ -37,6 +37,7 @@
 #include "libcore/core.h"
 #include "libcore/debuginfo.h"
 #include "libcore/module.h"
+#include "libcore/regular_file.h"
 
 #define VTABLE_SUFFIX     " as core::future::future::Future>::{vtable}"
 #define MAX_NS_DEPTH      64
@@ -661,7 +662,7 @@ static void index_module(struct builder *b, struct cq_module *mod, const char *c
 	Elf *elf = NULL;
 	if (mod->file_path && strcmp(path, mod->file_path) == 0) {
 		elf = mod->elf;
-	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+	} else if ((fd = cq_open_regular(path)) >= 0) {
 		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	}
 	free(path);

@@ -130,6 +130,7 @@ enum stmt {
 	ST_INSERT_CORE,
 	ST_FIND_PLACEHOLDER,
 	ST_DELETE_CORE,
+	ST_SET_STORED_PATH,
 	ST_INSERT_MODULE,
 	ST_FIND_MODULE,
 	ST_INSERT_CORE_MODULE,
@@ -154,6 +155,7 @@ static const char *const sql[ST_COUNT] = {
         "meta_conflicts, id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_FIND_PLACEHOLDER] = "SELECT id, source FROM cores WHERE identity = 'stored:' || ?",
     [ST_DELETE_CORE] = "DELETE FROM cores WHERE id = ?",
+    [ST_SET_STORED_PATH] = "UPDATE cores SET stored_path = ? WHERE id = ? AND stored_path IS NULL",
     [ST_INSERT_MODULE] = "INSERT OR IGNORE INTO modules (build_id, path) VALUES (?, ?)",
     [ST_FIND_MODULE] = "SELECT id FROM modules WHERE build_id = ?",
     [ST_INSERT_CORE_MODULE] = "INSERT OR IGNORE INTO core_modules (core_id, module_id, path, "
@@ -597,11 +599,24 @@ static struct cq_error *ingest_body(struct ingest *in, const char *identity,
 		r->duplicate = r->core_id != 0;
 		if (err)
 			return err;
-		/* A stored copy of a core already in the database needs no placeholder. */
+		/*
+		 * A stored copy of a core already in the database needs no
+		 * placeholder; the core's row names the copy if it names none.
+		 */
 		int64_t placeholder;
 		char source[16];
-		return find_placeholder(in, meta, &placeholder, source, sizeof(source));
+		err = find_placeholder(in, meta, &placeholder, source, sizeof(source));
+		if (!err && placeholder) {
+			sqlite3_stmt *st = in->st[ST_SET_STORED_PATH];
+			sqlite3_bind_text(st, 1, meta->stored_path, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(st, 2, r->core_id);
+			if (step_reset(st) != SQLITE_DONE)
+				err = db_error(in->store->db, "name the stored copy");
+		}
+		return err;
 	}
+	if (!stacks) /* only a duplicate may come without its stacks */
+		return cq_error_create(CQ_ERR_USAGE, "core %s has no stacks to store", identity);
 	if ((err = insert_core(in, identity, meta, &r->core_id)) ||
 	    (err = insert_modules(in, r->core_id)) ||
 	    (err = insert_threads(in, r->core_id, stacks, r)) ||

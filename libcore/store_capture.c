@@ -135,16 +135,19 @@ static struct cq_error *prepare_file(sqlite3 *db, const char *sql, const char *p
 }
 
 struct cq_error *cq_store_file_seen(struct cq_store *store, const char *path, int64_t size,
-                                    int64_t mtime_ns, bool *seen)
+                                    int64_t mtime_ns, bool *seen, bool *unfinished)
 {
-	static const char sql[] =
-	    "SELECT 1 FROM seen_files WHERE path = ? AND size = ? AND mtime_ns = ?";
+	static const char sql[] = "SELECT status = 'started' FROM seen_files "
+	                          "WHERE path = ? AND size = ? AND mtime_ns = ?";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	struct cq_error *err = prepare_file(db, sql, path, size, mtime_ns, &st);
 	if (err)
 		return err;
-	return step_once(db, st, "lookup", seen, NULL);
+	int64_t started = 0;
+	err = step_once(db, st, "lookup", seen, &started);
+	*unfinished = started != 0;
+	return err;
 }
 
 struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, int64_t size,

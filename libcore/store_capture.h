@@ -37,11 +37,19 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char *stored_path,
                                              const char *message, bool keep_reason, int64_t *id);
 
-/* True if path was looked at before with this size and mtime. */
+/*
+ * *seen: path was looked at before with this size and mtime.  *unfinished:
+ * that analysis started and never recorded an outcome (the process was
+ * killed, or hung and was stopped): such a file is not retried forever.
+ */
 struct cq_error *cq_store_file_seen(struct cq_store *store, const char *path, int64_t size,
-                                    int64_t mtime_ns, bool *seen);
+                                    int64_t mtime_ns, bool *seen, bool *unfinished);
 
-/* Records what became of path: status "ingested", "duplicate" or "failed". */
+/*
+ * Records what became of path: status "started" (before its analysis, so a
+ * core that kills or hangs the analysis cannot block the files after it),
+ * "ingested", "duplicate" or "failed".
+ */
 struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, int64_t size,
                                       int64_t mtime_ns, int64_t core_id, const char *status,
                                       const char *message);

@@ -49,6 +49,7 @@
 #include "libcore/debuginfo.h"
 #include "libcore/demangle.h"
 #include "libcore/module.h"
+#include "libcore/regular_file.h"
 
 #define MAX_DEBUG_DIRS 256
 #define MAX_STRING_LEN (64u * 1024u)
@@ -125,7 +126,7 @@ static int find_debuginfo(Dwfl_Module *dm, void **userdata, const char *modname,
 	char *path = cq_debuginfo_find(sm->mod, (const char *const *)sm->owner->debug_dirs);
 	if (!path)
 		return -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = cq_open_regular(path);
 	if (fd < 0) {
 		free(path);
 		return -1;

@@ -17,6 +17,7 @@
 #include "libcore/debuginfo.h"
 #include "libcore/module.h"
 #include "libcore/stacktrace.h"
+#include "libcore/regular_file.h"
 
 struct module_cfi {
 	struct cq_cfi_table *table; /* NULL: the module has no usable CFI */
@@ -37,7 +38,7 @@ static struct cq_cfi_table *compile_table(struct cq_module *mod, const struct cq
 	int debug_fd = -1;
 	char *debug_path = mod->is_vdso ? NULL : cq_debuginfo_find(mod, debug_dirs);
 	if (debug_path && (!mod->file_path || strcmp(debug_path, mod->file_path) != 0)) {
-		debug_fd = open(debug_path, O_RDONLY | O_CLOEXEC);
+		debug_fd = cq_open_regular(debug_path);
 		if (debug_fd >= 0)
 			debug_elf = elf_begin(debug_fd, ELF_C_READ_MMAP, NULL);
 	} else if (debug_path) {

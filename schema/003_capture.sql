@@ -26,7 +26,7 @@ CREATE TABLE seen_files (
     size     INTEGER NOT NULL,              -- bytes on disk (compressed)
     mtime_ns INTEGER NOT NULL,              -- modification time, nanoseconds
     core_id  INTEGER REFERENCES cores (id), -- what it was stored as, NULL if it failed
-    status   TEXT    NOT NULL,              -- ingested, duplicate or failed
+    status   TEXT    NOT NULL,              -- started (analysis under way, or it died), ingested, duplicate or failed
     message  TEXT,                          -- why it failed
     seen_at  INTEGER NOT NULL               -- unix seconds
 ) WITHOUT ROWID;

@@ -229,6 +229,72 @@ def check_confined(case, tmp):
     del data
 
 
+def check_exact_limit(case, tmp):
+    data = open(case["core"], "rb").read()
+    r = hook(tmp, data, int(case["pid"]), int(case["signal"]), T0, extra=["--max-size", str(len(data))])
+    err = r.stderr.decode(errors="replace")
+    st = rows(tmp, "SELECT status FROM cores")
+    ok(r.returncode == 0 and "truncated" not in err and st == [("ok",)],
+       "--max-size exactly the core's size: stored whole, not called truncated", [diag(r), st])
+
+
+def check_keep_free(case, tmp):
+    data = open(case["core"], "rb").read()
+    r = hook(tmp, data, 4343, 6, T0, comm="nofree", extra=["--keep-free", str(1 << 62)])
+    got = rows(tmp, "SELECT pid, status, message FROM cores")
+    ok(r.returncode == 0 and stored_files(tmp) == [] and len(got) == 1 and got[0][:2] == (4343, "not_stored")
+       and "keep-free" in (got[0][2] or ""), "--keep-free beyond the free space: nothing stored, the crash recorded",
+       [diag(r), got])
+
+
+def check_full_disk(case, tmp):
+    """A store that fills up: the crash is still recorded, no partial file left."""
+    store = os.path.join(tmp, "small")
+    os.makedirs(store)
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", store], capture_output=True, text=True)
+    if m.returncode != 0:
+        skip("a full store", "cannot mount a small tmpfs here: " + m.stderr.strip()[:100])
+        return
+    try:
+        data = open(case["core"], "rb").read()
+        cmd = [os.environ.get("COREQ", "build/asan/coreq"), "hook", "--store", store,
+               "--db", os.path.join(tmp, "coreq.db"), "--cache", os.path.join(tmp, "cache.db"),
+               "--keep-free", "0", "5151", "0", "0", "11", str(T0), "18446744073709551615", "h", "full"]
+        r = subprocess.run(cmd, input=os.urandom(4 << 20) + data, capture_output=True, timeout=300)
+        got = rows(tmp, "SELECT pid, status, message FROM cores")
+        left = os.listdir(store)
+        ok(r.returncode == 1 and left == [] and len(got) == 1 and got[0][:2] == (5151, "not_stored")
+           and got[0][2], "a store that fills up: exit 1, no partial file, a not_stored row saying why",
+           [diag(r), got, left])
+    finally:
+        subprocess.run(["umount", store], capture_output=True)
+
+
+def check_no_stdio(case, tmp):
+    """The kernel may start the hook with only fd 0: nothing may land on fds 1 and 2."""
+    data = open(case["core"], "rb").read()
+    coreq_bin = os.path.abspath(os.environ.get("COREQ", "build/asan/coreq"))
+    sh = (f'exec {coreq_bin} hook --store {tmp}/cores --db {tmp}/coreq.db --cache {tmp}/cache.db '
+          f'{case["pid"]} {os.getuid()} {os.getgid()} {case["signal"]} {T0} 18446744073709551615 h c 1>&- 2>&-')
+    r = subprocess.run(["sh", "-c", sh], input=data, capture_output=True, timeout=300)
+    files = stored_files(tmp)
+    same = len(files) == 1 and zstd_bytes(os.path.join(tmp, "cores", files[0])) == data
+    st = rows(tmp, "SELECT status FROM cores")
+    ok(r.returncode == 0 and same and st == [("ok",)],
+       "started with stdout and stderr closed: the stored core is intact and analysed", [diag(r), st])
+    mode = os.stat(os.path.join(tmp, "coreq.db")).st_mode & 0o777
+    ok(mode & 0o077 == 0, f"the database is readable by its owner only (mode {mode:o})")
+
+
+def check_duplicate(case, tmp):
+    data = open(case["core"], "rb").read()
+    for _ in range(2):
+        r = hook(tmp, data, int(case["pid"]), int(case["signal"]), T0)
+    got = rows(tmp, "SELECT count(*) FROM cores")
+    ok(r.returncode == 0 and got == [(1,)] and len(stored_files(tmp)) == 2,
+       "the same core hooked twice: exit 0, one row, both copies kept", [diag(r), got])
+
+
 def check_usage():
     for args, what in ((["hook"], "no arguments"), (["hook", "x", "0", "0", "6", "1", "0", "h", "c"], "a bad pid"),
                        (["hook", "--timeout", "soon", "1", "0", "0", "6", "1", "0", "h", "c"], "a bad --timeout")):
@@ -256,6 +322,11 @@ def main():
         check_max_size(cases["abort_deep.O2"], tmp)
     with tempfile.TemporaryDirectory(prefix="coreq-hookmem-") as tmp:
         check_memory_budget(cases, tmp)
+    for name, fn, c in (("exact", check_exact_limit, "abort_deep.O2"), ("keepfree", check_keep_free, "fpe.O0"),
+                        ("full", check_full_disk, "abort_deep.O0"), ("nostdio", check_no_stdio, "fpe.O2"),
+                        ("dup", check_duplicate, "segv_null.O2")):
+        with tempfile.TemporaryDirectory(prefix=f"coreq-hook{name}-") as tmp:
+            fn(cases[c], tmp)
     with tempfile.TemporaryDirectory(prefix="coreq-hookrel-") as tmp:
         check_relative_store(cases["fpe.O0"], tmp)
     with tempfile.TemporaryDirectory(prefix="coreq-hookconf-") as tmp:
