@@ -46,6 +46,16 @@ static struct cq_error *step_once(sqlite3 *db, sqlite3_stmt *st, const char *wha
 	return NULL;
 }
 
+/* Prepares sql with path bound to ?1. */
+static struct cq_error *prepare_path(sqlite3 *db, const char *sql, const char *path,
+                                     sqlite3_stmt **st)
+{
+	struct cq_error *err = prepare(db, sql, st);
+	if (!err)
+		sqlite3_bind_text(*st, 1, path, -1, SQLITE_TRANSIENT);
+	return err;
+}
+
 static void bind_opt_int(sqlite3_stmt *st, int i, const struct cq_capture *cap, unsigned bit,
                          int64_t v)
 {
@@ -76,10 +86,9 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 	    "message = excluded.message RETURNING id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	struct cq_error *err = prepare(db, sql, &st);
+	struct cq_error *err = prepare_path(db, sql, stored_path, &st);
 	if (err)
 		return err;
-	sqlite3_bind_text(st, 1, stored_path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
 	bind_opt_int(st, 3, cap, CQ_CAPTURE_PID, cap->pid);
 	bind_opt_text(st, 4, cap->exe);
@@ -112,10 +121,9 @@ struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char 
 	    "'failed') RETURNING id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	struct cq_error *err = prepare(db, sql, &st);
+	struct cq_error *err = prepare_path(db, sql, stored_path, &st);
 	if (err)
 		return err;
-	sqlite3_bind_text(st, 1, stored_path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, message, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int(st, 3, keep_reason);
 	return step_once(db, st, "record failure", NULL, id);
@@ -125,10 +133,9 @@ struct cq_error *cq_store_placeholder_failed(struct cq_store *store, const char 
 static struct cq_error *prepare_file(sqlite3 *db, const char *sql, const char *path, int64_t size,
                                      int64_t mtime_ns, sqlite3_stmt **st)
 {
-	struct cq_error *err = prepare(db, sql, st);
+	struct cq_error *err = prepare_path(db, sql, path, st);
 	if (err)
 		return err;
-	sqlite3_bind_text(*st, 1, path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(*st, 2, size);
 	sqlite3_bind_int64(*st, 3, mtime_ns);
 	return NULL;

@@ -113,7 +113,8 @@ struct world {
 static void build(struct world *w, const uint8_t *hdr, const uint8_t *mem, size_t memlen)
 {
 	w->space = (struct space){.mem = mem, .len = memlen, .stack_size = 256ull << (hdr[2] % 5)};
-	w->tg = (struct cq_unwind_target){.ops = &sp_ops, .ctx = &w->space, .arch = &cq_arch_x86_64};
+	w->tg =
+	    (struct cq_unwind_target){.ops = &sp_ops, .ctx = &w->space, .arch = &cq_arch_x86_64};
 	w->nthreads = 1 + hdr[0] % MAX_THREADS;
 	w->max_steps = hdr[1] % 128;
 	w->cookie = hdr[3] & 1 ? get(hdr + 8, 8) : 0;
@@ -130,19 +131,20 @@ static void build(struct world *w, const uint8_t *hdr, const uint8_t *mem, size_
 			const uint8_t *d = th + 8 + 4 * i;
 			if (i > 0)
 				sp += (uint64_t)(int64_t)(int8_t)d[0] * 8;
-			f[i] = (struct cq_unwind_frame){.pc = CODE_BASE + get(d + 2, 2),
-			                                .sp = sp,
-			                                .fp = sp + (uint64_t)(int64_t)(int8_t)d[1] * 8,
-			                                .has_fp = d[1] != 0x80,
-			                                .is_return_address = i > 0,
-			                                .trust = i ? CQ_TRUST_CFI : CQ_TRUST_CONTEXT};
+			f[i] =
+			    (struct cq_unwind_frame){.pc = CODE_BASE + get(d + 2, 2),
+			                             .sp = sp,
+			                             .fp = sp + (uint64_t)(int64_t)(int8_t)d[1] * 8,
+			                             .has_fp = d[1] != 0x80,
+			                             .is_return_address = i > 0,
+			                             .trust = i ? CQ_TRUST_CFI : CQ_TRUST_CONTEXT};
 		}
 		w->frames[t] = f;
-		w->threads[t] = (struct cq_async_thread){
-		    .frames = f,
-		    .nframes = n,
-		    .end = (enum cq_unwind_end)(th[1] % 6),
-		    .root = th[2] & 1 ? MEM_BASE + get(th + 4, 2) : 0};
+		w->threads[t] =
+		    (struct cq_async_thread){.frames = f,
+		                             .nframes = n,
+		                             .end = (enum cq_unwind_end)(th[1] % 6),
+		                             .root = th[2] & 1 ? MEM_BASE + get(th + 4, 2) : 0};
 	}
 }
 
@@ -170,7 +172,8 @@ static bool same_out(const struct cq_async_out *a, const struct cq_async_out *b)
 		return false;
 	/* Field by field: the walker need not write padding. */
 	for (size_t i = 0; i < a->nsteps; i++)
-		if (a->steps[i].kind != b->steps[i].kind || a->steps[i].thread != b->steps[i].thread ||
+		if (a->steps[i].kind != b->steps[i].kind ||
+		    a->steps[i].thread != b->steps[i].thread ||
 		    a->steps[i].frame != b->steps[i].frame || a->steps[i].pc != b->steps[i].pc)
 			return false;
 	return true;
@@ -201,7 +204,8 @@ static void merge(const struct world *w, size_t t)
 	uint8_t buf[CQ_ASYNC_ROOT_SIZE];
 	if (th->root == 0 || th->root & 7 || !sp_read(w->tg.ctx, th->root, buf, sizeof(buf))) {
 		size_t n = th->nframes < w->max_steps ? th->nframes : w->max_steps;
-		if (o.nsteps != n || o.end != (th->nframes > w->max_steps ? CQ_END_MAX_FRAMES : th->end))
+		if (o.nsteps != n ||
+		    o.end != (th->nframes > w->max_steps ? CQ_END_MAX_FRAMES : th->end))
 			abort();
 		for (size_t i = 0; i < n; i++)
 			if (o.steps[i].kind != CQ_ASYNC_STEP_NATIVE || o.steps[i].thread != t ||

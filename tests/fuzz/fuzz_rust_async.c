@@ -143,7 +143,7 @@ static const struct cq_rust_type types[NTYPES] = {
 
 /* Sorted by address. */
 static const struct cq_rust_vtable vtables[] = {
-    {VT_BASE + 0x00, T_A},    {VT_BASE + 0x40, T_B},      {VT_BASE + 0x80, T_C},
+    {VT_BASE + 0x00, T_A},    {VT_BASE + 0x40, T_B},        {VT_BASE + 0x80, T_C},
     {VT_BASE + 0xc0, T_LEAF}, {VT_BASE + 0x100, T_MISSING}, {VT_BASE + 0x140, T_BOX_A},
 };
 
@@ -195,7 +195,8 @@ static void decode(const struct cq_unwind_target *tg, uint64_t addr, int32_t typ
 		abort();
 	/* Field by field: the walker need not write padding. */
 	for (size_t i = 0; i < c.nframes; i++)
-		if (again.frames[i].addr != c.frames[i].addr || again.frames[i].type != c.frames[i].type ||
+		if (again.frames[i].addr != c.frames[i].addr ||
+		    again.frames[i].type != c.frames[i].type ||
 		    again.frames[i].variant != c.frames[i].variant ||
 		    again.frames[i].state != c.frames[i].state)
 			abort();
@@ -213,7 +214,8 @@ static void decode(const struct cq_unwind_target *tg, uint64_t addr, int32_t typ
 				abort();
 			continue;
 		}
-		if (ty->kind != CQ_RUST_STATE_MACHINE || !f->variant || !valid_variant(ty, f->variant))
+		if (ty->kind != CQ_RUST_STATE_MACHINE || !f->variant ||
+		    !valid_variant(ty, f->variant))
 			abort(); /* wrappers add no frame */
 		/* The state is what memory holds, and selects the variant. */
 		uint8_t b[8];
@@ -233,7 +235,8 @@ static void decode(const struct cq_unwind_target *tg, uint64_t addr, int32_t typ
 	}
 	if ((c.end == CQ_RUST_END_LEAF || c.end == CQ_RUST_END_NO_AWAITEE) && c.nframes == 0)
 		abort();
-	if (c.end == CQ_RUST_END_NO_AWAITEE && types[c.frames[c.nframes - 1].type].kind == CQ_RUST_LEAF)
+	if (c.end == CQ_RUST_END_NO_AWAITEE &&
+	    types[c.frames[c.nframes - 1].type].kind == CQ_RUST_LEAF)
 		abort();
 }
 
@@ -278,8 +281,8 @@ static void scan(const struct cq_unwind_target *tg, const uint8_t *bytes, uint64
 		uint64_t data = get(bytes + off - 8, 8);
 		if (type < 0 || data == 0)
 			continue;
-		if (want < MAX_SCAN &&
-		    (f.where[want] != start + off - 8 || f.data[want] != data || f.type[want] != type))
+		if (want < MAX_SCAN && (f.where[want] != start + off - 8 || f.data[want] != data ||
+		                        f.type[want] != type))
 			abort();
 		want++;
 	}
