@@ -96,6 +96,9 @@ const char *cmd_core_exe(const struct cq_core *core);
 
 struct cq_stack_frame;
 
+/* Writes a thread's "tid", "name" and "crashed" members. */
+void cmd_json_thread_id(struct cq_json *j, const struct cq_core_thread *t);
+
 /* Writes one frame of a live stack as DESIGN.md's JSON frame object. */
 void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index);
 

@@ -85,12 +85,7 @@ static void print_json(const struct cq_core *core)
 	for (size_t i = 0; i < core->nthreads; i++) {
 		const struct cq_core_thread *t = &core->threads[i];
 		cq_json_object_begin(&j);
-		cq_json_key(&j, "tid");
-		cq_json_int(&j, t->tid);
-		cq_json_key(&j, "name");
-		cq_json_string(&j, t->name);
-		cq_json_key(&j, "crashed");
-		cq_json_bool(&j, t->crashed);
+		cmd_json_thread_id(&j, t);
 		cq_json_key(&j, "pc");
 		cq_json_hex(&j, t->regs.value[arch->pc_reg]);
 		cq_json_key(&j, "sp");

@@ -121,12 +121,7 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 	for (size_t t = 0; t < stacks->nthreads; t++) {
 		const struct cq_thread_stack *ts = &stacks->threads[t];
 		cq_json_object_begin(&j);
-		cq_json_key(&j, "tid");
-		cq_json_int(&j, ts->thread->tid);
-		cq_json_key(&j, "name");
-		cq_json_string(&j, ts->thread->name);
-		cq_json_key(&j, "crashed");
-		cq_json_bool(&j, ts->thread->crashed);
+		cmd_json_thread_id(&j, ts->thread);
 		json_frames(&j, ts->frames, ts->nframes, ts->end);
 		cq_json_object_end(&j);
 	}
