@@ -29,7 +29,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
 ASAN_LDFLAGS = -fsanitize=address,undefined
 
-LIB_SRCS := $(sort $(wildcard libcore/*.c unwind/*.c))
+LIB_SRCS := $(sort $(wildcard libcore/*/*.c unwind/*.c unwind/async/*.c))
 CMD_SRCS := $(sort $(wildcard cmd/*.c))
 GEN_SRCS := $(BUILD)/gen/schema_sql.c
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))

@@ -30,11 +30,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "libcore/cache.h"
-#include "libcore/capture.h"
-#include "libcore/paths.h"
-#include "libcore/store.h"
-#include "libcore/store_capture.h"
+#include "libcore/db/cache.h"
+#include "libcore/capture/capture.h"
+#include "libcore/base/paths.h"
+#include "libcore/store/store.h"
+#include "libcore/store/capture_rows.h"
 
 #define HOOK_STATE_DIR    "/var/lib/coreq"
 #define DEFAULT_TIMEOUT   120

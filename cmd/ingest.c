@@ -13,14 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libcore/bucket.h"
-#include "libcore/capture.h"
-#include "libcore/cache.h"
-#include "libcore/json.h"
-#include "libcore/regular_file.h"
-#include "libcore/stacktrace.h"
-#include "libcore/store.h"
-#include "libcore/store_capture.h"
+#include "libcore/triage/bucket.h"
+#include "libcore/capture/capture.h"
+#include "libcore/db/cache.h"
+#include "libcore/base/json.h"
+#include "libcore/base/regular_file.h"
+#include "libcore/analysis/stacktrace.h"
+#include "libcore/store/store.h"
+#include "libcore/store/capture_rows.h"
 
 static const char ingest_usage[] =
     "Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"

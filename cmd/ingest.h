@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "cmd/cmd.h"
-#include "libcore/bucket.h"
-#include "libcore/json.h"
-#include "libcore/stacktrace.h"
+#include "libcore/triage/bucket.h"
+#include "libcore/base/json.h"
+#include "libcore/analysis/stacktrace.h"
 
 struct cq_capture;
 

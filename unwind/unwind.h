@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "libcore/arch.h"
-#include "libcore/error.h"
+#include "libcore/base/arch.h"
+#include "libcore/base/error.h"
 #include "unwind/cfi_table.h"
 
 struct cq_unwind_target_ops {

@@ -1,5 +1,5 @@
 /*
- * test_capture.c - crash metadata from outside the core (libcore/capture.h):
+ * test_capture.c - crash metadata from outside the core (libcore/capture/capture.h):
  * systemd-coredump file names, valid and hostile, and the names the hook
  * gives its own stored cores, which must parse back to the same facts.
  */
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "libcore/capture.h"
+#include "libcore/capture/capture.h"
 
 #define BOOT "0123456789abcdef0123456789abcdef"
 
