@@ -64,6 +64,9 @@ const struct cq_arch cq_arch_x86_64 = {
     .tp_slot = 21,
     .tp_pthread_adjust = 0,
     .call_max_len = 7,
+    .red_zone = 128,
+    .glibc_specific_offset = 1296, /* FACTS.md section 3 */
+    .glibc_sizeof_pthread = 2368,
     .ends_with_call = x86_64_ends_with_call,
 };
 
@@ -97,6 +100,7 @@ const struct cq_arch cq_arch_aarch64 = {
     .tp_note_type = 0x401, /* NT_ARM_TLS */
     .tp_pthread_adjust = 1,
     .call_max_len = 4,
+    .red_zone = 0,
     .ends_with_call = aarch64_ends_with_call,
 };
 

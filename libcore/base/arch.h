@@ -63,6 +63,14 @@ struct cq_arch {
 	uint32_t tp_note_type;      /* note type, for CQ_ARCH_TP_NOTE */
 	uint64_t tp_pthread_adjust; /* 0: struct pthread at tp; else at tp - sizeof(pthread) */
 	unsigned call_max_len;      /* longest call instruction, in bytes */
+	uint64_t red_zone;          /* bytes below sp a leaf function may use (ABI) */
+	/*
+	 * glibc's struct pthread, for cores whose libc lacks the _thread_db_*
+	 * descriptors: offset of specific[] and sizeof(struct pthread) as
+	 * glibc 2.36 (Debian 12) has them; 0 when not known for this arch.
+	 */
+	uint64_t glibc_specific_offset;
+	uint64_t glibc_sizeof_pthread;
 	/* True if the call_max_len bytes ending at a return address end in a call. */
 	bool (*ends_with_call)(const uint8_t *before);
 };

@@ -44,9 +44,11 @@ static const char *const query_names[Q_COUNT] = {
     [Q_KEYS] = "__pthread_keys",
 };
 
-/* glibc 2.36 on Debian 12, x86_64 (FACTS.md section 3). */
-static const struct cq_tls_layout debian12 = {
-    .specific_offset = 1296,
+/*
+ * glibc's layout where its libc lacks the descriptors: the generic parts
+ * here, the per-architecture offsets from the arch table (fallback()).
+ */
+static const struct cq_tls_layout glibc_generic = {
     .specific_count = 32,
     .block_entries = 32,
     .entry_size = 16,
@@ -55,8 +57,18 @@ static const struct cq_tls_layout debian12 = {
     .keys_count = 1024,
     .key_size = 16,
     .key_seq = 0,
-    .sizeof_pthread = 2368,
 };
+
+/* The fallback for core's architecture; keys_count 0 (no key readable) if it has none. */
+static struct cq_tls_layout fallback(const struct cq_core *core)
+{
+	struct cq_tls_layout l = glibc_generic;
+	l.specific_offset = core->arch->glibc_specific_offset;
+	l.sizeof_pthread = core->arch->glibc_sizeof_pthread;
+	if (l.specific_offset == 0)
+		l.keys_count = 0;
+	return l;
+}
 
 /* Reads a {bits, count, offset} descriptor; false if unreadable or absurd. */
 static bool read_desc(struct cq_core *core, const struct cq_symbol_query *q, uint32_t d[3])
@@ -108,7 +120,7 @@ static bool layout_from(struct cq_core *core, const struct cq_symbol_query *q,
 
 void cq_tls_layout_load(struct cq_core *core, struct cq_tls_layout *out)
 {
-	*out = debian12;
+	*out = fallback(core);
 	for (size_t m = 0; m < core->nmodules; m++) {
 		struct cq_symbol_query q[Q_COUNT];
 		memset(q, 0, sizeof(q));
@@ -117,7 +129,7 @@ void cq_tls_layout_load(struct cq_core *core, struct cq_tls_layout *out)
 		cq_module_find_symbols(&core->modules[m], q, Q_COUNT);
 		if (!q[Q_SPECIFIC].found)
 			continue;
-		struct cq_tls_layout l = debian12;
+		struct cq_tls_layout l = fallback(core);
 		if (layout_from(core, q, &l)) {
 			*out = l;
 			return;

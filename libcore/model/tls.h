@@ -8,7 +8,7 @@
  * seq differs is a stale value of a deleted key.  The layout comes from
  * libc's _thread_db_* descriptors (FACTS.md section 3), read from the libc
  * file whose build-id matches the core.  When they cannot be read (no
- * matching libc file, a static program without them) the Debian 12 glibc
+ * matching libc file, a static program without them) the glibc 2.36 (Debian 12)
  * 2.36 x86_64 values are used and from_libc says so, so callers can warn.
  */
 #ifndef CQ_TLS_H
@@ -21,7 +21,7 @@ struct cq_core;
 struct cq_core_thread;
 
 struct cq_tls_layout {
-	bool from_libc;           /* false: the Debian 12 fallback values */
+	bool from_libc;           /* false: glibc 2.36's values (arch table), or none */
 	uint64_t specific_offset; /* of pthread.specific[] in struct pthread */
 	uint32_t specific_count;  /* second-level pointers (32) */
 	uint32_t block_entries;   /* entries per block (32) */
@@ -32,7 +32,7 @@ struct cq_tls_layout {
 	uint32_t keys_count;      /* 1024 */
 	uint64_t key_size;        /* sizeof(struct pthread_key_struct) (16) */
 	uint64_t key_seq;         /* offset of seq in it (0) */
-	uint64_t sizeof_pthread;  /* 2368 */
+	uint64_t sizeof_pthread;  /* 2368 on x86_64 */
 };
 
 /* Reads the layout from the core's libc, else fills in the fallback values. */
