@@ -17,6 +17,9 @@
  * coroutines found by folly's cookie, "rust" for the await chains of
  * suspended Rust futures (unwind/async/rust_dyn.h).  A program with neither
  * runtime's symbols costs nothing extra: nothing is read or scanned.
+  *
+ * Layer: analysis (libcore/analysis/ and unwind/async/): stacks of a core; above symbols.
+ * The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_STACKTRACE_H
 #define CQ_STACKTRACE_H
@@ -25,58 +28,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "libcore/analysis/frames.h"
 #include "libcore/base/error.h"
 #include "unwind/async/rust_dyn.h"
 #include "unwind/unwind.h"
 
 struct cq_core;
 struct cq_cache;
-struct cq_module;
-
-enum cq_frame_kind {
-	CQ_FRAME_NATIVE,
-	CQ_FRAME_INLINE,
-	CQ_FRAME_ASYNC,
-};
-
-struct cq_stack_frame {
-	uint64_t pc;
-	enum cq_frame_kind kind;
-	uint8_t trust;                  /* enum cq_unwind_trust */
-	const struct cq_module *module; /* NULL when pc is in no module */
-	uint64_t offset;                /* pc - module bias: the link-time address */
-	const char *function;           /* demangled, NULL when unknown */
-	const char *file;
-	int line;
-	/*
-	 * Frames of a suspended Rust future (kind async, pc 0): the future's
-	 * state ("Suspend0", "Unresumed", ...; NULL for a leaf future) and the
-	 * address of the future, the object the frame describes.  NULL and 0
-	 * for every other frame.
-	 */
-	const char *state;
-	uint64_t object;
-};
-
-struct cq_thread_stack {
-	const struct cq_core_thread *thread;
-	struct cq_stack_frame *frames;
-	size_t nframes;
-	enum cq_unwind_end end;
-};
-
-/*
- * A chain of suspended async frames, innermost first: for folly, the leaf's
- * caller first; for Rust, the leaf future first, then each async fn that
- * awaits it, out to the task's outermost future.
- */
-struct cq_suspended_stack {
-	const char *kind; /* the async runtime: "folly" or "rust" */
-	uint64_t leaf;    /* folly: the leaf's frame record; rust: the leaf future */
-	struct cq_stack_frame *frames;
-	size_t nframes;
-	enum cq_unwind_end end;
-};
 
 /* What the search for async stacks found and did. */
 struct cq_async_summary {
@@ -114,17 +72,5 @@ void cq_stack_options_default(struct cq_stack_options *o);
 struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_options *o,
                                 struct cq_stacks **out);
 void cq_stacks_free(struct cq_stacks *stacks);
-
-/* The unwinder's view of a core; valid while core and options live. */
-struct cq_core_target {
-	struct cq_unwind_target target;
-	struct cq_core *core;
-	const struct cq_stack_options *options;
-};
-
-void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
-                         const struct cq_stack_options *o);
-
-const char *cq_frame_kind_name(enum cq_frame_kind kind);
 
 #endif

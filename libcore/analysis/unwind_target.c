@@ -6,6 +6,8 @@
  * and format version; otherwise they are compiled from the module's
  * .eh_frame (plus .debug_frame of its debuginfo) and stored back.
  */
+#include "libcore/analysis/unwind_target.h"
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>

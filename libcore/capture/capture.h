@@ -8,6 +8,9 @@
  * core_pattern arguments and stores its copies the same way, so one reader
  * serves both.  The core's own notes win where they disagree: reconciling
  * records each disagreement instead of hiding it.
+  *
+ * Layer: capture (libcore/capture/): where a core came from and how it was kept; above triage.
+ * The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_CAPTURE_H
 #define CQ_CAPTURE_H

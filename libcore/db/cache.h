@@ -8,6 +8,9 @@
  * works without it; cq_store_cache_open reports why so the caller can warn.
  * Default path: $COREQ_CACHE, else $XDG_CACHE_HOME/coreq/cache.db, else
  * ~/.cache/coreq/cache.db.
+  *
+ * Layer: db (libcore/db/): SQLite files, migrations and the cache; above model.
+ * The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_CACHE_H
 #define CQ_CACHE_H

@@ -11,6 +11,9 @@
  * A core whose notes are intact but whose memory is cut short still opens:
  * memory_missing says how many dumped bytes are absent, and reads of them fail.
  * A core whose headers or notes are damaged does not open.
+  *
+ * Layer: model (libcore/model/): the core file and the process it describes; above base and formats.
+ * The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_CORE_H
 #define CQ_CORE_H
@@ -107,6 +110,13 @@ void cq_core_close(struct cq_core *core);
  * fault-around pages (up to 64 KiB per touch) in our resident set.
  */
 void cq_core_trim(struct cq_core *core);
+
+/*
+ * madvise() for the whole pages of [p, p + len) that belong to the mmapped
+ * core image (MADV_WILLNEED to read ahead, MADV_DONTNEED to drop them from
+ * our resident set); bytes outside the image are left alone.
+ */
+void cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, int advice);
 
 /* The thread that took the fatal signal (first NT_PRSTATUS), or NULL. */
 const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core);

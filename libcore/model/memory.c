@@ -184,3 +184,9 @@ bool cq_mem_read_string(struct cq_mem *mem, uint64_t addr, char *buf, size_t cap
 	/* A string cut at cap-1 is returned truncated; one cut by absent memory is not. */
 	return memchr(buf, '\0', n) != NULL || n == cap - 1;
 }
+
+const struct cq_mem_segment *cq_mem_core_segments(const struct cq_mem *mem, size_t *n)
+{
+	*n = mem->layer[CQ_MEM_LAYER_CORE].n;
+	return mem->layer[CQ_MEM_LAYER_CORE].seg;
+}

@@ -85,4 +85,10 @@ bool cq_mem_read_string(struct cq_mem *mem, uint64_t addr, char *buf, size_t cap
  */
 const struct cq_mem_segment *cq_mem_find(struct cq_mem *mem, uint64_t addr);
 
+/*
+ * The segments whose bytes the core itself holds, sorted by start: the
+ * process's own memory, for scans of its writable data (*n is set).
+ */
+const struct cq_mem_segment *cq_mem_core_segments(const struct cq_mem *mem, size_t *n);
+
 #endif

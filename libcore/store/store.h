@@ -9,6 +9,9 @@
  *
  * Default path: $COREQ_DB, else $XDG_STATE_HOME/coreq/coreq.db, else
  * ~/.local/state/coreq/coreq.db.
+  *
+ * Layer: store (libcore/store/): the crash database; above capture.
+ * The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_STORE_H
 #define CQ_STORE_H

@@ -272,26 +272,3 @@ bool cq_rust_is_env_name(const char *component)
 			return true;
 	return false;
 }
-
-const char *cq_rust_chain_end_name(enum cq_rust_chain_end end)
-{
-	switch (end) {
-	case CQ_RUST_END_LEAF:
-		return "leaf";
-	case CQ_RUST_END_NO_AWAITEE:
-		return "no_awaitee";
-	case CQ_RUST_END_BAD_MEMORY:
-		return "bad_memory";
-	case CQ_RUST_END_BAD_STATE:
-		return "bad_state";
-	case CQ_RUST_END_UNKNOWN_VTABLE:
-		return "unknown_vtable";
-	case CQ_RUST_END_BAD_TYPE:
-		return "bad_type";
-	case CQ_RUST_END_MAX_DEPTH:
-		return "max_depth";
-	case CQ_RUST_END_LOOP:
-	default:
-		return "loop";
-	}
-}

@@ -160,6 +160,4 @@ const char *cq_rust_resume_function(const char *env_name, char *buf, size_t cap)
 /* True when a DWARF struct name starts like a coroutine environment. */
 bool cq_rust_is_env_name(const char *component);
 
-const char *cq_rust_chain_end_name(enum cq_rust_chain_end end);
-
 #endif

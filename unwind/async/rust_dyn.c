@@ -1,12 +1,13 @@
 /*
- * rust_tasks.c - find the suspended Rust futures of a core and turn them
- * into await chains (see rust_tasks.h for the rules).
+ * rust_dyn.c - the "rust" async runtime: suspended Rust futures found
+ * behind `dyn Future` fat pointers, turned into await chains (see
+ * rust_dyn.h for the rules).
  *
  * Cost: nothing beyond section headers for a process without Rust modules,
- * and no scan when the Rust modules have no Future vtables.  The scan reads
- * each writable segment of the core once, a word at a time, comparing with
- * the [lowest, highest] vtable address before any lookup; the pages it
- * touched are dropped from our resident set afterwards (cq_core_trim).
+ * and no scan when the Rust modules have no Future vtables.  The scan hook
+ * sees each chunk of the driver's one pass over writable memory and
+ * compares each word with the [lowest, highest] vtable address before any
+ * lookup.
  */
 #include "unwind/async/rust_dyn.h"
 
@@ -14,21 +15,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 
+#include "libcore/analysis/stacktrace.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
-#include "unwind/async/rust_index.h"
-#include "libcore/analysis/stacktrace.h"
+#include "unwind/async/runtime.h"
 #include "unwind/async/rust_decode.h"
+#include "unwind/async/rust_index.h"
 
-/* Bytes below sp that the ABI lets a leaf function use (x86_64 red zone). */
-#define RED_ZONE         128
 #define MAX_CANDIDATES   (1u << 18)
 #define MAX_STACK_WORDS  (1u << 20)
 #define MAX_FUNCTION_LEN 1024
-#define SCAN_CHUNK       (8u << 20)
 
 struct candidate {
 	uint64_t data;
@@ -43,24 +40,20 @@ struct chain {
 	bool dropped;
 };
 
-struct cq_rust_tasks {
-	struct cq_rust_index *index;
-	char **strings; /* function names made here */
-	size_t nstrings;
-};
-
 struct scan_state {
 	struct candidate *items;
 	size_t n, cap;
-	bool full;
+	bool full;  /* at the bound on candidates: the rest is not looked at */
+	bool nomem; /* out of memory: the search fails */
 };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+/* The runtime's state: the type index, the scan's finds, the names made. */
+struct rust_dyn {
+	struct cq_rust_index *index;
+	struct scan_state scan;
+	char **strings; /* function names made here */
+	size_t nstrings;
+};
 
 static void on_found(void *ctx, uint64_t where, uint64_t data, int32_t type)
 {
@@ -68,10 +61,13 @@ static void on_found(void *ctx, uint64_t where, uint64_t data, int32_t type)
 	struct scan_state *s = ctx;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct candidate *p =
-		    cap <= MAX_CANDIDATES ? realloc(s->items, cap * sizeof(*p)) : NULL;
-		if (!p) {
+		if (cap > MAX_CANDIDATES) {
 			s->full = true;
+			return;
+		}
+		struct candidate *p = realloc(s->items, cap * sizeof(*p));
+		if (!p) {
+			s->full = s->nomem = true;
 			return;
 		}
 		s->items = p;
@@ -96,61 +92,28 @@ static uint64_t live_start(const struct cq_core *core, const struct cq_mem_segme
 		}
 	}
 	/* Several stacks in one mapping: their dead parts interleave; scan it all. */
-	if (inside == 1 && sp - seg->start > RED_ZONE)
-		start = (sp - RED_ZONE) & ~(uint64_t)7;
+	uint64_t red_zone = core->arch->red_zone;
+	if (inside == 1 && sp - seg->start > red_zone)
+		start = (sp - red_zone) & ~(uint64_t)7;
 	return start;
 }
 
-/*
- * Asks the kernel to read [p, p + len) of the core ahead (or, done, to drop
- * it from our resident set), for the whole pages inside the range.  Only
- * for bytes of the mmapped core file, where dropping pages loses nothing.
- */
-static void advise(const struct cq_core *core, const uint8_t *p, uint64_t len, int advice)
+/* The scan hook: fat pointers in the live part of each writable chunk. */
+static void rust_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
 {
-	uintptr_t lo = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-	uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)4095;
-	if (p < core->image || p + len > core->image + core->image_size || hi <= lo)
+	struct rust_dyn *r = state;
+	struct cq_rust_stats *st = &ctx->stacks->async.rust;
+	if (r->scan.full)
 		return;
-	madvise((void *)lo, hi - lo, advice);
-}
-
-/*
- * Scans [from, seg end) in chunks: each chunk is read ahead, scanned, and
- * dropped, so a 1 GiB heap costs neither 1 GiB of resident memory nor a
- * page fault per page.  Chunks overlap by one word, the data word of a fat
- * pointer whose vtable word starts the next chunk.
- */
-static void scan_segment(struct cq_core *core, const struct cq_rust_model *m,
-                         const struct cq_mem_segment *seg, uint64_t from, struct scan_state *s)
-{
-	uint64_t end = seg->start + seg->data_len;
-	for (uint64_t at = from; at < end && !s->full;) {
-		uint64_t begin = at > from ? at - 8 : at;
-		uint64_t stop = end - at > SCAN_CHUNK ? at + SCAN_CHUNK : end;
-		const uint8_t *p = seg->data + (begin - seg->start);
-		advise(core, p, stop - begin, MADV_WILLNEED);
-		cq_rust_scan(m, p, begin, stop - begin, on_found, s);
-		advise(core, p, stop - begin, MADV_DONTNEED);
-		at = stop;
-	}
-}
-
-static void scan_core(struct cq_core *core, const struct cq_rust_model *m, struct scan_state *s,
-                      struct cq_rust_stats *st)
-{
-	const struct cq_mem_layer_set *layer = &core->mem.layer[CQ_MEM_LAYER_CORE];
-	for (size_t i = 0; i < layer->n && !s->full; i++) {
-		const struct cq_mem_segment *seg = &layer->seg[i];
-		if (!(seg->flags & CQ_MEM_WRITE) || !seg->data || seg->data_len == 0)
-			continue;
-		uint64_t from = live_start(core, seg);
-		if (from - seg->start >= seg->data_len)
-			continue;
-		scan_segment(core, m, seg, from, s);
-		st->scan_bytes += seg->data_len - (from - seg->start);
-	}
-	st->fat_pointers = s->n;
+	uint64_t from = live_start(ctx->core, c->segment);
+	uint64_t begin = c->addr, end = c->addr + c->len;
+	if (from >= end)
+		return;
+	if (from > begin)
+		begin = from;
+	cq_rust_scan(&r->index->model, c->data + (begin - c->addr), begin, end - begin, on_found,
+	             &r->scan);
+	st->scan_bytes += end - (begin > c->addr + c->overlap ? begin : c->addr + c->overlap);
 }
 
 static int cmp_candidate(const void *a, const void *b)
@@ -182,7 +145,7 @@ static bool is_waiting(const struct chain *c)
 }
 
 /* Drops chains whose outermost future is inside another chain. */
-static void drop_awaited(struct chain *chains, size_t n, struct cq_rust_stats *st)
+static struct cq_error *drop_awaited(struct chain *chains, size_t n, struct cq_rust_stats *st)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
@@ -190,7 +153,7 @@ static void drop_awaited(struct chain *chains, size_t n, struct cq_rust_stats *s
 			total += chains[i].nframes;
 	uint64_t *inner = malloc((total ? total : 1) * sizeof(*inner));
 	if (!inner)
-		return;
+		return &cq_error_nomem;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		for (size_t f = 1; !chains[i].dropped && f < chains[i].nframes; f++)
@@ -203,18 +166,21 @@ static void drop_awaited(struct chain *chains, size_t n, struct cq_rust_stats *s
 		}
 	}
 	free(inner);
+	return NULL;
 }
 
 /*
  * The words of a thread's live stack (sp up to the end of its mapping) and
  * its registers, sorted.
  */
-static uint64_t *live_words(struct cq_core *core, const struct cq_core_thread *th, size_t *n)
+static bool live_words(struct cq_core *core, const struct cq_core_thread *th, uint64_t **out,
+                       size_t *n)
 {
 	*n = 0;
+	*out = NULL;
 	unsigned sp_reg = core->arch->sp_reg;
 	if (!cq_regs_has(&th->regs, sp_reg))
-		return NULL;
+		return true;
 	uint64_t sp = th->regs.value[sp_reg] & ~(uint64_t)7;
 	const struct cq_mem_segment *seg = cq_mem_find(&core->mem, sp);
 	uint64_t words = seg && seg->end > sp ? (seg->end - sp) / 8 : 0;
@@ -222,7 +188,7 @@ static uint64_t *live_words(struct cq_core *core, const struct cq_core_thread *t
 		words = MAX_STACK_WORDS;
 	uint64_t *w = malloc((words + CQ_REGS_MAX) * sizeof(*w));
 	if (!w)
-		return NULL;
+		return false;
 	size_t k = 0;
 	for (unsigned r = 0; r < CQ_REGS_MAX; r++)
 		if (cq_regs_has(&th->regs, r))
@@ -232,13 +198,14 @@ static uint64_t *live_words(struct cq_core *core, const struct cq_core_thread *t
 			k++;
 	qsort(w, k, sizeof(*w), cmp_u64);
 	*n = k;
-	return w;
+	*out = w;
+	return true;
 }
 
 /* Drops chains one of whose state machines a thread is polling right now. */
-static void drop_polled(struct cq_core *core, const struct cq_stacks *stacks,
-                        const struct cq_rust_index *ix, struct chain *chains, size_t n,
-                        struct cq_rust_stats *st)
+static struct cq_error *drop_polled(struct cq_core *core, const struct cq_stacks *stacks,
+                                    const struct cq_rust_index *ix, struct chain *chains, size_t n,
+                                    struct cq_rust_stats *st)
 {
 	const char *running[64];
 	for (size_t t = 0; t < stacks->nthreads; t++) {
@@ -255,7 +222,9 @@ static void drop_polled(struct cq_core *core, const struct cq_stacks *stacks,
 		if (nrunning == 0)
 			continue;
 		size_t nwords;
-		uint64_t *words = live_words(core, ts->thread, &nwords);
+		uint64_t *words = NULL;
+		if (!live_words(core, ts->thread, &words, &nwords))
+			return &cq_error_nomem;
 		for (size_t c = 0; c < n; c++) {
 			for (size_t f = 0; !chains[c].dropped && f < chains[c].nframes; f++) {
 				const struct cq_rust_frame *fr = &chains[c].frames[f];
@@ -273,9 +242,10 @@ static void drop_polled(struct cq_core *core, const struct cq_stacks *stacks,
 		}
 		free(words);
 	}
+	return NULL;
 }
 
-static const char *keep_string(struct cq_rust_tasks *t, const char *s)
+static const char *keep_string(struct rust_dyn *t, const char *s)
 {
 	if (s == NULL)
 		return NULL;
@@ -286,7 +256,7 @@ static const char *keep_string(struct cq_rust_tasks *t, const char *s)
 	char *copy = strdup(s);
 	if (copy)
 		t->strings[t->nstrings++] = copy;
-	return copy;
+	return copy; /* NULL: out of memory */
 }
 
 /* How a chain's walk ended, as the end of a stack. */
@@ -306,14 +276,11 @@ static enum cq_unwind_end chain_end(enum cq_rust_chain_end end)
 }
 
 /* Appends one chain to stacks->suspended, innermost frame first. */
-static struct cq_error *add_chain(struct cq_core *core, struct cq_rust_tasks *t,
-                                  struct cq_stacks *stacks, const struct chain *c)
+static struct cq_error *add_chain(const struct cq_async_ctx *ctx, struct rust_dyn *t,
+                                  const struct chain *c, bool *added)
 {
-	struct cq_suspended_stack *s =
-	    realloc(stacks->suspended, (stacks->nsuspended + 1) * sizeof(*s));
-	if (!s)
-		return &cq_error_nomem;
-	stacks->suspended = s;
+	*added = false;
+	struct cq_core *core = ctx->core;
 	struct cq_stack_frame *frames = calloc(c->nframes, sizeof(*frames));
 	if (!frames)
 		return &cq_error_nomem;
@@ -327,77 +294,98 @@ static struct cq_error *add_chain(struct cq_core *core, struct cq_rust_tasks *t,
 		f->trust = CQ_TRUST_ASYNC;
 		f->object = fr->addr;
 		f->module = ty->origin < core->nmodules ? &core->modules[ty->origin] : NULL;
-		f->function = keep_string(t, cq_rust_frame_function(ty, buf, sizeof(buf)));
+		const char *name = cq_rust_frame_function(ty, buf, sizeof(buf));
+		f->function = keep_string(t, name);
+		if (name && !f->function) {
+			free(frames);
+			return &cq_error_nomem;
+		}
 		if (fr->variant) {
 			f->state = fr->variant->name;
 			f->file = fr->variant->file;
 			f->line = fr->variant->line;
 		}
 	}
-	s[stacks->nsuspended++] = (struct cq_suspended_stack){.kind = "rust",
-	                                                      .leaf = frames[0].object,
-	                                                      .frames = frames,
-	                                                      .nframes = c->nframes,
-	                                                      .end = chain_end(c->end)};
+	struct cq_suspended_stack s = {.kind = "rust",
+	                               .leaf = frames[0].object,
+	                               .frames = frames,
+	                               .nframes = c->nframes,
+	                               .end = chain_end(c->end)};
+	return cq_async_add_suspended(ctx, &s, added);
+}
+
+static void rust_destroy(void *state)
+{
+	struct rust_dyn *r = state;
+	for (size_t i = 0; i < r->nstrings; i++)
+		free(r->strings[i]);
+	free(r->strings);
+	free(r->scan.items);
+	cq_rust_index_free(r->index);
+	free(r);
+}
+
+/* Indexes the Rust async types; a program without Rust modules has no state. */
+static struct cq_error *rust_detect(const struct cq_async_ctx *ctx, void **state,
+                                    struct cq_async_needs *needs)
+{
+	*state = NULL;
+	struct rust_dyn *r = calloc(1, sizeof(*r));
+	if (!r)
+		return &cq_error_nomem;
+	struct cq_error *err = cq_rust_index_core(ctx->core, ctx->options->debug_dirs, &r->index);
+	if (err) {
+		free(r);
+		return err;
+	}
+	struct cq_rust_stats *st = &ctx->stacks->async.rust;
+	const struct cq_rust_model *m = &r->index->model;
+	st->modules_indexed = r->index->modules_indexed;
+	st->index_ms = r->index->index_ms;
+	st->types = m->ntypes;
+	st->vtables = m->nvtables;
+	if (m->nvtables == 0) {
+		rust_destroy(r);
+		return NULL;
+	}
+	*needs = (struct cq_async_needs){.scan = true};
+	*state = r;
 	return NULL;
 }
 
-struct cq_error *cq_rust_tasks_find(struct cq_core *core, const char *const *debug_dirs,
-                                    size_t max_suspended, struct cq_stacks *stacks,
-                                    struct cq_rust_stats *stats, struct cq_rust_tasks **keep)
+/* Decodes every candidate once, drops what is no task, reports the rest. */
+static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 {
-	struct cq_rust_stats local;
-	struct cq_rust_stats *st = stats ? stats : &local;
-	memset(st, 0, sizeof(*st));
-	*keep = NULL;
-	struct cq_rust_tasks *t = calloc(1, sizeof(*t));
-	if (!t)
+	struct rust_dyn *r = state;
+	struct cq_rust_stats *st = &ctx->stacks->async.rust;
+	struct scan_state *scan = &r->scan;
+	st->scan_ms = ctx->scan_seconds * 1e3;
+	st->fat_pointers = scan->n;
+	st->scan_truncated = scan->full && !scan->nomem;
+	if (scan->nomem)
 		return &cq_error_nomem;
-	struct cq_error *err = cq_rust_index_core(core, debug_dirs, &t->index);
-	if (err) {
-		free(t);
-		return err;
-	}
-	*keep = t;
-	const struct cq_rust_model *m = &t->index->model;
-	st->modules_indexed = t->index->modules_indexed;
-	st->index_ms = t->index->index_ms;
-	st->types = m->ntypes;
-	st->vtables = m->nvtables;
-	if (m->nvtables == 0)
-		return NULL;
-
-	struct scan_state scan = {0};
-	double t0 = now_ms();
-	scan_core(core, m, &scan, st);
-	st->scan_ms = now_ms() - t0;
-	st->scan_truncated = scan.full;
-	cq_core_trim(core);
-	if (scan.n)
-		qsort(scan.items, scan.n, sizeof(*scan.items), cmp_candidate);
-
-	struct chain *chains = calloc(scan.n ? scan.n : 1, sizeof(*chains));
-	if (!chains) {
-		free(scan.items);
+	if (scan->n)
+		qsort(scan->items, scan->n, sizeof(*scan->items), cmp_candidate);
+	struct chain *chains = calloc(scan->n ? scan->n : 1, sizeof(*chains));
+	if (!chains)
 		return &cq_error_nomem;
-	}
-	struct cq_stack_options so;
-	cq_stack_options_default(&so);
-	struct cq_core_target ct;
-	cq_core_target_init(&ct, core, &so);
+	const struct cq_rust_model *m = &r->index->model;
+	struct cq_error *err = NULL;
 	size_t n = 0;
 	struct cq_rust_chain decoded;
-	for (size_t i = 0; i < scan.n; i++) {
-		if (i > 0 && scan.items[i].data == scan.items[i - 1].data)
+	for (size_t i = 0; i < scan->n && !err; i++) {
+		if (i > 0 && scan->items[i].data == scan->items[i - 1].data)
 			continue; /* the same future, found through another pointer */
-		cq_rust_decode(&ct.target, m, scan.items[i].data, scan.items[i].type, &decoded);
+		cq_rust_decode(ctx->target, m, scan->items[i].data, scan->items[i].type, &decoded);
 		if (decoded.nframes == 0 ||
 		    (n > 0 && decoded.frames[0].addr == chains[n - 1].frames[0].addr))
 			continue;
 		struct chain *ch = &chains[n];
 		ch->frames = malloc(decoded.nframes * sizeof(*ch->frames));
-		if (!ch->frames)
+		if (!ch->frames) {
+			err = &cq_error_nomem;
 			break;
+		}
 		memcpy(ch->frames, decoded.frames, decoded.nframes * sizeof(*ch->frames));
 		ch->nframes = decoded.nframes;
 		ch->end = decoded.end;
@@ -408,18 +396,19 @@ struct cq_error *cq_rust_tasks_find(struct cq_core *core, const char *const *deb
 		}
 		n++;
 	}
-	free(scan.items);
-	drop_awaited(chains, n, st);
-	drop_polled(core, stacks, t->index, chains, n, st);
+	if (!err)
+		err = drop_awaited(chains, n, st);
+	if (!err)
+		err = drop_polled(ctx->core, ctx->stacks, r->index, chains, n, st);
 	for (size_t i = 0; i < n && !err; i++) {
 		if (chains[i].dropped)
 			continue;
-		if (stacks->nsuspended >= max_suspended) {
+		bool added;
+		err = add_chain(ctx, r, &chains[i], &added);
+		if (added)
+			st->reported++;
+		else
 			st->over_limit++;
-			continue;
-		}
-		err = add_chain(core, t, stacks, &chains[i]);
-		st->reported++;
 	}
 	for (size_t i = 0; i < n; i++)
 		free(chains[i].frames);
@@ -427,13 +416,10 @@ struct cq_error *cq_rust_tasks_find(struct cq_core *core, const char *const *deb
 	return err;
 }
 
-void cq_rust_tasks_free(struct cq_rust_tasks *t)
-{
-	if (!t)
-		return;
-	for (size_t i = 0; i < t->nstrings; i++)
-		free(t->strings[i]);
-	free(t->strings);
-	cq_rust_index_free(t->index);
-	free(t);
-}
+const struct cq_async_runtime cq_async_rust_dyn = {
+    .name = "rust",
+    .detect = rust_detect,
+    .scan = rust_scan,
+    .decode = rust_decode,
+    .destroy = rust_destroy,
+};

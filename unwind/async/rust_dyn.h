@@ -1,5 +1,6 @@
 /*
- * rust_tasks.h - the suspended Rust futures of a core, as await chains.
+ * rust_dyn.h - the suspended Rust futures behind `dyn Future` pointers, as
+ * await chains: the "rust" async runtime (runtime.h).
  *
  * Without knowing the executor: index the Rust async types of the process
  * (rust_index.h); if there is any `dyn Future` vtable, scan the writable
@@ -17,17 +18,14 @@
  * The dead part of each thread's stack (below sp and its red zone) is not
  * scanned: it holds stale copies of pointers.
  */
-#ifndef CQ_RUST_TASKS_H
-#define CQ_RUST_TASKS_H
+#ifndef CQ_RUST_DYN_H
+#define CQ_RUST_DYN_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "libcore/base/error.h"
-
-struct cq_core;
-struct cq_stacks;
 
 /* What the search cost and found (the JSON "async" member of coreq stack). */
 struct cq_rust_stats {
@@ -46,18 +44,6 @@ struct cq_rust_stats {
 	size_t over_limit;   /* not added: the suspended stacks were at their bound */
 };
 
-/*
- * Appends the suspended Rust await chains of core to stacks->suspended
- * (struct cq_suspended_stack, kind "rust"), in the order of the futures'
- * addresses, until stacks->nsuspended reaches max_suspended.  Call it after
- * the threads' stacks are final (it drops chains being polled on them).
- * The frames' strings live as long as *keep, which the caller frees with
- * cq_rust_tasks_free after stacks.  stats may be NULL.
- */
-struct cq_rust_tasks;
-struct cq_error *cq_rust_tasks_find(struct cq_core *core, const char *const *debug_dirs,
-                                    size_t max_suspended, struct cq_stacks *stacks,
-                                    struct cq_rust_stats *stats, struct cq_rust_tasks **keep);
-void cq_rust_tasks_free(struct cq_rust_tasks *t);
+/* The runtime itself: cq_async_rust_dyn, listed in runtimes.c. */
 
 #endif
