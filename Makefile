@@ -1,6 +1,22 @@
 # coreq build.  `make` builds a release binary (build/coreq); `make test`
 # builds with ASan+UBSan and runs every test; `make demo` crashes a corpus
 # program and analyses its core.  `make deps` installs what is missing.
+#
+# Layers, lowest first; a file includes only from its own layer and those
+# below it (tests/check-layers enforces this on every build and in make test):
+#   libcore/base      errors, architecture facts, bytes, paths, JSON writer
+#   libcore/formats   lws codec, lws log lines, the stack blob
+#   libcore/model     the core file: source, notes, memory, modules, TLS
+#   libcore/db        SQLite opening, migrations, the unwind/symbol cache
+#   unwind            native walk: CFI tables, expressions, the unwinder
+#   libcore/symbols   debuginfo finder, demangler, symbolizer
+#   libcore/analysis  frame model and every thread's stack, with
+#   unwind/async        the async runtimes (one file each, one table)
+#   libcore/triage    crash buckets
+#   libcore/capture   systemd/hook metadata, core spooling
+#   libcore/store     the crash database: writes and queries
+#   libcore/pipeline  capture -> analyse -> bucket -> store, lws ingest
+#   cmd               the coreq executable: options, one call, output
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -29,7 +45,7 @@ ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
 ASAN_LDFLAGS = -fsanitize=address,undefined
 
-LIB_SRCS := $(sort $(wildcard libcore/*.c unwind/*.c))
+LIB_SRCS := $(sort $(wildcard libcore/*/*.c unwind/*.c unwind/async/*.c))
 CMD_SRCS := $(sort $(wildcard cmd/*.c))
 GEN_SRCS := $(BUILD)/gen/schema_sql.c
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -43,9 +59,16 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps test demo bench fuzz fuzz-build install format clean corpus check-deps
+.PHONY: all deps test demo bench fuzz fuzz-build install format clean corpus layers
 
-all: $(BUILD)/coreq
+all: $(BUILD)/coreq $(BUILD)/layers.ok
+
+# The include-layer check (see the layer list above).
+LAYER_FILES := $(sort $(wildcard libcore/*/*.[ch] unwind/*.[ch] unwind/async/*.[ch] cmd/*.[ch]))
+$(BUILD)/layers.ok: tests/check-layers $(LAYER_FILES)
+	@mkdir -p $(BUILD)
+	tests/check-layers && touch $@
+layers: $(BUILD)/layers.ok
 
 # ---- dependencies -------------------------------------------------------
 deps:
@@ -98,9 +121,21 @@ $(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libcoreq.a
 # ---- fuzz targets (clang + libFuzzer) --------------------------------------
 FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(INCLUDES) $(PKG_CFLAGS) -g -O1 \
 	-fsanitize=fuzzer,address,undefined
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(GEN_SRCS)
+# The library is compiled once for every fuzz target (instrumented for
+# coverage, without libFuzzer's main) and each target links that archive.
+FUZZ_LIB_CFLAGS = $(subst -fsanitize=fuzzer,-fsanitize=fuzzer-no-link,$(FUZZ_CFLAGS))
+FUZZ_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(LIB_SRCS) $(GEN_SRCS:$(BUILD)/%=%))
+$(BUILD)/fuzz/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(GEN_SRCS) $(PKG_LIBS)
+	clang $(FUZZ_LIB_CFLAGS) -c $< -o $@
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_LIB_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/libcoreq.a: $(FUZZ_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/fuzz/libcoreq.a
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(BUILD)/fuzz/libcoreq.a $(PKG_LIBS)
 fuzz-build: $(FUZZ_BINS)
 fuzz: deps fuzz-build
 	@for f in $(FUZZ_BINS); do \
@@ -115,7 +150,7 @@ corpus:
 	$(MAKE) -C corpus OUT=$(abspath $(BUILD))/corpus
 
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/asan/coreq $(UNIT_BINS) $(BUILD)/coreq
+	@$(MAKE) --no-print-directory $(BUILD)/layers.ok $(BUILD)/asan/coreq $(UNIT_BINS) $(BUILD)/coreq
 	@$(MAKE) --no-print-directory corpus
 	@$(MAKE) --no-print-directory fuzz-build
 	@tests/run $(BUILD)

@@ -10,9 +10,9 @@
 #include <time.h>
 
 #include "cmd/store_output.h"
-#include "libcore/json.h"
-#include "libcore/store.h"
-#include "libcore/store_query.h"
+#include "libcore/base/json.h"
+#include "libcore/store/store.h"
+#include "libcore/store/store_query.h"
 
 static const char buckets_usage[] =
     "Usage: coreq buckets [--db P] [--since TIME] [--exe NAME] [--format text|json]\n"

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "libcore/core.h"
-#include "libcore/error.h"
+#include "libcore/model/core.h"
+#include "libcore/base/error.h"
 
 struct cq_cache;
 struct cq_json;

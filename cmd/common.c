@@ -9,11 +9,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "libcore/cache.h"
-#include "libcore/json.h"
-#include "libcore/module.h"
-#include "libcore/stacktrace.h"
-#include "libcore/store.h"
+#include "libcore/db/cache.h"
+#include "libcore/base/json.h"
+#include "libcore/model/module.h"
+#include "libcore/analysis/stacktrace.h"
+#include "libcore/store/store.h"
 
 void cmd_core_opts_init(struct cmd_core_opts *o)
 {

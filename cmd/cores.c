@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 #include "cmd/store_output.h"
-#include "libcore/json.h"
-#include "libcore/store.h"
+#include "libcore/base/json.h"
+#include "libcore/store/store.h"
 
 static const char cores_usage[] =
     "Usage: coreq cores [--db P] [--bucket ID] [--format text|json]\n"

@@ -14,7 +14,7 @@
  *    why; a later `coreq ingest` of the stored file can complete it.
  * One line per crash goes to stderr (or syslog when there is no stderr).
  */
-#include "cmd/ingest.h"
+#include "cmd/cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +30,14 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "libcore/cache.h"
-#include "libcore/capture.h"
-#include "libcore/paths.h"
-#include "libcore/store.h"
-#include "libcore/store_capture.h"
+#include "libcore/analysis/stacktrace.h"
+#include "libcore/base/json.h"
+#include "libcore/db/cache.h"
+#include "libcore/pipeline/ingest.h"
+#include "libcore/capture/capture.h"
+#include "libcore/base/paths.h"
+#include "libcore/store/store.h"
+#include "libcore/store/capture_rows.h"
 
 #define HOOK_STATE_DIR    "/var/lib/coreq"
 #define DEFAULT_TIMEOUT   120
@@ -211,19 +214,25 @@ static void analyse_child(const struct hook *h, const char *path)
 		dup2(devnull, STDOUT_FILENO);
 		dup2(devnull, STDERR_FILENO);
 	}
-	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
-	                         .capture_override = &h->cap};
-	cmd_core_opts_init(&run.o);
-	cq_stack_options_default(&run.so);
-	struct cq_error *err = cmd_open_store(h->db, &run.store);
+	struct cmd_core_opts copts;
+	struct cq_stack_options so;
+	cmd_core_opts_init(&copts);
+	cq_stack_options_default(&so);
+	struct cq_store *store;
+	struct cq_error *err = cmd_open_store(h->db, &store);
 	if (err)
 		_exit(2);
-	run.so.cache = cmd_open_cache(h->cache);
-	struct input in = {.path = (char *)path};
-	cmd_ingest_one(&run, &in);
-	cq_store_cache_close(run.so.cache);
-	cq_store_close(run.store);
-	_exit(run.failed ? 1 : 0);
+	so.cache = cmd_open_cache(h->cache);
+	struct cq_ingest_options io = {.core = &copts.core,
+	                               .stacks = &so,
+	                               .signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
+	                               .capture_override = &h->cap};
+	struct cq_ingest_result res;
+	err = cq_ingest_core(store, path, &io, &res);
+	cq_ingest_result_free(&res);
+	cq_store_cache_close(so.cache);
+	cq_store_close(store);
+	_exit(err ? 1 : 0);
 }
 
 /* Runs the analysis in a child; on a failure the child could not record, records it. */

@@ -7,8 +7,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "libcore/json.h"
-#include "libcore/module.h"
+#include "libcore/base/json.h"
+#include "libcore/model/module.h"
 
 static const char info_usage[] =
     "Usage: coreq info CORE [--format text|json] [--exe P] [--sysroot D] [--debug-dir D]\n"

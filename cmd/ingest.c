@@ -2,7 +2,7 @@
  * ingest.c - `coreq ingest CORE... | DIR | -`: analyse cores and store them,
  * one transaction each, skipping cores already stored (by content).
  */
-#include "cmd/ingest.h"
+#include "cmd/cmd.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,14 +13,47 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libcore/bucket.h"
-#include "libcore/capture.h"
-#include "libcore/cache.h"
-#include "libcore/json.h"
-#include "libcore/regular_file.h"
-#include "libcore/stacktrace.h"
-#include "libcore/store.h"
-#include "libcore/store_capture.h"
+#include "libcore/analysis/stacktrace.h"
+#include "libcore/triage/bucket.h"
+
+#include "libcore/base/json.h"
+#include "libcore/base/regular_file.h"
+#include "libcore/db/cache.h"
+#include "libcore/pipeline/ingest.h"
+#include "libcore/store/store.h"
+#include "libcore/store/capture_rows.h"
+
+struct cq_capture;
+
+/* One file to ingest; a file found in a directory carries its stat. */
+struct input {
+	char *path;
+	bool from_dir;
+	int64_t size, mtime_ns;
+};
+
+struct progress {
+	bool shown;
+	size_t done, total;
+	struct timespec start;
+};
+
+struct ingest_run {
+	struct cmd_core_opts o;
+	struct cq_stack_options so;
+	struct cq_store *store;
+	struct cq_json json;
+	struct progress progress;
+	unsigned signature_frames;
+	/* Metadata to use instead of what the file's name and xattrs say. */
+	const struct cq_capture *capture_override;
+	size_t ingested, duplicates, failed, unchanged;
+	/* What became of the last input. */
+	int64_t last_core_id;
+	char last_bucket[CQ_BUCKET_HASH_LEN + 1];
+	bool last_new_bucket;
+	char last_error[256];
+};
 
 static const char ingest_usage[] =
     "Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
@@ -233,71 +266,49 @@ static void remember(struct ingest_run *run, const struct input *in, int64_t cor
 	}
 }
 
-void cmd_ingest_one(struct ingest_run *run, const struct input *in)
+static void warn_truncated(void *arg, const char *path, uint64_t missing, uint64_t dumped)
+{
+	(void)arg;
+	if (missing)
+		cmd_warn(path, "core is truncated: %llu of %llu bytes of dumped memory are missing",
+		         (unsigned long long)missing, (unsigned long long)dumped);
+}
+
+static void ingest_one(struct ingest_run *run, const struct input *in)
 {
 	const char *path = in->path;
-	struct cq_core *core = NULL;
-	struct cq_stacks *stacks = NULL;
-	struct cq_store_result r = {0};
-	struct cq_bucket_signature sig = {0};
-	struct cq_capture cap;
-	char identity[CQ_STORE_IDENTITY_MAX];
-	bool stdin_core = strcmp(path, "-") == 0;
-	char *abs = stdin_core ? NULL : realpath(path, NULL);
-	cq_capture_init(&cap);
-	if (!stdin_core)
-		cq_capture_from_file(path, &cap);
-	if (run->capture_override)
-		cap = *run->capture_override;
-	struct cq_error *err = cmd_open_core(path, &run->o, &core);
-	if (!err) {
-		cq_capture_reconcile(core, &cap);
-		cq_store_identity(core, identity);
-		err = cq_store_find_core(run->store, identity, &r.core_id);
-	}
-	struct cq_store_meta meta = {.capture = &cap, .stored_path = abs, .signature = &sig};
-	if (!err && r.core_id) {
-		/* Drops a placeholder the hook left for this copy, if any. */
-		err = cq_store_ingest(run->store, core, identity, NULL, &meta, &r);
-		r.duplicate = true;
-	} else if (!err && !(err = cq_core_stacks(core, &run->so, &stacks)) &&
-	           !(err = cq_bucket_signature(&stacks->threads[0], cq_core_signal(core),
-	                                       run->signature_frames, &sig))) {
-		err = cq_store_ingest(run->store, core, identity, stacks, &meta, &r);
-	}
+	struct cq_ingest_options io = {.core = &run->o.core,
+	                               .stacks = &run->so,
+	                               .signature_frames = run->signature_frames,
+	                               .capture_override = run->capture_override,
+	                               .opened = warn_truncated};
+	struct cq_ingest_result res;
+	struct cq_error *err = cq_ingest_core(run->store, path, &io, &res);
+	const struct cq_store_result *r = &res.store;
 	if (err) {
 		run->failed++;
-		int64_t placeholder = 0;
-		struct cq_error *e2 = abs ? cq_store_placeholder_failed(
-		                                run->store, abs, err->message, false, &placeholder)
-		                          : NULL;
-		if (e2) {
-			cmd_warn(path, "cannot record the failure: %s", e2->message);
-			cq_error_free(e2);
-		}
-		run->last_core_id = placeholder;
+		if (res.record_error)
+			cmd_warn(path, "cannot record the failure: %s", res.record_error->message);
+		run->last_core_id = res.failed_row;
 		remember(run, in, 0, "failed", err->message);
 		progress_clear(&run->progress);
 		report(run, path, "failed", NULL, NULL, err->message);
 		snprintf(run->last_error, sizeof(run->last_error), "%s", err->message);
 		cmd_fail(path, err);
-	} else if (r.duplicate) {
+	} else if (r->duplicate) {
 		run->duplicates++;
-		run->last_core_id = r.core_id;
-		remember(run, in, r.core_id, "duplicate", NULL);
-		report(run, path, "duplicate", &r, NULL, NULL);
+		run->last_core_id = r->core_id;
+		remember(run, in, r->core_id, "duplicate", NULL);
+		report(run, path, "duplicate", r, NULL, NULL);
 	} else {
 		run->ingested++;
-		run->last_core_id = r.core_id;
-		run->last_new_bucket = r.new_bucket;
-		snprintf(run->last_bucket, sizeof(run->last_bucket), "%s", sig.hash);
-		remember(run, in, r.core_id, "ingested", NULL);
-		report(run, path, "ingested", &r, &sig, NULL);
+		run->last_core_id = r->core_id;
+		run->last_new_bucket = r->new_bucket;
+		snprintf(run->last_bucket, sizeof(run->last_bucket), "%s", res.signature.hash);
+		remember(run, in, r->core_id, "ingested", NULL);
+		report(run, path, "ingested", r, &res.signature, NULL);
 	}
-	free(abs);
-	cq_bucket_signature_free(&sig);
-	cq_stacks_free(stacks);
-	cq_core_close(core);
+	cq_ingest_result_free(&res);
 }
 
 enum {
@@ -430,7 +441,7 @@ int cmd_ingest(int argc, char **argv)
 		} else if (seen) {
 			run.unchanged++;
 		} else {
-			cmd_ingest_one(&run, e);
+			ingest_one(&run, e);
 		}
 		run.progress.done++;
 	}

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cmd/store_output.h"
-#include "libcore/json.h"
-#include "libcore/store.h"
+#include "libcore/base/json.h"
+#include "libcore/store/store.h"
 
 static const char list_stacks_usage[] =
     "Usage: coreq list-stacks [--db P] [--core ID] [--exe NAME] [--bucket ID] [--limit N]\n"

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/cache.h"
-#include "libcore/json.h"
-#include "libcore/lws_codec.h"
-#include "libcore/lws_ingest.h"
-#include "libcore/lws_log.h"
-#include "libcore/store.h"
+#include "libcore/db/cache.h"
+#include "libcore/base/json.h"
+#include "libcore/formats/lws_codec.h"
+#include "libcore/pipeline/lws_ingest.h"
+#include "libcore/formats/lws_log.h"
+#include "libcore/store/store.h"
 
 static const char lws_usage[] =
     "Usage: coreq lws decode [--elf FILE [--debug-dir D]...] [--format text|json] [TEXT|-]\n"

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/cache.h"
-#include "libcore/json.h"
-#include "libcore/module.h"
-#include "libcore/stacktrace.h"
+#include "libcore/db/cache.h"
+#include "libcore/base/json.h"
+#include "libcore/model/module.h"
+#include "libcore/analysis/stacktrace.h"
 
 static const char stack_usage[] =
     "Usage: coreq stack CORE [--format text|json] [--exe P] [--sysroot D]\n"

@@ -7,8 +7,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "libcore/json.h"
-#include "libcore/store.h"
+#include "libcore/base/json.h"
+#include "libcore/store/store.h"
 
 void cmd_json_stored_frames(struct cq_json *j, const struct cq_store_frame_row *f, size_t n)
 {

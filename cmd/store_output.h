@@ -5,8 +5,8 @@
 #define CQ_CMD_STORE_OUTPUT_H
 
 #include "cmd/cmd.h"
-#include "libcore/json.h"
-#include "libcore/store_query.h"
+#include "libcore/base/json.h"
+#include "libcore/store/store_query.h"
 
 /* A listing command's output state; its row printers count rows here. */
 struct cmd_listing {

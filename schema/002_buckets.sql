@@ -1,4 +1,4 @@
--- 002: crash buckets.  A bucket is one crash signature (libcore/bucket.h):
+-- 002: crash buckets.  A bucket is one crash signature (libcore/triage/bucket.h):
 -- the crashed thread's normalised frames and the signal, stable across
 -- rebuilds.  Every core ingested from this version on gets a bucket.
 

@@ -3,7 +3,7 @@
 -- new column) and its own lws_* tables.
 
 -- The stack's frames as lws backtrace records: offsets, module ids and kinds
--- (libcore/stack_blob.h documents the encoding).  NULL for stacks stored
+-- (libcore/formats/stack_blob.h documents the encoding).  NULL for stacks stored
 -- before this version.
 ALTER TABLE stacks ADD COLUMN frames_blob BLOB;
 

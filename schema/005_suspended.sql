@@ -1,5 +1,5 @@
 -- 005: suspended async stacks.  A suspended coroutine chain is on no
--- thread; each one found in a core (libcore/stacktrace.h, struct
+-- thread; each one found in a core (libcore/analysis/stacktrace.h, struct
 -- cq_suspended_stack) is stored like a thread's stack: its frames in stacks
 -- and frames (deduplicated by the same hash), one row here per chain.
 

@@ -3,7 +3,7 @@
 
 -- One row per (module build-id, link-time address looked up, whether the
 -- module's debuginfo was found then): the frames the symbolizer gave for it,
--- inlined calls first (libcore/symbolizer.c documents the blob).  Keeping the
+-- inlined calls first (libcore/symbols/symbolizer.c documents the blob).  Keeping the
 -- debuginfo flag in the key means installing debuginfo later is noticed.
 CREATE TABLE symbols (
     build_id   TEXT    NOT NULL,  -- lower-case hex

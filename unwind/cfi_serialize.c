@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/bytes.h"
+#include "libcore/base/bytes.h"
 
 static const char magic[8] = "CQCFI\0\0";
 #define HEADER_SIZE (8 + 4 + 4 + 8 + 4 + 4 + 4)

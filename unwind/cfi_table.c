@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/bytes.h"
+#include "libcore/base/bytes.h"
 
 #define MAX_ROWS     (1u << 24)
 #define MAX_EXPR_OPS 64

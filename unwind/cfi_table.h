@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "libcore/error.h"
+#include "libcore/base/error.h"
 
 #define CQ_CFI_TABLE_VERSION 1
 #define CQ_CFI_NO_RULES      UINT32_MAX

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "libcore/arch.h"
+#include "libcore/base/arch.h"
 #include "unwind/cfi_table.h"
 
 struct cq_dwarf_expr_env {

@@ -12,6 +12,9 @@
  * resort, a bounded scan of the stack for a word that points just after a
  * call instruction ("scan").  Every walk is bounded by max_frames, by the
  * stack mapping, and by the rule that the CFA must increase.
+  *
+ * Layer: unwind (unwind/): the native walk; it includes only base, and sees a core only through struct cq_unwind_target.
+ * The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_UNWIND_H
 #define CQ_UNWIND_H
@@ -20,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "libcore/arch.h"
-#include "libcore/error.h"
+#include "libcore/base/arch.h"
+#include "libcore/base/error.h"
 #include "unwind/cfi_table.h"
 
 struct cq_unwind_target_ops {

@@ -3,7 +3,7 @@
 
 The story: coreq keeps each stack twice, as rows of the frames table for SQL
 and as a compact blob of libwebsockets backtrace records
-(libcore/stack_blob.h).  Anyone reading the blob must get the same frames.
+(libcore/formats/stack_blob.h).  Anyone reading the blob must get the same frames.
 
 The corpus cores (all but the 1000+ thread ones) are ingested; every blob is
 then decoded by tests/e2e/lws_oracle.py, an independent Python decoder of

@@ -1,7 +1,7 @@
 /*
  * fuzz_async_stack.c - libFuzzer target for the folly async-stack walker
- * (unwind/async_stack.c) and the suspended-frame cookie scan
- * (unwind/async_scan.c) on a synthetic address space made from the input.
+ * (unwind/async/folly_walk.c) and the suspended-frame cookie scan
+ * (unwind/async/word_scan.c) on a synthetic address space made from the input.
  *
  * Input layout (all little-endian; a short input is zero-padded):
  *
@@ -32,9 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/arch.h"
-#include "unwind/async_scan.h"
-#include "unwind/async_stack.h"
+#include "libcore/base/arch.h"
+#include "unwind/async/word_scan.h"
+#include "unwind/async/folly_walk.h"
 
 #define MEM_BASE     0x10000000ull
 #define STACK_SPAN   0x10000ull

@@ -14,8 +14,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "libcore/core.h"
-#include "libcore/module.h"
+#include "libcore/model/core.h"
+#include "libcore/model/module.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

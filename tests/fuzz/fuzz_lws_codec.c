@@ -1,5 +1,5 @@
 /*
- * fuzz_lws_codec.c - libFuzzer target for libcore/lws_codec.c.
+ * fuzz_lws_codec.c - libFuzzer target for libcore/formats/lws_codec.c.
  *
  * The input goes to the binary decoder and, as text, to the text decoder.
  * Whatever decodes must render as a "~b#" line and, when every value fits in
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/lws_codec.h"
+#include "libcore/formats/lws_codec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

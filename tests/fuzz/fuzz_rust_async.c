@@ -1,6 +1,6 @@
 /*
  * fuzz_rust_async.c - libFuzzer target for the Rust await-chain decoder and
- * the `dyn Future` fat-pointer scan (unwind/rust_async.c), with a small fixed
+ * the `dyn Future` fat-pointer scan (unwind/async/rust_decode.c), with a small fixed
  * type model over memory made from the input.
  *
  * Input layout (little-endian; a short input is zero-padded):
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "unwind/rust_async.h"
+#include "unwind/async/rust_decode.h"
 
 #define MEM_BASE 0x10000000ull
 #define HDR_SIZE 8

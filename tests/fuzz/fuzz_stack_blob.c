@@ -1,5 +1,5 @@
 /*
- * fuzz_stack_blob.c - libFuzzer target for libcore/stack_blob.c.
+ * fuzz_stack_blob.c - libFuzzer target for libcore/formats/stack_blob.c.
  *
  * The input goes to the frames_blob decoder.  Whatever decodes must
  * re-encode, and that encoding must decode to the same frames.  Any
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/stack_blob.h"
+#include "libcore/formats/stack_blob.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

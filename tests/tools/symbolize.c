@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/core.h"
-#include "libcore/module.h"
-#include "libcore/symbolizer.h"
+#include "libcore/model/core.h"
+#include "libcore/model/module.h"
+#include "libcore/symbols/symbolizer.h"
 
 #define MAX_DEBUG_DIRS 16
 

@@ -1,6 +1,6 @@
 /*
- * test_async_stack.c - the folly async-stack walker (unwind/async_stack.c)
- * and the cookie scan (unwind/async_scan.c) on synthetic memory.
+ * test_async_stack.c - the folly async-stack walker (unwind/async/folly_walk.c)
+ * and the cookie scan (unwind/async/word_scan.c) on synthetic memory.
  *
  * The fake target is a heap of 64-bit words at HEAP (AsyncStackFrame and
  * AsyncStackRoot records are planted there) and two thread stacks, STACK_A
@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/arch.h"
-#include "unwind/async_scan.h"
-#include "unwind/async_stack.h"
+#include "libcore/base/arch.h"
+#include "unwind/async/word_scan.h"
+#include "unwind/async/folly_walk.h"
 
 #define HEAP       0x10000000ull
 #define HEAP_WORDS 512

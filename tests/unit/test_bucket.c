@@ -1,5 +1,5 @@
 /*
- * test_bucket.c - crash signatures (libcore/bucket.h): name normalisation
+ * test_bucket.c - crash signatures (libcore/triage/bucket.h): name normalisation
  * on real demangler output, and which frames a signature keeps.
  */
 #include <setjmp.h>
@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "libcore/bucket.h"
-#include "libcore/module.h"
-#include "libcore/stacktrace.h"
+#include "libcore/triage/bucket.h"
+#include "libcore/model/module.h"
+#include "libcore/analysis/stacktrace.h"
 
 static void check_name(const char *in, const char *want)
 {

@@ -1,5 +1,5 @@
 /*
- * test_capture.c - crash metadata from outside the core (libcore/capture.h):
+ * test_capture.c - crash metadata from outside the core (libcore/capture/capture.h):
  * systemd-coredump file names, valid and hostile, and the names the hook
  * gives its own stored cores, which must parse back to the same facts.
  */
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "libcore/capture.h"
+#include "libcore/capture/capture.h"
 
 #define BOOT "0123456789abcdef0123456789abcdef"
 
@@ -22,7 +22,8 @@ static void test_systemd_names(void **state)
 	struct cq_capture c;
 	cq_capture_init(&c);
 	assert_true(cq_capture_parse_systemd_name(
-	    "/var/lib/systemd/coredump/core.my\\x2eapp.1000." BOOT ".4242.1763600000123456.zst", &c));
+	    "/var/lib/systemd/coredump/core.my\\x2eapp.1000." BOOT ".4242.1763600000123456.zst",
+	    &c));
 	assert_string_equal(c.comm, "my.app");
 	assert_int_equal(c.uid, 1000);
 	assert_int_equal(c.pid, 4242);
@@ -31,7 +32,8 @@ static void test_systemd_names(void **state)
 	assert_string_equal(c.source, "systemd");
 
 	cq_capture_init(&c);
-	assert_true(cq_capture_parse_systemd_name("core.sleep.0." BOOT ".7.1", &c)); /* no extension */
+	assert_true(
+	    cq_capture_parse_systemd_name("core.sleep.0." BOOT ".7.1", &c)); /* no extension */
 	assert_string_equal(c.comm, "sleep");
 }
 

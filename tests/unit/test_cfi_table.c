@@ -37,8 +37,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libcore/arch.h"
-#include "libcore/error.h"
+#include "libcore/base/arch.h"
+#include "libcore/base/error.h"
 #include "unwind/cfi_table.h"
 #include "unwind/unwind.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_debuginfo.c - finding a module's separate debuginfo
- * (libcore/debuginfo.c).
+ * (libcore/symbols/debuginfo.c).
  *
  * The test's own executable (linked with a GNU build-id and built with -g)
  * plays both the module and its debuginfo.  Each test builds a temporary
@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "libcore/debuginfo.h"
-#include "libcore/module.h"
+#include "libcore/symbols/debuginfo.h"
+#include "libcore/model/module.h"
 
 struct fixture {
 	char root[64];      /* temporary directory */

@@ -1,5 +1,5 @@
 /*
- * test_demangle.c - symbol demangling (libcore/demangle.c).
+ * test_demangle.c - symbol demangling (libcore/symbols/demangle.c).
  *
  * Real manglings from g++ and rustc (legacy and v0) demangle to what c++filt
  * and rustfilt print; plain C names, truncated manglings and NULL give NULL,
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/demangle.h"
+#include "libcore/symbols/demangle.h"
 
 static void check_demangles(const char *mangled, const char *want)
 {

@@ -1,5 +1,5 @@
 /*
- * test_json.c - the JSON writer (libcore/json.h): separators and nesting,
+ * test_json.c - the JSON writer (libcore/base/json.h): separators and nesting,
  * escaping, and bytes from cores that are not valid UTF-8, which must still
  * come out as valid JSON.
  */
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "libcore/json.h"
+#include "libcore/base/json.h"
 
 struct capture {
 	char *buf;

@@ -1,5 +1,5 @@
 /*
- * test_lws_codec.c - libwebsockets compressed backtraces (libcore/lws_codec.c).
+ * test_lws_codec.c - libwebsockets compressed backtraces (libcore/formats/lws_codec.c).
  *
  * The one published vector pins the format; the rest checks the encoder's
  * choices (literal or delta, which reference) by walking its output with a
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "libcore/lws_codec.h"
+#include "libcore/formats/lws_codec.h"
 
 static const char vector_text[] = "~m#IF0BmUQugNCkgCnkhdAYpQa6wAAV";
 static const char vector_line[] = "~b#size: 7520, 0x406651 0x406852 0x406c1b 0x406294 ";

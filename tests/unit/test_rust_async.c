@@ -1,6 +1,6 @@
 /*
  * test_rust_async.c - the Rust await-chain decoder and fat-pointer scan
- * (unwind/rust_async.h) on synthetic types and memory: a chain through
+ * (unwind/async/rust_decode.h) on synthetic types and memory: a chain through
  * dyn Future and Box, cycles, unreadable and null pointers, unknown
  * vtables, undecodable states, the depth limit, wrapper loops, the scan's
  * alignment and null checks, and the names frames are reported under.
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "unwind/rust_async.h"
+#include "unwind/async/rust_decode.h"
 
 #define BASE    0x10000u
 #define MEMSIZE 8192u

@@ -1,5 +1,5 @@
 /*
- * test_stack_blob.c - the stacks.frames_blob encoding (libcore/stack_blob.c).
+ * test_stack_blob.c - the stacks.frames_blob encoding (libcore/formats/stack_blob.c).
  *
  * Round trips of random stacks (short, exactly 31 and 62 frames, long runs
  * past 256 frames, offsets with bit 63 set, the largest module id), a blob
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/lws_codec.h"
-#include "libcore/stack_blob.h"
+#include "libcore/formats/lws_codec.h"
+#include "libcore/formats/stack_blob.h"
 
 #define MODULE_LIMIT (INT64_C(1) << 50)
 

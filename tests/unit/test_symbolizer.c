@@ -1,6 +1,6 @@
 /*
  * test_symbolizer.c - addresses to function, file, line and inline frames
- * (libcore/symbolizer.c), checked on a real core.
+ * (libcore/symbols/symbolizer.c), checked on a real core.
  *
  * The group setup forks a child that loads two throw-away copies of libz,
  * deletes one (its module becomes MISSING), then traps inside a chain of
@@ -35,10 +35,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "libcore/core.h"
-#include "libcore/debuginfo.h"
-#include "libcore/module.h"
-#include "libcore/symbolizer.h"
+#include "libcore/model/core.h"
+#include "libcore/symbols/debuginfo.h"
+#include "libcore/model/module.h"
+#include "libcore/symbols/symbolizer.h"
 
 /* ---- what the child runs ---------------------------------------------------- */
 

@@ -28,8 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "libcore/arch.h"
-#include "libcore/error.h"
+#include "libcore/base/arch.h"
+#include "libcore/base/error.h"
 #include "unwind/cfi_table.h"
 #include "unwind/dwarf_expr.h"
 #include "unwind/unwind.h"

@@ -1,0 +1,84 @@
+/*
+ * frames.h - the frame model: what a stack is made of, for every layer
+ * above the unwinder.
+ *
+ * A cq_thread_stack is one thread's frames, innermost first: each native
+ * frame the unwinder found, preceded by the calls inlined at its pc (kind
+ * inline), with async frames (kind async) spliced in where an async runtime
+ * merged a coroutine chain.  A cq_suspended_stack is a chain of async
+ * frames that runs on no thread: a suspended coroutine, future or task.
+ *
+ * Ownership: frames arrays belong to the stack that holds them; the
+ * strings (function, file, state) and module pointers point into the
+ * symbolizer, the core or an async runtime's state, all of which the
+ * struct cq_stacks that holds the stacks keeps alive (analysis/stacktrace.h).
+ */
+#ifndef CQ_FRAMES_H
+#define CQ_FRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind/unwind.h"
+
+struct cq_core_thread;
+struct cq_module;
+
+enum cq_frame_kind {
+	CQ_FRAME_NATIVE,
+	CQ_FRAME_INLINE,
+	CQ_FRAME_ASYNC,
+};
+
+struct cq_stack_frame {
+	uint64_t pc;
+	enum cq_frame_kind kind;
+	uint8_t trust;                  /* enum cq_unwind_trust */
+	const struct cq_module *module; /* NULL when pc is in no module */
+	uint64_t offset;                /* pc - module bias: the link-time address */
+	const char *function;           /* demangled, NULL when unknown */
+	const char *file;
+	int line;
+	/*
+	 * Frames of a suspended Rust future (kind async, pc 0): the future's
+	 * state ("Suspend0", "Unresumed", ...; NULL for a leaf future) and the
+	 * address of the future, the object the frame describes.  NULL and 0
+	 * for every other frame.
+	 */
+	const char *state;
+	uint64_t object;
+};
+
+struct cq_thread_stack {
+	const struct cq_core_thread *thread;
+	struct cq_stack_frame *frames;
+	size_t nframes;
+	enum cq_unwind_end end;
+};
+
+/*
+ * A chain of suspended async frames, innermost first: for folly, the leaf's
+ * caller first; for Rust, the leaf future first, then each async fn that
+ * awaits it, out to the task's outermost future.
+ */
+struct cq_suspended_stack {
+	const char *kind; /* the async runtime: "folly", "rust", ... (a static string) */
+	uint64_t leaf;    /* folly: the leaf's frame record; rust: the leaf future */
+	struct cq_stack_frame *frames;
+	size_t nframes;
+	enum cq_unwind_end end;
+	/*
+	 * A runtime's own task, where it has one (has_task): its id, its state
+	 * (a static string such as "idle" or "running") and the tid of the
+	 * thread running it (0: none).  All zero for a plain chain.
+	 */
+	bool has_task;
+	uint64_t task_id;
+	const char *task_state;
+	int64_t thread;
+};
+
+const char *cq_frame_kind_name(enum cq_frame_kind kind);
+
+#endif

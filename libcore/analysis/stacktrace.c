@@ -1,0 +1,152 @@
+/*
+ * stacktrace.c - unwind and symbolize every thread of a core
+ * (see stacktrace.h).
+ *
+ * Each native frame from the unwinder becomes one or more named frames
+ * (frame_list.h).  With async on, the async runtimes (unwind/async/
+ * runtime.h) are detected first; when one of them needs every thread's
+ * native frames (folly's merged stacks may continue on another thread's
+ * stack) those are kept until all threads are unwound.  Then the runtimes
+ * splice their frames into threads' stacks and append suspended stacks.
+ */
+#include "libcore/analysis/stacktrace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/analysis/frame_list.h"
+#include "libcore/analysis/unwind_target.h"
+#include "libcore/model/core.h"
+#include "libcore/symbols/symbolizer.h"
+#include "unwind/async/runtime.h"
+
+/* How often (in threads) to drop touched core pages from the resident set. */
+#define TRIM_EVERY_THREADS    256
+#define DEFAULT_MAX_SUSPENDED 1024
+
+struct cq_stacks_private {
+	struct cq_stacks pub;
+	struct cq_symbolizer *symbolizer;
+	struct cq_async_states *async; /* own the async frames' strings */
+};
+
+void cq_stack_options_default(struct cq_stack_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	cq_unwind_options_default(&o->unwind);
+	o->symbolize = true;
+	o->async = true;
+	o->max_suspended = DEFAULT_MAX_SUSPENDED;
+}
+
+const char *cq_frame_kind_name(enum cq_frame_kind kind)
+{
+	switch (kind) {
+	case CQ_FRAME_INLINE:
+		return "inline";
+	case CQ_FRAME_ASYNC:
+		return "async";
+	case CQ_FRAME_NATIVE:
+	default:
+		return "native";
+	}
+}
+
+/* Unwinds thread t into raw; keeps a copy when keep is set. */
+static struct cq_error *unwind_one(struct cq_stacks_private *p, struct cq_core *core,
+                                   struct cq_core_target *ct, const struct cq_stack_options *o,
+                                   size_t t, struct cq_unwind_frame *raw,
+                                   struct cq_async_native *keep)
+{
+	struct cq_thread_stack *ts = &p->pub.threads[t];
+	ts->thread = &core->threads[t];
+	p->pub.nthreads++;
+	size_t n = 0;
+	cq_unwind_thread(&ct->target, &ts->thread->regs, &o->unwind, raw, &n, &ts->end);
+	if (keep) {
+		struct cq_unwind_frame *copy = malloc((n ? n : 1) * sizeof(*copy));
+		if (!copy)
+			return &cq_error_nomem;
+		memcpy(copy, raw, n * sizeof(*copy));
+		*keep = (struct cq_async_native){.frames = copy, .nframes = n, .end = ts->end};
+	}
+	struct cq_frame_list fl = {0};
+	struct cq_error *err = NULL;
+	for (size_t i = 0; i < n && !err; i++)
+		err = cq_frame_list_add(&fl, core, p->symbolizer, &raw[i], CQ_FRAME_NATIVE);
+	ts->frames = fl.frames;
+	ts->nframes = fl.n;
+	return err;
+}
+
+struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_options *o,
+                                struct cq_stacks **out)
+{
+	*out = NULL;
+	struct cq_stacks_private *p = calloc(1, sizeof(*p));
+	struct cq_unwind_frame *raw =
+	    calloc(o->unwind.max_frames ? o->unwind.max_frames : 1, sizeof(*raw));
+	struct cq_async_native *native = NULL;
+	struct cq_error *err = NULL;
+	if (!p || !raw || !(p->pub.threads = calloc(core->nthreads, sizeof(*p->pub.threads)))) {
+		err = &cq_error_nomem;
+		goto out;
+	}
+	if (o->symbolize &&
+	    (err = cq_symbolizer_create(core, o->debug_dirs, o->cache, &p->symbolizer)))
+		goto out;
+	struct cq_core_target ct;
+	cq_core_target_init(&ct, core, o);
+	struct cq_async_ctx actx = {.core = core,
+	                            .target = &ct.target,
+	                            .options = o,
+	                            .symbolizer = p->symbolizer,
+	                            .stacks = &p->pub};
+	bool keep_native = false;
+	p->pub.async.searched = o->async;
+	if (o->async && (err = cq_async_detect(&actx, &p->async, &keep_native)))
+		goto out;
+	if (keep_native &&
+	    !(native = calloc(core->nthreads ? core->nthreads : 1, sizeof(*native)))) {
+		err = &cq_error_nomem;
+		goto out;
+	}
+	for (size_t t = 0; t < core->nthreads && !err; t++) {
+		err = unwind_one(p, core, &ct, o, t, raw, native ? &native[t] : NULL);
+		if (t % TRIM_EVERY_THREADS == TRIM_EVERY_THREADS - 1)
+			cq_core_trim(core);
+	}
+	actx.native = native;
+	if (!err && p->async)
+		err = cq_async_stacks(&actx, p->async);
+out:
+	if (native) {
+		for (size_t t = 0; t < core->nthreads; t++)
+			free((void *)native[t].frames);
+		free(native);
+	}
+	free(raw);
+	if (err) {
+		cq_stacks_free(p ? &p->pub : NULL);
+		return err;
+	}
+	*out = &p->pub;
+	return NULL;
+}
+
+void cq_stacks_free(struct cq_stacks *stacks)
+{
+	if (!stacks)
+		return;
+	struct cq_stacks_private *p = (struct cq_stacks_private *)stacks;
+	for (size_t i = 0; i < stacks->nthreads; i++)
+		free(stacks->threads[i].frames);
+	free(stacks->threads);
+	for (size_t i = 0; i < stacks->nsuspended; i++)
+		free(stacks->suspended[i].frames);
+	free(stacks->suspended);
+	cq_async_states_free(p->async);
+	if (p->symbolizer)
+		cq_symbolizer_destroy(p->symbolizer);
+	free(p);
+}

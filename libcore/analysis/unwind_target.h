@@ -1,0 +1,25 @@
+/*
+ * unwind_target.h - the core as the unwinder sees it: the adapter that
+ * gives unwind/ (which knows nothing of cores) memory reads, the executable
+ * test, stack bounds and each module's CFI table, compiled once per module
+ * and cached by build-id (see unwind_target.c).
+ */
+#ifndef CQ_UNWIND_TARGET_H
+#define CQ_UNWIND_TARGET_H
+
+#include "unwind/unwind.h"
+
+struct cq_core;
+struct cq_stack_options;
+
+/* The unwinder's view of a core; valid while core and options live. */
+struct cq_core_target {
+	struct cq_unwind_target target;
+	struct cq_core *core;
+	const struct cq_stack_options *options;
+};
+
+void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
+                         const struct cq_stack_options *o);
+
+#endif

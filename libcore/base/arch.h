@@ -1,0 +1,84 @@
+/*
+ * arch.h - per-architecture facts, as data.
+ *
+ * Everything coreq needs to know about a CPU architecture lives in one
+ * struct cq_arch: the layout of the register set in NT_PRSTATUS, the mapping
+ * of those slots to DWARF register numbers, which DWARF registers are the
+ * program counter, stack pointer and frame pointer, and where the thread
+ * pointer comes from.  Callers never test for an architecture by name; they
+ * read these fields.  Register sets are kept indexed by DWARF number
+ * (struct cq_regs) so the CFI unwinder can use them directly.
+ */
+#ifndef CQ_ARCH_H
+#define CQ_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Enough DWARF register numbers for x86_64 (0..16) and aarch64 (0..32). */
+#define CQ_REGS_MAX 34
+
+/* A register set indexed by DWARF register number; valid is a bitmask. */
+struct cq_regs {
+	uint64_t value[CQ_REGS_MAX];
+	uint64_t valid;
+};
+
+static inline bool cq_regs_has(const struct cq_regs *r, unsigned regno)
+{
+	return regno < CQ_REGS_MAX && (r->valid >> regno & 1);
+}
+
+static inline void cq_regs_set(struct cq_regs *r, unsigned regno, uint64_t v)
+{
+	if (regno < CQ_REGS_MAX) {
+		r->value[regno] = v;
+		r->valid |= 1ull << regno;
+	}
+}
+
+/* Where a thread's thread pointer (TLS base) is found in a core. */
+enum cq_arch_tp_source {
+	CQ_ARCH_TP_PRSTATUS_SLOT, /* a pr_reg slot (x86_64: fs_base) */
+	CQ_ARCH_TP_NOTE,          /* first 8 bytes of a per-thread note (aarch64: NT_ARM_TLS) */
+};
+
+struct cq_arch {
+	const char *name;             /* "x86_64", as printed */
+	uint16_t e_machine;           /* ELF machine number */
+	size_t prstatus_size;         /* sizeof(struct elf_prstatus) */
+	size_t prstatus_reg_offset;   /* offsetof(struct elf_prstatus, pr_reg) */
+	unsigned prstatus_nregs;      /* 64-bit slots in pr_reg */
+	const int8_t *prstatus_dwarf; /* per pr_reg slot: DWARF number, or -1 */
+	const char *const *reg_names; /* by DWARF number, CQ_REGS_MAX entries */
+	unsigned nregs;               /* DWARF registers 0..nregs-1 are tracked */
+	unsigned pc_reg;              /* DWARF number holding the pc (x86_64: RA column) */
+	unsigned sp_reg;              /* stack pointer */
+	unsigned fp_reg;              /* frame pointer */
+	unsigned ra_reg;              /* DWARF return-address column */
+	uint64_t callee_saved;        /* bitmask of DWARF numbers preserved across calls */
+	enum cq_arch_tp_source tp_source;
+	unsigned tp_slot;           /* pr_reg slot, for CQ_ARCH_TP_PRSTATUS_SLOT */
+	uint32_t tp_note_type;      /* note type, for CQ_ARCH_TP_NOTE */
+	uint64_t tp_pthread_adjust; /* 0: struct pthread at tp; else at tp - sizeof(pthread) */
+	unsigned call_max_len;      /* longest call instruction, in bytes */
+	uint64_t red_zone;          /* bytes below sp a leaf function may use (ABI) */
+	/*
+	 * glibc's struct pthread, for cores whose libc lacks the _thread_db_*
+	 * descriptors: offset of specific[] and sizeof(struct pthread) as
+	 * glibc 2.36 (Debian 12) has them; 0 when not known for this arch.
+	 */
+	uint64_t glibc_specific_offset;
+	uint64_t glibc_sizeof_pthread;
+	/* True if the call_max_len bytes ending at a return address end in a call. */
+	bool (*ends_with_call)(const uint8_t *before);
+};
+
+extern const struct cq_arch cq_arch_x86_64;
+extern const struct cq_arch cq_arch_aarch64;
+
+/* Returns the architecture for an ELF e_machine, or NULL if unsupported. */
+const struct cq_arch *cq_arch_from_machine(uint16_t e_machine);
+
+#endif

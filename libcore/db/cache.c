@@ -1,0 +1,149 @@
+/*
+ * cache.c - the SQLite cache of per-build-id work (see cache.h).
+ */
+#include "libcore/db/cache.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "libcore/base/paths.h"
+#include "libcore/db/schema.h"
+
+#define BUSY_TIMEOUT_MS 10000
+
+struct cq_cache {
+	sqlite3 *db;
+	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols;
+	int in_transaction; /* writes since open are batched in one transaction */
+};
+
+static const char *const statements[] = {
+    "SELECT blob FROM unwind_tables WHERE build_id = ? AND format = ?",
+    "INSERT OR REPLACE INTO unwind_tables (build_id, format, rows, blob, created) "
+    "VALUES (?, ?, ?, ?, ?)",
+    "SELECT frames FROM symbols WHERE build_id = ? AND address = ? AND debuginfo = ? "
+    "AND format = ?",
+    "INSERT OR REPLACE INTO symbols (build_id, address, debuginfo, format, frames) "
+    "VALUES (?, ?, ?, ?, ?)",
+};
+
+char *cq_store_cache_default_path(void)
+{
+	return cq_path_default("COREQ_CACHE", "XDG_CACHE_HOME", ".cache", "cache.db");
+}
+
+struct cq_error *cq_store_cache_open(const char *path, struct cq_cache **out)
+{
+	*out = NULL;
+	struct cq_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return &cq_error_nomem;
+	struct cq_error *err = cq_store_open_sqlite(path, "cache", BUSY_TIMEOUT_MS, &c->db);
+	if (err) {
+		free(c);
+		return cq_error_prefix(err, "cache");
+	}
+	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols};
+	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {
+			err =
+			    cq_error_create(CQ_ERR_DB, "cache %s: %s", path, sqlite3_errmsg(c->db));
+			goto fail;
+		}
+	}
+	*out = c;
+	return NULL;
+fail:
+	cq_store_cache_close(c);
+	return err;
+}
+
+void cq_store_cache_close(struct cq_cache *c)
+{
+	if (!c)
+		return;
+	if (c->in_transaction && sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_finalize(c->get_table);
+	sqlite3_finalize(c->put_table);
+	sqlite3_finalize(c->get_symbols);
+	sqlite3_finalize(c->put_symbols);
+	sqlite3_close(c->db);
+	free(c);
+}
+
+/* Runs a bound SELECT of one blob column; a malloc'd copy or NULL. */
+static uint8_t *fetch_blob(sqlite3_stmt *st, size_t *len)
+{
+	uint8_t *copy = NULL;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		int n = sqlite3_column_bytes(st, 0);
+		const void *blob = sqlite3_column_blob(st, 0);
+		if (blob && n > 0 && (copy = malloc((size_t)n))) {
+			memcpy(copy, blob, (size_t)n);
+			*len = (size_t)n;
+		}
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return copy;
+}
+
+/* Runs a bound write inside the handle's batch transaction. */
+static void run_write(struct cq_cache *c, sqlite3_stmt *st)
+{
+	if (!c->in_transaction)
+		c->in_transaction = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+	sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+uint8_t *cq_store_cache_get_table(struct cq_cache *c, const char *build_id, unsigned format,
+                                  size_t *len)
+{
+	sqlite3_stmt *st = c->get_table;
+	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)format);
+	return fetch_blob(st, len);
+}
+
+void cq_store_cache_put_table(struct cq_cache *c, const char *build_id, unsigned format,
+                              unsigned rows, const uint8_t *blob, size_t len)
+{
+	sqlite3_stmt *st = c->put_table;
+	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)format);
+	sqlite3_bind_int64(st, 3, rows);
+	sqlite3_bind_blob64(st, 4, blob, len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
+	run_write(c, st);
+}
+
+uint8_t *cq_store_cache_get_symbols(struct cq_cache *c, const char *build_id, uint64_t address,
+                                    int debuginfo, unsigned format, size_t *len)
+{
+	sqlite3_stmt *st = c->get_symbols;
+	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)address);
+	sqlite3_bind_int(st, 3, debuginfo);
+	sqlite3_bind_int(st, 4, (int)format);
+	return fetch_blob(st, len);
+}
+
+void cq_store_cache_put_symbols(struct cq_cache *c, const char *build_id, uint64_t address,
+                                int debuginfo, unsigned format, const uint8_t *blob, size_t len)
+{
+	sqlite3_stmt *st = c->put_symbols;
+	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)address);
+	sqlite3_bind_int(st, 3, debuginfo);
+	sqlite3_bind_int(st, 4, (int)format);
+	sqlite3_bind_blob64(st, 5, blob, len, SQLITE_STATIC);
+	run_write(c, st);
+}

@@ -1,0 +1,44 @@
+/*
+ * schema.h - the SQLite schema migrations compiled into the binary
+ * (generated from the schema/ files by schema/embed.sh), and the runner that
+ * applies them.  Two sets exist: "db" (the analysis database) and "cache"
+ * (unwind tables and symbols by build-id).  Migration N of a set brings a
+ * database from PRAGMA user_version N-1 to N.
+ */
+#ifndef CQ_SCHEMA_H
+#define CQ_SCHEMA_H
+
+#include "libcore/base/error.h"
+
+struct sqlite3;
+
+struct cq_schema_migration {
+	const char *set;
+	unsigned version;
+	const char *name;
+	const char *sql;
+};
+
+extern const struct cq_schema_migration cq_schema_migrations[];
+extern const unsigned cq_schema_migration_count;
+
+/* The newest version of a set. */
+unsigned cq_schema_latest(const char *set);
+
+/*
+ * Brings db up to the newest version of set, each migration in its own
+ * transaction.  A database newer than this binary is an error.
+ */
+struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
+
+/*
+ * Opens (creating it and its directories) a coreq SQLite file and brings it
+ * to the newest version of set: busy timeout of busy_ms, WAL mode (retried
+ * while another process holds the file, which the busy timeout does not
+ * cover for that pragma), foreign keys on.  The database and the cache are
+ * both opened this way.
+ */
+struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
+                                      struct sqlite3 **out);
+
+#endif

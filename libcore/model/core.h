@@ -1,0 +1,136 @@
+/*
+ * core.h - the model of one ELF core file.
+ *
+ * cq_core_open turns a path (or "-", or a compressed file) into a struct
+ * cq_core: every thread with its registers, the process facts from the notes
+ * (pid, command, signal), the files that were mapped, the modules (mapped
+ * ELF objects with build-ids), and a memory reader over the process's address
+ * space that falls back to the module files on disk for pages the core does
+ * not hold.
+ *
+ * A core whose notes are intact but whose memory is cut short still opens:
+ * memory_missing says how many dumped bytes are absent, and reads of them fail.
+ * A core whose headers or notes are damaged does not open.
+  *
+ * Layer: model (libcore/model/): the core file and the process it describes; above base and formats.
+ * The layer order is in the README (Layout) and tests/check-layers.
+ */
+#ifndef CQ_CORE_H
+#define CQ_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/base/arch.h"
+#include "libcore/base/error.h"
+#include "libcore/model/memory.h"
+#include "libcore/model/source.h"
+
+struct cq_module;
+
+struct cq_core_thread {
+	int32_t tid;
+	int cursig;          /* pr_cursig: the signal this thread was handling */
+	bool crashed;        /* first NT_PRSTATUS: the thread that took the signal */
+	struct cq_regs regs; /* by DWARF number */
+	uint64_t tp;         /* thread pointer (fs_base / TPIDR_EL0) */
+	bool has_tp;
+	const char *name; /* known only for the main thread (from NT_PRPSINFO) */
+};
+
+/* One NT_FILE entry: a file-backed mapping. */
+struct cq_core_mapping {
+	uint64_t start, end;
+	uint64_t file_offset; /* bytes */
+	const char *path;     /* points into the core image's note, NUL-terminated */
+};
+
+struct cq_core_siginfo {
+	bool present; /* NT_SIGINFO was found */
+	int signo, code, errno_value;
+	bool has_addr; /* si_addr is meaningful (SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP) */
+	uint64_t addr;
+};
+
+/* How to find files that belong to the core on this host. */
+struct cq_core_options {
+	const char *exe;               /* use this file for the main executable */
+	const char *sysroot;           /* prefix for every module path */
+	const char *const *debug_dirs; /* NULL-terminated list of build-id tree roots */
+	uint64_t max_spool;            /* bound on decompressed size, 0 = default */
+};
+
+struct cq_core {
+	char *path; /* as given */
+	struct cq_source source;
+	void *elf;            /* Elf * over source.fd */
+	const uint8_t *image; /* the mmapped core */
+	uint64_t image_size;
+	const struct cq_arch *arch;
+
+	/* NT_PRPSINFO */
+	bool has_psinfo;
+	int32_t pid, ppid;
+	uint32_t uid, gid;
+	char fname[17];
+	char psargs[81];
+
+	struct cq_core_siginfo siginfo;
+
+	struct cq_core_thread *threads; /* crashing thread first */
+	size_t nthreads;
+
+	/* NT_AUXV */
+	uint64_t at_entry, at_phdr, at_execfn, at_sysinfo_ehdr, at_pagesz;
+	char execfn[256];
+
+	struct cq_core_mapping *mappings; /* NT_FILE, in note order */
+	size_t nmappings;
+
+	struct cq_module *modules;
+	size_t nmodules;
+
+	struct cq_mem mem;
+	uint64_t memory_dumped;  /* bytes the PT_LOAD headers say the core holds */
+	uint64_t memory_missing; /* of those, bytes past the end of the file */
+
+	struct cq_core_options options;
+};
+
+/* Opens and parses a core.  On error *out is NULL and nothing leaks. */
+struct cq_error *cq_core_open(const char *path, const struct cq_core_options *opts,
+                              struct cq_core **out);
+void cq_core_close(struct cq_core *core);
+
+/*
+ * Unmaps the pages of the core that reads have touched so far; they fault in
+ * again from the page cache when next read.  Walks over thousands of threads
+ * call this now and then: each scattered read otherwise leaves the kernel's
+ * fault-around pages (up to 64 KiB per touch) in our resident set.
+ */
+void cq_core_trim(struct cq_core *core);
+
+/*
+ * madvise() for the whole pages of [p, p + len) that belong to the mmapped
+ * core image (MADV_WILLNEED to read ahead, MADV_DONTNEED to drop them from
+ * our resident set); bytes outside the image are left alone.
+ */
+void cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, int advice);
+
+/* The thread that took the fatal signal (first NT_PRSTATUS), or NULL. */
+const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core);
+
+/* The signal that killed the process: NT_SIGINFO's, else the crashed thread's cursig. */
+int cq_core_signal(const struct cq_core *core);
+
+/* "SIGSEGV" etc., or NULL for an unknown number. */
+const char *cq_core_signal_name(int signo);
+
+/* The module containing addr, or NULL. */
+struct cq_module *cq_core_module_at(const struct cq_core *core, uint64_t addr);
+
+/* The main executable's module (the one mapping AT_PHDR), or NULL. */
+struct cq_module *cq_core_main_module(const struct cq_core *core);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * elf_symbols.c - look up named symbols in a module's file (see
+ * elf_symbols.h).  A linear pass over .symtab and .dynsym: cheap next to
+ * everything else done per module, and it needs neither hash table to be
+ * present or well formed.
+ */
+#include "libcore/model/elf_symbols.h"
+
+#include <gelf.h>
+#include <string.h>
+
+#include "libcore/model/module.h"
+
+/* Bound on symbols read per table: a hostile or huge table stops here. */
+#define MAX_SYMBOLS (8u << 20)
+
+static size_t count_found(const struct cq_symbol_query *q, size_t n)
+{
+	size_t found = 0;
+	for (size_t i = 0; i < n; i++)
+		found += q[i].found;
+	return found;
+}
+
+static void search_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t bias,
+                         struct cq_symbol_query *q, size_t n)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	if (!data || sh->sh_entsize == 0)
+		return;
+	size_t count = sh->sh_size / sh->sh_entsize;
+	if (count > MAX_SYMBOLS)
+		count = MAX_SYMBOLS;
+	for (size_t i = 1; i < count; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+			continue;
+		const char *name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !name[0])
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			if (q[k].found || strcmp(q[k].name, name) != 0)
+				continue;
+			q[k].found = true;
+			q[k].addr = sym.st_value + bias;
+			q[k].size = sym.st_size;
+		}
+	}
+}
+
+size_t cq_module_find_symbols(const struct cq_module *mod, struct cq_symbol_query *q, size_t n)
+{
+	if (mod->status != CQ_MODULE_FOUND || !mod->elf || mod->is_vdso)
+		return count_found(q, n);
+	Elf *elf = mod->elf;
+	static const GElf_Word types[] = {SHT_SYMTAB, SHT_DYNSYM};
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		if (count_found(q, n) == n)
+			break;
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(elf, scn)) != NULL) {
+			GElf_Shdr sh;
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == types[t])
+				search_table(elf, scn, &sh, mod->bias, q, n);
+		}
+	}
+	return count_found(q, n);
+}

@@ -1,0 +1,183 @@
+/*
+ * source.c - open a core from a path, a pipe or a compressed file
+ * (see source.h).  libarchive does the decompression: its "raw" format with
+ * every filter enabled passes an uncompressed stream through unchanged and
+ * decodes zstd/lz4/xz/gzip/bzip2 streams, identified by their magic.
+ */
+#include "libcore/model/source.h"
+
+#include <archive.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
+
+/* An unlinked, disk-backed temporary file; memfd when the tmp dir refuses. */
+static struct cq_error *spool_create(int *out)
+{
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fd = memfd_create("coreq-spool", MFD_CLOEXEC);
+	if (fd < 0)
+		return cq_error_errno(errno, "cannot create a temporary file in %s", dir);
+	*out = fd;
+	return NULL;
+}
+
+static struct cq_error *write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return cq_error_errno(errno, "cannot write temporary file");
+		p += n;
+		len -= (size_t)n;
+	}
+	return NULL;
+}
+
+static const char *filter_name(int code)
+{
+	switch (code) {
+	case ARCHIVE_FILTER_NONE:
+		return "none";
+	case ARCHIVE_FILTER_GZIP:
+		return "gzip";
+	case ARCHIVE_FILTER_BZIP2:
+		return "bzip2";
+	case ARCHIVE_FILTER_XZ:
+		return "xz";
+	case ARCHIVE_FILTER_LZMA:
+		return "lzma";
+	case ARCHIVE_FILTER_LZ4:
+		return "lz4";
+	case ARCHIVE_FILTER_ZSTD:
+		return "zstd";
+	default:
+		return "other";
+	}
+}
+
+/* Streams everything libarchive decodes from in_fd into a fresh spool file. */
+static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
+                                                 struct cq_source *out)
+{
+	struct cq_error *err = NULL;
+	int spool = -1;
+	struct archive *a = archive_read_new();
+	if (!a)
+		return &cq_error_nomem;
+	archive_read_support_filter_all(a);
+	archive_read_support_format_raw(a);
+	archive_read_support_format_empty(a);
+	struct archive_entry *entry;
+	if (archive_read_open_fd(a, in_fd, 1 << 16) != ARCHIVE_OK ||
+	    archive_read_next_header(a, &entry) != ARCHIVE_OK) {
+		const char *why = archive_error_string(a);
+		err = why ? cq_error_create(CQ_ERR_FORMAT, "corrupt compressed stream: %s", why)
+		          : cq_error_create(CQ_ERR_FORMAT, "empty file");
+		goto out;
+	}
+	if ((err = spool_create(&spool)))
+		goto out;
+	uint64_t total = 0;
+	char buf[1 << 16];
+	for (;;) {
+		la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
+		if (n == 0)
+			break;
+		if (n < 0) {
+			const char *why = archive_error_string(a);
+			err = cq_error_create(CQ_ERR_FORMAT, "corrupt compressed stream: %s",
+			                      why ? why : "read error");
+			goto out;
+		}
+		total += (uint64_t)n;
+		if (total > max_spool) {
+			err = cq_error_create(CQ_ERR_LIMIT,
+			                      "decompressed core exceeds the %llu-byte limit",
+			                      (unsigned long long)max_spool);
+			goto out;
+		}
+		if ((err = write_all(spool, buf, (size_t)n)))
+			goto out;
+	}
+	out->fd = spool;
+	out->size = total;
+	out->compression = filter_name(archive_filter_code(a, 0));
+	out->spooled = 1;
+	spool = -1;
+out:
+	if (spool >= 0)
+		close(spool);
+	archive_read_free(a);
+	return err;
+}
+
+struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_source *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	if (max_spool == 0)
+		max_spool = CQ_SOURCE_DEFAULT_MAX_SPOOL;
+
+	int from_stdin = strcmp(path, "-") == 0;
+	int fd = from_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cq_error_errno(errno, "cannot open");
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		struct cq_error *err = cq_error_errno(errno, "cannot stat");
+		if (!from_stdin)
+			close(fd);
+		return err;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (!from_stdin)
+			close(fd);
+		return cq_error_create(CQ_ERR_USAGE, "is a directory");
+	}
+	if (S_ISREG(st.st_mode)) {
+		unsigned char magic[4];
+		ssize_t n = pread(fd, magic, sizeof(magic), 0);
+		if (n == 0) {
+			if (!from_stdin)
+				close(fd);
+			return cq_error_create(CQ_ERR_FORMAT, "empty file");
+		}
+		if (n == (ssize_t)sizeof(magic) && memcmp(magic, elf_magic, 4) == 0) {
+			out->fd = from_stdin ? dup(fd) : fd;
+			if (out->fd < 0)
+				return cq_error_errno(errno, "cannot dup stdin");
+			out->size = (uint64_t)st.st_size;
+			out->compression = "none";
+			return NULL;
+		}
+	}
+	struct cq_error *err = spool_through_libarchive(fd, max_spool, out);
+	if (!from_stdin)
+		close(fd);
+	if (!err && out->size == 0) {
+		cq_source_close(out);
+		return cq_error_create(CQ_ERR_FORMAT, "empty file");
+	}
+	return err;
+}
+
+void cq_source_close(struct cq_source *src)
+{
+	if (src->fd >= 0)
+		close(src->fd);
+	src->fd = -1;
+}

@@ -1,0 +1,36 @@
+/*
+ * source.h - where a core's bytes come from.
+ *
+ * A core arrives as a path to a raw ELF file (used in place and mmapped), as
+ * a compressed file (zstd, lz4, xz, gzip, bzip2: detected by content), or as
+ * "-", standard input, which may be a pipe that cannot seek.  Anything that
+ * is not a seekable raw file is decompressed/spooled through libarchive's raw
+ * format into an unlinked temporary file, so the rest of coreq always sees a
+ * seekable, mmappable file descriptor and never holds the whole core in memory.
+ */
+#ifndef CQ_SOURCE_H
+#define CQ_SOURCE_H
+
+#include <stdint.h>
+
+#include "libcore/base/error.h"
+
+struct cq_source {
+	int fd;                  /* seekable, readable; owned */
+	uint64_t size;           /* bytes of raw core */
+	const char *compression; /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
+	int spooled;             /* fd is a temporary copy */
+};
+
+/* Default upper bound for a spooled (decompressed or piped) core: 64 GiB. */
+#define CQ_SOURCE_DEFAULT_MAX_SPOOL (64ull << 30)
+
+/*
+ * Opens path ("-" for stdin).  max_spool bounds how many bytes a spooled core
+ * may grow to (0: the default), so a decompression bomb fails cleanly.
+ */
+struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_source *out);
+
+void cq_source_close(struct cq_source *src);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * ingest.c - the ingest pipeline (see ingest.h).
+ */
+#include "libcore/pipeline/ingest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/analysis/stacktrace.h"
+#include "libcore/capture/capture.h"
+#include "libcore/model/core.h"
+#include "libcore/store/capture_rows.h"
+
+struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
+                                const struct cq_ingest_options *o, struct cq_ingest_result *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct cq_core *core = NULL;
+	struct cq_stacks *stacks = NULL;
+	struct cq_capture cap;
+	char identity[CQ_STORE_IDENTITY_MAX];
+	bool stdin_core = strcmp(path, "-") == 0;
+	char *abs = stdin_core ? NULL : realpath(path, NULL);
+	cq_capture_init(&cap);
+	if (!stdin_core)
+		cq_capture_from_file(path, &cap);
+	if (o->capture_override)
+		cap = *o->capture_override;
+	struct cq_error *err = cq_core_open(path, o->core, &core);
+	if (!err) {
+		if (o->opened)
+			o->opened(o->opened_arg, path, core->memory_missing, core->memory_dumped);
+		cq_capture_reconcile(core, &cap);
+		cq_store_identity(core, identity);
+		err = cq_store_find_core(store, identity, &out->store.core_id);
+	}
+	struct cq_store_meta meta = {
+	    .capture = &cap, .stored_path = abs, .signature = &out->signature};
+	if (!err && out->store.core_id) {
+		/* Drops a placeholder the hook left for this copy, if any. */
+		err = cq_store_ingest(store, core, identity, NULL, &meta, &out->store);
+		out->store.duplicate = true;
+	} else if (!err && !(err = cq_core_stacks(core, o->stacks, &stacks)) &&
+	           !(err = cq_bucket_signature(&stacks->threads[0], cq_core_signal(core),
+	                                       o->signature_frames, &out->signature))) {
+		err = cq_store_ingest(store, core, identity, stacks, &meta, &out->store);
+	}
+	if (err && abs)
+		out->record_error =
+		    cq_store_placeholder_failed(store, abs, err->message, false, &out->failed_row);
+	free(abs);
+	cq_stacks_free(stacks);
+	cq_core_close(core);
+	return err;
+}
+
+void cq_ingest_result_free(struct cq_ingest_result *r)
+{
+	cq_bucket_signature_free(&r->signature);
+	cq_error_free(r->record_error);
+	r->record_error = NULL;
+}

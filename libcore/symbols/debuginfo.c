@@ -1,0 +1,198 @@
+/*
+ * debuginfo.c - find the separate debuginfo file of a module (see
+ * debuginfo.h for the search order).
+ *
+ * Invariant: a path is returned only for a file whose build-id equals the
+ * module's (or, for a module without a build-id, whose CRC equals the one its
+ * .gnu_debuglink records), so stale debuginfo never names frames wrongly.
+ * The module's own file is never returned as its "separate" debuginfo unless
+ * it really carries .debug_info.  No lookup goes to the network.
+ */
+#include "libcore/symbols/debuginfo.h"
+
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "libcore/model/module.h"
+#include "libcore/base/regular_file.h"
+
+#define SYSTEM_DEBUG_DIR "/usr/lib/debug"
+#define MAX_DEBUG_DIRS   256
+#define MAX_SECTIONS     65536
+#define CRC_CHUNK        (64u * 1024u)
+
+/* True when the ELF has a (possibly compressed) .debug_info section. */
+static bool elf_has_debug_info(Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	Elf_Scn *scn = NULL;
+	for (size_t i = 0; i < MAX_SECTIONS && (scn = elf_nextscn(elf, scn)) != NULL; i++) {
+		GElf_Shdr shdr;
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0))
+			return true;
+	}
+	return false;
+}
+
+static bool build_id_matches(Elf *elf, const struct cq_module *mod)
+{
+	const void *id = NULL;
+	ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
+	return len > 0 && (size_t)len == mod->build_id_len &&
+	       memcmp(id, mod->build_id, mod->build_id_len) == 0;
+}
+
+/* The standard CRC-32 (zlib's) of a whole file, as .gnu_debuglink records it. */
+static bool file_crc32(int fd, uint32_t *out)
+{
+	unsigned char *buf = malloc(CRC_CHUNK);
+	if (!buf)
+		return false;
+	uLong crc = crc32(0L, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+	while ((n = pread(fd, buf, CRC_CHUNK, off)) > 0) {
+		crc = crc32(crc, buf, (uInt)n);
+		off += n;
+	}
+	free(buf);
+	*out = (uint32_t)crc;
+	return n == 0;
+}
+
+/*
+ * Accepts the candidate when it is an ELF file with the module's build-id,
+ * or, when the module has none, when its CRC is want_crc (if check_crc).
+ */
+static bool candidate_ok(const char *path, const struct cq_module *mod, bool check_crc,
+                         uint32_t want_crc)
+{
+	int fd = cq_open_regular(path);
+	if (fd < 0)
+		return false;
+	bool ok = false;
+	if (mod->build_id_len > 0) {
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		ok = elf && elf_kind(elf) == ELF_K_ELF && build_id_matches(elf, mod);
+		if (elf)
+			elf_end(elf);
+	} else if (check_crc) {
+		uint32_t crc;
+		ok = file_crc32(fd, &crc) && crc == want_crc;
+	}
+	close(fd);
+	return ok;
+}
+
+/* D/.build-id/xx/rest.debug for the module's build-id, or NULL. */
+static char *build_id_path(const char *dir, const struct cq_module *mod)
+{
+	char hex[2 * CQ_BUILD_ID_MAX + 1];
+	cq_module_build_id_hex(mod, hex, sizeof(hex));
+	char *path;
+	if (asprintf(&path, "%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2) < 0)
+		return NULL;
+	return path;
+}
+
+static char *try_build_id_dir(const char *dir, const struct cq_module *mod)
+{
+	char *path = build_id_path(dir, mod);
+	if (path && candidate_ok(path, mod, false, 0))
+		return path;
+	free(path);
+	return NULL;
+}
+
+static char *find_by_build_id(const struct cq_module *mod, const char *const *debug_dirs)
+{
+	if (mod->build_id_len < 2)
+		return NULL;
+	for (size_t i = 0; debug_dirs && i < MAX_DEBUG_DIRS && debug_dirs[i]; i++) {
+		char *path = try_build_id_dir(debug_dirs[i], mod);
+		if (path)
+			return path;
+	}
+	return try_build_id_dir(SYSTEM_DEBUG_DIR, mod);
+}
+
+/* A malloc'd copy of the directory part of path ("" for a bare name). */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return strndup(path, slash ? (size_t)(slash - path) : 0);
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+/* One .gnu_debuglink candidate: fmt gets (dir, name). */
+static char *try_debuglink(const char *fmt, const char *dir, const char *name,
+                           const struct cq_module *mod, uint32_t crc)
+{
+	char *path;
+	if (asprintf(&path, fmt, dir, name) < 0)
+		return NULL;
+	if (!same_file(path, mod->file_path) && candidate_ok(path, mod, true, crc))
+		return path;
+	free(path);
+	return NULL;
+}
+
+/*
+ * The debuglink name next to the host file, in its .debug/ directory, then
+ * under /usr/lib/debug/ + the directory the crashed process knew the module
+ * by (which is what debug packages mirror, also when --sysroot is in use).
+ */
+static char *find_by_debuglink(const struct cq_module *mod)
+{
+	if (!mod->elf || !mod->file_path)
+		return NULL;
+	GElf_Word crc = 0;
+	const char *name = dwelf_elf_gnu_debuglink(mod->elf, &crc);
+	if (!name || !name[0])
+		return NULL;
+	char *host_dir = dir_of(mod->file_path);
+	char *core_dir = dir_of(mod->name);
+	char *path = NULL;
+	if (host_dir && core_dir) {
+		path = try_debuglink("%s/%s", host_dir, name, mod, crc);
+		if (!path)
+			path = try_debuglink("%s/.debug/%s", host_dir, name, mod, crc);
+		if (!path)
+			path = try_debuglink(SYSTEM_DEBUG_DIR "%s/%s", core_dir, name, mod, crc);
+	}
+	free(host_dir);
+	free(core_dir);
+	return path;
+}
+
+char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_dirs)
+{
+	if (!mod || mod->is_vdso)
+		return NULL;
+	if (mod->elf && mod->file_path && elf_has_debug_info(mod->elf))
+		return strdup(mod->file_path);
+	char *path = find_by_build_id(mod, debug_dirs);
+	if (!path)
+		path = find_by_debuglink(mod);
+	return path;
+}

@@ -1,0 +1,25 @@
+/*
+ * debuginfo.h - find the separate debuginfo file of a module.
+ *
+ * Search order, each candidate accepted only if its build-id matches the
+ * module's: the module file itself when it carries .debug_info; every
+ * --debug-dir D as D/.build-id/xx/rest.debug; /usr/lib/debug/.build-id/...;
+ * then the .gnu_debuglink name next to the file, in its .debug/ directory,
+ * and under /usr/lib/debug/<dir>/ (debuglink candidates are checked by CRC
+ * when the module has no build-id).  Used by both the CFI table compiler
+ * (.debug_frame) and the symbolizer (DWARF lines and inlines).
+ */
+#ifndef CQ_DEBUGINFO_H
+#define CQ_DEBUGINFO_H
+
+#include "libcore/base/error.h"
+
+struct cq_module;
+
+/*
+ * Returns a malloc'd path of the debuginfo file for mod, or NULL when there
+ * is none.  debug_dirs is NULL-terminated (may be NULL).
+ */
+char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_dirs);
+
+#endif

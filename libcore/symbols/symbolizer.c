@@ -1,0 +1,704 @@
+/*
+ * symbolizer.c - addresses to function, file, line and inline frames, with
+ * libdwfl (see symbolizer.h).
+ *
+ * Every FOUND module (of a core, or given alone) is reported to one Dwfl
+ * at its load bias.
+ * dwfl_report_elf is called with add_p_vaddr = true, so its base argument
+ * is the bias itself: for ET_DYN (shared objects, PIE, static-pie, vdso)
+ * libdwfl uses it as given; for ET_EXEC (non-PIE, static) libdwfl forces the
+ * bias to 0, which is right because such files run at their link addresses.
+ * (With add_p_vaddr = false, base would instead be the address of the first
+ * PT_LOAD, which equals the bias only when that segment's p_vaddr is 0.)
+ * The vdso has no file: its bytes are copied from the core into a memfd.
+ *
+ * libdwfl asks find_debuginfo for each module's DWARF on first use; the
+ * answer is cq_debuginfo_find's only.  dwfl_standard_find_debuginfo is not
+ * used as a fallback: it searches the same places with weaker checks and may
+ * query debuginfod servers over the network (DEBUGINFOD_URLS), which a
+ * crash hook must not do and which would make results depend on the host.
+ *
+ * Inline frames: dwarf_getscopes gives the innermost DIE at the address;
+ * dwarf_getscopes_die gives that DIE's enclosing DIEs in the CU (the
+ * concrete tree, innermost first).  Each DW_TAG_inlined_subroutine up to the
+ * first DW_TAG_subprogram is one inline frame.  The innermost frame's line
+ * is the line-table row at the address; each frame further out is at the
+ * DW_AT_call_file/DW_AT_call_line of the inlined subroutine just inside it.
+ *
+ * Results are cached in an open-addressing hash table keyed by (module
+ * index, lookup address).  Each entry's frames and strings live in one
+ * malloc'd block, so pointers handed out stay valid until destroy.
+ */
+#include "libcore/symbols/symbolizer.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "libcore/base/bytes.h"
+#include "libcore/db/cache.h"
+#include "libcore/model/core.h"
+#include "libcore/symbols/debuginfo.h"
+#include "libcore/symbols/demangle.h"
+#include "libcore/model/module.h"
+#include "libcore/base/regular_file.h"
+
+#define MAX_DEBUG_DIRS 256
+#define MAX_STRING_LEN (64u * 1024u)
+#define CACHE_MIN_CAP  256u
+#define MAX_FRAMES     (CQ_SYMBOLIZER_MAX_INLINE + 1)
+
+/*
+ * Cached frames blob, version BLOB_FORMAT: u8 count, then per frame u8 flags
+ * (BLOB_INLINED, BLOB_FUNCTION, BLOB_FILE), u32 line (little-endian), and the
+ * function and file names, each NUL-terminated, when their flag is set.
+ */
+#define BLOB_FORMAT   1
+#define BLOB_INLINED  1
+#define BLOB_FUNCTION 2
+#define BLOB_FILE     4
+
+/* What libdwfl's per-module userdata points at. */
+struct sym_module {
+	struct cq_symbolizer *owner;
+	const struct cq_module *mod;
+	size_t index; /* in the symbolizer's modules */
+};
+
+/* One cache entry; frames == NULL marks an empty slot. */
+struct cache_slot {
+	uint64_t addr;
+	size_t module;
+	struct cq_symbol_frame *frames; /* one block: frames, then their strings */
+	size_t nframes;
+};
+
+struct cq_symbolizer {
+	struct cq_module *modules; /* sorted by start: a core's, or given alone */
+	size_t nmodules;
+	struct cq_cache *cache; /* may be NULL */
+	int8_t *has_debuginfo;  /* by module index: -1 not yet known, else 0/1 */
+	bool dwfl_started;
+	Dwfl *dwfl;
+	Dwfl_Callbacks callbacks;
+	char **debug_dirs;           /* NULL-terminated copy */
+	struct sym_module *reported; /* by module index */
+	struct cache_slot *slots;
+	size_t cap, used; /* cap is 0 or a power of two */
+	struct cq_symbol_frame unknown;
+};
+
+/* Frames being assembled for one address, before they are packed. */
+struct frame_draft {
+	struct cq_symbol_frame frames[MAX_FRAMES];
+	size_t n;
+	char *owned[2 * MAX_FRAMES]; /* names made here, freed after packing */
+	size_t nowned;
+};
+
+/* ---- libdwfl callbacks ---------------------------------------------------- */
+
+/* Every module is reported with its ELF already open, so this never runs. */
+static int no_find_elf(Dwfl_Module *dm, void **userdata, const char *modname, Dwarf_Addr base,
+                       char **file_name, Elf **elfp)
+{
+	(void)dm, (void)userdata, (void)modname, (void)base, (void)file_name, (void)elfp;
+	return -1;
+}
+
+static int find_debuginfo(Dwfl_Module *dm, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink_file,
+                          GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	(void)dm, (void)modname, (void)base, (void)file_name, (void)debuglink_file;
+	(void)debuglink_crc;
+	const struct sym_module *sm = *userdata;
+	if (!sm)
+		return -1;
+	char *path = cq_debuginfo_find(sm->mod, (const char *const *)sm->owner->debug_dirs);
+	if (!path)
+		return -1;
+	int fd = cq_open_regular(path);
+	if (fd < 0) {
+		free(path);
+		return -1;
+	}
+	*debuginfo_file_name = path; /* libdwfl frees it, and closes fd */
+	return fd;
+}
+
+/* ---- reporting modules ------------------------------------------------------ */
+
+static bool write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* An fd holding the vdso image copied out of the core, or -1. */
+static int vdso_fd(const struct cq_module *mod)
+{
+	if (!mod->image_copy || mod->end <= mod->start)
+		return -1;
+	int fd = memfd_create("coreq-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (!write_all(fd, mod->image_copy, (size_t)(mod->end - mod->start))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static bool reportable(const struct cq_module *mod)
+{
+	GElf_Ehdr ehdr;
+	if (mod->status != CQ_MODULE_FOUND || !mod->elf || !gelf_getehdr(mod->elf, &ehdr))
+		return false;
+	if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
+		return false;
+	return mod->is_vdso || mod->file_path;
+}
+
+/*
+ * Reports one module; a module libdwfl refuses is left out, and its
+ * addresses then symbolize as unknown.  On success libdwfl owns fd.
+ */
+static void report_module(struct cq_symbolizer *s, const struct cq_module *mod, size_t index)
+{
+	if (!reportable(mod))
+		return;
+	int fd = mod->is_vdso ? vdso_fd(mod) : fcntl(mod->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0 && mod->is_vdso)
+		return;
+	const char *file = mod->is_vdso ? mod->name : mod->file_path;
+	Dwfl_Module *dm = dwfl_report_elf(s->dwfl, mod->name, file, fd, mod->bias, true);
+	if (!dm) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct sym_module *sm = &s->reported[index];
+	*sm = (struct sym_module){.owner = s, .mod = mod, .index = index};
+	void **userdata = NULL;
+	if (dwfl_module_info(dm, &userdata, NULL, NULL, NULL, NULL, NULL, NULL) && userdata)
+		*userdata = sm;
+}
+
+/* Starts libdwfl on first need: a run that every cache answers never does. */
+static struct cq_error *report_modules(struct cq_symbolizer *s)
+{
+	s->dwfl_started = true;
+	s->callbacks.find_elf = no_find_elf;
+	s->callbacks.find_debuginfo = find_debuginfo;
+	s->dwfl = dwfl_begin(&s->callbacks);
+	if (!s->dwfl)
+		return cq_error_create(CQ_ERR_NOMEM, "libdwfl: %s", dwfl_errmsg(-1));
+	dwfl_report_begin(s->dwfl);
+	for (size_t i = 0; i < s->nmodules; i++)
+		report_module(s, &s->modules[i], i);
+	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
+		return cq_error_create(CQ_ERR_FORMAT, "libdwfl: %s", dwfl_errmsg(-1));
+	return NULL;
+}
+
+static struct cq_error *copy_debug_dirs(struct cq_symbolizer *s, const char *const *debug_dirs)
+{
+	size_t n = 0;
+	while (debug_dirs && n < MAX_DEBUG_DIRS && debug_dirs[n])
+		n++;
+	s->debug_dirs = calloc(n + 1, sizeof(*s->debug_dirs));
+	if (!s->debug_dirs)
+		return &cq_error_nomem;
+	for (size_t i = 0; i < n; i++) {
+		if (!(s->debug_dirs[i] = strdup(debug_dirs[i])))
+			return &cq_error_nomem;
+	}
+	return NULL;
+}
+
+struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *debug_dirs,
+                                      struct cq_cache *cache, struct cq_symbolizer **out)
+{
+	return cq_symbolizer_create_modules(core->modules, core->nmodules, debug_dirs, cache, out);
+}
+
+struct cq_error *cq_symbolizer_create_modules(struct cq_module *modules, size_t n,
+                                              const char *const *debug_dirs, struct cq_cache *cache,
+                                              struct cq_symbolizer **out)
+{
+	*out = NULL;
+	struct cq_symbolizer *s = calloc(1, sizeof(*s));
+	if (!s)
+		return &cq_error_nomem;
+	s->modules = modules;
+	s->nmodules = n;
+	s->cache = cache;
+	struct cq_error *err = copy_debug_dirs(s, debug_dirs);
+	if (!err && n) {
+		s->reported = calloc(n, sizeof(*s->reported));
+		s->has_debuginfo = malloc(n);
+		if (!s->reported || !s->has_debuginfo)
+			err = &cq_error_nomem;
+		else
+			memset(s->has_debuginfo, -1, n);
+	}
+	if (err) {
+		cq_symbolizer_destroy(s);
+		return err;
+	}
+	*out = s;
+	return NULL;
+}
+
+void cq_symbolizer_destroy(struct cq_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->slots[i].frames);
+	free(s->slots);
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	free(s->reported);
+	free(s->has_debuginfo);
+	for (size_t i = 0; s->debug_dirs && s->debug_dirs[i]; i++)
+		free(s->debug_dirs[i]);
+	free(s->debug_dirs);
+	free(s);
+}
+
+/* ---- describing one address ---------------------------------------------------- */
+
+/* Keeps s (malloc'd, may be NULL) until the draft is packed. */
+static const char *keep(struct frame_draft *d, char *s)
+{
+	if (s && d->nowned == sizeof(d->owned) / sizeof(d->owned[0])) {
+		free(s);
+		return NULL;
+	}
+	if (s)
+		d->owned[d->nowned++] = s;
+	return s;
+}
+
+/* The demangled form of name (kept in the draft), or name itself. */
+static const char *demangled_or_raw(struct frame_draft *d, const char *name)
+{
+	const char *demangled = keep(d, cq_demangle(name));
+	return demangled ? demangled : name;
+}
+
+/*
+ * A symbol-table name as a function name: without the symbol version that
+ * glibc's .symtab spells into names ("pthread_kill@@GLIBC_2.34"), demangled.
+ */
+static const char *symbol_function_name(struct frame_draft *d, const char *symbol)
+{
+	const char *at = symbol ? strchr(symbol, '@') : NULL;
+	if (at && at != symbol)
+		symbol = keep(d, strndup(symbol, (size_t)(at - symbol)));
+	return symbol ? demangled_or_raw(d, symbol) : NULL;
+}
+
+/* A subprogram's or inlined subroutine's name, from its abstract origin. */
+static const char *die_function_name(struct frame_draft *d, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *linkage =
+	    dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	if (!linkage)
+		linkage =
+		    dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	if (linkage) {
+		const char *demangled = demangled_or_raw(d, linkage);
+		if (demangled != linkage)
+			return demangled;
+	}
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+	return name ? name : linkage;
+}
+
+static int clamp_line(Dwarf_Word line)
+{
+	return line > INT_MAX ? 0 : (int)line;
+}
+
+/* Where the inlined subroutine was called from: a location in its caller. */
+static void call_site(Dwarf_Die *inlined, Dwarf_Files *files, size_t nfiles, const char **file,
+                      int *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word value;
+	*file = NULL;
+	*line = 0;
+	if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &value) == 0)
+		*line = clamp_line(value);
+	if (files && dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) == 0 &&
+	    value < nfiles)
+		*file = dwarf_filesrc(files, (size_t)value, NULL, NULL);
+}
+
+/* The line-table row at addr. */
+static void line_at(Dwfl_Module *dm, Dwarf_Addr addr, const char **file, int *line)
+{
+	*file = NULL;
+	*line = 0;
+	Dwfl_Line *row = dwfl_module_getsrc(dm, addr);
+	Dwarf_Addr row_addr;
+	if (row)
+		*file = dwfl_lineinfo(row, &row_addr, line, NULL, NULL, NULL);
+	if (!*file || *line < 0)
+		*line = 0;
+}
+
+/* The DIEs enclosing the innermost scope at pc (CU-relative), innermost first. */
+static int scope_chain(Dwarf_Die *cudie, Dwarf_Addr pc, Dwarf_Die **chain)
+{
+	Dwarf_Die *scopes = NULL;
+	*chain = NULL;
+	int n = dwarf_getscopes(cudie, pc, &scopes);
+	if (n <= 0)
+		return 0;
+	int m = dwarf_getscopes_die(&scopes[0], chain);
+	free(scopes);
+	return m > 0 ? m : 0;
+}
+
+static void push_frame(struct frame_draft *d, const char *function, const char *file, int line,
+                       bool inlined)
+{
+	if (d->n < MAX_FRAMES)
+		d->frames[d->n++] = (struct cq_symbol_frame){
+		    .function = function, .file = file, .line = line, .inlined = inlined};
+}
+
+/*
+ * Adds one frame per inlined subroutine in chain (up to the enclosing
+ * subprogram, which *subprogram is set to), innermost first.  On entry
+ * *file and *line are the location at the address; on return they are the
+ * location in the real function (the outermost inline's call site).
+ */
+static void add_inline_frames(struct frame_draft *d, Dwarf_Die *cudie, Dwarf_Die *chain, int nchain,
+                              const char **file, int *line, Dwarf_Die **subprogram)
+{
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+		files = NULL;
+	*subprogram = NULL;
+	for (int i = 0; i < nchain; i++) {
+		int tag = dwarf_tag(&chain[i]);
+		if (tag == DW_TAG_subprogram) {
+			*subprogram = &chain[i];
+			return;
+		}
+		if (tag != DW_TAG_inlined_subroutine)
+			continue;
+		if (d->n < CQ_SYMBOLIZER_MAX_INLINE)
+			push_frame(d, die_function_name(d, &chain[i]), *file, *line, true);
+		call_site(&chain[i], files, nfiles, file, line);
+	}
+}
+
+static void describe(struct frame_draft *d, Dwfl_Module *dm, Dwarf_Addr addr)
+{
+	GElf_Off offset;
+	GElf_Sym sym;
+	const char *symbol = dwfl_module_addrinfo(dm, addr, &offset, &sym, NULL, NULL, NULL);
+	const char *file;
+	int line;
+	line_at(dm, addr, &file, &line);
+
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cudie = dwfl_module_addrdie(dm, addr, &bias);
+	Dwarf_Die *chain = NULL;
+	int nchain = cudie ? scope_chain(cudie, addr - bias, &chain) : 0;
+	Dwarf_Die *subprogram = NULL;
+	if (nchain > 0)
+		add_inline_frames(d, cudie, chain, nchain, &file, &line, &subprogram);
+
+	const char *function = symbol_function_name(d, symbol);
+	if (!function && subprogram)
+		function = die_function_name(d, subprogram);
+	push_frame(d, function, file, line, false);
+	free(chain);
+}
+
+static size_t bounded_len(const char *s)
+{
+	return s ? strnlen(s, MAX_STRING_LEN) + 1 : 0;
+}
+
+static const char *copy_string(char **cursor, const char *s)
+{
+	if (!s)
+		return NULL;
+	size_t len = strnlen(s, MAX_STRING_LEN);
+	char *out = *cursor;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	*cursor += len + 1;
+	return out;
+}
+
+/* The draft's frames and strings copied into one malloc'd block. */
+static struct cq_symbol_frame *pack_frames(const struct frame_draft *d)
+{
+	size_t size = d->n * sizeof(struct cq_symbol_frame);
+	for (size_t i = 0; i < d->n; i++)
+		size += bounded_len(d->frames[i].function) + bounded_len(d->frames[i].file);
+	struct cq_symbol_frame *out = malloc(size);
+	if (!out)
+		return NULL;
+	char *cursor = (char *)(out + d->n);
+	for (size_t i = 0; i < d->n; i++) {
+		out[i] = d->frames[i];
+		out[i].function = copy_string(&cursor, d->frames[i].function);
+		out[i].file = copy_string(&cursor, d->frames[i].file);
+	}
+	return out;
+}
+
+/* ---- the cache ------------------------------------------------------------------- */
+
+static uint64_t slot_hash(size_t module, uint64_t addr)
+{
+	uint64_t h = addr ^ ((uint64_t)module * 0x9e3779b97f4a7c15ull);
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+/* The slot holding (module, addr), or the empty slot where it would go. */
+static struct cache_slot *cache_probe(struct cache_slot *slots, size_t cap, size_t module,
+                                      uint64_t addr)
+{
+	size_t mask = cap - 1;
+	size_t i = (size_t)slot_hash(module, addr) & mask;
+	for (size_t n = 0; n < cap; n++, i = (i + 1) & mask) {
+		struct cache_slot *slot = &slots[i];
+		if (!slot->frames || (slot->module == module && slot->addr == addr))
+			return slot;
+	}
+	return NULL;
+}
+
+/* Makes room for one more entry, keeping the load factor at most 3/4. */
+static bool cache_reserve(struct cq_symbolizer *s)
+{
+	if ((s->used + 1) * 4 <= s->cap * 3)
+		return true;
+	if (s->cap > SIZE_MAX / 2 / sizeof(struct cache_slot))
+		return false;
+	size_t cap = s->cap ? s->cap * 2 : CACHE_MIN_CAP;
+	struct cache_slot *slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < s->cap; i++) {
+		const struct cache_slot *old = &s->slots[i];
+		if (old->frames)
+			*cache_probe(slots, cap, old->module, old->addr) = *old;
+	}
+	free(s->slots);
+	s->slots = slots;
+	s->cap = cap;
+	return true;
+}
+
+/* ---- lookup ---------------------------------------------------------------------- */
+
+static const struct sym_module *module_of(Dwfl_Module *dm)
+{
+	void **userdata = NULL;
+	if (!dm || !dwfl_module_info(dm, &userdata, NULL, NULL, NULL, NULL, NULL, NULL) ||
+	    !userdata)
+		return NULL;
+	return *userdata;
+}
+
+/* ---- the cache file -------------------------------------------------------------- */
+
+static size_t blob_size(const struct cq_symbol_frame *frames, size_t n)
+{
+	size_t size = 1;
+	for (size_t i = 0; i < n; i++)
+		size += 5 + bounded_len(frames[i].function) + bounded_len(frames[i].file);
+	return size;
+}
+
+/* Appends s and its NUL (nothing for NULL); returns the new end. */
+static uint8_t *put_string(uint8_t *p, const char *s)
+{
+	if (!s)
+		return p;
+	size_t len = strnlen(s, MAX_STRING_LEN);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p + len + 1;
+}
+
+static uint8_t *encode_frames(const struct cq_symbol_frame *frames, size_t n, size_t *len)
+{
+	uint8_t *blob = malloc(blob_size(frames, n)), *p = blob;
+	if (!blob)
+		return NULL;
+	*p++ = (uint8_t)n;
+	for (size_t i = 0; i < n; i++) {
+		const struct cq_symbol_frame *f = &frames[i];
+		*p++ = (uint8_t)((f->inlined ? BLOB_INLINED : 0) |
+		                 (f->function ? BLOB_FUNCTION : 0) | (f->file ? BLOB_FILE : 0));
+		uint32_t line = (uint32_t)f->line;
+		memcpy(p, &line, 4);
+		p = put_string(put_string(p + 4, f->function), f->file);
+	}
+	*len = (size_t)(p - blob);
+	return blob;
+}
+
+/* A NUL-terminated string at *p within end, or NULL (and *p past end). */
+static const char *take_string(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *nul = memchr(*p, '\0', (size_t)(end - *p));
+	if (!nul) {
+		*p = end + 1;
+		return NULL;
+	}
+	const char *s = (const char *)*p;
+	*p = nul + 1;
+	return s;
+}
+
+/* Decodes a cached blob into d (strings point into the blob); false if malformed. */
+static bool decode_frames(const uint8_t *blob, size_t len, struct frame_draft *d)
+{
+	const uint8_t *p = blob, *end = blob + len;
+	if (len < 1 || blob[0] == 0 || blob[0] > MAX_FRAMES)
+		return false;
+	size_t n = *p++;
+	for (size_t i = 0; i < n; i++) {
+		if (end - p < 5)
+			return false;
+		uint8_t flags = *p;
+		int line = (int)cq_load_u32(p + 1);
+		p += 5;
+		const char *function = flags & BLOB_FUNCTION ? take_string(&p, end) : NULL;
+		const char *file = flags & BLOB_FILE ? take_string(&p, end) : NULL;
+		if (p > end)
+			return false;
+		d->frames[d->n++] = (struct cq_symbol_frame){.function = function,
+		                                             .file = file,
+		                                             .line = line,
+		                                             .inlined = flags & BLOB_INLINED};
+	}
+	return p == end;
+}
+
+static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
+{
+	if (s->has_debuginfo[index] < 0) {
+		char *path =
+		    cq_debuginfo_find(&s->modules[index], (const char *const *)s->debug_dirs);
+		s->has_debuginfo[index] = path != NULL;
+		free(path);
+	}
+	return s->has_debuginfo[index];
+}
+
+/* Fills slot from the cache file, if it knows (module, addr). */
+static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
+                            uint64_t addr, const char *id)
+{
+	const struct cq_module *mod = &s->modules[index];
+	size_t len = 0;
+	uint8_t *blob = cq_store_cache_get_symbols(
+	    s->cache, id, addr - mod->bias, module_has_debuginfo(s, index), BLOB_FORMAT, &len);
+	struct frame_draft draft = {.n = 0, .nowned = 0};
+	struct cq_symbol_frame *frames = NULL;
+	if (blob && decode_frames(blob, len, &draft))
+		frames = pack_frames(&draft);
+	free(blob);
+	if (!frames)
+		return false;
+	*slot = (struct cache_slot){
+	    .addr = addr, .module = index, .frames = frames, .nframes = draft.n};
+	return true;
+}
+
+/* Describes addr with libdwfl (started now if need be) and stores it in slot. */
+static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
+                            uint64_t addr, const char *id)
+{
+	if (!s->dwfl_started)
+		cq_error_free(report_modules(s));
+	Dwfl_Module *dm = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
+	const struct sym_module *sm = module_of(dm);
+	if (!sm || sm->index != index)
+		return false;
+	struct frame_draft draft;
+	draft.n = 0;
+	draft.nowned = 0;
+	describe(&draft, dm, addr);
+	struct cq_symbol_frame *frames = pack_frames(&draft);
+	for (size_t i = 0; i < draft.nowned; i++)
+		free(draft.owned[i]);
+	if (!frames)
+		return false;
+	*slot = (struct cache_slot){
+	    .addr = addr, .module = index, .frames = frames, .nframes = draft.n};
+	if (s->cache && id[0]) {
+		size_t len;
+		uint8_t *blob = encode_frames(frames, draft.n, &len);
+		if (blob)
+			cq_store_cache_put_symbols(s->cache, id, addr - sm->mod->bias,
+			                           module_has_debuginfo(s, index), BLOB_FORMAT,
+			                           blob, len);
+		free(blob);
+	}
+	return true;
+}
+
+size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return_address,
+                            const struct cq_symbol_frame **frames)
+{
+	*frames = &s->unknown;
+	if (is_return_address && pc == 0)
+		return 1;
+	uint64_t addr = is_return_address ? pc - 1 : pc;
+	const struct cq_module *mod = cq_module_find(s->modules, s->nmodules, addr);
+	if (!mod || !reportable(mod))
+		return 1;
+	size_t index = (size_t)(mod - s->modules);
+	struct cache_slot *slot = s->cap ? cache_probe(s->slots, s->cap, index, addr) : NULL;
+	if (!slot || !slot->frames) {
+		if (!cache_reserve(s))
+			return 1;
+		slot = cache_probe(s->slots, s->cap, index, addr);
+		char id[2 * CQ_BUILD_ID_MAX + 1];
+		cq_module_build_id_hex(mod, id, sizeof(id));
+		bool cached = s->cache && id[0] && fill_from_cache(s, slot, index, addr, id);
+		if (!slot || (!cached && !fill_from_dwarf(s, slot, index, addr, id)))
+			return 1;
+		s->used++;
+	}
+	*frames = slot->frames;
+	return slot->nframes;
+}

@@ -1,0 +1,70 @@
+/*
+ * symbolizer.h - addresses to function, file, line, with inline frames.
+ *
+ * One symbolizer serves one core, or one set of modules (such as a single
+ * ELF file opened with cq_module_open_elf, whose addresses are its link-time
+ * addresses).  It reports every FOUND module to libdwfl at its load bias, finds debuginfo with
+ * cq_debuginfo_find (so --debug-dir, /usr/lib/debug/.build-id and
+ * .gnu_debuglink all work), and answers lookups with libdw: the function
+ * name from the symbol table (.symtab, else .dynsym) demangled with
+ * libiberty, the source file and line from DWARF, and the chain of inlined
+ * subroutines at the address as extra frames, innermost first, as
+ * `eu-stack -i` and gdb show them.
+ *
+ * Results are cached per (module, offset) for the life of the symbolizer, so
+ * 3000 threads parked in the same function cost one DWARF lookup, and, when a
+ * cache file is given, per (build-id, address) across processes: libdwfl is
+ * only started on the first address neither cache knows.
+  *
+ * Layer: symbols (libcore/symbols/): names for addresses; above db and unwind.
+ * The layer order is in the README (Layout) and tests/check-layers.
+ */
+#ifndef CQ_SYMBOLIZER_H
+#define CQ_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/base/error.h"
+
+struct cq_cache;
+struct cq_core;
+struct cq_module;
+struct cq_symbolizer;
+
+/* One source-level frame at an address. */
+struct cq_symbol_frame {
+	const char *function; /* demangled; NULL when unknown */
+	const char *file;     /* source path as DWARF names it; NULL when unknown */
+	int line;             /* 0 when unknown */
+	bool inlined;         /* an inlined call inside the next frame out */
+};
+
+#define CQ_SYMBOLIZER_MAX_INLINE 16
+
+/* cache may be NULL; core and cache must outlive the symbolizer. */
+struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *debug_dirs,
+                                      struct cq_cache *cache, struct cq_symbolizer **out);
+
+/*
+ * The same over modules[0..n), sorted by start and not overlapping, which
+ * must outlive the symbolizer.
+ */
+struct cq_error *cq_symbolizer_create_modules(struct cq_module *modules, size_t n,
+                                              const char *const *debug_dirs, struct cq_cache *cache,
+                                              struct cq_symbolizer **out);
+void cq_symbolizer_destroy(struct cq_symbolizer *s);
+
+/*
+ * Describes pc.  For a return address (every frame but the first and those
+ * interrupted by a signal) pass is_return_address so the lookup is done at
+ * pc - 1, inside the call instruction.  Sets *frames to an array owned by the
+ * symbolizer: the innermost inlined frame first, the containing real function
+ * last (that one has inlined == false).  Returns the count, at least 1 (a
+ * single frame with function NULL when nothing is known).
+ */
+size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return_address,
+                            const struct cq_symbol_frame **frames);
+
+#endif

@@ -1,0 +1,291 @@
+/*
+ * folly.c - the folly async-stack runtime (FACTS.md sections 3 and 4):
+ * coroutine chains spliced into threads' stacks, and suspended coroutines
+ * found by folly's cookie.  The same ABI serves libunifex.
+ *
+ * Found through the program's own symbols:
+ *
+ *   folly_async_stack_root_tls_key   extern "C" pthread_key_t; 0xFFFFFFFF or
+ *                                    >= 1024 means no thread has a root
+ *   __folly_suspended_frame_cookie   the stackRoot value of suspended leaf frames
+ *   __folly_leaf_frame_store         (debug builds) unordered_set<AsyncStackFrame*>*
+ *
+ * A process without these symbols costs three symbol-table lookups per
+ * module and nothing else: no TLS reads, no memory scan.  With them, each
+ * thread's root comes from glibc's pthread_getspecific layout (tls.h) and
+ * its merged stack from the walker (folly_walk.h); the cookie scan of
+ * writable memory (word_scan.h) and the debug leaf store give the
+ * suspended leaves, each walked out to its outermost frame.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/analysis/frame_list.h"
+#include "libcore/analysis/stacktrace.h"
+#include "libcore/model/core.h"
+#include "libcore/model/elf_symbols.h"
+#include "libcore/model/module.h"
+#include "libcore/model/tls.h"
+#include "unwind/async/folly_walk.h"
+#include "unwind/async/runtime.h"
+#include "unwind/async/word_scan.h"
+
+/* folly: a key >= this is not a pthread key (PTHREAD_KEYS_MAX is 1024). */
+#define MAX_KEY 1024u
+/* Cookie hits kept per chunk before validation. */
+#define CHUNK_HITS 4096u
+/* Elements read from the leaf frame store. */
+#define MAX_STORE_ELEMENTS 65536u
+
+enum { Q_KEY, Q_COOKIE, Q_STORE, Q_COUNT };
+
+/* A growing set of leaf frame addresses, bounded by max. */
+struct leaves {
+	uint64_t *addr;
+	size_t n, cap, max;
+};
+
+struct folly {
+	bool has_key;    /* the TLS key symbol was found and holds a live key */
+	uint32_t key;    /* its value (also set when not live) */
+	uint64_t cookie; /* 0: no cookie symbol, or it was never set */
+	uint64_t cookie_addr;
+	uint64_t leaf_store;             /* value of __folly_leaf_frame_store, 0 if none */
+	struct cq_tls_layout tls;        /* valid when has_key */
+	struct cq_async_thread *threads; /* native frames (not owned) and roots */
+	struct cq_async_step *steps;     /* one walk's output */
+	size_t max_steps;
+	struct leaves leaves;
+	uint64_t *hits; /* CHUNK_HITS scan hits */
+	struct cq_error *scan_error;
+};
+
+static void folly_destroy(void *p)
+{
+	struct folly *f = p;
+	free(f->threads);
+	free(f->steps);
+	free(f->leaves.addr);
+	free(f->hits);
+	free(f);
+}
+
+static struct cq_error *folly_detect(const struct cq_async_ctx *ctx, void **state,
+                                     struct cq_async_needs *needs)
+{
+	struct cq_core *core = ctx->core;
+	*state = NULL;
+	struct cq_symbol_query q[Q_COUNT] = {
+	    [Q_KEY] = {.name = "folly_async_stack_root_tls_key"},
+	    [Q_COOKIE] = {.name = "__folly_suspended_frame_cookie"},
+	    [Q_STORE] = {.name = "__folly_leaf_frame_store"},
+	};
+	for (size_t m = 0; m < core->nmodules; m++)
+		if (cq_module_find_symbols(&core->modules[m], q, Q_COUNT) == Q_COUNT)
+			break;
+	if (!q[Q_KEY].found && !q[Q_COOKIE].found && !q[Q_STORE].found)
+		return NULL;
+	struct folly *f = calloc(1, sizeof(*f));
+	if (!f)
+		return &cq_error_nomem;
+	if (q[Q_KEY].found && cq_mem_read_u32(&core->mem, q[Q_KEY].addr, &f->key))
+		f->has_key = f->key < MAX_KEY;
+	if (q[Q_COOKIE].found) {
+		f->cookie_addr = q[Q_COOKIE].addr;
+		if (!cq_mem_read_u64(&core->mem, q[Q_COOKIE].addr, &f->cookie))
+			f->cookie = 0;
+	}
+	if (q[Q_STORE].found && !cq_mem_read_u64(&core->mem, q[Q_STORE].addr, &f->leaf_store))
+		f->leaf_store = 0;
+	if (f->has_key)
+		cq_tls_layout_load(core, &f->tls);
+	f->leaves.max = ctx->options->max_suspended;
+	f->max_steps = ctx->options->unwind.max_frames ? ctx->options->unwind.max_frames : 1;
+	f->steps = calloc(f->max_steps, sizeof(*f->steps));
+	if (!f->steps || (f->cookie && !(f->hits = malloc(CHUNK_HITS * sizeof(*f->hits))))) {
+		folly_destroy(f);
+		return &cq_error_nomem;
+	}
+	struct cq_async_summary *sum = &ctx->stacks->async;
+	sum->folly = true;
+	sum->has_tls_key = f->has_key;
+	sum->tls_key = f->key;
+	sum->tls_layout_from_libc = f->has_key && f->tls.from_libc;
+	sum->scanned = f->cookie != 0;
+	*needs = (struct cq_async_needs){.native_frames = true, .scan = f->cookie != 0};
+	*state = f;
+	return NULL;
+}
+
+/* The thread's current AsyncStackRoot *, or 0. */
+static uint64_t thread_root(struct cq_core *core, const struct folly *f,
+                            const struct cq_core_thread *thread)
+{
+	uint64_t holder, root;
+	if (!f->has_key ||
+	    cq_tls_get_specific(core, &f->tls, thread, f->key, &holder) != CQ_TLS_VALUE ||
+	    holder == 0 || !cq_mem_read_u64(&core->mem, holder, &root))
+		return 0;
+	return root;
+}
+
+/* Turns a walk's steps into symbolized frames. */
+static struct cq_error *add_steps(const struct folly *f, const struct cq_async_ctx *ctx,
+                                  struct cq_frame_list *fl, const struct cq_async_out *out)
+{
+	struct cq_error *err = NULL;
+	for (size_t i = 0; i < out->nsteps && !err; i++) {
+		const struct cq_async_step *s = &out->steps[i];
+		if (s->kind == CQ_ASYNC_STEP_NATIVE) {
+			err = cq_frame_list_add(fl, ctx->core, ctx->symbolizer,
+			                        &f->threads[s->thread].frames[s->frame],
+			                        CQ_FRAME_NATIVE);
+		} else {
+			struct cq_unwind_frame uf = {
+			    .pc = s->pc, .is_return_address = true, .trust = CQ_TRUST_ASYNC};
+			err =
+			    cq_frame_list_add(fl, ctx->core, ctx->symbolizer, &uf, CQ_FRAME_ASYNC);
+		}
+	}
+	return err;
+}
+
+/* Every thread's stack becomes its merged stack. */
+static struct cq_error *folly_threads(void *state, const struct cq_async_ctx *ctx)
+{
+	struct folly *f = state;
+	struct cq_stacks *st = ctx->stacks;
+	if (!(f->threads = calloc(st->nthreads ? st->nthreads : 1, sizeof(*f->threads))))
+		return &cq_error_nomem;
+	for (size_t t = 0; t < st->nthreads; t++) {
+		f->threads[t] = (struct cq_async_thread){.frames = ctx->native[t].frames,
+		                                         .nframes = ctx->native[t].nframes,
+		                                         .end = ctx->native[t].end};
+		f->threads[t].root = thread_root(ctx->core, f, st->threads[t].thread);
+		st->async.threads_with_roots += f->threads[t].root != 0;
+	}
+	struct cq_error *err = NULL;
+	for (size_t t = 0; t < st->nthreads && !err; t++) {
+		struct cq_thread_stack *ts = &st->threads[t];
+		struct cq_async_out out = {.steps = f->steps, .max_steps = f->max_steps};
+		cq_async_merge(ctx->target, f->threads, st->nthreads, t, f->cookie, &out);
+		struct cq_frame_list fl = {0};
+		err = add_steps(f, ctx, &fl, &out);
+		free(ts->frames);
+		ts->frames = fl.frames;
+		ts->nframes = fl.n;
+		ts->end = out.end;
+	}
+	return err;
+}
+
+/* Scan hits come in address order, each once; only store entries need dedup. */
+static struct cq_error *leaves_add(struct leaves *l, uint64_t frame, bool dedup)
+{
+	for (size_t i = 0; dedup && i < l->n; i++)
+		if (l->addr[i] == frame)
+			return NULL;
+	if (l->n == l->max)
+		return NULL;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		uint64_t *a = realloc(l->addr, cap * sizeof(*a));
+		if (!a)
+			return &cq_error_nomem;
+		l->addr = a;
+		l->cap = cap;
+	}
+	l->addr[l->n++] = frame;
+	return NULL;
+}
+
+/* Could frame be a suspended leaf: readable, a code address, a sane parent? */
+static bool plausible_leaf(struct cq_core *core, uint64_t frame, uint64_t cookie)
+{
+	uint64_t parent, ip, root;
+	if (!cq_mem_read_u64(&core->mem, frame, &parent) ||
+	    !cq_mem_read_u64(&core->mem, frame + 8, &ip) ||
+	    !cq_mem_read_u64(&core->mem, frame + 16, &root) || root != cookie)
+		return false;
+	const struct cq_mem_segment *code = cq_mem_find(&core->mem, ip);
+	if (!code || !(code->flags & CQ_MEM_EXEC))
+		return false;
+	return parent == 0 || (!(parent & 7) && cq_mem_find(&core->mem, parent) != NULL);
+}
+
+static void folly_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
+{
+	struct folly *f = state;
+	struct cq_async_summary *sum = &ctx->stacks->async;
+	uint64_t len = c->len - c->overlap;
+	size_t n = cq_async_scan(c->data + c->overlap, c->addr + c->overlap, len, f->cookie,
+	                         f->hits, CHUNK_HITS);
+	sum->scanned_bytes += len;
+	for (size_t i = 0; i < n && i < CHUNK_HITS && !f->scan_error; i++) {
+		uint64_t frame = f->hits[i] - 16;
+		if (f->hits[i] == f->cookie_addr || !plausible_leaf(ctx->core, frame, f->cookie))
+			continue;
+		f->scan_error = leaves_add(&f->leaves, frame, false);
+	}
+}
+
+/*
+ * libstdc++'s unordered_set<T*>: {buckets, bucket_count, before_begin.next,
+ * element_count, ...}; each node is {next, value}.
+ */
+static struct cq_error *read_leaf_store(struct cq_core *core, uint64_t set, struct leaves *l)
+{
+	uint64_t node, count;
+	if (!cq_mem_read_u64(&core->mem, set + 16, &node) ||
+	    !cq_mem_read_u64(&core->mem, set + 24, &count))
+		return NULL;
+	for (uint64_t i = 0; node && i < count && i < MAX_STORE_ELEMENTS; i++) {
+		uint64_t frame;
+		if (!cq_mem_read_u64(&core->mem, node + 8, &frame) ||
+		    !cq_mem_read_u64(&core->mem, node, &node))
+			break;
+		struct cq_error *err = frame ? leaves_add(l, frame, true) : NULL;
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/* Each suspended leaf, walked out to its outermost frame. */
+static struct cq_error *folly_decode(void *state, const struct cq_async_ctx *ctx)
+{
+	struct folly *f = state;
+	struct cq_error *err = f->scan_error;
+	f->scan_error = NULL;
+	if (f->cookie)
+		ctx->stacks->async.scan_seconds = ctx->scan_seconds;
+	if (!err && f->leaf_store)
+		err = read_leaf_store(ctx->core, f->leaf_store, &f->leaves);
+	for (size_t i = 0; i < f->leaves.n && !err; i++) {
+		struct cq_async_out out = {.steps = f->steps, .max_steps = f->max_steps};
+		cq_async_walk_suspended(ctx->target, f->threads, ctx->stacks->nthreads,
+		                        f->leaves.addr[i], f->cookie, &out);
+		struct cq_frame_list fl = {0};
+		err = add_steps(f, ctx, &fl, &out);
+		struct cq_suspended_stack s = {.kind = "folly",
+		                               .leaf = f->leaves.addr[i],
+		                               .frames = fl.frames,
+		                               .nframes = fl.n,
+		                               .end = out.end};
+		bool added;
+		if (err)
+			free(fl.frames);
+		else
+			err = cq_async_add_suspended(ctx, &s, &added);
+	}
+	return err;
+}
+
+const struct cq_async_runtime cq_async_folly = {
+    .name = "folly",
+    .detect = folly_detect,
+    .threads = folly_threads,
+    .scan = folly_scan,
+    .decode = folly_decode,
+    .destroy = folly_destroy,
+};

@@ -1,0 +1,121 @@
+/*
+ * runtime.h - one interface for every async runtime (folly coroutines,
+ * Rust futures, ...): how the analysis finds async frames that a plain
+ * native unwind cannot see.
+ *
+ * Each runtime is one file in unwind/async/ that defines one
+ * `const struct cq_async_runtime`, listed in the table in runtimes.c.  The
+ * driver, cq_async_stacks(), runs after every thread has been unwound:
+ *
+ *   1. detect   every runtime looks at the core (symbols, types); a runtime
+ *               the program does not use says so and costs nothing more;
+ *   2. threads  runtimes that splice frames into threads' stacks do so
+ *               (folly's merged stacks), from every thread's native frames;
+ *   3. scan     ONE pass over the writable memory of the core, through the
+ *               memory reader, feeds every runtime that asked for it;
+ *   4. decode   each runtime appends its suspended stacks.
+ *
+ * A runtime's state lives until the stacks are freed, so the strings its
+ * frames point to stay valid.  Errors are values: a runtime returns a
+ * struct cq_error only for what stops the whole analysis (out of memory);
+ * a damaged structure in the core is a partial result, not an error.
+ */
+#ifndef CQ_ASYNC_RUNTIME_H
+#define CQ_ASYNC_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/analysis/frames.h"
+#include "libcore/base/error.h"
+#include "unwind/unwind.h"
+
+struct cq_core;
+struct cq_mem_segment;
+struct cq_stacks;
+struct cq_stack_options;
+struct cq_symbolizer;
+
+/* One thread's native frames, as the unwinder returned them. */
+struct cq_async_native {
+	const struct cq_unwind_frame *frames;
+	size_t nframes;
+	enum cq_unwind_end end;
+};
+
+/* What the driver gives every runtime; valid during cq_async_stacks(). */
+struct cq_async_ctx {
+	struct cq_core *core;
+	const struct cq_unwind_target *target; /* the core as the unwinder sees it */
+	const struct cq_stack_options *options;
+	struct cq_symbolizer *symbolizer; /* NULL when not symbolizing */
+	struct cq_stacks *stacks;         /* threads unwound; suspended stacks go here */
+	/* Every thread's native frames, in core order; NULL unless a runtime asked. */
+	const struct cq_async_native *native;
+	double scan_seconds; /* set by the driver: how long the one scan took */
+};
+
+/* What a detected runtime needs from the driver. */
+struct cq_async_needs {
+	bool native_frames; /* keep every thread's native frames for threads/decode */
+	bool scan;          /* feed the scan hook */
+};
+
+/*
+ * A piece of a writable segment of the core.  [addr, addr + len) is mapped
+ * at data; its first `overlap` bytes (0 or 8) repeat the last word of the
+ * previous chunk of the same segment, so that a two-word pattern across the
+ * chunk boundary is seen whole.  Words start 8-byte aligned.
+ */
+struct cq_async_chunk {
+	const struct cq_mem_segment *segment;
+	uint64_t addr;
+	const uint8_t *data;
+	uint64_t len;
+	uint64_t overlap;
+};
+
+struct cq_async_runtime {
+	const char *name;
+	/*
+	 * Looks at the core; sets *state (NULL: the program does not use this
+	 * runtime, and no other hook is called) and *needs.
+	 */
+	struct cq_error *(*detect)(const struct cq_async_ctx *ctx, void **state,
+	                           struct cq_async_needs *needs);
+	/* Optional: rewrites threads' stacks (ctx->stacks->threads). */
+	struct cq_error *(*threads)(void *state, const struct cq_async_ctx *ctx);
+	/* Optional: sees every chunk of writable memory once. */
+	void (*scan)(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c);
+	/* Optional: appends suspended stacks (cq_async_add_suspended). */
+	struct cq_error *(*decode)(void *state, const struct cq_async_ctx *ctx);
+	void (*destroy)(void *state);
+};
+
+/* The states of the runtimes one analysis detected; freed with the stacks. */
+struct cq_async_states;
+
+/*
+ * Runs every runtime over a core whose threads ctx->stacks holds, native
+ * frames in ctx->native when cq_async_wants_native() said so.
+ */
+struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_states *states);
+
+/*
+ * Step 1 alone, run before the threads are unwound: detects the runtimes
+ * and says whether any of them needs every thread's native frames kept.
+ */
+struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async_states **out,
+                                 bool *wants_native);
+void cq_async_states_free(struct cq_async_states *states);
+
+/*
+ * Appends one suspended stack to ctx->stacks, unless the stacks are at
+ * their bound (options->max_suspended: then *added is false and the frames
+ * are freed).  Takes the frames array in every case.
+ */
+struct cq_error *cq_async_add_suspended(const struct cq_async_ctx *ctx,
+                                        struct cq_suspended_stack *s, bool *added);
+
+#endif

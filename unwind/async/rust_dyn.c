@@ -1,0 +1,425 @@
+/*
+ * rust_dyn.c - the "rust" async runtime: suspended Rust futures found
+ * behind `dyn Future` fat pointers, turned into await chains (see
+ * rust_dyn.h for the rules).
+ *
+ * Cost: nothing beyond section headers for a process without Rust modules,
+ * and no scan when the Rust modules have no Future vtables.  The scan hook
+ * sees each chunk of the driver's one pass over writable memory and
+ * compares each word with the [lowest, highest] vtable address before any
+ * lookup.
+ */
+#include "unwind/async/rust_dyn.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/analysis/stacktrace.h"
+#include "libcore/model/core.h"
+#include "libcore/model/module.h"
+#include "unwind/async/runtime.h"
+#include "unwind/async/rust_decode.h"
+#include "unwind/async/rust_index.h"
+
+#define MAX_CANDIDATES   (1u << 18)
+#define MAX_STACK_WORDS  (1u << 20)
+#define MAX_FUNCTION_LEN 1024
+
+struct candidate {
+	uint64_t data;
+	int32_t type;
+};
+
+/* A decoded chain, outermost future first, its frames copied out at their size. */
+struct chain {
+	struct cq_rust_frame *frames;
+	size_t nframes;
+	enum cq_rust_chain_end end;
+	bool dropped;
+};
+
+struct scan_state {
+	struct candidate *items;
+	size_t n, cap;
+	bool full;  /* at the bound on candidates: the rest is not looked at */
+	bool nomem; /* out of memory: the search fails */
+};
+
+/* The runtime's state: the type index, the scan's finds, the names made. */
+struct rust_dyn {
+	struct cq_rust_index *index;
+	struct scan_state scan;
+	char **strings; /* function names made here */
+	size_t nstrings;
+};
+
+static void on_found(void *ctx, uint64_t where, uint64_t data, int32_t type)
+{
+	(void)where;
+	struct scan_state *s = ctx;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		if (cap > MAX_CANDIDATES) {
+			s->full = true;
+			return;
+		}
+		struct candidate *p = realloc(s->items, cap * sizeof(*p));
+		if (!p) {
+			s->full = s->nomem = true;
+			return;
+		}
+		s->items = p;
+		s->cap = cap;
+	}
+	s->items[s->n++] = (struct candidate){.data = data, .type = type};
+}
+
+/* The lowest address of seg that may hold live data: above any thread's dead stack. */
+static uint64_t live_start(const struct cq_core *core, const struct cq_mem_segment *seg)
+{
+	uint64_t start = seg->start;
+	unsigned sp_reg = core->arch->sp_reg;
+	size_t inside = 0;
+	uint64_t sp = 0;
+	for (size_t t = 0; t < core->nthreads; t++) {
+		const struct cq_regs *r = &core->threads[t].regs;
+		if (cq_regs_has(r, sp_reg) && r->value[sp_reg] >= seg->start &&
+		    r->value[sp_reg] < seg->end) {
+			inside++;
+			sp = r->value[sp_reg];
+		}
+	}
+	/* Several stacks in one mapping: their dead parts interleave; scan it all. */
+	uint64_t red_zone = core->arch->red_zone;
+	if (inside == 1 && sp - seg->start > red_zone)
+		start = (sp - red_zone) & ~(uint64_t)7;
+	return start;
+}
+
+/* The scan hook: fat pointers in the live part of each writable chunk. */
+static void rust_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
+{
+	struct rust_dyn *r = state;
+	struct cq_rust_stats *st = &ctx->stacks->async.rust;
+	if (r->scan.full)
+		return;
+	uint64_t from = live_start(ctx->core, c->segment);
+	uint64_t begin = c->addr, end = c->addr + c->len;
+	if (from >= end)
+		return;
+	if (from > begin)
+		begin = from;
+	cq_rust_scan(&r->index->model, c->data + (begin - c->addr), begin, end - begin, on_found,
+	             &r->scan);
+	st->scan_bytes += end - (begin > c->addr + c->overlap ? begin : c->addr + c->overlap);
+}
+
+static int cmp_candidate(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+	if (x->data != y->data)
+		return x->data < y->data ? -1 : 1;
+	return (x->type > y->type) - (x->type < y->type);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static bool contains(const uint64_t *sorted, size_t n, uint64_t v)
+{
+	return bsearch(&v, sorted, n, sizeof(v), cmp_u64) != NULL;
+}
+
+/* A chain that is a task waiting for something: its root is Unresumed or SuspendK. */
+static bool is_waiting(const struct chain *c)
+{
+	if (c->nframes == 0 || !c->frames[0].variant)
+		return false;
+	uint64_t s = c->frames[0].state;
+	return s == 0 || s >= 3;
+}
+
+/* Drops chains whose outermost future is inside another chain. */
+static struct cq_error *drop_awaited(struct chain *chains, size_t n, struct cq_rust_stats *st)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!chains[i].dropped)
+			total += chains[i].nframes;
+	uint64_t *inner = malloc((total ? total : 1) * sizeof(*inner));
+	if (!inner)
+		return &cq_error_nomem;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t f = 1; !chains[i].dropped && f < chains[i].nframes; f++)
+			inner[k++] = chains[i].frames[f].addr;
+	qsort(inner, k, sizeof(*inner), cmp_u64);
+	for (size_t i = 0; i < n; i++) {
+		if (!chains[i].dropped && contains(inner, k, chains[i].frames[0].addr)) {
+			chains[i].dropped = true;
+			st->awaited++;
+		}
+	}
+	free(inner);
+	return NULL;
+}
+
+/*
+ * The words of a thread's live stack (sp up to the end of its mapping) and
+ * its registers, sorted.
+ */
+static bool live_words(struct cq_core *core, const struct cq_core_thread *th, uint64_t **out,
+                       size_t *n)
+{
+	*n = 0;
+	*out = NULL;
+	unsigned sp_reg = core->arch->sp_reg;
+	if (!cq_regs_has(&th->regs, sp_reg))
+		return true;
+	uint64_t sp = th->regs.value[sp_reg] & ~(uint64_t)7;
+	const struct cq_mem_segment *seg = cq_mem_find(&core->mem, sp);
+	uint64_t words = seg && seg->end > sp ? (seg->end - sp) / 8 : 0;
+	if (words > MAX_STACK_WORDS)
+		words = MAX_STACK_WORDS;
+	uint64_t *w = malloc((words + CQ_REGS_MAX) * sizeof(*w));
+	if (!w)
+		return false;
+	size_t k = 0;
+	for (unsigned r = 0; r < CQ_REGS_MAX; r++)
+		if (cq_regs_has(&th->regs, r))
+			w[k++] = th->regs.value[r];
+	for (uint64_t i = 0; i < words; i++)
+		if (cq_mem_read_u64(&core->mem, sp + 8 * i, &w[k]))
+			k++;
+	qsort(w, k, sizeof(*w), cmp_u64);
+	*n = k;
+	*out = w;
+	return true;
+}
+
+/* Drops chains one of whose state machines a thread is polling right now. */
+static struct cq_error *drop_polled(struct cq_core *core, const struct cq_stacks *stacks,
+                                    const struct cq_rust_index *ix, struct chain *chains, size_t n,
+                                    struct cq_rust_stats *st)
+{
+	const char *running[64];
+	for (size_t t = 0; t < stacks->nthreads; t++) {
+		const struct cq_thread_stack *ts = &stacks->threads[t];
+		size_t nrunning = 0;
+		for (size_t i = 0; i < ts->nframes && nrunning < 64; i++) {
+			const struct cq_stack_frame *f = &ts->frames[i];
+			if (f->kind != CQ_FRAME_NATIVE)
+				continue;
+			const char *r = cq_rust_index_resume_at(ix, i == 0 ? f->pc : f->pc - 1);
+			if (r)
+				running[nrunning++] = r;
+		}
+		if (nrunning == 0)
+			continue;
+		size_t nwords;
+		uint64_t *words = NULL;
+		if (!live_words(core, ts->thread, &words, &nwords))
+			return &cq_error_nomem;
+		for (size_t c = 0; c < n; c++) {
+			for (size_t f = 0; !chains[c].dropped && f < chains[c].nframes; f++) {
+				const struct cq_rust_frame *fr = &chains[c].frames[f];
+				const char *resume = ix->model.types[fr->type].resume_name;
+				if (!resume || !contains(words, nwords, fr->addr))
+					continue;
+				for (size_t r = 0; r < nrunning; r++) {
+					if (strcmp(running[r], resume) == 0) {
+						chains[c].dropped = true;
+						st->polled++;
+						break;
+					}
+				}
+			}
+		}
+		free(words);
+	}
+	return NULL;
+}
+
+static const char *keep_string(struct rust_dyn *t, const char *s)
+{
+	if (s == NULL)
+		return NULL;
+	char **p = realloc(t->strings, (t->nstrings + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	t->strings = p;
+	char *copy = strdup(s);
+	if (copy)
+		t->strings[t->nstrings++] = copy;
+	return copy; /* NULL: out of memory */
+}
+
+/* How a chain's walk ended, as the end of a stack. */
+static enum cq_unwind_end chain_end(enum cq_rust_chain_end end)
+{
+	switch (end) {
+	case CQ_RUST_END_LEAF:
+	case CQ_RUST_END_NO_AWAITEE:
+		return CQ_END_OUTERMOST;
+	case CQ_RUST_END_MAX_DEPTH:
+		return CQ_END_MAX_FRAMES;
+	case CQ_RUST_END_LOOP:
+		return CQ_END_LOOP;
+	default:
+		return CQ_END_BAD_MEMORY;
+	}
+}
+
+/* Appends one chain to stacks->suspended, innermost frame first. */
+static struct cq_error *add_chain(const struct cq_async_ctx *ctx, struct rust_dyn *t,
+                                  const struct chain *c, bool *added)
+{
+	*added = false;
+	struct cq_core *core = ctx->core;
+	struct cq_stack_frame *frames = calloc(c->nframes, sizeof(*frames));
+	if (!frames)
+		return &cq_error_nomem;
+	const struct cq_rust_model *m = &t->index->model;
+	for (size_t i = 0; i < c->nframes; i++) {
+		const struct cq_rust_frame *fr = &c->frames[c->nframes - 1 - i];
+		const struct cq_rust_type *ty = &m->types[fr->type];
+		char buf[MAX_FUNCTION_LEN];
+		struct cq_stack_frame *f = &frames[i];
+		f->kind = CQ_FRAME_ASYNC;
+		f->trust = CQ_TRUST_ASYNC;
+		f->object = fr->addr;
+		f->module = ty->origin < core->nmodules ? &core->modules[ty->origin] : NULL;
+		const char *name = cq_rust_frame_function(ty, buf, sizeof(buf));
+		f->function = keep_string(t, name);
+		if (name && !f->function) {
+			free(frames);
+			return &cq_error_nomem;
+		}
+		if (fr->variant) {
+			f->state = fr->variant->name;
+			f->file = fr->variant->file;
+			f->line = fr->variant->line;
+		}
+	}
+	struct cq_suspended_stack s = {.kind = "rust",
+	                               .leaf = frames[0].object,
+	                               .frames = frames,
+	                               .nframes = c->nframes,
+	                               .end = chain_end(c->end)};
+	return cq_async_add_suspended(ctx, &s, added);
+}
+
+static void rust_destroy(void *state)
+{
+	struct rust_dyn *r = state;
+	for (size_t i = 0; i < r->nstrings; i++)
+		free(r->strings[i]);
+	free(r->strings);
+	free(r->scan.items);
+	cq_rust_index_free(r->index);
+	free(r);
+}
+
+/* Indexes the Rust async types; a program without Rust modules has no state. */
+static struct cq_error *rust_detect(const struct cq_async_ctx *ctx, void **state,
+                                    struct cq_async_needs *needs)
+{
+	*state = NULL;
+	struct rust_dyn *r = calloc(1, sizeof(*r));
+	if (!r)
+		return &cq_error_nomem;
+	struct cq_error *err = cq_rust_index_core(ctx->core, ctx->options->debug_dirs, &r->index);
+	if (err) {
+		free(r);
+		return err;
+	}
+	struct cq_rust_stats *st = &ctx->stacks->async.rust;
+	const struct cq_rust_model *m = &r->index->model;
+	st->modules_indexed = r->index->modules_indexed;
+	st->index_ms = r->index->index_ms;
+	st->types = m->ntypes;
+	st->vtables = m->nvtables;
+	if (m->nvtables == 0) {
+		rust_destroy(r);
+		return NULL;
+	}
+	*needs = (struct cq_async_needs){.scan = true};
+	*state = r;
+	return NULL;
+}
+
+/* Decodes every candidate once, drops what is no task, reports the rest. */
+static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
+{
+	struct rust_dyn *r = state;
+	struct cq_rust_stats *st = &ctx->stacks->async.rust;
+	struct scan_state *scan = &r->scan;
+	st->scan_ms = ctx->scan_seconds * 1e3;
+	st->fat_pointers = scan->n;
+	st->scan_truncated = scan->full && !scan->nomem;
+	if (scan->nomem)
+		return &cq_error_nomem;
+	if (scan->n)
+		qsort(scan->items, scan->n, sizeof(*scan->items), cmp_candidate);
+	struct chain *chains = calloc(scan->n ? scan->n : 1, sizeof(*chains));
+	if (!chains)
+		return &cq_error_nomem;
+	const struct cq_rust_model *m = &r->index->model;
+	struct cq_error *err = NULL;
+	size_t n = 0;
+	struct cq_rust_chain decoded;
+	for (size_t i = 0; i < scan->n && !err; i++) {
+		if (i > 0 && scan->items[i].data == scan->items[i - 1].data)
+			continue; /* the same future, found through another pointer */
+		cq_rust_decode(ctx->target, m, scan->items[i].data, scan->items[i].type, &decoded);
+		if (decoded.nframes == 0 ||
+		    (n > 0 && decoded.frames[0].addr == chains[n - 1].frames[0].addr))
+			continue;
+		struct chain *ch = &chains[n];
+		ch->frames = malloc(decoded.nframes * sizeof(*ch->frames));
+		if (!ch->frames) {
+			err = &cq_error_nomem;
+			break;
+		}
+		memcpy(ch->frames, decoded.frames, decoded.nframes * sizeof(*ch->frames));
+		ch->nframes = decoded.nframes;
+		ch->end = decoded.end;
+		st->futures++;
+		if (!is_waiting(ch)) {
+			ch->dropped = true;
+			st->not_waiting++;
+		}
+		n++;
+	}
+	if (!err)
+		err = drop_awaited(chains, n, st);
+	if (!err)
+		err = drop_polled(ctx->core, ctx->stacks, r->index, chains, n, st);
+	for (size_t i = 0; i < n && !err; i++) {
+		if (chains[i].dropped)
+			continue;
+		bool added;
+		err = add_chain(ctx, r, &chains[i], &added);
+		if (added)
+			st->reported++;
+		else
+			st->over_limit++;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(chains[i].frames);
+	free(chains);
+	return err;
+}
+
+const struct cq_async_runtime cq_async_rust_dyn = {
+    .name = "rust",
+    .detect = rust_detect,
+    .scan = rust_scan,
+    .decode = rust_decode,
+    .destroy = rust_destroy,
+};

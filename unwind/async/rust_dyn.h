@@ -1,0 +1,49 @@
+/*
+ * rust_dyn.h - the suspended Rust futures behind `dyn Future` pointers, as
+ * await chains: the "rust" async runtime (runtime.h).
+ *
+ * Without knowing the executor: index the Rust async types of the process
+ * (rust_index.h); if there is any `dyn Future` vtable, scan the writable
+ * memory the core holds for {data, vtable} fat pointers, decode the future
+ * behind each (unwind/async/rust_decode.h), and keep the chains that are tasks:
+ *   - the outermost future is a state machine that is Unresumed or
+ *     suspended (not Returned or Panicked, not an undecodable state);
+ *   - it is no other chain's awaitee (so a task is reported once, from
+ *     its outermost future), and each future is reported once however
+ *     many fat pointers lead to it;
+ *   - it is not being polled right now: a chain is dropped when a thread
+ *     is running the poll function of one of its state machines and that
+ *     state machine's address is on the thread's live stack or in its
+ *     registers (its __state is stale while it runs).
+ * The dead part of each thread's stack (below sp and its red zone) is not
+ * scanned: it holds stale copies of pointers.
+ */
+#ifndef CQ_RUST_DYN_H
+#define CQ_RUST_DYN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/base/error.h"
+
+/* What the search cost and found (the JSON "async" member of coreq stack). */
+struct cq_rust_stats {
+	size_t modules_indexed; /* modules whose DWARF was read */
+	size_t types, vtables;  /* model size */
+	double index_ms;
+	uint64_t scan_bytes; /* memory scanned for fat pointers */
+	double scan_ms;
+	size_t fat_pointers; /* hits of the scan, before any filtering */
+	bool scan_truncated; /* the scan stopped at its bound on hits (1 << 18) */
+	size_t futures;      /* distinct futures decoded */
+	size_t awaited;      /* dropped: another chain's awaitee */
+	size_t polled;       /* dropped: being polled on a thread */
+	size_t not_waiting;  /* dropped: Returned, Panicked or undecodable */
+	size_t reported;     /* added to the suspended stacks */
+	size_t over_limit;   /* not added: the suspended stacks were at their bound */
+};
+
+/* The runtime itself: cq_async_rust_dyn, listed in runtimes.c. */
+
+#endif
