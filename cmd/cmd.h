@@ -91,9 +91,6 @@ bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out,
  */
 struct cq_cache *cmd_open_cache(const char *path);
 
-/* The executable's path as the core names it, or NULL. */
-const char *cmd_core_exe(const struct cq_core *core);
-
 struct cq_stack_frame;
 
 /* Writes a thread's "tid", "name" and "crashed" members. */
@@ -107,8 +104,12 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core);
 
 struct cq_stacks;
 
-/* Warns when async roots were read with a guessed glibc layout. */
-void cmd_warn_async(const char *path, const struct cq_stacks *stacks);
+/*
+ * Warns about what made the analysis partial: a module whose unwind table
+ * could not be built, async roots read with a guessed glibc layout.
+ */
+void cmd_warn_analysis(const char *path, const struct cq_core *core,
+                       const struct cq_stacks *stacks);
 
 /* Opens the database at path (NULL: the default path). */
 struct cq_error *cmd_open_store(const char *path, struct cq_store **out);

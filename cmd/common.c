@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "libcore/analysis/unwind_target.h"
 #include "libcore/db/cache.h"
 #include "libcore/base/json.h"
 #include "libcore/model/module.h"
@@ -118,11 +119,11 @@ bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out,
 
 struct cq_cache *cmd_open_cache(const char *path)
 {
-	char *def = path ? NULL : cq_store_cache_default_path();
+	char *def = path ? NULL : cq_cache_default_path();
 	const char *use = path ? path : def;
 	struct cq_cache *cache = NULL;
 	if (use) {
-		struct cq_error *err = cq_store_cache_open(use, &cache);
+		struct cq_error *err = cq_cache_open(use, &cache);
 		if (err) {
 			cmd_warn(use, "cache unavailable, continuing without it: %s", err->message);
 			cq_error_free(err);
@@ -130,17 +131,6 @@ struct cq_cache *cmd_open_cache(const char *path)
 	}
 	free(def);
 	return cache;
-}
-
-/* The executable's path: its module, else AT_EXECFN, else the command name. */
-const char *cmd_core_exe(const struct cq_core *core)
-{
-	const struct cq_module *main_mod = cq_core_main_module(core);
-	if (main_mod)
-		return main_mod->name;
-	if (core->execfn[0])
-		return core->execfn;
-	return core->has_psinfo ? core->fname : NULL;
 }
 
 static void json_signal(struct cq_json *j, const struct cq_core *core)
@@ -173,7 +163,7 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core)
 	cq_json_key(j, "pid");
 	cq_json_int(j, core->has_psinfo ? core->pid : crashed->tid);
 	cq_json_key(j, "exe");
-	cq_json_string(j, cmd_core_exe(core));
+	cq_json_string(j, cq_core_exe(core, NULL));
 	cq_json_key(j, "cmdline");
 	cq_json_string(j, core->has_psinfo ? core->psargs : NULL);
 	cq_json_key(j, "arch");
@@ -206,8 +196,14 @@ void cmd_iso_time(long long secs, char buf[32])
 		snprintf(buf, 32, "%lld", secs);
 }
 
-void cmd_warn_async(const char *path, const struct cq_stacks *stacks)
+void cmd_warn_analysis(const char *path, const struct cq_core *core, const struct cq_stacks *stacks)
 {
+	for (size_t m = 0; m < core->nmodules; m++) {
+		const struct cq_error *e = cq_core_target_cfi_error(&core->modules[m]);
+		if (e)
+			cmd_warn(path, "%s: unwind table unusable, frame pointers used instead: %s",
+			         core->modules[m].name, e->message);
+	}
 	const struct cq_async_summary *a = &stacks->async;
 	if (a->has_tls_key && !a->tls_layout_from_libc)
 		cmd_warn(path,

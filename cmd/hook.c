@@ -19,19 +19,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/base/json.h"
+#include "libcore/base/parse.h"
 #include "libcore/db/cache.h"
 #include "libcore/pipeline/ingest.h"
 #include "libcore/capture/capture.h"
@@ -133,13 +132,7 @@ static void log_line(const char *fmt, ...)
 
 static bool parse_u64(const char *s, uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-')
-		return false;
-	*out = v;
-	return true;
+	return cq_parse_u64(s, false, out) == CQ_PARSE_OK;
 }
 
 static bool parse_i64(const char *s, int64_t *out)
@@ -230,7 +223,7 @@ static void analyse_child(const struct hook *h, const char *path)
 	struct cq_ingest_result res;
 	err = cq_ingest_core(store, path, &io, &res);
 	cq_ingest_result_free(&res);
-	cq_store_cache_close(so.cache);
+	cq_cache_close(so.cache);
 	cq_store_close(store);
 	_exit(err ? 1 : 0);
 }
@@ -244,13 +237,19 @@ static struct cq_error *analyse(const struct hook *h, const char *path)
 		struct cq_error *err = cq_error_errno(errno, "cannot fork the analysis");
 		struct cq_store *store;
 		int64_t id;
-		struct cq_error *oerr = cmd_open_store(h->db, &store);
-		if (!oerr) {
-			cq_error_free(
-			    cq_store_placeholder_failed(store, path, err->message, false, &id));
+		struct cq_error *rerr = cmd_open_store(h->db, &store);
+		if (!rerr) {
+			rerr = cq_store_placeholder_failed(store, path, err->message, false, &id);
 			cq_store_close(store);
 		}
-		cq_error_free(oerr);
+		if (rerr) {
+			struct cq_error *both =
+			    cq_error_create(err->code, "%s; recording that failed too: %s",
+			                    err->message, rerr->message);
+			cq_error_free(rerr);
+			cq_error_free(err);
+			return both;
+		}
 		return err;
 	}
 	if (pid == 0)
@@ -285,50 +284,20 @@ static struct cq_error *analyse(const struct hook *h, const char *path)
 }
 
 /* What the database says about the stored core after the analysis. */
-struct outcome {
-	int64_t core_id;
-	char status[16];
-	char message[256];
-	char bucket[32];
-	char signature[256];
-};
-
-static struct cq_error *read_outcome(const struct hook *h, const char *path, struct outcome *o)
+static struct cq_error *read_outcome(const struct hook *h, const char *path,
+                                     struct cq_store_outcome *o)
 {
-	static const char sql[] =
-	    "SELECT c.id, c.status, c.message, b.hash, b.signature FROM cores c "
-	    "LEFT JOIN buckets b ON b.id = c.bucket_id "
-	    "WHERE c.stored_path = ?1 OR c.identity = 'stored:' || ?1 ORDER BY c.id DESC LIMIT 1";
 	struct cq_store *store;
 	struct cq_error *err = cmd_open_store(h->db, &store);
 	if (err)
 		return err;
-	sqlite3 *db = cq_store_db(store);
-	sqlite3_stmt *st;
-	memset(o, 0, sizeof(*o));
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		err = cq_error_create(CQ_ERR_DB, "%s", sqlite3_errmsg(db));
-	} else {
-		sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			o->core_id = sqlite3_column_int64(st, 0);
-			const char *cols[] = {(const char *)sqlite3_column_text(st, 1),
-			                      (const char *)sqlite3_column_text(st, 2),
-			                      (const char *)sqlite3_column_text(st, 3),
-			                      (const char *)sqlite3_column_text(st, 4)};
-			snprintf(o->status, sizeof(o->status), "%s", cols[0] ? cols[0] : "");
-			snprintf(o->message, sizeof(o->message), "%s", cols[1] ? cols[1] : "");
-			snprintf(o->bucket, sizeof(o->bucket), "%s", cols[2] ? cols[2] : "");
-			snprintf(o->signature, sizeof(o->signature), "%s", cols[3] ? cols[3] : "");
-		}
-		sqlite3_finalize(st);
-	}
+	err = cq_store_stored_outcome(store, path, o);
 	cq_store_close(store);
 	return err;
 }
 
-static void report(const struct hook *h, const struct cq_capture_stored *s, const struct outcome *o,
-                   const char *error)
+static void report(const struct hook *h, const struct cq_capture_stored *s,
+                   const struct cq_store_outcome *o, const char *error)
 {
 	const struct cq_capture *c = &h->cap;
 	if (h->format == CMD_FORMAT_JSON) {
@@ -398,25 +367,6 @@ static struct cq_error *record_not_stored(const struct hook *h, const char *why,
 	return err;
 }
 
-/* How many raw bytes may be stored: --max-size, RLIMIT_CORE and --keep-free. */
-static uint64_t store_limit(const struct hook *h, bool *no_room)
-{
-	uint64_t limit = h->max_size;
-	if (h->cap.rlimit > 0 && (limit == 0 || (uint64_t)h->cap.rlimit < limit))
-		limit = (uint64_t)h->cap.rlimit;
-	*no_room = false;
-	struct statvfs vfs;
-	if (h->keep_free && statvfs(h->store_dir, &vfs) == 0) {
-		uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-		/* Raw bytes bound the compressed file from above. */
-		uint64_t room = avail > h->keep_free ? avail - h->keep_free : 0;
-		*no_room = room == 0;
-		if (limit == 0 || room < limit)
-			limit = room;
-	}
-	return limit;
-}
-
 static int run_hook(struct hook *h)
 {
 	struct cq_error *err = cq_path_make_parent_dirs(h->db);
@@ -433,10 +383,12 @@ static int run_hook(struct hook *h)
 	if (store_abs)
 		h->store_dir = store_abs;
 	struct cq_capture_stored s = {0};
-	struct outcome o = {0};
+	struct cq_store_outcome o = {0};
 	int64_t id = 0;
 	bool no_room = false;
-	uint64_t limit = err ? 0 : store_limit(h, &no_room);
+	uint64_t limit = err ? 0
+	                     : cq_capture_store_limit(h->store_dir, h->max_size, h->cap.rlimit,
+	                                              h->keep_free, &no_room);
 	const char *not_stored = h->cap.rlimit == 0 ? "RLIMIT_CORE is 0: core not stored"
 	                         : no_room ? "less than --keep-free bytes free in the store"
 	                                   : NULL;
@@ -457,7 +409,11 @@ static int run_hook(struct hook *h)
 		/* Storing failed (disk full, I/O error): the crash is still recorded. */
 		int64_t ignored;
 		struct cq_error *rerr = record_not_stored(h, err->message, &ignored);
-		cq_error_free(rerr);
+		if (rerr) {
+			err = cq_error_create(err->code, "%s; recording that failed too: %s",
+			                      err->message, rerr->message);
+			cq_error_free(rerr);
+		}
 	}
 	struct cq_store *store;
 	if (!err && !(err = cmd_open_store(h->db, &store))) {

@@ -105,7 +105,7 @@ static void print_text(const struct cq_core *core)
 	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
 	int sig = cq_core_signal(core);
 	const char *signame = cq_core_signal_name(sig);
-	const char *exe = cmd_core_exe(core);
+	const char *exe = cq_core_exe(core, NULL);
 	printf("core:        %s\n", core->path);
 	printf("pid:         %d\n", core->has_psinfo ? core->pid : crashed->tid);
 	printf("exe:         %s\n", exe ? exe : "-");

@@ -16,9 +16,11 @@
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/triage/bucket.h"
 
+#include "libcore/base/clock.h"
 #include "libcore/base/json.h"
 #include "libcore/base/regular_file.h"
 #include "libcore/db/cache.h"
+#include "libcore/model/source.h"
 #include "libcore/pipeline/ingest.h"
 #include "libcore/store/store.h"
 #include "libcore/store/capture_rows.h"
@@ -35,7 +37,7 @@ struct input {
 struct progress {
 	bool shown;
 	size_t done, total;
-	struct timespec start;
+	double start; /* cq_clock_seconds() */
 };
 
 struct ingest_run {
@@ -108,34 +110,16 @@ static bool push_input(struct inputs *in, const char *path, const struct stat *s
 	return true;
 }
 
-/* An ELF core, or a stream in one of the compressed formats systemd uses. */
+/* Whether the file at path starts like a core (see cq_source_looks_like_core). */
 static bool looks_like_core(const char *path)
 {
-	unsigned char b[18];
+	unsigned char b[CQ_SOURCE_SNIFF_BYTES];
 	int fd = cq_open_regular(path);
 	if (fd < 0)
 		return false;
 	ssize_t n = read(fd, b, sizeof(b));
 	close(fd);
-	if (n >= 18 && memcmp(b, "\177ELF", 4) == 0)
-		return b[16] == 4 && b[17] == 0; /* ET_CORE, little-endian */
-	static const struct {
-		const char *magic;
-		size_t len;
-	} compressed[] = {
-	    {"\x28\xb5\x2f\xfd", 4}, /* zstd */
-	    {"\xfd"
-	     "7zXZ\0",
-	     6},                     /* xz */
-	    {"\x04\x22\x4d\x18", 4}, /* lz4 */
-	    {"\x1f\x8b", 2},         /* gzip */
-	    {"BZh", 3},              /* bzip2 */
-	};
-	for (size_t i = 0; i < sizeof(compressed) / sizeof(compressed[0]); i++)
-		if ((size_t)n >= compressed[i].len &&
-		    memcmp(b, compressed[i].magic, compressed[i].len) == 0)
-			return true;
-	return false;
+	return n > 0 && cq_source_looks_like_core(b, (size_t)n);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -183,10 +167,7 @@ static void progress_draw(struct progress *p)
 {
 	if (!p->shown)
 		return;
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	double secs =
-	    (double)(now.tv_sec - p->start.tv_sec) + (double)(now.tv_nsec - p->start.tv_nsec) / 1e9;
+	double secs = cq_clock_seconds() - p->start;
 	int width = 30, filled = p->total ? (int)(width * p->done / p->total) : width;
 	fprintf(stderr, "\r[%.*s%*s] %zu/%zu cores, %.1f/s", filled,
 	        "##############################", width - filled, "", p->done, p->total,
@@ -409,7 +390,7 @@ int cmd_ingest(int argc, char **argv)
 	run.so.debug_dirs = run.o.core.debug_dirs;
 	run.progress.total = in.n;
 	run.progress.shown = in.n > 1 && isatty(STDERR_FILENO);
-	clock_gettime(CLOCK_MONOTONIC, &run.progress.start);
+	run.progress.start = cq_clock_seconds();
 	if (run.o.format == CMD_FORMAT_JSON) {
 		cq_json_init(&run.json, stdout);
 		cq_json_object_begin(&run.json);
@@ -449,7 +430,7 @@ int cmd_ingest(int argc, char **argv)
 	print_summary(&run);
 	if (run.failed)
 		rc = EXIT_INPUT;
-	cq_store_cache_close(run.so.cache);
+	cq_cache_close(run.so.cache);
 	cq_store_close(run.store);
 out:
 	for (size_t i = 0; i < in.n; i++)

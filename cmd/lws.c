@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/base/parse.h"
 #include "libcore/db/cache.h"
 #include "libcore/base/json.h"
 #include "libcore/formats/lws_codec.h"
@@ -169,7 +170,7 @@ static int open_elf(const struct lws_opts *o, struct cq_cache **cache, struct cq
 	*cache = o->no_cache ? NULL : cmd_open_cache(o->cache_path);
 	struct cq_error *err = cq_lws_elf_open(o->elf_path, o->common.debug_dirs, *cache, elf);
 	if (err) {
-		cq_store_cache_close(*cache);
+		cq_cache_close(*cache);
 		*cache = NULL;
 		return cmd_fail(o->elf_path, err);
 	}
@@ -328,7 +329,7 @@ static int lws_decode(int argc, char **argv)
 		cq_json_finish(&d.j);
 	}
 	cq_lws_elf_close(d.elf);
-	cq_store_cache_close(cache);
+	cq_cache_close(cache);
 	return d.failed ? EXIT_INPUT : EXIT_OK;
 }
 
@@ -337,22 +338,17 @@ static int lws_decode(int argc, char **argv)
 /* A decimal or 0x-hex number of up to 64 bits; prints a usage error if not. */
 static bool parse_u64(const char *arg, const char *what, uint64_t *out)
 {
-	bool hex = arg[0] == '0' && (arg[1] == 'x' || arg[1] == 'X');
-	const char *digits = hex ? arg + 2 : arg;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(digits, &end, hex ? 16 : 10);
-	if (!*digits || *end || digits[0] == '-' || digits[0] == '+' || digits[0] == ' ') {
+	switch (cq_parse_u64(arg, true, out)) {
+	case CQ_PARSE_OK:
+		return true;
+	case CQ_PARSE_RANGE:
+		cmd_usage_error("lws encode", "%s '%s' does not fit in 64 bits", what, arg);
+		return false;
+	default:
 		cmd_usage_error("lws encode", "%s '%s' is not a decimal or 0x-hex number", what,
 		                arg);
 		return false;
 	}
-	if (errno == ERANGE) {
-		cmd_usage_error("lws encode", "%s '%s' does not fit in 64 bits", what, arg);
-		return false;
-	}
-	*out = v;
-	return true;
 }
 
 static int lws_encode(int argc, char **argv)
@@ -504,7 +500,7 @@ static int lws_ingest(int argc, char **argv)
 		cq_json_finish(&run.j);
 	}
 	cq_lws_elf_close(elf);
-	cq_store_cache_close(cache);
+	cq_cache_close(cache);
 	cq_store_close(store);
 	return failed ? EXIT_INPUT : EXIT_OK;
 }

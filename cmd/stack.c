@@ -289,14 +289,14 @@ int cmd_stack(int argc, char **argv)
 	if (err) {
 		rc = cmd_fail(path, err);
 	} else {
-		cmd_warn_async(path, stacks);
+		cmd_warn_analysis(path, core, stacks);
 		if (o.format == CMD_FORMAT_JSON)
 			print_json(core, stacks);
 		else
 			print_text(stacks);
 		cq_stacks_free(stacks);
 	}
-	cq_store_cache_close(so.cache);
+	cq_cache_close(so.cache);
 	cq_core_close(core);
 	return rc;
 }

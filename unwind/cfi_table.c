@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "libcore/base/bytes.h"
+#include "libcore/base/hash.h"
 
 #define MAX_ROWS     (1u << 24)
 #define MAX_EXPR_OPS 64
@@ -62,14 +63,6 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 	if (q)
 		*cap = ncap;
 	return q;
-}
-
-static uint64_t fnv(uint64_t h, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
 }
 
 typedef bool (*intern_eq)(const struct builder *b, uint32_t index, const void *key);
@@ -134,11 +127,11 @@ struct expr_key {
 
 static uint64_t expr_hash(const Dwarf_Op *ops, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = CQ_FNV_OFFSET;
 	for (size_t i = 0; i < n; i++) {
-		h = fnv(h, &ops[i].atom, sizeof(ops[i].atom));
-		h = fnv(h, &ops[i].number, sizeof(ops[i].number));
-		h = fnv(h, &ops[i].number2, sizeof(ops[i].number2));
+		h = cq_fnv1a(h, &ops[i].atom, sizeof(ops[i].atom));
+		h = cq_fnv1a(h, &ops[i].number, sizeof(ops[i].number));
+		h = cq_fnv1a(h, &ops[i].number2, sizeof(ops[i].number2));
 	}
 	return h;
 }
@@ -318,7 +311,7 @@ static uint32_t intern_row(struct builder *b, Dwarf_Frame *frame, bool signal)
 	size_t stride = b->nregs + 1;
 	if (!intern_reserve(&b->ruleset_set))
 		return UINT32_MAX;
-	uint64_t h = fnv(0xcbf29ce484222325ull, set, stride * sizeof(set[0]));
+	uint64_t h = cq_fnv1a(CQ_FNV_OFFSET, set, stride * sizeof(set[0]));
 	size_t slot;
 	uint32_t found = intern_find(b, &b->ruleset_set, h, set, ruleset_eq, &slot);
 	if (found != UINT32_MAX)

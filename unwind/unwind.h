@@ -12,9 +12,9 @@
  * resort, a bounded scan of the stack for a word that points just after a
  * call instruction ("scan").  Every walk is bounded by max_frames, by the
  * stack mapping, and by the rule that the CFA must increase.
-  *
- * Layer: unwind (unwind/): the native walk; it includes only base, and sees a core only through struct cq_unwind_target.
- * The layer order is in the README (Layout) and tests/check-layers.
+ *
+ * Layer: unwind (unwind/): the native walk; it includes only base, and sees a core only through
+ * struct cq_unwind_target. The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_UNWIND_H
 #define CQ_UNWIND_H

@@ -119,6 +119,8 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 	actx.native = native;
 	if (!err && p->async)
 		err = cq_async_stacks(&actx, p->async);
+	if (!err && ct.out_of_memory)
+		err = &cq_error_nomem;
 out:
 	if (native) {
 		for (size_t t = 0; t < core->nthreads; t++)

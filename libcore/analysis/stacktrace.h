@@ -17,7 +17,7 @@
  * coroutines found by folly's cookie, "rust" for the await chains of
  * suspended Rust futures (unwind/async/rust_dyn.h).  A program with neither
  * runtime's symbols costs nothing extra: nothing is read or scanned.
-  *
+ *
  * Layer: analysis (libcore/analysis/ and unwind/async/): stacks of a core; above symbols.
  * The layer order is in the README (Layout) and tests/check-layers.
  */

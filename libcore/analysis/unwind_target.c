@@ -23,18 +23,20 @@
 
 struct module_cfi {
 	struct cq_cfi_table *table; /* NULL: the module has no usable CFI */
+	struct cq_error *error;     /* why the table could not be built, if it failed */
 };
 
 static void module_cfi_free(void *p)
 {
 	struct module_cfi *m = p;
 	cq_cfi_table_free(m->table);
+	cq_error_free(m->error);
 	free(m);
 }
 
 /* Compiles the module's table from its file and its debuginfo's .debug_frame. */
 static struct cq_cfi_table *compile_table(struct cq_module *mod, const struct cq_arch *arch,
-                                          const char *const *debug_dirs)
+                                          const char *const *debug_dirs, struct cq_error **error)
 {
 	Elf *debug_elf = NULL;
 	int debug_fd = -1;
@@ -47,8 +49,7 @@ static struct cq_cfi_table *compile_table(struct cq_module *mod, const struct cq
 		debug_elf = mod->elf;
 	}
 	struct cq_cfi_table *table = NULL;
-	struct cq_error *err = cq_cfi_table_build(mod->elf, debug_elf, arch->nregs, &table);
-	cq_error_free(err);
+	*error = cq_cfi_table_build(mod->elf, debug_elf, arch->nregs, &table);
 	if (debug_elf && debug_elf != mod->elf)
 		elf_end(debug_elf);
 	if (debug_fd >= 0)
@@ -57,7 +58,8 @@ static struct cq_cfi_table *compile_table(struct cq_module *mod, const struct cq
 	return table;
 }
 
-static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_module *mod)
+static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_module *mod,
+                                       struct cq_error **error)
 {
 	const struct cq_arch *arch = ctx->core->arch;
 	struct cq_cache *cache = ctx->options->cache;
@@ -66,7 +68,7 @@ static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_mod
 	struct cq_cfi_table *table = NULL;
 	if (cache && id[0]) {
 		size_t len;
-		uint8_t *blob = cq_store_cache_get_table(cache, id, CQ_CFI_TABLE_VERSION, &len);
+		uint8_t *blob = cq_cache_get_table(cache, id, CQ_CFI_TABLE_VERSION, &len);
 		if (blob) {
 			struct cq_error *err = cq_cfi_table_deserialize(blob, len, &table);
 			cq_error_free(err);
@@ -77,13 +79,13 @@ static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_mod
 			table = NULL;
 		}
 	}
-	table = compile_table(mod, arch, ctx->options->debug_dirs);
+	table = compile_table(mod, arch, ctx->options->debug_dirs, error);
 	if (table && cache && id[0]) {
 		uint8_t *blob;
 		size_t len;
 		if (!cq_cfi_table_serialize(table, &blob, &len)) {
-			cq_store_cache_put_table(cache, id, CQ_CFI_TABLE_VERSION, table->nrows,
-			                         blob, len);
+			cq_cache_put_table(cache, id, CQ_CFI_TABLE_VERSION, table->nrows, blob,
+			                   len);
 			free(blob);
 		}
 	}
@@ -98,9 +100,13 @@ static const struct cq_cfi_table *target_cfi_at(void *p, uint64_t pc, uint64_t *
 		return NULL;
 	if (!mod->analysis) {
 		struct module_cfi *m = calloc(1, sizeof(*m));
-		if (!m)
+		if (!m) {
+			ctx->out_of_memory = true;
 			return NULL;
-		m->table = load_table(ctx, mod);
+		}
+		m->table = load_table(ctx, mod, &m->error);
+		if (m->error == &cq_error_nomem)
+			ctx->out_of_memory = true;
 		mod->analysis = m;
 		mod->analysis_free = module_cfi_free;
 	}
@@ -144,7 +150,14 @@ void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
 {
 	ct->core = core;
 	ct->options = o;
+	ct->out_of_memory = false;
 	ct->target.ops = &target_ops;
 	ct->target.ctx = ct;
 	ct->target.arch = core->arch;
+}
+
+const struct cq_error *cq_core_target_cfi_error(const struct cq_module *mod)
+{
+	const struct module_cfi *m = mod->analysis;
+	return mod->analysis_free == module_cfi_free && m ? m->error : NULL;
 }

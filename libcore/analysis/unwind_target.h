@@ -7,9 +7,13 @@
 #ifndef CQ_UNWIND_TARGET_H
 #define CQ_UNWIND_TARGET_H
 
+#include <stdbool.h>
+
+#include "libcore/base/error.h"
 #include "unwind/unwind.h"
 
 struct cq_core;
+struct cq_module;
 struct cq_stack_options;
 
 /* The unwinder's view of a core; valid while core and options live. */
@@ -17,9 +21,17 @@ struct cq_core_target {
 	struct cq_unwind_target target;
 	struct cq_core *core;
 	const struct cq_stack_options *options;
+	bool out_of_memory; /* a table could not be built for want of memory */
 };
 
 void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
                          const struct cq_stack_options *o);
+
+/*
+ * Why mod's CFI table could not be built (a corrupt .eh_frame or
+ * .debug_frame), or NULL: the unwinder then falls back to frame pointers
+ * and scanning for that module, and the caller may say so.
+ */
+const struct cq_error *cq_core_target_cfi_error(const struct cq_module *mod);
 
 #endif

@@ -8,9 +8,9 @@
  *
  * Allocation failure while building an error yields the static cq_error_nomem,
  * which cq_error_free knows not to free, so error paths never fail themselves.
-  *
- * Layer: base (libcore/base/): the bottom layer, included by every other; it includes nothing of coreq.
- * The layer order is in the README (Layout) and tests/check-layers.
+ *
+ * Layer: base (libcore/base/): the bottom layer, included by every other; it includes nothing of
+ * coreq. The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_ERROR_H
 #define CQ_ERROR_H

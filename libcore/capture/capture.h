@@ -8,7 +8,7 @@
  * core_pattern arguments and stores its copies the same way, so one reader
  * serves both.  The core's own notes win where they disagree: reconciling
  * records each disagreement instead of hiding it.
-  *
+ *
  * Layer: capture (libcore/capture/): where a core came from and how it was kept; above triage.
  * The layer order is in the README (Layout) and tests/check-layers.
  */
@@ -95,5 +95,14 @@ struct cq_capture_stored {
  */
 struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_capture *c,
                                   uint64_t limit, struct cq_capture_stored *out);
+
+/*
+ * How many raw bytes of a core may be stored in dir (0: no bound): the
+ * smallest of max_size (0: none), the process's RLIMIT_CORE (rlimit; <= 0:
+ * none) and the space above keep_free bytes free in dir's file system
+ * (keep_free 0: no such bound).  *no_room is set when that space is none.
+ */
+uint64_t cq_capture_store_limit(const char *dir, uint64_t max_size, int64_t rlimit,
+                                uint64_t keep_free, bool *no_room);
 
 #endif

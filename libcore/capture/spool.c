@@ -1,5 +1,5 @@
 /*
- * capture_store.c - keep an incoming core before anything else happens to
+ * spool.c - keep an incoming core before anything else happens to
  * it: stream it from a pipe into a zstd-compressed file (libarchive's raw
  * format), named as systemd-coredump names its cores, created atomically
  * (temporary file, fsync, rename without replacing) so that a reader of the
@@ -7,6 +7,7 @@
  */
 #include "libcore/capture/capture.h"
 
+#include <sys/statvfs.h>
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -152,4 +153,23 @@ struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_ca
 	}
 	free(tmp);
 	return err;
+}
+
+uint64_t cq_capture_store_limit(const char *dir, uint64_t max_size, int64_t rlimit,
+                                uint64_t keep_free, bool *no_room)
+{
+	uint64_t limit = max_size;
+	if (rlimit > 0 && (limit == 0 || (uint64_t)rlimit < limit))
+		limit = (uint64_t)rlimit;
+	*no_room = false;
+	struct statvfs vfs;
+	if (keep_free && statvfs(dir, &vfs) == 0) {
+		uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		/* Raw bytes bound the compressed file from above. */
+		uint64_t room = avail > keep_free ? avail - keep_free : 0;
+		*no_room = room == 0;
+		if (limit == 0 || room < limit)
+			limit = room;
+	}
+	return limit;
 }

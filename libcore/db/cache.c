@@ -32,12 +32,12 @@ static const char *const statements[] = {
     "VALUES (?, ?, ?, ?, ?)",
 };
 
-char *cq_store_cache_default_path(void)
+char *cq_cache_default_path(void)
 {
 	return cq_path_default("COREQ_CACHE", "XDG_CACHE_HOME", ".cache", "cache.db");
 }
 
-struct cq_error *cq_store_cache_open(const char *path, struct cq_cache **out)
+struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 {
 	*out = NULL;
 	struct cq_cache *c = calloc(1, sizeof(*c));
@@ -59,11 +59,11 @@ struct cq_error *cq_store_cache_open(const char *path, struct cq_cache **out)
 	*out = c;
 	return NULL;
 fail:
-	cq_store_cache_close(c);
+	cq_cache_close(c);
 	return err;
 }
 
-void cq_store_cache_close(struct cq_cache *c)
+void cq_cache_close(struct cq_cache *c)
 {
 	if (!c)
 		return;
@@ -104,8 +104,7 @@ static void run_write(struct cq_cache *c, sqlite3_stmt *st)
 	sqlite3_clear_bindings(st);
 }
 
-uint8_t *cq_store_cache_get_table(struct cq_cache *c, const char *build_id, unsigned format,
-                                  size_t *len)
+uint8_t *cq_cache_get_table(struct cq_cache *c, const char *build_id, unsigned format, size_t *len)
 {
 	sqlite3_stmt *st = c->get_table;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
@@ -113,8 +112,8 @@ uint8_t *cq_store_cache_get_table(struct cq_cache *c, const char *build_id, unsi
 	return fetch_blob(st, len);
 }
 
-void cq_store_cache_put_table(struct cq_cache *c, const char *build_id, unsigned format,
-                              unsigned rows, const uint8_t *blob, size_t len)
+void cq_cache_put_table(struct cq_cache *c, const char *build_id, unsigned format, unsigned rows,
+                        const uint8_t *blob, size_t len)
 {
 	sqlite3_stmt *st = c->put_table;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
@@ -125,8 +124,8 @@ void cq_store_cache_put_table(struct cq_cache *c, const char *build_id, unsigned
 	run_write(c, st);
 }
 
-uint8_t *cq_store_cache_get_symbols(struct cq_cache *c, const char *build_id, uint64_t address,
-                                    int debuginfo, unsigned format, size_t *len)
+uint8_t *cq_cache_get_symbols(struct cq_cache *c, const char *build_id, uint64_t address,
+                              int debuginfo, unsigned format, size_t *len)
 {
 	sqlite3_stmt *st = c->get_symbols;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
@@ -136,8 +135,8 @@ uint8_t *cq_store_cache_get_symbols(struct cq_cache *c, const char *build_id, ui
 	return fetch_blob(st, len);
 }
 
-void cq_store_cache_put_symbols(struct cq_cache *c, const char *build_id, uint64_t address,
-                                int debuginfo, unsigned format, const uint8_t *blob, size_t len)
+void cq_cache_put_symbols(struct cq_cache *c, const char *build_id, uint64_t address, int debuginfo,
+                          unsigned format, const uint8_t *blob, size_t len)
 {
 	sqlite3_stmt *st = c->put_symbols;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);

@@ -2,13 +2,13 @@
  * cache.h - the per-build-id cache file (SQLite): compiled unwind tables and
  * symbolization results, so the thousandth core of a service skips the work
  * the first did.  Writes are batched in one transaction per cache handle,
- * committed by cq_store_cache_close.
+ * committed by cq_cache_close.
  *
  * The cache is an optimisation.  If it cannot be opened or written, coreq
- * works without it; cq_store_cache_open reports why so the caller can warn.
+ * works without it; cq_cache_open reports why so the caller can warn.
  * Default path: $COREQ_CACHE, else $XDG_CACHE_HOME/coreq/cache.db, else
  * ~/.cache/coreq/cache.db.
-  *
+ *
  * Layer: db (libcore/db/): SQLite files, migrations and the cache; above model.
  * The layer order is in the README (Layout) and tests/check-layers.
  */
@@ -23,26 +23,26 @@
 struct cq_cache;
 
 /* The default cache path (malloc'd), or NULL if no home is known. */
-char *cq_store_cache_default_path(void);
+char *cq_cache_default_path(void);
 
 /* Opens (creating directories and schema as needed) the cache at path. */
-struct cq_error *cq_store_cache_open(const char *path, struct cq_cache **out);
-void cq_store_cache_close(struct cq_cache *cache);
+struct cq_error *cq_cache_open(const char *path, struct cq_cache **out);
+void cq_cache_close(struct cq_cache *cache);
 
 /* A malloc'd copy of the unwind table blob for build_id at format, or NULL. */
-uint8_t *cq_store_cache_get_table(struct cq_cache *cache, const char *build_id, unsigned format,
-                                  size_t *len);
+uint8_t *cq_cache_get_table(struct cq_cache *cache, const char *build_id, unsigned format,
+                            size_t *len);
 
 /* Stores (replaces) the blob; failures are ignored, the cache is best-effort. */
-void cq_store_cache_put_table(struct cq_cache *cache, const char *build_id, unsigned format,
-                              unsigned rows, const uint8_t *blob, size_t len);
+void cq_cache_put_table(struct cq_cache *cache, const char *build_id, unsigned format,
+                        unsigned rows, const uint8_t *blob, size_t len);
 
 /* A malloc'd copy of the symbol blob for (build_id, address, debuginfo), or NULL. */
-uint8_t *cq_store_cache_get_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
-                                    int debuginfo, unsigned format, size_t *len);
+uint8_t *cq_cache_get_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
+                              int debuginfo, unsigned format, size_t *len);
 
 /* Stores a symbol blob; best-effort like the table cache. */
-void cq_store_cache_put_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
-                                int debuginfo, unsigned format, const uint8_t *blob, size_t len);
+void cq_cache_put_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
+                          int debuginfo, unsigned format, const uint8_t *blob, size_t len);
 
 #endif

@@ -15,7 +15,7 @@
  * Every function works in caller-provided fixed-size buffers; none allocates
  * except to build a returned struct cq_error.  The layout of the blob is
  * described at the top of lws_codec.c.
-  *
+ *
  * Layer: formats (libcore/formats/): byte formats that know nothing of cores; above base.
  * The layer order is in the README (Layout) and tests/check-layers.
  */

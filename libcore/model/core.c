@@ -124,7 +124,7 @@ static struct cq_error *core_load(struct cq_core *core)
 	core->image_size = size;
 	/* Reads of a core are scattered (a few stack pages per thread). */
 	madvise((void *)((uintptr_t)core->image & ~(uintptr_t)4095), size, MADV_RANDOM);
-	if ((err = check_header(core)) || (err = cq_core_parse_notes(core)) ||
+	if ((err = check_header(core)) || (err = cq_notes_parse(core)) ||
 	    (err = add_load_segments(core)))
 		return err;
 	if (core->at_execfn)
@@ -230,4 +230,16 @@ struct cq_module *cq_core_main_module(const struct cq_core *core)
 		if (core->modules[i].is_main)
 			return &core->modules[i];
 	return NULL;
+}
+
+const char *cq_core_exe(const struct cq_core *core, const char *outside_exe)
+{
+	const struct cq_module *main_mod = cq_core_main_module(core);
+	if (main_mod)
+		return main_mod->name;
+	if (core->execfn[0])
+		return core->execfn;
+	if (outside_exe && outside_exe[0])
+		return outside_exe;
+	return core->has_psinfo && core->fname[0] ? core->fname : NULL;
 }

@@ -11,9 +11,9 @@
  * A core whose notes are intact but whose memory is cut short still opens:
  * memory_missing says how many dumped bytes are absent, and reads of them fail.
  * A core whose headers or notes are damaged does not open.
-  *
- * Layer: model (libcore/model/): the core file and the process it describes; above base and formats.
- * The layer order is in the README (Layout) and tests/check-layers.
+ *
+ * Layer: model (libcore/model/): the core file and the process it describes; above base and
+ * formats. The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_CORE_H
 #define CQ_CORE_H
@@ -132,5 +132,13 @@ struct cq_module *cq_core_module_at(const struct cq_core *core, uint64_t addr);
 
 /* The main executable's module (the one mapping AT_PHDR), or NULL. */
 struct cq_module *cq_core_main_module(const struct cq_core *core);
+
+/*
+ * The crashed program's path, by one rule for every command and the store:
+ * the main module's path, else AT_EXECFN, else outside_exe (e.g. what
+ * systemd-coredump recorded; may be NULL or empty), else the command name
+ * from the notes, else NULL.
+ */
+const char *cq_core_exe(const struct cq_core *core, const char *outside_exe);
 
 #endif

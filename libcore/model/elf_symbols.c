@@ -50,7 +50,7 @@ static void search_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t b
 	}
 }
 
-size_t cq_module_find_symbols(const struct cq_module *mod, struct cq_symbol_query *q, size_t n)
+size_t cq_elf_find_symbols(const struct cq_module *mod, struct cq_symbol_query *q, size_t n)
 {
 	if (mod->status != CQ_MODULE_FOUND || !mod->elf || mod->is_vdso)
 		return count_found(q, n);

@@ -30,6 +30,6 @@ struct cq_symbol_query {
  * symbols only).  Returns how many of the queries are found after the call.
  * A module without a matching file finds nothing.
  */
-size_t cq_module_find_symbols(const struct cq_module *mod, struct cq_symbol_query *q, size_t n);
+size_t cq_elf_find_symbols(const struct cq_module *mod, struct cq_symbol_query *q, size_t n);
 
 #endif

@@ -195,7 +195,7 @@ static struct cq_error *parse_one_note(struct cq_core *core, GElf_Nhdr *nh, cons
 	return NULL;
 }
 
-struct cq_error *cq_core_parse_notes(struct cq_core *core)
+struct cq_error *cq_notes_parse(struct cq_core *core)
 {
 	Elf *elf = core->elf;
 	size_t phnum, thread_cap = 0;

@@ -12,6 +12,6 @@
 
 #include "libcore/model/core.h"
 
-struct cq_error *cq_core_parse_notes(struct cq_core *core);
+struct cq_error *cq_notes_parse(struct cq_core *core);
 
 #endif

@@ -181,3 +181,26 @@ void cq_source_close(struct cq_source *src)
 		close(src->fd);
 	src->fd = -1;
 }
+
+bool cq_source_looks_like_core(const unsigned char *b, size_t n)
+{
+	if (n >= CQ_SOURCE_SNIFF_BYTES && memcmp(b, elf_magic, 4) == 0)
+		return b[16] == 4 && b[17] == 0; /* ET_CORE, little-endian */
+	static const struct {
+		const char *magic;
+		size_t len;
+	} compressed[] = {
+	    {"\x28\xb5\x2f\xfd", 4}, /* zstd */
+	    {"\xfd"
+	     "7zXZ\0",
+	     6},                     /* xz */
+	    {"\x04\x22\x4d\x18", 4}, /* lz4 */
+	    {"\x1f\x8b", 2},         /* gzip */
+	    {"BZh", 3},              /* bzip2 */
+	};
+	for (size_t i = 0; i < sizeof(compressed) / sizeof(compressed[0]); i++)
+		if (n >= compressed[i].len &&
+		    memcmp(b, compressed[i].magic, compressed[i].len) == 0)
+			return true;
+	return false;
+}

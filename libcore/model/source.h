@@ -11,6 +11,8 @@
 #ifndef CQ_SOURCE_H
 #define CQ_SOURCE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "libcore/base/error.h"
@@ -32,5 +34,15 @@ struct cq_source {
 struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_source *out);
 
 void cq_source_close(struct cq_source *src);
+
+/* Bytes of a file's start that cq_source_looks_like_core wants. */
+#define CQ_SOURCE_SNIFF_BYTES 18
+
+/*
+ * Whether a file starting with these n bytes is worth opening as a core:
+ * a little-endian ELF ET_CORE, or a stream in one of the compressed
+ * formats systemd-coredump writes (zstd, xz, lz4, gzip, bzip2).
+ */
+bool cq_source_looks_like_core(const unsigned char *head, size_t n);
 
 #endif

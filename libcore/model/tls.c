@@ -126,7 +126,7 @@ void cq_tls_layout_load(struct cq_core *core, struct cq_tls_layout *out)
 		memset(q, 0, sizeof(q));
 		for (int i = 0; i < Q_COUNT; i++)
 			q[i].name = query_names[i];
-		cq_module_find_symbols(&core->modules[m], q, Q_COUNT);
+		cq_elf_find_symbols(&core->modules[m], q, Q_COUNT);
 		if (!q[Q_SPECIFIC].found)
 			continue;
 		struct cq_tls_layout l = fallback(core);

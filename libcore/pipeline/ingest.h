@@ -11,7 +11,7 @@
  * A core that cannot be analysed is recorded as a failed row under its
  * absolute path (so a stored copy is never lost without a trace), and the
  * error is returned.
-  *
+ *
  * Layer: pipeline (libcore/pipeline/): the top library layer, what commands call; above store.
  * The layer order is in the README (Layout) and tests/check-layers.
  */

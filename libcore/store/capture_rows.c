@@ -1,6 +1,7 @@
 /*
- * store_capture.c - placeholder rows for cores the hook stored, and the
- * directory ingest's memory of files it has seen (see store_capture.h).
+ * capture_rows.c - placeholder rows for cores the hook stored, what became
+ * of them, and the directory ingest's memory of files it has seen (see
+ * capture_rows.h).
  * Each call is one statement, so each is its own transaction.
  */
 #include "libcore/store/capture_rows.h"
@@ -8,11 +9,14 @@
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "libcore/capture/capture.h"
+#include "libcore/db/bind.h"
 #include "libcore/model/core.h"
 #include "libcore/store/store.h"
+#include "libcore/store/store_db.h"
 
 static struct cq_error *db_fail(sqlite3 *db, sqlite3_stmt *st, const char *what)
 {
@@ -59,18 +63,13 @@ static struct cq_error *prepare_path(sqlite3 *db, const char *sql, const char *p
 static void bind_opt_int(sqlite3_stmt *st, int i, const struct cq_capture *cap, unsigned bit,
                          int64_t v)
 {
-	if (cap->known & bit)
-		sqlite3_bind_int64(st, i, v);
-	else
-		sqlite3_bind_null(st, i);
+	cq_db_bind_int_if(st, i, cap->known & bit, v);
 }
 
+/* Capture text fields use "" for unknown. */
 static void bind_opt_text(sqlite3_stmt *st, int i, const char *s)
 {
-	if (s && s[0])
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
+	cq_db_bind_text(st, i, cq_db_text_or_null(s));
 }
 
 struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_capture *cap,
@@ -176,4 +175,35 @@ struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, 
 	bind_opt_text(st, 6, message);
 	sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
 	return step_once(db, st, "record file", NULL, NULL);
+}
+
+struct cq_error *cq_store_stored_outcome(struct cq_store *store, const char *stored_path,
+                                         struct cq_store_outcome *o)
+{
+	static const char sql[] =
+	    "SELECT c.id, c.status, c.message, b.hash, b.signature FROM cores c "
+	    "LEFT JOIN buckets b ON b.id = c.bucket_id "
+	    "WHERE c.stored_path = ?1 OR c.identity = 'stored:' || ?1 ORDER BY c.id DESC LIMIT 1";
+	memset(o, 0, sizeof(*o));
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	struct cq_error *err = prepare_path(db, sql, stored_path, &st);
+	if (err)
+		return err;
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		o->core_id = sqlite3_column_int64(st, 0);
+		const char *cols[] = {(const char *)sqlite3_column_text(st, 1),
+		                      (const char *)sqlite3_column_text(st, 2),
+		                      (const char *)sqlite3_column_text(st, 3),
+		                      (const char *)sqlite3_column_text(st, 4)};
+		snprintf(o->status, sizeof(o->status), "%s", cols[0] ? cols[0] : "");
+		snprintf(o->message, sizeof(o->message), "%s", cols[1] ? cols[1] : "");
+		snprintf(o->bucket, sizeof(o->bucket), "%s", cols[2] ? cols[2] : "");
+		snprintf(o->signature, sizeof(o->signature), "%s", cols[3] ? cols[3] : "");
+	} else if (rc != SQLITE_DONE) {
+		return db_fail(db, st, "read the stored core's row");
+	}
+	sqlite3_finalize(st);
+	return NULL;
 }

@@ -1,5 +1,5 @@
 /*
- * store_capture.h - the database's record of how cores arrived: placeholder
+ * capture_rows.h - the database's record of how cores arrived: placeholder
  * rows for cores the hook has stored but not (yet) analysed, and the files
  * a directory ingest has already looked at.
  *
@@ -53,5 +53,18 @@ struct cq_error *cq_store_file_seen(struct cq_store *store, const char *path, in
 struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, int64_t size,
                                       int64_t mtime_ns, int64_t core_id, const char *status,
                                       const char *message);
+
+/* What the database says of a core the hook stored at stored_path. */
+struct cq_store_outcome {
+	int64_t core_id; /* 0: no row (the core was a duplicate of one stored before) */
+	char status[16];
+	char message[256];
+	char bucket[32];
+	char signature[256];
+};
+
+/* The newest row for stored_path (its own, or its placeholder); *o zeroed if none. */
+struct cq_error *cq_store_stored_outcome(struct cq_store *store, const char *stored_path,
+                                         struct cq_store_outcome *o);
 
 #endif

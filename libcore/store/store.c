@@ -9,6 +9,7 @@
  * place cost one lookup.
  */
 #include "libcore/store/store.h"
+#include "libcore/store/store_db.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -25,6 +26,8 @@
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 #include "libcore/base/paths.h"
+#include "libcore/base/hash.h"
+#include "libcore/db/bind.h"
 #include "libcore/db/schema.h"
 #include "libcore/formats/stack_blob.h"
 #include "libcore/analysis/stacktrace.h"
@@ -74,14 +77,6 @@ sqlite3 *cq_store_db(struct cq_store *s)
 	return s->db;
 }
 
-static uint64_t fnv(uint64_t h, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /*
  * A 64-bit hash of a byte run, 8 bytes a step (multiply, xor-shift), so
  * hashing the ~10 MiB of notes of a 3000-thread core is cheap.
@@ -104,7 +99,7 @@ static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t len)
 
 void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MAX])
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = CQ_FNV_OFFSET;
 	size_t prefix = core->image_size < IDENTITY_PREFIX_BYTES ? (size_t)core->image_size
 	                                                         : IDENTITY_PREFIX_BYTES;
 	h = hash_bytes(h, core->image, prefix);
@@ -212,14 +207,6 @@ static struct cq_error *lookup_id(struct ingest *in, enum stmt which, const char
 	return NULL;
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
 /* The hook's placeholder row for meta->stored_path, if any: its id and source. */
 static struct cq_error *find_placeholder(struct ingest *in, const struct cq_store_meta *meta,
                                          int64_t *id, char *source, size_t cap)
@@ -252,10 +239,7 @@ static struct cq_error *find_placeholder(struct ingest *in, const struct cq_stor
 static void bind_known(sqlite3_stmt *st, int i, const struct cq_capture *cap, unsigned bit,
                        int64_t v)
 {
-	if (cap && (cap->known & bit))
-		sqlite3_bind_int64(st, i, v);
-	else
-		sqlite3_bind_null(st, i);
+	cq_db_bind_int_if(st, i, cap && (cap->known & bit), v);
 }
 
 static struct cq_error *insert_core(struct ingest *in, const char *identity,
@@ -263,7 +247,6 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 {
 	const struct cq_core *c = in->core;
 	const struct cq_core_thread *crashed = cq_core_crashed_thread(c);
-	const struct cq_module *main_mod = cq_core_main_module(c);
 	const struct cq_capture *cap = meta ? meta->capture : NULL;
 	int sig = cq_core_signal(c);
 	char placeholder_source[16];
@@ -286,9 +269,8 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 		sqlite3_bind_int64(st, i++, cap->pid);
 	else
 		sqlite3_bind_int64(st, i++, crashed->tid);
-	const char *exe = main_mod ? main_mod->name : (c->execfn[0] ? c->execfn : NULL);
-	bind_text_or_null(st, i++, exe ? exe : (cap && cap->exe[0] ? cap->exe : NULL));
-	bind_text_or_null(st, i++, c->has_psinfo ? c->psargs : NULL);
+	cq_db_bind_text(st, i++, cq_core_exe(c, cap ? cap->exe : NULL));
+	cq_db_bind_text(st, i++, c->has_psinfo ? c->psargs : NULL);
 	if (c->has_psinfo) {
 		sqlite3_bind_int64(st, i++, c->uid);
 		sqlite3_bind_int64(st, i++, c->gid);
@@ -297,7 +279,7 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 		bind_known(st, i++, cap, CQ_CAPTURE_GID, cap ? cap->gid : 0);
 	}
 	sqlite3_bind_int(st, i++, sig);
-	bind_text_or_null(st, i++, cq_core_signal_name(sig));
+	cq_db_bind_text(st, i++, cq_core_signal_name(sig));
 	if (c->siginfo.present)
 		sqlite3_bind_int(st, i++, c->siginfo.code);
 	else
@@ -309,20 +291,19 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 	sqlite3_bind_int64(st, i++, crashed->tid);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->nthreads);
 	bind_known(st, i++, cap, CQ_CAPTURE_TIMESTAMP, cap ? cap->timestamp_us / 1000000 : 0);
-	bind_text_or_null(st, i++, cap && cap->hostname[0] ? cap->hostname : NULL);
+	cq_db_bind_text(st, i++, cap && cap->hostname[0] ? cap->hostname : NULL);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)time(NULL));
 	sqlite3_bind_text(st, i++, c->memory_missing ? "partial" : "ok", -1, SQLITE_STATIC);
-	bind_text_or_null(st, i++, c->memory_missing ? message : NULL);
+	cq_db_bind_text(st, i++, c->memory_missing ? message : NULL);
 	/* The notes win: the outside comm only when the core has none. */
-	bind_text_or_null(st, i++,
-	                  c->fname[0] ? c->fname : (cap && cap->comm[0] ? cap->comm : NULL));
-	bind_text_or_null(st, i++, cap && cap->boot_id[0] ? cap->boot_id : NULL);
+	cq_db_bind_text(st, i++, c->fname[0] ? c->fname : (cap && cap->comm[0] ? cap->comm : NULL));
+	cq_db_bind_text(st, i++, cap && cap->boot_id[0] ? cap->boot_id : NULL);
 	bind_known(st, i++, cap, CQ_CAPTURE_RLIMIT, cap ? cap->rlimit : 0);
-	bind_text_or_null(st, i++,
-	                  reuse_id && placeholder_source[0] ? placeholder_source
-	                                                    : (cap ? cap->source : "file"));
-	bind_text_or_null(st, i++, reuse_id ? meta->stored_path : NULL);
-	bind_text_or_null(st, i++, cap && cap->conflicts[0] ? cap->conflicts : NULL);
+	cq_db_bind_text(st, i++,
+	                reuse_id && placeholder_source[0] ? placeholder_source
+	                                                  : (cap ? cap->source : "file"));
+	cq_db_bind_text(st, i++, reuse_id ? meta->stored_path : NULL);
+	cq_db_bind_text(st, i++, cap && cap->conflicts[0] ? cap->conflicts : NULL);
 	if (reuse_id)
 		sqlite3_bind_int64(st, i++, reuse_id);
 	else
@@ -378,22 +359,23 @@ static struct cq_error *insert_modules(struct ingest *in, int64_t core_id)
  */
 static uint64_t stack_hash(const struct cq_stack_frame *frames, size_t nframes)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = CQ_FNV_OFFSET;
 	for (size_t i = 0; i < nframes; i++) {
 		const struct cq_stack_frame *f = &frames[i];
 		uint64_t where = f->module ? f->offset : f->pc;
 		uint8_t kind = (uint8_t)f->kind;
 		if (f->module)
-			h = fnv(h, f->module->build_id, f->module->build_id_len);
-		h = fnv(h, &where, sizeof(where));
-		h = fnv(h, &kind, sizeof(kind));
+			h = cq_fnv1a(h, f->module->build_id, f->module->build_id_len);
+		h = cq_fnv1a(h, &where, sizeof(where));
+		h = cq_fnv1a(h, &kind, sizeof(kind));
 		if (f->object) {
 			/* A suspended future: no code address; where it waits stands in. */
 			int64_t line = f->line;
-			h = fnv(h, f->function ? f->function : "",
-			        f->function ? strlen(f->function) + 1 : 1);
-			h = fnv(h, f->state ? f->state : "", f->state ? strlen(f->state) + 1 : 1);
-			h = fnv(h, &line, sizeof(line));
+			h = cq_fnv1a(h, f->function ? f->function : "",
+			             f->function ? strlen(f->function) + 1 : 1);
+			h = cq_fnv1a(h, f->state ? f->state : "",
+			             f->state ? strlen(f->state) + 1 : 1);
+			h = cq_fnv1a(h, &line, sizeof(line));
 		}
 	}
 	return h;
@@ -420,36 +402,44 @@ static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)(f->module ? f->offset : f->pc));
 		sqlite3_bind_text(st, 5, cq_frame_kind_name(f->kind), -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, cq_unwind_trust_name(f->trust), -1, SQLITE_STATIC);
-		bind_text_or_null(st, 7, f->function);
-		bind_text_or_null(st, 8, f->file);
+		cq_db_bind_text(st, 7, f->function);
+		cq_db_bind_text(st, 8, f->file);
 		if (f->line > 0)
 			sqlite3_bind_int(st, 9, f->line);
 		else
 			sqlite3_bind_null(st, 9);
-		bind_text_or_null(st, 10, f->state);
+		cq_db_bind_text(st, 10, f->state);
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert frame");
 	}
 	return NULL;
 }
 
-/* The stack's frames_blob (stack_blob.h), malloc'd; NULL if it cannot be made. */
-static uint8_t *frames_blob(const struct ingest *in, const struct cq_stack_frame *frames,
-                            size_t nframes, size_t *len)
+/*
+ * The stack's frames_blob (stack_blob.h), malloc'd in *blob.  A stack the
+ * format cannot represent (too many frames for its records) gets no blob,
+ * NULL in the column: the frames table still holds it.  Only running out of
+ * memory is an error.
+ */
+static struct cq_error *frames_blob(const struct ingest *in, const struct cq_stack_frame *frames,
+                                    size_t nframes, uint8_t **blob, size_t *len)
 {
+	*blob = NULL;
 	struct cq_stack_blob_frame *f = nframes ? calloc(nframes, sizeof(*f)) : NULL;
 	if (nframes && !f)
-		return NULL;
+		return &cq_error_nomem;
 	for (size_t i = 0; i < nframes; i++) {
 		const struct cq_stack_frame *sf = &frames[i];
 		f[i] = (struct cq_stack_blob_frame){.module_id = module_id_of(in, sf->module),
 		                                    .offset = sf->module ? sf->offset : sf->pc,
 		                                    .kind = (uint8_t)sf->kind};
 	}
-	uint8_t *blob = NULL;
-	cq_error_free(cq_stack_blob_encode(f, nframes, &blob, len));
+	struct cq_error *err = cq_stack_blob_encode(f, nframes, blob, len);
 	free(f);
-	return blob;
+	if (err == &cq_error_nomem)
+		return err;
+	cq_error_free(err);
+	return NULL;
 }
 
 /* The stack id for a list of frames, storing the stack if it is new. */
@@ -473,7 +463,9 @@ static struct cq_error *stack_id_for(struct ingest *in, const struct cq_stack_fr
 		sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)nframes);
 		size_t blob_len;
-		uint8_t *blob = frames_blob(in, frames, nframes, &blob_len);
+		uint8_t *blob;
+		if ((err = frames_blob(in, frames, nframes, &blob, &blob_len)))
+			return err;
 		if (blob)
 			sqlite3_bind_blob(st, 3, blob, (int)blob_len, free);
 		else
@@ -507,7 +499,7 @@ static struct cq_error *insert_threads(struct ingest *in, int64_t core_id,
 		sqlite3_bind_int64(st, 1, core_id);
 		sqlite3_bind_int64(st, 2, ts->thread->tid);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)t);
-		bind_text_or_null(st, 4, ts->thread->name);
+		cq_db_bind_text(st, 4, ts->thread->name);
 		sqlite3_bind_int(st, 5, ts->thread->crashed);
 		sqlite3_bind_int64(st, 6, stack_id);
 		sqlite3_bind_text(st, 7, cq_unwind_end_name(ts->end), -1, SQLITE_STATIC);

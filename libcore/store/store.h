@@ -9,7 +9,7 @@
  *
  * Default path: $COREQ_DB, else $XDG_STATE_HOME/coreq/coreq.db, else
  * ~/.local/state/coreq/coreq.db.
-  *
+ *
  * Layer: store (libcore/store/): the crash database; above capture.
  * The layer order is in the README (Layout) and tests/check-layers.
  */
@@ -33,7 +33,6 @@ char *cq_store_default_path(void);
 /* Opens or creates the database at path, creating directories, migrating. */
 struct cq_error *cq_store_open(const char *path, struct cq_store **out);
 void cq_store_close(struct cq_store *store);
-struct sqlite3 *cq_store_db(struct cq_store *store);
 
 #define CQ_STORE_IDENTITY_MAX 48
 
@@ -48,7 +47,7 @@ struct cq_store_meta {
 	const struct cq_capture *capture; /* outside metadata, reconciled with the core */
 	/*
 	 * The absolute path the core was read from: a placeholder row the hook
-	 * left for this file (see store_capture.h) is replaced, keeping its id.
+	 * left for this file (see capture_rows.h) is replaced, keeping its id.
 	 */
 	const char *stored_path;
 	const struct cq_bucket_signature *signature; /* its crash bucket, if computed */

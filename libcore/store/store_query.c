@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "libcore/store/store.h"
+#include "libcore/store/store_db.h"
 
 struct frame_list {
 	struct cq_store_frame_row *rows;

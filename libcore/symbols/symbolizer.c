@@ -629,8 +629,8 @@ static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, si
 {
 	const struct cq_module *mod = &s->modules[index];
 	size_t len = 0;
-	uint8_t *blob = cq_store_cache_get_symbols(
-	    s->cache, id, addr - mod->bias, module_has_debuginfo(s, index), BLOB_FORMAT, &len);
+	uint8_t *blob = cq_cache_get_symbols(s->cache, id, addr - mod->bias,
+	                                     module_has_debuginfo(s, index), BLOB_FORMAT, &len);
 	struct frame_draft draft = {.n = 0, .nowned = 0};
 	struct cq_symbol_frame *frames = NULL;
 	if (blob && decode_frames(blob, len, &draft))
@@ -668,9 +668,9 @@ static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, si
 		size_t len;
 		uint8_t *blob = encode_frames(frames, draft.n, &len);
 		if (blob)
-			cq_store_cache_put_symbols(s->cache, id, addr - sm->mod->bias,
-			                           module_has_debuginfo(s, index), BLOB_FORMAT,
-			                           blob, len);
+			cq_cache_put_symbols(s->cache, id, addr - sm->mod->bias,
+			                     module_has_debuginfo(s, index), BLOB_FORMAT, blob,
+			                     len);
 		free(blob);
 	}
 	return true;

@@ -15,7 +15,7 @@
  * 3000 threads parked in the same function cost one DWARF lookup, and, when a
  * cache file is given, per (build-id, address) across processes: libdwfl is
  * only started on the first address neither cache knows.
-  *
+ *
  * Layer: symbols (libcore/symbols/): names for addresses; above db and unwind.
  * The layer order is in the README (Layout) and tests/check-layers.
  */

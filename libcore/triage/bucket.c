@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/base/hash.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
@@ -234,14 +235,6 @@ static bool is_startup(const struct named *n)
 	return n->symbolized && in_list(n->name, STARTUP, sizeof(STARTUP) / sizeof(*STARTUP));
 }
 
-static uint64_t fnv(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 struct cq_error *cq_bucket_signature(const struct cq_thread_stack *ts, int signo, unsigned nframes,
                                      struct cq_bucket_signature *out)
 {
@@ -281,7 +274,8 @@ struct cq_error *cq_bucket_signature(const struct cq_thread_stack *ts, int signo
 	for (size_t i = start, k = 0; i < end && k < nframes; i++, k++)
 		p += sprintf(p, "%s | ", names[i].name);
 	strcpy(p, signame);
-	snprintf(out->hash, sizeof(out->hash), "%016llx", (unsigned long long)fnv(out->text));
+	snprintf(out->hash, sizeof(out->hash), "%016llx",
+	         (unsigned long long)cq_fnv1a(CQ_FNV_OFFSET, out->text, strlen(out->text)));
 	free(names);
 	return NULL;
 }

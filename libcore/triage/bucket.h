@@ -9,7 +9,7 @@
  * symbol, as module-basename+offset.  The bucket is a stable hash of the text.
  *
  *   validate_length | parse_header | handle_request | main | SIGABRT
-  *
+ *
  * Layer: triage (libcore/triage/): crash signatures; above analysis.
  * The layer order is in the README (Layout) and tests/check-layers.
  */

@@ -81,7 +81,7 @@ static struct cq_error *folly_detect(const struct cq_async_ctx *ctx, void **stat
 	    [Q_STORE] = {.name = "__folly_leaf_frame_store"},
 	};
 	for (size_t m = 0; m < core->nmodules; m++)
-		if (cq_module_find_symbols(&core->modules[m], q, Q_COUNT) == Q_COUNT)
+		if (cq_elf_find_symbols(&core->modules[m], q, Q_COUNT) == Q_COUNT)
 			break;
 	if (!q[Q_KEY].found && !q[Q_COOKIE].found && !q[Q_STORE].found)
 		return NULL;

@@ -1,6 +1,6 @@
 /*
- * async_stack.c - walk folly async stacks over native frames (see
- * async_stack.h).
+ * folly_walk.c - walk folly async stacks over native frames (see
+ * folly_walk.h).
  *
  * One walk is a small state machine: a position in some thread's native
  * frames (thread, index) and the root whose registering frame ends the run

@@ -1,5 +1,5 @@
 /*
- * async_stack.h - merged async stacks under folly's AsyncStackRoot ABI
+ * folly_walk.h - merged async stacks under folly's AsyncStackRoot ABI
  * (folly/tracing/AsyncStack.h; FACTS.md section 4), for every thread and
  * for suspended coroutines, computed from native frames the unwinder
  * already found.

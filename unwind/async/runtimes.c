@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/base/clock.h"
 #include "libcore/model/core.h"
 #include "libcore/model/memory.h"
 
@@ -67,13 +67,6 @@ void cq_async_states_free(struct cq_async_states *s)
 	free(s);
 }
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* One pass over the core's writable memory, every scanning runtime fed. */
 static void scan_memory(struct cq_async_ctx *ctx, struct cq_async_states *s)
 {
@@ -84,7 +77,7 @@ static void scan_memory(struct cq_async_ctx *ctx, struct cq_async_states *s)
 		return;
 	size_t nseg;
 	const struct cq_mem_segment *seg = cq_mem_core_segments(&ctx->core->mem, &nseg);
-	double start = now_seconds();
+	double start = cq_clock_seconds();
 	for (size_t g = 0; g < nseg; g++) {
 		const struct cq_mem_segment *sg = &seg[g];
 		if (!(sg->flags & CQ_MEM_WRITE) || !sg->data || sg->data_len < 8)
@@ -106,7 +99,7 @@ static void scan_memory(struct cq_async_ctx *ctx, struct cq_async_states *s)
 			at = stop;
 		}
 	}
-	ctx->scan_seconds = now_seconds() - start;
+	ctx->scan_seconds = cq_clock_seconds() - start;
 	cq_core_trim(ctx->core);
 }
 

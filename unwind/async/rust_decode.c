@@ -1,6 +1,6 @@
 /*
- * rust_async.c - decode Rust async state machines and find `dyn Future`
- * fat pointers in memory (see rust_async.h).
+ * rust_decode.c - decode Rust async state machines and find `dyn Future`
+ * fat pointers in memory (see rust_decode.h).
  *
  * The decoder is a loop, not a recursion: each step either reads one state
  * machine (one frame), follows one wrapper (its hops, then a vtable lookup

@@ -1,5 +1,5 @@
 /*
- * rust_async.h - Rust async state machines: the type model, the decoder of
+ * rust_decode.h - Rust async state machines: the type model, the decoder of
  * one future's await chain, and the scan for `dyn Future` fat pointers.
  *
  * rustc describes every `async fn` / `async` block as a struct (named

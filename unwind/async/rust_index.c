@@ -31,9 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "libcore/base/clock.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/model/module.h"
@@ -116,13 +116,6 @@ struct builder {
 	int32_t *work; /* types to fill */
 	size_t nwork, cap_work;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* True when the ELF's .comment says rustc built (part of) it. */
 static bool built_by_rustc(Elf *elf)
@@ -709,10 +702,10 @@ struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *deb
 		struct cq_module *mod = &core->modules[i];
 		if (mod->status != CQ_MODULE_FOUND || mod->is_vdso || !built_by_rustc(mod->elf))
 			continue;
-		double t0 = now_ms();
+		double t0 = cq_clock_seconds();
 		b.origin = (unsigned)i;
 		index_module(&b, mod, debug_dirs);
-		ix->index_ms += now_ms() - t0;
+		ix->index_ms += (cq_clock_seconds() - t0) * 1e3;
 		ix->modules_indexed++;
 	}
 	if (b.vtables)

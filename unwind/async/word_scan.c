@@ -1,5 +1,5 @@
 /*
- * async_scan.c - the suspended-frame cookie scan (see async_scan.h).
+ * word_scan.c - the suspended-frame cookie scan (see word_scan.h).
  *
  * The loop compares four aligned words per iteration and only then looks at
  * which one matched, so the compiler keeps it branch-light; hits are rare.

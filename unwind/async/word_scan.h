@@ -1,5 +1,5 @@
 /*
- * async_scan.h - find folly's suspended coroutine frames by scanning memory.
+ * word_scan.h - find folly's suspended coroutine frames by scanning memory.
  *
  * A suspended leaf AsyncStackFrame holds __folly_suspended_frame_cookie in
  * its stackRoot member (offset 16).  Finding every such frame means finding

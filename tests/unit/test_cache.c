@@ -1,0 +1,71 @@
+/*
+ * test_cache.c - the per-build-id cache (libcore/db/cache.h): unwind
+ * tables and symbol blobs keyed by build-id, format version and address;
+ * a missing key, another format or another build-id finds nothing, and a
+ * second open of the same file sees what the first stored.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "libcore/db/cache.h"
+
+static void test_tables_and_symbols_round_trip(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/coreq-test-cache-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct cq_cache *c;
+	assert_null(cq_cache_open(path, &c));
+	const char *id = "0123456789abcdef0123456789abcdef01234567";
+	static const uint8_t table[] = {1, 2, 3, 4, 5};
+	size_t len = 99;
+	assert_null(cq_cache_get_table(c, id, 3, &len));
+	cq_cache_put_table(c, id, 3, 7, table, sizeof(table));
+	uint8_t *got = cq_cache_get_table(c, id, 3, &len);
+	assert_non_null(got);
+	assert_int_equal(len, sizeof(table));
+	assert_memory_equal(got, table, sizeof(table));
+	free(got);
+	assert_null(cq_cache_get_table(c, id, 4, &len)); /* another format version */
+	assert_null(cq_cache_get_table(c, "ffff", 3, &len));
+
+	static const uint8_t sym[] = {9, 8, 7};
+	cq_cache_put_symbols(c, id, 0x1234, 1, 2, sym, sizeof(sym));
+	assert_null(cq_cache_get_symbols(c, id, 0x1234, 0, 2, &len)); /* without debuginfo */
+	assert_null(cq_cache_get_symbols(c, id, 0x1235, 1, 2, &len));
+	cq_cache_close(c);
+
+	assert_null(cq_cache_open(path, &c));
+	got = cq_cache_get_symbols(c, id, 0x1234, 1, 2, &len);
+	assert_non_null(got);
+	assert_int_equal(len, sizeof(sym));
+	assert_memory_equal(got, sym, sizeof(sym));
+	free(got);
+	cq_cache_close(c);
+
+	char p[160];
+	static const char *const files[] = {"cache.db", "cache.db-wal", "cache.db-shm"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tables_and_symbols_round_trip),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
