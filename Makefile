@@ -47,7 +47,7 @@ ASAN_LDFLAGS = -fsanitize=address,undefined
 
 LIB_SRCS := $(sort $(wildcard libcore/*/*.c unwind/*.c unwind/async/*.c))
 CMD_SRCS := $(sort $(wildcard cmd/*.c))
-GEN_SRCS := $(BUILD)/gen/schema_sql.c
+GEN_SRCS := $(BUILD)/gen/schema_sql.c $(BUILD)/gen/default_rules.c
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 SCHEMA_SQL := $(sort $(wildcard schema/*.sql))
@@ -85,6 +85,13 @@ deps:
 
 # ---- generated sources --------------------------------------------------
 # The schema migrations are compiled into the binary as C strings.
+# The default bucketing rules (dist/coreq.rules) as one C string.
+$(BUILD)/gen/default_rules.c: dist/coreq.rules
+	@mkdir -p $(dir $@)
+	{ echo '/* Generated from dist/coreq.rules by the Makefile. */'; \
+	  echo 'const char cq_bucket_default_rules[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@.tmp && mv $@.tmp $@
 $(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) schema/embed.sh
 	@mkdir -p $(dir $@)
 	sh schema/embed.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
@@ -169,6 +176,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 install: $(BUILD)/coreq
 	install -D -m 0755 $(BUILD)/coreq $(DESTDIR)$(PREFIX)/bin/coreq
 	install -D -m 0644 coreq.1 $(DESTDIR)$(PREFIX)/share/man/man1/coreq.1
+	install -D -m 0644 dist/coreq.rules $(DESTDIR)$(PREFIX)/share/coreq/rules
 	install -D -m 0644 dist/systemd/coreq-ingest.path $(DESTDIR)$(UNITDIR)/coreq-ingest.path
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/coreq-ingest.service.in > $(BUILD)/coreq-ingest.service
 	install -D -m 0644 $(BUILD)/coreq-ingest.service $(DESTDIR)$(UNITDIR)/coreq-ingest.service

@@ -13,9 +13,11 @@
 #include "libcore/base/json.h"
 #include "libcore/store/store.h"
 #include "libcore/store/store_query.h"
+#include "libcore/triage/rules.h"
 
 static const char buckets_usage[] =
     "Usage: coreq buckets [--db P] [--since TIME] [--exe NAME] [--format text|json]\n"
+    "       coreq buckets --rules[=FILE]\n"
     "\n"
     "List crash buckets, most cores first.  A bucket is a crash signature: the\n"
     "crashed thread's first frames after the crash machinery (abort, raise,\n"
@@ -28,13 +30,29 @@ static const char buckets_usage[] =
     "                      YYYY-MM-DDTHH:MM:SS (UTC) or unix seconds\n"
     "  --exe NAME          only cores of this executable (full path or basename)\n"
     "  --format text|json  output format (default text)\n"
+    "  --rules[=FILE]      print the bucketing rules in force (FILE, else\n"
+    "                      $COREQ_RULES, else /etc/coreq/rules, else the built-in\n"
+    "                      ones) with their format, and exit\n"
     "  --help              show this help\n";
 
 enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
 	OPT_SINCE,
 	OPT_EXE_NAME,
+	OPT_RULES,
 };
+
+/* Prints the rules in force, as their file says them. */
+static int print_rules(const char *path)
+{
+	struct cq_bucket_rules *r;
+	struct cq_error *err = cq_bucket_rules_load(path, &r);
+	if (err)
+		return cmd_fail(path ? path : "rules", err);
+	fputs(r->text, stdout);
+	cq_bucket_rules_free(r);
+	return EXIT_OK;
+}
 
 /* Unix seconds from "YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS" (UTC) or digits. */
 static bool parse_since(const char *s, int64_t *out)
@@ -72,6 +90,8 @@ static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 		cq_json_int(j, b->id);
 		cq_json_key(j, "hash");
 		cq_json_string(j, b->hash);
+		cq_json_key(j, "rules_version");
+		cq_json_string(j, b->rules_version);
 		cq_json_key(j, "signature");
 		cq_json_string(j, b->signature);
 		cq_json_key(j, "count");
@@ -113,6 +133,7 @@ int cmd_buckets(int argc, char **argv)
 	    {"db", required_argument, NULL, OPT_DB},
 	    {"since", required_argument, NULL, OPT_SINCE},
 	    {"exe", required_argument, NULL, OPT_EXE_NAME},
+	    {"rules", optional_argument, NULL, OPT_RULES},
 	    {NULL, 0, NULL, 0},
 	};
 	struct buckets_query q = {.out.format = CMD_FORMAT_TEXT};
@@ -141,6 +162,8 @@ int cmd_buckets(int argc, char **argv)
 		case OPT_EXE_NAME:
 			q.filter.exe = optarg;
 			break;
+		case OPT_RULES:
+			return print_rules(optarg);
 		default:
 			return cmd_usage_error("buckets", "unknown option");
 		}

@@ -123,6 +123,7 @@ int cmd_list_stacks(int argc, char **argv);
 int cmd_cores(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_buckets(int argc, char **argv);
+int cmd_rebucket(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
 int cmd_stack(int argc, char **argv);
 int cmd_lws(int argc, char **argv);

@@ -19,7 +19,7 @@ static const char cores_usage[] =
     "\n"
     "  --db P              database (default $COREQ_DB, else\n"
     "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
-    "  --bucket ID         only the cores in crash bucket ID (see `coreq buckets`)\n"
+    "  --bucket ID         only the cores in crash bucket ID: its hash or its id\n"
     "  --format text|json  output format (default text)\n"
     "  --help              show this help\n";
 
@@ -44,7 +44,7 @@ enum {
  * both commands; returns -1 to exit with *rc.
  */
 static int parse_db_options(int argc, char **argv, const char *cmd, const char *usage,
-                            const char **db, enum cmd_format *format, int64_t *bucket, int *rc)
+                            const char **db, enum cmd_format *format, const char **bucket, int *rc)
 {
 	static const struct option longopts[] = {
 	    {"format", required_argument, NULL, OPT_FORMAT},
@@ -54,7 +54,6 @@ static int parse_db_options(int argc, char **argv, const char *cmd, const char *
 	    {NULL, 0, NULL, 0},
 	};
 	int opt;
-	unsigned v;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (opt == OPT_HELP) {
 			fputs(usage, stdout);
@@ -64,11 +63,15 @@ static int parse_db_options(int argc, char **argv, const char *cmd, const char *
 		if (opt == OPT_DB) {
 			*db = optarg;
 		} else if (opt == OPT_BUCKET && bucket) {
-			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, cmd, "--bucket")) {
-				*rc = EXIT_USAGE;
+			if (!cq_store_bucket_key_valid(optarg)) {
+				*rc = cmd_usage_error(
+				    cmd,
+				    "--bucket takes a bucket's 16-hex-digit hash or "
+				    "its id, not '%s'",
+				    optarg);
 				return -1;
 			}
-			*bucket = v;
+			*bucket = optarg;
 		} else if (opt != OPT_FORMAT) {
 			*rc = cmd_usage_error(cmd, "unknown option");
 			return -1;
@@ -95,16 +98,15 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 	char when[32];
 	cmd_iso_time(c->has_timestamp ? c->timestamp : c->ingested_at, when);
 	if (p->count++ == 0)
-		printf("%-6s %-20s %-8s %-6s %-8s %-7s %-6s %-8s %s\n", "ID", "TIME", "PID", "UID",
+		printf("%-6s %-20s %-8s %-6s %-8s %-7s %-16s %-8s %s\n", "ID", "TIME", "PID", "UID",
 		       "SIG", "THREADS", "BUCKET", "STATUS", "EXE");
-	char uid[24] = "-", bucket[24] = "-";
+	char uid[24] = "-";
 	if (c->has_uid)
 		snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
-	if (c->bucket_id)
-		snprintf(bucket, sizeof(bucket), "%lld", (long long)c->bucket_id);
-	printf("%-6lld %-20s %-8lld %-6s %-8s %-7lld %-6s %-8s %s\n", (long long)c->id, when,
+	printf("%-6lld %-20s %-8lld %-6s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
 	       (long long)c->pid, uid, c->signal_name ? c->signal_name : "-",
-	       (long long)c->nthreads, bucket, c->status, c->exe ? c->exe : "-");
+	       (long long)c->nthreads, c->bucket_hash ? c->bucket_hash : "-", c->status,
+	       c->exe ? c->exe : "-");
 }
 
 static struct cq_error *query_cores(struct cq_store *store, void *ctx)
@@ -118,8 +120,8 @@ int cmd_cores(int argc, char **argv)
 	const char *db = NULL;
 	struct cores_query q = {.out.format = CMD_FORMAT_TEXT};
 	int rc = EXIT_OK;
-	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &q.out.format,
-	                     &q.filter.bucket_id, &rc) < 0)
+	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &q.out.format, &q.filter.bucket,
+	                     &rc) < 0)
 		return rc;
 	if (optind != argc)
 		return cmd_usage_error("cores", "unexpected argument '%s'", argv[optind]);
@@ -162,7 +164,8 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	if (c->hostname)
 		printf("hostname:    %s\n", c->hostname);
 	if (c->bucket_id)
-		printf("bucket:      %lld\n", (long long)c->bucket_id);
+		printf("bucket:      %s (id %lld)\n", c->bucket_hash ? c->bucket_hash : "?",
+		       (long long)c->bucket_id);
 	if (c->source)
 		printf("source:      %s\n", c->source);
 	if (c->stored_path)

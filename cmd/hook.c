@@ -33,6 +33,7 @@
 #include "libcore/base/parse.h"
 #include "libcore/db/cache.h"
 #include "libcore/pipeline/ingest.h"
+#include "libcore/triage/rules.h"
 #include "libcore/capture/capture.h"
 #include "libcore/base/paths.h"
 #include "libcore/store/store.h"
@@ -216,13 +217,22 @@ static void analyse_child(const struct hook *h, const char *path)
 	if (err)
 		_exit(2);
 	so.cache = cmd_open_cache(h->cache);
+	struct cq_bucket_rules *rules;
+	if ((err = cq_bucket_rules_load(NULL, &rules))) {
+		/* The core is stored; a later `coreq ingest` analyses it with good rules. */
+		int64_t id;
+		cq_error_free(cq_store_placeholder_failed(store, path, err->message, false, &id));
+		_exit(1);
+	}
 	struct cq_ingest_options io = {.core = &copts.core,
 	                               .stacks = &so,
 	                               .signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
+	                               .rules = rules,
 	                               .capture_override = &h->cap};
 	struct cq_ingest_result res;
 	err = cq_ingest_core(store, path, &io, &res);
 	cq_ingest_result_free(&res);
+	cq_bucket_rules_free(rules);
 	cq_cache_close(so.cache);
 	cq_store_close(store);
 	_exit(err ? 1 : 0);

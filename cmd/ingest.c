@@ -15,6 +15,7 @@
 
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/triage/bucket.h"
+#include "libcore/triage/rules.h"
 
 #include "libcore/base/clock.h"
 #include "libcore/base/json.h"
@@ -47,6 +48,7 @@ struct ingest_run {
 	struct cq_json json;
 	struct progress progress;
 	unsigned signature_frames;
+	struct cq_bucket_rules *rules;
 	/* Metadata to use instead of what the file's name and xattrs say. */
 	const struct cq_capture *capture_override;
 	size_t ingested, duplicates, failed, unchanged;
@@ -59,7 +61,8 @@ struct ingest_run {
 
 static const char ingest_usage[] =
     "Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
-    "                    [--cache P | --no-cache] [--signature-frames N] [--no-async]\n"
+    "                    [--cache P | --no-cache] [--signature-frames N] [--rules FILE]\n"
+    "                    [--no-async]\n"
     "                    CORE... | DIR | -\n"
     "\n"
     "Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
@@ -80,6 +83,8 @@ static const char ingest_usage[] =
     "  --cache P           unwind-table and symbol cache (see coreq stack)\n"
     "  --no-cache          do not use the cache\n"
     "  --signature-frames N  frames in a crash signature (default 5)\n"
+    "  --rules FILE        bucketing rules (default $COREQ_RULES, else /etc/coreq/rules,\n"
+    "                      else the built-in ones: see `coreq buckets --rules`)\n"
     "  --no-async          native frames only: no async stacks, no suspended ones\n"
     "  --help              show this help\n";
 
@@ -261,6 +266,7 @@ static void ingest_one(struct ingest_run *run, const struct input *in)
 	struct cq_ingest_options io = {.core = &run->o.core,
 	                               .stacks = &run->so,
 	                               .signature_frames = run->signature_frames,
+	                               .rules = run->rules,
 	                               .capture_override = run->capture_override,
 	                               .opened = warn_truncated};
 	struct cq_ingest_result res;
@@ -298,6 +304,7 @@ enum {
 	OPT_NO_CACHE,
 	OPT_SIGNATURE_FRAMES,
 	OPT_NO_ASYNC,
+	OPT_RULES,
 };
 
 static void print_summary(struct ingest_run *run)
@@ -331,12 +338,13 @@ int cmd_ingest(int argc, char **argv)
 	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	    {"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
 	    {"no-async", no_argument, NULL, OPT_NO_ASYNC},
+	    {"rules", required_argument, NULL, OPT_RULES},
 	    {NULL, 0, NULL, 0},
 	};
 	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES};
 	cmd_core_opts_init(&run.o);
 	cq_stack_options_default(&run.so);
-	const char *db = NULL, *cache_path = NULL;
+	const char *db = NULL, *cache_path = NULL, *rules_path = NULL;
 	bool no_cache = false;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -357,6 +365,8 @@ int cmd_ingest(int argc, char **argv)
 			no_cache = true;
 		else if (opt == OPT_NO_ASYNC)
 			run.so.async = false;
+		else if (opt == OPT_RULES)
+			rules_path = optarg;
 		else if (opt == OPT_SIGNATURE_FRAMES) {
 			if (!cmd_parse_count(optarg, 1, 64, &run.signature_frames, "ingest",
 			                     "--signature-frames"))
@@ -369,6 +379,9 @@ int cmd_ingest(int argc, char **argv)
 	if (run.o.core.exe)
 		return cmd_usage_error("ingest", "--exe is for one core; use --sysroot");
 
+	struct cq_error *rerr = cq_bucket_rules_load(rules_path, &run.rules);
+	if (rerr)
+		return cmd_fail(rules_path ? rules_path : "rules", rerr);
 	struct inputs in = {0};
 	int rc = EXIT_OK;
 	for (int i = optind; i < argc; i++) {
@@ -433,6 +446,7 @@ int cmd_ingest(int argc, char **argv)
 	cq_cache_close(run.so.cache);
 	cq_store_close(run.store);
 out:
+	cq_bucket_rules_free(run.rules);
 	for (size_t i = 0; i < in.n; i++)
 		free(in.v[i].path);
 	free(in.v);

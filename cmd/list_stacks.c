@@ -165,9 +165,13 @@ int cmd_list_stacks(int argc, char **argv)
 			filter->exe = optarg;
 			break;
 		case OPT_BUCKET:
-			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--bucket"))
-				return EXIT_USAGE;
-			filter->bucket_id = v;
+			if (!cq_store_bucket_key_valid(optarg))
+				return cmd_usage_error(
+				    "list-stacks",
+				    "--bucket takes a bucket's 16-hex-digit hash "
+				    "or its id, not '%s'",
+				    optarg);
+			filter->bucket = optarg;
 			break;
 		case OPT_LIMIT:
 			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--limit"))
@@ -187,7 +191,7 @@ int cmd_list_stacks(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cmd_usage_error("list-stacks", "unexpected argument '%s'", argv[optind]);
-	if (q.lws && (filter->core_id || filter->bucket_id))
+	if (q.lws && (filter->core_id || filter->bucket))
 		return cmd_usage_error("list-stacks",
 		                       "--core and --bucket do not apply to --source lws");
 	if (q.lws)
@@ -195,7 +199,7 @@ int cmd_list_stacks(int argc, char **argv)
 		                       filter->exe ? "no lws allocation sites stored that match"
 		                                   : "no lws allocation sites stored",
 		                       query_stacks, &q);
-	const char *empty = filter->core_id || filter->exe || filter->bucket_id
+	const char *empty = filter->core_id || filter->exe || filter->bucket
 	                        ? "no stacks stored that match"
 	                        : "no stacks stored";
 	return cmd_run_listing(db, &q.out, "stacks", empty, query_stacks, &q);

@@ -130,6 +130,8 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_int(j, c->bucket_id);
 	else
 		cq_json_null(j);
+	cq_json_key(j, "bucket");
+	cq_json_string(j, c->bucket_hash);
 	const char *keys[] = {"comm", "source", "stored_path", "meta_conflicts"};
 	const char *vals[] = {c->comm, c->source, c->stored_path, c->meta_conflicts};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {

@@ -7,6 +7,7 @@
 #include "libcore/model/elf_symbols.h"
 
 #include <gelf.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "libcore/model/module.h"
@@ -67,4 +68,83 @@ size_t cq_elf_find_symbols(const struct cq_module *mod, struct cq_symbol_query *
 		}
 	}
 	return count_found(q, n);
+}
+
+static int export_cmp(const void *a, const void *b)
+{
+	const struct cq_elf_export *x = a, *y = b;
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static Elf_Scn *find_section_type(Elf *elf, GElf_Word type, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL)
+		if (gelf_getshdr(scn, sh) && sh->sh_type == type)
+			return scn;
+	return NULL;
+}
+
+struct cq_error *cq_elf_exports(const struct cq_module *mod, struct cq_elf_export **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (mod->status != CQ_MODULE_FOUND || !mod->elf || mod->is_vdso)
+		return NULL;
+	Elf *elf = mod->elf;
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section_type(elf, SHT_DYNSYM, &sh);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!data || sh.sh_entsize == 0)
+		return NULL;
+	size_t count = sh.sh_size / sh.sh_entsize;
+	if (count > MAX_SYMBOLS)
+		count = MAX_SYMBOLS;
+	struct cq_elf_export *e = malloc((count ? count : 1) * sizeof(*e));
+	if (!e)
+		return &cq_error_nomem;
+	size_t k = 0;
+	for (size_t i = 1; i < count; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0 ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC) || bind == STB_LOCAL)
+			continue;
+		const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (!name || !name[0])
+			continue;
+		e[k++] = (struct cq_elf_export){.name = name,
+		                                .value = sym.st_value,
+		                                .size = sym.st_size,
+		                                .ifunc = type == STT_GNU_IFUNC};
+	}
+	qsort(e, k, sizeof(*e), export_cmp);
+	*out = e;
+	*n = k;
+	return NULL;
+}
+
+const char *cq_elf_soname(const struct cq_module *mod)
+{
+	if (mod->status != CQ_MODULE_FOUND || !mod->elf || mod->is_vdso)
+		return NULL;
+	Elf *elf = mod->elf;
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section_type(elf, SHT_DYNAMIC, &sh);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!data || sh.sh_entsize == 0)
+		return NULL;
+	size_t count = sh.sh_size / sh.sh_entsize;
+	for (size_t i = 0; i < count && i < 4096; i++) {
+		GElf_Dyn dyn;
+		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag == DT_SONAME)
+			return elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+	}
+	return NULL;
 }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "libcore/base/error.h"
+
 struct cq_module;
 
 /* One symbol to look up: fill name; found, addr and size are the answer. */
@@ -31,5 +33,23 @@ struct cq_symbol_query {
  * A module without a matching file finds nothing.
  */
 size_t cq_elf_find_symbols(const struct cq_module *mod, struct cq_symbol_query *q, size_t n);
+
+/* A function a module exports (its .dynsym), at its link-time address. */
+struct cq_elf_export {
+	const char *name; /* points into the module's ELF string table */
+	uint64_t value, size;
+	bool ifunc; /* STT_GNU_IFUNC: a resolver that picks a variant at load time */
+};
+
+/*
+ * The defined functions and ifuncs of mod's .dynsym, sorted by value
+ * (malloc'd in *out; *n set; nothing for a module without a matching file).
+ * Only these names are stable across rebuilds and CPUs of one library
+ * version: they are its ABI.
+ */
+struct cq_error *cq_elf_exports(const struct cq_module *mod, struct cq_elf_export **out, size_t *n);
+
+/* mod's DT_SONAME, or NULL; points into the module's ELF. */
+const char *cq_elf_soname(const struct cq_module *mod);
 
 #endif

@@ -111,20 +111,31 @@ static bool file_load_bias(Elf *elf, uint64_t map_start, uint64_t page, uint64_t
 	return false;
 }
 
-/* The on-disk name: sysroot + path, without the kernel's " (deleted)" suffix. */
+/* The on-disk name: sysroot + path. */
 static char *host_path(const struct cq_core *core, const struct cq_module *mod)
 {
 	if (mod->is_main && core->options.exe)
 		return strdup(core->options.exe);
 	const char *root = core->options.sysroot ? core->options.sysroot : "";
-	size_t n = strlen(mod->name);
-	static const char deleted[] = " (deleted)";
-	if (n > sizeof(deleted) - 1 && strcmp(mod->name + n - (sizeof(deleted) - 1), deleted) == 0)
-		n -= sizeof(deleted) - 1;
 	char *p;
-	if (asprintf(&p, "%s%.*s", root, (int)n, mod->name) < 0)
+	if (asprintf(&p, "%s%s", root, mod->name) < 0)
 		return NULL;
 	return p;
+}
+
+/*
+ * The kernel appends " (deleted)" to the NT_FILE name of a file replaced or
+ * removed after it was mapped (the normal state after a package upgrade).
+ * The module keeps the path without it, everywhere, and the fact as a flag.
+ */
+static void strip_deleted(struct cq_module *mod)
+{
+	static const char suffix[] = " (deleted)";
+	size_t n = strlen(mod->name), k = sizeof(suffix) - 1;
+	if (n > k && strcmp(mod->name + n - k, suffix) == 0) {
+		mod->name[n - k] = '\0';
+		mod->deleted = true;
+	}
 }
 
 /* Opens the module's file and decides FOUND / MISSING / MISMATCH. */
@@ -223,6 +234,7 @@ static struct cq_error *add_file_module(struct cq_core *core, size_t first, size
 	struct cq_module *mod = new_module(core, cap);
 	if (!mod || !(mod->name = strdup(m->path)))
 		return &cq_error_nomem;
+	strip_deleted(mod);
 	mod->start = m->start;
 	mod->end = core->mappings[last].end;
 	mod->is_main = is_main;

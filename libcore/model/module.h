@@ -38,7 +38,8 @@ struct cq_module {
 	enum cq_module_status status;
 	bool is_vdso;
 	bool is_main;
-	void *elf; /* Elf * of file_path (or of the in-core vdso image) */
+	bool deleted; /* the file was replaced after it was mapped; name has no " (deleted)" */
+	void *elf;    /* Elf * of file_path (or of the in-core vdso image) */
 	int fd;
 	uint8_t *image_copy; /* vdso: its bytes copied out of the core */
 	void *analysis;      /* per-module caches owned by higher layers */

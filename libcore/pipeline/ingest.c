@@ -34,21 +34,26 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 		cq_store_identity(core, identity);
 		err = cq_store_find_core(store, identity, &out->store.core_id);
 	}
+	struct cq_bucket_namer *namer = NULL;
+	if (!err)
+		err = cq_bucket_namer_create(core, &namer);
 	struct cq_store_meta meta = {
-	    .capture = &cap, .stored_path = abs, .signature = &out->signature};
+	    .capture = &cap, .stored_path = abs, .signature = &out->signature, .namer = namer};
 	if (!err && out->store.core_id) {
 		/* Drops a placeholder the hook left for this copy, if any. */
 		err = cq_store_ingest(store, core, identity, NULL, &meta, &out->store);
 		out->store.duplicate = true;
 	} else if (!err && !(err = cq_core_stacks(core, o->stacks, &stacks)) &&
-	           !(err = cq_bucket_signature(&stacks->threads[0], cq_core_signal(core),
-	                                       o->signature_frames, &out->signature))) {
+	           !(err = cq_bucket_signature(o->rules, namer, &stacks->threads[0],
+	                                       cq_core_signal(core), o->signature_frames,
+	                                       &out->signature))) {
 		err = cq_store_ingest(store, core, identity, stacks, &meta, &out->store);
 	}
 	if (err && abs)
 		out->record_error =
 		    cq_store_placeholder_failed(store, abs, err->message, false, &out->failed_row);
 	free(abs);
+	cq_bucket_namer_destroy(namer);
 	cq_stacks_free(stacks);
 	cq_core_close(core);
 	return err;

@@ -25,6 +25,7 @@
 #include "libcore/store/store.h"
 #include "libcore/triage/bucket.h"
 
+struct cq_bucket_rules;
 struct cq_capture;
 struct cq_core_options;
 struct cq_stack_options;
@@ -33,6 +34,7 @@ struct cq_ingest_options {
 	const struct cq_core_options *core;
 	const struct cq_stack_options *stacks;
 	unsigned signature_frames;
+	const struct cq_bucket_rules *rules; /* how signatures are made (cq_bucket_rules_load) */
 	/* Metadata to use instead of what the file's name and xattrs say; may be NULL. */
 	const struct cq_capture *capture_override;
 	/* Called once the core is open, e.g. to warn that it is truncated; may be NULL. */

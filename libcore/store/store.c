@@ -154,16 +154,16 @@ static const char *const sql[ST_COUNT] = {
     [ST_INSERT_MODULE] = "INSERT OR IGNORE INTO modules (build_id, path) VALUES (?, ?)",
     [ST_FIND_MODULE] = "SELECT id FROM modules WHERE build_id = ?",
     [ST_INSERT_CORE_MODULE] = "INSERT OR IGNORE INTO core_modules (core_id, module_id, path, "
-                              "start, end, status) VALUES (?,?,?,?,?,?)",
+                              "start, end, status, deleted) VALUES (?,?,?,?,?,?,?)",
     [ST_FIND_STACK] = "SELECT id FROM stacks WHERE hash = ?",
     [ST_INSERT_STACK] = "INSERT INTO stacks (hash, nframes, frames_blob) VALUES (?, ?, ?)",
     [ST_INSERT_FRAME] = "INSERT INTO frames (stack_id, idx, module_id, offset, kind, trust, "
-                        "function, file, line, state) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        "function, file, line, state, sig_name) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [ST_INSERT_THREAD] = "INSERT INTO threads (core_id, tid, idx, name, crashed, stack_id, end) "
                          "VALUES (?,?,?,?,?,?,?)",
     [ST_FIND_BUCKET] = "SELECT id FROM buckets WHERE hash = ?",
     [ST_INSERT_BUCKET] = "INSERT INTO buckets (hash, signature, count, first_seen, last_seen, "
-                         "example_core) VALUES (?, ?, 0, ?3, ?3, ?4)",
+                         "example_core, rules_version) VALUES (?, ?, 0, ?3, ?3, ?4, ?5)",
     [ST_COUNT_BUCKET] = "UPDATE buckets SET count = count + 1, first_seen = min(first_seen, ?2), "
                         "last_seen = max(last_seen, ?2) WHERE id = ?1",
     [ST_SET_CORE_BUCKET] = "UPDATE cores SET bucket_id = ? WHERE id = ?",
@@ -178,6 +178,7 @@ struct ingest {
 	const struct cq_core *core;
 	const struct cq_module *modules; /* the core's, or an lws log's ELF */
 	int64_t *module_ids;             /* by index in modules */
+	struct cq_bucket_namer *namer;   /* names frames' sig_name; NULL: none */
 	struct {
 		uint64_t hash;
 		int64_t id;
@@ -345,6 +346,7 @@ static struct cq_error *insert_modules(struct ingest *in, int64_t core_id)
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)mod->start);
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)mod->end);
 		sqlite3_bind_text(st, 6, cq_module_status_name(mod->status), -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 7, mod->deleted);
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert core module");
 	}
@@ -409,6 +411,9 @@ static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
 		else
 			sqlite3_bind_null(st, 9);
 		cq_db_bind_text(st, 10, f->state);
+		char alt[512];
+		cq_db_bind_text(
+		    st, 11, in->namer ? cq_bucket_alt_name(in->namer, f, alt, sizeof(alt)) : NULL);
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert frame");
 	}
@@ -553,6 +558,7 @@ static struct cq_error *insert_bucket(struct ingest *in, int64_t core_id,
 		sqlite3_bind_text(st, 2, sig->text, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(st, 3, when);
 		sqlite3_bind_int64(st, 4, core_id);
+		cq_db_bind_text(st, 5, sig->rules_version[0] ? sig->rules_version : NULL);
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert bucket");
 		r->bucket_id = sqlite3_last_insert_rowid(in->store->db);
@@ -623,7 +629,10 @@ struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *c
                                  const struct cq_store_meta *meta, struct cq_store_result *result)
 {
 	memset(result, 0, sizeof(*result));
-	struct ingest in = {.store = store, .core = core, .modules = core->modules};
+	struct ingest in = {.store = store,
+	                    .core = core,
+	                    .modules = core->modules,
+	                    .namer = meta ? meta->namer : NULL};
 	struct cq_error *err = NULL;
 	for (int i = 0; i < ST_COUNT && !err; i++)
 		if (sqlite3_prepare_v2(store->db, sql[i], -1, &in.st[i], NULL) != SQLITE_OK)

@@ -39,6 +39,7 @@ void cq_store_close(struct cq_store *store);
 /* "<size>-<hash of the notes and the first MiB>": a core's identity. */
 void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MAX]);
 
+struct cq_bucket_namer;
 struct cq_bucket_signature;
 struct cq_capture;
 
@@ -51,6 +52,8 @@ struct cq_store_meta {
 	 */
 	const char *stored_path;
 	const struct cq_bucket_signature *signature; /* its crash bucket, if computed */
+	/* Names frames for later rebucketing (frames.sig_name); may be NULL. */
+	struct cq_bucket_namer *namer;
 };
 
 struct cq_store_result {

@@ -12,6 +12,23 @@
 
 #include "libcore/store/store.h"
 #include "libcore/store/store_db.h"
+#include "libcore/db/bind.h"
+
+/*
+ * The row id of the bucket a key names (SQL, over the parameter p): a
+ * 16-hex-digit key is a hash, anything else a decimal row id.
+ */
+#define BUCKET_BY_KEY(p)                                                                           \
+	"(SELECT id FROM buckets WHERE CASE WHEN length(" p ") = 16 THEN hash = lower(" p          \
+	") ELSE CAST(id AS TEXT) = " p " END)"
+
+bool cq_store_bucket_key_valid(const char *key)
+{
+	size_t n = strlen(key);
+	if (n == 16 && strspn(key, "0123456789abcdefABCDEF") == 16)
+		return true;
+	return n > 0 && n < 16 && strspn(key, "0123456789") == n && key[0] != '0';
+}
 
 struct frame_list {
 	struct cq_store_frame_row *rows;
@@ -183,9 +200,10 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 	    "FROM uses u JOIN stacks s ON s.id = u.stack_id JOIN cores c ON c.id = u.core_id "
 	    "WHERE (?1 = 0 OR u.core_id = ?1) "
 	    "AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
-	    "AND (?4 = 0 OR c.bucket_id = ?4) "
-	    "GROUP BY s.id ORDER BY nthreads DESC, nsuspended DESC, ncores DESC, s.id "
-	    "LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END";
+	    "AND (?4 IS NULL OR c.bucket_id = " BUCKET_BY_KEY(
+	        "?4") ") "
+	              "GROUP BY s.id ORDER BY nthreads DESC, nsuspended DESC, ncores DESC, s.id "
+	              "LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
@@ -194,7 +212,7 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
 	if (filter && filter->exe)
 		sqlite3_bind_text(st, 2, filter->exe, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 3, filter ? filter->limit : 0);
-	sqlite3_bind_int64(st, 4, filter ? filter->bucket_id : 0);
+	cq_db_bind_text(st, 4, filter ? filter->bucket : NULL);
 	struct stack_emit e = {.fn = fn, .ctx = ctx};
 	return each_stack_row(db, st, "stacks", emit_stack, &e);
 }
@@ -207,15 +225,17 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 	    "SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
 	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, "
 	    "bucket_id, "
-	    "comm, source, stored_path, meta_conflicts "
-	    "FROM cores WHERE (?1 = 0 OR id = ?1) AND (?2 = 0 OR bucket_id = ?2) "
-	    "ORDER BY coalesce(timestamp, ingested_at), id";
+	    "comm, source, stored_path, meta_conflicts, "
+	    "(SELECT hash FROM buckets WHERE id = cores.bucket_id) "
+	    "FROM cores WHERE (?1 = 0 OR id = ?1) AND (?2 IS NULL OR bucket_id = " BUCKET_BY_KEY(
+	        "?2") ") "
+	              "ORDER BY coalesce(timestamp, ingested_at), id";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
 		return cq_error_create(CQ_ERR_DB, "cores: %s", sqlite3_errmsg(db));
 	sqlite3_bind_int64(st, 1, only_id);
-	sqlite3_bind_int64(st, 2, f ? f->bucket_id : 0);
+	cq_db_bind_text(st, 2, f ? f->bucket : NULL);
 	size_t n = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -249,6 +269,7 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 		    .source = (const char *)sqlite3_column_text(st, 19),
 		    .stored_path = (const char *)sqlite3_column_text(st, 20),
 		    .meta_conflicts = (const char *)sqlite3_column_text(st, 21),
+		    .bucket_hash = (const char *)sqlite3_column_text(st, 22),
 		};
 		fn(ctx, &row);
 		n++;
@@ -362,7 +383,7 @@ struct cq_error *cq_store_each_bucket(struct cq_store *store,
 	static const char q[] =
 	    "SELECT b.id, b.hash, b.signature, count(*) AS n, "
 	    "min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)), "
-	    "min(c.id) FROM buckets b JOIN cores c ON c.bucket_id = b.id "
+	    "min(c.id), b.rules_version FROM buckets b JOIN cores c ON c.bucket_id = b.id "
 	    "WHERE (?1 = 0 OR coalesce(c.timestamp, c.ingested_at) >= ?1) "
 	    "AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
 	    "GROUP BY b.id ORDER BY n DESC, b.id";
@@ -391,6 +412,7 @@ struct cq_error *cq_store_each_bucket(struct cq_store *store,
 		    .last_seen = sqlite3_column_int64(st, 5),
 		    .example_core = sqlite3_column_int64(st, 6),
 		    .exes = (const char *const *)exes,
+		    .rules_version = (const char *)sqlite3_column_text(st, 7),
 		};
 		fn(ctx, &row);
 		for (size_t i = 0; exes[i]; i++)

@@ -37,10 +37,10 @@ struct cq_store_stack_row {
 };
 
 struct cq_store_stack_filter {
-	int64_t core_id;   /* 0: all cores */
-	int64_t bucket_id; /* 0: all buckets */
-	const char *exe;   /* NULL: all; else the executable's path or basename */
-	int64_t limit;     /* 0: no limit */
+	int64_t core_id;    /* 0: all cores */
+	const char *bucket; /* NULL: all buckets; else its hash or id (cq_store_bucket_key) */
+	const char *exe;    /* NULL: all; else the executable's path or basename */
+	int64_t limit;      /* 0: no limit */
 };
 
 struct cq_store_core_row {
@@ -50,22 +50,32 @@ struct cq_store_core_row {
 	bool has_uid, has_si_code, has_fault_address, has_timestamp;
 	int64_t uid, si_code, timestamp;
 	uint64_t fault_address;
-	int64_t bucket_id; /* 0: none */
+	int64_t bucket_id;       /* 0: none */
+	const char *bucket_hash; /* NULL: none */
 	/* Where it came from (schema 003); NULL when unknown. */
 	const char *comm, *source, *stored_path, *meta_conflicts;
 };
 
 struct cq_store_core_filter {
-	int64_t id;        /* 0: every core; else just this one (CQ_ERR_NOT_FOUND if absent) */
-	int64_t bucket_id; /* 0: every bucket */
+	int64_t id;         /* 0: every core; else just this one (CQ_ERR_NOT_FOUND if absent) */
+	const char *bucket; /* NULL: every bucket; else its hash or id (cq_store_bucket_key) */
 };
+
+/*
+ * A bucket named by a person or a log: its 16-hex-digit hash (the id that
+ * is the same in every database) or its row id in this one.  Whether key
+ * has one of these forms; queries match nothing for a bucket that is not
+ * stored.
+ */
+bool cq_store_bucket_key_valid(const char *key);
 
 struct cq_store_bucket_row {
 	int64_t id;
 	const char *hash, *signature;
 	int64_t count; /* cores matching the filter */
 	int64_t first_seen, last_seen, example_core;
-	const char *const *exes; /* distinct executables, NULL-terminated */
+	const char *const *exes;   /* distinct executables, NULL-terminated */
+	const char *rules_version; /* of the rules that made the signature; NULL before 007 */
 };
 
 struct cq_store_bucket_filter {

@@ -177,18 +177,41 @@ static bool reportable(const struct cq_module *mod)
 }
 
 /*
+ * The debuginfo file of a module whose own file is not on this host, or is
+ * another build (a program upgraded after it crashed): found by the
+ * build-id the core recorded, it stands in for the module (same program
+ * headers, so the same bias applies).  Its fd in *fd, its path returned.
+ */
+static char *stand_in(struct cq_symbolizer *s, const struct cq_module *mod, int *fd)
+{
+	*fd = -1;
+	if (mod->status == CQ_MODULE_FOUND || mod->is_vdso || mod->build_id_len == 0)
+		return NULL;
+	char *path = cq_debuginfo_find(mod, (const char *const *)s->debug_dirs);
+	if (path && (*fd = cq_open_regular(path)) < 0) {
+		free(path);
+		path = NULL;
+	}
+	return path;
+}
+
+/*
  * Reports one module; a module libdwfl refuses is left out, and its
  * addresses then symbolize as unknown.  On success libdwfl owns fd.
  */
 static void report_module(struct cq_symbolizer *s, const struct cq_module *mod, size_t index)
 {
-	if (!reportable(mod))
+	int fd = -1;
+	char *debug_path = NULL;
+	if (!reportable(mod) && !(debug_path = stand_in(s, mod, &fd)))
 		return;
-	int fd = mod->is_vdso ? vdso_fd(mod) : fcntl(mod->fd, F_DUPFD_CLOEXEC, 0);
+	if (!debug_path)
+		fd = mod->is_vdso ? vdso_fd(mod) : fcntl(mod->fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0 && mod->is_vdso)
 		return;
-	const char *file = mod->is_vdso ? mod->name : mod->file_path;
+	const char *file = debug_path ? debug_path : mod->is_vdso ? mod->name : mod->file_path;
 	Dwfl_Module *dm = dwfl_report_elf(s->dwfl, mod->name, file, fd, mod->bias, true);
+	free(debug_path);
 	if (!dm) {
 		if (fd >= 0)
 			close(fd);
@@ -684,9 +707,12 @@ size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return
 		return 1;
 	uint64_t addr = is_return_address ? pc - 1 : pc;
 	const struct cq_module *mod = cq_module_find(s->modules, s->nmodules, addr);
-	if (!mod || !reportable(mod))
+	if (!mod)
 		return 1;
 	size_t index = (size_t)(mod - s->modules);
+	if (!reportable(mod) && !(mod->status != CQ_MODULE_FOUND && !mod->is_vdso &&
+	                          mod->build_id_len && module_has_debuginfo(s, index) == 1))
+		return 1;
 	struct cache_slot *slot = s->cap ? cache_probe(s->slots, s->cap, index, addr) : NULL;
 	if (!slot || !slot->frames) {
 		if (!cache_reserve(s))

@@ -1,10 +1,10 @@
 /*
  * bucket.c - crash signatures (see bucket.h).
  *
- * The rules are data: MACHINERY lists the frames that are how a program
- * dies rather than where (dropped from the top of the stack, keeping the
- * frame that called them); STARTUP lists the frames every thread starts in
- * (dropped from the bottom).  An entry ending in '*' is a prefix.
+ * The rules are data (rules.h; the defaults in dist/coreq.rules): which
+ * frames are how a program dies rather than where (the signature starts
+ * below the outermost of them), where threads start (it ends above the
+ * first), which frames never count, which modules are the program's own.
  */
 #include "libcore/triage/bucket.h"
 
@@ -15,74 +15,12 @@
 #include <string.h>
 
 #include "libcore/base/hash.h"
+#include "libcore/triage/rules.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 
 #define NAME_MAX_LEN 512
-
-static const char *const MACHINERY[] = {
-    "raise",
-    "abort",
-    "gsignal",
-    "__pthread_kill*",
-    "pthread_kill*",
-    "__assert_fail*",
-    "__assert_perror_fail",
-    "__chk_fail",
-    "__fortify_fail*",
-    "__stack_chk_fail",
-    "malloc_printerr",
-    "__libc_message",
-    "__libc_fatal",
-    "std::terminate",
-    "std::__terminate*",
-    "__cxa_throw",
-    "__cxa_rethrow",
-    "__cxa_call_terminate",
-    "__gxx_personality_v0",
-    "__cxxabiv1::*",
-    "__gnu_cxx::__verbose_terminate_handler",
-    "_Unwind_*",
-    "rust_panic",
-    "__rust_start_panic",
-    "__rust_panic*",
-    "core::panicking::*",
-    "std::panicking::*",
-    "core::panic::*",
-    "core::result::unwrap_failed",
-    "core::option::unwrap_failed",
-    "core::option::expect_failed",
-};
-
-static const char *const STARTUP[] = {
-    "_start", "__libc_start_main*", "__libc_start_call_main", "start_thread",         "clone",
-    "clone3", "__clone*",           "_dl_start_user",         "std::rt::lang_start*", "std::sys::*",
-};
-
-/* Pattern match: exact, or a prefix when the pattern ends in '*'. */
-static bool matches(const char *name, const char *pattern)
-{
-	size_t n = strlen(pattern);
-	if (n > 0 && pattern[n - 1] == '*')
-		return strncmp(name, pattern, n - 1) == 0;
-	return strcmp(name, pattern) == 0;
-}
-
-static bool in_list(const char *name, const char *const *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (matches(name, list[i]))
-			return true;
-	return false;
-}
-
-/* __*_chk: the fortified libc functions that abort on overflow. */
-static bool is_chk(const char *name)
-{
-	size_t n = strlen(name);
-	return n > 6 && strncmp(name, "__", 2) == 0 && strcmp(name + n - 4, "_chk") == 0;
-}
 
 /* ---- name normalisation ------------------------------------------------- */
 
@@ -196,74 +134,110 @@ void cq_bucket_normalize_name(const char *name, char *out, size_t cap)
 
 /* ---- the signature -------------------------------------------------------- */
 
+/* One frame as the rules see it. */
 struct named {
 	char name[NAME_MAX_LEN];
-	bool symbolized;
-	bool transparent; /* unnamed code in the C++ runtime or libgcc */
+	bool symbolized; /* a function's name: rules of every kind apply */
+	bool weak;       /* a placeholder: does not count toward the N frames */
+	bool in_app;
 };
 
-static bool in_runtime(const struct cq_module *m)
+/* "libstdc++.so.6.0.30" -> "libstdc++.so.6": the major version only. */
+void cq_bucket_soname_of(const char *path, char *out, size_t cap)
 {
-	if (!m)
-		return false;
-	const char *base = cq_module_basename(m);
-	return strncmp(base, "libstdc++", 9) == 0 || strncmp(base, "libgcc_s", 8) == 0;
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	snprintf(out, cap, "%s", base);
+	char *so = strstr(out, ".so.");
+	if (so) {
+		char *end = so + 4;
+		while (isdigit((unsigned char)*end))
+			end++;
+		*end = '\0';
+	}
 }
 
-static void name_frame(const struct cq_stack_frame *f, struct named *n)
+static void name_frame(const struct cq_bucket_rules *r, const struct cq_bucket_frame *f,
+                       struct named *n)
 {
-	n->symbolized = f->function != NULL;
-	n->transparent = !f->function && in_runtime(f->module);
-	if (f->function)
-		cq_bucket_normalize_name(f->function, n->name, sizeof(n->name));
-	else if (f->module)
-		snprintf(n->name, sizeof(n->name), "%s+0x%llx", cq_module_basename(f->module),
+	memset(n, 0, sizeof(*n));
+	n->in_app = f->module && cq_bucket_rules_in_app(r, f->module);
+	const char *name = f->alt_name ? f->alt_name : f->function;
+	if (name && name[0] == '[') { /* a placeholder for a library frame nothing names */
+		snprintf(n->name, sizeof(n->name), "%s", name);
+		n->weak = true;
+	} else if (name) {
+		cq_bucket_normalize_name(name, n->name, sizeof(n->name));
+		n->symbolized = true;
+	} else if (f->module && f->main) {
+		const char *base = strrchr(f->module, '/');
+		snprintf(n->name, sizeof(n->name), "%s+0x%llx", base ? base + 1 : f->module,
 		         (unsigned long long)f->offset);
-	else
-		snprintf(n->name, sizeof(n->name), "0x%llx", (unsigned long long)f->pc);
+	} else if (f->module) {
+		char so[256];
+		cq_bucket_soname_of(f->module, so, sizeof(so));
+		snprintf(n->name, sizeof(n->name), "[%s]", so);
+		n->weak = true;
+	} else {
+		snprintf(n->name, sizeof(n->name), "[??]");
+		n->weak = true;
+	}
 }
 
-static bool is_machinery(const struct named *n)
+static bool is_kind(const struct cq_bucket_rules *r, const struct named *n, enum cq_rule_kind k)
 {
-	return n->symbolized &&
-	       (in_list(n->name, MACHINERY, sizeof(MACHINERY) / sizeof(*MACHINERY)) ||
-	        is_chk(n->name));
+	return cq_bucket_rules_match(r, k, n->name);
 }
 
-static bool is_startup(const struct named *n)
-{
-	return n->symbolized && in_list(n->name, STARTUP, sizeof(STARTUP) / sizeof(*STARTUP));
-}
-
-struct cq_error *cq_bucket_signature(const struct cq_thread_stack *ts, int signo, unsigned nframes,
-                                     struct cq_bucket_signature *out)
+struct cq_error *cq_bucket_signature_of(const struct cq_bucket_rules *r,
+                                        const struct cq_bucket_frame *frames, size_t nf, int signo,
+                                        unsigned nframes, struct cq_bucket_signature *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct named *names = calloc(ts->nframes ? ts->nframes : 1, sizeof(*names));
+	struct named *names = calloc(nf ? nf : 1, sizeof(*names));
 	if (!names)
 		return &cq_error_nomem;
 	size_t n = 0;
-	for (size_t i = 0; i < ts->nframes; i++)
-		if (ts->frames[i].trust != CQ_TRUST_SCAN)
-			name_frame(&ts->frames[i], &names[n++]);
-	/* Top: skip the leading run of machinery (and unnamed runtime code inside it). */
+	for (size_t i = 0; i < nf; i++) {
+		if (frames[i].scanned)
+			continue;
+		name_frame(r, &frames[i], &names[n]);
+		if (!is_kind(r, &names[n], CQ_RULE_SKIP))
+			n++;
+	}
+	/* Start-up: the first frame where threads begin ends the search. */
+	size_t startup = 0;
+	while (startup < n && !is_kind(r, &names[startup], CQ_RULE_STARTUP))
+		startup++;
+	/* Top: below the outermost machinery frame, or at the innermost sentinel. */
 	size_t start = 0;
-	for (size_t i = 0; i < n && (is_machinery(&names[i]) || names[i].transparent); i++)
-		if (is_machinery(&names[i]))
+	for (size_t i = 0; i < startup; i++)
+		if (is_kind(r, &names[i], CQ_RULE_MACHINERY))
 			start = i + 1;
-	if (start == n)
-		start = 0; /* nothing but machinery: keep it all */
-	/* Bottom: cut at the first process or thread start-up frame. */
+	for (size_t i = 0; i < startup; i++) {
+		if (is_kind(r, &names[i], CQ_RULE_SENTINEL)) {
+			start = i;
+			break;
+		}
+	}
+	if (start >= startup)
+		start = 0; /* nothing but machinery (or no start-up at all): keep it all */
 	size_t end = start;
-	while (end < n && !is_startup(&names[end]))
+	while (end < n && !is_kind(r, &names[end], CQ_RULE_STARTUP))
 		end++;
+	/* Below the first in-app frame, only in-app frames. */
+	size_t first_app = start;
+	while (first_app < end && !names[first_app].in_app)
+		first_app++;
 	char signame[32];
 	const char *sn = cq_core_signal_name(signo);
-	snprintf(signame, sizeof(signame), "%s", sn ? sn : "");
-	if (!sn)
+	if (sn)
+		snprintf(signame, sizeof(signame), "%s", sn);
+	else
 		snprintf(signame, sizeof(signame), "SIG%d", signo);
+	/* Upper bound of the text: every candidate frame, its separator, the signal. */
 	size_t len = strlen(signame) + 1;
-	for (size_t i = start, k = 0; i < end && k < nframes; i++, k++)
+	for (size_t i = start; i < end; i++)
 		len += strlen(names[i].name) + 3;
 	out->text = malloc(len);
 	if (!out->text) {
@@ -271,13 +245,52 @@ struct cq_error *cq_bucket_signature(const struct cq_thread_stack *ts, int signo
 		return &cq_error_nomem;
 	}
 	char *p = out->text;
-	for (size_t i = start, k = 0; i < end && k < nframes; i++, k++)
-		p += sprintf(p, "%s | ", names[i].name);
+	const char *prev = NULL;
+	for (size_t i = start, counted = 0; i < end && counted < nframes; i++) {
+		const struct named *x = &names[i];
+		if (i > first_app && first_app < end && !x->in_app)
+			continue;
+		if (prev && strcmp(prev, x->name) == 0)
+			continue; /* recursion, or one coroutine seen twice: once */
+		p += sprintf(p, "%s | ", x->name);
+		prev = x->name;
+		if (!x->weak && !is_kind(r, x, CQ_RULE_PREFIX))
+			counted++;
+	}
 	strcpy(p, signame);
 	snprintf(out->hash, sizeof(out->hash), "%016llx",
 	         (unsigned long long)cq_fnv1a(CQ_FNV_OFFSET, out->text, strlen(out->text)));
+	snprintf(out->rules_version, sizeof(out->rules_version), "%s", r->version);
 	free(names);
 	return NULL;
+}
+
+struct cq_error *cq_bucket_signature(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
+                                     const struct cq_thread_stack *ts, int signo, unsigned nframes,
+                                     struct cq_bucket_signature *out)
+{
+	struct cq_bucket_frame *f = calloc(ts->nframes ? ts->nframes : 1, sizeof(*f));
+	char(*alt)[NAME_MAX_LEN] = calloc(ts->nframes ? ts->nframes : 1, sizeof(*alt));
+	struct cq_error *err = NULL;
+	if (!f || !alt) {
+		err = &cq_error_nomem;
+		goto out;
+	}
+	for (size_t i = 0; i < ts->nframes; i++) {
+		const struct cq_stack_frame *sf = &ts->frames[i];
+		f[i] = (struct cq_bucket_frame){
+		    .function = sf->function,
+		    .alt_name = cq_bucket_alt_name(nm, sf, alt[i], sizeof(alt[i])),
+		    .module = sf->module ? sf->module->name : NULL,
+		    .offset = sf->offset,
+		    .main = sf->module && sf->module->is_main,
+		    .scanned = sf->trust == CQ_TRUST_SCAN};
+	}
+	err = cq_bucket_signature_of(r, f, ts->nframes, signo, nframes, out);
+out:
+	free(f);
+	free(alt);
+	return err;
 }
 
 void cq_bucket_signature_free(struct cq_bucket_signature *sig)

@@ -16,10 +16,16 @@
 #ifndef CQ_BUCKET_H
 #define CQ_BUCKET_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "libcore/base/error.h"
 
+struct cq_bucket_namer;
+struct cq_bucket_rules;
+struct cq_core;
+struct cq_stack_frame;
 struct cq_thread_stack;
 
 #define CQ_BUCKET_DEFAULT_FRAMES 5
@@ -28,11 +34,58 @@ struct cq_thread_stack;
 struct cq_bucket_signature {
 	char *text;                        /* malloc'd */
 	char hash[CQ_BUCKET_HASH_LEN + 1]; /* lower-case hex */
+	char rules_version[64];            /* of the rules that made it */
 };
 
-/* The signature of a crash: the crashed thread's stack and the signal. */
-struct cq_error *cq_bucket_signature(const struct cq_thread_stack *crashed, int signo,
+/*
+ * One frame as a signature sees it: from a stack being analysed
+ * (cq_bucket_signature) or from the frames stored in a database
+ * (coreq rebucket).
+ */
+struct cq_bucket_frame {
+	const char *function; /* demangled, NULL when unknown */
+	/*
+	 * The name the signature uses instead, NULL for function: the public
+	 * name of a CPU-specific variant, the exported symbol covering a frame
+	 * with no name, or "[soname]", a placeholder that counts as weak.
+	 */
+	const char *alt_name;
+	const char *module; /* path (no " (deleted)"), NULL when in no module */
+	uint64_t offset;    /* module-relative */
+	bool main;          /* in the main executable */
+	bool scanned;       /* found by stack scanning: never in a signature */
+};
+
+/* The signature of frames (innermost first) under rules r. */
+struct cq_error *cq_bucket_signature_of(const struct cq_bucket_rules *r,
+                                        const struct cq_bucket_frame *frames, size_t n, int signo,
+                                        unsigned nframes, struct cq_bucket_signature *out);
+
+/*
+ * The signature of a crash being analysed: the crashed thread's stack and
+ * the signal.  nm names frames from the core's module files (may be NULL:
+ * then frames without a name in libraries get placeholders).
+ */
+struct cq_error *cq_bucket_signature(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
+                                     const struct cq_thread_stack *crashed, int signo,
                                      unsigned nframes, struct cq_bucket_signature *out);
+
+/*
+ * Names for frames from one core's module files, each module's exported
+ * symbols read once (frame_names.c).
+ */
+struct cq_error *cq_bucket_namer_create(const struct cq_core *core, struct cq_bucket_namer **out);
+void cq_bucket_namer_destroy(struct cq_bucket_namer *nm);
+
+/*
+ * The alt_name of a frame (see struct cq_bucket_frame), written into buf,
+ * or NULL when its function serves as it is.  nm may be NULL.
+ */
+const char *cq_bucket_alt_name(struct cq_bucket_namer *nm, const struct cq_stack_frame *f,
+                               char *buf, size_t cap);
+
+/* A library's soname from its path ("libstdc++.so.6.0.30" -> "libstdc++.so.6"). */
+void cq_bucket_soname_of(const char *path, char *out, size_t cap);
 
 void cq_bucket_signature_free(struct cq_bucket_signature *sig);
 
