@@ -31,8 +31,8 @@ static inline void cw_put(uint8_t *p, uint64_t v, unsigned n)
 }
 
 /* Appends one note; the name is padded to 4 bytes, then the descriptor. */
-static inline void cw_note(struct core_writer *w, const char *name, uint32_t type,
-                           const void *desc, size_t desc_len)
+static inline void cw_note(struct core_writer *w, const char *name, uint32_t type, const void *desc,
+                           size_t desc_len)
 {
 	size_t namesz = strlen(name) + 1;
 	uint8_t *p = w->notes + w->notes_len;

@@ -62,8 +62,8 @@ static int main_program(struct dl_phdr_info *info, size_t size, void *data)
 			memcpy(&descsz, p + off + 4, 4);
 			memcpy(&type, p + off + 8, 4);
 			size_t desc = off + 12 + ((namesz + 3) & ~3u);
-			if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(p + off + 12, "GNU", 4) &&
-			    descsz <= sizeof(self.build_id)) {
+			if (type == NT_GNU_BUILD_ID && namesz == 4 &&
+			    !memcmp(p + off + 12, "GNU", 4) && descsz <= sizeof(self.build_id)) {
 				memcpy(self.build_id, p + desc, descsz);
 				self.build_id_len = descsz;
 			}

@@ -25,8 +25,8 @@ static void auxv_pair(uint8_t *d, unsigned i, uint64_t type, uint64_t val)
 }
 
 /* NT_FILE with the given count, page size and entries (start, end, pgoff). */
-static void file_note(struct core_writer *w, uint64_t count, uint64_t page,
-                      const uint64_t (*e)[3], unsigned n, const char *names, size_t names_len)
+static void file_note(struct core_writer *w, uint64_t count, uint64_t page, const uint64_t (*e)[3],
+                      unsigned n, const char *names, size_t names_len)
 {
 	uint8_t d[512] = {0};
 	cw_put(d, count, 8);
@@ -138,7 +138,7 @@ static void test_user_signal_has_no_address(void **state)
 	memset(&w, 0, sizeof(w));
 	cw_prstatus(&w, 7, 6, 1, 2, 3);
 	uint8_t si[128] = {0};
-	cw_put(si, 6, 4);                       /* SIGABRT */
+	cw_put(si, 6, 4);                         /* SIGABRT */
 	cw_put(si + 8, (uint64_t)(int32_t)-6, 4); /* SI_TKILL: sent by a process */
 	cw_put(si + 16, 0x1234, 8);
 	cw_note(&w, "CORE", NT_SIGINFO, si, sizeof(si));
