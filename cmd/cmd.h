@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "libcore/model/core.h"
@@ -93,8 +94,9 @@ struct cq_cache *cmd_open_cache(const char *path);
 
 struct cq_stack_frame;
 
-/* Writes a thread's "tid", "name" and "crashed" members. */
-void cmd_json_thread_id(struct cq_json *j, const struct cq_core_thread *t);
+/* Writes a thread's "tid", "name" and "crashed" members (a thread of an
+ * open core, or one stored in the database). */
+void cmd_json_thread_id(struct cq_json *j, int64_t tid, const char *name, bool crashed);
 
 /* Writes one frame of a live stack as DESIGN.md's JSON frame object. */
 void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index);

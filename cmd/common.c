@@ -257,12 +257,12 @@ void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t in
 	cq_json_object_end(j);
 }
 
-void cmd_json_thread_id(struct cq_json *j, const struct cq_core_thread *t)
+void cmd_json_thread_id(struct cq_json *j, int64_t tid, const char *name, bool crashed)
 {
 	cq_json_key(j, "tid");
-	cq_json_int(j, t->tid);
+	cq_json_int(j, tid);
 	cq_json_key(j, "name");
-	cq_json_string(j, t->name);
+	cq_json_string(j, name);
 	cq_json_key(j, "crashed");
-	cq_json_bool(j, t->crashed);
+	cq_json_bool(j, crashed);
 }

@@ -206,12 +206,7 @@ static void show_thread(void *ctx, const struct cq_store_thread_row *t)
 	if (p->format == CMD_FORMAT_JSON) {
 		struct cq_json *j = &p->j;
 		cq_json_object_begin(j);
-		cq_json_key(j, "tid");
-		cq_json_int(j, t->tid);
-		cq_json_key(j, "name");
-		cq_json_string(j, t->name);
-		cq_json_key(j, "crashed");
-		cq_json_bool(j, t->crashed);
+		cmd_json_thread_id(j, t->tid, t->name, t->crashed);
 		cq_json_key(j, "stack_id");
 		cq_json_int(j, t->stack_id);
 		cq_json_key(j, "end");

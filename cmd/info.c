@@ -85,7 +85,7 @@ static void print_json(const struct cq_core *core)
 	for (size_t i = 0; i < core->nthreads; i++) {
 		const struct cq_core_thread *t = &core->threads[i];
 		cq_json_object_begin(&j);
-		cmd_json_thread_id(&j, t);
+		cmd_json_thread_id(&j, t->tid, t->name, t->crashed);
 		cq_json_key(&j, "pc");
 		cq_json_hex(&j, t->regs.value[arch->pc_reg]);
 		cq_json_key(&j, "sp");

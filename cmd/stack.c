@@ -121,7 +121,7 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 	for (size_t t = 0; t < stacks->nthreads; t++) {
 		const struct cq_thread_stack *ts = &stacks->threads[t];
 		cq_json_object_begin(&j);
-		cmd_json_thread_id(&j, ts->thread);
+		cmd_json_thread_id(&j, ts->thread->tid, ts->thread->name, ts->thread->crashed);
 		json_frames(&j, ts->frames, ts->nframes, ts->end);
 		cq_json_object_end(&j);
 	}

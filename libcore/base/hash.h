@@ -10,13 +10,21 @@
 #include <stdint.h>
 
 #define CQ_FNV_OFFSET 0xcbf29ce484222325ull
+#define CQ_FNV_PRIME  0x100000001b3ull
+
+/* One FNV-1a step: folds the value v (a byte, or a whole word for in-memory
+ * hash-table keys that are never stored) into h. */
+static inline uint64_t cq_fnv1a_step(uint64_t h, uint64_t v)
+{
+	return (h ^ v) * CQ_FNV_PRIME;
+}
 
 /* Folds len bytes at data into h (start with CQ_FNV_OFFSET). */
 static inline uint64_t cq_fnv1a(uint64_t h, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
+		h = cq_fnv1a_step(h, p[i]);
 	return h;
 }
 

@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/base/hash.h"
+
 struct cq_error *cq_lws_log_reader_init(struct cq_lws_log_reader *r, FILE *in)
 {
 	memset(r, 0, sizeof(*r));
 	r->in = in;
-	r->hash = 0xcbf29ce484222325ull;
+	r->hash = CQ_FNV_OFFSET;
 	r->line = malloc(CQ_LWS_LOG_MAX_LINE + 1);
 	return r->line ? NULL : &cq_error_nomem;
 }
@@ -33,7 +35,7 @@ bool cq_lws_log_next_line(struct cq_lws_log_reader *r, struct cq_error **err)
 	while ((c = getc_unlocked(r->in)) != EOF) {
 		any = true;
 		r->bytes++;
-		r->hash = (r->hash ^ (uint8_t)c) * 0x100000001b3ull;
+		r->hash = cq_fnv1a_step(r->hash, (uint8_t)c);
 		if (c == '\n')
 			break;
 		if (r->len < CQ_LWS_LOG_MAX_LINE)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/base/hash.h"
 #include "libcore/formats/lws_log.h"
 #include "libcore/store/store.h"
 
@@ -93,10 +94,10 @@ struct site_table {
 
 static uint64_t stack_key_hash(const struct cq_lws_stack *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ s->depth;
+	uint64_t h = CQ_FNV_OFFSET ^ s->depth;
 	for (unsigned i = 0; i < s->depth; i++)
-		h = (h ^ s->addr[i]) * 0x100000001b3ull;
-	h = (h ^ s->size) * 0x100000001b3ull;
+		h = cq_fnv1a_step(h, s->addr[i]);
+	h = cq_fnv1a_step(h, s->size);
 	return h ^ (h >> 29);
 }
 

@@ -1,0 +1,229 @@
+/*
+ * test_notes.c - the core note parser (libcore/model/notes.h) on x86_64
+ * cores written by hand (core_writer.h): threads and their registers from
+ * NT_PRSTATUS, the process from NT_PRPSINFO, the signal from NT_SIGINFO, the
+ * auxv up to AT_NULL, and NT_FILE mappings; then hostile notes, each of which
+ * must fail the open with a reason rather than be half-believed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "libcore/model/core.h"
+#include "tests/unit/core_writer.h"
+
+static char path[64];
+
+static void auxv_pair(uint8_t *d, unsigned i, uint64_t type, uint64_t val)
+{
+	cw_put(d + 16 * i, type, 8);
+	cw_put(d + 16 * i + 8, val, 8);
+}
+
+/* NT_FILE with the given count, page size and entries (start, end, pgoff). */
+static void file_note(struct core_writer *w, uint64_t count, uint64_t page, const uint64_t (*e)[3],
+                      unsigned n, const char *names, size_t names_len)
+{
+	uint8_t d[512] = {0};
+	cw_put(d, count, 8);
+	cw_put(d + 8, page, 8);
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < 3; j++)
+			cw_put(d + 16 + 24 * i + 8 * j, e[i][j], 8);
+	memcpy(d + 16 + 24 * n, names, names_len);
+	cw_note(w, "CORE", NT_FILE, d, 16 + 24 * n + names_len);
+}
+
+static struct cq_error *open_written(const struct core_writer *w, uint64_t lie,
+                                     struct cq_core **core)
+{
+	assert_int_equal(cw_write(w, path, lie), 0);
+	return cq_core_open(path, NULL, core);
+}
+
+static void test_every_note_is_read(void **state)
+{
+	(void)state;
+	static struct core_writer w;
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 100, 11, 0x401234, 0x7ffc0000, 0x7f0000001000);
+	cw_prstatus(&w, 101, 0, 0x405678, 0x7ffb0000, 0x7f0000002000);
+	/* A "LINUX" note of the same type is not a thread. */
+	uint8_t regs[336] = {0};
+	cw_note(&w, "LINUX", NT_PRSTATUS, regs, sizeof(regs));
+
+	uint8_t ps[136] = {0};
+	cw_put(ps + 16, 1000, 4);
+	cw_put(ps + 20, 1001, 4);
+	cw_put(ps + 24, 100, 4);
+	cw_put(ps + 28, 1, 4);
+	memcpy(ps + 40, "crashy", 6);
+	memcpy(ps + 56, "crashy --flag   ", 16); /* the kernel's trailing separators */
+	cw_note(&w, "CORE", NT_PRPSINFO, ps, sizeof(ps));
+
+	uint8_t si[128] = {0};
+	cw_put(si, 11, 4);    /* SIGSEGV */
+	cw_put(si + 8, 1, 4); /* SEGV_MAPERR: raised by the kernel */
+	cw_put(si + 16, 0xdead, 8);
+	cw_note(&w, "CORE", NT_SIGINFO, si, sizeof(si));
+
+	uint8_t av[16 * 5] = {0};
+	auxv_pair(av, 0, AT_PAGESZ, 4096);
+	auxv_pair(av, 1, AT_ENTRY, 0x401000);
+	auxv_pair(av, 2, AT_PHDR, 0x400040);
+	auxv_pair(av, 3, AT_NULL, 0);
+	auxv_pair(av, 4, AT_ENTRY, 0x999999); /* past AT_NULL: ignored */
+	cw_note(&w, "CORE", NT_AUXV, av, sizeof(av));
+
+	const uint64_t e[2][3] = {{0x7000, 0x8000, 0}, {0x8000, 0x9000, 2}};
+	const char names[] = "/nonexistent/a.so\0/nonexistent/b.so";
+	file_note(&w, 2, 4096, e, 2, names, sizeof(names));
+
+	struct cq_core *core;
+	struct cq_error *err = open_written(&w, 0, &core);
+	assert_null(err);
+
+	assert_int_equal(core->nthreads, 2);
+	assert_int_equal(core->threads[0].tid, 100);
+	assert_true(core->threads[0].crashed);
+	assert_int_equal(core->threads[0].cursig, 11);
+	assert_false(core->threads[1].crashed);
+	assert_int_equal(core->threads[1].tid, 101);
+	/* pr_reg slot 16 is rip (DWARF 16), slot 19 rsp (DWARF 7), 21 fs_base. */
+	assert_true(cq_regs_has(&core->threads[1].regs, 16));
+	assert_int_equal(core->threads[1].regs.value[16], 0x405678);
+	assert_int_equal(core->threads[1].regs.value[7], 0x7ffb0000);
+	assert_true(core->threads[1].has_tp);
+	assert_int_equal(core->threads[1].tp, 0x7f0000002000);
+
+	assert_true(core->has_psinfo);
+	assert_int_equal(core->uid, 1000);
+	assert_int_equal(core->gid, 1001);
+	assert_int_equal(core->pid, 100);
+	assert_int_equal(core->ppid, 1);
+	assert_string_equal(core->fname, "crashy");
+	assert_string_equal(core->psargs, "crashy --flag");
+	/* The thread whose tid is the pid is the main thread, named by psinfo. */
+	assert_non_null(core->threads[0].name);
+	assert_string_equal(core->threads[0].name, "crashy");
+	assert_null(core->threads[1].name);
+
+	assert_true(core->siginfo.present);
+	assert_int_equal(core->siginfo.signo, 11);
+	assert_true(core->siginfo.has_addr);
+	assert_int_equal(core->siginfo.addr, 0xdead);
+	assert_int_equal(cq_core_signal(core), 11);
+
+	assert_int_equal(core->at_pagesz, 4096);
+	assert_int_equal(core->at_entry, 0x401000);
+	assert_int_equal(core->at_phdr, 0x400040);
+
+	assert_int_equal(core->nmappings, 2);
+	assert_string_equal(core->mappings[0].path, "/nonexistent/a.so");
+	assert_int_equal(core->mappings[1].start, 0x8000);
+	assert_int_equal(core->mappings[1].end, 0x9000);
+	assert_int_equal(core->mappings[1].file_offset, 2 * 4096);
+	assert_string_equal(core->mappings[1].path, "/nonexistent/b.so");
+	cq_core_close(core);
+}
+
+static void test_user_signal_has_no_address(void **state)
+{
+	(void)state;
+	static struct core_writer w;
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 7, 6, 1, 2, 3);
+	uint8_t si[128] = {0};
+	cw_put(si, 6, 4);                         /* SIGABRT */
+	cw_put(si + 8, (uint64_t)(int32_t)-6, 4); /* SI_TKILL: sent by a process */
+	cw_put(si + 16, 0x1234, 8);
+	cw_note(&w, "CORE", NT_SIGINFO, si, sizeof(si));
+	struct cq_core *core;
+	assert_null(open_written(&w, 0, &core));
+	assert_true(core->siginfo.present);
+	assert_int_equal(core->siginfo.code, -6);
+	assert_false(core->siginfo.has_addr);
+	assert_false(core->has_psinfo);
+	assert_int_equal(core->nmappings, 0);
+	cq_core_close(core);
+}
+
+/* Opens w and expects an error whose message contains want. */
+static void expect_refused(const struct core_writer *w, uint64_t lie, const char *want)
+{
+	struct cq_core *core = (struct cq_core *)1;
+	struct cq_error *err = open_written(w, lie, &core);
+	assert_non_null(err);
+	assert_null(core);
+	if (!strstr(err->message, want))
+		fail_msg("error \"%s\" does not say \"%s\"", err->message, want);
+	cq_error_free(err);
+}
+
+static void test_hostile_notes_are_refused(void **state)
+{
+	(void)state;
+	static struct core_writer w;
+
+	memset(&w, 0, sizeof(w));
+	expect_refused(&w, 0, "no NT_PRSTATUS");
+
+	memset(&w, 0, sizeof(w));
+	uint8_t short_regs[200] = {0};
+	cw_note(&w, "CORE", NT_PRSTATUS, short_regs, sizeof(short_regs));
+	expect_refused(&w, 0, "NT_PRSTATUS note is 200 bytes");
+
+	const uint64_t e[1][3] = {{0x7000, 0x8000, 0}};
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 1, 11, 0, 0, 0);
+	file_note(&w, 1ull << 40, 4096, e, 1, "/x", 3); /* count far beyond the note */
+	expect_refused(&w, 0, "NT_FILE note claims");
+
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 1, 11, 0, 0, 0);
+	file_note(&w, 1, 4095, e, 1, "/x", 3);
+	expect_refused(&w, 0, "NT_FILE page size 4095");
+
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 1, 11, 0, 0, 0);
+	file_note(&w, 1, 4096, e, 1, "/x", 2); /* the name's NUL is missing */
+	expect_refused(&w, 0, "NT_FILE entry 0 is malformed");
+
+	const uint64_t wrap[1][3] = {{0x7000, 0x8000, UINT64_MAX / 4096 + 1}};
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 1, 11, 0, 0, 0);
+	file_note(&w, 1, 4096, wrap, 1, "/x", 3); /* pgoff * page overflows */
+	expect_refused(&w, 0, "NT_FILE entry 0 is malformed");
+
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 1, 11, 0, 0, 0);
+	expect_refused(&w, 4096, "core truncated inside its notes");
+}
+
+static int make_path(void **state)
+{
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/cq_test_notes.%d", (int)getpid());
+	return 0;
+}
+
+static int remove_path(void **state)
+{
+	(void)state;
+	unlink(path);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_every_note_is_read),
+	    cmocka_unit_test(test_user_signal_has_no_address),
+	    cmocka_unit_test(test_hostile_notes_are_refused),
+	};
+	return cmocka_run_group_tests(tests, make_path, remove_path);
+}
