@@ -176,6 +176,10 @@ static void print_frame_text(const struct cq_stack_frame *f, size_t index)
 		printf(" [async]");
 	else if (f->trust == CQ_TRUST_FP || f->trust == CQ_TRUST_SCAN)
 		printf(" [%s]", cq_unwind_trust_name(f->trust));
+	if (f->repeat > 1)
+		printf(" \u00d7%" PRIu32, f->repeat);
+	if (f->thread_switch)
+		printf(" [thread %" PRId64 "]", f->thread_switch);
 	putchar('\n');
 }
 
