@@ -254,6 +254,15 @@ void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t in
 		cq_json_hex(j, f->object);
 	else
 		cq_json_null(j);
+	cq_json_key(j, "repeat");
+	cq_json_uint(j, f->repeat > 1 ? f->repeat : 1);
+	cq_json_key(j, "joined_async");
+	cq_json_string(j, f->joined);
+	cq_json_key(j, "thread_switch");
+	if (f->thread_switch)
+		cq_json_int(j, f->thread_switch);
+	else
+		cq_json_null(j);
 	cq_json_object_end(j);
 }
 

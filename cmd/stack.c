@@ -25,11 +25,13 @@ static const char stack_usage[] =
     "\n"
     "In programs that use folly's async stacks (folly::coro, libunifex), each\n"
     "thread's coroutine chain is spliced into its stack (frames marked [async]),\n"
-    "across threads where a thread blocks on work another one runs, and the\n"
-    "chains of suspended coroutines are listed after the threads.  In Rust\n"
-    "programs built with -C debuginfo=2, the suspended futures are listed too:\n"
-    "each task's await chain, innermost first, with the state and line of every\n"
-    "await.\n"
+    "across threads where a thread blocks on work another one runs (its first\n"
+    "frame marked [thread TID]), each coroutine once even when it is also on\n"
+    "the native stack (-O0), consecutive async frames in one function as one\n"
+    "with a count (\u00d74), and the chains of suspended coroutines are listed\n"
+    "after the threads.  In Rust programs built with -C debuginfo=2, the\n"
+    "suspended futures are listed too: each task's await chain, innermost\n"
+    "first, with the state and line of every await.\n"
     "\n"
     "  --format text|json  output format (default text)\n"
     "  --exe P             the executable that produced the core\n"
@@ -176,6 +178,10 @@ static void print_frame_text(const struct cq_stack_frame *f, size_t index)
 		printf(" [async]");
 	else if (f->trust == CQ_TRUST_FP || f->trust == CQ_TRUST_SCAN)
 		printf(" [%s]", cq_unwind_trust_name(f->trust));
+	if (f->repeat > 1)
+		printf(" \u00d7%" PRIu32, f->repeat);
+	if (f->thread_switch)
+		printf(" [thread %" PRId64 "]", f->thread_switch);
 	putchar('\n');
 }
 

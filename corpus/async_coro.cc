@@ -13,6 +13,9 @@
 //              nest_inner calls crash_nested.  Two roots, linked by nextRoot.
 //   detached   start_detached(det_outer) on the executor; det_outer ->
 //              det_inner -> crash_detached.  The chain has no parent.
+//   adapter    main -> run_adapter -> sync_wait_adapted(ad_outer) inlined:
+//              four async frames (the task's and three adapters') return
+//              into run_adapter; ad_outer -> ad_inner -> crash_adapter.
 //   heap MIB   (for make bench) MIB MiB of heap written with a pattern, the
 //              suspended shape's detached chain, then a crash in main.
 //   suspended  two chains suspended on events that are never set: one
@@ -239,6 +242,31 @@ CHAIN void run_suspended()
 	KEEP_FRAME();
 }
 
+// ---- adapter ---------------------------------------------------------------
+
+CHAIN void crash_adapter()
+{
+	crash_now(1);
+	KEEP_FRAME();
+}
+
+Task ad_inner()
+{
+	crash_adapter();
+	co_return;
+}
+
+Task ad_outer()
+{
+	co_await ad_inner();
+}
+
+CHAIN void run_adapter()
+{
+	sync_wait_adapted(ad_outer());
+	KEEP_FRAME();
+}
+
 // ---- heap (make bench: the cookie scan over a large heap) --------------------
 
 CHAIN void crash_heap(long mib)
@@ -267,7 +295,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: async_coro same|cross|nested|detached|suspended | heap MIB\n");
+		fprintf(stderr, "usage: async_coro same|cross|nested|detached|suspended|adapter | heap MIB\n");
 		return 2;
 	}
 	async_stack_init(DUMMY_KEYS);
@@ -282,6 +310,8 @@ int main(int argc, char **argv)
 		run_detached();
 	else if (strcmp(shape, "suspended") == 0)
 		run_suspended();
+	else if (strcmp(shape, "adapter") == 0)
+		run_adapter();
 	else {
 		fprintf(stderr, "async_coro: unknown shape %s\n", shape);
 		return 2;

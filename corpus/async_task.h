@@ -34,6 +34,8 @@
 //                    executor's thread through resume_with_new_root.
 //   co_await event   suspends as a leaf: stackRoot = the cookie.
 //   start_detached(task, ex)  runs task on ex with no parent frame.
+//   sync_wait_adapted(task)  libunifex's sync_wait through sender adapters,
+//                    inlined into its caller (see there).
 #ifndef COREQ_CORPUS_ASYNC_TASK_H
 #define COREQ_CORPUS_ASYNC_TASK_H
 
@@ -282,6 +284,41 @@ ASYNC_NOINLINE static void blocking_wait(Task t)
 	wait_for(&done);
 	__asm__ volatile("" ::"r"(&dummy), "r"(&root) : "memory");
 }
+
+// libunifex's sync_wait(adapter(adapter(adapter(task)))) with everything
+// inlined into the caller: a blocking root registered in the caller's own
+// frame, whose dummy frame's instructionPointer is the caller's return
+// address (the native frame that follows), and ADAPTER_LAYERS frames of
+// sender adapters between it and the task, each with an instructionPointer
+// at its own place in the caller.  So ADAPTER_LAYERS + 1 async frames (the
+// task's and the adapters') all return into the one caller.
+#define ADAPTER_LAYERS 3
+__attribute__((always_inline)) inline void sync_wait_adapted(Task t)
+{
+	AsyncStackFrame layer[ADAPTER_LAYERS + 1]; // the last one is the root's dummy
+	AsyncStackRoot root;
+	root.nextRoot = root_holder()->value.load();
+	root.stackFramePtr = __builtin_frame_address(0);
+	root.returnAddress = __builtin_return_address(0);
+	layer[ADAPTER_LAYERS].instructionPointer = __builtin_return_address(0);
+	layer[ADAPTER_LAYERS].stackRoot = &root;
+	root.topFrame.store(&layer[ADAPTER_LAYERS]);
+	layer[2].parentFrame = &layer[3];
+	layer[2].instructionPointer = here();
+	layer[1].parentFrame = &layer[2];
+	layer[1].instructionPointer = here();
+	layer[0].parentFrame = &layer[1];
+	layer[0].instructionPointer = here();
+	Completion done;
+	Promise &p = t.h.promise();
+	p.frame.parentFrame = &layer[0];
+	p.frame.instructionPointer = here();
+	p.completion = &done;
+	resume_with_new_root(t.h, p.frame);
+	wait_for(&done);
+	__asm__ volatile("" ::"r"(layer), "r"(&root) : "memory");
+}
+static_assert(ADAPTER_LAYERS == 3, "sync_wait_adapted links three layers by hand");
 
 // ---- executor ------------------------------------------------------------
 

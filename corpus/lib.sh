@@ -50,6 +50,7 @@ ASYNC_SHAPES=(
 	"nested SEGV 1 crash_now crash_nested nest_inner resume_with_new_root blocking_wait plain_bridge nest_outer resume_with_new_root blocking_wait run_nested main"
 	"detached SEGV 2 crash_now crash_detached det_inner resume_with_new_root executor_main"
 	"suspended SEGV 3 crash_now crash_suspended run_suspended main"
+	"adapter SEGV 1 crash_now crash_adapter ad_inner resume_with_new_root run_adapter main"
 )
 
 msg() { printf '%s: %s\n' "$LIB_PROG" "$*" >&2; }

@@ -48,6 +48,20 @@ struct cq_stack_frame {
 	 */
 	const char *state;
 	uint64_t object;
+	/*
+	 * Merged async stacks (unwind/async/folly_walk.h).  repeat: an async
+	 * frame that stands for this many consecutive async frames in the same
+	 * function (sender adapters returning into one caller); 0 or 1: one.
+	 * joined: a native frame that is also the chain's async frame of the
+	 * same coroutine activation, and the rule that found it ("async_frame",
+	 * "frame_address", "function"; a static string), NULL otherwise.
+	 * thread_switch: the first frame of a run of native frames on another
+	 * thread than the frames before it (the thread blocked on the chain):
+	 * that thread's tid, 0 otherwise.
+	 */
+	uint32_t repeat;
+	const char *joined;
+	int64_t thread_switch;
 };
 
 struct cq_thread_stack {

@@ -179,11 +179,19 @@ static bool same_out(const struct cq_async_out *a, const struct cq_async_out *b)
 	return true;
 }
 
+/* Joins by function too: the functions are 256-byte blocks of code. */
+static enum cq_async_same same_block(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
+{
+	(void)ctx, (void)is_ra;
+	return native_pc >> 8 == ip >> 8 ? CQ_ASYNC_SAME_YES : CQ_ASYNC_SAME_NO;
+}
+
 static struct cq_async_out new_out(size_t max_steps)
 {
 	/* Exactly max_steps entries, so ASan sees any write past them. */
 	struct cq_async_out o = {.steps = malloc((max_steps ? max_steps : 1) * sizeof(*o.steps)),
-	                         .max_steps = max_steps};
+	                         .max_steps = max_steps,
+	                         .same_function = same_block};
 	if (!o.steps)
 		abort();
 	memset(o.steps, 0, (max_steps ? max_steps : 1) * sizeof(*o.steps));

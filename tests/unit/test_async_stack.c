@@ -11,7 +11,9 @@
  * Covered: a thread without a root; the same-thread blocking wait; a root
  * registered by a frame whose callees keep its rbp (no frame pointers); a
  * chain continuing on another thread's stack; two nested roots through
- * nextRoot; detached chains; suspended chains; and hostile memory: frame and
+ * nextRoot; detached chains; suspended chains; coroutines still on the
+ * native stack joined with their async frames by function and by frame
+ * address; and hostile memory: frame and
  * root cycles, unreadable and misaligned pointers, a root on no stack, the
  * depth limit, and the scan's alignment and bounds.
  */
@@ -39,14 +41,23 @@
 #define CODE_HI    0x500000ull
 #define MAX_STEPS  64
 
+#define STACK_WORDS 512 /* readable words from STACK_A: native frames' slots */
+
 struct fake {
 	uint64_t heap[HEAP_WORDS];
+	uint64_t stack[STACK_WORDS];
 };
 
 static bool fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct fake *f = ctx;
-	if (addr < HEAP || addr + len > HEAP + sizeof(f->heap) || addr + len < addr)
+	if (addr + len < addr)
+		return false;
+	if (addr >= STACK_A && addr + len <= STACK_A + sizeof(f->stack)) {
+		memcpy(buf, (uint8_t *)f->stack + (addr - STACK_A), len);
+		return true;
+	}
+	if (addr < HEAP || addr + len > HEAP + sizeof(f->heap))
 		return false;
 	memcpy(buf, (uint8_t *)f->heap + (addr - HEAP), len);
 	return true;
@@ -136,7 +147,12 @@ static void merge(struct run *r, const struct cq_async_thread *th, size_t n, siz
 	cq_async_merge(&T, th, n, t, cookie, &r->out);
 }
 
-/* Compares steps with a string: "N<thread>.<frame>" or "A<pc hex>", space-separated. */
+/*
+ * Compares steps with a string: "N<thread>.<frame>" or "A<pc hex>",
+ * space-separated; a native step that starts a run on another thread ends
+ * in "^", one joined with an async frame in "=A" (async_frame), "=S" (frame
+ * address) or "=F" (function).
+ */
 static void expect_steps(const struct run *r, const char *want)
 {
 	char got[1024] = "";
@@ -144,8 +160,13 @@ static void expect_steps(const struct run *r, const char *want)
 	for (size_t i = 0; i < r->out.nsteps && len < sizeof(got) - 32; i++) {
 		const struct cq_async_step *s = &r->steps[i];
 		if (s->kind == CQ_ASYNC_STEP_NATIVE)
-			len += (size_t)snprintf(got + len, sizeof(got) - len, "%sN%u.%u",
-			                        i ? " " : "", s->thread, s->frame);
+			len += (size_t)snprintf(got + len, sizeof(got) - len, "%sN%u.%u%s%s",
+			                        i ? " " : "", s->thread, s->frame,
+			                        s->thread_switch ? "^" : "",
+			                        s->join == CQ_ASYNC_JOIN_ASYNC_FRAME     ? "=A"
+			                        : s->join == CQ_ASYNC_JOIN_FRAME_ADDRESS ? "=S"
+			                        : s->join == CQ_ASYNC_JOIN_FUNCTION      ? "=F"
+			                                                                 : "");
 		else
 			len += (size_t)snprintf(got + len, sizeof(got) - len, "%sA%llx",
 			                        i ? " " : "", (unsigned long long)s->pc);
@@ -199,8 +220,8 @@ static void test_same_thread(void **state)
 	same_thread(&th, a, true);
 	struct run r;
 	merge(&r, &th, 1, 0, 0, MAX_STEPS);
-	/* Frame 4 (the caller) is named by the dummy frame, so it is skipped. */
-	expect_steps(&r, "N0.0 N0.1 A403111 A402222 A401333 A401400 N0.5");
+	/* The dummy frame's instructionPointer is frame 4 (the caller): native. */
+	expect_steps(&r, "N0.0 N0.1 A403111 A402222 A401333 N0.4 N0.5");
 	assert_int_equal(r.out.end, CQ_END_OUTERMOST);
 }
 
@@ -213,7 +234,7 @@ static void test_registering_frame_without_frame_pointers(void **state)
 	same_thread(&th, a, false);
 	struct run r;
 	merge(&r, &th, 1, 0, 0, MAX_STEPS);
-	expect_steps(&r, "N0.0 N0.1 A403111 A402222 A401333 A401400 N0.5");
+	expect_steps(&r, "N0.0 N0.1 A403111 A402222 A401333 N0.4 N0.5");
 }
 
 /* The blocking root is on thread B's stack: the merged stack continues there. */
@@ -240,7 +261,7 @@ static void test_cross_thread(void **state)
 	};
 	struct run run;
 	merge(&run, th, 2, 0, 0, MAX_STEPS);
-	expect_steps(&run, "N0.0 A402222 A401333 A401400 N1.3");
+	expect_steps(&run, "N0.0 A402222 A401333 N1.2^ N1.3");
 	assert_int_equal(run.out.end, CQ_END_OUTERMOST);
 	/* Thread B itself has no root: plain native frames. */
 	merge(&run, th, 2, 1, 0, MAX_STEPS);
@@ -275,7 +296,7 @@ static void test_nested_roots(void **state)
 	    .frames = a, .nframes = 10, .end = CQ_END_OUTERMOST, .root = r2};
 	struct run r;
 	merge(&r, &th, 1, 0, 0, MAX_STEPS);
-	expect_steps(&r, "N0.0 N0.1 A402300 A401400 N0.5 A402700 A401800 N0.9");
+	expect_steps(&r, "N0.0 N0.1 A402300 N0.4 N0.5 A402700 N0.8 N0.9");
 	assert_int_equal(r.out.end, CQ_END_OUTERMOST);
 }
 
@@ -317,7 +338,7 @@ static void test_suspended(void **state)
 	uint64_t leaf = frame(8, outer, 0x402222, cookie);
 	struct run r = {.out = {.steps = r.steps, .max_steps = MAX_STEPS}};
 	cq_async_walk_suspended(&T, &th, 1, leaf, cookie, &r.out);
-	expect_steps(&r, "A402222 A401333 A401400 N0.3");
+	expect_steps(&r, "A402222 A401333 N0.2^ N0.3");
 	assert_int_equal(r.out.end, CQ_END_OUTERMOST);
 	/* Detached: the top frame has no parent and no root. */
 	frame(4, 0, 0x401333, 0);
@@ -331,6 +352,93 @@ static void test_suspended(void **state)
 	cq_async_walk_suspended(&T, &th, 1, leaf, cookie, &r.out);
 	expect_steps(&r, "A402222");
 	assert_int_equal(r.out.end, CQ_END_ASYNC_DETACHED);
+}
+
+/* ---- coroutines still on the native stack (-O0) ------------------------------------- */
+
+/* The test's functions are the 0x100-byte blocks of code. */
+static enum cq_async_same same_block(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
+{
+	(void)ctx, (void)is_ra;
+	return native_pc >> 8 == ip >> 8 ? CQ_ASYNC_SAME_YES : CQ_ASYNC_SAME_NO;
+}
+
+static enum cq_async_same same_unknown(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
+{
+	(void)ctx, (void)native_pc, (void)is_ra, (void)ip;
+	return CQ_ASYNC_SAME_UNKNOWN;
+}
+
+/*
+ * Thread A as -O0 leaves it: crash(0) inner.actor(1) middle.actor(2)
+ * outer.actor(3) resume stub(4) resume_with_root(5, registers R)
+ * blocking_wait(6, registers B) caller(7) main(8).  Chain: inner (ip in
+ * middle) -> middle (ip in outer) -> outer (ip in blocking_wait) -> dummy
+ * (ip = the caller's pc, root B).  *rec gets middle's and outer's records.
+ */
+static struct cq_async_thread o0_thread(struct cq_unwind_frame *a, uint64_t *rec)
+{
+	static const uint64_t pcs[] = {0x401000, 0x403100, 0x402200, 0x401300, 0x404000,
+	                               0x405000, 0x406000, 0x407000, 0x408000};
+	for (int i = 0; i < 9; i++)
+		a[i] = nf(pcs[i], STACK_A + 0x80 * (uint64_t)(i + 1),
+		          STACK_A + 0x80 * (uint64_t)(i + 1) + 0x40);
+	uint64_t b = root(100, 0, 0, a[6].fp);
+	uint64_t dummy = frame(0, 0, a[7].pc, b);
+	uint64_t outer = frame(8, dummy, 0x406010, 0);
+	uint64_t middle = frame(16, outer, 0x401333, 0);
+	uint64_t r = root(104, 0, 0, a[5].fp);
+	uint64_t inner = frame(24, middle, 0x402222, r);
+	F.heap[104] = inner;
+	rec[0] = middle;
+	rec[1] = outer;
+	return (struct cq_async_thread){
+	    .frames = a, .nframes = 9, .end = CQ_END_OUTERMOST, .root = r};
+}
+
+/* The same function in the same order: middle's and outer's activations are native. */
+static void test_join_by_function(void **state)
+{
+	(void)state;
+	struct cq_unwind_frame a[9];
+	uint64_t rec[2];
+	struct cq_async_thread th = o0_thread(a, rec);
+	struct run r = {
+	    .out = {.steps = r.steps, .max_steps = MAX_STEPS, .same_function = same_block}};
+	cq_async_merge(&T, &th, 1, 0, 0, &r.out);
+	expect_steps(&r, "N0.0 N0.1 N0.2=F N0.3=F N0.4 A406010 N0.7 N0.8");
+	/* Without the hook nothing is joined: every async frame is kept. */
+	merge(&r, &th, 1, 0, 0, MAX_STEPS);
+	expect_steps(&r, "N0.0 N0.1 N0.2 N0.3 N0.4 A402222 A401333 A406010 N0.7 N0.8");
+}
+
+/* Frames holding the coroutine frame's address, or the record's, join without names. */
+static void test_join_by_frame_address(void **state)
+{
+	(void)state;
+	struct cq_unwind_frame a[9];
+	uint64_t rec[2];
+	struct cq_async_thread th = o0_thread(a, rec);
+	F.stack[(a[2].sp - STACK_A) / 8 + 3] = rec[0] - 16; /* middle's coroutine frame */
+	F.stack[(a[3].sp - STACK_A) / 8 + 5] = rec[1];      /* outer's promise record */
+	struct run r = {
+	    .out = {.steps = r.steps, .max_steps = MAX_STEPS, .same_function = same_unknown}};
+	cq_async_merge(&T, &th, 1, 0, 0, &r.out);
+	expect_steps(&r, "N0.0 N0.1 N0.2=S N0.3=A N0.4 A406010 N0.7 N0.8");
+	/* Out of order: outer's address in a frame inside middle's joins nothing more. */
+	F.stack[(a[3].sp - STACK_A) / 8 + 5] = 0;
+	F.stack[(a[1].sp - STACK_A) / 8 + 1] = rec[1];
+	r.out = (struct cq_async_out){
+	    .steps = r.steps, .max_steps = MAX_STEPS, .same_function = same_unknown};
+	cq_async_merge(&T, &th, 1, 0, 0, &r.out);
+	expect_steps(&r, "N0.0 N0.1 N0.2=S N0.3 N0.4 A401333 A406010 N0.7 N0.8");
+	/* A function the names say differs is not joined, whatever its slots hold. */
+	F.stack[(a[3].sp - STACK_A) / 8 + 5] = rec[1];
+	a[3].pc = 0x40a000;
+	r.out = (struct cq_async_out){
+	    .steps = r.steps, .max_steps = MAX_STEPS, .same_function = same_block};
+	cq_async_merge(&T, &th, 1, 0, 0, &r.out);
+	expect_steps(&r, "N0.0 N0.1 N0.2=S N0.3 N0.4 A401333 A406010 N0.7 N0.8");
 }
 
 /* ---- hostile memory ---------------------------------------------------------------- */
@@ -388,7 +496,7 @@ static void test_root_cycle(void **state)
 	struct run run;
 	merge(&run, &th, 1, 0, 0, MAX_STEPS);
 	/* R is not found past frame 1, so the rest is native; no endless loop. */
-	expect_steps(&run, "N0.0 A402000 A401400 N0.4 N0.5");
+	expect_steps(&run, "N0.0 A402000 N0.3 N0.4 N0.5");
 	assert_int_equal(run.out.end, CQ_END_OUTERMOST);
 	/* Make R findable again below B: the same root twice is a loop. */
 	a[4].fp = fp_r;
@@ -490,6 +598,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_no_root_is_native, reset),
 	    cmocka_unit_test_setup(test_same_thread, reset),
+	    cmocka_unit_test_setup(test_join_by_function, reset),
+	    cmocka_unit_test_setup(test_join_by_frame_address, reset),
 	    cmocka_unit_test_setup(test_registering_frame_without_frame_pointers, reset),
 	    cmocka_unit_test_setup(test_cross_thread, reset),
 	    cmocka_unit_test_setup(test_nested_roots, reset),

@@ -17,6 +17,7 @@
  * writable memory (word_scan.h) and the debug leaf store give the
  * suspended leaves, each walked out to its outermost frame.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@
 #include "libcore/model/elf_symbols.h"
 #include "libcore/model/module.h"
 #include "libcore/model/tls.h"
+#include "libcore/symbols/symbolizer.h"
 #include "unwind/async/folly_walk.h"
 #include "unwind/async/runtime.h"
 #include "unwind/async/word_scan.h"
@@ -129,23 +131,75 @@ static uint64_t thread_root(struct cq_core *core, const struct folly *f,
 	return root;
 }
 
-/* Turns a walk's steps into symbolized frames. */
+/* The containing (not inlined) function at pc, or NULL. */
+static const char *function_at(struct cq_symbolizer *sym, uint64_t pc, bool is_ra)
+{
+	const struct cq_symbol_frame *sf;
+	size_t n = cq_symbolizer_lookup(sym, pc, is_ra, &sf);
+	return n ? sf[n - 1].function : NULL;
+}
+
+/* folly_walk.h's same_function hook, by the symbolizer's function names. */
+static enum cq_async_same same_function(void *ctx, uint64_t native_pc, bool is_ra,
+                                        uint64_t async_ip)
+{
+	struct cq_symbolizer *sym = ctx;
+	const char *a = function_at(sym, native_pc, is_ra);
+	const char *b = function_at(sym, async_ip, true);
+	if (!a || !b)
+		return CQ_ASYNC_SAME_UNKNOWN;
+	return strcmp(a, b) == 0 ? CQ_ASYNC_SAME_YES : CQ_ASYNC_SAME_NO;
+}
+
+/* Are frames [a, a + n) and [b, b + n) the same functions, all named? */
+static bool same_functions(const struct cq_stack_frame *a, const struct cq_stack_frame *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!a[i].function || !b[i].function || a[i].module != b[i].module ||
+		    strcmp(a[i].function, b[i].function) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Turns a walk's steps into symbolized frames.  Consecutive async frames
+ * in the same function (with the same inlined calls) become one, with a
+ * repeat count; a native step keeps its join rule and thread switch.
+ */
 static struct cq_error *add_steps(const struct folly *f, const struct cq_async_ctx *ctx,
                                   struct cq_frame_list *fl, const struct cq_async_out *out)
 {
 	struct cq_error *err = NULL;
+	size_t prev = SIZE_MAX; /* start of the previous async step's frames */
 	for (size_t i = 0; i < out->nsteps && !err; i++) {
 		const struct cq_async_step *s = &out->steps[i];
+		size_t start = fl->n;
 		if (s->kind == CQ_ASYNC_STEP_NATIVE) {
 			err = cq_frame_list_add(fl, ctx->core, ctx->symbolizer,
 			                        &f->threads[s->thread].frames[s->frame],
 			                        CQ_FRAME_NATIVE);
-		} else {
-			struct cq_unwind_frame uf = {
-			    .pc = s->pc, .is_return_address = true, .trust = CQ_TRUST_ASYNC};
-			err =
-			    cq_frame_list_add(fl, ctx->core, ctx->symbolizer, &uf, CQ_FRAME_ASYNC);
+			if (err || fl->n == start)
+				continue;
+			fl->frames[fl->n - 1].joined = cq_async_join_name(s->join);
+			if (s->thread_switch)
+				fl->frames[start].thread_switch =
+				    ctx->stacks->threads[s->thread].thread->tid;
+			prev = SIZE_MAX;
+			continue;
 		}
+		struct cq_unwind_frame uf = {
+		    .pc = s->pc, .is_return_address = true, .trust = CQ_TRUST_ASYNC};
+		err = cq_frame_list_add(fl, ctx->core, ctx->symbolizer, &uf, CQ_FRAME_ASYNC);
+		if (err || fl->n == start)
+			continue;
+		fl->frames[fl->n - 1].repeat = 1;
+		if (prev != SIZE_MAX && start - prev == fl->n - start &&
+		    same_functions(&fl->frames[prev], &fl->frames[start], start - prev)) {
+			fl->frames[start - 1].repeat++;
+			fl->n = start;
+			continue;
+		}
+		prev = start;
 	}
 	return err;
 }
@@ -167,7 +221,10 @@ static struct cq_error *folly_threads(void *state, const struct cq_async_ctx *ct
 	struct cq_error *err = NULL;
 	for (size_t t = 0; t < st->nthreads && !err; t++) {
 		struct cq_thread_stack *ts = &st->threads[t];
-		struct cq_async_out out = {.steps = f->steps, .max_steps = f->max_steps};
+		struct cq_async_out out = {.steps = f->steps,
+		                           .max_steps = f->max_steps,
+		                           .same_function = ctx->symbolizer ? same_function : NULL,
+		                           .same_ctx = ctx->symbolizer};
 		cq_async_merge(ctx->target, f->threads, st->nthreads, t, f->cookie, &out);
 		struct cq_frame_list fl = {0};
 		err = add_steps(f, ctx, &fl, &out);
@@ -262,7 +319,10 @@ static struct cq_error *folly_decode(void *state, const struct cq_async_ctx *ctx
 	if (!err && f->leaf_store)
 		err = read_leaf_store(ctx->core, f->leaf_store, &f->leaves);
 	for (size_t i = 0; i < f->leaves.n && !err; i++) {
-		struct cq_async_out out = {.steps = f->steps, .max_steps = f->max_steps};
+		struct cq_async_out out = {.steps = f->steps,
+		                           .max_steps = f->max_steps,
+		                           .same_function = ctx->symbolizer ? same_function : NULL,
+		                           .same_ctx = ctx->symbolizer};
 		cq_async_walk_suspended(ctx->target, f->threads, ctx->stacks->nthreads,
 		                        f->leaves.addr[i], f->cookie, &out);
 		struct cq_frame_list fl = {0};

@@ -21,10 +21,24 @@ struct walk {
 	struct cq_async_out *out;
 	uint64_t *seen; /* roots and frames visited, max_steps + MAX_ROOTS entries */
 	size_t nseen, seen_cap;
+	size_t cur_thread; /* the thread of the last native step (SIZE_MAX: none yet) */
 };
 
 /* Blocking roots one walk may pass through (each also costs a lookup on every thread). */
 #define MAX_ROOTS 64
+/* Chain frames matched with native frames, and native frames looked at, per splice. */
+#define MAX_JOIN_FRAMES 32
+#define MAX_JOIN_NATIVE 128
+/* Words of one native frame searched for a coroutine frame's address. */
+#define MAX_SLOT_WORDS 512
+/*
+ * A coroutine frame starts this many bytes or fewer before the
+ * AsyncStackFrame in its promise (g++ and clang: two function pointers,
+ * then the promise, whose record folly puts near its start).  Kept small:
+ * glibc's smallest chunk is 32 bytes, so no other block's address lies
+ * within 32 bytes before a record 16 bytes into its own block.
+ */
+#define MAX_RECORD_OFFSET 32
 
 struct root {
 	uint64_t top, next, frame_ptr;
@@ -87,16 +101,120 @@ static bool emit(struct walk *w, struct cq_async_step step)
 	return true;
 }
 
-/* Emits native frames [from, to) of thread th. */
-static bool emit_native(struct walk *w, size_t th, size_t from, size_t to)
+const char *cq_async_join_name(enum cq_async_join join)
+{
+	switch (join) {
+	case CQ_ASYNC_JOIN_ASYNC_FRAME:
+		return "async_frame";
+	case CQ_ASYNC_JOIN_FRAME_ADDRESS:
+		return "frame_address";
+	case CQ_ASYNC_JOIN_FUNCTION:
+		return "function";
+	case CQ_ASYNC_JOIN_NONE:
+		break;
+	}
+	return NULL;
+}
+
+/*
+ * Emits native frames [from, to) of thread th; join (NULL: none) holds the
+ * join rule of frames from .. from + MAX_JOIN_NATIVE.
+ */
+static bool emit_native(struct walk *w, size_t th, size_t from, size_t to, const uint8_t *join)
 {
 	for (size_t i = from; i < to; i++) {
 		struct cq_async_step s = {
 		    .kind = CQ_ASYNC_STEP_NATIVE, .thread = (uint32_t)th, .frame = (uint32_t)i};
+		if (join && i - from < MAX_JOIN_NATIVE)
+			s.join = join[i - from];
+		s.thread_switch = w->cur_thread != SIZE_MAX && w->cur_thread != th;
+		if (w->cur_thread == SIZE_MAX && w->out->nsteps > 0)
+			s.thread_switch = true; /* a suspended chain's blocking thread */
 		if (!emit(w, s))
 			return false;
+		w->cur_thread = th;
 	}
 	return true;
+}
+
+/*
+ * Does native frame i of th hold, in its stack slots, the address of the
+ * AsyncStackFrame rec or of a coroutine frame starting just before it?
+ */
+static enum cq_async_join slot_rule(const struct walk *w, const struct cq_async_thread *th,
+                                    size_t i, uint64_t rec)
+{
+	uint64_t buf[MAX_SLOT_WORDS];
+	const struct cq_unwind_frame *f = &th->frames[i];
+	if (i + 1 >= th->nframes || th->frames[i + 1].sp <= f->sp || (f->sp & 7))
+		return CQ_ASYNC_JOIN_NONE;
+	uint64_t words = (th->frames[i + 1].sp - f->sp) / 8;
+	if (words > MAX_SLOT_WORDS)
+		words = MAX_SLOT_WORDS;
+	if (words == 0 || !w->tg->ops->read(w->tg->ctx, f->sp, buf, words * 8))
+		return CQ_ASYNC_JOIN_NONE;
+	enum cq_async_join best = CQ_ASYNC_JOIN_NONE;
+	for (uint64_t k = 0; k < words; k++) {
+		uint64_t v = le64((const uint8_t *)&buf[k]);
+		if (v == rec)
+			return CQ_ASYNC_JOIN_ASYNC_FRAME;
+		if (v < rec && rec - v <= MAX_RECORD_OFFSET && !(v & 7))
+			best = CQ_ASYNC_JOIN_FRAME_ADDRESS;
+	}
+	return best;
+}
+
+/* The rule, if any, by which native frame i is the activation owning record rec. */
+static enum cq_async_join join_rule(const struct walk *w, const struct cq_async_thread *th,
+                                    size_t i, uint64_t rec, uint64_t named_by)
+{
+	const struct cq_unwind_frame *f = &th->frames[i];
+	enum cq_async_same same = CQ_ASYNC_SAME_UNKNOWN;
+	if (w->out->same_function)
+		same =
+		    w->out->same_function(w->out->same_ctx, f->pc, f->is_return_address, named_by);
+	if (same == CQ_ASYNC_SAME_NO)
+		return CQ_ASYNC_JOIN_NONE;
+	enum cq_async_join slot = slot_rule(w, th, i, rec);
+	if (slot != CQ_ASYNC_JOIN_NONE)
+		return slot;
+	return same == CQ_ASYNC_SAME_YES ? CQ_ASYNC_JOIN_FUNCTION : CQ_ASYNC_JOIN_NONE;
+}
+
+/*
+ * Coroutines of the chain from top that are still on the native stack in
+ * frames [pos, reg) of th (see folly_walk.h): marks those native frames in
+ * join[] and returns the chain frame where the async frames start, after
+ * the ones that would repeat them.
+ */
+static uint64_t join_activations(const struct walk *w, const struct cq_async_thread *th, size_t pos,
+                                 size_t reg, uint64_t top, uint8_t *join)
+{
+	uint64_t rec[MAX_JOIN_FRAMES], ip[MAX_JOIN_FRAMES];
+	size_t n = 0;
+	for (uint64_t a = top; a && n < MAX_JOIN_FRAMES; n++) {
+		struct frame f;
+		if (!read_frame(w, a, &f))
+			break;
+		rec[n] = a;
+		ip[n] = f.ip;
+		a = f.parent;
+	}
+	size_t end = reg - pos > MAX_JOIN_NATIVE ? pos + MAX_JOIN_NATIVE : reg;
+	size_t next = pos; /* native frames before next are taken */
+	size_t k;
+	/* Coroutine k owns rec[k]; ip[k - 1], in its body, names it. */
+	for (k = 1; k < n; k++) {
+		size_t i;
+		uint8_t rule = CQ_ASYNC_JOIN_NONE;
+		for (i = next; i < end && !rule; i++)
+			rule = (uint8_t)join_rule(w, th, i, rec[k], ip[k - 1]);
+		if (!rule)
+			break;
+		join[i - 1 - pos] = rule;
+		next = i;
+	}
+	return n ? rec[k - 1] : top;
 }
 
 /*
@@ -152,9 +270,11 @@ static bool find_on_any_thread(const struct walk *w, uint64_t frame_ptr, size_t 
 }
 
 /*
- * Follows an async chain from frame addr, emitting each instructionPointer.
- * Returns the blocking root the chain hangs from, or 0 with out->end set
- * when the walk is over.  current is the root being walked (0: none).
+ * Follows an async chain from frame addr, emitting each instructionPointer
+ * but that of a frame hanging from a blocking root, which is left in
+ * *last_ip for resume_at.  Returns the blocking root the chain hangs from,
+ * or 0 with out->end set when the walk is over.  current is the root being
+ * walked (0: none).
  */
 static uint64_t walk_chain(struct walk *w, uint64_t addr, uint64_t current, uint64_t *last_ip)
 {
@@ -169,15 +289,16 @@ static uint64_t walk_chain(struct walk *w, uint64_t addr, uint64_t current, uint
 			return 0;
 		}
 		struct cq_async_step s = {.kind = CQ_ASYNC_STEP_ASYNC, .pc = f.ip};
-		if (f.ip && !emit(w, s))
+		bool detached = f.stack_root == 0 || f.stack_root == current ||
+		                (w->cookie && f.stack_root == w->cookie);
+		if (f.ip && (f.parent || detached) && !emit(w, s))
 			return 0;
 		*last_ip = f.ip;
 		if (f.parent) {
 			addr = f.parent;
 			continue;
 		}
-		if (f.stack_root == 0 || f.stack_root == current ||
-		    (w->cookie && f.stack_root == w->cookie)) {
+		if (detached) {
 			w->out->end = CQ_END_ASYNC_DETACHED;
 			return 0;
 		}
@@ -185,12 +306,20 @@ static uint64_t walk_chain(struct walk *w, uint64_t addr, uint64_t current, uint
 	}
 }
 
+/* Emits the held-back instructionPointer of a chain's last frame as async. */
+static bool emit_last(struct walk *w, uint64_t last_ip)
+{
+	struct cq_async_step s = {.kind = CQ_ASYNC_STEP_ASYNC, .pc = last_ip};
+	return !last_ip || emit(w, s);
+}
+
 /*
  * Where native frames resume below a blocking root: after its registering
- * frame, on whichever thread's stack holds it, and after that frame's caller
- * too when the chain's last instructionPointer (the dummy frame's) already
- * named it.  Sets *next to the root's nextRoot.  False with out->end set
- * when the root is unreadable, repeated or on no stack.
+ * frame, on whichever thread's stack holds it.  The chain's last
+ * instructionPointer (the registering function's return address) is that
+ * next native frame when its pc is the same, and is emitted as an async
+ * frame otherwise.  Sets *next to the root's nextRoot.  False with out->end
+ * set when the root is unreadable, repeated or on no stack.
  */
 static bool resume_at(struct walk *w, uint64_t blocking, uint64_t last_ip, size_t *th, size_t *pos,
                       uint64_t *next)
@@ -198,20 +327,24 @@ static bool resume_at(struct walk *w, uint64_t blocking, uint64_t last_ip, size_
 	struct root b;
 	size_t idx;
 	if (!read_root(w, blocking, &b)) {
-		w->out->end = CQ_END_BAD_MEMORY;
+		if (emit_last(w, last_ip))
+			w->out->end = CQ_END_BAD_MEMORY;
 		return false;
 	}
 	if (!visit(w, blocking)) {
-		w->out->end = CQ_END_LOOP;
+		if (emit_last(w, last_ip))
+			w->out->end = CQ_END_LOOP;
 		return false;
 	}
 	if (!find_on_any_thread(w, b.frame_ptr, th, &idx)) {
-		w->out->end = CQ_END_ASYNC_DETACHED;
+		if (emit_last(w, last_ip))
+			w->out->end = CQ_END_ASYNC_DETACHED;
 		return false;
 	}
 	*pos = idx + 1;
-	if (*pos < w->threads[*th].nframes && w->threads[*th].frames[*pos].pc == last_ip)
-		(*pos)++;
+	if (!(*pos < w->threads[*th].nframes && w->threads[*th].frames[*pos].pc == last_ip) &&
+	    !emit_last(w, last_ip))
+		return false;
 	*next = b.next;
 	return true;
 }
@@ -233,7 +366,7 @@ static void walk_from(struct walk *w, size_t th, size_t pos, uint64_t root)
 		/* No (usable) root: the rest of this stack is native. */
 		if (!root || !read_root(w, root, &r) ||
 		    !find_registering(w, at, pos, r.frame_ptr, &reg)) {
-			if (emit_native(w, th, pos, at->nframes))
+			if (emit_native(w, th, pos, at->nframes, NULL))
 				w->out->end = at->end;
 			return;
 		}
@@ -241,16 +374,20 @@ static void walk_from(struct walk *w, size_t th, size_t pos, uint64_t root)
 			w->out->end = CQ_END_LOOP;
 			return;
 		}
-		if (!emit_native(w, th, pos, reg))
-			return;
 		if (!r.top) {
 			/* A root with no active frame: keep the registering frame. */
+			if (!emit_native(w, th, pos, reg, NULL))
+				return;
 			pos = reg;
 			root = r.next;
 			continue;
 		}
+		uint8_t join[MAX_JOIN_NATIVE] = {0};
+		uint64_t start = join_activations(w, at, pos, reg, r.top, join);
+		if (!emit_native(w, th, pos, reg, join))
+			return;
 		uint64_t last_ip = 0;
-		uint64_t blocking = walk_chain(w, r.top, root, &last_ip);
+		uint64_t blocking = walk_chain(w, start, root, &last_ip);
 		if (!blocking || !resume_at(w, blocking, last_ip, &th, &pos, &root))
 			return;
 	}
@@ -260,8 +397,12 @@ static bool walk_init(struct walk *w, const struct cq_unwind_target *tg,
                       const struct cq_async_thread *threads, size_t nthreads, uint64_t cookie,
                       struct cq_async_out *out)
 {
-	*w = (struct walk){
-	    .tg = tg, .threads = threads, .nthreads = nthreads, .cookie = cookie, .out = out};
+	*w = (struct walk){.tg = tg,
+	                   .threads = threads,
+	                   .nthreads = nthreads,
+	                   .cookie = cookie,
+	                   .out = out,
+	                   .cur_thread = SIZE_MAX};
 	out->nsteps = 0;
 	out->end = CQ_END_OUTERMOST;
 	w->seen_cap = out->max_steps + 2 * MAX_ROOTS;
@@ -279,6 +420,7 @@ void cq_async_merge(const struct cq_unwind_target *tg, const struct cq_async_thr
 	struct walk w;
 	if (t >= nthreads || !walk_init(&w, tg, threads, nthreads, cookie, out))
 		return;
+	w.cur_thread = t;
 	walk_from(&w, t, 0, threads[t].root);
 	free(w.seen);
 }

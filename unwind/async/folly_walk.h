@@ -22,11 +22,27 @@
  *      itself) means a detached chain: the stack ends, "async_detached".
  *      Otherwise stackRoot is a blocking root B (blockingWait's): native
  *      frames resume on whichever thread's stack holds B.stackFramePtr,
- *      after B's registering frame, and after its caller when that caller's
- *      pc is the instructionPointer just emitted (blockingWait's dummy
- *      frame names it already).  Then R = B.nextRoot and step 1 repeats on
- *      that stack.
+ *      after B's registering frame.  That last frame's instructionPointer
+ *      is the registering function's return address: when the native frame
+ *      that follows is at that pc it is shown native (it is that frame),
+ *      otherwise as an async frame before it.  A native run on another
+ *      thread than the one before it starts with thread_switch set.  Then
+ *      R = B.nextRoot and step 1 repeats on that stack.
  *
+ * Coroutines still on the native stack (no symmetric-transfer tail call:
+ * -O0, -Og, some clang builds) would appear twice: as the native frames
+ * in step 1 and as the async frames of step 2.  Before step 2, the chain's
+ * first frames are matched, in order, with the native frames of step 1:
+ * coroutine k owns the k-th AsyncStackFrame of the chain and is what the
+ * (k-1)-th frame's instructionPointer names.  A native frame is coroutine
+ * k's activation when its stack slots hold the address of that
+ * AsyncStackFrame ("async_frame": the promise's record itself) or a
+ * coroutine-frame address just before it ("frame_address": the frame
+ * pointer the actor was called with, which -O0 code keeps in its frame),
+ * and its function is the one the instructionPointer is in (when the
+ * caller's same_function hook can tell); failing both, when its function
+ * is that one ("function").  The async frames of matched coroutines are
+ * left out and the native frame says which rule joined it (join).
  * Everything read is untrusted: every read is checked, a root or frame seen
  * twice ends the stack with "loop", an unreadable one with "bad_memory", and
  * no walk emits more than max_steps steps ("max_frames").  Memory is read
@@ -57,15 +73,38 @@ enum cq_async_step_kind {
 	CQ_ASYNC_STEP_ASYNC,  /* an async frame's instructionPointer, in pc */
 };
 
+/* Which rule found a native frame to be the activation of an async frame. */
+enum cq_async_join {
+	CQ_ASYNC_JOIN_NONE,
+	CQ_ASYNC_JOIN_ASYNC_FRAME,   /* its frame holds the AsyncStackFrame's address */
+	CQ_ASYNC_JOIN_FRAME_ADDRESS, /* its frame holds the coroutine frame's address */
+	CQ_ASYNC_JOIN_FUNCTION,      /* the same function, in the same order */
+};
+
+const char *cq_async_join_name(enum cq_async_join join);
+
+/* Same-function answers: yes, no, or cannot tell (no symbols). */
+enum cq_async_same { CQ_ASYNC_SAME_UNKNOWN, CQ_ASYNC_SAME_YES, CQ_ASYNC_SAME_NO };
+
 struct cq_async_step {
-	uint8_t kind; /* enum cq_async_step_kind */
+	uint8_t kind;       /* enum cq_async_step_kind */
+	uint8_t join;       /* native steps: enum cq_async_join */
+	bool thread_switch; /* native steps: the first of a run on another thread */
 	uint32_t thread;
 	uint32_t frame;
 	uint64_t pc;
 };
 
-/* Where a walk writes: steps holds max_steps entries. */
+/*
+ * Where a walk writes: steps holds max_steps entries.  same_function
+ * (optional, input) says whether the native frame at native_pc (a return
+ * address unless it is the innermost frame: is_ra) is in the function that
+ * holds the return address async_ip.
+ */
 struct cq_async_out {
+	enum cq_async_same (*same_function)(void *ctx, uint64_t native_pc, bool is_ra,
+	                                    uint64_t async_ip);
+	void *same_ctx;
 	struct cq_async_step *steps;
 	size_t max_steps;
 	size_t nsteps;
