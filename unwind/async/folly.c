@@ -164,7 +164,9 @@ static bool same_functions(const struct cq_stack_frame *a, const struct cq_stack
 /*
  * Turns a walk's steps into symbolized frames.  Consecutive async frames
  * in the same function (with the same inlined calls) become one, with a
- * repeat count; a native step keeps its join rule and thread switch.
+ * repeat count, and so do async frames and the native frame right after
+ * them when it is in their function; a native step keeps its join rule and
+ * thread switch.
  */
 static struct cq_error *add_steps(const struct folly *f, const struct cq_async_ctx *ctx,
                                   struct cq_frame_list *fl, const struct cq_async_out *out)
@@ -184,6 +186,19 @@ static struct cq_error *add_steps(const struct folly *f, const struct cq_async_c
 			if (s->thread_switch)
 				fl->frames[start].thread_switch =
 				    ctx->stacks->threads[s->thread].thread->tid;
+			if (prev != SIZE_MAX &&
+			    same_functions(&fl->frames[start - 1], &fl->frames[fl->n - 1], 1)) {
+				/*
+				 * Async frames returning into the native frame that
+				 * follows them (adapters of a sync_wait that is not
+				 * inlined): the same activation, counted in it.
+				 */
+				uint32_t repeat = fl->frames[start - 1].repeat;
+				memmove(&fl->frames[prev], &fl->frames[start],
+				        (fl->n - start) * sizeof(*fl->frames));
+				fl->n -= start - prev;
+				fl->frames[fl->n - 1].repeat = repeat + 1;
+			}
 			prev = SIZE_MAX;
 			continue;
 		}
