@@ -16,6 +16,9 @@
 //   adapter    main -> run_adapter -> sync_wait_adapted(ad_outer) inlined:
 //              four async frames (the task's and three adapters') return
 //              into run_adapter; ad_outer -> ad_inner -> crash_adapter.
+//   adapter_call  the same through sync_wait_layers, not inlined: three
+//              adapter frames and the root's return into run_adapter_call,
+//              the task's frame into sync_wait_layers.
 //   heap MIB   (for make bench) MIB MiB of heap written with a pattern, the
 //              suspended shape's detached chain, then a crash in main.
 //   suspended  two chains suspended on events that are never set: one
@@ -267,6 +270,14 @@ CHAIN void run_adapter()
 	KEEP_FRAME();
 }
 
+CHAIN void run_adapter_call()
+{
+	AsyncStackFrame layer[ADAPTER_LAYERS + 1];
+	link_layers(layer);
+	sync_wait_layers(ad_outer(), layer);
+	KEEP_FRAME();
+}
+
 // ---- heap (make bench: the cookie scan over a large heap) --------------------
 
 CHAIN void crash_heap(long mib)
@@ -295,7 +306,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: async_coro same|cross|nested|detached|suspended|adapter | heap MIB\n");
+		fprintf(stderr, "usage: async_coro same|cross|nested|detached|suspended|adapter|adapter_call | heap MIB\n");
 		return 2;
 	}
 	async_stack_init(DUMMY_KEYS);
@@ -312,6 +323,8 @@ int main(int argc, char **argv)
 		run_suspended();
 	else if (strcmp(shape, "adapter") == 0)
 		run_adapter();
+	else if (strcmp(shape, "adapter_call") == 0)
+		run_adapter_call();
 	else {
 		fprintf(stderr, "async_coro: unknown shape %s\n", shape);
 		return 2;

@@ -35,7 +35,8 @@
 //   co_await event   suspends as a leaf: stackRoot = the cookie.
 //   start_detached(task, ex)  runs task on ex with no parent frame.
 //   sync_wait_adapted(task)  libunifex's sync_wait through sender adapters,
-//                    inlined into its caller (see there).
+//                    inlined into its caller (see there); sync_wait_layers
+//                    the same not inlined.
 #ifndef COREQ_CORPUS_ASYNC_TASK_H
 #define COREQ_CORPUS_ASYNC_TASK_H
 
@@ -293,6 +294,20 @@ ASYNC_NOINLINE static void blocking_wait(Task t)
 // at its own place in the caller.  So ADAPTER_LAYERS + 1 async frames (the
 // task's and the adapters') all return into the one caller.
 #define ADAPTER_LAYERS 3
+
+// Links layer[0] -> [1] -> [2] -> [3] (the root's dummy), each adapter's
+// instructionPointer at its own place in the function this is inlined into.
+__attribute__((always_inline)) inline void link_layers(AsyncStackFrame *layer)
+{
+	static_assert(ADAPTER_LAYERS == 3, "link_layers links three layers by hand");
+	layer[2].parentFrame = &layer[3];
+	layer[2].instructionPointer = here();
+	layer[1].parentFrame = &layer[2];
+	layer[1].instructionPointer = here();
+	layer[0].parentFrame = &layer[1];
+	layer[0].instructionPointer = here();
+}
+
 __attribute__((always_inline)) inline void sync_wait_adapted(Task t)
 {
 	AsyncStackFrame layer[ADAPTER_LAYERS + 1]; // the last one is the root's dummy
@@ -303,12 +318,7 @@ __attribute__((always_inline)) inline void sync_wait_adapted(Task t)
 	layer[ADAPTER_LAYERS].instructionPointer = __builtin_return_address(0);
 	layer[ADAPTER_LAYERS].stackRoot = &root;
 	root.topFrame.store(&layer[ADAPTER_LAYERS]);
-	layer[2].parentFrame = &layer[3];
-	layer[2].instructionPointer = here();
-	layer[1].parentFrame = &layer[2];
-	layer[1].instructionPointer = here();
-	layer[0].parentFrame = &layer[1];
-	layer[0].instructionPointer = here();
+	link_layers(layer);
 	Completion done;
 	Promise &p = t.h.promise();
 	p.frame.parentFrame = &layer[0];
@@ -318,7 +328,29 @@ __attribute__((always_inline)) inline void sync_wait_adapted(Task t)
 	wait_for(&done);
 	__asm__ volatile("" ::"r"(layer), "r"(&root) : "memory");
 }
-static_assert(ADAPTER_LAYERS == 3, "sync_wait_adapted links three layers by hand");
+
+// The same with sync_wait a function of its own (as libunifex's is at -O0)
+// and the adapters' frames set up by its caller (link_layers), so that they
+// return into the caller, as does the root's dummy frame: the native frame
+// after the root.  The task's own frame returns into sync_wait_layers.
+ASYNC_NOINLINE static void sync_wait_layers(Task t, AsyncStackFrame *layer)
+{
+	AsyncStackRoot root;
+	root.nextRoot = root_holder()->value.load();
+	root.stackFramePtr = __builtin_frame_address(0);
+	root.returnAddress = __builtin_return_address(0);
+	layer[ADAPTER_LAYERS].instructionPointer = __builtin_return_address(0);
+	layer[ADAPTER_LAYERS].stackRoot = &root;
+	root.topFrame.store(&layer[ADAPTER_LAYERS]);
+	Completion done;
+	Promise &p = t.h.promise();
+	p.frame.parentFrame = &layer[0];
+	p.frame.instructionPointer = here();
+	p.completion = &done;
+	resume_with_new_root(t.h, p.frame);
+	wait_for(&done);
+	__asm__ volatile("" ::"r"(layer), "r"(&root) : "memory");
+}
 
 // ---- executor ------------------------------------------------------------
 

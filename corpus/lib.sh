@@ -51,6 +51,7 @@ ASYNC_SHAPES=(
 	"detached SEGV 2 crash_now crash_detached det_inner resume_with_new_root executor_main"
 	"suspended SEGV 3 crash_now crash_suspended run_suspended main"
 	"adapter SEGV 1 crash_now crash_adapter ad_inner resume_with_new_root run_adapter main"
+	"adapter_call SEGV 1 crash_now crash_adapter ad_inner resume_with_new_root sync_wait_layers run_adapter_call main"
 )
 
 msg() { printf '%s: %s\n' "$LIB_PROG" "$*" >&2; }

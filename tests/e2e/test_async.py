@@ -2,7 +2,7 @@
 """Async stack traces (folly's AsyncStackRoot ABI) from real cores.
 
 The corpus program async_coro.cc runs C++20 coroutines through a small
-library that follows folly's ABI (corpus/async_task.h) and crashes in six
+library that follows folly's ABI (corpus/async_task.h) and crashes in seven
 shapes, each built at -O0, at -O2 with frame pointers (O2fp) and at -O2
 without, with the TLS key >= 32 (O2key32).  The expected merged stacks below are the program's
 structure, read off its source: which coroutine co_awaits which, who runs
@@ -104,6 +104,16 @@ SHAPES = {
                   ("sync_wait_adapted", I), ("run_adapter", A, 4), ("main", N)],
         "crash_O0": [("crash_now", N), ("crash_adapter", N), ("ad_inner", N), ("ad_outer", J),
                      (RESUME, N), ("sync_wait_adapted", I), ("run_adapter", A, 4), ("main", N)],
+        "tail": "main", "end": "outermost", "suspended": []},
+    "adapter_call": {
+        # sync_wait_layers not inlined: the task's frame returns into it,
+        # the three adapters' and the root's into run_adapter_call, which is
+        # also the native frame after the root: one frame, x4.
+        "crash": [("crash_now", N), ("crash_adapter", N), ("ad_inner", N), ("ad_outer", A),
+                  ("sync_wait_layers", A), ("run_adapter_call", N, 4), ("main", N)],
+        "crash_O0": [("crash_now", N), ("crash_adapter", N), ("ad_inner", N), ("ad_outer", J),
+                     (RESUME, N), ("sync_wait_layers", A), ("run_adapter_call", N, 4),
+                     ("main", N)],
         "tail": "main", "end": "outermost", "suspended": []},
 }
 COROUTINES = {"inner", "middle", "outer", "inner2", "middle2", "outer2", "nest_inner",

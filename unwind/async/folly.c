@@ -151,20 +151,19 @@ static enum cq_async_same same_function(void *ctx, uint64_t native_pc, bool is_r
 	return strcmp(a, b) == 0 ? CQ_ASYNC_SAME_YES : CQ_ASYNC_SAME_NO;
 }
 
-/* Are frames [a, a + n) and [b, b + n) the same functions, all named? */
-static bool same_functions(const struct cq_stack_frame *a, const struct cq_stack_frame *b, size_t n)
+/* Are a and b in the same named function of the same module? */
+static bool same_function_frame(const struct cq_stack_frame *a, const struct cq_stack_frame *b)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!a[i].function || !b[i].function || a[i].module != b[i].module ||
-		    strcmp(a[i].function, b[i].function) != 0)
-			return false;
-	return true;
+	return a->function && b->function && a->module == b->module &&
+	       strcmp(a->function, b->function) == 0;
 }
 
 /*
  * Turns a walk's steps into symbolized frames.  Consecutive async frames
- * in the same function (with the same inlined calls) become one, with a
- * repeat count; a native step keeps its join rule and thread switch.
+ * whose return addresses are in the same function become one (the first,
+ * with its inline frames), with a repeat count, and so do async frames and
+ * the native frame right after them when it is in their function; a native
+ * step keeps its join rule and thread switch.
  */
 static struct cq_error *add_steps(const struct folly *f, const struct cq_async_ctx *ctx,
                                   struct cq_frame_list *fl, const struct cq_async_out *out)
@@ -184,6 +183,19 @@ static struct cq_error *add_steps(const struct folly *f, const struct cq_async_c
 			if (s->thread_switch)
 				fl->frames[start].thread_switch =
 				    ctx->stacks->threads[s->thread].thread->tid;
+			if (prev != SIZE_MAX &&
+			    same_function_frame(&fl->frames[start - 1], &fl->frames[fl->n - 1])) {
+				/*
+				 * Async frames returning into the native frame that
+				 * follows them (adapters of a sync_wait that is not
+				 * inlined): the same activation, counted in it.
+				 */
+				uint32_t repeat = fl->frames[start - 1].repeat;
+				memmove(&fl->frames[prev], &fl->frames[start],
+				        (fl->n - start) * sizeof(*fl->frames));
+				fl->n -= start - prev;
+				fl->frames[fl->n - 1].repeat = repeat + 1;
+			}
 			prev = SIZE_MAX;
 			continue;
 		}
@@ -193,8 +205,8 @@ static struct cq_error *add_steps(const struct folly *f, const struct cq_async_c
 		if (err || fl->n == start)
 			continue;
 		fl->frames[fl->n - 1].repeat = 1;
-		if (prev != SIZE_MAX && start - prev == fl->n - start &&
-		    same_functions(&fl->frames[prev], &fl->frames[start], start - prev)) {
+		if (prev != SIZE_MAX &&
+		    same_function_frame(&fl->frames[start - 1], &fl->frames[fl->n - 1])) {
 			fl->frames[start - 1].repeat++;
 			fl->n = start;
 			continue;
