@@ -26,12 +26,14 @@ PKGS     := libelf libdw libarchive sqlite3
 FUZZ_SECONDS ?= 30
 VERSION  := 0.1.0
 
-# Debian packages: libraries, test oracles (eu-readelf, eu-stack, gdb) and the
-# compressors the tests feed coreq.
+# Debian packages: libraries, test oracles (eu-readelf, eu-stack, gdb,
+# gdb-multiarch), the compressors the tests feed coreq, and the aarch64 cross
+# toolchain and qemu-user that make the aarch64 corpus.
 DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	libsqlite3-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
 	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg \
-	systemd
+	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+	gdb-multiarch
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "libcore/analysis/unwind_target.h"
+#include "libcore/base/arch.h"
 #include "libcore/db/cache.h"
 #include "libcore/base/json.h"
 #include "libcore/model/module.h"
@@ -205,6 +206,15 @@ void cmd_warn_analysis(const char *path, const struct cq_core *core, const struc
 			         core->modules[m].name, e->message);
 	}
 	const struct cq_async_summary *a = &stacks->async;
+	size_t no_tp = 0;
+	for (size_t t = 0; a->folly && a->has_tls_key && t < core->nthreads; t++)
+		no_tp += !core->threads[t].has_tp;
+	if (no_tp)
+		cmd_warn(path,
+		         "%zu thread%s without a thread pointer (no %s in the core): their async "
+		         "roots are unknown, so their stacks are native only",
+		         no_tp, no_tp == 1 ? "" : "s",
+		         core->arch->tp_source == CQ_ARCH_TP_NOTE ? "NT_ARM_TLS note" : "fs_base");
 	if (a->has_tls_key && !a->tls_layout_from_libc)
 		cmd_warn(path,
 		         "libc's _thread_db descriptors are unavailable: thread roots read with "

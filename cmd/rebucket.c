@@ -52,7 +52,8 @@ static void print_result(enum cmd_format format, const struct cq_store_rebucket_
 	cq_json_object_begin(&j);
 	cq_json_key(&j, "rules_version");
 	cq_json_string(&j, version);
-	const char *keys[] = {"cores", "buckets_before", "buckets_after", "merged", "split", "moved"};
+	const char *keys[] = {"cores",  "buckets_before", "buckets_after",
+	                      "merged", "split",          "moved"};
 	size_t vals[] = {r->cores, r->before, r->after, r->merged, r->split, r->moved};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		cq_json_key(&j, keys[i]);
@@ -88,7 +89,8 @@ int cmd_rebucket(int argc, char **argv)
 		} else if (opt == OPT_RULES) {
 			rules_path = optarg;
 		} else if (opt == OPT_SIGNATURE_FRAMES) {
-			if (!cmd_parse_count(optarg, 1, 64, &nframes, "rebucket", "--signature-frames"))
+			if (!cmd_parse_count(optarg, 1, 64, &nframes, "rebucket",
+			                     "--signature-frames"))
 				return EXIT_USAGE;
 		} else {
 			return cmd_usage_error("rebucket", "unknown option");

@@ -42,6 +42,12 @@ struct cq_unwind_target {
 	const struct cq_unwind_target_ops *ops;
 	void *ctx;
 	const struct cq_arch *arch;
+	/*
+	 * Bits to clear from every return address before it is used: the
+	 * pointer-authentication code aarch64 signs them with (NT_ARM_PAC_MASK's
+	 * instruction mask); 0 for none.
+	 */
+	uint64_t return_address_mask;
 };
 
 enum cq_unwind_trust {

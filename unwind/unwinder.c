@@ -148,6 +148,7 @@ static bool step_fp(struct walk *w, struct cq_regs *caller)
 	uint64_t saved_fp, ra;
 	if (!read_u64(w->t, fp, &saved_fp) || !read_u64(w->t, fp + 8, &ra))
 		return false;
+	ra &= ~w->t->return_address_mask;
 	if (ra != 0 && !w->t->ops->is_code(w->t->ctx, ra))
 		return false;
 	memset(caller, 0, sizeof(*caller));
@@ -195,6 +196,31 @@ static bool step_scan(struct walk *w, struct cq_regs *caller)
 	return false;
 }
 
+/*
+ * A signal trampoline the architecture describes as code (no CFI covers
+ * it): the interrupted registers are in the signal frame at sp.
+ */
+static bool step_sigreturn(struct walk *w, struct cq_regs *caller)
+{
+	const struct cq_arch *arch = w->t->arch;
+	uint8_t code[16];
+	uint64_t pc = reg(w, arch->pc_reg), sp = reg(w, arch->sp_reg);
+	if (arch->sigreturn_len == 0 || arch->sigreturn_len > sizeof(code) ||
+	    !cq_regs_has(&w->regs, arch->sp_reg) ||
+	    !w->t->ops->read(w->t->ctx, pc, code, arch->sigreturn_len) ||
+	    memcmp(code, arch->sigreturn_code, arch->sigreturn_len) != 0)
+		return false;
+	memset(caller, 0, sizeof(*caller));
+	for (unsigned slot = 0; slot < arch->prstatus_nregs; slot++) {
+		int regno = arch->prstatus_dwarf[slot];
+		uint64_t v;
+		if (regno < 0 || !read_u64(w->t, sp + arch->sigframe_regs_offset + 8ull * slot, &v))
+			continue;
+		cq_regs_set(caller, (unsigned)regno, v);
+	}
+	return cq_regs_has(caller, arch->pc_reg) && cq_regs_has(caller, arch->sp_reg);
+}
+
 /* One step to the caller.  Returns false with *end set when the walk stops. */
 static bool step(struct walk *w, enum cq_unwind_end *end)
 {
@@ -221,6 +247,10 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 		signal = rules[0].flags & CQ_CFI_SIGNAL_FRAME;
 		w->at_signal_frame = signal;
 		trust = CQ_TRUST_CFI;
+	} else if (step_sigreturn(w, &caller)) {
+		signal = true;
+		w->at_signal_frame = true;
+		trust = CQ_TRUST_CFI;
 	} else if (step_fp(w, &caller)) {
 		trust = CQ_TRUST_FP;
 	} else if (step_scan(w, &caller)) {
@@ -229,6 +259,9 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 		*end = CQ_END_NO_UNWIND_INFO;
 		return false;
 	}
+	/* A signed return address (PAC) is an address once its signature is cleared. */
+	if (!signal && cq_regs_has(&caller, arch->pc_reg))
+		caller.value[arch->pc_reg] &= ~w->t->return_address_mask;
 	uint64_t new_pc = caller.value[arch->pc_reg], new_sp = caller.value[arch->sp_reg];
 	if (!cq_regs_has(&caller, arch->pc_reg) || new_pc == 0) {
 		*end = CQ_END_OUTERMOST;

@@ -154,6 +154,7 @@ void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
 	ct->target.ops = &target_ops;
 	ct->target.ctx = ct;
 	ct->target.arch = core->arch;
+	ct->target.return_address_mask = core->pac_insn_mask;
 }
 
 const struct cq_error *cq_core_target_cfi_error(const struct cq_module *mod)

@@ -82,6 +82,9 @@ static const char *const aarch64_reg_names[CQ_REGS_MAX] = {
     "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "x30", "sp",  "pc",
 };
 
+/* mov x8, #139 (rt_sigreturn); svc #0 - the kernel's and qemu-user's trampoline. */
+static const uint8_t aarch64_sigreturn[8] = {0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4};
+
 const struct cq_arch cq_arch_aarch64 = {
     .name = "aarch64",
     .e_machine = EM_AARCH64,
@@ -97,10 +100,16 @@ const struct cq_arch cq_arch_aarch64 = {
     .ra_reg = 30,
     .callee_saved = 0x7ff80000ull | 1ull << 29 | 1ull << 30, /* x19..x30 */
     .tp_source = CQ_ARCH_TP_NOTE,
-    .tp_note_type = 0x401, /* NT_ARM_TLS */
+    .tp_note_type = 0x401,  /* NT_ARM_TLS */
+    .pac_mask_note = 0x406, /* NT_ARM_PAC_MASK */
     .tp_pthread_adjust = 1,
     .call_max_len = 4,
     .red_zone = 0,
+    .sigreturn_code = aarch64_sigreturn,
+    .sigreturn_len = sizeof(aarch64_sigreturn),
+    /* rt_sigframe: siginfo (128), then ucontext, whose uc_mcontext (16-aligned,
+     * at 176) starts with fault_address, then regs[31], sp, pc, pstate. */
+    .sigframe_regs_offset = 128 + 176 + 8,
     .ends_with_call = aarch64_ends_with_call,
 };
 

@@ -59,11 +59,20 @@ struct cq_arch {
 	unsigned ra_reg;              /* DWARF return-address column */
 	uint64_t callee_saved;        /* bitmask of DWARF numbers preserved across calls */
 	enum cq_arch_tp_source tp_source;
-	unsigned tp_slot;           /* pr_reg slot, for CQ_ARCH_TP_PRSTATUS_SLOT */
-	uint32_t tp_note_type;      /* note type, for CQ_ARCH_TP_NOTE */
+	unsigned tp_slot;       /* pr_reg slot, for CQ_ARCH_TP_PRSTATUS_SLOT */
+	uint32_t tp_note_type;  /* note type, for CQ_ARCH_TP_NOTE */
+	uint32_t pac_mask_note; /* note holding {data_mask, insn_mask} (NT_ARM_PAC_MASK); 0: none */
 	uint64_t tp_pthread_adjust; /* 0: struct pthread at tp; else at tp - sizeof(pthread) */
 	unsigned call_max_len;      /* longest call instruction, in bytes */
 	uint64_t red_zone;          /* bytes below sp a leaf function may use (ABI) */
+	/*
+	 * A signal trampoline with no CFI (qemu-user's, on aarch64): its code,
+	 * and where the saved registers sit from the sp the handler was entered
+	 * with, laid out as pr_reg is (prstatus_dwarf maps them).  0: none.
+	 */
+	const uint8_t *sigreturn_code;
+	unsigned sigreturn_len;
+	uint64_t sigframe_regs_offset;
 	/*
 	 * glibc's struct pthread, for cores whose libc lacks the _thread_db_*
 	 * descriptors: offset of specific[] and sizeof(struct pthread) as

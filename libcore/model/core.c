@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "libcore/model/module.h"
+#include "libcore/model/link_map.h"
 #include "libcore/model/notes.h"
 
 /*
@@ -129,6 +130,8 @@ static struct cq_error *core_load(struct cq_core *core)
 		return err;
 	if (core->at_execfn)
 		cq_mem_read_string(&core->mem, core->at_execfn, core->execfn, sizeof(core->execfn));
+	if (core->nmappings == 0 && (err = cq_link_map_mappings(core)))
+		return err;
 	if ((err = cq_core_load_modules(core)))
 		return err;
 	if (core->has_psinfo && core->nthreads > 0) {
@@ -173,6 +176,7 @@ void cq_core_close(struct cq_core *core)
 	free(core->modules);
 	cq_mem_destroy(&core->mem);
 	free(core->mappings);
+	free(core->mapping_paths);
 	free(core->threads);
 	if (core->elf)
 		elf_end(core->elf);

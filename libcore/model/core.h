@@ -36,7 +36,8 @@ struct cq_core_thread {
 	struct cq_regs regs; /* by DWARF number */
 	uint64_t tp;         /* thread pointer (fs_base / TPIDR_EL0) */
 	bool has_tp;
-	const char *name; /* known only for the main thread (from NT_PRPSINFO) */
+	bool tp_recovered; /* tp found from its struct pthread, not read from a note */
+	const char *name;  /* known only for the main thread (from NT_PRPSINFO) */
 };
 
 /* One NT_FILE entry: a file-backed mapping. */
@@ -70,6 +71,8 @@ struct cq_core {
 	const struct cq_arch *arch;
 
 	/* NT_PRPSINFO */
+	uint64_t pac_insn_mask; /* NT_ARM_PAC_MASK: bits signed return addresses carry; 0: none */
+
 	bool has_psinfo;
 	int32_t pid, ppid;
 	uint32_t uid, gid;
@@ -82,11 +85,13 @@ struct cq_core {
 	size_t nthreads;
 
 	/* NT_AUXV */
-	uint64_t at_entry, at_phdr, at_execfn, at_sysinfo_ehdr, at_pagesz;
+	uint64_t at_entry, at_phdr, at_phnum, at_base, at_execfn, at_sysinfo_ehdr, at_pagesz;
 	char execfn[256];
 
-	struct cq_core_mapping *mappings; /* NT_FILE, in note order */
+	struct cq_core_mapping *mappings; /* NT_FILE, in note order (else link_map.h's) */
 	size_t nmappings;
+	bool mappings_from_link_map; /* no NT_FILE: mappings come from the loader's list */
+	char *mapping_paths;         /* owns the paths of link_map mappings */
 
 	struct cq_module *modules;
 	size_t nmodules;

@@ -112,6 +112,12 @@ static void parse_auxv(struct cq_core *core, const uint8_t *desc, size_t size)
 		case AT_PHDR:
 			core->at_phdr = val;
 			break;
+		case AT_PHNUM:
+			core->at_phnum = val;
+			break;
+		case AT_BASE:
+			core->at_base = val;
+			break;
 		case AT_EXECFN:
 			core->at_execfn = val;
 			break;
@@ -186,6 +192,9 @@ static struct cq_error *parse_one_note(struct cq_core *core, GElf_Nhdr *nh, cons
 		parse_auxv(core, desc, nh->n_descsz);
 	else if (is_core && nh->n_type == NT_FILE)
 		return parse_file_note(core, desc, nh->n_descsz);
+	else if (name_is(name, nh, "LINUX") && core->arch->pac_mask_note &&
+	         nh->n_type == core->arch->pac_mask_note && nh->n_descsz >= 16)
+		core->pac_insn_mask = cq_load_u64(desc + 8);
 	else if (name_is(name, nh, "LINUX") && core->arch->tp_source == CQ_ARCH_TP_NOTE &&
 	         nh->n_type == core->arch->tp_note_type && nh->n_descsz >= 8 && core->nthreads) {
 		struct cq_core_thread *t = &core->threads[core->nthreads - 1];

@@ -172,3 +172,74 @@ enum cq_tls_result cq_tls_get_specific(struct cq_core *core, const struct cq_tls
 	*value = data;
 	return CQ_TLS_VALUE;
 }
+
+/*
+ * Thread pointers a core does not record (qemu-user writes no NT_ARM_TLS):
+ * each such thread's struct pthread is found by its tid, at the offset
+ * libc's _thread_db_pthread_tid descriptor gives, in the core's writable
+ * memory; a candidate counts only when its `list` member is a well-formed
+ * node of glibc's doubly linked thread list (next->prev and prev->next
+ * lead back to it), which random words equal to a tid are not.
+ */
+enum { R_TID, R_LIST, R_NEXT, R_PREV, R_SIZEOF, R_COUNT };
+
+static bool list_node_ok(struct cq_core *core, uint64_t node, uint64_t next_off, uint64_t prev_off)
+{
+	uint64_t next, prev, back;
+	return cq_mem_read_u64(&core->mem, node + next_off, &next) &&
+	       cq_mem_read_u64(&core->mem, node + prev_off, &prev) && next && prev &&
+	       cq_mem_read_u64(&core->mem, next + prev_off, &back) && back == node &&
+	       cq_mem_read_u64(&core->mem, prev + next_off, &back) && back == node;
+}
+
+size_t cq_tls_recover_thread_pointers(struct cq_core *core)
+{
+	if (core->arch->tp_source != CQ_ARCH_TP_NOTE)
+		return 0;
+	size_t missing = 0;
+	for (size_t t = 0; t < core->nthreads; t++)
+		missing += !core->threads[t].has_tp;
+	if (!missing)
+		return 0;
+	struct cq_symbol_query q[R_COUNT] = {
+	    [R_TID] = {.name = "_thread_db_pthread_tid"},
+	    [R_LIST] = {.name = "_thread_db_pthread_list"},
+	    [R_NEXT] = {.name = "_thread_db_list_t_next"},
+	    [R_PREV] = {.name = "_thread_db_list_t_prev"},
+	    [R_SIZEOF] = {.name = "_thread_db_sizeof_pthread"},
+	};
+	for (size_t m = 0; m < core->nmodules; m++)
+		if (cq_elf_find_symbols(&core->modules[m], q, R_COUNT) == R_COUNT)
+			break;
+	uint32_t tid[3], list[3], next[3], prev[3], size;
+	if (!read_desc(core, &q[R_TID], tid) || tid[0] != 32 ||
+	    !read_desc(core, &q[R_LIST], list) || !read_desc(core, &q[R_NEXT], next) ||
+	    !read_desc(core, &q[R_PREV], prev) || !read_sizeof(core, &q[R_SIZEOF], &size) ||
+	    (uint64_t)tid[2] + 4 > size || (uint64_t)list[2] + 16 > size)
+		return 0;
+	size_t found = 0, nseg;
+	const struct cq_mem_segment *seg = cq_mem_core_segments(&core->mem, &nseg);
+	for (size_t g = 0; g < nseg && found < missing; g++) {
+		const struct cq_mem_segment *s = &seg[g];
+		if (!(s->flags & CQ_MEM_WRITE) || !s->data)
+			continue;
+		/* struct pthread is at least 8-aligned: tid sits at tid[2] mod 8. */
+		uint64_t first = (s->start + 7) & ~7ull;
+		for (uint64_t pd = first; pd + size <= s->start + s->data_len && found < missing;
+		     pd += 8) {
+			uint32_t v;
+			memcpy(&v, s->data + (pd - s->start) + tid[2], sizeof(v));
+			for (size_t t = 0; t < core->nthreads; t++) {
+				struct cq_core_thread *th = &core->threads[t];
+				if (th->has_tp || v != (uint32_t)th->tid ||
+				    !list_node_ok(core, pd + list[2], next[2], prev[2]))
+					continue;
+				th->tp = pd + size; /* TLS above the thread control block */
+				th->has_tp = th->tp_recovered = true;
+				found++;
+				break;
+			}
+		}
+	}
+	return found;
+}

@@ -15,6 +15,7 @@
 #define CQ_TLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct cq_core;
@@ -44,6 +45,15 @@ enum cq_tls_result {
 	CQ_TLS_STALE,      /* a value of a deleted key with the same number */
 	CQ_TLS_UNREADABLE, /* no thread pointer, or memory the core lacks */
 };
+
+/*
+ * Finds the thread pointer of every thread the core gave none (an
+ * architecture whose thread pointer is in a note: qemu-user writes no
+ * NT_ARM_TLS), from its struct pthread in memory; returns how many it
+ * found (each marked tp_recovered).  Costs a pass over writable memory, so
+ * callers ask only when they need thread pointers.
+ */
+size_t cq_tls_recover_thread_pointers(struct cq_core *core);
 
 /* The thread's value for key (any key below keys_count, including >= 32). */
 enum cq_tls_result cq_tls_get_specific(struct cq_core *core, const struct cq_tls_layout *l,

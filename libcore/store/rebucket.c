@@ -52,7 +52,8 @@ static struct cq_error *sign(sqlite3 *db, sqlite3_stmt *fst, const struct cq_buc
 		for (int c = 0; c < 3; c++) {
 			const unsigned char *t = sqlite3_column_text(fst, c);
 			cols[c] = NULL;
-			if (t && !(cols[c] = strings[3 * n + (size_t)c] = strdup((const char *)t))) {
+			if (t &&
+			    !(cols[c] = strings[3 * n + (size_t)c] = strdup((const char *)t))) {
 				err = &cq_error_nomem;
 				break;
 			}
@@ -138,7 +139,8 @@ static struct cq_error *read_rows(sqlite3 *db, const struct cq_bucket_rules *rul
 		r->when = sqlite3_column_int64(cst, 4);
 		struct cq_bucket_signature sig;
 		err = sign(db, fst, rules, nframes, sqlite3_column_int64(cst, 5),
-		           sqlite3_column_int(cst, 1), (const char *)sqlite3_column_text(cst, 2), &sig);
+		           sqlite3_column_int(cst, 1), (const char *)sqlite3_column_text(cst, 2),
+		           &sig);
 		if (err)
 			break;
 		memcpy(r->hash, sig.hash, sizeof(r->hash));

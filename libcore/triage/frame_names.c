@@ -98,8 +98,7 @@ static const struct module_names *names_of(struct cq_bucket_namer *nm, const str
 static const char *ifunc_public_name(const struct module_names *m, const char *function, char *buf,
                                      size_t cap)
 {
-	if (!m || m->nifuncs == 0 || strncmp(function, "__", 2) != 0 ||
-	    strlen(function + 2) >= cap)
+	if (!m || m->nifuncs == 0 || strncmp(function, "__", 2) != 0 || strlen(function + 2) >= cap)
 		return NULL;
 	snprintf(buf, cap, "%s", function + 2);
 	for (char *cut; (cut = strrchr(buf, '_'));) {

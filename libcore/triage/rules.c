@@ -21,9 +21,12 @@
 #define SYSTEM_RULES   "/etc/coreq/rules"
 
 static const char *const kind_names[CQ_RULE_KINDS] = {
-    [CQ_RULE_MACHINERY] = "machinery", [CQ_RULE_STARTUP] = "startup",
-    [CQ_RULE_SKIP] = "skip",           [CQ_RULE_PREFIX] = "prefix",
-    [CQ_RULE_SENTINEL] = "sentinel",   [CQ_RULE_IN_APP] = "in-app",
+    [CQ_RULE_MACHINERY] = "machinery",
+    [CQ_RULE_STARTUP] = "startup",
+    [CQ_RULE_SKIP] = "skip",
+    [CQ_RULE_PREFIX] = "prefix",
+    [CQ_RULE_SENTINEL] = "sentinel",
+    [CQ_RULE_IN_APP] = "in-app",
     [CQ_RULE_NOT_IN_APP] = "not-in-app",
 };
 
@@ -84,11 +87,13 @@ static struct cq_error *parse_line(struct cq_bucket_rules *r, char *line, size_t
 		char *pattern = strdup(arg);
 		if (!pattern)
 			return &cq_error_nomem;
-		r->rules[r->nrules++] = (struct cq_rule){.kind = (enum cq_rule_kind)k, .pattern = pattern};
+		r->rules[r->nrules++] =
+		    (struct cq_rule){.kind = (enum cq_rule_kind)k, .pattern = pattern};
 		return NULL;
 	}
-	return cq_error_create(CQ_ERR_FORMAT, "unknown rule '%s' (machinery, startup, skip, prefix, "
-	                                      "sentinel, in-app, not-in-app or version)",
+	return cq_error_create(CQ_ERR_FORMAT,
+	                       "unknown rule '%s' (machinery, startup, skip, prefix, "
+	                       "sentinel, in-app, not-in-app or version)",
 	                       line);
 }
 
@@ -163,7 +168,8 @@ static struct cq_error *load_file(const char *path, struct cq_bucket_rules **out
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			err = cq_error_errno(n < 0 ? errno : EIO, "%s: cannot read the rules file", path);
+			err = cq_error_errno(n < 0 ? errno : EIO, "%s: cannot read the rules file",
+			                     path);
 			break;
 		}
 		got += (size_t)n;

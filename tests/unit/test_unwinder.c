@@ -62,6 +62,7 @@ struct fake {
 	uint64_t bias;
 	uint64_t lookups[MAX_LOOKUPS];
 	size_t nlookups;
+	uint64_t ra_mask; /* the target's return_address_mask */
 };
 
 static bool fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -169,7 +170,7 @@ static void plant_call(struct fake *f, uint64_t ra)
 
 static struct cq_unwind_target fake_target(struct fake *f)
 {
-	return (struct cq_unwind_target){&fake_ops, f, &cq_arch_x86_64};
+	return (struct cq_unwind_target){&fake_ops, f, &cq_arch_x86_64, f->ra_mask};
 }
 
 /* ---- hand-built CFI tables -------------------------------------------------------- */
@@ -391,6 +392,35 @@ static void test_cfi_walk_four_frames_to_outermost(void **state)
 	assert_true(w.frames[1].has_fp && w.frames[1].fp == S(0x1f0));
 	assert_true(w.frames[2].has_fp && w.frames[2].fp == S(0x200));
 	assert_true(w.frames[3].has_fp && w.frames[3].fp == 0);
+}
+
+/* Return addresses signed with a pointer-authentication code in their top bits. */
+static void test_signed_return_addresses_are_stripped(void **state)
+{
+	struct fake *f = *state;
+	struct cq_regs regs;
+	four_frames(f, &regs);
+	const uint64_t pac = 0x002a000000000000ull, mask = 0xffff000000000000ull;
+	size_t signed_words = 0;
+	for (size_t i = 0; i < STACK_WORDS; i++) {
+		uint64_t v = f->stack[i];
+		if (v == 0x402050 || v == 0x403080 || v == 0x404020) {
+			f->stack[i] = v | pac;
+			signed_words++;
+		}
+	}
+	assert_int_equal(signed_words, 3);
+	struct walk_result w;
+	walk(f, &regs, true, &w); /* no mask: a signed address is no code */
+	check_end(&w, CQ_END_BAD_MEMORY);
+	assert_int_equal(w.n, 1);
+	f->ra_mask = mask;
+	walk(f, &regs, true, &w);
+	check_end(&w, CQ_END_OUTERMOST);
+	assert_int_equal(w.n, 4);
+	check_frame(&w, 1, 0x402050, S(0x108), CQ_TRUST_CFI, true);
+	check_frame(&w, 2, 0x403080, S(0x118), CQ_TRUST_CFI, true);
+	check_frame(&w, 3, 0x404020, S(0x210), CQ_TRUST_CFI, true);
 }
 
 static void test_return_addresses_are_looked_up_at_pc_minus_one(void **state)
@@ -1604,6 +1634,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, fake_setup, fake_teardown)
 	const struct CMUnitTest tests[] = {
 	    T(test_cfi_walk_four_frames_to_outermost),
+	    T(test_signed_return_addresses_are_stripped),
 	    T(test_return_addresses_are_looked_up_at_pc_minus_one),
 	    T(test_first_frame_is_looked_up_at_pc),
 	    T(test_nonzero_load_bias),

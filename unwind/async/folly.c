@@ -99,8 +99,10 @@ static struct cq_error *folly_detect(const struct cq_async_ctx *ctx, void **stat
 	}
 	if (q[Q_STORE].found && !cq_mem_read_u64(&core->mem, q[Q_STORE].addr, &f->leaf_store))
 		f->leaf_store = 0;
-	if (f->has_key)
+	if (f->has_key) {
 		cq_tls_layout_load(core, &f->tls);
+		cq_tls_recover_thread_pointers(core);
+	}
 	f->leaves.max = ctx->options->max_suspended;
 	f->max_steps = ctx->options->unwind.max_frames ? ctx->options->unwind.max_frames : 1;
 	f->steps = calloc(f->max_steps, sizeof(*f->steps));

@@ -1,0 +1,351 @@
+/*
+ * link_map.c - loaded objects from the dynamic loader's list in memory
+ * (see link_map.h).  64-bit little-endian layouts, as every architecture
+ * coreq reads:
+ *
+ *   Elf64_Dyn  {d_tag, d_val}                     16 bytes
+ *   r_debug    {r_version (int, padded), r_map, r_brk, r_state, r_ldbase}
+ *   link_map   {l_addr, l_name, l_ld, l_next, l_prev}
+ */
+#include "libcore/model/link_map.h"
+
+#include <elf.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libcore/base/regular_file.h"
+#include "libcore/model/core.h"
+
+#define MAX_PHNUM    256
+#define MAX_DYN      4096
+#define MAX_OBJECTS  4096
+#define MAX_NAME     4096
+#define PATHS_BUDGET (1u << 22)
+
+struct found {
+	struct cq_core_mapping *map;
+	size_t n, cap;
+	char *paths; /* every path, NUL-separated; map[i].path points in after the walk */
+	size_t paths_len, paths_cap;
+	size_t *path_at; /* map[i]'s path offset in paths */
+};
+
+/* The range [start, end) of the PT_LOAD segments of phdrs, relocated by bias. */
+static bool load_range(const Elf64_Phdr *ph, size_t n, uint64_t bias, uint64_t page,
+                       uint64_t *start, uint64_t *end)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ph[i].p_type != PT_LOAD || ph[i].p_memsz > UINT64_MAX - ph[i].p_vaddr)
+			continue;
+		lo = ph[i].p_vaddr < lo ? ph[i].p_vaddr : lo;
+		hi = ph[i].p_vaddr + ph[i].p_memsz > hi ? ph[i].p_vaddr + ph[i].p_memsz : hi;
+	}
+	if (lo >= hi || hi > UINT64_MAX - bias - page)
+		return false;
+	*start = (lo + bias) & ~(page - 1);
+	*end = (hi + bias + page - 1) & ~(page - 1);
+	return true;
+}
+
+static struct cq_error *add(struct found *f, uint64_t start, uint64_t end, const char *path)
+{
+	size_t len = strlen(path) + 1;
+	if (f->paths_len + len > PATHS_BUDGET)
+		return NULL; /* enough: the rest is left out */
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 16;
+		struct cq_core_mapping *m = realloc(f->map, cap * sizeof(*m));
+		size_t *at = m ? realloc(f->path_at, cap * sizeof(*at)) : NULL;
+		if (m)
+			f->map = m;
+		if (!at)
+			return &cq_error_nomem;
+		f->path_at = at;
+		f->cap = cap;
+	}
+	if (f->paths_len + len > f->paths_cap) {
+		size_t cap = f->paths_cap ? f->paths_cap * 2 : 4096;
+		while (cap < f->paths_len + len)
+			cap *= 2;
+		char *p = realloc(f->paths, cap);
+		if (!p)
+			return &cq_error_nomem;
+		f->paths = p;
+		f->paths_cap = cap;
+	}
+	memcpy(f->paths + f->paths_len, path, len);
+	f->path_at[f->n] = f->paths_len;
+	f->paths_len += len;
+	f->map[f->n++] = (struct cq_core_mapping){.start = start, .end = end, .file_offset = 0};
+	return NULL;
+}
+
+/* The path of an object's file on this host: --exe for the executable, else under --sysroot. */
+static char *host_path(const struct cq_core *core, const char *name, bool is_exe)
+{
+	if (is_exe && core->options.exe)
+		return strdup(core->options.exe);
+	char *p;
+	if (asprintf(&p, "%s%s", core->options.sysroot ? core->options.sysroot : "", name) < 0)
+		return NULL;
+	return p;
+}
+
+/* The PT_INTERP string of the ELF file at path into buf (cap bytes), or "". */
+static void file_interp(const char *path, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	int fd = path ? cq_open_regular(path) : -1;
+	if (fd < 0)
+		return;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t phnum = 0;
+	if (elf && elf_getphdrnum(elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum && i < MAX_PHNUM; i++) {
+			GElf_Phdr g;
+			if (!gelf_getphdr(elf, (int)i, &g) || g.p_type != PT_INTERP || g.p_filesz == 0 ||
+			    g.p_filesz >= cap)
+				continue;
+			if (pread(fd, buf, (size_t)g.p_filesz, (off_t)g.p_offset) == (ssize_t)g.p_filesz)
+				buf[g.p_filesz - 1] = '\0';
+			else
+				buf[0] = '\0';
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+}
+
+/* The program headers (and e_entry) of the ELF file at path; false if unreadable. */
+static bool file_phdrs(const char *path, Elf64_Phdr *ph, size_t *n, uint64_t *entry)
+{
+	int fd = path ? cq_open_regular(path) : -1;
+	if (fd < 0)
+		return false;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	size_t phnum = 0;
+	bool good = elf && gelf_getehdr(elf, &eh) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	            elf_getphdrnum(elf, &phnum) == 0 && phnum > 0 && phnum <= MAX_PHNUM;
+	for (size_t i = 0; good && i < phnum; i++) {
+		GElf_Phdr g;
+		if (!gelf_getphdr(elf, (int)i, &g)) {
+			good = false;
+			break;
+		}
+		ph[i] = (Elf64_Phdr){.p_type = g.p_type,
+		                     .p_flags = g.p_flags,
+		                     .p_offset = g.p_offset,
+		                     .p_vaddr = g.p_vaddr,
+		                     .p_paddr = g.p_paddr,
+		                     .p_filesz = g.p_filesz,
+		                     .p_memsz = g.p_memsz,
+		                     .p_align = g.p_align};
+	}
+	if (good) {
+		*n = phnum;
+		*entry = eh.e_entry;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return good;
+}
+
+/*
+ * The program headers of the object whose ELF header is at base: from core
+ * memory, else from its file (name, under the sysroot).
+ */
+static bool object_phdrs(struct cq_core *core, uint64_t base, const char *name, bool is_exe,
+                         Elf64_Phdr *ph, size_t *n, uint64_t *entry)
+{
+	Elf64_Ehdr eh;
+	if (cq_mem_read(&core->mem, base, &eh, sizeof(eh)) &&
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum <= MAX_PHNUM &&
+	    eh.e_phoff <= (1u << 20) &&
+	    cq_mem_read(&core->mem, base + eh.e_phoff, ph, eh.e_phnum * sizeof(*ph))) {
+		*n = eh.e_phnum;
+		*entry = eh.e_entry;
+		return true;
+	}
+	char *path = host_path(core, name, is_exe);
+	bool good = file_phdrs(path, ph, n, entry);
+	free(path);
+	return good;
+}
+
+/* The object whose ELF header is at base (bias l_addr): its range. */
+static bool object_range(struct cq_core *core, uint64_t base, const char *name, uint64_t page,
+                         uint64_t *start, uint64_t *end)
+{
+	Elf64_Phdr ph[MAX_PHNUM];
+	size_t n;
+	uint64_t entry;
+	return object_phdrs(core, base, name, false, ph, &n, &entry) &&
+	       load_range(ph, n, base, page, start, end);
+}
+
+/*
+ * The executable: its load bias (from PT_PHDR, else AT_ENTRY against its
+ * header's e_entry), its range and its PT_DYNAMIC address (0: none).
+ */
+static bool executable(struct cq_core *core, const char *exe, uint64_t page, uint64_t *start,
+                       uint64_t *end, uint64_t *dynamic, uint64_t *dynsz)
+{
+	size_t n = core->at_phnum ? (size_t)core->at_phnum : 0;
+	Elf64_Phdr ph[MAX_PHNUM];
+	uint64_t entry = 0;
+	bool from_file = false;
+	if (!core->at_phdr || n == 0 || n > MAX_PHNUM ||
+	    !cq_mem_read(&core->mem, core->at_phdr, ph, n * sizeof(*ph))) {
+		char *path = host_path(core, exe, true);
+		from_file = file_phdrs(path, ph, &n, &entry);
+		free(path);
+		if (!from_file)
+			return false;
+	}
+	bool has_bias = false;
+	uint64_t bias = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ph[i].p_type == PT_PHDR && core->at_phdr >= ph[i].p_vaddr) {
+			bias = core->at_phdr - ph[i].p_vaddr;
+			has_bias = true;
+		}
+	}
+	if (!has_bias && from_file && core->at_entry >= entry) {
+		bias = core->at_entry - entry;
+		has_bias = true;
+	}
+	if (!has_bias)
+		return false;
+	*dynamic = *dynsz = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ph[i].p_type == PT_DYNAMIC) {
+			*dynamic = ph[i].p_vaddr + bias;
+			*dynsz = ph[i].p_memsz;
+		}
+	}
+	return load_range(ph, n, bias, page, start, end);
+}
+
+/* r_debug's address from the executable's DT_DEBUG, or 0. */
+static uint64_t find_r_debug(struct cq_core *core, uint64_t dynamic, uint64_t dynsz)
+{
+	size_t n = (size_t)(dynsz / 16);
+	for (size_t i = 0; i < n && i < MAX_DYN; i++) {
+		uint64_t tag, val;
+		if (!cq_mem_read_u64(&core->mem, dynamic + 16 * i, &tag) || tag == DT_NULL ||
+		    !cq_mem_read_u64(&core->mem, dynamic + 16 * i + 8, &val))
+			return 0;
+		if (tag == DT_DEBUG)
+			return val;
+	}
+	return 0;
+}
+
+/* Whether addr is inside the vdso (its extent from its headers in core memory). */
+static bool in_vdso(struct cq_core *core, uint64_t addr, uint64_t page)
+{
+	uint64_t base = core->at_sysinfo_ehdr, start, end;
+	if (!base)
+		return false;
+	Elf64_Phdr ph[MAX_PHNUM];
+	Elf64_Ehdr eh;
+	if (!cq_mem_read(&core->mem, base, &eh, sizeof(eh)) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh.e_phnum == 0 || eh.e_phnum > MAX_PHNUM || eh.e_phoff > page ||
+	    !cq_mem_read(&core->mem, base + eh.e_phoff, ph, eh.e_phnum * sizeof(*ph)) ||
+	    !load_range(ph, eh.e_phnum, base - (ph[0].p_type == PT_LOAD ? ph[0].p_vaddr : 0), page,
+	                &start, &end))
+		return addr >= base && addr - base < 2 * page;
+	return addr >= start && addr < end;
+}
+
+/*
+ * Follows r_map through l_next, adding every object other than the
+ * executable.  The dynamic loader's own entry names it with the
+ * executable's PT_INTERP string, which lies in read-only memory a core may
+ * lack: interp, from the executable's file, stands in for it there.
+ */
+static struct cq_error *walk_objects(struct cq_core *core, uint64_t r_debug, uint64_t exe_start,
+                                     const char *interp, uint64_t page, struct found *f)
+{
+	uint64_t lm;
+	if (!cq_mem_read_u64(&core->mem, r_debug + 8, &lm))
+		return NULL;
+	uint64_t seen[64];
+	struct cq_error *err = NULL;
+	for (size_t i = 0; lm && i < MAX_OBJECTS && !err; i++) {
+		uint64_t l_addr, l_name, l_ld, next;
+		if (!cq_mem_read_u64(&core->mem, lm, &l_addr) ||
+		    !cq_mem_read_u64(&core->mem, lm + 8, &l_name) ||
+		    !cq_mem_read_u64(&core->mem, lm + 16, &l_ld) ||
+		    !cq_mem_read_u64(&core->mem, lm + 24, &next))
+			break;
+		/* A cycle: the recent entries are enough to see a short one; the bound the rest. */
+		for (size_t k = 0; k < (i < 64 ? i : 64); k++)
+			if (seen[k] == lm)
+				return NULL;
+		seen[i % 64] = lm;
+		char name[MAX_NAME];
+		uint64_t start, end;
+		if (!l_name || !cq_mem_read_string(&core->mem, l_name, name, sizeof(name)))
+			snprintf(name, sizeof(name), "%s",
+			         core->at_base && l_addr == core->at_base ? interp : "");
+		if (name[0] && !in_vdso(core, l_ld, page) &&
+		    object_range(core, l_addr, name, page, &start, &end) && start != exe_start)
+			err = add(f, start, end, name);
+		lm = next;
+	}
+	return err;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct cq_core_mapping *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+struct cq_error *cq_link_map_mappings(struct cq_core *core)
+{
+	uint64_t page = core->at_pagesz ? core->at_pagesz : 4096;
+	if (page & (page - 1))
+		page = 4096;
+	struct found f = {0};
+	uint64_t start, end, dynamic, dynsz;
+	struct cq_error *err = NULL;
+	const char *exe = core->execfn[0] ? core->execfn : core->has_psinfo ? core->fname : "";
+	if (!exe[0] || !executable(core, exe, page, &start, &end, &dynamic, &dynsz))
+		return NULL;
+	err = add(&f, start, end, exe);
+	uint64_t r_debug = dynamic ? find_r_debug(core, dynamic, dynsz) : 0;
+	if (!err && r_debug) {
+		char interp[MAX_NAME];
+		char *path = host_path(core, exe, true);
+		file_interp(path, interp, sizeof(interp));
+		free(path);
+		err = walk_objects(core, r_debug, start, interp, page, &f);
+	}
+	if (err || f.n == 0) {
+		free(f.map);
+		free(f.path_at);
+		free(f.paths);
+		return err;
+	}
+	for (size_t i = 0; i < f.n; i++)
+		f.map[i].path = f.paths + f.path_at[i];
+	free(f.path_at);
+	qsort(f.map, f.n, sizeof(*f.map), by_start);
+	core->mappings = f.map;
+	core->nmappings = f.n;
+	core->mapping_paths = f.paths;
+	core->mappings_from_link_map = true;
+	return NULL;
+}
