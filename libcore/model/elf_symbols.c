@@ -87,19 +87,33 @@ static Elf_Scn *find_section_type(Elf *elf, GElf_Word type, GElf_Shdr *sh)
 	return NULL;
 }
 
+/*
+ * The data of mod's first section of type (in a module whose file matched
+ * the core), its header in *sh and its entry count in *count; NULL if none.
+ */
+static Elf_Data *module_section(const struct cq_module *mod, GElf_Word type, GElf_Shdr *sh,
+                                size_t *count)
+{
+	if (mod->status != CQ_MODULE_FOUND || !mod->elf || mod->is_vdso)
+		return NULL;
+	Elf_Scn *scn = find_section_type(mod->elf, type, sh);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!data || sh->sh_entsize == 0)
+		return NULL;
+	*count = sh->sh_size / sh->sh_entsize;
+	return data;
+}
+
 struct cq_error *cq_elf_exports(const struct cq_module *mod, struct cq_elf_export **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	if (mod->status != CQ_MODULE_FOUND || !mod->elf || mod->is_vdso)
-		return NULL;
 	Elf *elf = mod->elf;
 	GElf_Shdr sh;
-	Elf_Scn *scn = find_section_type(elf, SHT_DYNSYM, &sh);
-	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
-	if (!data || sh.sh_entsize == 0)
+	size_t count;
+	Elf_Data *data = module_section(mod, SHT_DYNSYM, &sh, &count);
+	if (!data)
 		return NULL;
-	size_t count = sh.sh_size / sh.sh_entsize;
 	if (count > MAX_SYMBOLS)
 		count = MAX_SYMBOLS;
 	struct cq_elf_export *e = malloc((count ? count : 1) * sizeof(*e));
@@ -130,21 +144,17 @@ struct cq_error *cq_elf_exports(const struct cq_module *mod, struct cq_elf_expor
 
 const char *cq_elf_soname(const struct cq_module *mod)
 {
-	if (mod->status != CQ_MODULE_FOUND || !mod->elf || mod->is_vdso)
-		return NULL;
-	Elf *elf = mod->elf;
 	GElf_Shdr sh;
-	Elf_Scn *scn = find_section_type(elf, SHT_DYNAMIC, &sh);
-	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
-	if (!data || sh.sh_entsize == 0)
+	size_t count;
+	Elf_Data *data = module_section(mod, SHT_DYNAMIC, &sh, &count);
+	if (!data)
 		return NULL;
-	size_t count = sh.sh_size / sh.sh_entsize;
 	for (size_t i = 0; i < count && i < 4096; i++) {
 		GElf_Dyn dyn;
 		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
 			break;
 		if (dyn.d_tag == DT_SONAME)
-			return elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+			return elf_strptr(mod->elf, sh.sh_link, dyn.d_un.d_val);
 	}
 	return NULL;
 }
