@@ -91,6 +91,8 @@ bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out,
  * and returns NULL: the cache only makes coreq faster.
  */
 struct cq_cache *cmd_open_cache(const char *path);
+/* Closes the cache, first warning once if damaged entries were dropped. */
+void cmd_close_cache(struct cq_cache *cache);
 
 struct cq_stack_frame;
 

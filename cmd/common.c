@@ -134,6 +134,16 @@ struct cq_cache *cmd_open_cache(const char *path)
 	return cache;
 }
 
+void cmd_close_cache(struct cq_cache *cache)
+{
+	size_t n = cq_cache_rejected(cache);
+	if (n)
+		cmd_warn(cq_cache_path(cache),
+		         "%zu damaged cache entr%s ignored and rebuilt from the modules", n,
+		         n == 1 ? "y" : "ies");
+	cq_cache_close(cache);
+}
+
 static void json_signal(struct cq_json *j, const struct cq_core *core)
 {
 	int sig = cq_core_signal(core);

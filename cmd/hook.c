@@ -233,7 +233,7 @@ static void analyse_child(const struct hook *h, const char *path)
 	err = cq_ingest_core(store, path, &io, &res);
 	cq_ingest_result_free(&res);
 	cq_bucket_rules_free(rules);
-	cq_cache_close(so.cache);
+	cmd_close_cache(so.cache);
 	cq_store_close(store);
 	_exit(err ? 1 : 0);
 }

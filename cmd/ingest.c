@@ -443,7 +443,7 @@ int cmd_ingest(int argc, char **argv)
 	print_summary(&run);
 	if (run.failed)
 		rc = EXIT_INPUT;
-	cq_cache_close(run.so.cache);
+	cmd_close_cache(run.so.cache);
 	cq_store_close(run.store);
 out:
 	cq_bucket_rules_free(run.rules);

@@ -170,7 +170,7 @@ static int open_elf(const struct lws_opts *o, struct cq_cache **cache, struct cq
 	*cache = o->no_cache ? NULL : cmd_open_cache(o->cache_path);
 	struct cq_error *err = cq_lws_elf_open(o->elf_path, o->common.debug_dirs, *cache, elf);
 	if (err) {
-		cq_cache_close(*cache);
+		cmd_close_cache(*cache);
 		*cache = NULL;
 		return cmd_fail(o->elf_path, err);
 	}
@@ -329,7 +329,7 @@ static int lws_decode(int argc, char **argv)
 		cq_json_finish(&d.j);
 	}
 	cq_lws_elf_close(d.elf);
-	cq_cache_close(cache);
+	cmd_close_cache(cache);
 	return d.failed ? EXIT_INPUT : EXIT_OK;
 }
 
@@ -500,7 +500,7 @@ static int lws_ingest(int argc, char **argv)
 		cq_json_finish(&run.j);
 	}
 	cq_lws_elf_close(elf);
-	cq_cache_close(cache);
+	cmd_close_cache(cache);
 	cq_store_close(store);
 	return failed ? EXIT_INPUT : EXIT_OK;
 }

@@ -302,7 +302,7 @@ int cmd_stack(int argc, char **argv)
 			print_text(stacks);
 		cq_stacks_free(stacks);
 	}
-	cq_cache_close(so.cache);
+	cmd_close_cache(so.cache);
 	cq_core_close(core);
 	return rc;
 }

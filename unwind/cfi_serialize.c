@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "libcore/base/bytes.h"
 
@@ -16,6 +17,12 @@ static const char magic[8] = "CQCFI\0\0";
 #define ROW_SIZE    8
 #define RULE_SIZE   8
 #define OP_SIZE     25
+#define CRC_SIZE    4 /* CRC-32 of everything before it, last in the blob */
+
+static uint32_t crc_of(const uint8_t *p, size_t len)
+{
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)len);
+}
 
 static bool rule_valid(const struct cq_cfi_table *t, const struct cq_cfi_rule *r, bool is_cfa)
 {
@@ -128,7 +135,7 @@ struct cq_error *cq_cfi_table_serialize(const struct cq_cfi_table *t, uint8_t **
 {
 	size_t nrules = (size_t)t->nrulesets * (t->nregs + 1);
 	size_t size = HEADER_SIZE + (size_t)t->nrows * ROW_SIZE + nrules * RULE_SIZE +
-	              (size_t)t->nops * OP_SIZE;
+	              (size_t)t->nops * OP_SIZE + CRC_SIZE;
 	uint8_t *buf = malloc(size), *p = buf;
 	if (!buf)
 		return &cq_error_nomem;
@@ -157,6 +164,7 @@ struct cq_error *cq_cfi_table_serialize(const struct cq_cfi_table *t, uint8_t **
 		p = put_u64(p, t->ops[i].number2);
 		p = put_u64(p, t->ops[i].offset);
 	}
+	put_u32(p, crc_of(buf, size - CRC_SIZE));
 	*blob = buf;
 	*len = size;
 	return NULL;
@@ -166,7 +174,7 @@ struct cq_error *cq_cfi_table_deserialize(const uint8_t *blob, size_t len,
                                           struct cq_cfi_table **out)
 {
 	*out = NULL;
-	if (len < HEADER_SIZE || memcmp(blob, magic, 8) != 0)
+	if (len < HEADER_SIZE + CRC_SIZE || memcmp(blob, magic, 8) != 0)
 		return cq_error_create(CQ_ERR_FORMAT, "not a CFI table blob");
 	if (cq_load_u32(blob + 8) != CQ_CFI_TABLE_VERSION)
 		return cq_error_create(CQ_ERR_FORMAT, "CFI table blob has version %u, not %u",
@@ -176,9 +184,12 @@ struct cq_error *cq_cfi_table_deserialize(const uint8_t *blob, size_t len,
 	if (nregs == 0 || nregs > CQ_CFI_MAX_REGS || nrulesets >= CQ_CFI_NO_RULES)
 		return cq_error_create(CQ_ERR_FORMAT, "CFI table blob: bad header");
 	uint64_t need = HEADER_SIZE + (uint64_t)nrows * ROW_SIZE +
-	                (uint64_t)nrulesets * (nregs + 1) * RULE_SIZE + (uint64_t)nops * OP_SIZE;
+	                (uint64_t)nrulesets * (nregs + 1) * RULE_SIZE + (uint64_t)nops * OP_SIZE +
+	                CRC_SIZE;
 	if (need != len)
 		return cq_error_create(CQ_ERR_FORMAT, "CFI table blob: size mismatch");
+	if (cq_load_u32(blob + len - CRC_SIZE) != crc_of(blob, len - CRC_SIZE))
+		return cq_error_create(CQ_ERR_FORMAT, "CFI table blob: checksum mismatch");
 	struct cq_cfi_table *t = table_alloc(nregs, nrows, nrulesets, nops);
 	if (!t)
 		return &cq_error_nomem;
@@ -186,15 +197,20 @@ struct cq_error *cq_cfi_table_deserialize(const uint8_t *blob, size_t len,
 	const uint8_t *p = blob + HEADER_SIZE;
 	for (uint32_t i = 0; i < nrows; i++, p += ROW_SIZE)
 		t->rows[i] = (struct cq_cfi_row){cq_load_u32(p), cq_load_u32(p + 4)};
-	for (size_t i = 0; i < (size_t)nrulesets * (nregs + 1); i++, p += RULE_SIZE)
+	bool padded = true; /* the pad byte is 0: the form has one encoding */
+	for (size_t i = 0; i < (size_t)nrulesets * (nregs + 1); i++, p += RULE_SIZE) {
 		t->rules[i] = (struct cq_cfi_rule){
 		    .kind = p[0], .reg = p[1], .flags = p[2], .value = (int32_t)cq_load_u32(p + 4)};
+		padded &= p[3] == 0;
+	}
 	for (uint32_t i = 0; i < nops; i++, p += OP_SIZE)
 		t->ops[i] = (struct cq_cfi_op){.atom = p[0],
 		                               .number = cq_load_u64(p + 1),
 		                               .number2 = cq_load_u64(p + 9),
 		                               .offset = cq_load_u64(p + 17)};
-	struct cq_error *err = table_validate(t);
+	struct cq_error *err = padded
+	                           ? table_validate(t)
+	                           : cq_error_create(CQ_ERR_FORMAT, "CFI table blob: bad padding");
 	if (err) {
 		cq_cfi_table_free(t);
 		return err;

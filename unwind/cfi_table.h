@@ -34,9 +34,10 @@
  *
  * Serialised form (little-endian), version CQ_CFI_TABLE_VERSION:
  *   "CQCFI\0\0\0" | u32 version | u32 nregs | u64 base | u32 nrows |
- *   u32 nrulesets | u32 nops | rows | rules | ops
- * A blob of another version, or whose sizes disagree with its length, is
- * rejected and the table rebuilt.
+ *   u32 nrulesets | u32 nops | rows | rules | ops | u32 CRC-32 of all before
+ * A blob of another version, whose sizes disagree with its length, whose
+ * checksum is wrong or whose indices point outside it, is rejected and the
+ * table rebuilt.
  */
 #ifndef CQ_CFI_TABLE_H
 #define CQ_CFI_TABLE_H
@@ -47,7 +48,7 @@
 
 #include "libcore/base/error.h"
 
-#define CQ_CFI_TABLE_VERSION 1
+#define CQ_CFI_TABLE_VERSION 2
 #define CQ_CFI_NO_RULES      UINT32_MAX
 #define CQ_CFI_MAX_REGS      34
 #define CQ_CFI_SIGNAL_FRAME  1

@@ -75,7 +75,9 @@ static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_mod
 			free(blob);
 			if (table && table->nregs == arch->nregs)
 				return table;
-			cq_cfi_table_free(table); /* damaged or for another architecture */
+			if (!table)
+				cq_cache_reject(cache); /* damaged: rebuilt below */
+			cq_cfi_table_free(table);       /* damaged or for another architecture */
 			table = NULL;
 		}
 	}

@@ -20,6 +20,8 @@ struct cq_cache {
 	sqlite3 *db;
 	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols;
 	int in_transaction; /* writes since open are batched in one transaction */
+	size_t rejected;    /* rows a reader found damaged (cq_cache_reject) */
+	char *path;
 };
 
 static const char *const statements[] = {
@@ -43,8 +45,13 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 	struct cq_cache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return &cq_error_nomem;
+	if (!(c->path = strdup(path))) {
+		free(c);
+		return &cq_error_nomem;
+	}
 	struct cq_error *err = cq_store_open_sqlite(path, "cache", BUSY_TIMEOUT_MS, &c->db);
 	if (err) {
+		free(c->path);
 		free(c);
 		return cq_error_prefix(err, "cache");
 	}
@@ -74,17 +81,36 @@ void cq_cache_close(struct cq_cache *c)
 	sqlite3_finalize(c->get_symbols);
 	sqlite3_finalize(c->put_symbols);
 	sqlite3_close(c->db);
+	free(c->path);
 	free(c);
 }
 
+void cq_cache_reject(struct cq_cache *c)
+{
+	if (c)
+		c->rejected++;
+}
+
+size_t cq_cache_rejected(const struct cq_cache *c)
+{
+	return c ? c->rejected : 0;
+}
+
+const char *cq_cache_path(const struct cq_cache *c)
+{
+	return c->path;
+}
+
 /* Runs a bound SELECT of one blob column; a malloc'd copy or NULL. */
-static uint8_t *fetch_blob(sqlite3_stmt *st, size_t *len)
+static uint8_t *fetch_blob(struct cq_cache *c, sqlite3_stmt *st, size_t *len)
 {
 	uint8_t *copy = NULL;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		int n = sqlite3_column_bytes(st, 0);
 		const void *blob = sqlite3_column_blob(st, 0);
-		if (blob && n > 0 && (copy = malloc((size_t)n))) {
+		if (sqlite3_column_type(st, 0) != SQLITE_BLOB || !blob || n <= 0)
+			c->rejected++; /* a row that is no blob: rebuilt by the caller */
+		else if ((copy = malloc((size_t)n))) {
 			memcpy(copy, blob, (size_t)n);
 			*len = (size_t)n;
 		}
@@ -109,7 +135,7 @@ uint8_t *cq_cache_get_table(struct cq_cache *c, const char *build_id, unsigned f
 	sqlite3_stmt *st = c->get_table;
 	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, (int)format);
-	return fetch_blob(st, len);
+	return fetch_blob(c, st, len);
 }
 
 void cq_cache_put_table(struct cq_cache *c, const char *build_id, unsigned format, unsigned rows,
@@ -132,7 +158,7 @@ uint8_t *cq_cache_get_symbols(struct cq_cache *c, const char *build_id, uint64_t
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)address);
 	sqlite3_bind_int(st, 3, debuginfo);
 	sqlite3_bind_int(st, 4, (int)format);
-	return fetch_blob(st, len);
+	return fetch_blob(c, st, len);
 }
 
 void cq_cache_put_symbols(struct cq_cache *c, const char *build_id, uint64_t address, int debuginfo,

@@ -45,4 +45,13 @@ uint8_t *cq_cache_get_symbols(struct cq_cache *cache, const char *build_id, uint
 void cq_cache_put_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
                           int debuginfo, unsigned format, const uint8_t *blob, size_t len);
 
+/*
+ * A row read from the cache was damaged: the reader drops it and rebuilds it
+ * from the module (the rebuilt row replaces it).  Counted so that a command
+ * can say so once.
+ */
+void cq_cache_reject(struct cq_cache *cache);
+size_t cq_cache_rejected(const struct cq_cache *cache); /* 0 for NULL */
+const char *cq_cache_path(const struct cq_cache *cache);
+
 #endif

@@ -48,23 +48,14 @@
 #include "libcore/model/core.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/symbols/demangle.h"
+#include "libcore/symbols/symbol_blob.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
 
 #define MAX_DEBUG_DIRS 256
-#define MAX_STRING_LEN (64u * 1024u)
+#define MAX_STRING_LEN CQ_SYMBOL_BLOB_MAX_STRING
 #define CACHE_MIN_CAP  256u
 #define MAX_FRAMES     (CQ_SYMBOLIZER_MAX_INLINE + 1)
-
-/*
- * Cached frames blob, version BLOB_FORMAT: u8 count, then per frame u8 flags
- * (BLOB_INLINED, BLOB_FUNCTION, BLOB_FILE), u32 line (little-endian), and the
- * function and file names, each NUL-terminated, when their flag is set.
- */
-#define BLOB_FORMAT   1
-#define BLOB_INLINED  1
-#define BLOB_FUNCTION 2
-#define BLOB_FILE     4
 
 /* What libdwfl's per-module userdata points at. */
 struct sym_module {
@@ -560,81 +551,6 @@ static const struct sym_module *module_of(Dwfl_Module *dm)
 
 /* ---- the cache file -------------------------------------------------------------- */
 
-static size_t blob_size(const struct cq_symbol_frame *frames, size_t n)
-{
-	size_t size = 1;
-	for (size_t i = 0; i < n; i++)
-		size += 5 + bounded_len(frames[i].function) + bounded_len(frames[i].file);
-	return size;
-}
-
-/* Appends s and its NUL (nothing for NULL); returns the new end. */
-static uint8_t *put_string(uint8_t *p, const char *s)
-{
-	if (!s)
-		return p;
-	size_t len = strnlen(s, MAX_STRING_LEN);
-	memcpy(p, s, len);
-	p[len] = '\0';
-	return p + len + 1;
-}
-
-static uint8_t *encode_frames(const struct cq_symbol_frame *frames, size_t n, size_t *len)
-{
-	uint8_t *blob = malloc(blob_size(frames, n)), *p = blob;
-	if (!blob)
-		return NULL;
-	*p++ = (uint8_t)n;
-	for (size_t i = 0; i < n; i++) {
-		const struct cq_symbol_frame *f = &frames[i];
-		*p++ = (uint8_t)((f->inlined ? BLOB_INLINED : 0) |
-		                 (f->function ? BLOB_FUNCTION : 0) | (f->file ? BLOB_FILE : 0));
-		uint32_t line = (uint32_t)f->line;
-		memcpy(p, &line, 4);
-		p = put_string(put_string(p + 4, f->function), f->file);
-	}
-	*len = (size_t)(p - blob);
-	return blob;
-}
-
-/* A NUL-terminated string at *p within end, or NULL (and *p past end). */
-static const char *take_string(const uint8_t **p, const uint8_t *end)
-{
-	const uint8_t *nul = memchr(*p, '\0', (size_t)(end - *p));
-	if (!nul) {
-		*p = end + 1;
-		return NULL;
-	}
-	const char *s = (const char *)*p;
-	*p = nul + 1;
-	return s;
-}
-
-/* Decodes a cached blob into d (strings point into the blob); false if malformed. */
-static bool decode_frames(const uint8_t *blob, size_t len, struct frame_draft *d)
-{
-	const uint8_t *p = blob, *end = blob + len;
-	if (len < 1 || blob[0] == 0 || blob[0] > MAX_FRAMES)
-		return false;
-	size_t n = *p++;
-	for (size_t i = 0; i < n; i++) {
-		if (end - p < 5)
-			return false;
-		uint8_t flags = *p;
-		int line = (int)cq_load_u32(p + 1);
-		p += 5;
-		const char *function = flags & BLOB_FUNCTION ? take_string(&p, end) : NULL;
-		const char *file = flags & BLOB_FILE ? take_string(&p, end) : NULL;
-		if (p > end)
-			return false;
-		d->frames[d->n++] = (struct cq_symbol_frame){.function = function,
-		                                             .file = file,
-		                                             .line = line,
-		                                             .inlined = flags & BLOB_INLINED};
-	}
-	return p == end;
-}
-
 static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
 {
 	if (s->has_debuginfo[index] < 0) {
@@ -652,13 +568,17 @@ static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, si
 {
 	const struct cq_module *mod = &s->modules[index];
 	size_t len = 0;
-	uint8_t *blob = cq_cache_get_symbols(s->cache, id, addr - mod->bias,
-	                                     module_has_debuginfo(s, index), BLOB_FORMAT, &len);
+	uint8_t *blob =
+	    cq_cache_get_symbols(s->cache, id, addr - mod->bias, module_has_debuginfo(s, index),
+	                         CQ_SYMBOL_BLOB_FORMAT, &len);
+	if (!blob)
+		return false;
 	struct frame_draft draft = {.n = 0, .nowned = 0};
-	struct cq_symbol_frame *frames = NULL;
-	if (blob && decode_frames(blob, len, &draft))
-		frames = pack_frames(&draft);
+	draft.n = cq_symbol_blob_decode(blob, len, draft.frames, MAX_FRAMES);
+	struct cq_symbol_frame *frames = draft.n ? pack_frames(&draft) : NULL;
 	free(blob);
+	if (!draft.n)
+		cq_cache_reject(s->cache); /* rebuilt from the module and overwritten */
 	if (!frames)
 		return false;
 	*slot = (struct cache_slot){
@@ -689,11 +609,11 @@ static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, si
 	    .addr = addr, .module = index, .frames = frames, .nframes = draft.n};
 	if (s->cache && id[0]) {
 		size_t len;
-		uint8_t *blob = encode_frames(frames, draft.n, &len);
+		uint8_t *blob = cq_symbol_blob_encode(frames, draft.n, &len);
 		if (blob)
 			cq_cache_put_symbols(s->cache, id, addr - sm->mod->bias,
-			                     module_has_debuginfo(s, index), BLOB_FORMAT, blob,
-			                     len);
+			                     module_has_debuginfo(s, index), CQ_SYMBOL_BLOB_FORMAT,
+			                     blob, len);
 		free(blob);
 	}
 	return true;
