@@ -95,12 +95,22 @@ struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
 	struct cq_error *err = cq_core_open(path, &o->core, out);
 	if (err)
 		return err;
-	const struct cq_core *core = *out;
+	cmd_warn_damaged_core(path, *out);
+	return NULL;
+}
+
+void cmd_warn_damaged_core(const char *path, const struct cq_core *core)
+{
 	if (core->memory_missing)
 		cmd_warn(path, "core is truncated: %llu of %llu bytes of dumped memory are missing",
 		         (unsigned long long)core->memory_missing,
 		         (unsigned long long)core->memory_dumped);
-	return NULL;
+	if (core->duplicate_tids)
+		cmd_warn(path,
+		         "%zu thread%s repeat%s another thread's tid (a damaged or forged core?): "
+		         "every thread is kept, in note order",
+		         core->duplicate_tids, core->duplicate_tids == 1 ? "" : "s",
+		         core->duplicate_tids == 1 ? "s" : "");
 }
 
 bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out, const char *cmd,

@@ -252,12 +252,10 @@ static void remember(struct ingest_run *run, const struct input *in, int64_t cor
 	}
 }
 
-static void warn_truncated(void *arg, const char *path, uint64_t missing, uint64_t dumped)
+static void warn_damaged(void *arg, const char *path, const struct cq_core *core)
 {
 	(void)arg;
-	if (missing)
-		cmd_warn(path, "core is truncated: %llu of %llu bytes of dumped memory are missing",
-		         (unsigned long long)missing, (unsigned long long)dumped);
+	cmd_warn_damaged_core(path, core);
 }
 
 static void ingest_one(struct ingest_run *run, const struct input *in)
@@ -268,7 +266,7 @@ static void ingest_one(struct ingest_run *run, const struct input *in)
 	                               .signature_frames = run->signature_frames,
 	                               .rules = run->rules,
 	                               .capture_override = run->capture_override,
-	                               .opened = warn_truncated};
+	                               .opened = warn_damaged};
 	struct cq_ingest_result res;
 	struct cq_error *err = cq_ingest_core(run->store, path, &io, &res);
 	const struct cq_store_result *r = &res.store;

@@ -107,6 +107,27 @@ static struct cq_error *add_load_segments(struct cq_core *core)
 	return NULL;
 }
 
+static int compare_tid(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Counts threads that repeat an earlier thread's tid. */
+static struct cq_error *count_duplicate_tids(struct cq_core *core)
+{
+	int32_t *tids = malloc(core->nthreads * sizeof(*tids));
+	if (!tids)
+		return &cq_error_nomem;
+	for (size_t i = 0; i < core->nthreads; i++)
+		tids[i] = core->threads[i].tid;
+	qsort(tids, core->nthreads, sizeof(*tids), compare_tid);
+	for (size_t i = 1; i < core->nthreads; i++)
+		core->duplicate_tids += tids[i] == tids[i - 1];
+	free(tids);
+	return NULL;
+}
+
 static struct cq_error *core_load(struct cq_core *core)
 {
 	struct cq_error *err = cq_source_open(core->path, core->options.max_spool, &core->source);
@@ -126,7 +147,7 @@ static struct cq_error *core_load(struct cq_core *core)
 	/* Reads of a core are scattered (a few stack pages per thread). */
 	madvise((void *)((uintptr_t)core->image & ~(uintptr_t)4095), size, MADV_RANDOM);
 	if ((err = check_header(core)) || (err = cq_notes_parse(core)) ||
-	    (err = add_load_segments(core)))
+	    (err = count_duplicate_tids(core)) || (err = add_load_segments(core)))
 		return err;
 	if (core->at_execfn)
 		cq_mem_read_string(&core->mem, core->at_execfn, core->execfn, sizeof(core->execfn));

@@ -83,6 +83,9 @@ struct cq_core {
 
 	struct cq_core_thread *threads; /* crashing thread first */
 	size_t nthreads;
+	/* Threads whose tid an earlier thread already has (a damaged or forged
+	 * core); every one is kept, told apart by its place in the notes. */
+	size_t duplicate_tids;
 
 	/* NT_AUXV */
 	uint64_t at_entry, at_phdr, at_phnum, at_base, at_execfn, at_sysinfo_ehdr, at_pagesz;

@@ -29,7 +29,7 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	struct cq_error *err = cq_core_open(path, o->core, &core);
 	if (!err) {
 		if (o->opened)
-			o->opened(o->opened_arg, path, core->memory_missing, core->memory_dumped);
+			o->opened(o->opened_arg, path, core);
 		cq_capture_reconcile(core, &cap);
 		cq_store_identity(core, identity);
 		err = cq_store_find_core(store, identity, &out->store.core_id);

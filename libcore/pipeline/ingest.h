@@ -27,6 +27,7 @@
 
 struct cq_bucket_rules;
 struct cq_capture;
+struct cq_core;
 struct cq_core_options;
 struct cq_stack_options;
 
@@ -38,8 +39,7 @@ struct cq_ingest_options {
 	/* Metadata to use instead of what the file's name and xattrs say; may be NULL. */
 	const struct cq_capture *capture_override;
 	/* Called once the core is open, e.g. to warn that it is truncated; may be NULL. */
-	void (*opened)(void *arg, const char *path, uint64_t memory_missing,
-	               uint64_t memory_dumped);
+	void (*opened)(void *arg, const char *path, const struct cq_core *core);
 	void *opened_arg;
 };
 
