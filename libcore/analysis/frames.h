@@ -66,9 +66,12 @@ struct cq_stack_frame {
 
 struct cq_thread_stack {
 	const struct cq_core_thread *thread;
+	/* Threads with the same stack share one array (stack_pool.h) until an
+	 * async runtime gives a thread its own merged stack (owns_frames). */
 	struct cq_stack_frame *frames;
 	size_t nframes;
 	enum cq_unwind_end end;
+	bool owns_frames;
 };
 
 /*

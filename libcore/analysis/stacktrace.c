@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "libcore/analysis/frame_list.h"
+#include "libcore/analysis/stack_pool.h"
 #include "libcore/analysis/unwind_target.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/symbolizer.h"
@@ -28,6 +29,7 @@ struct cq_stacks_private {
 	struct cq_stacks pub;
 	struct cq_symbolizer *symbolizer;
 	struct cq_async_states *async; /* own the async frames' strings */
+	struct cq_stack_pool pool;     /* threads' native stacks, each distinct one once */
 };
 
 void cq_stack_options_default(struct cq_stack_options *o)
@@ -74,9 +76,17 @@ static struct cq_error *unwind_one(struct cq_stacks_private *p, struct cq_core *
 	struct cq_error *err = NULL;
 	for (size_t i = 0; i < n && !err; i++)
 		err = cq_frame_list_add(&fl, core, p->symbolizer, &raw[i], CQ_FRAME_NATIVE);
-	ts->frames = fl.frames;
+	if (err) {
+		free(fl.frames);
+		return err;
+	}
+	const struct cq_stack_frame *pooled;
+	if ((err = cq_stack_pool_intern(&p->pool, fl.frames, fl.n, &pooled)))
+		return err;
+	ts->frames = (struct cq_stack_frame *)pooled;
 	ts->nframes = fl.n;
-	return err;
+	ts->owns_frames = false;
+	return NULL;
 }
 
 struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_options *o,
@@ -142,7 +152,9 @@ void cq_stacks_free(struct cq_stacks *stacks)
 		return;
 	struct cq_stacks_private *p = (struct cq_stacks_private *)stacks;
 	for (size_t i = 0; i < stacks->nthreads; i++)
-		free(stacks->threads[i].frames);
+		if (stacks->threads[i].owns_frames)
+			free(stacks->threads[i].frames);
+	cq_stack_pool_free(&p->pool);
 	free(stacks->threads);
 	for (size_t i = 0; i < stacks->nsuspended; i++)
 		free(stacks->suspended[i].frames);

@@ -3,13 +3,54 @@
  */
 #include "libcore/base/json.h"
 
-#include <inttypes.h>
 #include <string.h>
 
 void cq_json_init(struct cq_json *j, FILE *out)
 {
-	memset(j, 0, sizeof(*j));
 	j->out = out;
+	j->depth = 0;
+	memset(j->need_comma, 0, sizeof(j->need_comma));
+	j->after_key = false;
+	j->len = 0;
+}
+
+static void flush(struct cq_json *j)
+{
+	if (j->len)
+		fwrite(j->buf, 1, j->len, j->out);
+	j->len = 0;
+}
+
+static void put_bytes(struct cq_json *j, const void *p, size_t n)
+{
+	if (n > sizeof(j->buf) - j->len) {
+		flush(j);
+		if (n > sizeof(j->buf)) {
+			fwrite(p, 1, n, j->out);
+			return;
+		}
+	}
+	memcpy(j->buf + j->len, p, n);
+	j->len += n;
+}
+
+static void put_char(struct cq_json *j, char c)
+{
+	if (j->len == sizeof(j->buf))
+		flush(j);
+	j->buf[j->len++] = c;
+}
+
+/* v in decimal (negative with a '-'). */
+static void put_u64(struct cq_json *j, uint64_t v, bool negative)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10));
+	if (negative)
+		*--p = '-';
+	put_bytes(j, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 /* Emits the separator a new value needs at the current position. */
@@ -20,14 +61,14 @@ static void value_prefix(struct cq_json *j)
 		return;
 	}
 	if (j->need_comma[j->depth])
-		fputc(',', j->out);
+		put_char(j, ',');
 	j->need_comma[j->depth] = true;
 }
 
 static void open_container(struct cq_json *j, char c)
 {
 	value_prefix(j);
-	fputc(c, j->out);
+	put_char(j, c);
 	if (j->depth + 1 < CQ_JSON_MAX_DEPTH)
 		j->depth++;
 	j->need_comma[j->depth] = false;
@@ -37,7 +78,7 @@ static void close_container(struct cq_json *j, char c)
 {
 	if (j->depth > 0)
 		j->depth--;
-	fputc(c, j->out);
+	put_char(j, c);
 }
 
 void cq_json_object_begin(struct cq_json *j)
@@ -87,61 +128,80 @@ static size_t utf8_sequence(const unsigned char *s, size_t n)
 	return len;
 }
 
+/*
+ * Bytes that need a look: 1 for those always escaped (control bytes, DEL,
+ * quote, backslash), 2 for the first byte of a multi-byte sequence, which
+ * passes through when the sequence is valid UTF-8.  Printable ASCII is 0.
+ */
+static const uint8_t byte_class[256] = {
+    [0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x7f] = 1, [0x80 ... 0xff] = 2,
+};
+
 /* Length of the run at s that needs no escaping (printable ASCII, valid UTF-8). */
 static size_t plain_run(const unsigned char *s, size_t n)
 {
 	size_t i = 0;
-	while (i < n) {
-		unsigned char c = s[i];
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+	for (;;) {
+		while (i < n && byte_class[s[i]] == 0)
 			i++;
-			continue;
-		}
-		size_t seq = c >= 0x80 ? utf8_sequence(s + i, n - i) : 0;
+		if (i == n || byte_class[s[i]] == 1)
+			return i;
+		size_t seq = utf8_sequence(s + i, n - i);
 		if (seq == 0)
-			break;
+			return i;
 		i += seq;
 	}
-	return i;
 }
 
-static void write_string(FILE *out, const unsigned char *s, size_t n)
+static void write_string(struct cq_json *j, const unsigned char *s, size_t n)
 {
-	fputc('"', out);
+	static const char hex[] = "0123456789abcdef";
+	put_char(j, '"');
 	for (size_t i = 0; i < n;) {
 		size_t run = plain_run(s + i, n - i);
 		if (run) {
-			fwrite(s + i, 1, run, out);
+			put_bytes(j, s + i, run);
 			i += run;
 			continue;
 		}
 		unsigned char c = s[i++];
 		if (c == '"' || c == '\\') {
-			fputc('\\', out);
-			fputc(c, out);
+			char esc[2] = {'\\', (char)c};
+			put_bytes(j, esc, 2);
 		} else if (c == '\n') {
-			fputs("\\n", out);
+			put_bytes(j, "\\n", 2);
 		} else if (c == '\t') {
-			fputs("\\t", out);
-		} else {
-			fprintf(out, "\\u%04x", c); /* control byte, DEL, or invalid UTF-8 */
+			put_bytes(j, "\\t", 2);
+		} else { /* control byte, DEL, or invalid UTF-8 */
+			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			put_bytes(j, esc, 6);
 		}
 	}
-	fputc('"', out);
+	put_char(j, '"');
 }
 
 void cq_json_key(struct cq_json *j, const char *key)
 {
 	value_prefix(j);
-	write_string(j->out, (const unsigned char *)key, strlen(key));
-	fputc(':', j->out);
+	size_t len = strlen(key);
+	if (len + 3 <= sizeof(j->buf) - j->len && plain_run((const unsigned char *)key, len) == len) {
+		char *p = j->buf + j->len; /* the common case: a plain key, in one copy */
+		p[0] = '"';
+		memcpy(p + 1, key, len);
+		p[len + 1] = '"';
+		p[len + 2] = ':';
+		j->len += len + 3;
+	} else {
+		write_string(j, (const unsigned char *)key, len);
+		put_char(j, ':');
+	}
 	j->after_key = true;
 }
 
 void cq_json_string_len(struct cq_json *j, const char *s, size_t len)
 {
 	value_prefix(j);
-	write_string(j->out, (const unsigned char *)s, len);
+	write_string(j, (const unsigned char *)s, len);
 }
 
 void cq_json_string(struct cq_json *j, const char *s)
@@ -155,34 +215,44 @@ void cq_json_string(struct cq_json *j, const char *s)
 void cq_json_int(struct cq_json *j, int64_t v)
 {
 	value_prefix(j);
-	fprintf(j->out, "%" PRId64, v);
+	put_u64(j, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
 void cq_json_uint(struct cq_json *j, uint64_t v)
 {
 	value_prefix(j);
-	fprintf(j->out, "%" PRIu64, v);
+	put_u64(j, v, false);
 }
 
 void cq_json_hex(struct cq_json *j, uint64_t v)
 {
+	static const char hex[] = "0123456789abcdef";
+	char tmp[20], *p = tmp + sizeof(tmp);
+	*--p = '"';
+	do
+		*--p = hex[v & 15];
+	while ((v >>= 4));
+	*--p = 'x';
+	*--p = '0';
+	*--p = '"';
 	value_prefix(j);
-	fprintf(j->out, "\"0x%" PRIx64 "\"", v);
+	put_bytes(j, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 void cq_json_bool(struct cq_json *j, bool v)
 {
 	value_prefix(j);
-	fputs(v ? "true" : "false", j->out);
+	put_bytes(j, v ? "true" : "false", v ? 4 : 5);
 }
 
 void cq_json_null(struct cq_json *j)
 {
 	value_prefix(j);
-	fputs("null", j->out);
+	put_bytes(j, "null", 4);
 }
 
 void cq_json_finish(struct cq_json *j)
 {
-	fputc('\n', j->out);
+	put_char(j, '\n');
+	flush(j);
 }

@@ -5,7 +5,10 @@
  * core (paths, command lines) may be any bytes, so invalid UTF-8 is written
  * as \u00XX escapes, one per byte.  Commas and nesting are tracked here so
  * callers only say what comes next.  The writer is compact, one document per
- * line.
+ * line.  Output is gathered in the writer's own buffer and handed to the
+ * stream in large blocks (a 3000-thread stack is tens of thousands of
+ * fields; a stdio call per field cost more than the unwinding); nothing
+ * reaches the stream before the buffer fills or cq_json_finish.
  */
 #ifndef CQ_JSON_H
 #define CQ_JSON_H
@@ -15,12 +18,15 @@
 #include <stdio.h>
 
 #define CQ_JSON_MAX_DEPTH 32
+#define CQ_JSON_BUFFER    (32 * 1024)
 
 struct cq_json {
 	FILE *out;
 	unsigned depth;
 	bool need_comma[CQ_JSON_MAX_DEPTH];
 	bool after_key;
+	size_t len; /* bytes in buf not yet written to out */
+	char buf[CQ_JSON_BUFFER];
 };
 
 void cq_json_init(struct cq_json *j, FILE *out);
@@ -36,7 +42,7 @@ void cq_json_uint(struct cq_json *j, uint64_t v);
 void cq_json_hex(struct cq_json *j, uint64_t v); /* "0x1f" */
 void cq_json_bool(struct cq_json *j, bool v);
 void cq_json_null(struct cq_json *j);
-/* Ends the document with a newline. */
+/* Ends the document with a newline and writes out what is buffered. */
 void cq_json_finish(struct cq_json *j);
 
 #endif

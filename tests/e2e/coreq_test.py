@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 COREQ = os.environ.get("COREQ", "build/asan/coreq")
+COREQ_RELEASE = os.environ.get("COREQ_RELEASE", "build/coreq")
 CORPUS = os.environ.get("CORPUS", "build/corpus")
 BUILD = os.environ.get("COREQ_BUILD", "build")
 ROOT = os.environ.get("COREQ_ROOT", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -242,9 +242,11 @@ static struct cq_error *folly_threads(void *state, const struct cq_async_ctx *ct
 		cq_async_merge(ctx->target, f->threads, st->nthreads, t, f->cookie, &out);
 		struct cq_frame_list fl = {0};
 		err = add_steps(f, ctx, &fl, &out);
-		free(ts->frames);
+		if (ts->owns_frames)
+			free(ts->frames);
 		ts->frames = fl.frames;
 		ts->nframes = fl.n;
+		ts->owns_frames = true;
 		ts->end = out.end;
 	}
 	return err;
