@@ -14,7 +14,7 @@ void cq_json_init(struct cq_json *j, FILE *out)
 	j->len = 0;
 }
 
-static void flush(struct cq_json *j)
+void cq_json_flush(struct cq_json *j)
 {
 	if (j->len)
 		fwrite(j->buf, 1, j->len, j->out);
@@ -24,7 +24,7 @@ static void flush(struct cq_json *j)
 static void put_bytes(struct cq_json *j, const void *p, size_t n)
 {
 	if (n > sizeof(j->buf) - j->len) {
-		flush(j);
+		cq_json_flush(j);
 		if (n > sizeof(j->buf)) {
 			fwrite(p, 1, n, j->out);
 			return;
@@ -37,7 +37,7 @@ static void put_bytes(struct cq_json *j, const void *p, size_t n)
 static void put_char(struct cq_json *j, char c)
 {
 	if (j->len == sizeof(j->buf))
-		flush(j);
+		cq_json_flush(j);
 	j->buf[j->len++] = c;
 }
 
@@ -184,7 +184,8 @@ void cq_json_key(struct cq_json *j, const char *key)
 {
 	value_prefix(j);
 	size_t len = strlen(key);
-	if (len + 3 <= sizeof(j->buf) - j->len && plain_run((const unsigned char *)key, len) == len) {
+	if (len + 3 <= sizeof(j->buf) - j->len &&
+	    plain_run((const unsigned char *)key, len) == len) {
 		char *p = j->buf + j->len; /* the common case: a plain key, in one copy */
 		p[0] = '"';
 		memcpy(p + 1, key, len);
@@ -254,5 +255,5 @@ void cq_json_null(struct cq_json *j)
 void cq_json_finish(struct cq_json *j)
 {
 	put_char(j, '\n');
-	flush(j);
+	cq_json_flush(j);
 }

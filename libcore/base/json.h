@@ -44,5 +44,7 @@ void cq_json_bool(struct cq_json *j, bool v);
 void cq_json_null(struct cq_json *j);
 /* Ends the document with a newline and writes out what is buffered. */
 void cq_json_finish(struct cq_json *j);
+/* Writes out what is buffered (for a caller that stops without finishing). */
+void cq_json_flush(struct cq_json *j);
 
 #endif

@@ -33,6 +33,7 @@ static void open_capture(struct capture *c)
 
 static const char *close_capture(struct capture *c)
 {
+	cq_json_flush(&c->j);
 	fclose(c->f);
 	return c->buf;
 }
