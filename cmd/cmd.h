@@ -45,6 +45,7 @@ enum {
 	OPT_EXE,
 	OPT_SYSROOT,
 	OPT_DEBUG_DIR,
+	OPT_MAX_CORE_SIZE,
 	OPT_HELP,
 	OPT_FIRST_COMMAND_SPECIFIC,
 };
@@ -54,6 +55,7 @@ enum {
 	    {"exe", required_argument, NULL, OPT_EXE},                                             \
 	    {"sysroot", required_argument, NULL, OPT_SYSROOT},                                     \
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},                                 \
+	    {"max-core-size", required_argument, NULL, OPT_MAX_CORE_SIZE},                         \
 	{                                                                                          \
 		"help", no_argument, NULL, OPT_HELP                                                \
 	}
@@ -65,6 +67,12 @@ void cmd_core_opts_init(struct cmd_core_opts *o);
  * -1 after printing a usage error.
  */
 int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd);
+
+/*
+ * Parses a byte count: digits with an optional binary suffix K, M, G or T
+ * (KiB...).  Returns false (after a usage error naming option) otherwise.
+ */
+bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char *option);
 
 /* Parses "text" / "json". Returns false (after printing) on anything else. */
 bool cmd_parse_format(const char *arg, enum cmd_format *out, const char *cmd);

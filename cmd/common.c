@@ -36,9 +36,42 @@ bool cmd_parse_format(const char *arg, enum cmd_format *out, const char *cmd)
 	return true;
 }
 
+bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char *option)
+{
+	static const char suffixes[] = "KMGT";
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	unsigned shift = 0;
+	const char *s = *end ? strchr(suffixes, *end) : NULL;
+	if (s && *s) {
+		shift = 10 * (unsigned)(s - suffixes + 1);
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
+	}
+	if (errno || end == arg || *end || arg[0] == '-' || (shift && v > (UINT64_MAX >> shift))) {
+		cmd_usage_error(cmd, "%s takes a byte count (e.g. 4096, 512M, 8G), not '%s'", option,
+		                arg);
+		return false;
+	}
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
 int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd)
 {
 	switch (opt) {
+	case OPT_MAX_CORE_SIZE:
+		if (!cmd_parse_bytes(arg, &o->core.max_spool, cmd, "--max-core-size"))
+			return -1;
+		if (o->core.max_spool == 0) {
+			cmd_usage_error(cmd, "--max-core-size must be above 0");
+			return -1;
+		}
+		return 1;
 	case OPT_FORMAT:
 		return cmd_parse_format(arg, &o->format, cmd) ? 1 : -1;
 	case OPT_EXE:
@@ -105,6 +138,11 @@ void cmd_warn_damaged_core(const char *path, const struct cq_core *core)
 		cmd_warn(path, "core is truncated: %llu of %llu bytes of dumped memory are missing",
 		         (unsigned long long)core->memory_missing,
 		         (unsigned long long)core->memory_dumped);
+	if (core->source.cut_at)
+		cmd_warn(path,
+		         "decompressed core cut at %llu bytes (--max-core-size, or the free space "
+		         "where it is spooled): the rest of the stream was not read",
+		         (unsigned long long)core->source.cut_at);
 	if (core->duplicate_tids)
 		cmd_warn(path,
 		         "%zu thread%s repeat%s another thread's tid (a damaged or forged core?): "
@@ -193,7 +231,12 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core)
 	cq_json_key(j, "crashed_tid");
 	cq_json_int(j, crashed->tid);
 	cq_json_key(j, "truncated");
-	cq_json_bool(j, core->memory_missing > 0);
+	cq_json_bool(j, core->memory_missing > 0 || core->source.cut_at);
+	cq_json_key(j, "cut_at");
+	if (core->source.cut_at)
+		cq_json_uint(j, core->source.cut_at);
+	else
+		cq_json_null(j);
 	cq_json_key(j, "memory_missing");
 	cq_json_uint(j, core->memory_missing);
 	cq_json_object_end(j);

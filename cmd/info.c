@@ -12,6 +12,7 @@
 
 static const char info_usage[] =
     "Usage: coreq info CORE [--format text|json] [--exe P] [--sysroot D] [--debug-dir D]\n"
+    "                       [--max-core-size BYTES]\n"
     "\n"
     "Print what a core file records: pid, executable, command line, signal\n"
     "(name, si_code, fault address), the crashing thread, every thread (tid, pc,\n"
@@ -24,6 +25,9 @@ static const char info_usage[] =
     "  --exe P             the executable that produced the core\n"
     "  --sysroot D         look for every module path under D\n"
     "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+    "  --max-core-size BYTES  cut a compressed or piped core at BYTES once\n"
+    "                      decompressed (K, M, G, T suffixes; default: the free\n"
+    "                      space of $TMPDIR less 1 GiB); a cut core is truncated\n"
     "  --help              show this help\n";
 
 static void json_modules(struct cq_json *j, const struct cq_core *core)

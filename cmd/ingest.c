@@ -62,7 +62,7 @@ struct ingest_run {
 static const char ingest_usage[] =
     "Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
     "                    [--cache P | --no-cache] [--signature-frames N] [--rules FILE]\n"
-    "                    [--no-async]\n"
+    "                    [--no-async] [--max-core-size BYTES]\n"
     "                    CORE... | DIR | -\n"
     "\n"
     "Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
@@ -80,6 +80,9 @@ static const char ingest_usage[] =
     "  --format text|json  output format (default text)\n"
     "  --sysroot D         look for every module path under D\n"
     "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
+    "  --max-core-size BYTES  cut a compressed or piped core at BYTES once\n"
+    "                      decompressed (K, M, G, T suffixes; default: the free\n"
+    "                      space of $TMPDIR less 1 GiB); a cut core is truncated\n"
     "  --cache P           unwind-table and symbol cache (see coreq stack)\n"
     "  --no-cache          do not use the cache\n"
     "  --signature-frames N  frames in a crash signature (default 5)\n"

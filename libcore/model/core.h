@@ -59,7 +59,7 @@ struct cq_core_options {
 	const char *exe;               /* use this file for the main executable */
 	const char *sysroot;           /* prefix for every module path */
 	const char *const *debug_dirs; /* NULL-terminated list of build-id tree roots */
-	uint64_t max_spool;            /* bound on decompressed size, 0 = default */
+	uint64_t max_spool;            /* cap on decompressed size, 0 = from free space */
 };
 
 struct cq_core {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
@@ -69,6 +70,24 @@ static const char *filter_name(int code)
 	}
 }
 
+/* The cap when none is given: the spool's free space less what is kept free. */
+static struct cq_error *default_cap(int spool, uint64_t *cap)
+{
+	struct statvfs vfs;
+	uint64_t avail = CQ_SOURCE_DEFAULT_MAX_SPOOL;
+	if (fstatvfs(spool, &vfs) == 0 && vfs.f_frsize)
+		avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	if (avail <= CQ_SOURCE_KEEP_FREE)
+		return cq_error_create(CQ_ERR_LIMIT,
+		                       "no room to decompress: %llu bytes free where it would be "
+		                       "spooled, %llu kept free (--max-core-size sets a cap)",
+		                       (unsigned long long)avail,
+		                       (unsigned long long)CQ_SOURCE_KEEP_FREE);
+	avail -= CQ_SOURCE_KEEP_FREE;
+	*cap = avail < CQ_SOURCE_DEFAULT_MAX_SPOOL ? avail : CQ_SOURCE_DEFAULT_MAX_SPOOL;
+	return NULL;
+}
+
 /* Streams everything libarchive decodes from in_fd into a fresh spool file. */
 static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
                                                  struct cq_source *out)
@@ -91,6 +110,8 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 	}
 	if ((err = spool_create(&spool)))
 		goto out;
+	if (max_spool == 0 && (err = default_cap(spool, &max_spool)))
+		goto out;
 	uint64_t total = 0;
 	char buf[1 << 16];
 	for (;;) {
@@ -103,15 +124,16 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 			                      why ? why : "read error");
 			goto out;
 		}
-		total += (uint64_t)n;
-		if (total > max_spool) {
-			err = cq_error_create(CQ_ERR_LIMIT,
-			                      "decompressed core exceeds the %llu-byte limit",
-			                      (unsigned long long)max_spool);
-			goto out;
+		if ((uint64_t)n > max_spool - total) {
+			/* A bomb, or a core bigger than the room for it: keep the cap's worth. */
+			n = (la_ssize_t)(max_spool - total);
+			out->cut_at = max_spool;
 		}
+		total += (uint64_t)n;
 		if ((err = write_all(spool, buf, (size_t)n)))
 			goto out;
+		if (out->cut_at)
+			break;
 	}
 	out->fd = spool;
 	out->size = total;
@@ -129,8 +151,6 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
-	if (max_spool == 0)
-		max_spool = CQ_SOURCE_DEFAULT_MAX_SPOOL;
 
 	int from_stdin = strcmp(path, "-") == 0;
 	int fd = from_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);

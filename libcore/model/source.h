@@ -22,14 +22,20 @@ struct cq_source {
 	uint64_t size;           /* bytes of raw core */
 	const char *compression; /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
 	int spooled;             /* fd is a temporary copy */
+	uint64_t cut_at;         /* nonzero: the stream went on past this cap and was cut */
 };
 
-/* Default upper bound for a spooled (decompressed or piped) core: 64 GiB. */
+/* Upper bound for a spooled (decompressed or piped) core: 64 GiB. */
 #define CQ_SOURCE_DEFAULT_MAX_SPOOL (64ull << 30)
+/* Left free in the spool's file system when no cap is given (as the hook's --keep-free). */
+#define CQ_SOURCE_KEEP_FREE (1ull << 30)
 
 /*
- * Opens path ("-" for stdin).  max_spool bounds how many bytes a spooled core
- * may grow to (0: the default), so a decompression bomb fails cleanly.
+ * Opens path ("-" for stdin).  max_spool caps how many bytes a spooled core
+ * may grow to; 0 means the free space of the spool's file system less
+ * CQ_SOURCE_KEEP_FREE, at most CQ_SOURCE_DEFAULT_MAX_SPOOL.  A longer stream
+ * (a decompression bomb) is cut at the cap: the core is then as truncated,
+ * and cut_at says so.
  */
 struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_source *out);
 

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "libcore/base/arch.h"
 #include "libcore/base/error.h"
@@ -591,7 +592,7 @@ static uint64_t step_plt(const struct cq_cfi_table *t, const struct cq_cfi_rule 
 {
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {&mem_ops, &m, &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
 	uint64_t rsp = MEM_BASE + 0x100;
 	/* Return addresses where either CFA would find them. */
 	put_u64(&m, rsp + 0, 0x1111);
@@ -634,7 +635,7 @@ static void test_plt_step_fails_without_rip(void **state)
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_plt, 0);
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {&mem_ops, &m, &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
 	struct cq_regs regs = {.valid = 0}, caller;
 	cq_regs_set(&regs, RSP, MEM_BASE + 0x100);
 	uint64_t cfa;
@@ -684,7 +685,7 @@ static void test_signal_frame_step_restores_ucontext(void **state)
 
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {&mem_ops, &m, &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
 	uint64_t sp = MEM_BASE + 0x80;
 	uint64_t want[NREGS];
 	for (unsigned i = 0; i < 17; i++) {
@@ -721,7 +722,7 @@ static void test_signal_frame_step_fails_on_unreadable_ucontext(void **state)
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_restore_rt, 0);
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {&mem_ops, &m, &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
 	struct cq_regs regs = {.valid = 0}, caller;
 	/* The ucontext's rsp slot (sp + 160) lies past the readable window. */
 	cq_regs_set(&regs, RSP, MEM_BASE + sizeof(words) - 64);
@@ -735,7 +736,7 @@ static void test_frame_pointer_rows_step(void **state)
 	const struct cq_cfi_table *t = self_table(state);
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {&mem_ops, &m, &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
 	/* In the body: rbp = rsp + 0x20, saved rbp at [rbp], return address at [rbp + 8]. */
 	uint64_t rsp = MEM_BASE + 0x100, rbp = rsp + 0x20;
 	put_u64(&m, rbp, 0xcafe0000);
@@ -770,7 +771,7 @@ static bool step_rules_row(const struct cq_cfi_table *t, const void *label, stru
 	static uint64_t words[MEM_WORDS];
 	memset(words, 0, sizeof(words));
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {&mem_ops, &m, &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
 	*rsp = MEM_BASE + 0x100;
 	put_u64(&m, *rsp, 0x401abc);
 	struct cq_regs regs = {.valid = 0};
@@ -1219,7 +1220,8 @@ static uint8_t *small_blob(size_t *len)
 	uint8_t *blob;
 	check_ok(cq_cfi_table_serialize(t, &blob, len));
 	cq_cfi_table_free(t);
-	assert_int_equal(*len, HEADER_SIZE + 6 * ROW_SIZE + 3 * STRIDE * RULE_SIZE + 3 * OP_SIZE);
+	assert_int_equal(*len,
+	                 HEADER_SIZE + 6 * ROW_SIZE + 3 * STRIDE * RULE_SIZE + 3 * OP_SIZE + 4);
 	return blob;
 }
 
@@ -1248,7 +1250,11 @@ static void store_u64(uint8_t *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
-/* Deserialises a copy of blob in a buffer of exactly len bytes (so ASan sees overreads). */
+/*
+ * Deserialises a copy of blob in a buffer of exactly len bytes (so ASan sees
+ * overreads), its trailing CRC-32 made right for the bytes before it, so that
+ * the checks behind the checksum are what rejects a damaged blob.
+ */
 static struct cq_error *deserialize_exact(const uint8_t *blob, size_t len,
                                           struct cq_cfi_table **out)
 {
@@ -1256,6 +1262,10 @@ static struct cq_error *deserialize_exact(const uint8_t *blob, size_t len,
 	assert_non_null(copy);
 	if (len)
 		memcpy(copy, blob, len);
+	if (len >= 4) {
+		uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), copy, (uInt)(len - 4));
+		memcpy(copy + len - 4, &crc, 4);
+	}
 	struct cq_error *err = cq_cfi_table_deserialize(copy, len, out);
 	free(copy);
 	return err;
@@ -1324,6 +1334,24 @@ static void test_truncated_blob_is_rejected(void **state)
 	memcpy(longer, blob, len);
 	check_format_error(deserialize_exact(longer, len + 1, &t));
 	free(longer);
+	free(blob);
+}
+
+/* A blob that is sound in structure but whose bytes changed fails its checksum. */
+static void test_blob_with_bad_checksum_is_rejected(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *blob = small_blob(&len);
+	struct cq_cfi_table *t = NULL;
+	check_ok(cq_cfi_table_deserialize(blob, len, &t));
+	cq_cfi_table_free(t);
+	blob[rules_at_offset() + 4] ^= 1; /* a rule's offset: still a valid table */
+	check_ok(deserialize_exact(blob, len, &t));
+	cq_cfi_table_free(t);
+	t = (void *)1;
+	check_format_error(cq_cfi_table_deserialize(blob, len, &t));
+	assert_null(t);
 	free(blob);
 }
 
@@ -1568,6 +1596,7 @@ int main(void)
 	    cmocka_unit_test(test_blob_with_bad_magic_is_rejected),
 	    cmocka_unit_test(test_truncated_blob_is_rejected),
 	    cmocka_unit_test(test_truncated_real_blob_is_rejected),
+	    cmocka_unit_test(test_blob_with_bad_checksum_is_rejected),
 	    cmocka_unit_test(test_blob_with_ruleset_index_past_end_is_rejected),
 	    cmocka_unit_test(test_blob_with_expression_count_past_end_is_rejected),
 	    cmocka_unit_test(test_blob_with_expression_index_past_end_is_rejected),
