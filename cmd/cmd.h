@@ -126,6 +126,12 @@ void cmd_warn_analysis(const char *path, const struct cq_core *core,
                        const struct cq_stacks *stacks);
 
 /* Opens the database at path (NULL: the default path). */
+/*
+ * Opens the database for a query command: it must exist (opened read-only
+ * where it cannot be written).  On failure prints one `coreq: PATH: reason`
+ * line and returns EXIT_INPUT; EXIT_OK otherwise.
+ */
+int cmd_open_store_query(const char *path, struct cq_store **out);
 struct cq_error *cmd_open_store(const char *path, struct cq_store **out);
 
 /* Formats unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into buf (21 bytes). */

@@ -53,8 +53,8 @@ bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char
 			end++;
 	}
 	if (errno || end == arg || *end || arg[0] == '-' || (shift && v > (UINT64_MAX >> shift))) {
-		cmd_usage_error(cmd, "%s takes a byte count (e.g. 4096, 512M, 8G), not '%s'", option,
-		                arg);
+		cmd_usage_error(cmd, "%s takes a byte count (e.g. 4096, 512M, 8G), not '%s'",
+		                option, arg);
 		return false;
 	}
 	*out = (uint64_t)v << shift;
@@ -250,6 +250,20 @@ struct cq_error *cmd_open_store(const char *path, struct cq_store **out)
 	struct cq_error *err = cq_store_open(path ? path : def, out);
 	free(def);
 	return err;
+}
+
+int cmd_open_store_query(const char *path, struct cq_store **out)
+{
+	char *def = path ? NULL : cq_store_default_path();
+	if (!path && !def) {
+		fprintf(stderr, "coreq: no database path: use --db or set COREQ_DB\n");
+		return EXIT_INPUT;
+	}
+	const char *use = path ? path : def;
+	struct cq_error *err = cq_store_open_mode(use, true, out);
+	int rc = err ? cmd_fail(use, err) : EXIT_OK;
+	free(def);
+	return rc;
 }
 
 void cmd_iso_time(long long secs, char buf[32])

@@ -235,9 +235,9 @@ int cmd_show(int argc, char **argv)
 	if (!cmd_parse_count(argv[optind], 1, UINT32_MAX, &id, "show", "ID"))
 		return EXIT_USAGE;
 	struct cq_store *store;
-	struct cq_error *err = cmd_open_store(db, &store);
-	if (err)
-		return cmd_fail(db ? db : "database", err);
+	if ((rc = cmd_open_store_query(db, &store)) != EXIT_OK)
+		return rc;
+	struct cq_error *err;
 	struct cq_store_core_filter one = {.id = id};
 	err = cq_store_each_core(store, &one, show_core, &p);
 	if (!err && p.format == CMD_FORMAT_JSON) {

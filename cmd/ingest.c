@@ -275,8 +275,15 @@ static void ingest_one(struct ingest_run *run, const struct input *in)
 	const struct cq_store_result *r = &res.store;
 	if (err) {
 		run->failed++;
-		if (res.record_error)
-			cmd_warn(path, "cannot record the failure: %s", res.record_error->message);
+		if (res.record_error) { /* one line says both */
+			struct cq_error *both = cq_error_create(
+			    err->code, "%s; and the failure could not be recorded (%s)",
+			    err->message, res.record_error->message);
+			if (both != &cq_error_nomem) {
+				cq_error_free(err);
+				err = both;
+			}
+		}
 		run->last_core_id = res.failed_row;
 		remember(run, in, 0, "failed", err->message);
 		progress_clear(&run->progress);

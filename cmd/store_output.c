@@ -145,9 +145,10 @@ int cmd_run_listing(const char *db, struct cmd_listing *l, const char *key, cons
                     cmd_listing_query query, void *ctx)
 {
 	struct cq_store *store;
-	struct cq_error *err = cmd_open_store(db, &store);
-	if (err)
-		return cmd_fail(db ? db : "database", err);
+	int rc = cmd_open_store_query(db, &store);
+	if (rc != EXIT_OK)
+		return rc;
+	struct cq_error *err;
 	if (l->format == CMD_FORMAT_JSON) {
 		cq_json_init(&l->j, stdout);
 		cq_json_object_begin(&l->j);

@@ -53,7 +53,7 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 	if (err) {
 		free(c->path);
 		free(c);
-		return cq_error_prefix(err, "cache");
+		return err;
 	}
 	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {

@@ -41,4 +41,22 @@ struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
 struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
                                       struct sqlite3 **out);
 
+/*
+ * Opens an existing coreq SQLite file for queries: never creates one ("no
+ * such database"), migrates it where it can be written, and opens it
+ * read-only (WAL included) where it cannot, if its schema is current.
+ */
+struct cq_error *cq_store_open_existing(const char *path, const char *set, int busy_ms,
+                                        struct sqlite3 **out);
+
+/* PRAGMA user_version of db. */
+struct cq_error *cq_store_user_version(struct sqlite3 *db, unsigned *out);
+
+/*
+ * The error db just reported, as "what: reason" (the caller names the file).
+ * For a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) the reason says so and
+ * how to recover: `sqlite3 PATH .recover`, or moving the file aside.
+ */
+struct cq_error *cq_db_error(struct sqlite3 *db, const char *what);
+
 #endif

@@ -46,19 +46,26 @@ char *cq_store_default_path(void)
 
 static struct cq_error *db_error(sqlite3 *db, const char *what)
 {
-	return cq_error_create(CQ_ERR_DB, "%s: %s", what, sqlite3_errmsg(db));
+	return cq_db_error(db, what);
 }
 
 struct cq_error *cq_store_open(const char *path, struct cq_store **out)
+{
+	return cq_store_open_mode(path, false, out);
+}
+
+struct cq_error *cq_store_open_mode(const char *path, bool existing, struct cq_store **out)
 {
 	*out = NULL;
 	struct cq_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return &cq_error_nomem;
-	struct cq_error *err = cq_store_open_sqlite(path, "db", BUSY_TIMEOUT_MS, &s->db);
+	struct cq_error *err = existing
+	                           ? cq_store_open_existing(path, "db", BUSY_TIMEOUT_MS, &s->db)
+	                           : cq_store_open_sqlite(path, "db", BUSY_TIMEOUT_MS, &s->db);
 	if (err) {
 		free(s);
-		return cq_error_prefix(err, "database");
+		return err;
 	}
 	*out = s;
 	return NULL;

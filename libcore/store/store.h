@@ -32,6 +32,12 @@ char *cq_store_default_path(void);
 
 /* Opens or creates the database at path, creating directories, migrating. */
 struct cq_error *cq_store_open(const char *path, struct cq_store **out);
+/*
+ * With existing set, for queries: a missing file is an error ("no such
+ * database"), never created, and a file that cannot be written is opened
+ * read-only (cq_store_open_existing).
+ */
+struct cq_error *cq_store_open_mode(const char *path, bool existing, struct cq_store **out);
 void cq_store_close(struct cq_store *store);
 
 #define CQ_STORE_IDENTITY_MAX 48
