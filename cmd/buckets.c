@@ -112,9 +112,9 @@ static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 		printf("%sbucket %lld (%s): %lld core%s, first %s, last %s, e.g. core %lld\n",
 		       p->count ? "\n" : "", (long long)b->id, b->hash, (long long)b->count,
 		       b->count == 1 ? "" : "s", first, last, (long long)b->example_core);
-		printf("    %s\n", b->signature);
+		printf("    %s\n", cmd_safe(b->signature));
 		for (size_t i = 0; b->exes[i]; i++)
-			printf("    exe: %s\n", b->exes[i]);
+			printf("    exe: %s\n", cmd_safe(b->exes[i]));
 	}
 	p->count++;
 }

@@ -77,6 +77,12 @@ bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char
 /* Parses "text" / "json". Returns false (after printing) on anything else. */
 bool cmd_parse_format(const char *arg, enum cmd_format *out, const char *cmd);
 
+/*
+ * s as text output may show it: control bytes and invalid UTF-8 escaped
+ * (text.h).  The result lives until eight more calls; NULL stays NULL.
+ */
+const char *cmd_safe(const char *s);
+
 /* Prints `coreq: PATH: message`, frees err, returns EXIT_INPUT. */
 int cmd_fail(const char *path, struct cq_error *err);
 

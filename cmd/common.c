@@ -13,6 +13,7 @@
 #include "libcore/base/arch.h"
 #include "libcore/db/cache.h"
 #include "libcore/base/json.h"
+#include "libcore/base/text.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/store/store.h"
@@ -94,9 +95,22 @@ int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, cons
 	}
 }
 
+const char *cmd_safe(const char *s)
+{
+	static struct {
+		char *buf;
+		size_t cap;
+	} ring[8];
+	static unsigned next;
+	if (!s || cq_text_is_safe(s))
+		return s;
+	unsigned i = next++ % (sizeof(ring) / sizeof(ring[0]));
+	return cq_text_escape(s, &ring[i].buf, &ring[i].cap);
+}
+
 int cmd_fail(const char *path, struct cq_error *err)
 {
-	fprintf(stderr, "coreq: %s: %s\n", path, err ? err->message : "failed");
+	fprintf(stderr, "coreq: %s: %s\n", cmd_safe(path), cmd_safe(err ? err->message : "failed"));
 	cq_error_free(err);
 	return EXIT_INPUT;
 }
@@ -105,10 +119,13 @@ void cmd_warn(const char *path, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "coreq: %s: warning: ", path);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char *message = NULL;
+	if (vasprintf(&message, fmt, ap) < 0)
+		message = NULL;
 	va_end(ap);
+	fprintf(stderr, "coreq: %s: warning: %s\n", cmd_safe(path),
+	        message ? cmd_safe(message) : "(out of memory)");
+	free(message);
 }
 
 int cmd_usage_error(const char *cmd, const char *fmt, ...)

@@ -106,7 +106,7 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 	printf("%-6lld %-20s %-8lld %-6s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
 	       (long long)c->pid, uid, c->signal_name ? c->signal_name : "-",
 	       (long long)c->nthreads, c->bucket_hash ? c->bucket_hash : "-", c->status,
-	       c->exe ? c->exe : "-");
+	       c->exe ? cmd_safe(c->exe) : "-");
 }
 
 static struct cq_error *query_cores(struct cq_store *store, void *ctx)
@@ -141,11 +141,11 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	}
 	char when[32];
 	printf("core:        %lld\n", (long long)c->id);
-	printf("path:        %s\n", c->path);
-	printf("exe:         %s\n", c->exe ? c->exe : "-");
-	printf("cmdline:     %s\n", c->cmdline ? c->cmdline : "-");
+	printf("path:        %s\n", cmd_safe(c->path));
+	printf("exe:         %s\n", c->exe ? cmd_safe(c->exe) : "-");
+	printf("cmdline:     %s\n", c->cmdline ? cmd_safe(c->cmdline) : "-");
 	if (c->comm)
-		printf("comm:        %s\n", c->comm);
+		printf("comm:        %s\n", cmd_safe(c->comm));
 	printf("pid:         %lld\n", (long long)c->pid);
 	if (c->has_uid)
 		printf("uid:         %lld\n", (long long)c->uid);
@@ -162,19 +162,20 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		printf("time:        %s\n", when);
 	}
 	if (c->hostname)
-		printf("hostname:    %s\n", c->hostname);
+		printf("hostname:    %s\n", cmd_safe(c->hostname));
 	if (c->bucket_id)
 		printf("bucket:      %s (id %lld)\n", c->bucket_hash ? c->bucket_hash : "?",
 		       (long long)c->bucket_id);
 	if (c->source)
 		printf("source:      %s\n", c->source);
 	if (c->stored_path)
-		printf("stored as:   %s\n", c->stored_path);
+		printf("stored as:   %s\n", cmd_safe(c->stored_path));
 	if (c->meta_conflicts)
-		printf("conflicts:   %s (the core's values are shown)\n", c->meta_conflicts);
+		printf("conflicts:   %s (the core's values are shown)\n",
+		       cmd_safe(c->meta_conflicts));
 	cmd_iso_time(c->ingested_at, when);
 	printf("ingested:    %s\nstatus:      %s%s%s\n", when, c->status, c->message ? ": " : "",
-	       c->message ? c->message : "");
+	       c->message ? cmd_safe(c->message) : "");
 }
 
 static void show_module(void *ctx, const struct cq_store_module_row *m)
@@ -197,7 +198,7 @@ static void show_module(void *ctx, const struct cq_store_module_row *m)
 		return;
 	}
 	printf("  0x%016" PRIx64 " %-9s %-40s %s\n", m->start, m->status,
-	       m->build_id ? m->build_id : "-", m->path);
+	       m->build_id ? cmd_safe(m->build_id) : "-", cmd_safe(m->path));
 }
 
 static void show_thread(void *ctx, const struct cq_store_thread_row *t)
@@ -216,7 +217,7 @@ static void show_thread(void *ctx, const struct cq_store_thread_row *t)
 		return;
 	}
 	printf("\nThread %lld%s%s%s (stack %lld):\n", (long long)t->tid, t->name ? " \"" : "",
-	       t->name ? t->name : "", t->name ? "\"" : "", (long long)t->stack_id);
+	       t->name ? cmd_safe(t->name) : "", t->name ? "\"" : "", (long long)t->stack_id);
 	if (t->crashed)
 		printf("  (crashed)\n");
 	cmd_print_stored_frames(t->frames, t->nframes, "");

@@ -122,11 +122,12 @@ static void log_line(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	const char *safe = cmd_safe(line); /* comm and paths come from the crashed process */
 	if (has_stderr) {
-		fprintf(stderr, "coreq hook: %s\n", line);
+		fprintf(stderr, "coreq hook: %s\n", safe);
 	} else {
 		openlog("coreq", LOG_PID, LOG_DAEMON);
-		syslog(LOG_NOTICE, "%s", line);
+		syslog(LOG_NOTICE, "%s", safe);
 		closelog();
 	}
 }

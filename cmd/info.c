@@ -110,10 +110,10 @@ static void print_text(const struct cq_core *core)
 	int sig = cq_core_signal(core);
 	const char *signame = cq_core_signal_name(sig);
 	const char *exe = cq_core_exe(core, NULL);
-	printf("core:        %s\n", core->path);
+	printf("core:        %s\n", cmd_safe(core->path));
 	printf("pid:         %d\n", core->has_psinfo ? core->pid : crashed->tid);
-	printf("exe:         %s\n", exe ? exe : "-");
-	printf("cmdline:     %s\n", core->has_psinfo ? core->psargs : "-");
+	printf("exe:         %s\n", exe ? cmd_safe(exe) : "-");
+	printf("cmdline:     %s\n", core->has_psinfo ? cmd_safe(core->psargs) : "-");
 	printf("arch:        %s\n", arch->name);
 	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
 	if (core->siginfo.present)
@@ -130,7 +130,7 @@ static void print_text(const struct cq_core *core)
 		const struct cq_core_thread *t = &core->threads[i];
 		printf("  %-3s%-10d 0x%016" PRIx64 " 0x%016" PRIx64 " %s\n", t->crashed ? "*" : "",
 		       t->tid, t->regs.value[arch->pc_reg], t->regs.value[arch->sp_reg],
-		       t->name ? t->name : "");
+		       t->name ? cmd_safe(t->name) : "");
 	}
 	printf("\nmodules (%zu):\n", core->nmodules);
 	printf("  %-18s %-18s %-9s %-40s %s\n", "START", "END", "STATUS", "BUILD-ID", "PATH");
@@ -139,13 +139,13 @@ static void print_text(const struct cq_core *core)
 		const struct cq_module *m = &core->modules[i];
 		cq_module_build_id_hex(m, hex, sizeof(hex));
 		printf("  0x%016" PRIx64 " 0x%016" PRIx64 " %-9s %-40s %s\n", m->start, m->end,
-		       cq_module_status_name(m->status), hex[0] ? hex : "-", m->name);
+		       cq_module_status_name(m->status), hex[0] ? hex : "-", cmd_safe(m->name));
 	}
 	printf("\nmapped files (%zu):\n", core->nmappings);
 	for (size_t i = 0; i < core->nmappings; i++) {
 		const struct cq_core_mapping *m = &core->mappings[i];
 		printf("  0x%016" PRIx64 " 0x%016" PRIx64 " %08" PRIx64 " %s\n", m->start, m->end,
-		       m->file_offset, m->path);
+		       m->file_offset, cmd_safe(m->path));
 	}
 }
 

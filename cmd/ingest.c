@@ -233,11 +233,12 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 	if (strcmp(status, "ingested") == 0)
 		printf("%s: ingested as core %lld: %zu thread%s, %zu stack%s (%zu new), bucket "
 		       "%lld%s\n",
-		       path, (long long)r->core_id, r->threads, r->threads == 1 ? "" : "s",
-		       r->stacks, r->stacks == 1 ? "" : "s", r->new_stacks, (long long)r->bucket_id,
-		       r->new_bucket ? " (new)" : "");
+		       cmd_safe(path), (long long)r->core_id, r->threads,
+		       r->threads == 1 ? "" : "s", r->stacks, r->stacks == 1 ? "" : "s",
+		       r->new_stacks, (long long)r->bucket_id, r->new_bucket ? " (new)" : "");
 	else if (strcmp(status, "duplicate") == 0)
-		printf("%s: already ingested as core %lld\n", path, (long long)r->core_id);
+		printf("%s: already ingested as core %lld\n", cmd_safe(path),
+		       (long long)r->core_id);
 	fflush(stdout);
 }
 

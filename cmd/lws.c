@@ -192,8 +192,8 @@ static void print_symbol_text(const struct cq_stack_frame *f, bool first)
 		printf("    0x%" PRIx64 ": ", f->pc);
 	else
 		printf("     (inlined by) ");
-	printf("%s at %s:%d\n", f->function ? f->function : "??", f->file ? f->file : "??",
-	       f->file ? f->line : 0);
+	printf("%s at %s:%d\n", f->function ? cmd_safe(f->function) : "??",
+	       f->file ? cmd_safe(f->file) : "??", f->file ? f->line : 0);
 }
 
 static void print_frames_text(const struct cq_stack_frame *frames, size_t n)

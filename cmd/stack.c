@@ -153,11 +153,11 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 /* A suspended future's frame: no code address; its state and its address. */
 static void print_object_frame_text(const struct cq_stack_frame *f, size_t index)
 {
-	printf("#%-3zu %s", index, f->function ? f->function : "??");
+	printf("#%-3zu %s", index, f->function ? cmd_safe(f->function) : "??");
 	if (f->state)
 		printf(" [%s]", f->state);
 	if (f->file)
-		printf(" at %s:%d", f->file, f->line);
+		printf(" at %s:%d", cmd_safe(f->file), f->line);
 	printf(" (future at 0x%" PRIx64 ")\n", f->object);
 }
 
@@ -171,11 +171,11 @@ static void print_frame_text(const struct cq_stack_frame *f, size_t index)
 		printf("#%-3zu %18s in ", index, "");
 	else
 		printf("#%-3zu 0x%016" PRIx64 " in ", index, f->pc);
-	printf("%s", f->function ? f->function : "??");
+	printf("%s", f->function ? cmd_safe(f->function) : "??");
 	if (f->module)
-		printf(" (%s+0x%" PRIx64 ")", cq_module_basename(f->module), f->offset);
+		printf(" (%s+0x%" PRIx64 ")", cmd_safe(cq_module_basename(f->module)), f->offset);
 	if (f->file)
-		printf(" at %s:%d", f->file, f->line);
+		printf(" at %s:%d", cmd_safe(f->file), f->line);
 	if (f->kind == CQ_FRAME_INLINE)
 		printf(" [inline]");
 	else if (f->kind == CQ_FRAME_ASYNC)
@@ -221,7 +221,7 @@ static void print_text(const struct cq_stacks *stacks)
 			putchar('\n');
 		printf("Thread %d", ts->thread->tid);
 		if (ts->thread->name)
-			printf(" \"%s\"", ts->thread->name);
+			printf(" \"%s\"", cmd_safe(ts->thread->name));
 		if (ts->thread->crashed)
 			printf(" (crashed)");
 		printf(":\n");

@@ -49,19 +49,20 @@ void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const
 	for (size_t i = 0; i < n; i++) {
 		const char *base = f[i].module ? strrchr(f[i].module, '/') : NULL;
 		base = base ? base + 1 : f[i].module;
-		printf("%s#%-3zu %s", indent, f[i].index, f[i].function ? f[i].function : "??");
+		printf("%s#%-3zu %s", indent, f[i].index,
+		       f[i].function ? cmd_safe(f[i].function) : "??");
 		/* A suspended future: no code address (offset 0), its state instead. */
 		bool future = strcmp(f[i].kind, "async") == 0 && f[i].offset == 0 && base;
 		if (f[i].state)
 			printf(" [%s]", f[i].state);
 		if (future)
-			printf(" (%s)", base);
+			printf(" (%s)", cmd_safe(base));
 		else if (base)
-			printf(" (%s+0x%" PRIx64 ")", base, f[i].offset);
+			printf(" (%s+0x%" PRIx64 ")", cmd_safe(base), f[i].offset);
 		else
 			printf(" (0x%" PRIx64 ")", f[i].offset);
 		if (f[i].file)
-			printf(" at %s:%d", f[i].file, f[i].line);
+			printf(" at %s:%d", cmd_safe(f[i].file), f[i].line);
 		if (strcmp(f[i].kind, "inline") == 0)
 			printf(" [inline]");
 		else if (strcmp(f[i].kind, "async") == 0)

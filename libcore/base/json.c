@@ -3,6 +3,8 @@
  */
 #include "libcore/base/json.h"
 
+#include "libcore/base/text.h"
+
 #include <string.h>
 
 void cq_json_init(struct cq_json *j, FILE *out)
@@ -101,33 +103,6 @@ void cq_json_array_end(struct cq_json *j)
 	close_container(j, ']');
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid. */
-static size_t utf8_sequence(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t min, cp;
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		len = 2, min = 0x80, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		len = 3, min = 0x800, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		len = 4, min = 0x10000, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /*
  * Bytes that need a look: 1 for those always escaped (control bytes, DEL,
  * quote, backslash), 2 for the first byte of a multi-byte sequence, which
@@ -146,7 +121,7 @@ static size_t plain_run(const unsigned char *s, size_t n)
 			i++;
 		if (i == n || byte_class[s[i]] == 1)
 			return i;
-		size_t seq = utf8_sequence(s + i, n - i);
+		size_t seq = cq_utf8_sequence(s + i, n - i);
 		if (seq == 0)
 			return i;
 		i += seq;
