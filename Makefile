@@ -61,7 +61,7 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps test demo bench fuzz fuzz-build install format clean corpus layers
+.PHONY: all deps test demo bench fuzz fuzz-build install format clean corpus layers hostile
 
 all: $(BUILD)/coreq $(BUILD)/layers.ok
 
@@ -167,6 +167,15 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/coreq corpus
 	@corpus/demo $(BUILD)
+
+# Damaged inputs of every class at scale: N per class (tests/hostile/hostile.py;
+# make test runs 25 per class).
+N ?= 200
+hostile: deps
+	@$(MAKE) --no-print-directory $(BUILD)/asan/coreq $(BUILD)/coreq corpus
+	COREQ=$(abspath $(BUILD))/asan/coreq COREQ_RELEASE=$(abspath $(BUILD))/coreq \
+		tests/hostile/hostile.py --corpus $(abspath $(BUILD))/corpus \
+		--out $(abspath $(BUILD))/hostile --per-class $(N) --seed $${SEED:-16}
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/coreq corpus

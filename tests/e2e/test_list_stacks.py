@@ -153,6 +153,7 @@ def run(cases, tmp):
     r = coreq("list-stacks", "--db", db, "--format", "yaml")
     ok(r.returncode == 2, "list-stacks --format yaml is a usage error (exit 2)", diag(r))
 
+    open(db, "w").close()  # an empty file is an empty database; a missing one is refused
     r, stacks = list_stacks(db)
     ok(r.returncode == 0 and stacks == [], "list-stacks on an empty database: {\"stacks\":[]}", diag(r))
     r = coreq("cores", "--db", db, "--format", "json")

@@ -18,7 +18,9 @@ def main():
     try:
         db = os.path.join(tmp, "a", "b", "coreq.db")
         r = coreq("cores", "--db", db)
-        ok(r.returncode == 0 and os.path.exists(db), "the first open creates the database and its directories",
+        ok(r.returncode == 1 and not os.path.exists(db), "a query does not create a database", r.stderr)
+        r = coreq("ingest", "--no-cache", "--db", db, cases["segv_null.O2"]["core"], timeout=300)
+        ok(r.returncode == 0 and os.path.exists(db), "the first ingest creates the database and its directories",
            r.stderr)
         con = sqlite3.connect(db)
         version = con.execute("PRAGMA user_version").fetchone()[0]

@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""tests/hostile/hostile.py - damaged inputs of every class issue 16 names,
+made from real corpus cores by a seeded generator, and the checks that coreq
+survives each one.
+
+    hostile.py --corpus DIR --out DIR [--per-class N] [--seed S] [--jobs J]
+
+For every class, N inputs are made (deterministic for a seed) and coreq is run
+on each: the ASan+UBSan build ($COREQ) for behaviour, the release build
+($COREQ_RELEASE) for time and memory, each against its honest twin (the same
+command on the undamaged input).  An input fails a column when:
+  crash    a sanitizer report (or a signal);
+  hang     no exit within the time limit;
+  slow     the release run took over 2 s more than its honest twin;
+  big      the release run's peak RSS was over 256 MiB above its twin's;
+  exit     the exit status was not 0 or 1;
+  message  exit 1 without exactly one `coreq: PATH: reason` line on stderr;
+  json     exit 0 from a --format json command without valid JSON on stdout.
+It prints one row per class and exits 1 when any column but `inputs` is not 0.
+Only the ELF, note and SQLite formats are used to make inputs, never coreq.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import sqlite3
+import stat
+import struct
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import elfcore  # noqa: E402
+
+COREQ = os.environ.get("COREQ", "build/asan/coreq")
+COREQ_RELEASE = os.environ.get("COREQ_RELEASE", "build/coreq")
+TIME_LIMIT = 20
+SLOW_S, BIG_KIB = 2.0, 256 * 1024
+BASES = ["segv_null.O2", "abort_deep.stripped", "sighandler.O2", "fpe.O2", "rust_async.O2"]
+COLUMNS = ["inputs", "crash", "hang", "slow", "big", "exit", "message", "json"]
+MESSAGE = re.compile(r"^coreq: \S.*: \S")
+
+
+class Input:
+    def __init__(self, cls, name, argv, twin, want_json=True, env=None):
+        self.cls, self.name, self.argv, self.twin = cls, name, argv, twin
+        self.want_json, self.env = want_json, env or {}
+
+
+class Gen:
+    """Makes the inputs of every class into out, from the corpus's cores."""
+
+    def __init__(self, corpus, out, per_class, seed):
+        self.corpus, self.out, self.n, self.rng = corpus, out, per_class, random.Random(seed)
+        self.bases = []
+        for b in BASES:
+            core = os.path.join(corpus, "cores", b, "core")
+            if os.path.isfile(core):
+                self.bases.append((b, core, open(core, "rb").read()))
+        self.inputs = []
+        self.count = 0
+
+    def path(self, suffix):
+        self.count += 1
+        return os.path.join(self.out, f"{self.count:05d}{suffix}")
+
+    def write(self, data, suffix=".core"):
+        p = self.path(suffix)
+        with open(p, "wb") as f:
+            f.write(data)
+        return p
+
+    def base(self):
+        return self.rng.choice(self.bases)
+
+    def stack(self, cls, core, twin_core, extra=(), name=None):
+        argv = ["stack", "--format", "json", "--no-cache", *extra, core]
+        twin = ["stack", "--format", "json", "--no-cache", *extra, twin_core]
+        self.inputs.append(Input(cls, name or os.path.basename(core), argv, twin))
+
+    def flip(self, data, lo, hi, nbytes):
+        d = bytearray(data)
+        for _ in range(nbytes):
+            i = self.rng.randrange(lo, max(lo + 1, hi))
+            if i < len(d):
+                d[i] = self.rng.choice([0, 0xff, self.rng.randrange(256), d[i] ^ (1 << self.rng.randrange(8))])
+        return d
+
+    # ---- cores -------------------------------------------------------------------
+    def header(self):
+        for _ in range(self.n):
+            name, core, data = self.base()
+            self.stack("header", self.write(self.flip(data, 0, 64, self.rng.choice([1, 2, 4]))), core)
+
+    def phdrs(self):
+        for _ in range(self.n):
+            name, core, data = self.base()
+            ph = elfcore.phdrs(data)
+            p = self.rng.choice(ph)
+            d = bytearray(data)
+            field = self.rng.choice([(0, "<I"), (8, "<Q"), (16, "<Q"), (32, "<Q"), (40, "<Q")])
+            val = self.rng.choice([0, 1, 0xffffffff, 0xffffffffffffffff, 1 << 40, len(data) * 2,
+                                   self.rng.randrange(1 << 32)])
+            fmt = field[1]
+            struct.pack_into(fmt, d, p["hdr"] + field[0], val & (0xffffffff if fmt == "<I" else (1 << 64) - 1))
+            self.stack("phdrs", self.write(d), core)
+
+    def notes(self):
+        for _ in range(self.n):
+            name, core, data = self.base()
+            ns = elfcore.notes(data)
+            n = self.rng.choice(ns)
+            d = bytearray(data)
+            if self.rng.random() < 0.5:  # a header field of one note
+                struct.pack_into("<I", d, n["offset"] + 4 * self.rng.randrange(3),
+                                 self.rng.choice([0, 1, 7, 0xffff, 0xffffffff, self.rng.randrange(1 << 32)]))
+            else:
+                d = self.flip(d, n["desc_off"], n["desc_off"] + len(n["desc"]), self.rng.choice([1, 8, 32]))
+            self.stack("notes", self.write(d), core)
+
+    def nt_file(self):
+        for _ in range(self.n):
+            name, core, data = self.base()
+            ns = [n for n in elfcore.notes(data) if n["type"] == elfcore.NT_FILE]
+            if not ns:
+                continue
+            n = ns[0]
+            d = bytearray(data)
+            k = self.rng.randrange(4)
+            if k == 0:  # the count
+                struct.pack_into("<Q", d, n["desc_off"], self.rng.choice([0, 1 << 20, (1 << 64) - 1, 3]))
+            elif k == 1:  # the page size
+                struct.pack_into("<Q", d, n["desc_off"] + 8, self.rng.choice([0, 1, 1 << 63]))
+            elif k == 2:  # the strings lose their NULs
+                desc = n["desc"]
+                count, = struct.unpack_from("<Q", desc, 0)
+                strings = n["desc_off"] + 16 + 24 * min(count, 4096)
+                for i in range(strings, n["desc_off"] + len(desc)):
+                    if d[i] == 0:
+                        d[i] = ord("A")
+            else:
+                d = self.flip(d, n["desc_off"], n["desc_off"] + len(n["desc"]), 16)
+            self.stack("nt_file", self.write(d), core)
+
+    def registers(self):
+        for _ in range(self.n):
+            name, core, data = self.base()
+            ns = [n for n in elfcore.notes(data) if n["type"] == elfcore.NT_PRSTATUS]
+            d = bytearray(data)
+            n = self.rng.choice(ns)
+            for _ in range(self.rng.choice([1, 3, 27])):
+                slot = self.rng.randrange(27)
+                struct.pack_into("<Q", d, n["desc_off"] + 112 + 8 * slot,
+                                 self.rng.choice([0, 1, (1 << 64) - 1, 1 << 47, self.rng.randrange(1 << 64)]))
+            self.stack("registers", self.write(d), core)
+
+    def stack_loops(self):
+        """rsp and rbp pointing into the stack so that frames point at themselves."""
+        for _ in range(self.n):
+            name, core, data = self.base()
+            pr = [n for n in elfcore.notes(data) if n["type"] == elfcore.NT_PRSTATUS][0]
+            rsp, = struct.unpack_from("<Q", pr["desc"], 112 + 19 * 8)
+            d = bytearray(data)
+            off = None
+            for p in elfcore.phdrs(data):
+                if p["type"] == elfcore.PT_LOAD and p["vaddr"] <= rsp < p["vaddr"] + p["filesz"]:
+                    off = p["offset"] + rsp - p["vaddr"]
+            if off is None:
+                continue
+            for i in range(0, 256, 8):  # every word: the stack itself, or back to rip
+                if off + i + 8 <= len(d):
+                    struct.pack_into("<Q", d, off + i, rsp + self.rng.choice([0, i, 16]))
+            struct.pack_into("<Q", d, pr["desc_off"] + 112 + 4 * 8, rsp)  # rbp = rsp
+            self.stack("stack_loops", self.write(d), core)
+
+    def truncations(self):
+        for _ in range(self.n):
+            name, core, data = self.base()
+            cut = self.rng.choice([self.rng.randrange(64), self.rng.randrange(4096),
+                                   self.rng.randrange(len(data))])
+            self.stack("truncations", self.write(data[:cut]), core)
+
+    def many_loads(self):
+        """10,000 PT_LOAD headers (the original ones first), at the end of the file."""
+        name, core, data = self.bases[0]
+        ph = elfcore.phdrs(data)
+        entries = bytearray()
+        for p in ph:
+            entries += bytes(data[p["hdr"]: p["hdr"] + 56])
+        base = 0x600000000000  # above user code and heap, below the stacks
+        for i in range(10_000 - len(ph)):
+            entries += struct.pack("<IIQQQQQQ", elfcore.PT_LOAD, 6, 0, base + i * 8192, 0, 4096, 4096, 4096)
+        d = bytearray(data)
+        d += b"\0" * (-len(d) % 8)
+        phoff = len(d)
+        d += entries
+        struct.pack_into("<Q", d, 0x20, phoff)
+        struct.pack_into("<H", d, 0x38, 0xffff if len(ph) + 10_000 > 0xffff else 10_000)
+        self.stack("many_loads", self.write(d), core)
+
+    def many_threads(self):
+        """100,000 NT_PRSTATUS notes, each a copy of the crashed thread with its own tid."""
+        name, core, data = self.bases[0]
+        ns = elfcore.notes(data)
+        blob = bytearray(b"".join(elfcore.raw_note(data, n) for n in ns))
+        pr = [n for n in ns if n["type"] == elfcore.NT_PRSTATUS][0]
+        desc = bytearray(pr["desc"])
+        for i in range(100_000):
+            struct.pack_into("<i", desc, elfcore.PRSTATUS_PID, 2_000_000 + i)
+            blob += elfcore.note_bytes(b"CORE", elfcore.NT_PRSTATUS, desc)
+        self.stack("many_threads", self.write(elfcore.with_notes(data, bytes(blob))), core)
+
+    # ---- compressed -----------------------------------------------------------------
+    def compressed(self):
+        for i in range(self.n):
+            name, core, data = self.base()
+            tool = self.rng.choice(["zstd", "xz", "gzip"])
+            raw = data if i % 3 else self.flip(data, 0, len(data), 8)
+            z = subprocess.run([tool, "-c", "-q"], input=bytes(raw), capture_output=True).stdout
+            if i % 3 == 1:
+                z = self.flip(z, 0, len(z), self.rng.choice([1, 4]))
+            elif i % 3 == 2:
+                z = z[: self.rng.randrange(1, len(z))]
+            self.stack("compressed", self.write(z, "." + {"zstd": "zst", "xz": "xz", "gzip": "gz"}[tool]), core)
+
+    # ---- module files found through --sysroot ------------------------------------------
+    def sysroot(self):
+        name, core, data = self.bases[0]
+        exe = os.path.join(self.corpus, "bin", "O2", name.split(".")[0])
+        other = os.path.join(self.corpus, "bin", "O0", name.split(".")[0])
+        kinds = ["other_build", "truncated", "eh_frame", "debug_info", "directory", "fifo", "sparse"]
+        for i in range(max(self.n, len(kinds))):
+            kind = kinds[i % len(kinds)]
+            root = self.path(".sysroot")
+            target = os.path.join(root, exe.lstrip("/"))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            blob = open(exe, "rb").read()
+            if kind == "other_build":
+                shutil.copy(other, target)
+            elif kind == "truncated":
+                open(target, "wb").write(blob[: self.rng.randrange(16, len(blob))])
+            elif kind in ("eh_frame", "debug_info"):
+                sec = section(exe, ".eh_frame" if kind == "eh_frame" else ".debug_info")
+                if sec:
+                    blob = self.flip(blob, sec[0], sec[0] + sec[1], 32)
+                open(target, "wb").write(blob)
+            elif kind == "directory":
+                os.makedirs(target)
+            elif kind == "fifo":
+                os.mkfifo(target)
+            elif kind == "sparse":
+                with open(target, "wb") as f:
+                    f.truncate(8 << 30)
+            self.stack("sysroot", core, core, extra=("--sysroot", root), name=f"{kind}-{i}")
+
+    # ---- databases ------------------------------------------------------------------
+    def cache_db(self):
+        name, core, data = self.bases[0]
+        clean = self.path(".cache.db")
+        subprocess.run([COREQ_RELEASE, "stack", "--cache", clean, core], capture_output=True)
+        for i in range(self.n):
+            db = self.path(".cache.db")
+            shutil.copy(clean, db)
+            con = sqlite3.connect(db)
+            rows = con.execute("SELECT build_id, address, debuginfo, frames FROM symbols").fetchall()
+            for bid, addr, dbg, blob in rows:
+                con.execute("UPDATE symbols SET frames = ? WHERE build_id = ? AND address = ? AND debuginfo = ?",
+                            (bytes(self.flip(blob, 0, len(blob), 1 + i % 8))[: len(blob) - (i % 3)], bid, addr, dbg))
+            for bid, blob in con.execute("SELECT build_id, blob FROM unwind_tables").fetchall():
+                con.execute("UPDATE unwind_tables SET blob = ? WHERE build_id = ?",
+                            (bytes(self.flip(blob, 0, len(blob), 1 + i % 8)), bid))
+            con.commit()
+            con.close()
+            if i % 4 == 3:  # the file itself damaged
+                raw = bytearray(open(db, "rb").read())
+                open(db, "wb").write(self.flip(raw, 0, len(raw), 64))
+            argv = ["stack", "--format", "json", "--cache", db, core]
+            self.inputs.append(Input("cache_db", os.path.basename(db), argv,
+                                     ["stack", "--format", "json", "--no-cache", core]))
+
+    def ingest_db(self):
+        name, core, data = self.bases[0]
+        clean = self.path(".db")
+        subprocess.run([COREQ_RELEASE, "ingest", "--no-cache", "--db", clean, core], capture_output=True)
+        con = sqlite3.connect(clean)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.close()
+        raw = open(clean, "rb").read()
+        queries = [["cores"], ["show", "1"], ["buckets"], ["list-stacks"]]
+        for i in range(self.n):
+            db = self.write(self.flip(raw, 0 if i % 2 else 100, len(raw), self.rng.choice([1, 16, 256])), ".db")
+            q = queries[i % len(queries)]
+            self.inputs.append(Input("ingest_db", os.path.basename(db),
+                                     [*q, "--db", db, "--format", "json"],
+                                     [*q, "--db", clean, "--format", "json"]))
+            if i % 4 == 0:
+                db2 = self.path(".db")
+                shutil.copy(db, db2)
+                self.inputs.append(Input("ingest_db", os.path.basename(db2),
+                                         ["ingest", "--no-cache", "--db", db2, "--format", "json", core],
+                                         ["ingest", "--no-cache", "--db", self.path(".db"), "--format", "json", core]))
+
+    def all(self):
+        for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
+                  self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
+                  self.cache_db, self.ingest_db):
+            g()
+        return self.inputs
+
+
+def section(path, name):
+    out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        m = re.search(r"\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
+        if m and m.group(1) == name:
+            return int(m.group(2), 16), int(m.group(3), 16)
+    return None
+
+
+def run(binary, argv, env, timed):
+    cmd = [binary] + argv
+    if timed:
+        cmd = ["/usr/bin/time", "-f", "@@%e %M"] + cmd
+    try:
+        p = subprocess.run(cmd, capture_output=True, timeout=TIME_LIMIT, env=env,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None
+    err = p.stderr.decode("utf-8", "replace")
+    secs = kib = 0
+    if timed:
+        lines = err.splitlines()
+        m = re.match(r"@@([\d.]+) (\d+)", lines[-1]) if lines else None
+        if m:
+            secs, kib = float(m.group(1)), int(m.group(2))
+            err = "\n".join(lines[:-1])
+    return p.returncode, p.stdout, err, secs, kib
+
+
+def check(inp, tmp, twins):
+    env = dict(os.environ, TMPDIR=tmp, COREQ_CACHE=os.path.join(tmp, "cache.db"),
+               ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=99", **inp.env)
+    bad = {}
+    r = run(COREQ, inp.argv, env, False)
+    if r is None:
+        bad["hang"] = "no exit"
+    else:
+        rc, out, err, _, _ = r
+        if any(m in err for m in ("AddressSanitizer", "runtime error:", "LeakSanitizer")) or rc == 99 or rc < 0:
+            bad["crash"] = err[-1500:]
+        elif rc not in (0, 1):
+            bad["exit"] = f"exit {rc}: {err[-500:]}"
+        elif rc == 1:
+            lines = err.strip().splitlines()
+            if len(lines) != 1 or not MESSAGE.match(lines[0]):
+                bad["message"] = err[-800:]
+        elif inp.want_json:
+            try:
+                json.loads(out)
+            except ValueError as e:
+                bad["json"] = f"{e}: {out[:200]!r}"
+    key = " ".join(inp.twin)
+    if key not in twins:
+        t = run(COREQ_RELEASE, inp.twin, env, True)
+        twins[key] = t[3:] if t else (TIME_LIMIT, 0)
+    r = run(COREQ_RELEASE, inp.argv, env, True)
+    if r is None:
+        bad.setdefault("hang", "release build: no exit")
+    else:
+        secs, kib = r[3], r[4]
+        if secs > twins[key][0] + SLOW_S:
+            bad["slow"] = f"{secs:.2f} s against {twins[key][0]:.2f} s"
+        if kib > twins[key][1] + BIG_KIB:
+            bad["big"] = f"{kib // 1024} MiB against {twins[key][1] // 1024} MiB"
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--per-class", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    shutil.rmtree(a.out, ignore_errors=True)
+    os.makedirs(a.out)
+    tmp = os.path.join(a.out, "tmp")
+    os.makedirs(tmp)
+    inputs = Gen(a.corpus, a.out, a.per_class, a.seed).all()
+    twins = {}
+    results = {}
+    with ThreadPoolExecutor(a.jobs) as pool:
+        for inp, bad in zip(inputs, pool.map(lambda i: check(i, tmp, twins), inputs)):
+            results.setdefault(inp.cls, []).append((inp, bad))
+    failed = 0
+    print(f"{'class':<14}" + "".join(f"{c:>9}" for c in COLUMNS))
+    for cls, rows in results.items():
+        counts = [len(rows)] + [sum(1 for _, b in rows if c in b) for c in COLUMNS[1:]]
+        failed += sum(counts[1:])
+        print(f"{cls:<14}" + "".join(f"{n:>9}" for n in counts))
+    total = [sum(len(r) for r in results.values())] + \
+        [sum(1 for rows in results.values() for _, b in rows if c in b) for c in COLUMNS[1:]]
+    print(f"{'all':<14}" + "".join(f"{n:>9}" for n in total))
+    for cls, rows in results.items():
+        for inp, bad in rows:
+            for col, why in bad.items():
+                print(f"# {cls} {inp.name} {col}: coreq {' '.join(inp.argv)}\n#   " +
+                      why.replace("\n", "\n#   ")[:1500])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
