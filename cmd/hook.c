@@ -22,6 +22,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -47,7 +49,8 @@
 
 static const char hook_usage[] =
     "Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES] [--keep-free BYTES]\n"
-    "                  [--timeout SECONDS] [--memory-limit BYTES] [--format text|json]\n"
+    "                  [--timeout SECONDS] [--memory-limit BYTES] [--max-analyses N]\n"
+    "                  [--format text|json]\n"
     "                  PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM\n"
     "\n"
     "The kernel.core_pattern pipe handler:\n"
@@ -67,6 +70,10 @@ static const char hook_usage[] =
     "  --max-size BYTES     store at most this much of a core (default 32 GiB)\n"
     "  --timeout SECONDS    analysis time budget (default 120; 0 = none)\n"
     "  --memory-limit BYTES analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)\n"
+    "  --max-analyses N     analyse at most N cores at once (default: the number of\n"
+    "                       CPUs; 0 = store only).  In a crash storm the cores beyond\n"
+    "                       are stored and recorded 'pending'; `coreq ingest DIR` of\n"
+    "                       the store completes them\n"
     "  --keep-free BYTES    leave this much free in the store's file system (default\n"
     "                       1 GiB; 0 = no check): a core that would not fit is cut\n"
     "                       short, or not stored at all\n"
@@ -81,12 +88,14 @@ enum {
 	OPT_TIMEOUT,
 	OPT_MEMORY,
 	OPT_KEEP_FREE,
+	OPT_MAX_ANALYSES,
 };
 
 struct hook {
 	const char *store_dir, *db, *cache;
 	uint64_t max_size, memory, keep_free;
-	unsigned timeout;
+	unsigned timeout, max_analyses;
+	int64_t analysed_as; /* the uid the analysis ran as; -1: none ran */
 	enum cmd_format format;
 	struct cq_capture cap;
 };
@@ -191,8 +200,32 @@ static int parse_args(struct hook *h, int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* Child: ingest the stored file within the budget.  Exit 0 stored, 1 failed. */
-static void analyse_child(const struct hook *h, const char *path)
+/*
+ * The account the analysis runs as when the hook is root: the crashed
+ * process's own uid and gid (never root's), so that a core crafted to
+ * exploit a parser bug gains nothing its owner did not have.  False when
+ * no drop applies (not root, or the crash was root's).
+ */
+static bool analysis_account(const struct hook *h, uid_t *uid, gid_t *gid)
+{
+	if (geteuid() != 0 || h->cap.uid <= 0 || h->cap.gid < 0 || h->cap.uid > INT32_MAX ||
+	    h->cap.gid > INT32_MAX)
+		return false;
+	*uid = (uid_t)h->cap.uid;
+	*gid = (gid_t)h->cap.gid;
+	return true;
+}
+
+/*
+ * Child: ingest the stored file within the budget.  Exit 0 stored, 1 failed.
+ * Everything that needs root is opened first: the database and the cache
+ * (SQLite keeps writing through the open descriptors), the stored core (read
+ * as standard input) and a spool directory the account owns; then the child
+ * drops to the account and only then reads the core.  It writes the uid it
+ * analyses as to report_fd.
+ */
+static void analyse_child(const struct hook *h, const char *path, const char *spool_dir,
+                          int report_fd)
 {
 	if (h->timeout)
 		alarm(h->timeout);
@@ -202,8 +235,8 @@ static void analyse_child(const struct hook *h, const char *path)
 		setrlimit(RLIMIT_DATA, &rl);
 	}
 #endif
-	/* Decompression spools into the store directory, not /tmp. */
-	setenv("TMPDIR", h->store_dir, 1);
+	/* Decompression spools into the store's file system, not /tmp. */
+	setenv("TMPDIR", spool_dir ? spool_dir : h->store_dir, 1);
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, STDOUT_FILENO);
@@ -230,8 +263,36 @@ static void analyse_child(const struct hook *h, const char *path)
 	                               .signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
 	                               .rules = rules,
 	                               .capture_override = &h->cap};
+	const char *read_path = path;
+	uid_t uid;
+	gid_t gid;
+	if (spool_dir && analysis_account(h, &uid, &gid)) {
+		/* The store is root's alone: reach the spool directory through an fd. */
+		int dir = open(spool_dir, O_RDONLY | O_DIRECTORY);
+		char via_fd[64];
+		snprintf(via_fd, sizeof(via_fd), "/proc/self/fd/%d", dir);
+		if (dir >= 0)
+			setenv("TMPDIR", via_fd, 1);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		int64_t id;
+		/* Warm both databases so their -wal and -shm files are open before the drop. */
+		cq_error_free(cq_store_find_core(store, "-", &id));
+		if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 || setgroups(0, NULL) != 0 ||
+		    setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid || geteuid() != uid) {
+			cq_error_free(cq_store_placeholder_failed(
+			    store, path, "cannot drop privileges for the analysis", false, &id));
+			_exit(1);
+		}
+		close(fd);
+		read_path = "-";
+		io.stored_path = path;
+	}
+	uint32_t me = (uint32_t)geteuid();
+	if (write(report_fd, &me, sizeof(me)) != (ssize_t)sizeof(me))
+		me = 0;
+	close(report_fd);
 	struct cq_ingest_result res;
-	err = cq_ingest_core(store, path, &io, &res);
+	err = cq_ingest_core(store, read_path, &io, &res);
 	cq_ingest_result_free(&res);
 	cq_bucket_rules_free(rules);
 	cmd_close_cache(so.cache);
@@ -239,13 +300,42 @@ static void analyse_child(const struct hook *h, const char *path)
 	_exit(err ? 1 : 0);
 }
 
+/*
+ * A private spool directory in the store for an analysis that drops to
+ * uid/gid (owned by them, removed by the parent), or NULL when none drops.
+ */
+static char *spool_dir_for(const struct hook *h)
+{
+	uid_t uid;
+	gid_t gid;
+	char *dir = NULL;
+	if (!analysis_account(h, &uid, &gid) ||
+	    asprintf(&dir, "%s/.spool-XXXXXX", h->store_dir) < 0)
+		return NULL;
+	if (!mkdtemp(dir) || chown(dir, uid, gid) != 0) {
+		rmdir(dir);
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
 /* Runs the analysis in a child; on a failure the child could not record, records it. */
-static struct cq_error *analyse(const struct hook *h, const char *path)
+static struct cq_error *analyse(const struct hook *h, const char *path, int64_t *analysed_as)
 {
 	fflush(NULL);
+	int report[2];
+	if (pipe2(report, O_CLOEXEC) != 0)
+		return cq_error_errno(errno, "cannot make a pipe for the analysis");
+	char *spool_dir = spool_dir_for(h);
 	pid_t pid = fork();
 	if (pid < 0) {
 		struct cq_error *err = cq_error_errno(errno, "cannot fork the analysis");
+		close(report[0]);
+		close(report[1]);
+		if (spool_dir)
+			rmdir(spool_dir);
+		free(spool_dir);
 		struct cq_store *store;
 		int64_t id;
 		struct cq_error *rerr = cmd_open_store(h->db, &store);
@@ -263,12 +353,27 @@ static struct cq_error *analyse(const struct hook *h, const char *path)
 		}
 		return err;
 	}
-	if (pid == 0)
-		analyse_child(h, path);
+	if (pid == 0) {
+		close(report[0]);
+		analyse_child(h, path, spool_dir, report[1]);
+	}
+	close(report[1]);
+	uint32_t as;
+	ssize_t got;
+	while ((got = read(report[0], &as, sizeof(as))) < 0 && errno == EINTR)
+		;
+	*analysed_as = got == (ssize_t)sizeof(as) ? (int64_t)as : -1;
+	close(report[0]);
 	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return cq_error_errno(errno, "cannot wait for the analysis");
+	int waited;
+	while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	if (spool_dir) {
+		rmdir(spool_dir); /* empty: spool files are unlinked temporaries */
+		free(spool_dir);
+	}
+	if (waited < 0)
+		return cq_error_errno(errno, "cannot wait for the analysis");
 	char reason[160] = "";
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
 		snprintf(reason, sizeof(reason), "analysis exceeded its time budget of %u s",
@@ -317,6 +422,11 @@ static void report(const struct hook *h, const struct cq_capture_stored *s,
 		cq_json_object_begin(&j);
 		cq_json_key(&j, "pid");
 		cq_json_int(&j, c->pid);
+		cq_json_key(&j, "analysis_uid");
+		if (h->analysed_as >= 0)
+			cq_json_int(&j, h->analysed_as);
+		else
+			cq_json_null(&j);
 		cq_json_key(&j, "comm");
 		cq_json_string(&j, c->comm);
 		cq_json_key(&j, "signal");
@@ -360,6 +470,29 @@ static void report(const struct hook *h, const struct cq_capture_stored *s,
 		log_line("%s: stored %s (%llu bytes%s), core %lld %s: %s", head, s->path,
 		         (unsigned long long)s->raw_bytes, s->truncated ? ", truncated" : "",
 		         (long long)o->core_id, o->status, o->message);
+}
+
+/*
+ * One of max slots for an analysis: a lock file .analysis-slot-N in the
+ * store (hidden, so directory ingests pass it by), held with flock for as
+ * long as the returned descriptor is open; the kernel drops it when the
+ * hook dies.  -1 when every slot is taken.
+ */
+static int take_analysis_slot(const char *store_dir, unsigned max)
+{
+	for (unsigned i = 0; i < max; i++) {
+		char *path;
+		if (asprintf(&path, "%s/.analysis-slot-%u", store_dir, i) < 0)
+			return -1;
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		free(path);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		close(fd);
+	}
+	return -1;
 }
 
 /* Records a crash whose core is not kept: a not_stored row saying why. */
@@ -433,10 +566,18 @@ static int run_hook(struct hook *h)
 		    s.truncated ? "stored truncated at the size limit" : NULL, &id);
 		cq_store_close(store);
 	}
-	if (!err)
-		err = analyse(h, s.path);
+	int slot = err || !h->max_analyses ? -1 : take_analysis_slot(h->store_dir, h->max_analyses);
+	h->analysed_as = -1;
+	if (!err && slot >= 0)
+		err = analyse(h, s.path, &h->analysed_as);
+	if (slot >= 0)
+		close(slot);
 	if (!err)
 		err = read_outcome(h, s.path, &o);
+	if (!err && slot < 0 && strcmp(o.status, "pending") == 0)
+		snprintf(o.message, sizeof(o.message),
+		         "analysis deferred (%u running): `coreq ingest %s` completes it",
+		         h->max_analyses, h->store_dir);
 	if (!err && !o.core_id) {
 		/* The placeholder went away with no row of its own: a core stored before. */
 		snprintf(o.status, sizeof(o.status), "duplicate");
@@ -450,7 +591,7 @@ static int run_hook(struct hook *h)
 	} else {
 		report(h, &s, &o, NULL);
 		if (strcmp(o.status, "ok") != 0 && strcmp(o.status, "partial") != 0 &&
-		    strcmp(o.status, "duplicate") != 0)
+		    strcmp(o.status, "duplicate") != 0 && strcmp(o.status, "pending") != 0)
 			rc = EXIT_INPUT;
 	}
 	free(s.path);
@@ -471,6 +612,7 @@ int cmd_hook(int argc, char **argv)
 	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
 	    {"memory-limit", required_argument, NULL, OPT_MEMORY},
 	    {"keep-free", required_argument, NULL, OPT_KEEP_FREE},
+	    {"max-analyses", required_argument, NULL, OPT_MAX_ANALYSES},
 	    {"format", required_argument, NULL, OPT_FORMAT},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
@@ -483,7 +625,11 @@ int cmd_hook(int argc, char **argv)
 	    .memory = DEFAULT_MEMORY,
 	    .keep_free = DEFAULT_KEEP_FREE,
 	    .timeout = DEFAULT_TIMEOUT,
+	    .max_analyses = 0,
+	    .analysed_as = -1,
 	};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	h.max_analyses = cpus > 0 && cpus < 1024 ? (unsigned)cpus : 1;
 	cq_capture_init(&h.cap);
 	int opt;
 	uint64_t v;
@@ -521,6 +667,11 @@ int cmd_hook(int argc, char **argv)
 			break;
 		case OPT_TIMEOUT:
 			if (!cmd_parse_count(optarg, 0, 86400, &h.timeout, "hook", "--timeout"))
+				return EXIT_USAGE;
+			break;
+		case OPT_MAX_ANALYSES:
+			if (!cmd_parse_count(optarg, 0, 1024, &h.max_analyses, "hook",
+			                     "--max-analyses"))
 				return EXIT_USAGE;
 			break;
 		default:

@@ -19,14 +19,15 @@
 static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
 
 /* An unlinked, disk-backed temporary file; memfd when the tmp dir refuses. */
-static struct cq_error *spool_create(int *out)
+static struct cq_error *spool_create(int *out, bool *in_memory)
 {
+	*in_memory = false;
 	const char *dir = getenv("TMPDIR");
 	if (!dir || !*dir)
 		dir = "/tmp";
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0)
-		fd = memfd_create("coreq-spool", MFD_CLOEXEC);
+	if (fd < 0 && (fd = memfd_create("coreq-spool", MFD_CLOEXEC)) >= 0)
+		*in_memory = true;
 	if (fd < 0)
 		return cq_error_errno(errno, "cannot create a temporary file in %s", dir);
 	*out = fd;
@@ -70,12 +71,18 @@ static const char *filter_name(int code)
 	}
 }
 
-/* The cap when none is given: the spool's free space less what is kept free. */
-static struct cq_error *default_cap(int spool, uint64_t *cap)
+/*
+ * The cap when none is given: the spool's free space less what is kept
+ * free; for a spool in memory (no usable temporary directory), half the RAM.
+ */
+static struct cq_error *default_cap(int spool, bool in_memory, uint64_t *cap)
 {
 	struct statvfs vfs;
 	uint64_t avail = CQ_SOURCE_DEFAULT_MAX_SPOOL;
-	if (fstatvfs(spool, &vfs) == 0 && vfs.f_frsize)
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (in_memory && pages > 0 && page > 0)
+		avail = (uint64_t)pages * (uint64_t)page / 2 + CQ_SOURCE_KEEP_FREE;
+	else if (!in_memory && fstatvfs(spool, &vfs) == 0 && vfs.f_frsize)
 		avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	if (avail <= CQ_SOURCE_KEEP_FREE)
 		return cq_error_create(CQ_ERR_LIMIT,
@@ -108,9 +115,10 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 		          : cq_error_create(CQ_ERR_FORMAT, "empty file");
 		goto out;
 	}
-	if ((err = spool_create(&spool)))
+	bool in_memory;
+	if ((err = spool_create(&spool, &in_memory)))
 		goto out;
-	if (max_spool == 0 && (err = default_cap(spool, &max_spool)))
+	if (max_spool == 0 && (err = default_cap(spool, in_memory, &max_spool)))
 		goto out;
 	uint64_t total = 0;
 	char buf[1 << 16];

@@ -20,7 +20,8 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	struct cq_capture cap;
 	char identity[CQ_STORE_IDENTITY_MAX];
 	bool stdin_core = strcmp(path, "-") == 0;
-	char *abs = stdin_core ? NULL : realpath(path, NULL);
+	char *abs =
+	    stdin_core ? (o->stored_path ? strdup(o->stored_path) : NULL) : realpath(path, NULL);
 	cq_capture_init(&cap);
 	if (!stdin_core)
 		cq_capture_from_file(path, &cap);

@@ -36,6 +36,8 @@ struct cq_ingest_options {
 	const struct cq_stack_options *stacks;
 	unsigned signature_frames;
 	const struct cq_bucket_rules *rules; /* how signatures are made (cq_bucket_rules_load) */
+	/* With path "-": the stored file standard input holds (its rows are replaced). */
+	const char *stored_path;
 	/* Metadata to use instead of what the file's name and xattrs say; may be NULL. */
 	const struct cq_capture *capture_override;
 	/* Called once the core is open, e.g. to warn that it is truncated; may be NULL. */
