@@ -54,24 +54,6 @@ static int print_rules(const char *path)
 	return EXIT_OK;
 }
 
-/* Unix seconds from "YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS" (UTC) or digits. */
-static bool parse_since(const char *s, int64_t *out)
-{
-	char *end;
-	if (strspn(s, "0123456789") == strlen(s) && *s) {
-		*out = strtoll(s, &end, 10);
-		return true;
-	}
-	struct tm tm = {0};
-	end = strptime(s, "%Y-%m-%d", &tm);
-	if (end && *end == 'T')
-		end = strptime(end + 1, "%H:%M:%S", &tm);
-	if (!end || *end)
-		return false;
-	*out = (int64_t)timegm(&tm);
-	return true;
-}
-
 struct buckets_query {
 	struct cmd_listing out;
 	struct cq_store_bucket_filter filter;
@@ -152,7 +134,7 @@ int cmd_buckets(int argc, char **argv)
 			db = optarg;
 			break;
 		case OPT_SINCE:
-			if (!parse_since(optarg, &q.filter.since))
+			if (!cmd_parse_time(optarg, &q.filter.since))
 				return cmd_usage_error("buckets",
 				                       "--since takes YYYY-MM-DD, "
 				                       "YYYY-MM-DDTHH:MM:SS or unix "

@@ -74,6 +74,9 @@ int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, cons
  */
 bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char *option);
 
+/* Unix seconds from "YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS" (UTC) or digits; false if neither. */
+bool cmd_parse_time(const char *s, int64_t *out);
+
 /* Parses "text" / "json". Returns false (after printing) on anything else. */
 bool cmd_parse_format(const char *arg, enum cmd_format *out, const char *cmd);
 
@@ -150,6 +153,7 @@ int cmd_cores(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_buckets(int argc, char **argv);
 int cmd_rebucket(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
 int cmd_stack(int argc, char **argv);
 int cmd_lws(int argc, char **argv);

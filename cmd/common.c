@@ -283,6 +283,24 @@ int cmd_open_store_query(const char *path, struct cq_store **out)
 	return rc;
 }
 
+/* Unix seconds from "YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS" (UTC) or digits. */
+bool cmd_parse_time(const char *s, int64_t *out)
+{
+	char *end;
+	if (strspn(s, "0123456789") == strlen(s) && *s) {
+		*out = strtoll(s, &end, 10);
+		return true;
+	}
+	struct tm tm = {0};
+	end = strptime(s, "%Y-%m-%d", &tm);
+	if (end && *end == 'T')
+		end = strptime(end + 1, "%H:%M:%S", &tm);
+	if (!end || *end)
+		return false;
+	*out = (int64_t)timegm(&tm);
+	return true;
+}
+
 void cmd_iso_time(long long secs, char buf[32])
 {
 	time_t t = (time_t)secs;

@@ -1,0 +1,96 @@
+-- coreq's fleet store in ClickHouse: the records `coreq export` writes (one
+-- JSON object per line), loaded with
+--   coreq export --type core | clickhouse-client --input_format_skip_unknown_fields=1 \
+--       --query "INSERT INTO coreq.cores FORMAT JSONEachRow"
+-- (and thread -> coreq.threads, stack -> coreq.stacks, bucket -> coreq.buckets),
+-- or by `coreq push --clickhouse URL`.  Written for ClickHouse 18.16 (Debian 12).
+--
+-- Every table is a ReplacingMergeTree ordered by the record's natural key, so
+-- loading the same records twice (a retried push, two exports that overlap)
+-- leaves one row per key once parts merge; queries read FINAL to see exactly
+-- that before they do.  A row that comes again replaces the one before.
+-- Crash records are partitioned by the month of the crash; stacks and buckets
+-- are not partitioned by time, since replacing only works within a partition
+-- and one stack or bucket is seen in many months.
+
+CREATE DATABASE IF NOT EXISTS coreq;
+
+-- One row per core: key identity (raw size + hash of the notes and first MiB:
+-- the same crash has it on every host and under any file name).
+CREATE TABLE IF NOT EXISTS coreq.cores (
+    identity      String,                -- natural key
+    host          String,                -- hostname of the crash (else of the exporting host)
+    machine_id    Nullable(String),      -- /etc/machine-id of the exporting host
+    boot_id       Nullable(String),      -- from systemd-coredump's file name, when known
+    coreq_version String,
+    local_id      Int64,                 -- row id in the host's SQLite database (the export cursor)
+    exe           Nullable(String),
+    cmdline       Nullable(String),
+    comm          Nullable(String),
+    pid           Nullable(Int64),
+    uid           Nullable(Int64),
+    gid           Nullable(Int64),
+    signal        Nullable(Int64),
+    signal_name   Nullable(String),
+    si_code       Nullable(Int64),
+    fault_address Nullable(Int64),
+    crashed_tid   Nullable(Int64),
+    nthreads      Nullable(Int64),
+    crash_time    UInt32,                -- unix seconds: the capture's time, else the ingest's
+    time_source   String,                -- 'capture' or 'ingest'
+    ingested_at   Int64,
+    status        String,                -- 'ok', or 'partial' when memory was missing
+    bucket        Nullable(String),      -- the crash bucket's hash (coreq.buckets)
+    source        Nullable(String),      -- 'file', 'systemd' or 'hook'
+    size          Nullable(Int64)        -- bytes of the raw core
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMM(toDateTime(crash_time))
+ORDER BY identity;
+
+-- One row per thread (kind 'thread') or suspended async chain (kind 'folly',
+-- 'rust') of a core: key (core, kind, idx).
+CREATE TABLE IF NOT EXISTS coreq.threads (
+    core       String,                   -- the core's identity
+    crash_time UInt32,
+    kind       String,
+    idx        Int64,                    -- position in the core (0 = the crashed thread)
+    tid        Nullable(Int64),
+    name       Nullable(String),
+    crashed    UInt8,
+    stack      String,                   -- the stack's hash (coreq.stacks)
+    `end`      String                    -- why the walk stopped
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMM(toDateTime(crash_time))
+ORDER BY (core, kind, idx);
+
+-- One row per distinct merged stack: key hash.  Frames innermost first, as
+-- parallel arrays: module build-id ('' outside any module), link-time offset
+-- in it (else the pc), kind (native, inline, async), trust, and names.
+CREATE TABLE IF NOT EXISTS coreq.stacks (
+    hash      String,
+    nframes   UInt32,
+    build_ids Array(String),
+    offsets   Array(Int64),
+    kinds     Array(String),
+    trusts    Array(String),
+    functions Array(Nullable(String)),
+    files     Array(Nullable(String)),
+    lines     Array(Nullable(Int64))
+) ENGINE = ReplacingMergeTree()
+ORDER BY hash;
+
+-- One row per crash bucket: key hash (of the signature).
+CREATE TABLE IF NOT EXISTS coreq.buckets (
+    hash          String,
+    signature     String,                -- "f | g | main | SIGSEGV"
+    rules_version Nullable(String),      -- of the rules that made it
+    first_seen    UInt32                 -- the earliest crash in it the exporting host had
+) ENGINE = ReplacingMergeTree()
+ORDER BY hash;
+
+-- Crashes per day and bucket, with how many hosts had them.
+CREATE VIEW IF NOT EXISTS coreq.top_buckets_daily AS
+SELECT toDate(toDateTime(crash_time)) AS day, bucket, count() AS cores, uniqExact(host) AS hosts
+FROM coreq.cores FINAL
+WHERE bucket IS NOT NULL
+GROUP BY day, bucket;
