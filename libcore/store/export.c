@@ -20,6 +20,7 @@ static const char select_cores[] =
 
 static const char insert_cores[] =
     "INSERT INTO temp.export_cores SELECT id FROM cores WHERE id > ?1 "
+    "AND (?4 = 0 OR id <= ?4) "
     "AND coalesce(timestamp, ingested_at) >= ?2 AND status IN ('ok', 'partial') "
     "ORDER BY id LIMIT ?3";
 
@@ -250,6 +251,29 @@ static struct cq_error *export_buckets(sqlite3 *db, FILE *out, struct cq_export_
 	return err;
 }
 
+struct cq_error *cq_store_export_window(struct cq_store *store, int64_t after_id, int64_t limit,
+                                        int64_t *until_id)
+{
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	*until_id = after_id;
+	struct cq_error *err =
+	    prepare(db,
+	            "SELECT max(id) FROM (SELECT id FROM cores WHERE id > ?1 AND status IN "
+	            "('ok', 'partial') ORDER BY id LIMIT ?2)",
+	            &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, after_id);
+	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		*until_id = sqlite3_column_int64(st, 0);
+	err = rc == SQLITE_ROW ? NULL : cq_db_error(db, "export");
+	sqlite3_finalize(st);
+	return err;
+}
+
 struct cq_error *cq_store_export(struct cq_store *store, const struct cq_export_options *o,
                                  FILE *out, struct cq_export_result *r)
 {
@@ -269,6 +293,7 @@ struct cq_error *cq_store_export(struct cq_store *store, const struct cq_export_
 		sqlite3_bind_int64(st, 1, o->after_id);
 		sqlite3_bind_int64(st, 2, o->since);
 		sqlite3_bind_int64(st, 3, o->limit > 0 ? o->limit : -1);
+		sqlite3_bind_int64(st, 4, o->until_id);
 		err = step_error(db, sqlite3_step(st));
 		sqlite3_finalize(st);
 	}
