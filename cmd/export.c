@@ -15,7 +15,7 @@
 
 static const char export_usage[] =
     "Usage: coreq export [--db P] [--since TIME | --after-id N] [--limit N]\n"
-    "                    [--type core,thread,stack,bucket] [--format ndjson]\n"
+    "                    [--type core,thread,stack,bucket] [--host NAME] [--format ndjson]\n"
     "\n"
     "Write the stored crash records to standard output, one JSON object per\n"
     "line, for a fleet store such as ClickHouse (schema/clickhouse/, `FORMAT\n"
@@ -34,6 +34,8 @@ static const char export_usage[] =
     "  --after-id N        cores whose local id is above N\n"
     "  --limit N           at most N cores (with their threads, stacks, buckets)\n"
     "  --type LIST         only these record types (comma-separated)\n"
+    "  --host NAME         host name for cores that do not record theirs (default:\n"
+    "                      this host's)\n"
     "  --format ndjson     the only format (default)\n"
     "  --help              show this help\n";
 
@@ -43,6 +45,7 @@ enum {
 	OPT_AFTER_ID,
 	OPT_LIMIT,
 	OPT_TYPE,
+	OPT_HOST,
 };
 
 static bool parse_types(const char *arg, unsigned *out)
@@ -94,9 +97,10 @@ int cmd_export(int argc, char **argv)
 	    {"after-id", required_argument, NULL, OPT_AFTER_ID},
 	    {"limit", required_argument, NULL, OPT_LIMIT},
 	    {"type", required_argument, NULL, OPT_TYPE},
+	    {"host", required_argument, NULL, OPT_HOST},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *db = NULL;
+	const char *db = NULL, *host_name = NULL;
 	struct cq_export_options o = {0};
 	unsigned n;
 	int opt;
@@ -108,18 +112,19 @@ int cmd_export(int argc, char **argv)
 			return EXIT_OK;
 		case OPT_FORMAT:
 			if (strcmp(optarg, "ndjson") != 0)
-				return cmd_usage_error("export", "--format must be ndjson, not '%s'",
-				                       optarg);
+				return cmd_usage_error("export",
+				                       "--format must be ndjson, not '%s'", optarg);
 			break;
 		case OPT_DB:
 			db = optarg;
 			break;
 		case OPT_SINCE:
 			if (!cmd_parse_time(optarg, &o.since))
-				return cmd_usage_error("export",
-				                       "--since takes YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS or "
-				                       "unix seconds, not '%s'",
-				                       optarg);
+				return cmd_usage_error(
+				    "export",
+				    "--since takes YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS or "
+				    "unix seconds, not '%s'",
+				    optarg);
 			break;
 		case OPT_AFTER_ID:
 		case OPT_LIMIT:
@@ -135,6 +140,9 @@ int cmd_export(int argc, char **argv)
 				                       "(comma-separated), not '%s'",
 				                       optarg);
 			break;
+		case OPT_HOST:
+			host_name = optarg;
+			break;
 		default:
 			return cmd_usage_error("export", "unknown option");
 		}
@@ -143,7 +151,7 @@ int cmd_export(int argc, char **argv)
 		return cmd_usage_error("export", "unexpected argument '%s'", argv[optind]);
 	char host[256], machine_id[64];
 	host_identity(host, machine_id);
-	o.host = host;
+	o.host = host_name ? host_name : host;
 	o.machine_id = machine_id[0] ? machine_id : NULL;
 	struct cq_store *store;
 	int rc = cmd_open_store_query(db, &store);

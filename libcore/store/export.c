@@ -90,7 +90,7 @@ static void end_record(struct cq_json *j)
 static struct cq_error *prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
 	return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? NULL
-	                                                             : cq_db_error(db, "export");
+	                                                              : cq_db_error(db, "export");
 }
 
 static struct cq_error *step_error(sqlite3 *db, int rc)
@@ -208,8 +208,8 @@ static struct cq_error *export_stacks(sqlite3 *db, FILE *out, struct cq_export_r
 		sqlite3_finalize(st);
 	if (err)
 		return err;
-	static const char *const arrays[] = {"build_ids", "offsets",   "kinds", "trusts",
-	                                     "functions", "files", "lines"};
+	static const char *const arrays[] = {"build_ids", "offsets", "kinds", "trusts",
+	                                     "functions", "files",   "lines"};
 	int rc;
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct cq_json j;

@@ -37,18 +37,19 @@ enum {
 };
 
 struct cq_export_options {
-	int64_t after_id; /* cores with a local id above this (0: all) */
-	int64_t since;    /* and crashed at or after this (unix seconds; 0: all time) */
-	int64_t limit;    /* at most this many cores (0: no limit) */
-	int64_t until_id; /* and a local id at most this (0: no bound) */
-	unsigned types;   /* CQ_EXPORT_* bits (0: all) */
-	const char *host; /* this host's name, for cores that do not record theirs */
+	int64_t after_id;       /* cores with a local id above this (0: all) */
+	int64_t since;          /* and crashed at or after this (unix seconds; 0: all time) */
+	int64_t limit;          /* at most this many cores (0: no limit) */
+	int64_t until_id;       /* and a local id at most this (0: no bound) */
+	unsigned types;         /* CQ_EXPORT_* bits (0: all) */
+	const char *host;       /* this host's name, for cores that do not record theirs */
 	const char *machine_id; /* /etc/machine-id, or NULL */
 };
 
 struct cq_export_result {
 	int64_t cores, threads, stacks, buckets; /* records written */
-	int64_t last_id; /* the highest local core id exported (the next cursor); after_id if none */
+	int64_t
+	    last_id; /* the highest local core id exported (the next cursor); after_id if none */
 };
 
 /*
