@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""From one host to a fleet (issue 17): export, ClickHouse, push, merge.
+
+A real clickhouse-server (Debian's) runs as an unprivileged process on
+127.0.0.1, with its configuration and data in a temporary directory, and is
+stopped by the test.  The 100 cores of the corpus case bucket-100 (five
+crash sites, the site of each core listed in its expect file) are ingested
+into three SQLite databases, core i on host i % 3.  Expected results come
+from that structure, not from coreq:
+- `coreq export | clickhouse-client INSERT ... FORMAT JSONEachRow`, run twice
+  for every host: ClickHouse holds each core once (FINAL and distinct
+  identities), every thread and stack and bucket, and the top buckets
+  across hosts group the cores by crash site with the expected counts and
+  host counts;
+- `coreq merge` of the three databases gives the same bucket counts, and a
+  second merge adds nothing;
+- `coreq push` into a fresh database, with the server stopped after two
+  batches: the push fails, the cursor stays; once the server is back, the
+  next push completes: every core is there, none twice (no FINAL needed).
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import time
+
+from coreq_test import COREQ, CORPUS, ROOT, coreq, done, ok, read_expect, require_corpus, skip
+
+CLICKHOUSE = shutil.which("clickhouse-server") or "/usr/sbin/clickhouse-server"
+CLIENT = shutil.which("clickhouse-client")
+HOSTS = 3
+
+CONFIG = """<?xml version="1.0"?>
+<yandex>
+    <logger><level>warning</level><log>{d}/server.log</log><errorlog>{d}/error.log</errorlog></logger>
+    <http_port>{http}</http_port>
+    <tcp_port>{tcp}</tcp_port>
+    <listen_host>127.0.0.1</listen_host>
+    <path>{d}/data/</path>
+    <tmp_path>{d}/tmp/</tmp_path>
+    <users_config>{d}/users.xml</users_config>
+    <default_profile>default</default_profile>
+    <default_database>default</default_database>
+    <mark_cache_size>268435456</mark_cache_size>
+</yandex>
+"""
+USERS = """<?xml version="1.0"?>
+<yandex>
+    <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+    <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
+        <profile>default</profile><quota>default</quota></default></users>
+    <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors>
+        <result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time>
+    </interval></default></quotas>
+</yandex>
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, d):
+        self.d, self.http, self.tcp, self.proc = d, free_port(), free_port(), None
+        os.makedirs(os.path.join(d, "data"))
+        os.makedirs(os.path.join(d, "tmp"))
+        open(os.path.join(d, "config.xml"), "w").write(CONFIG.format(d=d, http=self.http, tcp=self.tcp))
+        open(os.path.join(d, "users.xml"), "w").write(USERS)
+        if os.geteuid() == 0:  # unprivileged: nobody owns its files
+            subprocess.run(["chown", "-R", "nobody:nogroup", d], check=True)
+
+    def start(self):
+        cmd = [CLICKHOUSE, f"--config-file={self.d}/config.xml"]
+        if os.geteuid() == 0:
+            cmd = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + cmd
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     cwd=self.d)
+        for _ in range(150):
+            if self.query("SELECT 1", check=False) == "1":
+                return True
+            time.sleep(0.2)
+        return False
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def query(self, sql, stdin=None, check=True, *settings):
+        r = subprocess.run([CLIENT, "--host", "127.0.0.1", "--port", str(self.tcp), *settings,
+                            "--query", sql], input=stdin, capture_output=True)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"clickhouse-client {sql}: {r.stderr.decode()[-500:]}")
+        return r.stdout.decode().strip()
+
+    def url(self):
+        return f"http://127.0.0.1:{self.http}"
+
+
+TABLES = {"core": "cores", "thread": "threads", "stack": "stacks", "bucket": "buckets"}
+
+
+def load(server, db, host):
+    for t, table in TABLES.items():
+        r = coreq("export", "--db", db, "--host", host, "--type", t, timeout=300)
+        if r.returncode != 0:
+            return f"export {t}: {r.stderr}"
+        server.query(f"INSERT INTO coreq.{table} FORMAT JSONEachRow", r.stdout.encode(), True,
+                     "--input_format_skip_unknown_fields=1")
+    return None
+
+
+def schema(server):
+    sql = open(os.path.join(ROOT, "schema", "clickhouse", "001_tables.sql")).read()
+    r = subprocess.run([CLIENT, "--host", "127.0.0.1", "--port", str(server.tcp), "--multiquery"],
+                       input=sql.encode(), capture_output=True)
+    return r.returncode == 0, r.stderr.decode()
+
+
+def main():
+    require_corpus()
+    if not os.path.exists(CLICKHOUSE) or not CLIENT:
+        skip("fleet tests with ClickHouse", "clickhouse-server is not installed (make deps installs it)")
+        done()
+    case = os.path.join(CORPUS, "cores", "bucket-100")
+    facts = read_expect(os.path.join(case, "expect"))
+    sites, pids = facts["sites"].split(), [int(p) for p in facts["pids"].split()]
+    cores = sorted(f for f in os.listdir(case) if f.startswith("core-"))
+    site_of = {pids[i]: sites[i] for i in range(len(cores))}
+    want_count, want_hosts = {}, {}
+    for i in range(len(cores)):
+        want_count[sites[i]] = want_count.get(sites[i], 0) + 1
+        want_hosts.setdefault(sites[i], set()).add(f"host{i % HOSTS}")
+    tmp = tempfile.mkdtemp(prefix="coreq-fleet-")
+    os.chmod(tmp, 0o755)
+    server = Server(os.path.join(tmp, "clickhouse"))
+    try:
+        dbs = []
+        for h in range(HOSTS):
+            db = os.path.join(tmp, f"host{h}.db")
+            mine = [os.path.join(case, cores[i]) for i in range(len(cores)) if i % HOSTS == h]
+            r = coreq("ingest", "--no-cache", "--db", db, *mine, timeout=900)
+            ok(r.returncode == 0, f"host{h}: {len(mine)} cores ingested", r.stderr[-1000:])
+            dbs.append(db)
+
+        ok(server.start(), "clickhouse-server starts on 127.0.0.1 as an unprivileged process",
+           open(os.path.join(server.d, "error.log")).read()[-2000:]
+           if os.path.exists(os.path.join(server.d, "error.log")) else "")
+        good, why = schema(server)
+        ok(good, "schema/clickhouse/001_tables.sql loads", why)
+        for rnd in (1, 2):
+            errs = [load(server, db, f"host{h}") for h, db in enumerate(dbs)]
+            ok(not any(errs), f"export | clickhouse-client, round {rnd}", str(errs))
+        n = int(server.query("SELECT count() FROM coreq.cores FINAL"))
+        distinct = int(server.query("SELECT uniqExact(identity) FROM coreq.cores"))
+        ok(n == len(cores) and distinct == len(cores),
+           f"each core once after loading twice ({n} rows, {distinct} identities)")
+        threads = int(server.query("SELECT count() FROM coreq.threads FINAL"))
+        ok(threads == len(cores), f"one thread per core ({threads})")
+        rows = server.query("SELECT bucket, groupUniqArray(pid), count(), uniqExact(host) "
+                            "FROM coreq.cores FINAL GROUP BY bucket ORDER BY count() DESC "
+                            "FORMAT JSONCompact")
+        top = json.loads(rows)["data"]
+        got = {}
+        for bucket, bpids, count, hosts in top:
+            bsites = {site_of.get(int(p)) for p in bpids}
+            got[bucket] = (bsites, int(count), int(hosts))
+        ok(len(got) == len(want_count) and all(len(s) == 1 for s, _, _ in got.values()),
+           f"top buckets across hosts: one bucket per crash site ({len(got)})", str(got))
+        ok(all(c == want_count[next(iter(s))] and h == len(want_hosts[next(iter(s))])
+               for s, c, h in got.values()),
+           "each bucket's core and host counts are the site's", str(got))
+        stacks = int(server.query("SELECT count() FROM coreq.stacks FINAL"))
+        ok(stacks == len(want_count), f"one stack per crash site ({stacks})")
+        named = server.query("SELECT signature FROM coreq.buckets FINAL ORDER BY signature")
+        ok(all("dispatch | main" in line for line in named.splitlines()),
+           "bucket signatures carry the program's chain", named)
+        daily = server.query("SELECT sum(cores), max(hosts) FROM coreq.top_buckets_daily")
+        ok(daily.split() == [str(len(cores)), str(HOSTS)], f"the daily view: {daily}")
+
+        merged = os.path.join(tmp, "merged.db")
+        r = coreq("merge", "--db", merged, "--format", "json", *dbs, timeout=300)
+        ok(r.returncode == 0 and json.loads(r.stdout)["cores"] == len(cores), "merge of 3 hosts",
+           r.stdout + r.stderr)
+        r = coreq("merge", "--db", merged, "--format", "json", *dbs, timeout=300)
+        ok(r.returncode == 0 and json.loads(r.stdout)["cores"] == 0, "merging again adds nothing",
+           r.stdout + r.stderr)
+        con = sqlite3.connect(merged)
+        sq = dict(con.execute("SELECT hash, count FROM buckets").fetchall())
+        integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
+        con.close()
+        ok(sq == {b: c for b, (_, c, _) in got.items()} and integrity == "ok",
+           "merged bucket counts equal ClickHouse's", str(sq))
+
+        # push: the server stops after two batches, then comes back.
+        server.query("DROP DATABASE coreq")
+        schema(server)
+        cursor = os.path.join(tmp, "push-cursor")
+        r = coreq("push", "--db", dbs[0], "--clickhouse", server.url(), "--cursor", cursor,
+                  "--batch", "10", "--max-batches", "2", "--format", "json", timeout=300)
+        first = json.loads(r.stdout) if r.returncode == 0 else {}
+        ok(first.get("cores") == 20 and open(cursor).read().strip() == str(first.get("cursor")),
+           "two batches pushed, cursor kept", r.stdout + r.stderr)
+        server.stop()
+        r = coreq("push", "--db", dbs[0], "--clickhouse", server.url(), "--cursor", cursor,
+                  "--retries", "2", "--timeout", "5", timeout=300)
+        ok(r.returncode == 1 and open(cursor).read().strip() == str(first.get("cursor")),
+           "with the server down the push fails and the cursor stays", r.stdout + r.stderr)
+        ok(server.start(), "the server comes back")
+        r = coreq("push", "--db", dbs[0], "--clickhouse", server.url(), "--cursor", cursor,
+                  "--format", "json", timeout=300)
+        ok(r.returncode == 0, "the next push completes", r.stdout + r.stderr)
+        want = sum(1 for i in range(len(cores)) if i % HOSTS == 0)
+        raw = int(server.query("SELECT count() FROM coreq.cores"))
+        distinct = int(server.query("SELECT uniqExact(identity) FROM coreq.cores"))
+        ok(raw == want and distinct == want,
+           f"nothing lost, nothing repeated: {raw} rows, {distinct} cores of {want}")
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    done()
+
+
+if __name__ == "__main__":
+    main()
