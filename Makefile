@@ -191,6 +191,10 @@ install: $(BUILD)/coreq
 	install -D -m 0644 dist/systemd/coreq-ingest.path $(DESTDIR)$(UNITDIR)/coreq-ingest.path
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/coreq-ingest.service.in > $(BUILD)/coreq-ingest.service
 	install -D -m 0644 $(BUILD)/coreq-ingest.service $(DESTDIR)$(UNITDIR)/coreq-ingest.service
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/coreq-push.service.in > $(BUILD)/coreq-push.service
+	install -D -m 0644 $(BUILD)/coreq-push.service $(DESTDIR)$(UNITDIR)/coreq-push.service
+	install -D -m 0644 dist/systemd/coreq-push.timer $(DESTDIR)$(UNITDIR)/coreq-push.timer
+	install -D -m 0644 schema/clickhouse/001_tables.sql $(DESTDIR)$(PREFIX)/share/coreq/clickhouse/001_tables.sql
 	install -D -m 0644 'dist/systemd/systemd-coredump@.service.d/coreq.conf' \
 		'$(DESTDIR)$(UNITDIR)/systemd-coredump@.service.d/coreq.conf'
 

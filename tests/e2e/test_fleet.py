@@ -189,6 +189,24 @@ def main():
         daily = server.query("SELECT sum(cores), max(hosts) FROM coreq.top_buckets_daily")
         ok(daily.split() == [str(len(cores)), str(HOSTS)], f"the daily view: {daily}")
 
+        # The README's example queries run as written.
+        readme = open(os.path.join(ROOT, "README.md")).read()
+        block = readme[readme.index("Queries (ClickHouse):"): readme.index("coreq.top_buckets_daily")]
+        queries, cur = [], []
+        for line in block.splitlines():
+            if line.startswith("    ") and not line.strip().startswith("--"):
+                cur.append(line.strip())
+                if line.rstrip().endswith(";"):
+                    queries.append(" ".join(cur).rstrip(";"))
+                    cur = []
+        bad = []
+        for q in queries:
+            r = subprocess.run([CLIENT, "--host", "127.0.0.1", "--port", str(server.tcp), "--query", q],
+                               capture_output=True, text=True)
+            if r.returncode != 0 or not r.stdout.strip():
+                bad.append((q, r.stderr[-300:]))
+        ok(len(queries) >= 4 and not bad, f"the README's {len(queries)} example queries answer", str(bad))
+
         merged = os.path.join(tmp, "merged.db")
         r = coreq("merge", "--db", merged, "--format", "json", *dbs, timeout=300)
         ok(r.returncode == 0 and json.loads(r.stdout)["cores"] == len(cores), "merge of 3 hosts",

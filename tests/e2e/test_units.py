@@ -29,7 +29,8 @@ def main():
                             f"BUILD={os.path.abspath(BUILD)}"], capture_output=True, text=True, timeout=600)
         ok(r.returncode == 0, "make install PREFIX=... succeeds", r.stdout + r.stderr)
         unitdir = os.path.join(prefix, "lib", "systemd", "system")
-        want = ["coreq-ingest.path", "coreq-ingest.service", "systemd-coredump@.service.d/coreq.conf"]
+        want = ["coreq-ingest.path", "coreq-ingest.service", "systemd-coredump@.service.d/coreq.conf",
+                "coreq-push.service", "coreq-push.timer"]
         have = [u for u in want if os.path.isfile(os.path.join(unitdir, u))]
         ok(have == want, "make install puts the units under PREFIX/lib/systemd/system", have)
 
@@ -48,6 +49,17 @@ def main():
         else:
             ok(r.returncode == 0 and r.stdout.strip() == "" and r.stderr.strip() == "",
                "systemd-analyze verify: coreq-ingest.path and .service, no warning", r.stdout + r.stderr)
+
+        push = open(os.path.join(unitdir, "coreq-push.service")).read()
+        for key in ("ProtectSystem=strict", "ReadWritePaths=/var/lib/coreq", "PrivateTmp=yes",
+                    "MemoryMax=", "NoNewPrivileges=yes", "CapabilityBoundingSet="):
+            ok(re.search("^" + re.escape(key), push, re.M) is not None, f"the push service sets {key}")
+        ok(re.search(r"^ExecStart=" + re.escape(os.path.join(prefix, "bin", "coreq")) + r" push ", push, re.M),
+           "the push service runs the installed coreq push")
+        r = verify(unitdir, "coreq-push.timer", "coreq-push.service")
+        if not (r.returncode != 0 and "Failed to" in r.stderr and "bus" in r.stderr.lower()):
+            ok(r.returncode == 0 and r.stdout.strip() == "" and r.stderr.strip() == "",
+               "systemd-analyze verify: coreq-push.timer and .service, no warning", r.stdout + r.stderr)
 
         with open(os.path.join(unitdir, "systemd-coredump@.service"), "w") as f:
             f.write("[Unit]\nDescription=stand-in for systemd-coredump@.service\n"
