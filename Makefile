@@ -22,7 +22,7 @@ PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
 CXX      ?= c++
-PKGS     := libelf libdw libarchive sqlite3 libcurl
+PKGS     := libelf libdw libarchive sqlite3 libcurl libdebuginfod
 FUZZ_SECONDS ?= 30
 VERSION  := 0.1.0
 
@@ -33,7 +33,8 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	libsqlite3-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
 	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg \
 	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
-	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client
+	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
+	libdebuginfod-dev debuginfod
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral

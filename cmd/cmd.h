@@ -156,6 +156,7 @@ int cmd_rebucket(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_resymbolize(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
 int cmd_stack(int argc, char **argv);
 int cmd_lws(int argc, char **argv);

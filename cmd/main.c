@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"cores", cmd_cores, "the cores in the database"},
     {"show", cmd_show, "one stored core with every thread's stack"},
     {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds"},
+    {"resymbolize", cmd_resymbolize, "name stored frames from debuginfo that came later"},
     {"merge", cmd_merge, "fold other hosts' crash databases into this one"},
     {"push", cmd_push, "send new crash records to ClickHouse over HTTP"},
     {"export", cmd_export, "crash records as NDJSON for a fleet store (ClickHouse)"},
