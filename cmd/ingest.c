@@ -59,16 +59,20 @@ struct ingest_run {
 	char last_error[256];
 };
 
+#define DEFAULT_MAX_DEPTH 8
+
 static const char ingest_usage[] =
     "Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
     "                    [--cache P | --no-cache] [--signature-frames N] [--rules FILE]\n"
-    "                    [--no-async] [--max-core-size BYTES]\n"
+    "                    [--no-async] [--max-core-size BYTES] [--max-depth N]\n"
     "                    CORE... | DIR | -\n"
     "\n"
     "Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
     "the database, one transaction per core: a core is stored whole or not at\n"
     "all.  A core already stored (same content, under any name or compression)\n"
-    "is skipped.  DIR means every core-looking file in it (raw or compressed).\n"
+    "is skipped.  DIR means every core-looking file in it and in its\n"
+    "subdirectories, down to --max-depth levels (raw or compressed; hidden\n"
+    "names are passed by); a DIR without one says \"0 core files in DIR\".\n"
     "Cores that cannot be analysed are reported and skipped; the exit status is\n"
     "then 1.  A progress bar is shown when standard error is a terminal.\n"
     "Each core is filed in a crash bucket by its signature: the crashed thread's\n"
@@ -89,6 +93,7 @@ static const char ingest_usage[] =
     "  --rules FILE        bucketing rules (default $COREQ_RULES, else /etc/coreq/rules,\n"
     "                      else the built-in ones: see `coreq buckets --rules`)\n"
     "  --no-async          native frames only: no async stacks, no suspended ones\n"
+    "  --max-depth N       levels of subdirectories of DIR to look in (default 8, 0: none)\n"
     "  --help              show this help\n";
 
 struct inputs {
@@ -135,18 +140,16 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(((const struct input *)a)->path, ((const struct input *)b)->path);
 }
 
-/* Adds every core-looking regular file of dir, in name order. */
-static struct cq_error *expand_dir(struct inputs *in, const char *dir)
+/*
+ * Adds every core-looking regular file of dir and of its subdirectories down
+ * to depth levels below it (hidden names and symbolic links to directories
+ * are passed by), in path order.
+ */
+static struct cq_error *walk_dir(struct inputs *in, const char *dir, unsigned depth)
 {
-	char *abs = realpath(dir, NULL);
-	DIR *d = abs ? opendir(abs) : NULL;
-	if (!d) {
-		int e = errno;
-		free(abs);
-		return cq_error_errno(e, "cannot read directory");
-	}
-	dir = abs;
-	size_t first = in->n;
+	DIR *d = opendir(dir);
+	if (!d)
+		return cq_error_errno(errno, "cannot read directory");
 	struct dirent *e;
 	struct cq_error *err = NULL;
 	while (!err && (e = readdir(d))) {
@@ -154,14 +157,31 @@ static struct cq_error *expand_dir(struct inputs *in, const char *dir)
 		struct stat st;
 		if (e->d_name[0] == '.' || asprintf(&p, "%s/%s", dir, e->d_name) < 0)
 			continue;
-		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && looks_like_core(p) &&
-		    !push_input(in, p, &st))
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (depth > 0)
+				cq_error_free(walk_dir(in, p, depth - 1)); /* an unreadable subdirectory is skipped */
+		} else if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && looks_like_core(p) &&
+		           !push_input(in, p, &st)) {
 			err = &cq_error_nomem;
+		}
 		free(p);
 	}
 	closedir(d);
+	return err;
+}
+
+static struct cq_error *expand_dir(struct inputs *in, const char *dir, unsigned depth,
+                                   size_t *found)
+{
+	char *abs = realpath(dir, NULL);
+	if (!abs)
+		return cq_error_errno(errno, "cannot read directory");
+	size_t first = in->n;
+	struct cq_error *err = walk_dir(in, abs, depth);
 	free(abs);
-	qsort(in->v + first, in->n - first, sizeof(*in->v), name_cmp);
+	if (in->n > first)
+		qsort(in->v + first, in->n - first, sizeof(*in->v), name_cmp);
+	*found = in->n - first;
 	return err;
 }
 
@@ -314,6 +334,7 @@ enum {
 	OPT_SIGNATURE_FRAMES,
 	OPT_NO_ASYNC,
 	OPT_RULES,
+	OPT_MAX_DEPTH,
 };
 
 static void print_summary(struct ingest_run *run)
@@ -348,8 +369,10 @@ int cmd_ingest(int argc, char **argv)
 	    {"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
 	    {"no-async", no_argument, NULL, OPT_NO_ASYNC},
 	    {"rules", required_argument, NULL, OPT_RULES},
+	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
 	    {NULL, 0, NULL, 0},
 	};
+	unsigned max_depth = DEFAULT_MAX_DEPTH;
 	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES};
 	cmd_core_opts_init(&run.o);
 	cq_stack_options_default(&run.so);
@@ -376,7 +399,10 @@ int cmd_ingest(int argc, char **argv)
 			run.so.async = false;
 		else if (opt == OPT_RULES)
 			rules_path = optarg;
-		else if (opt == OPT_SIGNATURE_FRAMES) {
+		else if (opt == OPT_MAX_DEPTH) {
+			if (!cmd_parse_count(optarg, 0, 64, &max_depth, "ingest", "--max-depth"))
+				return EXIT_USAGE;
+		} else if (opt == OPT_SIGNATURE_FRAMES) {
 			if (!cmd_parse_count(optarg, 1, 64, &run.signature_frames, "ingest",
 			                     "--signature-frames"))
 				return EXIT_USAGE;
@@ -396,8 +422,12 @@ int cmd_ingest(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		struct stat st;
 		struct cq_error *err = NULL;
-		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
-			err = expand_dir(&in, argv[i]);
+		size_t found = 0;
+		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			err = expand_dir(&in, argv[i], max_depth, &found);
+			if (!err && !found && run.o.format != CMD_FORMAT_JSON)
+				printf("0 core files in %s\n", cmd_safe(argv[i]));
+		}
 		else if (!push_input(&in, argv[i], NULL))
 			err = &cq_error_nomem;
 		if (err)
