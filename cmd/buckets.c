@@ -16,7 +16,8 @@
 #include "libcore/triage/rules.h"
 
 static const char buckets_usage[] =
-    "Usage: coreq buckets [--db P] [--since TIME] [--exe NAME] [--format text|json]\n"
+    "Usage: coreq buckets [--db P] [--since TIME] [--until TIME] [--exe NAME]\n"
+    "                     [--format text|json]\n"
     "       coreq buckets --rules[=FILE]\n"
     "\n"
     "List crash buckets, most cores first.  A bucket is a crash signature: the\n"
@@ -26,8 +27,11 @@ static const char buckets_usage[] =
     "\n"
     "  --db P              database (default $COREQ_DB, else\n"
     "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
-    "  --since TIME        only cores seen at or after TIME: YYYY-MM-DD,\n"
-    "                      YYYY-MM-DDTHH:MM:SS (UTC) or unix seconds\n"
+    "  --since TIME        only cores that crashed at or after TIME: YYYY-MM-DD,\n"
+    "                      YYYY-MM-DDTHH:MM:SS (UTC), unix seconds, or relative:\n"
+    "                      -7d, 2h ago, 3 days ago, today, yesterday; counts,\n"
+    "                      first/last seen and example cores are of those cores\n"
+    "  --until TIME        only cores that crashed before TIME (same forms)\n"
     "  --exe NAME          only cores of this executable (full path or basename)\n"
     "  --format text|json  output format (default text)\n"
     "  --rules[=FILE]      print the bucketing rules in force (FILE, else\n"
@@ -38,6 +42,7 @@ static const char buckets_usage[] =
 enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
 	OPT_SINCE,
+	OPT_UNTIL,
 	OPT_EXE_NAME,
 	OPT_RULES,
 };
@@ -114,6 +119,7 @@ int cmd_buckets(int argc, char **argv)
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {"db", required_argument, NULL, OPT_DB},
 	    {"since", required_argument, NULL, OPT_SINCE},
+	    {"until", required_argument, NULL, OPT_UNTIL},
 	    {"exe", required_argument, NULL, OPT_EXE_NAME},
 	    {"rules", optional_argument, NULL, OPT_RULES},
 	    {NULL, 0, NULL, 0},
@@ -134,12 +140,12 @@ int cmd_buckets(int argc, char **argv)
 			db = optarg;
 			break;
 		case OPT_SINCE:
-			if (!cmd_parse_time(optarg, &q.filter.since))
-				return cmd_usage_error("buckets",
-				                       "--since takes YYYY-MM-DD, "
-				                       "YYYY-MM-DDTHH:MM:SS or unix "
-				                       "seconds, not '%s'",
-				                       optarg);
+		case OPT_UNTIL:
+			if (!cmd_parse_time(optarg,
+			                    opt == OPT_SINCE ? &q.filter.since : &q.filter.until))
+				return cmd_usage_error("buckets", "%s takes %s, not '%s'",
+				                       opt == OPT_SINCE ? "--since" : "--until",
+				                       CMD_TIME_FORMS, optarg);
 			break;
 		case OPT_EXE_NAME:
 			q.filter.exe = optarg;

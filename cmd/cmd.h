@@ -74,8 +74,13 @@ int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, cons
  */
 bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char *option);
 
-/* Unix seconds from "YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS" (UTC) or digits; false if neither. */
+/*
+ * Unix seconds from an absolute time or one relative to now (CMD_TIME_FORMS);
+ * false if it is neither.
+ */
 bool cmd_parse_time(const char *s, int64_t *out);
+#define CMD_TIME_FORMS                                                                             \
+	"YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS (UTC), unix seconds, -7d, 2h ago, today or yesterday"
 
 /* Parses "text" / "json". Returns false (after printing) on anything else. */
 bool cmd_parse_format(const char *arg, enum cmd_format *out, const char *cmd);

@@ -283,13 +283,74 @@ int cmd_open_store_query(const char *path, struct cq_store **out)
 	return rc;
 }
 
-/* Unix seconds from "YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS" (UTC) or digits. */
+/* Seconds in a unit of a relative time ("7d", "2 hours"), or 0. */
+static int64_t unit_seconds(const char *u, size_t n)
+{
+	static const struct {
+		const char *name;
+		int64_t secs;
+	} units[] = {{"s", 1},     {"sec", 1},     {"second", 1},    {"m", 60},
+	             {"min", 60},  {"minute", 60}, {"h", 3600},      {"hour", 3600},
+	             {"d", 86400}, {"day", 86400}, {"w", 7 * 86400}, {"week", 7 * 86400}};
+	if (n > 1 && u[n - 1] == 's' && n > 3)
+		n--; /* plural */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strlen(units[i].name) == n && strncmp(u, units[i].name, n) == 0)
+			return units[i].secs;
+	return 0;
+}
+
+/* Midnight (local time) days days after today's. */
+static int64_t local_midnight(int days)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_mday += days;
+	tm.tm_isdst = -1;
+	return (int64_t)mktime(&tm);
+}
+
+/*
+ * Unix seconds from an absolute time ("YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS"
+ * UTC, or digits) or one relative to now, as coredumpctl takes them: "-7d",
+ * "-2h", "2h ago", "3 days ago", "now", "today", "yesterday" (local midnight).
+ */
 bool cmd_parse_time(const char *s, int64_t *out)
 {
 	char *end;
+	int64_t now = (int64_t)time(NULL);
+	if (strcmp(s, "now") == 0) {
+		*out = now;
+		return true;
+	}
+	if (strcmp(s, "today") == 0 || strcmp(s, "yesterday") == 0) {
+		*out = local_midnight(s[0] == 'y' ? -1 : 0);
+		return true;
+	}
 	if (strspn(s, "0123456789") == strlen(s) && *s) {
 		*out = strtoll(s, &end, 10);
 		return true;
+	}
+	/* "-7d", "7d ago", "7 days ago" */
+	const char *p = s[0] == '-' ? s + 1 : s;
+	if (*p >= '0' && *p <= '9') {
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		while (*end == ' ')
+			end++;
+		size_t n = strcspn(end, " ");
+		int64_t unit = unit_seconds(end, n);
+		const char *rest = end + n;
+		while (*rest == ' ')
+			rest++;
+		bool ago = strcmp(rest, "ago") == 0;
+		if (!errno && unit && v >= 0 && v <= INT64_MAX / unit / 2 &&
+		    ((s[0] == '-' && !*rest) || (s[0] != '-' && ago))) {
+			*out = now - (int64_t)v * unit;
+			return true;
+		}
 	}
 	struct tm tm = {0};
 	end = strptime(s, "%Y-%m-%d", &tm);

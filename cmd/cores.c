@@ -160,6 +160,8 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	if (c->has_timestamp) {
 		cmd_iso_time(c->timestamp, when);
 		printf("time:        %s\n", when);
+	} else {
+		printf("time:        unknown (no crash time was captured; see ingested)\n");
 	}
 	if (c->hostname)
 		printf("hostname:    %s\n", cmd_safe(c->hostname));

@@ -159,7 +159,8 @@ static struct cq_error *walk_dir(struct inputs *in, const char *dir, unsigned de
 			continue;
 		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
 			if (depth > 0)
-				cq_error_free(walk_dir(in, p, depth - 1)); /* an unreadable subdirectory is skipped */
+				cq_error_free(walk_dir(
+				    in, p, depth - 1)); /* an unreadable subdirectory is skipped */
 		} else if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && looks_like_core(p) &&
 		           !push_input(in, p, &st)) {
 			err = &cq_error_nomem;
@@ -427,8 +428,7 @@ int cmd_ingest(int argc, char **argv)
 			err = expand_dir(&in, argv[i], max_depth, &found);
 			if (!err && !found && run.o.format != CMD_FORMAT_JSON)
 				printf("0 core files in %s\n", cmd_safe(argv[i]));
-		}
-		else if (!push_input(&in, argv[i], NULL))
+		} else if (!push_input(&in, argv[i], NULL))
 			err = &cq_error_nomem;
 		if (err)
 			rc = cmd_fail(argv[i], err);

@@ -385,6 +385,7 @@ struct cq_error *cq_store_each_bucket(struct cq_store *store,
 	    "min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)), "
 	    "min(c.id), b.rules_version FROM buckets b JOIN cores c ON c.bucket_id = b.id "
 	    "WHERE (?1 = 0 OR coalesce(c.timestamp, c.ingested_at) >= ?1) "
+	    "AND (?3 = 0 OR coalesce(c.timestamp, c.ingested_at) < ?3) "
 	    "AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
 	    "GROUP BY b.id ORDER BY n DESC, b.id";
 	sqlite3 *db = cq_store_db(store);
@@ -392,6 +393,7 @@ struct cq_error *cq_store_each_bucket(struct cq_store *store,
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
 		return cq_error_create(CQ_ERR_DB, "buckets: %s", sqlite3_errmsg(db));
 	sqlite3_bind_int64(st, 1, filter ? filter->since : 0);
+	sqlite3_bind_int64(st, 3, filter ? filter->until : 0);
 	if (filter && filter->exe)
 		sqlite3_bind_text(st, 2, filter->exe, -1, SQLITE_TRANSIENT);
 	int rc;

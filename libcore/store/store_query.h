@@ -80,6 +80,7 @@ struct cq_store_bucket_row {
 
 struct cq_store_bucket_filter {
 	int64_t since;   /* 0: all time; else cores seen at or after (unix seconds) */
+	int64_t until;   /* 0: no end; else cores seen before (unix seconds) */
 	const char *exe; /* NULL: all; else the executable's path or basename */
 };
 

@@ -3,6 +3,10 @@
 
 1. `coreq ingest DIR` looks in subdirectories (down to --max-depth), and a
    directory without cores says "0 core files in DIR".
+8. Times: --since/--until take relative times (-7d, 2h ago, yesterday) as
+   coredumpctl does; a bucket's counts and example core are those of the
+   cores in the window; a core without a captured crash time says so
+   (time_source "ingest").
 """
 import json
 import os
@@ -10,7 +14,7 @@ import shutil
 import sqlite3
 import tempfile
 
-from coreq_test import coreq, done, ok, require_corpus
+from coreq_test import CORPUS, coreq, done, ok, read_expect, require_corpus
 
 
 def stumble_1(cases, tmp):
@@ -40,11 +44,58 @@ def stumble_1(cases, tmp):
        "an empty directory says so", r.stdout + r.stderr)
 
 
+def stumble_8(cases, tmp):
+    import time
+    db = os.path.join(tmp, "times.db")
+    src = os.path.join(CORPUS, "cores", "bucket-100")
+    facts = read_expect(os.path.join(src, "expect"))
+    sites = facts["sites"].split()
+    same = [os.path.join(src, f"core-{i:03d}") for i, s in enumerate(sites) if s == "f"][:2]
+    r = coreq("ingest", "--db", db, "--no-cache", *same, timeout=300)
+    ok(r.returncode == 0, "two cores of one crash site ingested", r.stderr)
+    old = int(time.time()) - 30 * 86400
+    con = sqlite3.connect(db)
+    ids = [i for (i,) in con.execute("SELECT id FROM cores ORDER BY id")]
+    con.execute("UPDATE cores SET timestamp = ? WHERE id = ?", (old, ids[0]))
+    con.commit()
+    con.close()
+
+    def buckets(*args):
+        r = coreq("buckets", "--db", db, "--format", "json", *args)
+        return r, (json.loads(r.stdout)["buckets"] if r.returncode == 0 else None)
+
+    r, b = buckets()
+    ok(b and b[0]["count"] == 2, "both cores in one bucket", r.stdout + r.stderr)
+    for since in ("-7d", "2h ago", "3 days ago", "yesterday", "today"):
+        r, b = buckets("--since", since)
+        ok(b and len(b) == 1 and b[0]["count"] == 1 and b[0]["example_core"] == ids[1],
+           f"--since '{since}': the window's count (1) and example core", r.stdout + r.stderr)
+    r, b = buckets("--until", "-7d")
+    ok(b and b[0]["count"] == 1 and b[0]["example_core"] == ids[0], "--until -7d: the old core only",
+       r.stdout + r.stderr)
+    r, b = buckets("--since", "-40d", "--until", "-20d")
+    ok(b and b[0]["count"] == 1, "a window of both", r.stdout + r.stderr)
+    for bad in ("tomorrow", "-7x", "7d"):
+        r = coreq("buckets", "--db", db, "--since", bad)
+        ok(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 2, f"--since '{bad}' is a usage error",
+           r.stderr)
+    r = coreq("show", "--db", db, "--format", "json", str(ids[1]))
+    core = json.loads(r.stdout)["core"] if r.returncode == 0 else {}
+    ok(core.get("time_source") == "ingest" and core.get("timestamp") is None,
+       "a core without a captured time says time_source ingest", r.stdout[:300])
+    r = coreq("show", "--db", db, "--format", "json", str(ids[0]))
+    core = json.loads(r.stdout)["core"] if r.returncode == 0 else {}
+    ok(core.get("time_source") == "capture", "one with a time says capture", r.stdout[:300])
+    r = coreq("show", "--db", db, str(ids[1]))
+    ok("time:        unknown" in r.stdout, "text says the crash time is unknown", r.stdout[:600])
+
+
 def main():
     cases = {c["case"]: c for c in require_corpus()}
     tmp = tempfile.mkdtemp(prefix="coreq-stumbles-")
     try:
         stumble_1(cases, tmp)
+        stumble_8(cases, tmp)
     finally:
         shutil.rmtree(tmp)
     done()
