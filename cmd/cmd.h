@@ -125,7 +125,12 @@ struct cq_stack_frame;
 void cmd_json_thread_id(struct cq_json *j, int64_t tid, const char *name, bool crashed);
 
 /* Writes one frame of a live stack as DESIGN.md's JSON frame object. */
-void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index);
+/*
+ * One frame as JSON; thread is the tid of the thread whose stack it is on
+ * (a merged async stack moves to the thread that blocks on it), 0 for none.
+ */
+void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index,
+                    int64_t thread);
 
 /* Writes the "core" member shared by every command's JSON output. */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core);

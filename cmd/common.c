@@ -394,7 +394,7 @@ void cmd_warn_analysis(const char *path, const struct cq_core *core, const struc
 		         "the Debian 12 glibc layout");
 }
 
-void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index)
+void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index, int64_t thread)
 {
 	char hex[2 * CQ_BUILD_ID_MAX + 1] = "";
 	if (f->module)
@@ -444,6 +444,11 @@ void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t in
 	cq_json_key(j, "thread_switch");
 	if (f->thread_switch)
 		cq_json_int(j, f->thread_switch);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "thread");
+	if (thread > 0)
+		cq_json_int(j, thread);
 	else
 		cq_json_null(j);
 	cq_json_object_end(j);

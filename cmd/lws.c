@@ -207,7 +207,7 @@ static void print_frames_json(struct cq_json *j, const struct cq_stack_frame *fr
 	cq_json_key(j, "frames");
 	cq_json_array_begin(j);
 	for (size_t i = 0, index = 0; i < n; i++) {
-		cmd_json_frame(j, &frames[i], index);
+		cmd_json_frame(j, &frames[i], index, 0);
 		if (frames[i].kind == CQ_FRAME_NATIVE)
 			index++;
 	}

@@ -58,13 +58,17 @@ enum {
 	OPT_NO_CACHE,
 };
 
+/* Frames of a stack on thread tid (0: on none, a suspended chain). */
 static void json_frames(struct cq_json *j, const struct cq_stack_frame *frames, size_t n,
-                        enum cq_unwind_end end)
+                        enum cq_unwind_end end, int64_t tid)
 {
 	cq_json_key(j, "frames");
 	cq_json_array_begin(j);
-	for (size_t i = 0; i < n; i++)
-		cmd_json_frame(j, &frames[i], i);
+	for (size_t i = 0; i < n; i++) {
+		if (frames[i].thread_switch)
+			tid = frames[i].thread_switch;
+		cmd_json_frame(j, &frames[i], i, tid);
+	}
 	cq_json_array_end(j);
 	cq_json_key(j, "end");
 	cq_json_string(j, cq_unwind_end_name(end));
@@ -128,7 +132,7 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 		const struct cq_thread_stack *ts = &stacks->threads[t];
 		cq_json_object_begin(&j);
 		cmd_json_thread_id(&j, ts->thread->tid, ts->thread->name, ts->thread->crashed);
-		json_frames(&j, ts->frames, ts->nframes, ts->end);
+		json_frames(&j, ts->frames, ts->nframes, ts->end, ts->thread->tid);
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
@@ -141,7 +145,7 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 		cq_json_string(&j, ss->kind);
 		cq_json_key(&j, "leaf");
 		cq_json_hex(&j, ss->leaf);
-		json_frames(&j, ss->frames, ss->nframes, ss->end);
+		json_frames(&j, ss->frames, ss->nframes, ss->end, 0);
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
@@ -225,8 +229,14 @@ static void print_text(const struct cq_stacks *stacks)
 		if (ts->thread->crashed)
 			printf(" (crashed)");
 		printf(":\n");
-		for (size_t i = 0; i < ts->nframes; i++)
-			print_frame_text(&ts->frames[i], i);
+		for (size_t i = 0; i < ts->nframes; i++) {
+			const struct cq_stack_frame *f = &ts->frames[i];
+			if (f->thread_switch)
+				printf("     --- blocked thread %" PRId64 " (%s waits here) ---\n",
+				       f->thread_switch,
+				       f->function ? cmd_safe(f->function) : "??");
+			print_frame_text(f, i);
+		}
 		if (ts->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
 	}

@@ -3,6 +3,11 @@
 
 1. `coreq ingest DIR` looks in subdirectories (down to --max-depth), and a
    directory without cores says "0 core files in DIR".
+6. A merged async stack says where one thread's frames end and another's
+   begin: a `--- blocked thread TID (F waits here) ---` line in text, and a
+   `thread` field on every JSON frame.  The corpus program async_coro
+   "cross" runs a coroutine chain on a worker thread that the main thread
+   (tid = pid) blocks on in run_cross().
 8. Times: --since/--until take relative times (-7d, 2h ago, yesterday) as
    coredumpctl does; a bucket's counts and example core are those of the
    cores in the window; a core without a captured crash time says so
@@ -90,11 +95,36 @@ def stumble_8(cases, tmp):
     ok("time:        unknown" in r.stdout, "text says the crash time is unknown", r.stdout[:600])
 
 
+def stumble_6(cases):
+    case = cases["async_coro-cross.O2fp"]
+    pid = int(case["pid"])
+    r = coreq("stack", case["core"], timeout=300)
+    seps = [l for l in r.stdout.splitlines() if l.strip().startswith("--- blocked thread")]
+    ok(r.returncode == 0 and len(seps) == 1 and f"blocked thread {pid} " in seps[0]
+       and "run_cross" in seps[0], "text marks the switch to the blocked main thread", r.stdout[-1500:])
+    r = coreq("stack", "--format", "json", case["core"], timeout=300)
+    doc = json.loads(r.stdout)
+    crashed = doc["threads"][0]
+    frames = crashed["frames"]
+    switch = [i for i, f in enumerate(frames) if f.get("thread_switch")]
+    ok(len(switch) == 1 and "run_cross" in (frames[switch[0]]["function"] or ""),
+       "JSON: one switch, at run_cross")
+    if switch:
+        k = switch[0]
+        ok(all(f["thread"] == crashed["tid"] for f in frames[:k]) and
+           all(f["thread"] == pid for f in frames[k:]) and crashed["tid"] != pid,
+           "every frame names its thread: the worker's, then the main thread's",
+           str([(f["function"], f["thread"]) for f in frames]))
+    ok(all(f["thread"] is None for s in doc["suspended"] for f in s["frames"]),
+       "suspended chains are on no thread")
+
+
 def main():
     cases = {c["case"]: c for c in require_corpus()}
     tmp = tempfile.mkdtemp(prefix="coreq-stumbles-")
     try:
         stumble_1(cases, tmp)
+        stumble_6(cases)
         stumble_8(cases, tmp)
     finally:
         shutil.rmtree(tmp)
