@@ -316,7 +316,7 @@ struct cq_error *cq_store_each_module(struct cq_store *store, int64_t core_id,
 struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
                                       cq_store_thread_fn fn, void *ctx)
 {
-	static const char q[] = "SELECT tid, stack_id, name, end, crashed FROM threads "
+	static const char q[] = "SELECT tid, stack_id, name, end, crashed, idx FROM threads "
 	                        "WHERE core_id = ? ORDER BY idx";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
@@ -325,9 +325,20 @@ struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
 	sqlite3_bind_int64(st, 1, core_id);
 	struct cq_error *err = NULL;
 	int rc;
+	int64_t last_idx = INT64_MIN;
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct frame_list fl;
-		int64_t stack_id = sqlite3_column_int64(st, 1);
+		int64_t stack_id = sqlite3_column_int64(st, 1), idx = sqlite3_column_int64(st, 5);
+		/* Rows come by idx, each once: a damaged index can return them again and again. */
+		if (idx <= last_idx) {
+			err =
+			    cq_error_create(CQ_ERR_DB,
+			                    "threads of core %lld: damaged database (rows repeat); "
+			                    "recover it with `sqlite3 FILE .recover`",
+			                    (long long)core_id);
+			break;
+		}
+		last_idx = idx;
 		if ((err = load_frames(db, stack_id, &fl)))
 			break;
 		struct cq_store_thread_row row = {
