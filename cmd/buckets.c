@@ -127,7 +127,9 @@ int cmd_buckets(int argc, char **argv)
 	struct buckets_query q = {.out.format = CMD_FORMAT_TEXT};
 	const char *db = NULL;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		switch (opt) {
 		case OPT_HELP:
 			fputs(buckets_usage, stdout);
@@ -153,7 +155,7 @@ int cmd_buckets(int argc, char **argv)
 		case OPT_RULES:
 			return print_rules(optarg);
 		default:
-			return cmd_usage_error("buckets", "unknown option");
+			return cmd_option_error("buckets", opt, argv);
 		}
 	}
 	if (optind != argc)

@@ -97,6 +97,13 @@ int cmd_fail(const char *path, struct cq_error *err);
 /* Prints `coreq: PATH: warning: message`. */
 void cmd_warn(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * The usage error for what getopt_long just refused (opt ':' for a missing
+ * value, '?' for an unknown option; optstrings start with ':' and getopt's
+ * own messages are off), as one line plus the --help hint.
+ */
+int cmd_option_error(const char *cmd, int opt, char **argv);
+
 /* Prints `coreq CMD: message` and a hint to use --help; returns EXIT_USAGE. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -128,6 +128,16 @@ void cmd_warn(const char *path, const char *fmt, ...)
 	free(message);
 }
 
+int cmd_option_error(const char *cmd, int opt, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	if (opt == ':')
+		return cmd_usage_error(cmd, "option '%s' needs a value", arg);
+	if (optopt && optopt < 0x100 && strncmp(arg, "--", 2) != 0)
+		return cmd_usage_error(cmd, "unknown option '-%c'", optopt);
+	return cmd_usage_error(cmd, "unknown option '%s'", arg);
+}
+
 int cmd_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

@@ -54,7 +54,9 @@ static int parse_db_options(int argc, char **argv, const char *cmd, const char *
 	    {NULL, 0, NULL, 0},
 	};
 	int opt;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		if (opt == OPT_HELP) {
 			fputs(usage, stdout);
 			*rc = EXIT_OK;
@@ -73,7 +75,7 @@ static int parse_db_options(int argc, char **argv, const char *cmd, const char *
 			}
 			*bucket = optarg;
 		} else if (opt != OPT_FORMAT) {
-			*rc = cmd_usage_error(cmd, "unknown option");
+			*rc = cmd_option_error(cmd, opt, argv);
 			return -1;
 		} else if (!cmd_parse_format(optarg, format, cmd)) {
 			*rc = EXIT_USAGE;
@@ -125,7 +127,12 @@ int cmd_cores(int argc, char **argv)
 		return rc;
 	if (optind != argc)
 		return cmd_usage_error("cores", "unexpected argument '%s'", argv[optind]);
-	return cmd_run_listing(db, &q.out, "cores", "no cores stored", query_cores, &q);
+	char empty[96];
+	if (q.filter.bucket)
+		snprintf(empty, sizeof(empty), "no cores in bucket %s", q.filter.bucket);
+	else
+		snprintf(empty, sizeof(empty), "no cores stored");
+	return cmd_run_listing(db, &q.out, "cores", empty, query_cores, &q);
 }
 
 static void show_core(void *ctx, const struct cq_store_core_row *c)

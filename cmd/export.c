@@ -105,7 +105,9 @@ int cmd_export(int argc, char **argv)
 	struct cq_export_options o = {0};
 	unsigned n;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		switch (opt) {
 		case 'h':
 		case OPT_HELP:
@@ -145,7 +147,7 @@ int cmd_export(int argc, char **argv)
 			host_name = optarg;
 			break;
 		default:
-			return cmd_usage_error("export", "unknown option");
+			return cmd_option_error("export", opt, argv);
 		}
 	}
 	if (optind != argc)

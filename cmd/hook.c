@@ -634,7 +634,9 @@ int cmd_hook(int argc, char **argv)
 	int opt;
 	uint64_t v;
 	/* "+": stop at the first positional, so a negative-looking argument is data. */
-	while ((opt = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		switch (opt) {
 		case OPT_HELP:
 			fputs(hook_usage, stdout);
@@ -675,7 +677,7 @@ int cmd_hook(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		default:
-			return cmd_usage_error("hook", "unknown option");
+			return cmd_option_error("hook", opt, argv);
 		}
 	}
 	int rc = parse_args(&h, argc - optind, argv + optind);

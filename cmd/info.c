@@ -155,7 +155,9 @@ int cmd_info(int argc, char **argv)
 	struct cmd_core_opts o;
 	cmd_core_opts_init(&o);
 	int opt;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		if (opt == OPT_HELP) {
 			fputs(info_usage, stdout);
 			return EXIT_OK;
@@ -164,7 +166,7 @@ int cmd_info(int argc, char **argv)
 		if (r < 0)
 			return EXIT_USAGE;
 		if (r == 0)
-			return cmd_usage_error("info", "unknown option");
+			return cmd_option_error("info", opt, argv);
 	}
 	if (optind + 1 != argc)
 		return cmd_usage_error("info", "expected exactly one CORE argument");

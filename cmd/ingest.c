@@ -380,7 +380,9 @@ int cmd_ingest(int argc, char **argv)
 	const char *db = NULL, *cache_path = NULL, *rules_path = NULL;
 	bool no_cache = false;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		if (opt == OPT_HELP) {
 			fputs(ingest_usage, stdout);
 			return EXIT_OK;
@@ -408,7 +410,7 @@ int cmd_ingest(int argc, char **argv)
 			                     "--signature-frames"))
 				return EXIT_USAGE;
 		} else
-			return cmd_usage_error("ingest", "unknown option");
+			return cmd_option_error("ingest", opt, argv);
 	}
 	if (optind >= argc)
 		return cmd_usage_error("ingest", "expected CORE..., a directory, or -");

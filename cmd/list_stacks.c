@@ -123,6 +123,13 @@ static struct cq_error *query_stacks(struct cq_store *store, void *ctx)
 	struct stacks_query *q = ctx;
 	if (q->lws)
 		return cq_store_each_lws_site(store, &q->filter, print_lws_site, &q->out);
+	if (q->filter.core_id) {
+		/* A core that is not there is an error, as in `coreq show ID`. */
+		struct cq_store_core_filter one = {.id = q->filter.core_id};
+		struct cq_error *err = cq_store_each_core(store, &one, NULL, NULL);
+		if (err)
+			return err;
+	}
 	return cq_store_each_stack(store, &q->filter, print_stack, &q->out);
 }
 
@@ -144,7 +151,9 @@ int cmd_list_stacks(int argc, char **argv)
 	const char *db = NULL;
 	unsigned v;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		switch (opt) {
 		case OPT_HELP:
 			fputs(list_stacks_usage, stdout);
@@ -186,7 +195,7 @@ int cmd_list_stacks(int argc, char **argv)
 			q.lws = strcmp(optarg, "lws") == 0;
 			break;
 		default:
-			return cmd_usage_error("list-stacks", "unknown option");
+			return cmd_option_error("list-stacks", opt, argv);
 		}
 	}
 	if (optind != argc)

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "libcore/base/parse.h"
 #include "libcore/db/cache.h"
@@ -37,10 +38,11 @@ static const char lws_usage[] =
 
 static const char decode_usage[] =
     "Usage: coreq lws decode [--elf FILE] [--debug-dir D]... [--cache P | --no-cache]\n"
-    "                        [--format text|json] [TEXT... | -]\n"
+    "                        [--format text|json] [TEXT... | FILE... | -]\n"
     "\n"
-    "Decode libwebsockets backtrace records.  Each non-blank line of TEXT (or of\n"
-    "standard input, with - or no argument) is one record: \"~m#\" and base64\n"
+    "Decode libwebsockets backtrace records.  Each non-blank line of TEXT, of\n"
+    "FILE (an argument that names a file, or has a '/'), or of standard input\n"
+    "(- or no argument) is one record: \"~m#\" and base64\n"
     "(anything before \"~m#\" on the line is ignored), or bare base64; either\n"
     "base64 alphabet (+/ or -_), '=' padding optional, whitespace allowed.\n"
     "Each prints as lws's decoder prints it:\n"
@@ -129,7 +131,9 @@ static int parse_options(int argc, char **argv, const char *cmd, const char *usa
 	};
 	cmd_core_opts_init(&o->common);
 	int opt;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		if (opt == OPT_HELP) {
 			fputs(usage, stdout);
 			return EXIT_OK;
@@ -149,7 +153,7 @@ static int parse_options(int argc, char **argv, const char *cmd, const char *usa
 		else if (opt == OPT_NO_CACHE)
 			o->no_cache = true;
 		else
-			return cmd_usage_error(cmd, "unknown option");
+			return cmd_option_error(cmd, opt, argv);
 	}
 	return -1;
 }
@@ -314,13 +318,25 @@ static int lws_decode(int argc, char **argv)
 			decode_stream(&d, "-", stdin);
 			continue;
 		}
-		FILE *in = fmemopen(argv[i], strlen(argv[i]), "r");
-		if (!in) {
+		/* A path (it exists, or has a '/') is a file of records; else the text itself. */
+		struct stat st;
+		bool is_file = stat(argv[i], &st) == 0 || strchr(argv[i], '/');
+		if (is_file && (stat(argv[i], &st) != 0 || !S_ISREG(st.st_mode))) {
 			d.failed = true;
-			cmd_fail("argument", cq_error_errno(errno, "cannot read"));
+			cmd_fail(argv[i],
+			         stat(argv[i], &st) != 0
+			             ? cq_error_errno(errno, "cannot read")
+			             : cq_error_create(CQ_ERR_USAGE, "not a regular file"));
 			continue;
 		}
-		decode_stream(&d, "argument", in);
+		FILE *in = is_file ? fopen(argv[i], "r") : fmemopen(argv[i], strlen(argv[i]), "r");
+		if (!in) {
+			d.failed = true;
+			cmd_fail(is_file ? argv[i] : "argument",
+			         cq_error_errno(errno, "cannot read"));
+			continue;
+		}
+		decode_stream(&d, is_file ? argv[i] : "argument", in);
 		fclose(in);
 	}
 	if (d.format == CMD_FORMAT_JSON) {

@@ -55,7 +55,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	if (strcmp(argv[1], "--version") == 0) {
+	opterr = 0; /* each command reports option errors itself, in one line */
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
 		puts("coreq " COREQ_VERSION);
 		return EXIT_OK;
 	}

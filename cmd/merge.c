@@ -37,7 +37,9 @@ int cmd_merge(int argc, char **argv)
 	const char *db = NULL;
 	enum cmd_format format = CMD_FORMAT_TEXT;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		if (opt == OPT_HELP || opt == 'h') {
 			fputs(merge_usage, stdout);
 			return EXIT_OK;
@@ -47,7 +49,7 @@ int cmd_merge(int argc, char **argv)
 		} else if (opt == OPT_DB) {
 			db = optarg;
 		} else {
-			return cmd_usage_error("merge", "unknown option");
+			return cmd_option_error("merge", opt, argv);
 		}
 	}
 	if (optind == argc)

@@ -208,7 +208,9 @@ int cmd_push(int argc, char **argv)
 	const char *db = NULL, *host = NULL;
 	enum cmd_format format = CMD_FORMAT_TEXT;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		unsigned *count = opt == OPT_BATCH         ? &p.batch
 		                  : opt == OPT_MAX_BATCHES ? &p.max_batches
 		                  : opt == OPT_RETRIES     ? &p.retries
@@ -245,7 +247,7 @@ int cmd_push(int argc, char **argv)
 			host = optarg;
 			break;
 		default:
-			return cmd_usage_error("push", "unknown option");
+			return cmd_option_error("push", opt, argv);
 		}
 	}
 	if (optind != argc)

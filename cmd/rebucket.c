@@ -77,7 +77,9 @@ int cmd_rebucket(int argc, char **argv)
 	const char *db = NULL, *rules_path = NULL;
 	unsigned nframes = CQ_BUCKET_DEFAULT_FRAMES;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		if (opt == OPT_HELP) {
 			fputs(rebucket_usage, stdout);
 			return EXIT_OK;
@@ -93,7 +95,7 @@ int cmd_rebucket(int argc, char **argv)
 			                     "--signature-frames"))
 				return EXIT_USAGE;
 		} else {
-			return cmd_usage_error("rebucket", "unknown option");
+			return cmd_option_error("rebucket", opt, argv);
 		}
 	}
 	if (optind != argc)

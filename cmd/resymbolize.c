@@ -63,7 +63,9 @@ int cmd_resymbolize(int argc, char **argv)
 	bool have_urls = false;
 	enum cmd_format format = CMD_FORMAT_TEXT;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		switch (opt) {
 		case 'h':
 		case OPT_HELP:
@@ -101,7 +103,7 @@ int cmd_resymbolize(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		default:
-			return cmd_usage_error("resymbolize", "unknown option");
+			return cmd_option_error("resymbolize", opt, argv);
 		}
 	}
 	if (optind != argc)

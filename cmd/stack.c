@@ -262,7 +262,9 @@ int cmd_stack(int argc, char **argv)
 	const char *cache_path = NULL;
 	bool no_cache = false;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			opt = OPT_HELP;
 		if (opt == OPT_HELP) {
 			fputs(stack_usage, stdout);
 			return EXIT_OK;
@@ -291,7 +293,7 @@ int cmd_stack(int argc, char **argv)
 			no_cache = true;
 			break;
 		default:
-			return cmd_usage_error("stack", "unknown option");
+			return cmd_option_error("stack", opt, argv);
 		}
 	}
 	if (optind + 1 != argc)

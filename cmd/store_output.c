@@ -4,6 +4,8 @@
  */
 #include "cmd/store_output.h"
 
+#include <stdlib.h>
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -165,7 +167,9 @@ int cmd_run_listing(const char *db, struct cmd_listing *l, const char *key, cons
 		cq_json_object_end(&l->j);
 		cq_json_finish(&l->j);
 	} else if (!err && l->count == 0) {
-		puts(empty);
+		char *def = db ? NULL : cq_store_default_path();
+		printf("%s (database %s)\n", empty, cmd_safe(db ? db : def ? def : "?"));
+		free(def);
 	}
 	cq_store_close(store);
 	return err ? cmd_fail(db ? db : "database", err) : EXIT_OK;

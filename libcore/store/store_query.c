@@ -271,7 +271,8 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 		    .meta_conflicts = (const char *)sqlite3_column_text(st, 21),
 		    .bucket_hash = (const char *)sqlite3_column_text(st, 22),
 		};
-		fn(ctx, &row);
+		if (fn)
+			fn(ctx, &row);
 		n++;
 	}
 	struct cq_error *err = NULL;

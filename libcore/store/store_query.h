@@ -119,7 +119,7 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
                                      const struct cq_store_stack_filter *filter,
                                      cq_store_stack_fn fn, void *ctx);
 
-/* Cores, oldest first. */
+/* Cores, oldest first; fn may be NULL (to ask whether core f->id exists). */
 struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_store_core_filter *f,
                                     cq_store_core_fn fn, void *ctx);
 

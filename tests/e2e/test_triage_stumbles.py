@@ -8,6 +8,12 @@
    `thread` field on every JSON frame.  The corpus program async_coro
    "cross" runs a coroutine chain on a worker thread that the main thread
    (tid = pid) blocks on in run_cross().
+7. The command line behaves the same everywhere: -h and --help on every
+   subcommand, --version and -V, usage errors (unknown command or option, a
+   missing value) on stderr with exit 2 in one line plus the --help hint,
+   "no such id" exits 1 in `show` and `list-stacks --core` alike, `cores
+   --bucket 999` says "no cores in bucket 999" and names the database, and
+   `lws decode FILE` reads the file.
 8. Times: --since/--until take relative times (-7d, 2h ago, yesterday) as
    coredumpctl does; a bucket's counts and example core are those of the
    cores in the window; a core without a captured crash time says so
@@ -119,12 +125,56 @@ def stumble_6(cases):
        "suspended chains are on no thread")
 
 
+COMMANDS = ["info", "stack", "ingest", "list-stacks", "cores", "show", "buckets", "rebucket",
+            "hook", "lws", "export", "push", "merge", "resymbolize"]
+
+
+def stumble_7(cases, tmp):
+    for c in COMMANDS:
+        for flag in ("-h", "--help"):
+            r = coreq(c, flag)
+            ok(r.returncode == 0 and r.stdout.startswith(f"Usage: coreq {c}") and r.stderr == "",
+               f"{c} {flag}: usage on stdout, exit 0", r.stdout[:100] + r.stderr)
+    for flag in ("--version", "-V"):
+        r = coreq(flag)
+        ok(r.returncode == 0 and r.stdout.startswith("coreq "), f"coreq {flag}", r.stdout + r.stderr)
+    for args, what in ((["nosuch"], "an unknown command"), (["stack", "--bogus"], "an unknown option"),
+                       (["stack", "--format"], "a missing value"), (["cores", "-z"], "an unknown short option"),
+                       (["buckets", "--since"], "a missing value")):
+        r = coreq(*args)
+        lines = r.stderr.strip().splitlines()
+        good = r.returncode == 2 and r.stdout == "" and lines and lines[0].startswith("coreq")
+        if args[0] != "nosuch":
+            good = good and len(lines) == 2 and lines[1].startswith("Try 'coreq")
+        ok(good, f"{what} ({' '.join(args)}): exit 2, one error line on stderr", r.stderr)
+    db = os.path.join(tmp, "ids.db")
+    coreq("ingest", "--db", db, "--no-cache", cases["segv_null.O2"]["core"], timeout=300)
+    r1 = coreq("show", "--db", db, "999")
+    r2 = coreq("list-stacks", "--db", db, "--core", "999")
+    ok(r1.returncode == r2.returncode == 1 and "no core with id 999" in r1.stderr + r2.stderr
+       and len(r2.stderr.strip().splitlines()) == 1,
+       "no such id: exit 1 in show and list-stacks --core", r1.stderr + r2.stderr)
+    r = coreq("cores", "--db", db, "--bucket", "999")
+    ok(r.returncode == 0 and r.stdout.strip() == f"no cores in bucket 999 (database {db})",
+       "cores --bucket 999 says which bucket and which database", r.stdout)
+    enc = coreq("lws", "encode", "--size", "7520", "0x406651", "0x406852")
+    path = os.path.join(tmp, "records.txt")
+    open(path, "w").write(enc.stdout)
+    r = coreq("lws", "decode", path)
+    ok(r.returncode == 0 and r.stdout.strip() == "~b#size: 7520, 0x406651 0x406852",
+       "lws decode FILE decodes the file's records", r.stdout + r.stderr)
+    r = coreq("lws", "decode", os.path.join(tmp, "missing.txt"))
+    ok(r.returncode == 1 and r.stderr.startswith(f"coreq: {os.path.join(tmp, 'missing.txt')}: cannot read"),
+       "a missing FILE is refused by name", r.stderr)
+
+
 def main():
     cases = {c["case"]: c for c in require_corpus()}
     tmp = tempfile.mkdtemp(prefix="coreq-stumbles-")
     try:
         stumble_1(cases, tmp)
         stumble_6(cases)
+        stumble_7(cases, tmp)
         stumble_8(cases, tmp)
     finally:
         shutil.rmtree(tmp)
