@@ -12,6 +12,7 @@
 #include "libcore/base/json.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/capture/capture.h"
 
 static const char stack_usage[] =
     "Usage: coreq stack CORE [--format text|json] [--exe P] [--sysroot D]\n"
@@ -171,10 +172,7 @@ static void print_frame_text(const struct cq_stack_frame *f, size_t index)
 		print_object_frame_text(f, index);
 		return;
 	}
-	if (f->kind == CQ_FRAME_INLINE)
-		printf("#%-3zu %18s in ", index, "");
-	else
-		printf("#%-3zu 0x%016" PRIx64 " in ", index, f->pc);
+	printf("#%-3zu 0x%016" PRIx64 " in ", index, f->pc);
 	printf("%s", f->function ? cmd_safe(f->function) : "??");
 	if (f->module)
 		printf(" (%s+0x%" PRIx64 ")", cmd_safe(cq_module_basename(f->module)), f->offset);
@@ -217,10 +215,54 @@ static void print_suspended_text(const struct cq_stacks *stacks, const char *kin
 	}
 }
 
-static void print_text(const struct cq_stacks *stacks)
+/* The crashed thread first, then by tid. */
+static int thread_order(const void *a, const void *b)
 {
+	const struct cq_thread_stack *x = *(const struct cq_thread_stack *const *)a;
+	const struct cq_thread_stack *y = *(const struct cq_thread_stack *const *)b;
+	if (x->thread->crashed != y->thread->crashed)
+		return x->thread->crashed ? -1 : 1;
+	return (x->thread->tid > y->thread->tid) - (x->thread->tid < y->thread->tid);
+}
+
+/* What crashed, before the threads: like the head of gdb's and coredumpctl's output. */
+static void print_header(const char *path, const struct cq_core *core)
+{
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	int sig = cq_core_signal(core);
+	const char *name = cq_core_signal_name(sig);
+	const char *exe = cq_core_exe(core, NULL);
+	printf("Core %s: pid %d", cmd_safe(path), core->has_psinfo ? core->pid : crashed->tid);
+	if (exe)
+		printf(" (%s)", cmd_safe(exe));
+	printf(", signal %d (%s)", sig, name ? name : "unknown");
+	if (core->siginfo.present)
+		printf(", si_code %d", core->siginfo.code);
+	if (core->siginfo.has_addr)
+		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
+	struct cq_capture cap;
+	cq_capture_init(&cap);
+	if (strcmp(path, "-") != 0)
+		cq_capture_from_file(path, &cap);
+	if (cap.known & CQ_CAPTURE_TIMESTAMP) {
+		char when[32];
+		cmd_iso_time(cap.timestamp_us / 1000000, when);
+		printf(", at %s", when);
+	}
+	printf("\n\n");
+}
+
+static void print_text(const char *path, const struct cq_core *core, const struct cq_stacks *stacks)
+{
+	print_header(path, core);
+	const struct cq_thread_stack **order =
+	    malloc((stacks->nthreads ? stacks->nthreads : 1) * sizeof(*order));
+	for (size_t t = 0; order && t < stacks->nthreads; t++)
+		order[t] = &stacks->threads[t];
+	if (order)
+		qsort(order, stacks->nthreads, sizeof(*order), thread_order);
 	for (size_t t = 0; t < stacks->nthreads; t++) {
-		const struct cq_thread_stack *ts = &stacks->threads[t];
+		const struct cq_thread_stack *ts = order ? order[t] : &stacks->threads[t];
 		if (t)
 			putchar('\n');
 		printf("Thread %d", ts->thread->tid);
@@ -240,6 +282,7 @@ static void print_text(const struct cq_stacks *stacks)
 		if (ts->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
 	}
+	free(order);
 	print_suspended_text(stacks, "folly", "Suspended async stacks", "stack", "leaf frame");
 	print_suspended_text(stacks, "rust", "Suspended futures", "task", "leaf future");
 }
@@ -315,7 +358,7 @@ int cmd_stack(int argc, char **argv)
 		if (o.format == CMD_FORMAT_JSON)
 			print_json(core, stacks);
 		else
-			print_text(stacks);
+			print_text(path, core, stacks);
 		cq_stacks_free(stacks);
 	}
 	cmd_close_cache(so.cache);

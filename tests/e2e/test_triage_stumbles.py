@@ -18,8 +18,16 @@
    coredumpctl does; a bucket's counts and example core are those of the
    cores in the window; a core without a captured crash time says so
    (time_source "ingest").
+10. `stack` output: a header says what crashed (pid, exe, signal, si_code,
+   fault address); inline frames print their pc too, marked [inline]; the
+   crashed thread comes first, then the others by tid (read from the
+   core's notes).
 """
 import json
+import re
+import struct
+
+import elfcore
 import os
 import shutil
 import sqlite3
@@ -168,6 +176,26 @@ def stumble_7(cases, tmp):
        "a missing FILE is refused by name", r.stderr)
 
 
+def stumble_10(cases):
+    case = cases["threads8.O2"]
+    r = coreq("stack", case["core"], timeout=300)
+    head = r.stdout.splitlines()[0] if r.stdout else ""
+    ok(r.returncode == 0 and head.startswith(f"Core {case['core']}: pid {case['pid']} ({case['exe']})")
+       and f"signal {case['signal']} (SIGABRT)" in head, "a header says what crashed", head)
+    data = open(case["core"], "rb").read()
+    tids = [struct.unpack_from("<i", n["desc"], elfcore.PRSTATUS_PID)[0]
+            for n in elfcore.notes(data) if n["type"] == elfcore.NT_PRSTATUS]
+    shown = [int(m.group(1)) for m in re.finditer(r"^Thread (\d+)", r.stdout, re.M)]
+    ok(shown == [tids[0]] + sorted(tids[1:]), "the crashed thread first, then by tid",
+       str((shown, tids)))
+    seg = cases["segv_null.O2"]
+    r = coreq("stack", "--debug-dir", os.path.join(CORPUS, "debug"), cases["threads8.O2"]["core"],
+              timeout=300)
+    inline = [l for l in r.stdout.splitlines() if l.endswith("[inline]")]
+    ok(inline and all(re.match(r"^#\d+\s+0x[0-9a-f]{16} in ", l) for l in inline),
+       f"inline frames print their pc ({len(inline)})", "\n".join(inline[:3]))
+
+
 def main():
     cases = {c["case"]: c for c in require_corpus()}
     tmp = tempfile.mkdtemp(prefix="coreq-stumbles-")
@@ -176,6 +204,7 @@ def main():
         stumble_6(cases)
         stumble_7(cases, tmp)
         stumble_8(cases, tmp)
+        stumble_10(cases)
     finally:
         shutil.rmtree(tmp)
     done()
