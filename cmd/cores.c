@@ -5,6 +5,7 @@
 #include "cmd/cmd.h"
 
 #include <inttypes.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "cmd/store_output.h"
@@ -232,6 +233,29 @@ static void show_thread(void *ctx, const struct cq_store_thread_row *t)
 	cmd_print_stored_frames(t->frames, t->nframes, "");
 }
 
+static void show_suspended(void *ctx, const struct cq_store_suspended_row *s)
+{
+	struct cmd_listing *p = ctx;
+	if (p->format == CMD_FORMAT_JSON) {
+		struct cq_json *j = &p->j;
+		cq_json_object_begin(j);
+		cq_json_key(j, "kind");
+		cq_json_string(j, s->kind);
+		cq_json_key(j, "stack_id");
+		cq_json_int(j, s->stack_id);
+		cq_json_key(j, "end");
+		cq_json_string(j, s->end);
+		cmd_json_stored_frames(j, s->frames, s->nframes);
+		cq_json_object_end(j);
+		return;
+	}
+	printf("\nSuspended %s chain %lld (stack %lld):\n", cmd_safe(s->kind),
+	       (long long)s->idx + 1, (long long)s->stack_id);
+	cmd_print_stored_frames(s->frames, s->nframes, "");
+	if (s->end && strcmp(s->end, "outermost") != 0)
+		printf("     (stack ends: %s)\n", cmd_safe(s->end));
+}
+
 int cmd_show(int argc, char **argv)
 {
 	const char *db = NULL;
@@ -265,6 +289,14 @@ int cmd_show(int argc, char **argv)
 	}
 	if (!err)
 		err = cq_store_each_thread(store, id, show_thread, &p);
+	if (!err && p.format == CMD_FORMAT_JSON) {
+		cq_json_array_end(&p.j);
+		cq_json_key(&p.j, "suspended");
+		cq_json_array_begin(&p.j);
+	}
+	/* The async chains ingest stored, as `coreq stack` lists them after the threads. */
+	if (!err)
+		err = cq_store_each_suspended(store, id, show_suspended, &p);
 	if (!err && p.format == CMD_FORMAT_JSON) {
 		cq_json_array_end(&p.j);
 		cq_json_object_end(&p.j);

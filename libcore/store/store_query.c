@@ -13,6 +13,7 @@
 #include "libcore/store/store.h"
 #include "libcore/store/store_db.h"
 #include "libcore/db/bind.h"
+#include "libcore/db/schema.h"
 
 /*
  * The row id of the bucket a key names (SQL, over the parameter p): a
@@ -356,6 +357,45 @@ struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
 	}
 	if (!err && rc != SQLITE_DONE)
 		err = cq_error_create(CQ_ERR_DB, "threads: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return err;
+}
+
+struct cq_error *cq_store_each_suspended(struct cq_store *store, int64_t core_id,
+                                         cq_store_suspended_fn fn, void *ctx)
+{
+	static const char q[] = "SELECT idx, stack_id, kind, end FROM suspended "
+	                        "WHERE core_id = ? ORDER BY idx";
+	sqlite3 *db = cq_store_db(store);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return cq_db_error(db, "suspended");
+	sqlite3_bind_int64(st, 1, core_id);
+	struct cq_error *err = NULL;
+	int64_t last_idx = INT64_MIN;
+	int rc;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cq_store_suspended_row row = {
+		    .idx = sqlite3_column_int64(st, 0),
+		    .stack_id = sqlite3_column_int64(st, 1),
+		    .kind = (const char *)sqlite3_column_text(st, 2),
+		    .end = (const char *)sqlite3_column_text(st, 3),
+		};
+		if (row.idx <= last_idx) { /* a damaged index repeating rows */
+			err = cq_db_error(db, "suspended: rows repeat");
+			break;
+		}
+		last_idx = row.idx;
+		struct frame_list fl;
+		if ((err = load_frames(db, row.stack_id, &fl)))
+			break;
+		row.frames = fl.rows;
+		row.nframes = fl.n;
+		fn(ctx, &row);
+		frame_list_free(&fl);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = cq_db_error(db, "suspended");
 	sqlite3_finalize(st);
 	return err;
 }

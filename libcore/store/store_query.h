@@ -98,6 +98,14 @@ struct cq_store_thread_row {
 };
 
 /* One allocation site of lws logs: a stack and what was allocated from it. */
+/* A suspended async chain of a core (schema 005): its runtime and stack. */
+struct cq_store_suspended_row {
+	int64_t idx, stack_id;
+	const char *kind, *end;
+	const struct cq_store_frame_row *frames;
+	size_t nframes;
+};
+
 struct cq_store_lws_site_row {
 	int64_t id; /* the stack */
 	const char *hash;
@@ -113,6 +121,7 @@ typedef void (*cq_store_module_fn)(void *ctx, const struct cq_store_module_row *
 typedef void (*cq_store_thread_fn)(void *ctx, const struct cq_store_thread_row *row);
 typedef void (*cq_store_bucket_fn)(void *ctx, const struct cq_store_bucket_row *row);
 typedef void (*cq_store_lws_site_fn)(void *ctx, const struct cq_store_lws_site_row *row);
+typedef void (*cq_store_suspended_fn)(void *ctx, const struct cq_store_suspended_row *row);
 
 /* Unique stacks, most shared first (threads, then cores). */
 struct cq_error *cq_store_each_stack(struct cq_store *store,
@@ -140,6 +149,10 @@ struct cq_error *cq_store_each_thread(struct cq_store *store, int64_t core_id,
  * allocations).  filter->exe matches the ELF's path or basename;
  * filter->limit applies; the core and bucket filters do not.
  */
+/* A core's suspended async chains, in the order they were found. */
+struct cq_error *cq_store_each_suspended(struct cq_store *store, int64_t core_id,
+                                         cq_store_suspended_fn fn, void *ctx);
+
 struct cq_error *cq_store_each_lws_site(struct cq_store *store,
                                         const struct cq_store_stack_filter *filter,
                                         cq_store_lws_site_fn fn, void *ctx);

@@ -3,6 +3,8 @@
 
 1. `coreq ingest DIR` looks in subdirectories (down to --max-depth), and a
    directory without cores says "0 core files in DIR".
+5. `coreq show ID` lists the suspended async chains ingest stored (folly
+   coroutines, Rust futures), in text and JSON, as `coreq stack` does.
 6. A merged async stack says where one thread's frames end and another's
    begin: a `--- blocked thread TID (F waits here) ---` line in text, and a
    `thread` field on every JSON frame.  The corpus program async_coro
@@ -109,6 +111,25 @@ def stumble_8(cases, tmp):
     ok("time:        unknown" in r.stdout, "text says the crash time is unknown", r.stdout[:600])
 
 
+def stumble_5(cases, tmp):
+    db = os.path.join(tmp, "suspended.db")
+    for name in ("async_coro-suspended.O2fp", "rust_async.O2"):
+        if name not in cases:
+            continue
+        core = cases[name]["core"]
+        r = coreq("ingest", "--db", db, "--no-cache", "--format", "json", core, timeout=300)
+        cid = json.loads(r.stdout)["results"][0]["core_id"] if r.returncode == 0 else None
+        live = json.loads(coreq("stack", "--no-cache", "--format", "json", core, timeout=300).stdout)
+        want = [(c["kind"], [f["function"] for f in c["frames"]]) for c in live["suspended"]]
+        r = coreq("show", "--db", db, "--format", "json", str(cid))
+        shown = json.loads(r.stdout).get("suspended", []) if r.returncode == 0 else []
+        got = [(c["kind"], [f["function"] for f in c["frames"]]) for c in shown]
+        ok(want and got == want, f"{name}: show lists the {len(want)} suspended chains stack lists",
+           str((got[:2], want[:2])))
+        r = coreq("show", "--db", db, str(cid))
+        ok(r.stdout.count("\nSuspended ") == len(want), f"{name}: and in text", r.stdout[-800:])
+
+
 def stumble_6(cases):
     case = cases["async_coro-cross.O2fp"]
     pid = int(case["pid"])
@@ -201,6 +222,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="coreq-stumbles-")
     try:
         stumble_1(cases, tmp)
+        stumble_5(cases, tmp)
         stumble_6(cases)
         stumble_7(cases, tmp)
         stumble_8(cases, tmp)
