@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "libcore/analysis/unwind_target.h"
@@ -62,6 +63,22 @@ bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char
 	return true;
 }
 
+/* A path given as an option must exist and be of type (S_IFREG, S_IFDIR). */
+static bool path_is(const char *arg, mode_t type, const char *option, const char *cmd)
+{
+	struct stat st;
+	if (stat(arg, &st) != 0) {
+		cmd_usage_error(cmd, "%s %s: %s", option, cmd_safe(arg), strerror(errno));
+		return false;
+	}
+	if ((st.st_mode & S_IFMT) != type) {
+		cmd_usage_error(cmd, "%s %s: not a %s", option, cmd_safe(arg),
+		                type == S_IFDIR ? "directory" : "regular file");
+		return false;
+	}
+	return true;
+}
+
 int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd)
 {
 	switch (opt) {
@@ -76,12 +93,18 @@ int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, cons
 	case OPT_FORMAT:
 		return cmd_parse_format(arg, &o->format, cmd) ? 1 : -1;
 	case OPT_EXE:
+		if (!path_is(arg, S_IFREG, "--exe", cmd))
+			return -1;
 		o->core.exe = arg;
 		return 1;
 	case OPT_SYSROOT:
+		if (!path_is(arg, S_IFDIR, "--sysroot", cmd))
+			return -1;
 		o->core.sysroot = arg;
 		return 1;
 	case OPT_DEBUG_DIR:
+		if (!path_is(arg, S_IFDIR, "--debug-dir", cmd))
+			return -1;
 		if (o->ndebug_dirs == CMD_MAX_DEBUG_DIRS) {
 			cmd_usage_error(cmd, "at most %d --debug-dir options", CMD_MAX_DEBUG_DIRS);
 			return -1;
@@ -170,6 +193,15 @@ void cmd_warn_damaged_core(const char *path, const struct cq_core *core)
 		         "decompressed core cut at %llu bytes (--max-core-size, or the free space "
 		         "where it is spooled): the rest of the stream was not read",
 		         (unsigned long long)core->source.cut_at);
+	for (size_t m = 0; m < core->nmodules; m++) {
+		const struct cq_module *mod = &core->modules[m];
+		if (mod->status == CQ_MODULE_MISMATCH)
+			cmd_warn(
+			    path,
+			    "%s: build-id differs from the core's (rebuilt after the crash?): its "
+			    "frames are not named",
+			    mod->is_main && core->options.exe ? core->options.exe : mod->name);
+	}
 	if (core->duplicate_tids)
 		cmd_warn(path,
 		         "%zu thread%s repeat%s another thread's tid (a damaged or forged core?): "
@@ -456,6 +488,8 @@ void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t in
 		cq_json_int(j, f->thread_switch);
 	else
 		cq_json_null(j);
+	cq_json_key(j, "module_status");
+	cq_json_string(j, f->module ? cq_module_status_name(f->module->status) : NULL);
 	cq_json_key(j, "thread");
 	if (thread > 0)
 		cq_json_int(j, thread);

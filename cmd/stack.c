@@ -175,7 +175,8 @@ static void print_frame_text(const struct cq_stack_frame *f, size_t index)
 	printf("#%-3zu 0x%016" PRIx64 " in ", index, f->pc);
 	printf("%s", f->function ? cmd_safe(f->function) : "??");
 	if (f->module)
-		printf(" (%s+0x%" PRIx64 ")", cmd_safe(cq_module_basename(f->module)), f->offset);
+		printf(" (%s+0x%" PRIx64 "%s)", cmd_safe(cq_module_basename(f->module)), f->offset,
+		       f->module->status == CQ_MODULE_MISMATCH ? ", build-id mismatch" : "");
 	if (f->file)
 		printf(" at %s:%d", cmd_safe(f->file), f->line);
 	if (f->kind == CQ_FRAME_INLINE)

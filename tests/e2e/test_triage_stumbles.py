@@ -3,6 +3,11 @@
 
 1. `coreq ingest DIR` looks in subdirectories (down to --max-depth), and a
    directory without cores says "0 core files in DIR".
+4. Symbols are not lost in silence: a module whose file has another
+   build-id than the core's (an executable rebuilt after the crash, or a
+   wrong --exe) gets one warning and its frames are marked (text
+   "build-id mismatch", JSON module_status "mismatch"); --exe, --sysroot and
+   --debug-dir naming a missing path are refused (exit 2).
 5. `coreq show ID` lists the suspended async chains ingest stored (folly
    coroutines, Rust futures), in text and JSON, as `coreq stack` does.
 6. A merged async stack says where one thread's frames end and another's
@@ -109,6 +114,26 @@ def stumble_8(cases, tmp):
     ok(core.get("time_source") == "capture", "one with a time says capture", r.stdout[:300])
     r = coreq("show", "--db", db, str(ids[1]))
     ok("time:        unknown" in r.stdout, "text says the crash time is unknown", r.stdout[:600])
+
+
+def stumble_4(cases, tmp):
+    case = cases["segv_null.O2"]
+    other = os.path.join(os.path.dirname(os.path.dirname(case["exe"])), "O0", "segv_null")
+    root = os.path.join(tmp, "sysroot")
+    os.makedirs(os.path.dirname(root + case["exe"]))
+    shutil.copy(other, root + case["exe"])  # the program rebuilt after the crash
+    for how, args in (("a rebuilt executable", ["--sysroot", root]), ("a wrong --exe", ["--exe", other])):
+        r = coreq("stack", *args, case["core"], timeout=300)
+        warn = [l for l in r.stderr.splitlines() if "build-id differs" in l]
+        ok(r.returncode == 0 and len(warn) == 1, f"{how}: one warning", r.stderr)
+        ok("build-id mismatch" in r.stdout, f"{how}: its frames are marked", r.stdout[:600])
+        j = json.loads(coreq("stack", "--format", "json", *args, case["core"], timeout=300).stdout)
+        ok(j["threads"][0]["frames"][0]["module_status"] == "mismatch", f"{how}: JSON says mismatch")
+    for opt, path in (("--exe", "/nonexistent/app"), ("--sysroot", "/nonexistent"),
+                      ("--debug-dir", "/nonexistent"), ("--debug-dir", other)):
+        r = coreq("stack", opt, path, case["core"])
+        ok(r.returncode == 2 and opt in r.stderr and path in r.stderr and r.stdout == "",
+           f"{opt} {path} is refused", r.stderr)
 
 
 def stumble_5(cases, tmp):
@@ -222,6 +247,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="coreq-stumbles-")
     try:
         stumble_1(cases, tmp)
+        stumble_4(cases, tmp)
         stumble_5(cases, tmp)
         stumble_6(cases)
         stumble_7(cases, tmp)
