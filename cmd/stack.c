@@ -13,9 +13,11 @@
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/capture/capture.h"
+#include "cmd/stack_views.h"
 
 static const char stack_usage[] =
-    "Usage: coreq stack CORE [--format text|json] [--exe P] [--sysroot D]\n"
+    "Usage: coreq stack CORE [--format text|json|folded] [--exe P] [--sysroot D]\n"
+    "                        [--thread TID]... [--crashed] [--group]\n"
     "                        [--debug-dir D] [--max-frames N] [--no-scan]\n"
     "                        [--no-async] [--cache P | --no-cache]\n"
     "                        [--max-core-size BYTES]\n"
@@ -35,7 +37,13 @@ static const char stack_usage[] =
     "suspended futures are listed too: each task's await chain, innermost\n"
     "first, with the state and line of every await.\n"
     "\n"
-    "  --format text|json  output format (default text)\n"
+    "  --format text|json|folded  output format (default text); folded: one line\n"
+    "                      per distinct stack, outermost frame first, ';'-joined,\n"
+    "                      and its thread count, for flame-graph tools\n"
+    "  --thread TID        only this thread (repeatable)\n"
+    "  --crashed           only the thread that crashed\n"
+    "  --group             each distinct stack once, with how many threads and\n"
+    "                      which have it (pstack-summary style)\n"
     "  --exe P             the executable that produced the core\n"
     "  --sysroot D         look for every module path under D\n"
     "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
@@ -57,6 +65,9 @@ enum {
 	OPT_NO_ASYNC,
 	OPT_CACHE,
 	OPT_NO_CACHE,
+	OPT_THREAD,
+	OPT_CRASHED,
+	OPT_GROUP,
 };
 
 /* Frames of a stack on thread tid (0: on none, a suspended chain). */
@@ -121,16 +132,47 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	cq_json_object_end(j);
 }
 
-static void print_json(const struct cq_core *core, const struct cq_stacks *stacks)
+static void json_groups(struct cq_json *j, const struct stack_view *v,
+                        const struct cq_stacks *stacks)
+{
+	size_t n;
+	struct stack_group *g = stack_view_groups(v, stacks, &n);
+	cq_json_key(j, "groups");
+	cq_json_array_begin(j);
+	for (size_t k = 0; g && k < n; k++) {
+		cq_json_object_begin(j);
+		cq_json_key(j, "threads");
+		cq_json_uint(j, g[k].n);
+		cq_json_key(j, "tids");
+		cq_json_array_begin(j);
+		for (size_t i = 0; i < g[k].n; i++)
+			cq_json_int(j, g[k].tids[i]);
+		cq_json_array_end(j);
+		cq_json_key(j, "crashed");
+		cq_json_bool(j, g[k].crashed);
+		json_frames(j, g[k].first->frames, g[k].first->nframes, g[k].first->end,
+		            g[k].first->thread->tid);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+	stack_view_groups_free(g, n);
+}
+
+static void print_json(const struct cq_core *core, const struct cq_stacks *stacks,
+                       const struct stack_view *v)
 {
 	struct cq_json j;
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
 	cmd_json_core(&j, core);
+	if (v->group)
+		json_groups(&j, v, stacks);
 	cq_json_key(&j, "threads");
 	cq_json_array_begin(&j);
-	for (size_t t = 0; t < stacks->nthreads; t++) {
+	for (size_t t = 0; t < stacks->nthreads && !v->group; t++) {
 		const struct cq_thread_stack *ts = &stacks->threads[t];
+		if (!stack_view_selected(v, ts))
+			continue;
 		cq_json_object_begin(&j);
 		cmd_json_thread_id(&j, ts->thread->tid, ts->thread->name, ts->thread->crashed);
 		json_frames(&j, ts->frames, ts->nframes, ts->end, ts->thread->tid);
@@ -139,7 +181,7 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 	cq_json_array_end(&j);
 	cq_json_key(&j, "suspended");
 	cq_json_array_begin(&j);
-	for (size_t i = 0; i < stacks->nsuspended; i++) {
+	for (size_t i = 0; i < stacks->nsuspended && !v->ntids && !v->crashed_only; i++) {
 		const struct cq_suspended_stack *ss = &stacks->suspended[i];
 		cq_json_object_begin(&j);
 		cq_json_key(&j, "kind");
@@ -253,37 +295,66 @@ static void print_header(const char *path, const struct cq_core *core)
 	printf("\n\n");
 }
 
-static void print_text(const char *path, const struct cq_core *core, const struct cq_stacks *stacks)
+/* One stack's frames in text, with a line where it moves to a blocked thread. */
+static void print_stack_text(const struct cq_thread_stack *ts)
+{
+	for (size_t i = 0; i < ts->nframes; i++) {
+		const struct cq_stack_frame *f = &ts->frames[i];
+		if (f->thread_switch)
+			printf("     --- blocked thread %" PRId64 " (%s waits here) ---\n",
+			       f->thread_switch, f->function ? cmd_safe(f->function) : "??");
+		print_frame_text(f, i);
+	}
+	if (ts->end != CQ_END_OUTERMOST)
+		printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
+}
+
+static void print_groups_text(const struct stack_view *v, const struct cq_stacks *stacks)
+{
+	size_t n;
+	struct stack_group *g = stack_view_groups(v, stacks, &n);
+	for (size_t k = 0; g && k < n; k++) {
+		char tids[4096];
+		stack_view_tid_ranges(g[k].tids, g[k].n, tids, sizeof(tids));
+		printf("%s%zu thread%s%s: %s\n", k ? "\n" : "", g[k].n, g[k].n == 1 ? "" : "s",
+		       g[k].crashed ? " (one crashed)" : "", tids);
+		print_stack_text(g[k].first);
+	}
+	stack_view_groups_free(g, n);
+}
+
+static void print_text(const char *path, const struct cq_core *core, const struct cq_stacks *stacks,
+                       const struct stack_view *v)
 {
 	print_header(path, core);
-	const struct cq_thread_stack **order =
-	    malloc((stacks->nthreads ? stacks->nthreads : 1) * sizeof(*order));
-	for (size_t t = 0; order && t < stacks->nthreads; t++)
-		order[t] = &stacks->threads[t];
-	if (order)
-		qsort(order, stacks->nthreads, sizeof(*order), thread_order);
-	for (size_t t = 0; t < stacks->nthreads; t++) {
-		const struct cq_thread_stack *ts = order ? order[t] : &stacks->threads[t];
-		if (t)
-			putchar('\n');
-		printf("Thread %d", ts->thread->tid);
-		if (ts->thread->name)
-			printf(" \"%s\"", cmd_safe(ts->thread->name));
-		if (ts->thread->crashed)
-			printf(" (crashed)");
-		printf(":\n");
-		for (size_t i = 0; i < ts->nframes; i++) {
-			const struct cq_stack_frame *f = &ts->frames[i];
-			if (f->thread_switch)
-				printf("     --- blocked thread %" PRId64 " (%s waits here) ---\n",
-				       f->thread_switch,
-				       f->function ? cmd_safe(f->function) : "??");
-			print_frame_text(f, i);
+	if (v->group) {
+		print_groups_text(v, stacks);
+	} else {
+		const struct cq_thread_stack **order =
+		    malloc((stacks->nthreads ? stacks->nthreads : 1) * sizeof(*order));
+		for (size_t t = 0; order && t < stacks->nthreads; t++)
+			order[t] = &stacks->threads[t];
+		if (order)
+			qsort(order, stacks->nthreads, sizeof(*order), thread_order);
+		size_t shown = 0;
+		for (size_t t = 0; t < stacks->nthreads; t++) {
+			const struct cq_thread_stack *ts = order ? order[t] : &stacks->threads[t];
+			if (!stack_view_selected(v, ts))
+				continue;
+			if (shown++)
+				putchar('\n');
+			printf("Thread %d", ts->thread->tid);
+			if (ts->thread->name)
+				printf(" \"%s\"", cmd_safe(ts->thread->name));
+			if (ts->thread->crashed)
+				printf(" (crashed)");
+			printf(":\n");
+			print_stack_text(ts);
 		}
-		if (ts->end != CQ_END_OUTERMOST)
-			printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
+		free(order);
 	}
-	free(order);
+	if (v->ntids || v->crashed_only)
+		return;
 	print_suspended_text(stacks, "folly", "Suspended async stacks", "stack", "leaf frame");
 	print_suspended_text(stacks, "rust", "Suspended futures", "task", "leaf future");
 }
@@ -297,8 +368,13 @@ int cmd_stack(int argc, char **argv)
 	    {"no-async", no_argument, NULL, OPT_NO_ASYNC},
 	    {"cache", required_argument, NULL, OPT_CACHE},
 	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+	    {"thread", required_argument, NULL, OPT_THREAD},
+	    {"crashed", no_argument, NULL, OPT_CRASHED},
+	    {"group", no_argument, NULL, OPT_GROUP},
 	    {NULL, 0, NULL, 0},
 	};
+	struct stack_view view = {.ntids = 0};
+	bool folded = false;
 	struct cmd_core_opts o;
 	struct cq_stack_options so;
 	cmd_core_opts_init(&o);
@@ -313,12 +389,31 @@ int cmd_stack(int argc, char **argv)
 			fputs(stack_usage, stdout);
 			return EXIT_OK;
 		}
+		if (opt == OPT_FORMAT && strcmp(optarg, "folded") == 0) {
+			folded = true;
+			continue;
+		}
 		int r = cmd_core_opts_handle(&o, opt, optarg, "stack");
 		if (r < 0)
 			return EXIT_USAGE;
 		if (r > 0)
 			continue;
+		unsigned tid;
 		switch (opt) {
+		case OPT_THREAD:
+			if (view.ntids == STACK_VIEW_MAX_TIDS)
+				return cmd_usage_error("stack", "at most %d --thread options",
+				                       STACK_VIEW_MAX_TIDS);
+			if (!cmd_parse_count(optarg, 0, INT32_MAX, &tid, "stack", "--thread"))
+				return EXIT_USAGE;
+			view.tids[view.ntids++] = tid;
+			break;
+		case OPT_CRASHED:
+			view.crashed_only = true;
+			break;
+		case OPT_GROUP:
+			view.group = true;
+			break;
 		case OPT_MAX_FRAMES:
 			if (!cmd_parse_count(optarg, 1, 100000, &so.unwind.max_frames, "stack",
 			                     "--max-frames"))
@@ -356,10 +451,18 @@ int cmd_stack(int argc, char **argv)
 		rc = cmd_fail(path, err);
 	} else {
 		cmd_warn_analysis(path, core, stacks);
-		if (o.format == CMD_FORMAT_JSON)
-			print_json(core, stacks);
-		else
-			print_text(path, core, stacks);
+		int64_t missing;
+		if (stack_view_missing(&view, stacks, &missing)) {
+			fprintf(stderr, "coreq: %s: no thread %" PRId64 " in this core\n",
+			        cmd_safe(path), missing);
+			rc = EXIT_INPUT;
+		} else if (folded) {
+			stack_view_print_folded(stdout, &view, stacks);
+		} else if (o.format == CMD_FORMAT_JSON) {
+			print_json(core, stacks, &view);
+		} else {
+			print_text(path, core, stacks, &view);
+		}
 		cq_stacks_free(stacks);
 	}
 	cmd_close_cache(so.cache);
