@@ -17,7 +17,7 @@
 
 static const char buckets_usage[] =
     "Usage: coreq buckets [--db P] [--since TIME] [--until TIME] [--exe NAME]\n"
-    "                     [--format text|json]\n"
+    "                     [--limit N] [--format text|json]\n"
     "       coreq buckets --rules[=FILE]\n"
     "\n"
     "List crash buckets, most cores first.  A bucket is a crash signature: the\n"
@@ -33,6 +33,7 @@ static const char buckets_usage[] =
     "                      first/last seen and example cores are of those cores\n"
     "  --until TIME        only cores that crashed before TIME (same forms)\n"
     "  --exe NAME          only cores of this executable (full path or basename)\n"
+    "  --limit N           only the N largest buckets\n"
     "  --format text|json  output format (default text)\n"
     "  --rules[=FILE]      print the bucketing rules in force (FILE, else\n"
     "                      $COREQ_RULES, else /etc/coreq/rules, else the built-in\n"
@@ -43,6 +44,7 @@ enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
 	OPT_SINCE,
 	OPT_UNTIL,
+	OPT_LIMIT,
 	OPT_EXE_NAME,
 	OPT_RULES,
 };
@@ -60,13 +62,17 @@ static int print_rules(const char *path)
 }
 
 struct buckets_query {
-	struct cmd_listing out;
+	struct cmd_listing out; /* first: the listing callbacks get it as their context */
 	struct cq_store_bucket_filter filter;
+	unsigned limit; /* 0: every bucket */
 };
 
 static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 {
 	struct cmd_listing *p = ctx;
+	const struct buckets_query *q = ctx;
+	if (q->limit && p->count >= q->limit)
+		return; /* the largest buckets come first */
 	char first[32], last[32];
 	cmd_iso_time(b->first_seen, first);
 	cmd_iso_time(b->last_seen, last);
@@ -120,6 +126,7 @@ int cmd_buckets(int argc, char **argv)
 	    {"db", required_argument, NULL, OPT_DB},
 	    {"since", required_argument, NULL, OPT_SINCE},
 	    {"until", required_argument, NULL, OPT_UNTIL},
+	    {"limit", required_argument, NULL, OPT_LIMIT},
 	    {"exe", required_argument, NULL, OPT_EXE_NAME},
 	    {"rules", optional_argument, NULL, OPT_RULES},
 	    {NULL, 0, NULL, 0},
@@ -151,6 +158,10 @@ int cmd_buckets(int argc, char **argv)
 			break;
 		case OPT_EXE_NAME:
 			q.filter.exe = optarg;
+			break;
+		case OPT_LIMIT:
+			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &q.limit, "buckets", "--limit"))
+				return EXIT_USAGE;
 			break;
 		case OPT_RULES:
 			return print_rules(optarg);

@@ -10,17 +10,29 @@
 
 #include "cmd/store_output.h"
 #include "libcore/base/json.h"
+#include "libcore/model/core.h"
 #include "libcore/store/store.h"
 
 static const char cores_usage[] =
-    "Usage: coreq cores [--db P] [--bucket ID] [--format text|json]\n"
+    "Usage: coreq cores [--db P] [--bucket ID] [--since TIME] [--until TIME]\n"
+    "                   [--exe NAME] [--pid PID] [--signal SIG] [-n N] [-r]\n"
+    "                   [--format text|json]\n"
     "\n"
     "List the cores stored by `coreq ingest`: id, crash time (or ingest time),\n"
-    "pid, uid, signal, threads, crash bucket, status and executable.\n"
+    "pid, uid, signal, threads, crash bucket, status and executable, oldest\n"
+    "first, as coredumpctl list does.\n"
     "\n"
     "  --db P              database (default $COREQ_DB, else\n"
     "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
     "  --bucket ID         only the cores in crash bucket ID: its hash or its id\n"
+    "  --since TIME        only cores that crashed at or after TIME (YYYY-MM-DD,\n"
+    "                      unix seconds, -7d, 2h ago, today, yesterday)\n"
+    "  --until TIME        only cores that crashed before TIME\n"
+    "  --exe NAME          only cores of this executable (path or basename)\n"
+    "  --pid PID           only cores of this process id\n"
+    "  --signal SIG        only cores killed by SIG (number, SIGSEGV or SEGV)\n"
+    "  -n N                only the newest N\n"
+    "  -r, --reverse       newest first\n"
     "  --format text|json  output format (default text)\n"
     "  --help              show this help\n";
 
@@ -38,6 +50,11 @@ static const char show_usage[] =
 enum {
 	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
 	OPT_BUCKET,
+	OPT_SINCE,
+	OPT_UNTIL,
+	OPT_EXE_NAME,
+	OPT_PID,
+	OPT_SIGNAL,
 };
 
 /*
@@ -118,21 +135,114 @@ static struct cq_error *query_cores(struct cq_store *store, void *ctx)
 	return cq_store_each_core(store, &q->filter, print_core_line, &q->out);
 }
 
+/* A signal as a number, or by name with or without "SIG". */
+static bool parse_signal(const char *arg, int64_t *out)
+{
+	unsigned n;
+	if (strspn(arg, "0123456789") == strlen(arg) && *arg) {
+		n = (unsigned)strtoul(arg, NULL, 10);
+		*out = n;
+		return n > 0 && n < 65;
+	}
+	const char *want = strncmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
+	for (int sig = 1; sig < 65; sig++) {
+		const char *name = cq_core_signal_name(sig);
+		if (name && strcmp(name + 3, want) == 0) {
+			*out = sig;
+			return true;
+		}
+	}
+	return false;
+}
+
 int cmd_cores(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {"db", required_argument, NULL, OPT_DB},
+	    {"bucket", required_argument, NULL, OPT_BUCKET},
+	    {"since", required_argument, NULL, OPT_SINCE},
+	    {"until", required_argument, NULL, OPT_UNTIL},
+	    {"exe", required_argument, NULL, OPT_EXE_NAME},
+	    {"pid", required_argument, NULL, OPT_PID},
+	    {"signal", required_argument, NULL, OPT_SIGNAL},
+	    {"reverse", no_argument, NULL, 'r'},
+	    {NULL, 0, NULL, 0},
+	};
 	const char *db = NULL;
 	struct cores_query q = {.out.format = CMD_FORMAT_TEXT};
-	int rc = EXIT_OK;
-	if (parse_db_options(argc, argv, "cores", cores_usage, &db, &q.out.format, &q.filter.bucket,
-	                     &rc) < 0)
-		return rc;
+	unsigned v;
+	int opt;
+	while ((opt = getopt_long(argc, argv, ":hn:r", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+		case OPT_HELP:
+			fputs(cores_usage, stdout);
+			return EXIT_OK;
+		case OPT_FORMAT:
+			if (!cmd_parse_format(optarg, &q.out.format, "cores"))
+				return EXIT_USAGE;
+			break;
+		case OPT_DB:
+			db = optarg;
+			break;
+		case OPT_BUCKET:
+			if (!cq_store_bucket_key_valid(optarg))
+				return cmd_usage_error(
+				    "cores",
+				    "--bucket takes a bucket's 16-hex-digit hash or "
+				    "its id, not '%s'",
+				    optarg);
+			q.filter.bucket = optarg;
+			break;
+		case OPT_SINCE:
+		case OPT_UNTIL:
+			if (!cmd_parse_time(optarg,
+			                    opt == OPT_SINCE ? &q.filter.since : &q.filter.until))
+				return cmd_usage_error("cores", "%s takes %s, not '%s'",
+				                       opt == OPT_SINCE ? "--since" : "--until",
+				                       CMD_TIME_FORMS, optarg);
+			break;
+		case OPT_EXE_NAME:
+			q.filter.exe = optarg;
+			break;
+		case OPT_PID:
+			if (!cmd_parse_count(optarg, 1, INT32_MAX, &v, "cores", "--pid"))
+				return EXIT_USAGE;
+			q.filter.pid = v;
+			break;
+		case OPT_SIGNAL:
+			if (!parse_signal(optarg, &q.filter.signal))
+				return cmd_usage_error(
+				    "cores",
+				    "--signal takes a number or a name (SIGSEGV, "
+				    "SEGV), not '%s'",
+				    optarg);
+			break;
+		case 'n':
+			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "cores", "-n"))
+				return EXIT_USAGE;
+			q.filter.limit = v;
+			break;
+		case 'r':
+			q.filter.newest_first = true;
+			break;
+		default:
+			return cmd_option_error("cores", opt, argv);
+		}
+	}
 	if (optind != argc)
 		return cmd_usage_error("cores", "unexpected argument '%s'", argv[optind]);
 	char empty[96];
+	bool filtered =
+	    q.filter.since || q.filter.until || q.filter.exe || q.filter.pid || q.filter.signal;
 	if (q.filter.bucket)
-		snprintf(empty, sizeof(empty), "no cores in bucket %s", q.filter.bucket);
+		snprintf(empty, sizeof(empty), "no cores in bucket %s%s", q.filter.bucket,
+		         filtered ? " that match" : "");
 	else
-		snprintf(empty, sizeof(empty), "no cores stored");
+		snprintf(empty, sizeof(empty),
+		         filtered ? "no cores that match" : "no cores stored");
 	return cmd_run_listing(db, &q.out, "cores", empty, query_cores, &q);
 }
 

@@ -228,15 +228,30 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 	    "bucket_id, "
 	    "comm, source, stored_path, meta_conflicts, "
 	    "(SELECT hash FROM buckets WHERE id = cores.bucket_id) "
-	    "FROM cores WHERE (?1 = 0 OR id = ?1) AND (?2 IS NULL OR bucket_id = " BUCKET_BY_KEY(
+	    "FROM cores WHERE id IN (SELECT id FROM cores WHERE (?1 = 0 OR id = ?1) "
+	    "AND (?2 IS NULL OR bucket_id = " BUCKET_BY_KEY(
 	        "?2") ") "
-	              "ORDER BY coalesce(timestamp, ingested_at), id";
+	              "AND (?3 = 0 OR coalesce(timestamp, ingested_at) >= ?3) "
+	              "AND (?4 = 0 OR coalesce(timestamp, ingested_at) < ?4) "
+	              "AND (?5 IS NULL OR exe = ?5 OR exe LIKE '%/' || ?5) "
+	              "AND (?6 = 0 OR pid = ?6) AND (?7 = 0 OR signal = ?7) "
+	              /* the newest ?8 of them (-1: all), then in the order asked for */
+	              "ORDER BY coalesce(timestamp, ingested_at) DESC, id DESC LIMIT ?8) "
+	              "ORDER BY CASE WHEN ?9 THEN -coalesce(timestamp, ingested_at) ELSE "
+	              "coalesce(timestamp, ingested_at) END, CASE WHEN ?9 THEN -id ELSE id END";
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
 		return cq_error_create(CQ_ERR_DB, "cores: %s", sqlite3_errmsg(db));
 	sqlite3_bind_int64(st, 1, only_id);
 	cq_db_bind_text(st, 2, f ? f->bucket : NULL);
+	sqlite3_bind_int64(st, 3, f ? f->since : 0);
+	sqlite3_bind_int64(st, 4, f ? f->until : 0);
+	cq_db_bind_text(st, 5, f ? f->exe : NULL);
+	sqlite3_bind_int64(st, 6, f ? f->pid : 0);
+	sqlite3_bind_int64(st, 7, f ? f->signal : 0);
+	sqlite3_bind_int64(st, 8, f && f->limit > 0 ? f->limit : -1);
+	sqlite3_bind_int(st, 9, f && f->newest_first);
 	size_t n = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -57,8 +57,13 @@ struct cq_store_core_row {
 };
 
 struct cq_store_core_filter {
-	int64_t id;         /* 0: every core; else just this one (CQ_ERR_NOT_FOUND if absent) */
-	const char *bucket; /* NULL: every bucket; else its hash or id (cq_store_bucket_key) */
+	int64_t id;           /* 0: every core; else just this one (CQ_ERR_NOT_FOUND if absent) */
+	const char *bucket;   /* NULL: every bucket; else its hash or id (cq_store_bucket_key) */
+	int64_t since, until; /* 0: open; else crashed at or after / before (unix seconds) */
+	const char *exe;      /* NULL: all; else the executable's path or basename */
+	int64_t pid, signal;  /* 0: all */
+	int64_t limit;        /* 0: all; else the newest limit cores */
+	bool newest_first;    /* order newest first (default oldest first) */
 };
 
 /*
