@@ -55,7 +55,7 @@ def main():
         con.commit()
         con.close()
         ok(len(cores(db, "--since", "-7d")) == N - 10, "--since -7d: the recent ones")
-        ok(len(cores(db, "--until", "-12d")) == 7, "--until -12d: the seven older than 12 days")
+        ok(len(cores(db, "--until", "-12d")) == 8, "--until -12d: the eight older than 12 days")
         ok(len(cores(db, "--since", "-15d", "--until", "-12d")) == 3, "a window: 14.5, 13.5, 12.5 days")
         newest = cores(db, "-n", "5")
         ok([c["id"] for c in newest] == ids[-5:], "-n 5: the newest five, oldest first",
