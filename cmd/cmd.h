@@ -132,6 +132,9 @@ struct cq_stack_frame;
 void cmd_json_thread_id(struct cq_json *j, int64_t tid, const char *name, bool crashed);
 
 /* Writes one frame of a live stack as DESIGN.md's JSON frame object. */
+/* One frame as a line of text (frame_text.c). */
+void cmd_print_frame_text(const struct cq_stack_frame *f, size_t index);
+
 /*
  * One frame as JSON; thread is the tid of the thread whose stack it is on
  * (a merged async stack moves to the thread that blocks on it), 0 for none.

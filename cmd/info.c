@@ -3,6 +3,8 @@
  * threads and its modules, as text or JSON (shape in DESIGN.md).
  */
 #include "cmd/cmd.h"
+#include "libcore/capture/capture.h"
+#include "libcore/analysis/stacktrace.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -76,13 +78,51 @@ static void json_mappings(struct cq_json *j, const struct cq_core *core)
 	cq_json_array_end(j);
 }
 
-static void print_json(const struct cq_core *core)
+/* What the capture says beside the notes: crash time and host (NULL/0 when unknown). */
+struct capture_facts {
+	char time[32];
+	const char *hostname;
+	struct cq_capture cap;
+};
+
+static void capture_facts(const char *path, struct capture_facts *f)
+{
+	cq_capture_init(&f->cap);
+	if (strcmp(path, "-") != 0)
+		cq_capture_from_file(path, &f->cap);
+	f->time[0] = '\0';
+	if (f->cap.known & CQ_CAPTURE_TIMESTAMP)
+		cmd_iso_time(f->cap.timestamp_us / 1000000, f->time);
+	f->hostname = f->cap.hostname[0] ? f->cap.hostname : NULL;
+}
+
+static void print_json(const struct cq_core *core, const struct capture_facts *cf,
+                       const struct cq_thread_stack *crashed_stack)
 {
 	const struct cq_arch *arch = core->arch;
 	struct cq_json j;
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
 	cmd_json_core(&j, core);
+	cq_json_key(&j, "uid");
+	if (core->has_psinfo)
+		cq_json_uint(&j, core->uid);
+	else
+		cq_json_null(&j);
+	cq_json_key(&j, "gid");
+	if (core->has_psinfo)
+		cq_json_uint(&j, core->gid);
+	else
+		cq_json_null(&j);
+	cq_json_key(&j, "time");
+	cq_json_string(&j, cf->time[0] ? cf->time : NULL);
+	cq_json_key(&j, "hostname");
+	cq_json_string(&j, cf->hostname);
+	cq_json_key(&j, "crashed_stack");
+	cq_json_array_begin(&j);
+	for (size_t i = 0; crashed_stack && i < crashed_stack->nframes; i++)
+		cmd_json_frame(&j, &crashed_stack->frames[i], i, crashed_stack->thread->tid);
+	cq_json_array_end(&j);
 
 	cq_json_key(&j, "threads");
 	cq_json_array_begin(&j);
@@ -103,7 +143,8 @@ static void print_json(const struct cq_core *core)
 	cq_json_finish(&j);
 }
 
-static void print_text(const struct cq_core *core)
+static void print_text(const struct cq_core *core, const struct capture_facts *cf,
+                       const struct cq_thread_stack *crashed_stack)
 {
 	const struct cq_arch *arch = core->arch;
 	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
@@ -114,6 +155,11 @@ static void print_text(const struct cq_core *core)
 	printf("pid:         %d\n", core->has_psinfo ? core->pid : crashed->tid);
 	printf("exe:         %s\n", exe ? cmd_safe(exe) : "-");
 	printf("cmdline:     %s\n", core->has_psinfo ? cmd_safe(core->psargs) : "-");
+	if (core->has_psinfo)
+		printf("uid/gid:     %u/%u\n", (unsigned)core->uid, (unsigned)core->gid);
+	printf("time:        %s\n", cf->time[0] ? cf->time : "unknown (not captured)");
+	if (cf->hostname)
+		printf("hostname:    %s\n", cmd_safe(cf->hostname));
 	printf("arch:        %s\n", arch->name);
 	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
 	if (core->siginfo.present)
@@ -147,6 +193,11 @@ static void print_text(const struct cq_core *core)
 		printf("  0x%016" PRIx64 " 0x%016" PRIx64 " %08" PRIx64 " %s\n", m->start, m->end,
 		       m->file_offset, cmd_safe(m->path));
 	}
+	if (crashed_stack) {
+		printf("\nstack of the crashed thread %d:\n", crashed_stack->thread->tid);
+		for (size_t i = 0; i < crashed_stack->nframes; i++)
+			cmd_print_frame_text(&crashed_stack->frames[i], i);
+	}
 }
 
 int cmd_info(int argc, char **argv)
@@ -175,10 +226,28 @@ int cmd_info(int argc, char **argv)
 	struct cq_error *err = cmd_open_core(path, &o, &core);
 	if (err)
 		return cmd_fail(path, err);
+	struct capture_facts cf;
+	capture_facts(path, &cf);
+	/* The crashed thread's stack, as coredumpctl info shows it (native frames only). */
+	struct cq_stack_options so;
+	cq_stack_options_default(&so);
+	so.async = false;
+	so.cache = cmd_open_cache(NULL);
+	so.debug_dirs = o.core.debug_dirs;
+	struct cq_stacks *stacks = NULL;
+	err = cq_core_stacks(core, &so, &stacks);
+	if (err) { /* the facts above still stand without it */
+		cmd_warn(path, "no stack for the crashed thread: %s", err->message);
+		cq_error_free(err);
+	}
+	const struct cq_thread_stack *crashed =
+	    stacks && stacks->nthreads ? &stacks->threads[0] : NULL;
 	if (o.format == CMD_FORMAT_JSON)
-		print_json(core);
+		print_json(core, &cf, crashed);
 	else
-		print_text(core);
+		print_text(core, &cf, crashed);
+	cq_stacks_free(stacks);
+	cmd_close_cache(so.cache);
 	cq_core_close(core);
 	return EXIT_OK;
 }

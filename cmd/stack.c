@@ -197,43 +197,6 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 	cq_json_finish(&j);
 }
 
-/* A suspended future's frame: no code address; its state and its address. */
-static void print_object_frame_text(const struct cq_stack_frame *f, size_t index)
-{
-	printf("#%-3zu %s", index, f->function ? cmd_safe(f->function) : "??");
-	if (f->state)
-		printf(" [%s]", f->state);
-	if (f->file)
-		printf(" at %s:%d", cmd_safe(f->file), f->line);
-	printf(" (future at 0x%" PRIx64 ")\n", f->object);
-}
-
-static void print_frame_text(const struct cq_stack_frame *f, size_t index)
-{
-	if (f->object) {
-		print_object_frame_text(f, index);
-		return;
-	}
-	printf("#%-3zu 0x%016" PRIx64 " in ", index, f->pc);
-	printf("%s", f->function ? cmd_safe(f->function) : "??");
-	if (f->module)
-		printf(" (%s+0x%" PRIx64 "%s)", cmd_safe(cq_module_basename(f->module)), f->offset,
-		       f->module->status == CQ_MODULE_MISMATCH ? ", build-id mismatch" : "");
-	if (f->file)
-		printf(" at %s:%d", cmd_safe(f->file), f->line);
-	if (f->kind == CQ_FRAME_INLINE)
-		printf(" [inline]");
-	else if (f->kind == CQ_FRAME_ASYNC)
-		printf(" [async]");
-	else if (f->trust == CQ_TRUST_FP || f->trust == CQ_TRUST_SCAN)
-		printf(" [%s]", cq_unwind_trust_name(f->trust));
-	if (f->repeat > 1)
-		printf(" \u00d7%" PRIu32, f->repeat);
-	if (f->thread_switch)
-		printf(" [thread %" PRId64 "]", f->thread_switch);
-	putchar('\n');
-}
-
 /*
  * The suspended stacks of one runtime (kind), under their own heading:
  * "Suspended async stacks" for folly's coroutines, "Suspended futures" for
@@ -252,7 +215,7 @@ static void print_suspended_text(const struct cq_stacks *stacks, const char *kin
 		printf("\nSuspended %s %s %zu (%s 0x%" PRIx64 "):\n", ss->kind, noun, n, leaf,
 		       ss->leaf);
 		for (size_t i = 0; i < ss->nframes; i++)
-			print_frame_text(&ss->frames[i], i);
+			cmd_print_frame_text(&ss->frames[i], i);
 		if (ss->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
 	}
@@ -303,7 +266,7 @@ static void print_stack_text(const struct cq_thread_stack *ts)
 		if (f->thread_switch)
 			printf("     --- blocked thread %" PRId64 " (%s waits here) ---\n",
 			       f->thread_switch, f->function ? cmd_safe(f->function) : "??");
-		print_frame_text(f, i);
+		cmd_print_frame_text(f, i);
 	}
 	if (ts->end != CQ_END_OUTERMOST)
 		printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
