@@ -19,6 +19,8 @@ static const struct command commands[] = {
     {"list-stacks", cmd_list_stacks, "unique stacks in the database, most shared first"},
     {"cores", cmd_cores, "the cores in the database"},
     {"show", cmd_show, "one stored core with every thread's stack"},
+    {"debug", cmd_debug, "start gdb on a core (stored or a file) and its executable"},
+    {"dump", cmd_dump, "write a stored core out, decompressed"},
     {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds"},
     {"resymbolize", cmd_resymbolize, "name stored frames from debuginfo that came later"},
     {"merge", cmd_merge, "fold other hosts' crash databases into this one"},

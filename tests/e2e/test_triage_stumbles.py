@@ -180,7 +180,7 @@ def stumble_6(cases):
 
 
 COMMANDS = ["info", "stack", "ingest", "list-stacks", "cores", "show", "buckets", "rebucket",
-            "hook", "lws", "export", "push", "merge", "resymbolize"]
+            "hook", "lws", "export", "push", "merge", "resymbolize", "debug", "dump"]
 
 
 def stumble_7(cases, tmp):
