@@ -41,7 +41,8 @@ static const char decode_usage[] =
     "                        [--format text|json] [TEXT... | FILE... | -]\n"
     "\n"
     "Decode libwebsockets backtrace records.  Each non-blank line of TEXT, of\n"
-    "FILE (an argument that names a file, or has a '/'), or of standard input\n"
+    "FILE (an argument that names a file, or a path such as ./x or /x), or of\n"
+    "standard input\n"
     "(- or no argument) is one record: \"~m#\" and base64\n"
     "(anything before \"~m#\" on the line is ignored), or bare base64; either\n"
     "base64 alphabet (+/ or -_), '=' padding optional, whitespace allowed.\n"
@@ -320,7 +321,11 @@ static int lws_decode(int argc, char **argv)
 		}
 		/* A path (it exists, or has a '/') is a file of records; else the text itself. */
 		struct stat st;
-		bool is_file = stat(argv[i], &st) == 0 || strchr(argv[i], '/');
+		const char *a = argv[i];
+		bool pathlike =
+		    (a[0] == '/' || strncmp(a, "./", 2) == 0 || strncmp(a, "../", 3) == 0) &&
+		    !strpbrk(a, " \t") && !strstr(a, "~m#");
+		bool is_file = stat(a, &st) == 0 || pathlike;
 		if (is_file && (stat(argv[i], &st) != 0 || !S_ISREG(st.st_mode))) {
 			d.failed = true;
 			cmd_fail(argv[i],

@@ -343,48 +343,50 @@ def test_directory(cases, tmp):
 
     r, doc, err = ingest_json(db, d, timeout=120)
     res = (doc or {}).get("results") or []
-    ok(r.returncode == 0 and err == "" and doc and doc.get("ingested") == 3 and doc.get("failed") == 0
-       and doc.get("duplicates") == 0 and len(res) == 3
+    ok(r.returncode == 0 and err == "" and doc and doc.get("ingested") == 4 and doc.get("failed") == 0
+       and doc.get("duplicates") == 0 and len(res) == 4
        and all(x.get("status") == "ingested" for x in res),
-       "a directory: its 3 cores (raw, gzip, zstd) ingested; a text file, an ELF executable, a FIFO and"
-       " a subdirectory ignored silently",
+       "a directory: its 4 cores (raw, gzip, zstd, and one in a subdirectory) ingested; a text file,"
+       " an ELF executable and a FIFO ignored silently",
        diag(r))
     paths = [p for (p,) in q(db, "SELECT path FROM cores")]
-    ok(len(paths) == 3 and not any("nested" in p or "README" in p for p in paths),
-       "the directory is not searched recursively", paths)
+    ok(len(paths) == 4 and any("subdir/core.nested" in p for p in paths)
+       and not any("README" in p for p in paths),
+       "the directory is searched recursively (issue 19)", paths)
     pids = sorted(p for (p,) in q(db, "SELECT pid FROM cores"))
-    want = sorted(int(cases[c]["pid"]) for c in ("abort_deep.O0", "fpe.O0", "segv_null.O0"))
-    ok(pids == want, "the three cores stored are the three in the directory", [pids, want])
+    want = sorted(int(cases[c]["pid"]) for c in ("abort_deep.O0", "fpe.O0", "segv_null.O0", "sighandler.O0"))
+    ok(pids == want, "the four cores stored are the four under the directory", [pids, want])
 
     r, doc, err = ingest_json(db, d)
     ok(r.returncode == 0 and err == "" and doc and doc.get("ingested") == 0 and doc.get("duplicates") == 0
-       and doc.get("unchanged") == 3 and doc.get("results") == []
-       and doc.get("failed") == 0 and q1(db, "SELECT count(*) FROM cores") == 3,
-       "the same directory again: its 3 unchanged files skipped before being opened", diag(r))
+       and doc.get("unchanged") == 4 and doc.get("results") == []
+       and doc.get("failed") == 0 and q1(db, "SELECT count(*) FROM cores") == 4,
+       "the same directory again: its 4 unchanged files skipped before being opened", diag(r))
 
     def touch_all():
-        for name in os.listdir(d):
-            p = os.path.join(d, name)
+        for root, _, names in os.walk(d):
+          for name in names:
+            p = os.path.join(root, name)
             if os.path.isfile(p):
                 st = os.stat(p)
                 os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
 
     touch_all()
     r, doc, err = ingest_json(db, d)
-    ok(r.returncode == 0 and err == "" and doc and doc.get("ingested") == 0 and doc.get("duplicates") == 3
-       and doc.get("unchanged") == 0 and q1(db, "SELECT count(*) FROM cores") == 3,
-       "the same directory with new mtimes: opened again, 3 duplicates, 0 ingested", diag(r))
+    ok(r.returncode == 0 and err == "" and doc and doc.get("ingested") == 0 and doc.get("duplicates") == 4
+       and doc.get("unchanged") == 0 and q1(db, "SELECT count(*) FROM cores") == 4,
+       "the same directory with new mtimes: opened again, 4 duplicates, 0 ingested", diag(r))
 
     touch_all()
     r = run("ingest", "--db", db, d, timeout=120)
     out, err = text(r)
-    ok(r.returncode == 0 and err == "" and len(out.splitlines()) == 3,
-       "text output for a directory of 3 cores: 3 lines on stdout", diag(r))
+    ok(r.returncode == 0 and err == "" and len(out.splitlines()) == 4,
+       "text output for a directory of 4 cores: 4 lines on stdout", diag(r))
 
     core = cases["assert_fail.O0"]["core"]
     r, doc, err = ingest_json(db, core, core)
     st = [x.get("status") for x in (doc or {}).get("results", [])]
-    ok(r.returncode == 0 and st == ["ingested", "duplicate"] and q1(db, "SELECT count(*) FROM cores") == 4,
+    ok(r.returncode == 0 and st == ["ingested", "duplicate"] and q1(db, "SELECT count(*) FROM cores") == 5,
        "the same core twice in one command: ingested, then duplicate", diag(r))
     return db
 

@@ -32,7 +32,7 @@ TRUSTS = {"context", "cfi", "fp", "scan", "async"}
 # and meta_conflicts with capture metadata (schema 003).
 CORE_KEYS = {"id", "path", "pid", "exe", "cmdline", "signal", "signal_name", "si_code", "fault_address",
              "crashed_tid", "threads", "timestamp", "hostname", "uid", "ingested_at", "status", "message",
-             "bucket_id", "bucket", "comm", "source", "stored_path", "meta_conflicts"}
+             "bucket_id", "bucket", "comm", "source", "stored_path", "meta_conflicts", "time_source"}
 
 
 def diag(r):
