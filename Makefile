@@ -34,7 +34,7 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg \
 	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
-	libdebuginfod-dev debuginfod
+	libdebuginfod-dev debuginfod bash-completion
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
@@ -188,6 +188,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 install: $(BUILD)/coreq
 	install -D -m 0755 $(BUILD)/coreq $(DESTDIR)$(PREFIX)/bin/coreq
 	install -D -m 0644 coreq.1 $(DESTDIR)$(PREFIX)/share/man/man1/coreq.1
+	install -D -m 0644 dist/bash-completion/coreq $(DESTDIR)$(PREFIX)/share/bash-completion/completions/coreq
 	install -D -m 0644 dist/coreq.rules $(DESTDIR)$(PREFIX)/share/coreq/rules
 	install -D -m 0644 dist/systemd/coreq-ingest.path $(DESTDIR)$(UNITDIR)/coreq-ingest.path
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/coreq-ingest.service.in > $(BUILD)/coreq-ingest.service

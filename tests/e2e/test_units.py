@@ -33,6 +33,8 @@ def main():
                 "coreq-push.service", "coreq-push.timer"]
         have = [u for u in want if os.path.isfile(os.path.join(unitdir, u))]
         ok(have == want, "make install puts the units under PREFIX/lib/systemd/system", have)
+        ok(os.path.isfile(os.path.join(prefix, "share", "bash-completion", "completions", "coreq")),
+           "make install puts the bash completion under PREFIX/share/bash-completion/completions")
 
         service = open(os.path.join(unitdir, "coreq-ingest.service")).read()
         m = re.search(r"^ExecStart=(\S+)", service, re.M)
