@@ -13,7 +13,7 @@
 
 static const char list_stacks_usage[] =
     "Usage: coreq list-stacks [--db P] [--core ID] [--exe NAME] [--bucket ID] [--limit N]\n"
-    "                         [--source core|lws] [--format text|json]\n"
+    "                         [--source core|lws] [--format text|json|folded]\n"
     "\n"
     "List the unique merged stacks stored by `coreq ingest`, most shared first:\n"
     "how many threads and cores have each one, when it was first and last seen,\n"
@@ -30,7 +30,9 @@ static const char list_stacks_usage[] =
     "  --source core|lws   threads of cores (default), or lws allocation sites;\n"
     "                      with lws, --exe NAME matches the ELF and --core and\n"
     "                      --bucket do not apply\n"
-    "  --format text|json  output format (default text)\n"
+    "  --format text|json|folded  output format (default text); folded: one\n"
+    "                      line per stack, outermost frame first, ';'-joined, and\n"
+    "                      how many threads and suspended chains have it\n"
     "  --help              show this help\n";
 
 enum {
@@ -43,14 +45,48 @@ enum {
 };
 
 struct stacks_query {
-	struct cmd_listing out;
+	struct cmd_listing out; /* first: the listing callbacks get it as their context */
 	struct cq_store_stack_filter filter;
-	bool lws; /* --source lws */
+	bool lws;    /* --source lws */
+	bool folded; /* --format folded */
 };
+
+/* A stored stack as a folded-stack line: outermost frame first, ';'-joined, then the count. */
+static void print_folded(const struct cq_store_stack_row *s)
+{
+	for (size_t i = s->nframes; i-- > 0;) {
+		const struct cq_store_frame_row *f = &s->frames[i];
+		if (i + 1 < s->nframes)
+			putchar(';');
+		char fallback[96];
+		const char *name = f->function;
+		if (!name) {
+			const char *base = f->module ? strrchr(f->module, '/') : NULL;
+			snprintf(fallback, sizeof(fallback), "%s+0x%llx",
+			         base        ? base + 1
+			         : f->module ? f->module
+			                     : "",
+			         (unsigned long long)f->offset);
+			name = fallback;
+		}
+		for (const char *c = cmd_safe(name); *c; c++)
+			putchar(*c == ';' ? ':' : *c == ' ' ? '_' : *c);
+		if (strcmp(f->kind, "inline") == 0)
+			fputs("_[i]", stdout);
+		else if (strcmp(f->kind, "async") == 0)
+			fputs("_[a]", stdout);
+	}
+	printf(" %lld\n", (long long)(s->threads + s->suspended));
+}
 
 static void print_stack(void *ctx, const struct cq_store_stack_row *s)
 {
 	struct cmd_listing *p = ctx;
+	if (((const struct stacks_query *)ctx)->folded) {
+		print_folded(s);
+		p->count++;
+		return;
+	}
 	char first[32], last[32];
 	cmd_iso_time(s->first_seen, first);
 	cmd_iso_time(s->last_seen, last);
@@ -159,6 +195,10 @@ int cmd_list_stacks(int argc, char **argv)
 			fputs(list_stacks_usage, stdout);
 			return EXIT_OK;
 		case OPT_FORMAT:
+			if (strcmp(optarg, "folded") == 0) {
+				q.folded = true;
+				break;
+			}
 			if (!cmd_parse_format(optarg, &q.out.format, "list-stacks"))
 				return EXIT_USAGE;
 			break;

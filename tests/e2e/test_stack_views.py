@@ -78,6 +78,19 @@ def main():
     parked = [s for s, c in folded if int(c) == len(tids) - 1]
     ok(parked and parked[0].split(";")[0] in ("__clone3", "clone3", "__clone") and
        "parked_thread" in parked[0].split(";"), "folded: outermost frame first", r.stdout)
+    import tempfile
+    import shutil
+    tmp = tempfile.mkdtemp(prefix="coreq-views-")
+    try:
+        db = os.path.join(tmp, "v.db")
+        coreq("ingest", "--db", db, "--no-cache", small, timeout=300)
+        r = coreq("list-stacks", "--db", db, "--format", "folded")
+        rows = [l.rsplit(" ", 1) for l in r.stdout.splitlines()]
+        ok(r.returncode == 0 and sum(int(c) for _, c in rows) == len(tids) and
+           any("parked_thread" in s.split(";") and int(c) == len(tids) - 1 for s, c in rows),
+           "list-stacks --format folded: the stored stacks, counts summing to the threads", r.stdout)
+    finally:
+        shutil.rmtree(tmp)
     done()
 
 
