@@ -175,6 +175,7 @@ int cmd_buckets(int argc, char **argv);
 int cmd_rebucket(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
+int cmd_flame(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_merge(int argc, char **argv);

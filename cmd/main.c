@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"list-stacks", cmd_list_stacks, "unique stacks in the database, most shared first"},
     {"cores", cmd_cores, "the cores in the database"},
     {"show", cmd_show, "one stored core with every thread's stack"},
+    {"flame", cmd_flame, "a flame graph of a core or a bucket, as an interactive SVG"},
     {"debug", cmd_debug, "start gdb on a core (stored or a file) and its executable"},
     {"dump", cmd_dump, "write a stored core out, decompressed"},
     {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds"},

@@ -180,7 +180,7 @@ def stumble_6(cases):
 
 
 COMMANDS = ["info", "stack", "ingest", "list-stacks", "cores", "show", "buckets", "rebucket",
-            "hook", "lws", "export", "push", "merge", "resymbolize", "debug", "dump"]
+            "hook", "lws", "export", "push", "merge", "resymbolize", "debug", "dump", "flame"]
 
 
 def stumble_7(cases, tmp):
