@@ -25,8 +25,9 @@ static const char buckets_usage[] =
     "assert, the C++ throw path, Rust panics), names normalised so that a\n"
     "rebuild does not change them, and the signal.\n"
     "\n"
-    "  --db P              database (default $COREQ_DB, else\n"
-    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --db P              database (default $COREQ_DB, else db in\n"
+    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
+    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
     "  --since TIME        only cores that crashed at or after TIME: YYYY-MM-DD,\n"
     "                      YYYY-MM-DDTHH:MM:SS (UTC), unix seconds, or relative:\n"
     "                      -7d, 2h ago, 3 days ago, today, yesterday; counts,\n"
@@ -36,7 +37,8 @@ static const char buckets_usage[] =
     "  --limit N           only the N largest buckets\n"
     "  --format text|json  output format (default text)\n"
     "  --rules[=FILE]      print the bucketing rules in force (FILE, else\n"
-    "                      $COREQ_RULES, else /etc/coreq/rules, else the built-in\n"
+    "                      $COREQ_RULES, else rules in /etc/coreq/coreq.conf, else\n"
+    "                      /etc/coreq/rules, else the built-in\n"
     "                      ones) with their format, and exit\n"
     "  --help              show this help\n";
 

@@ -22,8 +22,9 @@ static const char cores_usage[] =
     "pid, uid, signal, threads, crash bucket, status and executable, oldest\n"
     "first, as coredumpctl list does.\n"
     "\n"
-    "  --db P              database (default $COREQ_DB, else\n"
-    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --db P              database (default $COREQ_DB, else db in\n"
+    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
+    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
     "  --bucket ID         only the cores in crash bucket ID: its hash or its id\n"
     "  --since TIME        only cores that crashed at or after TIME (YYYY-MM-DD,\n"
     "                      unix seconds, -7d, 2h ago, today, yesterday)\n"
@@ -42,8 +43,9 @@ static const char show_usage[] =
     "Show one stored core: what it records, its modules, and every thread's\n"
     "stack, the crashed thread first.  ID comes from `coreq cores`.\n"
     "\n"
-    "  --db P              database (default $COREQ_DB, else\n"
-    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --db P              database (default $COREQ_DB, else db in\n"
+    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
+    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
     "  --format text|json  output format (default text)\n"
     "  --help              show this help\n";
 

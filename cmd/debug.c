@@ -25,8 +25,9 @@ static const char debug_usage[] =
     "is decompressed first, into a temporary file that is gone when gdb exits.\n"
     "Arguments after -- go to gdb (e.g. -- -batch -ex bt).\n"
     "\n"
-    "  --db P              database (default $COREQ_DB, else\n"
-    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --db P              database (default $COREQ_DB, else db in\n"
+    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
+    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
     "  --exe P             the executable (default: the one the core names)\n"
     "  --help              show this help\n";
 
@@ -36,8 +37,9 @@ static const char dump_usage[] =
     "Write the stored core ID (`coreq cores`), decompressed, to FILE (- for\n"
     "standard output), as coredumpctl dump does.\n"
     "\n"
-    "  --db P              database (default $COREQ_DB, else\n"
-    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
+    "  --db P              database (default $COREQ_DB, else db in\n"
+    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
+    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
     "  -o, --output FILE   where to write it (required)\n"
     "  --help              show this help\n";
 

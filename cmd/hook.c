@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/base/config.h"
 #include "libcore/base/json.h"
 #include "libcore/base/parse.h"
 #include "libcore/db/cache.h"
@@ -64,9 +65,12 @@ static const char hook_usage[] =
     "RLIMIT 0 stores nothing and records that.  Logs one line per crash to\n"
     "standard error (syslog when there is none).\n"
     "\n"
-    "  --store DIR          where cores are kept (default " HOOK_STATE_DIR "/cores)\n"
-    "  --db P               database (default " HOOK_STATE_DIR "/coreq.db)\n"
-    "  --cache P            unwind-table and symbol cache (default " HOOK_STATE_DIR "/cache.db)\n"
+    "  --store DIR          where cores are kept (default: store in /etc/coreq/coreq.conf,\n"
+    "                       else " HOOK_STATE_DIR "/cores)\n"
+    "  --db P               database (default: db in /etc/coreq/coreq.conf, else\n"
+    "                       " HOOK_STATE_DIR "/coreq.db)\n"
+    "  --cache P            unwind-table and symbol cache (default: cache in the\n"
+    "                       configuration, else " HOOK_STATE_DIR "/cache.db)\n"
     "  --max-size BYTES     store at most this much of a core (default 32 GiB)\n"
     "  --timeout SECONDS    analysis time budget (default 120; 0 = none)\n"
     "  --memory-limit BYTES analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)\n"
@@ -618,9 +622,9 @@ int cmd_hook(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct hook h = {
-	    .store_dir = HOOK_STATE_DIR "/cores",
-	    .db = HOOK_STATE_DIR "/coreq.db",
-	    .cache = HOOK_STATE_DIR "/cache.db",
+	    .store_dir = cq_config_get("store") ? cq_config_get("store") : HOOK_STATE_DIR "/cores",
+	    .db = cq_config_get("db") ? cq_config_get("db") : HOOK_STATE_DIR "/coreq.db",
+	    .cache = cq_config_get("cache") ? cq_config_get("cache") : HOOK_STATE_DIR "/cache.db",
 	    .max_size = DEFAULT_MAX_SIZE,
 	    .memory = DEFAULT_MEMORY,
 	    .keep_free = DEFAULT_KEEP_FREE,

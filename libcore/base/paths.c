@@ -3,23 +3,32 @@
  */
 #include "libcore/base/paths.h"
 
+#include <unistd.h>
+
+#include "libcore/base/config.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-char *cq_path_default(const char *override_env, const char *xdg_env, const char *home_dir,
-                      const char *file)
+char *cq_path_default(const char *override_env, const char *config_key, const char *xdg_env,
+                      const char *home_dir, const char *file)
 {
 	const char *env = getenv(override_env);
 	if (env && *env)
 		return strdup(env);
-	const char *xdg = getenv(xdg_env), *home = getenv("HOME");
+	const char *conf = cq_config_get(config_key);
+	if (conf)
+		return strdup(conf);
 	char *p = NULL;
+	const char *xdg = getenv(xdg_env), *home = getenv("HOME");
 	int n = -1;
 	if (xdg && *xdg)
 		n = asprintf(&p, "%s/coreq/%s", xdg, file);
+	else if (geteuid() == 0) /* root (sudo clears XDG_*): the service's and the hook's files */
+		n = asprintf(&p, "%s/%s", CQ_SYSTEM_STATE_DIR, file);
 	else if (home && *home)
 		n = asprintf(&p, "%s/%s/coreq/%s", home, home_dir, file);
 	return n < 0 ? NULL : p;

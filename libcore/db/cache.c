@@ -36,7 +36,7 @@ static const char *const statements[] = {
 
 char *cq_cache_default_path(void)
 {
-	return cq_path_default("COREQ_CACHE", "XDG_CACHE_HOME", ".cache", "cache.db");
+	return cq_path_default("COREQ_CACHE", "cache", "XDG_CACHE_HOME", ".cache", "cache.db");
 }
 
 struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)

@@ -41,7 +41,7 @@ struct cq_store {
 
 char *cq_store_default_path(void)
 {
-	return cq_path_default("COREQ_DB", "XDG_STATE_HOME", ".local/state", "coreq.db");
+	return cq_path_default("COREQ_DB", "db", "XDG_STATE_HOME", ".local/state", "coreq.db");
 }
 
 static struct cq_error *db_error(sqlite3 *db, const char *what)

@@ -3,6 +3,8 @@
  */
 #include "libcore/triage/rules.h"
 
+#include "libcore/base/config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -188,6 +190,9 @@ struct cq_error *cq_bucket_rules_load(const char *path, struct cq_bucket_rules *
 	const char *env = getenv("COREQ_RULES");
 	if (env && env[0])
 		return load_file(env, out);
+	const char *conf = cq_config_get("rules");
+	if (conf)
+		return load_file(conf, out);
 	if (access(SYSTEM_RULES, F_OK) == 0)
 		return load_file(SYSTEM_RULES, out);
 	return cq_bucket_rules_parse(cq_bucket_default_rules, strlen(cq_bucket_default_rules),

@@ -3,6 +3,11 @@
 
 1. `coreq ingest DIR` looks in subdirectories (down to --max-depth), and a
    directory without cores says "0 core files in DIR".
+2. One rule for where the files are, the same for the service and a person:
+   /etc/coreq/coreq.conf ($COREQ_CONFIG in tests) names db, cache, store and
+   rules for every command; the environment overrides it; without either,
+   root uses /var/lib/coreq (what the service and the hook write) and a user
+   the XDG paths; every "nothing found" names the database it read.
 4. Symbols are not lost in silence: a module whose file has another
    build-id than the core's (an executable rebuilt after the crash, or a
    wrong --exe) gets one warning and its frames are marked (text
@@ -31,6 +36,7 @@
    core's notes).
 """
 import json
+import subprocess
 import re
 import struct
 
@@ -40,7 +46,7 @@ import shutil
 import sqlite3
 import tempfile
 
-from coreq_test import CORPUS, coreq, done, ok, read_expect, require_corpus
+from coreq_test import COREQ, CORPUS, coreq, done, ok, read_expect, require_corpus
 
 
 def stumble_1(cases, tmp):
@@ -114,6 +120,55 @@ def stumble_8(cases, tmp):
     ok(core.get("time_source") == "capture", "one with a time says capture", r.stdout[:300])
     r = coreq("show", "--db", db, str(ids[1]))
     ok("time:        unknown" in r.stdout, "text says the crash time is unknown", r.stdout[:600])
+
+
+def stumble_2(cases, tmp):
+    conf = os.path.join(tmp, "coreq.conf")
+    cdb, ccache, crules = (os.path.join(tmp, n) for n in ("conf.db", "conf-cache.db", "conf.rules"))
+    shutil.copy(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "dist", "coreq.rules"), crules)
+    with open(crules, "a") as f:
+        f.write("# the site's own rules, named by coreq.conf\n")
+    open(conf, "w").write(f"# coreq's files\ndb = {cdb}\ncache={ccache}  # comment\nrules = {crules}\n")
+    env = dict(os.environ, COREQ_CONFIG=conf)
+    for k in ("COREQ_DB", "COREQ_CACHE", "COREQ_RULES", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env.pop(k, None)
+
+    def run(*args, e=env):
+        return subprocess.run([COREQ, *args], capture_output=True, text=True, env=e, timeout=300)
+
+    r = run("cores")
+    ok(r.returncode == 1 and r.stderr.strip() == f"coreq: {cdb}: no such database",
+       "a query reads the database the configuration names", r.stderr)
+    r = run("ingest", cases["segv_null.O2"]["core"])
+    ok(r.returncode == 0 and os.path.exists(cdb) and os.path.exists(ccache),
+       "ingest writes the configured database and cache", r.stderr)
+    r = run("cores")
+    ok(r.returncode == 0 and cases["segv_null.O2"]["exe"] in r.stdout, "cores then lists it", r.stdout)
+    r = run("buckets", "--rules")
+    ok(r.returncode == 0 and "named by coreq.conf" in r.stdout, "the configured rules are in force",
+       (r.stdout + r.stderr)[:300])
+    other = os.path.join(tmp, "env.db")
+    r = run("cores", e=dict(env, COREQ_DB=other))
+    ok(r.returncode == 1 and other in r.stderr, "$COREQ_DB overrides the file", r.stderr)
+    r = run("cores", "--pid", "1")
+    ok(f"(database {cdb})" in r.stdout, "an empty answer names the database", r.stdout)
+    bare = dict(env, COREQ_CONFIG=os.path.join(tmp, "none.conf"))
+    if os.geteuid() == 0 and not os.path.exists("/var/lib/coreq/coreq.db"):
+        r = run("cores", e=bare)
+        ok(r.returncode == 1 and r.stderr.strip() == "coreq: /var/lib/coreq/coreq.db: no such database",
+           "root with no configuration reads the service's /var/lib/coreq/coreq.db", r.stderr)
+    if os.geteuid() == 0:
+        home = os.path.join(tmp, "home")
+        os.makedirs(home)
+        os.chmod(tmp, 0o755)
+        nb = os.path.join(tmp, "coreq-nobody")
+        shutil.copy(COREQ, nb)
+        r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", nb, "cores"],
+                           capture_output=True, text=True, env=dict(bare, HOME=home), timeout=60)
+        ok(r.returncode == 1 and
+           r.stderr.strip() == f"coreq: {home}/.local/state/coreq/coreq.db: no such database",
+           "a user with no configuration reads ~/.local/state/coreq/coreq.db", r.stderr)
 
 
 def stumble_4(cases, tmp):
@@ -247,6 +302,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="coreq-stumbles-")
     try:
         stumble_1(cases, tmp)
+        stumble_2(cases, tmp)
         stumble_4(cases, tmp)
         stumble_5(cases, tmp)
         stumble_6(cases)
