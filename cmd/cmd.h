@@ -132,6 +132,18 @@ struct cq_stack_frame;
 void cmd_json_thread_id(struct cq_json *j, int64_t tid, const char *name, bool crashed);
 
 /* Writes one frame of a live stack as DESIGN.md's JSON frame object. */
+/*
+ * The options every command takes (terminal.c): --no-pager and
+ * --color=auto|always|never, removed from argv; returns the new argc, or -1
+ * after a usage error.  cmd_pager_start sends standard output through
+ * $PAGER when it is a terminal; cmd_pager_end waits for the pager.
+ */
+int cmd_terminal_options(int argc, char **argv);
+bool cmd_colour(void);
+const char *cmd_sgr(const char *code); /* code when colour is on, else "" */
+void cmd_pager_start(void);
+void cmd_pager_end(void);
+
 /* One frame as a line of text (frame_text.c). */
 void cmd_print_frame_text(const struct cq_stack_frame *f, size_t index);
 

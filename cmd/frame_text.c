@@ -29,7 +29,8 @@ void cmd_print_frame_text(const struct cq_stack_frame *f, size_t index)
 		return;
 	}
 	printf("#%-3zu 0x%016" PRIx64 " in ", index, f->pc);
-	printf("%s", f->function ? cmd_safe(f->function) : "??");
+	printf("%s%s%s", cmd_sgr("\033[33m"), f->function ? cmd_safe(f->function) : "??",
+	       cmd_sgr("\033[0m"));
 	if (f->module)
 		printf(" (%s+0x%" PRIx64 "%s)", cmd_safe(cq_module_basename(f->module)), f->offset,
 		       f->module->status == CQ_MODULE_MISMATCH ? ", build-id mismatch" : "");

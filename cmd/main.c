@@ -10,26 +10,28 @@ struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
 	const char *summary;
+	bool paged; /* long text output: through $PAGER on a terminal */
 };
 
 static const struct command commands[] = {
-    {"info", cmd_info, "what a core records: process, signal, threads, modules"},
-    {"stack", cmd_stack, "every thread's stack, unwound and symbolized"},
-    {"ingest", cmd_ingest, "analyse cores and store them in the database"},
-    {"list-stacks", cmd_list_stacks, "unique stacks in the database, most shared first"},
-    {"cores", cmd_cores, "the cores in the database"},
-    {"show", cmd_show, "one stored core with every thread's stack"},
-    {"flame", cmd_flame, "a flame graph of a core or a bucket, as an interactive SVG"},
-    {"debug", cmd_debug, "start gdb on a core (stored or a file) and its executable"},
-    {"dump", cmd_dump, "write a stored core out, decompressed"},
-    {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds"},
-    {"resymbolize", cmd_resymbolize, "name stored frames from debuginfo that came later"},
-    {"merge", cmd_merge, "fold other hosts' crash databases into this one"},
-    {"push", cmd_push, "send new crash records to ClickHouse over HTTP"},
-    {"export", cmd_export, "crash records as NDJSON for a fleet store (ClickHouse)"},
-    {"rebucket", cmd_rebucket, "recompute every stored core's bucket under the rules in force"},
-    {"hook", cmd_hook, "kernel.core_pattern handler: store, then analyse a core from stdin"},
-    {"lws", cmd_lws, "libwebsockets backtraces: decode, encode, ingest logs"},
+    {"info", cmd_info, "what a core records: process, signal, threads, modules", true},
+    {"stack", cmd_stack, "every thread's stack, unwound and symbolized", true},
+    {"ingest", cmd_ingest, "analyse cores and store them in the database", false},
+    {"list-stacks", cmd_list_stacks, "unique stacks in the database, most shared first", true},
+    {"cores", cmd_cores, "the cores in the database", true},
+    {"show", cmd_show, "one stored core with every thread's stack", true},
+    {"flame", cmd_flame, "a flame graph of a core or a bucket, as an interactive SVG", false},
+    {"debug", cmd_debug, "start gdb on a core (stored or a file) and its executable", false},
+    {"dump", cmd_dump, "write a stored core out, decompressed", false},
+    {"buckets", cmd_buckets, "crash buckets: signatures that survive rebuilds", true},
+    {"resymbolize", cmd_resymbolize, "name stored frames from debuginfo that came later", false},
+    {"merge", cmd_merge, "fold other hosts' crash databases into this one", false},
+    {"push", cmd_push, "send new crash records to ClickHouse over HTTP", false},
+    {"export", cmd_export, "crash records as NDJSON for a fleet store (ClickHouse)", false},
+    {"rebucket", cmd_rebucket, "recompute every stored core's bucket under the rules in force",
+     false},
+    {"hook", cmd_hook, "kernel.core_pattern handler: store, then analyse a core from stdin", false},
+    {"lws", cmd_lws, "libwebsockets backtraces: decode, encode, ingest logs", false},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -44,7 +46,10 @@ static void usage(FILE *out)
 	      out);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-	fputs("\nRun 'coreq COMMAND --help' for a command's options; see coreq(1).\n", out);
+	fputs("\nEvery command also takes --no-pager (text goes through $PAGER on a terminal)\n"
+	      "and --color=auto|always|never (colour on a terminal only; $NO_COLOR).\n"
+	      "Run 'coreq COMMAND --help' for a command's options; see coreq(1).\n",
+	      out);
 }
 
 int main(int argc, char **argv)
@@ -65,8 +70,22 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(argv[1], commands[i].name) == 0) {
+			int n = cmd_terminal_options(argc - 1, argv + 1);
+			if (n < 0)
+				return EXIT_USAGE;
 			optind = 1;
-			return commands[i].run(argc - 1, argv + 1);
+			/* Text of the commands that print much goes through the pager. */
+			bool paged = commands[i].paged;
+			for (int k = 1; k < n && paged; k++)
+				paged = strncmp(argv[1 + k], "--format", 8) != 0 &&
+				        strcmp(argv[1 + k], "--help") != 0 &&
+				        strcmp(argv[1 + k], "-h") != 0;
+			if (paged)
+				cmd_pager_start();
+			int rc = commands[i].run(n, argv + 1);
+			if (paged)
+				cmd_pager_end();
+			return rc;
 		}
 	}
 	fprintf(stderr, "coreq: unknown command '%s'\n", argv[1]);

@@ -306,12 +306,12 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 				continue;
 			if (shown++)
 				putchar('\n');
-			printf("Thread %d", ts->thread->tid);
+			printf("%sThread %d", cmd_sgr("\033[1m"), ts->thread->tid);
 			if (ts->thread->name)
 				printf(" \"%s\"", cmd_safe(ts->thread->name));
 			if (ts->thread->crashed)
-				printf(" (crashed)");
-			printf(":\n");
+				printf(" %s(crashed)", cmd_sgr("\033[31m"));
+			printf(":%s\n", cmd_sgr("\033[0m"));
 			print_stack_text(ts);
 		}
 		free(order);
