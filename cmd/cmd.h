@@ -79,6 +79,8 @@ bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char
  * false if it is neither.
  */
 bool cmd_parse_time(const char *s, int64_t *out);
+/* Parses a time option's value; EXIT_OK, or EXIT_USAGE after the usage error. */
+int cmd_time_option(const char *cmd, const char *option, const char *arg, int64_t *out);
 #define CMD_TIME_FORMS                                                                             \
 	"YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS (UTC), unix seconds, -7d, 2h ago, today or yesterday"
 

@@ -404,6 +404,13 @@ bool cmd_parse_time(const char *s, int64_t *out)
 	return true;
 }
 
+int cmd_time_option(const char *cmd, const char *option, const char *arg, int64_t *out)
+{
+	if (cmd_parse_time(arg, out))
+		return EXIT_OK;
+	return cmd_usage_error(cmd, "%s takes %s, not '%s'", option, CMD_TIME_FORMS, arg);
+}
+
 void cmd_iso_time(long long secs, char buf[32])
 {
 	time_t t = (time_t)secs;

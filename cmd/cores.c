@@ -200,11 +200,10 @@ int cmd_cores(int argc, char **argv)
 			break;
 		case OPT_SINCE:
 		case OPT_UNTIL:
-			if (!cmd_parse_time(optarg,
+			if (cmd_time_option("cores", opt == OPT_SINCE ? "--since" : "--until",
+			                    optarg,
 			                    opt == OPT_SINCE ? &q.filter.since : &q.filter.until))
-				return cmd_usage_error("cores", "%s takes %s, not '%s'",
-				                       opt == OPT_SINCE ? "--since" : "--until",
-				                       CMD_TIME_FORMS, optarg);
+				return EXIT_USAGE;
 			break;
 		case OPT_EXE_NAME:
 			q.filter.exe = optarg;

@@ -123,12 +123,8 @@ int cmd_export(int argc, char **argv)
 			db = optarg;
 			break;
 		case OPT_SINCE:
-			if (!cmd_parse_time(optarg, &o.since))
-				return cmd_usage_error(
-				    "export",
-				    "--since takes YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS or "
-				    "unix seconds, not '%s'",
-				    optarg);
+			if (cmd_time_option("export", "--since", optarg, &o.since))
+				return EXIT_USAGE;
 			break;
 		case OPT_AFTER_ID:
 		case OPT_LIMIT:
