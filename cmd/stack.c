@@ -129,6 +129,20 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	}
 	cq_json_key(j, "rust_scan_truncated");
 	cq_json_bool(j, r->scan_truncated);
+	const struct cq_tokio_stats *t = &a->tokio;
+	const char *tkeys[] = {"tokio_task_types", "tokio_unresolved", "tokio_vtables",
+	                       "tokio_candidates", "tokio_lists",      "tokio_tasks",
+	                       "tokio_stale",      "tokio_broken_lists", "tokio_reported",
+	                       "tokio_over_limit", "tokio_block_on"};
+	uint64_t tvals[] = {t->kinds, t->unresolved, t->vtables,    t->candidates,
+	                    t->lists, t->tasks,      t->stale,      t->broken,
+	                    t->reported, t->over_limit, t->block_on};
+	for (size_t i = 0; i < sizeof(tkeys) / sizeof(tkeys[0]); i++) {
+		cq_json_key(j, tkeys[i]);
+		cq_json_uint(j, tvals[i]);
+	}
+	cq_json_key(j, "tokio_truncated");
+	cq_json_bool(j, t->truncated);
 	cq_json_object_end(j);
 }
 
@@ -188,6 +202,20 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 		cq_json_string(&j, ss->kind);
 		cq_json_key(&j, "leaf");
 		cq_json_hex(&j, ss->leaf);
+		if (ss->has_task) {
+			cq_json_key(&j, "task_id");
+			if (ss->task_id)
+				cq_json_uint(&j, ss->task_id);
+			else
+				cq_json_null(&j);
+			cq_json_key(&j, "task_state");
+			cq_json_string(&j, ss->task_state);
+			cq_json_key(&j, "thread");
+			if (ss->thread)
+				cq_json_int(&j, ss->thread);
+			else
+				cq_json_null(&j);
+		}
 		json_frames(&j, ss->frames, ss->nframes, ss->end, 0);
 		cq_json_object_end(&j);
 	}
@@ -214,6 +242,52 @@ static void print_suspended_text(const struct cq_stacks *stacks, const char *kin
 			printf("\n%s:\n", heading);
 		printf("\nSuspended %s %s %zu (%s 0x%" PRIx64 "):\n", ss->kind, noun, n, leaf,
 		       ss->leaf);
+		for (size_t i = 0; i < ss->nframes; i++)
+			cmd_print_frame_text(&ss->frames[i], i);
+		if (ss->end != CQ_END_OUTERMOST)
+			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+	}
+}
+
+/*
+ * Tokio's tasks, like tokio-console's task list: one line per task (id,
+ * state, thread, the leaf it waits on, its future), then each task's await
+ * chain, innermost first.
+ */
+static void print_tasks_text(const struct cq_stacks *stacks)
+{
+	size_t n = 0;
+	for (size_t s = 0; s < stacks->nsuspended; s++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[s];
+		if (strcmp(ss->kind, "tokio") != 0 && strcmp(ss->kind, "block_on") != 0)
+			continue;
+		if (n++ == 0)
+			printf("\nTokio tasks:\n%8s  %-9s  %8s  %-24s  %s\n", "ID", "STATE", "THREAD",
+			       "WAITS ON", "FUTURE");
+		const struct cq_stack_frame *leaf = &ss->frames[0];
+		const struct cq_stack_frame *root = &ss->frames[ss->nframes - 1];
+		bool waits = strcmp(ss->task_state, "running") != 0 &&
+		             strcmp(ss->task_state, "complete") != 0 && ss->nframes > 1;
+		char thread[24] = "-", id[24] = "block_on";
+		if (ss->thread)
+			snprintf(thread, sizeof(thread), "%" PRId64, ss->thread);
+		if (ss->task_id)
+			snprintf(id, sizeof(id), "%" PRIu64, ss->task_id);
+		printf("%8s  %-9s  %8s  %-24s  %s\n", id, ss->task_state, thread,
+		       waits && leaf->function ? cmd_safe(leaf->function) : "-",
+		       root->function ? cmd_safe(root->function) : "??");
+	}
+	for (size_t s = 0; s < stacks->nsuspended; s++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[s];
+		if (strcmp(ss->kind, "tokio") != 0 && strcmp(ss->kind, "block_on") != 0)
+			continue;
+		if (ss->task_id)
+			printf("\nTask %" PRIu64 " (%s", ss->task_id, ss->task_state);
+		else
+			printf("\nblock_on future (%s", ss->task_state);
+		if (ss->thread)
+			printf(" on thread %" PRId64, ss->thread);
+		printf("):\n");
 		for (size_t i = 0; i < ss->nframes; i++)
 			cmd_print_frame_text(&ss->frames[i], i);
 		if (ss->end != CQ_END_OUTERMOST)
@@ -319,6 +393,7 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 	if (v->ntids || v->crashed_only)
 		return;
 	print_suspended_text(stacks, "folly", "Suspended async stacks", "stack", "leaf frame");
+	print_tasks_text(stacks);
 	print_suspended_text(stacks, "rust", "Suspended futures", "task", "leaf future");
 }
 

@@ -31,6 +31,7 @@
 #include "libcore/analysis/frames.h"
 #include "libcore/base/error.h"
 #include "unwind/async/rust_dyn.h"
+#include "unwind/async/tokio.h"
 #include "unwind/unwind.h"
 
 struct cq_core;
@@ -47,7 +48,8 @@ struct cq_async_summary {
 	bool scanned; /* the cookie scan ran */
 	uint64_t scanned_bytes;
 	double scan_seconds;
-	struct cq_rust_stats rust; /* the search for suspended Rust futures */
+	struct cq_rust_stats rust;   /* the search for suspended Rust futures */
+	struct cq_tokio_stats tokio; /* the search for tokio's tasks */
 };
 
 struct cq_stacks {

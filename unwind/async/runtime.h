@@ -44,6 +44,9 @@ struct cq_async_native {
 	enum cq_unwind_end end;
 };
 
+struct cq_async_shared;
+struct cq_rust_index;
+
 /* What the driver gives every runtime; valid during cq_async_stacks(). */
 struct cq_async_ctx {
 	struct cq_core *core;
@@ -54,6 +57,7 @@ struct cq_async_ctx {
 	/* Every thread's native frames, in core order; NULL unless a runtime asked. */
 	const struct cq_async_native *native;
 	double scan_seconds; /* set by the driver: how long the one scan took */
+	struct cq_async_shared *shared; /* set by the driver: what runtimes share */
 };
 
 /* What a detected runtime needs from the driver. */
@@ -92,6 +96,24 @@ struct cq_async_runtime {
 	struct cq_error *(*decode)(void *state, const struct cq_async_ctx *ctx);
 	void (*destroy)(void *state);
 };
+
+/*
+ * The Rust type index of the core's modules (rust_index.h), built on the
+ * first call of one analysis and shared by every runtime that asks (the
+ * `dyn Future` search and tokio).  Owned by the driver.
+ */
+struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out);
+
+/*
+ * The words of a thread's live stack (sp up to the end of its mapping, at
+ * most 2^20 of them) and its registers, sorted: what the thread can still
+ * use.  False when out of memory.
+ */
+struct cq_core_thread;
+bool cq_async_live_words(struct cq_core *core, const struct cq_core_thread *th, uint64_t **out,
+                         size_t *n);
+void cq_async_sort_words(uint64_t *words, size_t n);
+bool cq_async_sorted_has(const uint64_t *sorted, size_t n, uint64_t v);
 
 /* The states of the runtimes one analysis detected; freed with the stacks. */
 struct cq_async_states;

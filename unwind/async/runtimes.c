@@ -20,23 +20,47 @@
 #include "libcore/base/clock.h"
 #include "libcore/model/core.h"
 #include "libcore/model/memory.h"
+#include "unwind/async/rust_index.h"
 
 extern const struct cq_async_runtime cq_async_folly;
 extern const struct cq_async_runtime cq_async_rust_dyn;
+extern const struct cq_async_runtime cq_async_tokio;
 
 /* Every runtime, in the order their suspended stacks are listed. */
 static const struct cq_async_runtime *const runtimes[] = {
     &cq_async_folly,
+    &cq_async_tokio,
     &cq_async_rust_dyn,
 };
 #define NRUNTIMES (sizeof(runtimes) / sizeof(runtimes[0]))
 
-#define SCAN_CHUNK (8u << 20)
+#define SCAN_CHUNK      (8u << 20)
+#define MAX_STACK_WORDS (1u << 20)
+
+struct cq_async_shared {
+	struct cq_rust_index *rust_index;
+	bool rust_index_built;
+};
 
 struct cq_async_states {
 	void *state[NRUNTIMES];
 	struct cq_async_needs needs[NRUNTIMES];
+	struct cq_async_shared shared;
 };
+
+struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out)
+{
+	struct cq_async_shared *sh = ctx->shared;
+	if (!sh->rust_index_built) {
+		struct cq_error *err =
+		    cq_rust_index_core(ctx->core, ctx->options->debug_dirs, &sh->rust_index);
+		if (err)
+			return err;
+		sh->rust_index_built = true;
+	}
+	*out = sh->rust_index;
+	return NULL;
+}
 
 struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async_states **out,
                                  bool *wants_native)
@@ -45,8 +69,10 @@ struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async
 	struct cq_async_states *s = calloc(1, sizeof(*s));
 	if (!s)
 		return &cq_error_nomem;
+	struct cq_async_ctx with_shared = *ctx;
+	with_shared.shared = &s->shared;
 	for (size_t i = 0; i < NRUNTIMES; i++) {
-		struct cq_error *err = runtimes[i]->detect(ctx, &s->state[i], &s->needs[i]);
+		struct cq_error *err = runtimes[i]->detect(&with_shared, &s->state[i], &s->needs[i]);
 		if (err) {
 			cq_async_states_free(s);
 			return err;
@@ -64,6 +90,7 @@ void cq_async_states_free(struct cq_async_states *s)
 	for (size_t i = 0; i < NRUNTIMES; i++)
 		if (s->state[i])
 			runtimes[i]->destroy(s->state[i]);
+	cq_rust_index_free(s->shared.rust_index);
 	free(s);
 }
 
@@ -106,6 +133,7 @@ static void scan_memory(struct cq_async_ctx *ctx, struct cq_async_states *s)
 struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_states *s)
 {
 	struct cq_error *err = NULL;
+	ctx->shared = &s->shared;
 	for (size_t i = 0; i < NRUNTIMES && !err; i++)
 		if (s->state[i] && runtimes[i]->threads)
 			err = runtimes[i]->threads(s->state[i], ctx);
@@ -135,4 +163,50 @@ struct cq_error *cq_async_add_suspended(const struct cq_async_ctx *ctx,
 	st->suspended[st->nsuspended++] = *s;
 	*added = true;
 	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+void cq_async_sort_words(uint64_t *words, size_t n)
+{
+	if (n > 1)
+		qsort(words, n, sizeof(*words), cmp_u64);
+}
+
+bool cq_async_sorted_has(const uint64_t *sorted, size_t n, uint64_t v)
+{
+	return n > 0 && bsearch(&v, sorted, n, sizeof(v), cmp_u64) != NULL;
+}
+
+bool cq_async_live_words(struct cq_core *core, const struct cq_core_thread *th, uint64_t **out,
+                         size_t *n)
+{
+	*n = 0;
+	*out = NULL;
+	unsigned sp_reg = core->arch->sp_reg;
+	if (!cq_regs_has(&th->regs, sp_reg))
+		return true;
+	uint64_t sp = th->regs.value[sp_reg] & ~(uint64_t)7;
+	const struct cq_mem_segment *seg = cq_mem_find(&core->mem, sp);
+	uint64_t words = seg && seg->end > sp ? (seg->end - sp) / 8 : 0;
+	if (words > MAX_STACK_WORDS)
+		words = MAX_STACK_WORDS;
+	uint64_t *w = malloc((words + CQ_REGS_MAX) * sizeof(*w));
+	if (!w)
+		return false;
+	size_t k = 0;
+	for (unsigned r = 0; r < CQ_REGS_MAX; r++)
+		if (cq_regs_has(&th->regs, r))
+			w[k++] = th->regs.value[r];
+	for (uint64_t i = 0; i < words; i++)
+		if (cq_mem_read_u64(&core->mem, sp + 8 * i, &w[k]))
+			k++;
+	cq_async_sort_words(w, k);
+	*n = k;
+	*out = w;
+	return true;
 }

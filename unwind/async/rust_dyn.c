@@ -20,12 +20,11 @@
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 #include "unwind/async/runtime.h"
+#include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_decode.h"
 #include "unwind/async/rust_index.h"
 
 #define MAX_CANDIDATES   (1u << 18)
-#define MAX_STACK_WORDS  (1u << 20)
-#define MAX_FUNCTION_LEN 1024
 
 struct candidate {
 	uint64_t data;
@@ -49,10 +48,9 @@ struct scan_state {
 
 /* The runtime's state: the type index, the scan's finds, the names made. */
 struct rust_dyn {
-	struct cq_rust_index *index;
+	const struct cq_rust_index *index; /* the driver's (cq_async_rust_index) */
 	struct scan_state scan;
-	char **strings; /* function names made here */
-	size_t nstrings;
+	struct cq_rust_names names; /* function names made here */
 };
 
 static void on_found(void *ctx, uint64_t where, uint64_t data, int32_t type)
@@ -124,17 +122,6 @@ static int cmp_candidate(const void *a, const void *b)
 	return (x->type > y->type) - (x->type < y->type);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static bool contains(const uint64_t *sorted, size_t n, uint64_t v)
-{
-	return bsearch(&v, sorted, n, sizeof(v), cmp_u64) != NULL;
-}
-
 /* A chain that is a task waiting for something: its root is Unresumed or SuspendK. */
 static bool is_waiting(const struct chain *c)
 {
@@ -158,48 +145,15 @@ static struct cq_error *drop_awaited(struct chain *chains, size_t n, struct cq_r
 	for (size_t i = 0; i < n; i++)
 		for (size_t f = 1; !chains[i].dropped && f < chains[i].nframes; f++)
 			inner[k++] = chains[i].frames[f].addr;
-	qsort(inner, k, sizeof(*inner), cmp_u64);
+	cq_async_sort_words(inner, k);
 	for (size_t i = 0; i < n; i++) {
-		if (!chains[i].dropped && contains(inner, k, chains[i].frames[0].addr)) {
+		if (!chains[i].dropped && cq_async_sorted_has(inner, k, chains[i].frames[0].addr)) {
 			chains[i].dropped = true;
 			st->awaited++;
 		}
 	}
 	free(inner);
 	return NULL;
-}
-
-/*
- * The words of a thread's live stack (sp up to the end of its mapping) and
- * its registers, sorted.
- */
-static bool live_words(struct cq_core *core, const struct cq_core_thread *th, uint64_t **out,
-                       size_t *n)
-{
-	*n = 0;
-	*out = NULL;
-	unsigned sp_reg = core->arch->sp_reg;
-	if (!cq_regs_has(&th->regs, sp_reg))
-		return true;
-	uint64_t sp = th->regs.value[sp_reg] & ~(uint64_t)7;
-	const struct cq_mem_segment *seg = cq_mem_find(&core->mem, sp);
-	uint64_t words = seg && seg->end > sp ? (seg->end - sp) / 8 : 0;
-	if (words > MAX_STACK_WORDS)
-		words = MAX_STACK_WORDS;
-	uint64_t *w = malloc((words + CQ_REGS_MAX) * sizeof(*w));
-	if (!w)
-		return false;
-	size_t k = 0;
-	for (unsigned r = 0; r < CQ_REGS_MAX; r++)
-		if (cq_regs_has(&th->regs, r))
-			w[k++] = th->regs.value[r];
-	for (uint64_t i = 0; i < words; i++)
-		if (cq_mem_read_u64(&core->mem, sp + 8 * i, &w[k]))
-			k++;
-	qsort(w, k, sizeof(*w), cmp_u64);
-	*n = k;
-	*out = w;
-	return true;
 }
 
 /* Drops chains one of whose state machines a thread is polling right now. */
@@ -223,13 +177,13 @@ static struct cq_error *drop_polled(struct cq_core *core, const struct cq_stacks
 			continue;
 		size_t nwords;
 		uint64_t *words = NULL;
-		if (!live_words(core, ts->thread, &words, &nwords))
+		if (!cq_async_live_words(core, ts->thread, &words, &nwords))
 			return &cq_error_nomem;
 		for (size_t c = 0; c < n; c++) {
 			for (size_t f = 0; !chains[c].dropped && f < chains[c].nframes; f++) {
 				const struct cq_rust_frame *fr = &chains[c].frames[f];
 				const char *resume = ix->model.types[fr->type].resume_name;
-				if (!resume || !contains(words, nwords, fr->addr))
+				if (!resume || !cq_async_sorted_has(words, nwords, fr->addr))
 					continue;
 				for (size_t r = 0; r < nrunning; r++) {
 					if (strcmp(running[r], resume) == 0) {
@@ -245,83 +199,29 @@ static struct cq_error *drop_polled(struct cq_core *core, const struct cq_stacks
 	return NULL;
 }
 
-static const char *keep_string(struct rust_dyn *t, const char *s)
-{
-	if (s == NULL)
-		return NULL;
-	char **p = realloc(t->strings, (t->nstrings + 1) * sizeof(*p));
-	if (!p)
-		return NULL;
-	t->strings = p;
-	char *copy = strdup(s);
-	if (copy)
-		t->strings[t->nstrings++] = copy;
-	return copy; /* NULL: out of memory */
-}
-
-/* How a chain's walk ended, as the end of a stack. */
-static enum cq_unwind_end chain_end(enum cq_rust_chain_end end)
-{
-	switch (end) {
-	case CQ_RUST_END_LEAF:
-	case CQ_RUST_END_NO_AWAITEE:
-		return CQ_END_OUTERMOST;
-	case CQ_RUST_END_MAX_DEPTH:
-		return CQ_END_MAX_FRAMES;
-	case CQ_RUST_END_LOOP:
-		return CQ_END_LOOP;
-	default:
-		return CQ_END_BAD_MEMORY;
-	}
-}
-
 /* Appends one chain to stacks->suspended, innermost frame first. */
 static struct cq_error *add_chain(const struct cq_async_ctx *ctx, struct rust_dyn *t,
                                   const struct chain *c, bool *added)
 {
 	*added = false;
-	struct cq_core *core = ctx->core;
-	struct cq_stack_frame *frames = calloc(c->nframes, sizeof(*frames));
-	if (!frames)
-		return &cq_error_nomem;
-	const struct cq_rust_model *m = &t->index->model;
-	for (size_t i = 0; i < c->nframes; i++) {
-		const struct cq_rust_frame *fr = &c->frames[c->nframes - 1 - i];
-		const struct cq_rust_type *ty = &m->types[fr->type];
-		char buf[MAX_FUNCTION_LEN];
-		struct cq_stack_frame *f = &frames[i];
-		f->kind = CQ_FRAME_ASYNC;
-		f->trust = CQ_TRUST_ASYNC;
-		f->object = fr->addr;
-		f->module = ty->origin < core->nmodules ? &core->modules[ty->origin] : NULL;
-		const char *name = cq_rust_frame_function(ty, buf, sizeof(buf));
-		f->function = keep_string(t, name);
-		if (name && !f->function) {
-			free(frames);
-			return &cq_error_nomem;
-		}
-		if (fr->variant) {
-			f->state = fr->variant->name;
-			f->file = fr->variant->file;
-			f->line = fr->variant->line;
-		}
-	}
+	struct cq_stack_frame *frames;
+	struct cq_error *err = cq_rust_chain_frames(ctx->core, &t->index->model, c->frames,
+	                                            c->nframes, &t->names, &frames);
+	if (err)
+		return err;
 	struct cq_suspended_stack s = {.kind = "rust",
 	                               .leaf = frames[0].object,
 	                               .frames = frames,
 	                               .nframes = c->nframes,
-	                               .end = chain_end(c->end)};
+	                               .end = cq_rust_chain_end(c->end)};
 	return cq_async_add_suspended(ctx, &s, added);
 }
 
 static void rust_destroy(void *state)
 {
 	struct rust_dyn *r = state;
-	for (size_t i = 0; i < r->nstrings; i++)
-		free(r->strings[i]);
-	free(r->strings);
+	cq_rust_names_free(&r->names);
 	free(r->scan.items);
-	cq_rust_index_free(r->index);
 	free(r);
 }
 
@@ -333,11 +233,13 @@ static struct cq_error *rust_detect(const struct cq_async_ctx *ctx, void **state
 	struct rust_dyn *r = calloc(1, sizeof(*r));
 	if (!r)
 		return &cq_error_nomem;
-	struct cq_error *err = cq_rust_index_core(ctx->core, ctx->options->debug_dirs, &r->index);
+	struct cq_rust_index *ix;
+	struct cq_error *err = cq_async_rust_index(ctx, &ix);
 	if (err) {
 		free(r);
 		return err;
 	}
+	r->index = ix;
 	struct cq_rust_stats *st = &ctx->stacks->async.rust;
 	const struct cq_rust_model *m = &r->index->model;
 	st->modules_indexed = r->index->modules_indexed;

@@ -38,11 +38,11 @@
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
+#include "unwind/async/dwarf_type.h"
 
 #define VTABLE_SUFFIX     " as core::future::future::Future>::{vtable}"
 #define MAX_NS_DEPTH      64
 #define MAX_PATH_LEN      4096
-#define MAX_PEEL          8
 #define MAX_WRAPPER_STEPS 32
 #define MAX_MEMBERS       4096
 #define MAX_VARIANTS      65536
@@ -91,6 +91,17 @@ struct walk {
 		Dwarf_Off type; /* the vtable's containing type */
 	} * vt;
 	size_t nvt, cap_vt;
+	/* tokio: the raw::poll<T, S> functions, and the types of task::{core,raw} */
+	struct {
+		uint64_t addr, end;
+		Dwarf_Off die;
+		bool is_raw;
+	} * polls;
+	size_t npolls, cap_polls;
+	Dwarf_Off *task_types;
+	size_t ntask_types, cap_task_types;
+	Dwarf_Off *block_ons; /* CachedParkThread::block_on<F> */
+	size_t nblock_ons, cap_block_ons;
 };
 
 /* ---- what the index is built into ------------------------------------------- */
@@ -115,6 +126,10 @@ struct builder {
 	size_t cap_offs;
 	int32_t *work; /* types to fill */
 	size_t nwork, cap_work;
+	struct cq_tokio_kind *tokio;
+	size_t ntokio, cap_tokio, tokio_unresolved;
+	struct cq_rust_block_on *block_ons;
+	size_t nblock_ons, cap_block_ons;
 };
 
 /* True when the ELF's .comment says rustc built (part of) it. */
@@ -218,6 +233,44 @@ static void add_resume(struct builder *b, struct walk *w, Dwarf_Die *die, int32_
 	}
 }
 
+/* True when namespace node ns is `...::task::<leaf>` (tokio's runtime::task::core / raw). */
+static bool in_task_ns(const struct walk *w, int32_t ns, const char *leaf)
+{
+	if (ns < 0 || strcmp(w->ns[ns].name, leaf) != 0)
+		return false;
+	int32_t up = w->ns[ns].parent;
+	return up >= 0 && strcmp(w->ns[up].name, "task") == 0;
+}
+
+/*
+ * An out-of-line poll<T, S>: tokio's raw::poll (the vtable's entry, is_raw)
+ * or any other poll with two generic arguments (Harness::poll, Core::poll:
+ * add_poll_code keeps those whose arguments are a task kind's), its code
+ * and DIE.
+ */
+static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
+{
+	Dwarf_Addr lo;
+	if (dwarf_lowpc(die, &lo) != 0 ||
+	    !grow((void **)&w->polls, &w->cap_polls, w->npolls + 1, sizeof(*w->polls)))
+		return;
+	Dwarf_Addr hi;
+	w->polls[w->npolls].addr = lo + w->bias;
+	w->polls[w->npolls].end = dwarf_highpc(die, &hi) == 0 && hi > lo ? hi + w->bias : lo + w->bias + 1;
+	w->polls[w->npolls].die = dwarf_dieoffset(die);
+	w->polls[w->npolls].is_raw = is_raw;
+	w->npolls++;
+}
+
+/* A concrete tokio::runtime::park::CachedParkThread::block_on<F>, by its linkage name. */
+static bool is_park_block_on(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	return link && dwarf_hasattr(die, DW_AT_low_pc) && strstr(link, "5tokio7runtime4park") &&
+	       strstr(link, "8block_on17h");
+}
+
 /* Visits the children of parent (a unit or namespace node ns), recursing into namespaces. */
 static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int32_t ns,
                        unsigned depth)
@@ -244,6 +297,11 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 			         sizeof(*w->named)))
 				w->named[w->nnamed++] =
 				    (struct named_type){.off = dwarf_dieoffset(&child), .ns = ns};
+			if (name && tag == DW_TAG_structure_type &&
+			    (in_task_ns(w, ns, "core") || in_task_ns(w, ns, "raw")) &&
+			    grow((void **)&w->task_types, &w->cap_task_types, w->ntask_types + 1,
+			         sizeof(*w->task_types)))
+				w->task_types[w->ntask_types++] = dwarf_dieoffset(&child);
 			break;
 		case DW_TAG_variable:
 			if (name && ends_with(name, VTABLE_SUFFIX))
@@ -252,6 +310,14 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 		case DW_TAG_subprogram:
 			if (name && name[0] == '{' && is_resume_name(name))
 				add_resume(b, w, &child, ns, name);
+			else if (name && strncmp(name, "poll<", 5) == 0 && in_task_ns(w, ns, "raw"))
+				add_raw_poll(w, &child, true);
+			else if (name && strncmp(name, "poll<", 5) == 0 && strchr(name, ','))
+				add_raw_poll(w, &child, false);
+			else if (name && strncmp(name, "block_on<", 9) == 0 && is_park_block_on(&child) &&
+			         grow((void **)&w->block_ons, &w->cap_block_ons, w->nblock_ons + 1,
+			              sizeof(*w->block_ons)))
+				w->block_ons[w->nblock_ons++] = dwarf_dieoffset(&child);
 			break;
 		default:
 			break;
@@ -273,47 +339,6 @@ static int32_t named_ns(const struct walk *w, Dwarf_Off off)
 }
 
 /* ---- DIE helpers ------------------------------------------------------------- */
-
-static bool die_type(Dwarf_Die *die, Dwarf_Die *out)
-{
-	Dwarf_Attribute attr;
-	return dwarf_formref_die(dwarf_attr(die, DW_AT_type, &attr), out) != NULL;
-}
-
-/* Follows typedef / const / volatile to the real type. */
-static bool peel(Dwarf_Die *die)
-{
-	for (int i = 0; i < MAX_PEEL; i++) {
-		int tag = dwarf_tag(die);
-		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type &&
-		    tag != DW_TAG_volatile_type)
-			return true;
-		if (!die_type(die, die))
-			return false;
-	}
-	return false;
-}
-
-static bool member_offset(Dwarf_Die *member, uint64_t *out)
-{
-	Dwarf_Attribute attr;
-	Dwarf_Word v;
-	if (!dwarf_attr(member, DW_AT_data_member_location, &attr))
-		return false;
-	if (dwarf_formudata(&attr, &v) != 0)
-		return false;
-	*out = v;
-	return true;
-}
-
-static uint64_t type_size(Dwarf_Die *type)
-{
-	Dwarf_Word size;
-	Dwarf_Die t = *type;
-	if (!peel(&t))
-		return 0;
-	return dwarf_aggregate_size(&t, &size) == 0 ? size : 0;
-}
 
 /* The variant part of a state machine struct (discriminant `__state`), if any. */
 static bool state_variant_part(Dwarf_Die *st, Dwarf_Die *part, Dwarf_Die *state)
@@ -349,17 +374,17 @@ static bool is_dyn_fat_pointer(Dwarf_Die *st, uint64_t *data_off, uint64_t *vt_o
 			continue;
 		const char *name = dwarf_diename(&child);
 		Dwarf_Die t;
-		if (!name || !die_type(&child, &t))
+		if (!name || !cq_dwt_type(&child, &t))
 			return false;
 		if (strcmp(name, "pointer") == 0 && dwarf_tag(&t) == DW_TAG_pointer_type) {
 			Dwarf_Die pointee;
 			const char *pn;
-			if (!die_type(&t, &pointee) || !(pn = dwarf_diename(&pointee)) ||
+			if (!cq_dwt_type(&t, &pointee) || !(pn = dwarf_diename(&pointee)) ||
 			    strncmp(pn, "dyn ", 4) != 0)
 				return false;
-			has_data = member_offset(&child, data_off);
+			has_data = cq_dwt_member_offset(&child, data_off);
 		} else if (strcmp(name, "vtable") == 0) {
-			has_vt = member_offset(&child, vt_off);
+			has_vt = cq_dwt_member_offset(&child, vt_off);
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return n == 2 && has_data && has_vt;
@@ -380,9 +405,9 @@ static bool single_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type)
 			continue;
 		Dwarf_Die t;
 		uint64_t o;
-		if (!die_type(&child, &t) || !member_offset(&child, &o))
+		if (!cq_dwt_type(&child, &t) || !cq_dwt_member_offset(&child, &o))
 			return false;
-		if (type_size(&t) == 0)
+		if (cq_dwt_size(&t) == 0)
 			continue;
 		if (found)
 			return false;
@@ -476,9 +501,9 @@ static void fill_state_machine(struct builder *b, const struct walk *w, int32_t 
 	struct cq_rust_type *ty = &b->types[index];
 	ty->kind = CQ_RUST_STATE_MACHINE;
 	Dwarf_Die st;
-	if (!member_offset(state, &ty->state_offset) || !die_type(state, &st))
+	if (!cq_dwt_member_offset(state, &ty->state_offset) || !cq_dwt_type(state, &st))
 		goto bad;
-	uint64_t ssize = type_size(&st);
+	uint64_t ssize = cq_dwt_size(&st);
 	if (ssize != 1 && ssize != 2 && ssize != 4 && ssize != 8)
 		goto bad;
 	ty->state_size = (unsigned)ssize;
@@ -498,13 +523,13 @@ static void fill_state_machine(struct builder *b, const struct walk *w, int32_t 
 		if (dwarf_tag(&v) != DW_TAG_variant ||
 		    dwarf_formudata(dwarf_attr(&v, DW_AT_discr_value, &attr), &discr) != 0 ||
 		    dwarf_child(&v, &member) != 0 || dwarf_tag(&member) != DW_TAG_member ||
-		    !die_type(&member, &vtype))
+		    !cq_dwt_type(&member, &vtype))
 			continue;
 		if (nvars >= MAX_VARIANTS || !grow((void **)&vars, &cap, nvars + 1, sizeof(*vars)))
 			break;
 		struct cq_rust_variant *var = &vars[nvars++];
 		uint64_t moff = 0;
-		member_offset(&member, &moff);
+		cq_dwt_member_offset(&member, &moff);
 		int line = 0;
 		const char *file = dwarf_decl_file(&member);
 		dwarf_decl_line(&member, &line);
@@ -522,8 +547,8 @@ static void fill_state_machine(struct builder *b, const struct walk *w, int32_t 
 			Dwarf_Die at;
 			uint64_t aoff;
 			if (dwarf_tag(&f) == DW_TAG_member && fname &&
-			    strcmp(fname, "__awaitee") == 0 && die_type(&f, &at) &&
-			    member_offset(&f, &aoff) && peel(&at)) {
+			    strcmp(fname, "__awaitee") == 0 && cq_dwt_type(&f, &at) &&
+			    cq_dwt_member_offset(&f, &aoff) && cq_dwt_peel(&at)) {
 				var->awaitee_offset = moff + aoff;
 				var->awaitee = type_for(b, dwarf_dieoffset(&at));
 				ty = &b->types[index]; /* type_for may move the array */
@@ -540,6 +565,21 @@ bad:
 	ty->kind = CQ_RUST_LEAF;
 }
 
+/* A pointer, or a Pin / Box / NonNull around one: a type that is only a way to a future. */
+static bool is_pointer_wrapper(Dwarf_Die *type)
+{
+	Dwarf_Die t = *type;
+	if (!cq_dwt_peel(&t))
+		return false;
+	int tag = dwarf_tag(&t);
+	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	    tag == DW_TAG_rvalue_reference_type)
+		return true;
+	const char *n = dwarf_diename(&t);
+	return n && (strncmp(n, "Pin<", 4) == 0 || strncmp(n, "Box<", 4) == 0 ||
+	             strncmp(n, "NonNull<", 8) == 0 || strncmp(n, "Unique<", 7) == 0);
+}
+
 /*
  * Fills a non-state-machine type: a wrapper if its members and pointers
  * lead to a state machine or a dyn fat pointer, else a leaf.
@@ -552,12 +592,12 @@ static void fill_other(struct builder *b, const struct walk *w, int32_t index, D
 	Dwarf_Die die = *start, last_pointee;
 	bool derefed = false;
 	for (int step = 0; step < MAX_WRAPPER_STEPS; step++) {
-		if (!peel(&die))
+		if (!cq_dwt_peel(&die))
 			break;
 		int tag = dwarf_tag(&die);
 		if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
 		    tag == DW_TAG_rvalue_reference_type) {
-			if (nhops >= CQ_RUST_MAX_HOPS || !die_type(&die, &die))
+			if (nhops >= CQ_RUST_MAX_HOPS || !cq_dwt_type(&die, &die))
 				break;
 			hops[nhops++] = (struct cq_rust_hop){.offset = pending, .deref = true};
 			pending = 0;
@@ -592,8 +632,13 @@ static void fill_other(struct builder *b, const struct walk *w, int32_t index, D
 			break;
 		pending += off;
 	}
-	/* A leaf: named after what its pointers lead to, if they lead anywhere. */
-	if (derefed && peel(&last_pointee) && dwarf_diename(&last_pointee)) {
+	/*
+	 * A leaf: a pointer wrapper (Pin<&mut Parked>, Box<Parked>, &mut Parked)
+	 * is named after what it points to; any other type after itself (a
+	 * JoinHandle holds a pointer to a task Header, but is a JoinHandle).
+	 */
+	if (derefed && is_pointer_wrapper(start) && cq_dwt_peel(&last_pointee) &&
+	    dwarf_diename(&last_pointee)) {
 		free((char *)b->types[index].name);
 		b->types[index].name = type_name(w, &last_pointee);
 	}
@@ -605,12 +650,278 @@ static void fill_type(struct builder *b, const struct walk *w, int32_t index, Dw
 	if (!dwarf_offdie(w->dwarf, off, &die))
 		return;
 	b->types[index].name = type_name(w, &die);
-	b->types[index].size = type_size(&die);
+	b->types[index].size = cq_dwt_size(&die);
 	Dwarf_Die part, state;
 	if (state_variant_part(&die, &part, &state))
 		fill_state_machine(b, w, index, &die, &part, &state);
 	else
 		fill_other(b, w, index, &die);
+}
+
+/* ---- tokio task kinds ------------------------------------------------------------ */
+
+/* A struct of tokio's task::{core,raw} namespaces by its DW_AT_name. */
+static bool task_type(const struct walk *w, const char *name, Dwarf_Die *out)
+{
+	for (size_t i = 0; i < w->ntask_types; i++) {
+		if (!dwarf_offdie(w->dwarf, w->task_types[i], out))
+			continue;
+		const char *n = dwarf_diename(out);
+		if (n && strcmp(n, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The offset of member `name` of type `t`, searched down to depth nested structs. */
+static bool member_at(Dwarf_Die *t, const char *name, unsigned depth, uint64_t *off,
+                      Dwarf_Die *type)
+{
+	Dwarf_Die ignored;
+	return cq_dwt_find_member(t, cq_dwt_named, name, depth, off, type ? type : &ignored);
+}
+
+/* The template type parameter `name` of die. */
+static bool template_param(Dwarf_Die *die, const char *name, Dwarf_Die *out)
+{
+	Dwarf_Die child;
+	if (dwarf_child(die, &child) != 0)
+		return false;
+	do {
+		const char *n = dwarf_diename(&child);
+		if (dwarf_tag(&child) == DW_TAG_template_type_parameter && n &&
+		    strcmp(n, name) == 0)
+			return cq_dwt_type(&child, out) && cq_dwt_peel(out);
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* Header, Vtable and Trailer: the same for every task type of one tokio. */
+static bool task_frame_layout(const struct walk *w, struct cq_tokio_kind *k)
+{
+	Dwarf_Die hdr, vt, tr, owned;
+	uint64_t owned_off, next_off;
+	return task_type(w, "Header", &hdr) && task_type(w, "Vtable", &vt) &&
+	       task_type(w, "Trailer", &tr) && member_at(&hdr, "state", 0, &k->hdr_state, NULL) &&
+	       member_at(&hdr, "vtable", 0, &k->hdr_vtable, NULL) &&
+	       member_at(&hdr, "owner_id", 0, &k->hdr_owner, NULL) &&
+	       member_at(&vt, "poll", 0, &k->vt_poll, NULL) &&
+	       member_at(&vt, "trailer_offset", 0, &k->vt_trailer, NULL) &&
+	       member_at(&vt, "scheduler_offset", 0, &k->vt_scheduler, NULL) &&
+	       member_at(&vt, "id_offset", 0, &k->vt_id, NULL) &&
+	       member_at(&tr, "owned", 0, &owned_off, &owned) &&
+	       member_at(&owned, "next", 4, &next_off, NULL) &&
+	       (k->trailer_next = owned_off + next_off, true);
+}
+
+/*
+ * One raw::poll<T, S>: where T sits in Core<T, S> relative to task_id, and
+ * where S leads to the runtime's OwnedTasks list.
+ */
+static bool tokio_kind(struct builder *b, const struct walk *w, Dwarf_Die *poll,
+                       struct cq_tokio_kind *k)
+{
+	const char *name = dwarf_diename(poll);
+	Dwarf_Die t, sched, core, ptr, shared, owned;
+	if (!name || !template_param(poll, "T", &t) || !template_param(poll, "S", &sched))
+		return false;
+	const char *tname = dwarf_diename(&t), *sname = dwarf_diename(&sched);
+	char core_name[MAX_PATH_LEN];
+	if (!tname || !sname ||
+	    (size_t)snprintf(core_name, sizeof(core_name), "Core%s", name + 4) >= sizeof(core_name))
+		return false;
+	uint64_t id_off, fut_off, owned_off;
+	if (!task_type(w, core_name, &core) || !member_at(&core, "task_id", 0, &id_off, NULL) ||
+	    !cq_dwt_find_member(&core, cq_dwt_type_named, tname, 8, &fut_off, &t))
+		return false;
+	if (!cq_dwt_find_member(&sched, cq_dwt_pointer, NULL, 4, &k->sched_ptr, &ptr) ||
+	    !cq_dwt_type(&ptr, &shared) || !cq_dwt_peel(&shared) ||
+	    !cq_dwt_find_member(&shared, cq_dwt_type_prefixed, "OwnedTasks<", 6, &owned_off,
+	                        &owned) ||
+	    !member_at(&owned, "id", 0, &k->owned_id, NULL) ||
+	    !member_at(&owned, "head", 6, &k->owned_head, NULL))
+		return false;
+	k->owned = owned_off;
+	k->future_from_id = (int64_t)fut_off - (int64_t)id_off;
+	k->future = type_for(b, dwarf_dieoffset(&t));
+	k->scheduler = type_name(w, &sched);
+	return k->future >= 0 && k->scheduler;
+}
+
+/* The code of every poll<T, S> of the task module with kind k's T and S: where it runs. */
+static void add_poll_code(const struct walk *w, Dwarf_Die *raw, struct cq_tokio_kind *k)
+{
+	const char *args = dwarf_diename(raw) + 4;
+	size_t n = 0;
+	for (size_t i = 0; i < w->npolls && n < CQ_TOKIO_MAX_CODE; i++) {
+		Dwarf_Die d;
+		const char *name;
+		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &d) || !(name = dwarf_diename(&d)) ||
+		    strcmp(name + 4, args) != 0)
+			continue;
+		k->code[n].lo = w->polls[i].addr;
+		k->code[n].hi = w->polls[i].end;
+		n++;
+	}
+	k->ncode = n;
+}
+
+/* Every raw::poll<T, S> of the module being indexed, as tokio task kinds. */
+static void add_tokio_kinds(struct builder *b, const struct walk *w)
+{
+	struct cq_tokio_kind frame = {0};
+	if (w->npolls == 0 || !task_frame_layout(w, &frame)) {
+		b->tokio_unresolved += w->npolls;
+		return;
+	}
+	for (size_t i = 0; i < w->npolls; i++) {
+		Dwarf_Die poll;
+		struct cq_tokio_kind k = frame;
+		if (!w->polls[i].is_raw)
+			continue;
+		k.poll = w->polls[i].addr;
+		k.origin = b->origin;
+		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &poll) || !tokio_kind(b, w, &poll, &k) ||
+		    !grow((void **)&b->tokio, &b->cap_tokio, b->ntokio + 1, sizeof(*b->tokio))) {
+			free(k.scheduler);
+			b->tokio_unresolved++;
+			continue;
+		}
+		add_poll_code(w, &poll, &k);
+		b->tokio[b->ntokio++] = k;
+	}
+}
+
+/* ---- block_on futures ------------------------------------------------------------ */
+
+/* The frame base of a subprogram, as a base register (+0); false when not that simple. */
+static bool frame_base(Dwarf_Die *fn, enum cq_rust_base *base)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Op *ops;
+	size_t n;
+	if (!dwarf_attr(fn, DW_AT_frame_base, &attr) || dwarf_getlocation(&attr, &ops, &n) != 0 ||
+	    n != 1)
+		return false;
+	if (ops[0].atom == DW_OP_call_frame_cfa)
+		*base = CQ_RUST_BASE_CFA;
+	else if (ops[0].atom == DW_OP_reg7)
+		*base = CQ_RUST_BASE_SP;
+	else if (ops[0].atom == DW_OP_reg6)
+		*base = CQ_RUST_BASE_FP;
+	else
+		return false;
+	return true;
+}
+
+/* One location expression as base + offset [deref] [+ add]; false when not that simple. */
+static bool simple_location(const Dwarf_Op *ops, size_t n, bool have_fb, enum cq_rust_base fb,
+                            struct cq_rust_local *out)
+{
+	if (n == 0 || n > 3)
+		return false;
+	switch (ops[0].atom) {
+	case DW_OP_breg7:
+		out->base = CQ_RUST_BASE_SP;
+		break;
+	case DW_OP_breg6:
+		out->base = CQ_RUST_BASE_FP;
+		break;
+	case DW_OP_fbreg:
+		if (!have_fb)
+			return false;
+		out->base = fb;
+		break;
+	default:
+		return false;
+	}
+	out->offset = (int64_t)ops[0].number;
+	out->deref = false;
+	out->add = 0;
+	size_t i = 1;
+	if (i < n && ops[i].atom == DW_OP_deref) {
+		out->deref = true;
+		i++;
+	}
+	if (i < n && ops[i].atom == DW_OP_plus_uconst)
+		out->add = ops[i++].number;
+	return i == n;
+}
+
+/* Adds the pc ranges where variable `var` (of type index `type`) has a simple location. */
+static void add_locations(struct builder *b, const struct walk *w, Dwarf_Die *var, int32_t type,
+                          bool have_fb, enum cq_rust_base fb, struct cq_rust_block_on *bo,
+                          size_t *cap)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Addr base, start, end;
+	Dwarf_Op *ops;
+	size_t nops;
+	ptrdiff_t it = 0;
+	(void)b;
+	if (!dwarf_attr(var, DW_AT_location, &attr))
+		return;
+	for (int i = 0; i < 256 && (it = dwarf_getlocations(&attr, it, &base, &start, &end, &ops,
+	                                                     &nops)) > 0;
+	     i++) {
+		struct cq_rust_local loc;
+		if (!simple_location(ops, nops, have_fb, fb, &loc) ||
+		    !grow((void **)&bo->locs, cap, bo->nlocs + 1, sizeof(*bo->locs)))
+			continue;
+		bool whole = start == 0 && end == (Dwarf_Addr)-1;
+		loc.lo = whole ? bo->lo : start + w->bias;
+		loc.hi = whole ? bo->hi : end + w->bias;
+		loc.type = type;
+		bo->locs[bo->nlocs++] = loc;
+	}
+}
+
+/* Every `f` (parameter or local) under die, through lexical blocks, down to depth. */
+static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, unsigned depth,
+                   bool have_fb, enum cq_rust_base fb, struct cq_rust_block_on *bo, size_t *cap)
+{
+	Dwarf_Die child, type;
+	if (dwarf_child(die, &child) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		const char *n = dwarf_diename(&child);
+		if ((tag == DW_TAG_formal_parameter || tag == DW_TAG_variable) && n &&
+		    strcmp(n, "f") == 0 && cq_dwt_type(&child, &type) && cq_dwt_peel(&type)) {
+			int32_t t = type_for(b, dwarf_dieoffset(&type));
+			if (t >= 0)
+				add_locations(b, w, &child, t, have_fb, fb, bo, cap);
+		} else if (tag == DW_TAG_lexical_block && depth > 0) {
+			find_f(b, w, &child, depth - 1, have_fb, fb, bo, cap);
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+/* block_on<F>'s code and where its future `f` lives, before and after pin!(f). */
+static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off)
+{
+	Dwarf_Die fn, decl, f;
+	Dwarf_Attribute attr;
+	Dwarf_Addr lo, hi;
+	if (!dwarf_offdie(w->dwarf, off, &fn) || dwarf_lowpc(&fn, &lo) != 0 ||
+	    dwarf_highpc(&fn, &hi) != 0 || hi <= lo)
+		return;
+	if (!template_param(&fn, "F", &f) &&
+	    !(dwarf_formref_die(dwarf_attr(&fn, DW_AT_specification, &attr), &decl) &&
+	      template_param(&decl, "F", &f)))
+		return;
+	enum cq_rust_base fb = CQ_RUST_BASE_SP;
+	bool have_fb = frame_base(&fn, &fb);
+	struct cq_rust_block_on bo = {.lo = lo + w->bias, .hi = hi + w->bias};
+	size_t cap = 0;
+	find_f(b, w, &fn, 4, have_fb, fb, &bo, &cap);
+	if (bo.nlocs == 0 ||
+	    !grow((void **)&b->block_ons, &b->cap_block_ons, b->nblock_ons + 1, sizeof(*b->block_ons)) ||
+	    (bo.future = type_for(b, dwarf_dieoffset(&f))) < 0) {
+		free(bo.locs);
+		return;
+	}
+	b->block_ons[b->nblock_ons++] = bo;
 }
 
 /* ---- one module ---------------------------------------------------------------- */
@@ -638,6 +949,18 @@ static int cmp_vtable(const void *a, const void *b)
 {
 	const struct cq_rust_vtable *x = a, *y = b;
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int cmp_tokio(const void *a, const void *b)
+{
+	const struct cq_tokio_kind *x = a, *y = b;
+	return x->poll < y->poll ? -1 : x->poll > y->poll;
+}
+
+static int cmp_block_on(const void *a, const void *b)
+{
+	const struct cq_rust_block_on *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
 static int cmp_resume(const void *a, const void *b)
@@ -675,6 +998,9 @@ static void index_module(struct builder *b, struct cq_module *mod, const char *c
 			b->vtables[b->nvtables++] =
 			    (struct cq_rust_vtable){.addr = w.vt[i].addr, .type = t};
 		}
+		add_tokio_kinds(b, &w);
+		for (size_t i = 0; i < w.nblock_ons; i++)
+			add_block_on(b, &w, w.block_ons[i]);
 		while (b->nwork > 0) {
 			int32_t index = b->work[--b->nwork];
 			fill_type(b, &w, index, b->offs[index]);
@@ -682,6 +1008,9 @@ static void index_module(struct builder *b, struct cq_module *mod, const char *c
 		free(w.ns);
 		free(w.named);
 		free(w.vt);
+		free(w.polls);
+		free(w.task_types);
+		free(w.block_ons);
 		dwarf_end(dwarf);
 	}
 	if (elf && elf != mod->elf)
@@ -719,6 +1048,15 @@ struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *deb
 	    .types = b.types, .ntypes = b.ntypes, .vtables = b.vtables, .nvtables = b.nvtables};
 	ix->resumes = b.resumes;
 	ix->nresumes = b.nresumes;
+	if (b.tokio)
+		qsort(b.tokio, b.ntokio, sizeof(*b.tokio), cmp_tokio);
+	ix->tokio = b.tokio;
+	ix->ntokio = b.ntokio;
+	ix->tokio_unresolved = b.tokio_unresolved;
+	if (b.block_ons)
+		qsort(b.block_ons, b.nblock_ons, sizeof(*b.block_ons), cmp_block_on);
+	ix->block_ons = b.block_ons;
+	ix->nblock_ons = b.nblock_ons;
 	*out = ix;
 	return NULL;
 }
@@ -741,6 +1079,12 @@ void cq_rust_index_free(struct cq_rust_index *ix)
 	free((void *)ix->model.vtables);
 	for (size_t i = 0; i < ix->nresumes; i++)
 		free(ix->resumes[i].name);
+	for (size_t i = 0; i < ix->ntokio; i++)
+		free(ix->tokio[i].scheduler);
+	for (size_t i = 0; i < ix->nblock_ons; i++)
+		free(ix->block_ons[i].locs);
+	free(ix->block_ons);
+	free(ix->tokio);
 	free(ix->resumes);
 	free(ix);
 }
@@ -760,4 +1104,12 @@ const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
 		return NULL;
 	const struct cq_rust_resume *r = &ix->resumes[lo - 1];
 	return pc < r->hi ? r->name : NULL;
+}
+
+const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix, uint64_t pc)
+{
+	for (size_t i = 0; i < ix->nblock_ons; i++)
+		if (pc >= ix->block_ons[i].lo && pc < ix->block_ons[i].hi)
+			return &ix->block_ons[i];
+	return NULL;
 }

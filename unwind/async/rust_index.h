@@ -32,8 +32,61 @@ struct cq_rust_resume {
 	char *name; /* path as DWARF names it: "app::serve::{async_fn#0}" */
 };
 
+/*
+ * One tokio task type: future T on scheduler S, from the DWARF of
+ * `tokio::runtime::task::raw::poll<T, S>` and the types around it (FACTS.md
+ * section 9).  Every offset comes from DWARF; the vtable's own
+ * trailer/scheduler/id offsets are read from the core.
+ */
+#define CQ_TOKIO_MAX_CODE 8
+struct cq_tokio_kind {
+	uint64_t poll; /* runtime address of raw::poll::<T, S> */
+	/* The code that polls this task type: raw::poll, Harness::poll, ... (runtime) */
+	struct {
+		uint64_t lo, hi;
+	} code[CQ_TOKIO_MAX_CODE];
+	unsigned ncode;
+	unsigned origin;       /* the module */
+	int32_t future;        /* T in the model */
+	int64_t future_from_id; /* T's offset minus task_id's offset, within Core<T, S> */
+	/* S: where its pointer to the scheduler's shared state is, and the OwnedTasks there */
+	uint64_t sched_ptr, owned, owned_id, owned_head;
+	/* this module's Header, raw::Vtable and Trailer */
+	uint64_t hdr_state, hdr_vtable, hdr_owner;
+	uint64_t vt_poll, vt_trailer, vt_scheduler, vt_id;
+	uint64_t trailer_next;
+	char *scheduler; /* S's type name, e.g. "Arc<tokio::...::multi_thread::handle::Handle, ...>" */
+};
+
+/* Where a function's future argument lives over pcs [lo, hi), from its DWARF location. */
+enum cq_rust_base { CQ_RUST_BASE_SP, CQ_RUST_BASE_FP, CQ_RUST_BASE_CFA };
+struct cq_rust_local {
+	uint64_t lo, hi; /* runtime pcs */
+	enum cq_rust_base base;
+	int64_t offset; /* base + offset ... */
+	bool deref;     /* ... then the pointer stored there ... */
+	uint64_t add;   /* ... plus add */
+	int32_t type;   /* what is there: F, or Pin<&mut F> after pin!(f) */
+};
+
+/*
+ * tokio's CachedParkThread::block_on<F>: the future that `#[tokio::main]`
+ * and Runtime::block_on drive, pinned in this function's frame.
+ */
+struct cq_rust_block_on {
+	uint64_t lo, hi; /* the function's code, runtime addresses */
+	int32_t future;  /* F in the model */
+	struct cq_rust_local *locs; /* of `f`, the argument and the pinned local */
+	size_t nlocs;
+};
+
 struct cq_rust_index {
 	struct cq_rust_model model;
+	struct cq_rust_block_on *block_ons; /* sorted by lo */
+	size_t nblock_ons;
+	struct cq_tokio_kind *tokio; /* sorted by poll */
+	size_t ntokio;
+	size_t tokio_unresolved; /* raw::poll<T, S> whose layout DWARF did not give */
 	struct cq_rust_resume *resumes; /* sorted by lo */
 	size_t nresumes;
 	size_t modules_indexed; /* modules whose DWARF was read */
@@ -44,6 +97,9 @@ struct cq_rust_index {
 struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *debug_dirs,
                                     struct cq_rust_index **out);
 void cq_rust_index_free(struct cq_rust_index *ix);
+
+/* The block_on function containing runtime pc, or NULL. */
+const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix, uint64_t pc);
 
 /* The name of the coroutine poll function containing runtime pc, or NULL. */
 const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc);

@@ -1,0 +1,623 @@
+/*
+ * tokio.c - the "tokio" async runtime: every task of every tokio runtime,
+ * found through the runtimes' OwnedTasks lists (see tokio.h for the rules).
+ *
+ * Cost: nothing for a process whose Rust modules have no raw::poll<T, S>;
+ * otherwise a look at those modules' read-only data for the vtables, a
+ * range compare per word in the driver's one scan, and reads along the lists.
+ */
+#include "unwind/async/tokio.h"
+
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/analysis/stacktrace.h"
+#include "libcore/model/core.h"
+#include "libcore/model/module.h"
+#include "unwind/async/runtime.h"
+#include "unwind/async/rust_chain.h"
+#include "unwind/async/rust_index.h"
+
+#define MAX_CANDIDATES     (1u << 18)
+#define MAX_LISTS          1024
+#define MAX_LIST_TASKS     (1u << 18)
+#define MAX_VTABLE_OFFSET  (1u << 20)
+#define MAX_SEGMENT_SCAN   (256u << 20)
+#define MAX_WRAPPER_STEPS  8
+#define READ_CHUNK         65536
+
+/* tokio's state bits (FACTS.md section 9). */
+#define ST_RUNNING   1u
+#define ST_COMPLETE  2u
+#define ST_NOTIFIED  4u
+#define ST_CANCELLED 32u
+
+/* One task type's static raw::Vtable, found in the core. */
+struct vtable {
+	uint64_t addr;
+	size_t kind; /* in index->tokio */
+	uint64_t trailer, scheduler, id;
+};
+
+struct candidate {
+	uint64_t header;
+	size_t vtable;
+};
+
+struct list {
+	uint64_t addr;
+	size_t kind; /* the kind whose scheduler type led here: its OwnedTasks layout */
+};
+
+struct task {
+	uint64_t header;
+	size_t vtable;
+	uint64_t state, id;
+};
+
+struct tokio {
+	const struct cq_rust_index *index; /* the driver's (cq_async_rust_index) */
+	struct vtable *vtables;            /* sorted by addr */
+	size_t nvtables;
+	uint64_t vt_lo, vt_hi;
+	struct candidate *cands;
+	size_t ncands, cap_cands;
+	bool full, nomem;
+	struct cq_rust_names names;
+};
+
+static int cmp_vtable(const void *a, const void *b)
+{
+	const struct vtable *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static const struct vtable *vtable_at(const struct tokio *t, uint64_t addr)
+{
+	if (addr < t->vt_lo || addr > t->vt_hi)
+		return NULL;
+	struct vtable key = {.addr = addr};
+	return bsearch(&key, t->vtables, t->nvtables, sizeof(key), cmp_vtable);
+}
+
+static bool read_u64(const struct cq_async_ctx *ctx, uint64_t addr, uint64_t *out)
+{
+	return cq_mem_read_u64(&ctx->core->mem, addr, out);
+}
+
+/* The kind whose raw::poll is at addr, among the kinds of module origin; -1 if none. */
+static ptrdiff_t kind_of_poll(const struct cq_rust_index *ix, uint64_t addr)
+{
+	size_t lo = 0, hi = ix->ntokio;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->tokio[mid].poll < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ix->ntokio && ix->tokio[lo].poll == addr ? (ptrdiff_t)lo : -1;
+}
+
+/* A vtable of kind k at addr, if its offsets are those of a task cell. */
+static bool add_vtable(struct tokio *t, const struct cq_async_ctx *ctx, size_t k, uint64_t addr)
+{
+	const struct cq_tokio_kind *kind = &t->index->tokio[k];
+	struct vtable v = {.addr = addr, .kind = k};
+	if (!read_u64(ctx, addr + kind->vt_trailer, &v.trailer) ||
+	    !read_u64(ctx, addr + kind->vt_scheduler, &v.scheduler) ||
+	    !read_u64(ctx, addr + kind->vt_id, &v.id))
+		return true;
+	if (v.scheduler == 0 || v.scheduler >= v.id || v.id >= v.trailer ||
+	    v.trailer >= MAX_VTABLE_OFFSET)
+		return true;
+	struct vtable *p = realloc(t->vtables, (t->nvtables + 1) * sizeof(*p));
+	if (!p)
+		return false;
+	t->vtables = p;
+	t->vtables[t->nvtables++] = v;
+	return true;
+}
+
+/* The words of [start, end) of the target that hold a raw::poll address: vtables. */
+static bool find_vtables_in(struct tokio *t, const struct cq_async_ctx *ctx, uint64_t start,
+                            uint64_t end, uint64_t poll_lo, uint64_t poll_hi)
+{
+	uint64_t *buf = malloc(READ_CHUNK);
+	if (!buf)
+		return false;
+	start = (start + 7) & ~(uint64_t)7;
+	for (uint64_t at = start; at < end; at += READ_CHUNK) {
+		size_t want = end - at < READ_CHUNK ? (size_t)(end - at) : READ_CHUNK;
+		size_t got = cq_mem_read_partial(&ctx->core->mem, at, buf, want);
+		for (size_t i = 0; i < got / 8; i++) {
+			if (buf[i] < poll_lo || buf[i] > poll_hi)
+				continue;
+			ptrdiff_t k = kind_of_poll(t->index, buf[i]);
+			if (k >= 0 &&
+			    !add_vtable(t, ctx, (size_t)k, at + 8 * i - t->index->tokio[k].vt_poll)) {
+				free(buf);
+				return false;
+			}
+		}
+	}
+	free(buf);
+	return true;
+}
+
+/* Every task vtable: in the non-executable loaded data of each module with task types. */
+static bool find_vtables(struct tokio *t, const struct cq_async_ctx *ctx)
+{
+	const struct cq_rust_index *ix = t->index;
+	uint64_t poll_lo = ix->tokio[0].poll, poll_hi = ix->tokio[ix->ntokio - 1].poll;
+	for (size_t m = 0; m < ctx->core->nmodules; m++) {
+		bool has = false;
+		for (size_t k = 0; k < ix->ntokio && !has; k++)
+			has = ix->tokio[k].origin == m;
+		const struct cq_module *mod = &ctx->core->modules[m];
+		size_t nph;
+		if (!has || !mod->elf || elf_getphdrnum(mod->elf, &nph) != 0)
+			continue;
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+			    (ph.p_flags & PF_X) || ph.p_memsz > MAX_SEGMENT_SCAN)
+				continue;
+			uint64_t lo = ph.p_vaddr + mod->bias;
+			if (!find_vtables_in(t, ctx, lo, lo + ph.p_memsz, poll_lo, poll_hi))
+				return false;
+		}
+	}
+	if (t->nvtables == 0)
+		return true;
+	qsort(t->vtables, t->nvtables, sizeof(*t->vtables), cmp_vtable);
+	size_t n = 1; /* one entry per address */
+	for (size_t i = 1; i < t->nvtables; i++)
+		if (t->vtables[i].addr != t->vtables[n - 1].addr)
+			t->vtables[n++] = t->vtables[i];
+	t->nvtables = n;
+	t->vt_lo = t->vtables[0].addr;
+	t->vt_hi = t->vtables[n - 1].addr;
+	return true;
+}
+
+static void tokio_destroy(void *state)
+{
+	struct tokio *t = state;
+	free(t->vtables);
+	free(t->cands);
+	cq_rust_names_free(&t->names);
+	free(t);
+}
+
+static struct cq_error *tokio_detect(const struct cq_async_ctx *ctx, void **state,
+                                     struct cq_async_needs *needs)
+{
+	*state = NULL;
+	struct cq_rust_index *ix;
+	struct cq_error *err = cq_async_rust_index(ctx, &ix);
+	if (err)
+		return err;
+	struct cq_tokio_stats *st = &ctx->stacks->async.tokio;
+	st->kinds = ix->ntokio;
+	st->unresolved = ix->tokio_unresolved;
+	if (ix->ntokio == 0 && ix->nblock_ons == 0)
+		return NULL;
+	struct tokio *t = calloc(1, sizeof(*t));
+	if (!t)
+		return &cq_error_nomem;
+	t->index = ix;
+	if (ix->ntokio > 0 && !find_vtables(t, ctx)) {
+		tokio_destroy(t);
+		return &cq_error_nomem;
+	}
+	st->vtables = t->nvtables;
+	if (t->nvtables == 0 && ix->nblock_ons == 0) {
+		tokio_destroy(t);
+		return NULL;
+	}
+	*needs = (struct cq_async_needs){.scan = t->nvtables > 0, .native_frames = ix->nblock_ons > 0};
+	*state = t;
+	return NULL;
+}
+
+/* The scan hook: every word equal to a task vtable's address is a header candidate. */
+static void tokio_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
+{
+	(void)ctx;
+	struct tokio *t = state;
+	if (t->full)
+		return;
+	const uint64_t *w = (const uint64_t *)(const void *)c->data;
+	uint64_t lo = t->vt_lo, hi = t->vt_hi;
+	size_t n = c->len / 8;
+	for (size_t i = c->overlap / 8; i < n; i++) {
+		uint64_t v;
+		memcpy(&v, &w[i], sizeof(v));
+		if (v < lo || v > hi)
+			continue;
+		const struct vtable *vt = vtable_at(t, v);
+		if (!vt)
+			continue;
+		const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
+		uint64_t where = c->addr + 8 * i;
+		if (where < k->hdr_vtable)
+			continue;
+		if (t->ncands == t->cap_cands) {
+			size_t cap = t->cap_cands ? t->cap_cands * 2 : 64;
+			struct candidate *p = cap > MAX_CANDIDATES ? NULL : realloc(t->cands, cap * sizeof(*p));
+			if (!p) {
+				t->full = true;
+				t->nomem = cap <= MAX_CANDIDATES;
+				return;
+			}
+			t->cands = p;
+			t->cap_cands = cap;
+		}
+		t->cands[t->ncands++] =
+		    (struct candidate){.header = where - k->hdr_vtable, .vtable = (size_t)(vt - t->vtables)};
+	}
+}
+
+static int cmp_task_header(const void *a, const void *b)
+{
+	const struct task *x = a, *y = b;
+	return (x->header > y->header) - (x->header < y->header);
+}
+
+static int cmp_task_id(const void *a, const void *b)
+{
+	const struct task *x = a, *y = b;
+	if (x->id != y->id)
+		return (x->id > y->id) - (x->id < y->id);
+	return cmp_task_header(a, b);
+}
+
+static int cmp_list(const void *a, const void *b)
+{
+	const struct list *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* The OwnedTasks lists the candidates' scheduler pointers lead to, each once. */
+static size_t find_lists(const struct tokio *t, const struct cq_async_ctx *ctx, struct list *lists)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->ncands && n < MAX_LISTS; i++) {
+		const struct vtable *vt = &t->vtables[t->cands[i].vtable];
+		const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
+		uint64_t shared;
+		if (!read_u64(ctx, t->cands[i].header + vt->scheduler + k->sched_ptr, &shared) ||
+		    shared == 0)
+			continue;
+		struct list l = {.addr = shared + k->owned, .kind = vt->kind};
+		bool seen = false;
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = lists[j].addr == l.addr;
+		if (!seen)
+			lists[n++] = l;
+	}
+	qsort(lists, n, sizeof(*lists), cmp_list);
+	return n;
+}
+
+/* Appends the tasks of list l to *tasks; false when out of memory. */
+static bool walk_list(const struct tokio *t, const struct cq_async_ctx *ctx, const struct list *l,
+                      struct task **tasks, size_t *ntasks, size_t *cap)
+{
+	struct cq_tokio_stats *st = &ctx->stacks->async.tokio;
+	const struct cq_tokio_kind *lk = &t->index->tokio[l->kind];
+	uint64_t id, e;
+	if (!read_u64(ctx, l->addr + lk->owned_id, &id) || id == 0 ||
+	    !read_u64(ctx, l->addr + lk->owned_head, &e))
+		return true;
+	st->lists++;
+	for (size_t n = 0; e != 0; n++) {
+		uint64_t vaddr, owner;
+		const struct vtable *vt;
+		if (n == MAX_LIST_TASKS || !read_u64(ctx, e + lk->hdr_vtable, &vaddr) ||
+		    !(vt = vtable_at(t, vaddr)) || !read_u64(ctx, e + lk->hdr_owner, &owner) ||
+		    owner != id) {
+			st->broken++;
+			return true;
+		}
+		const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
+		struct task task = {.header = e, .vtable = (size_t)(vt - t->vtables)};
+		if (!read_u64(ctx, e + k->hdr_state, &task.state) ||
+		    !read_u64(ctx, e + vt->id, &task.id)) {
+			st->broken++;
+			return true;
+		}
+		if (*ntasks == *cap) {
+			size_t c = *cap ? *cap * 2 : 64;
+			struct task *p = realloc(*tasks, c * sizeof(*p));
+			if (!p)
+				return false;
+			*tasks = p;
+			*cap = c;
+		}
+		(*tasks)[(*ntasks)++] = task;
+		if (!read_u64(ctx, e + vt->trailer + k->trailer_next, &e)) {
+			st->broken++;
+			return true;
+		}
+	}
+	return true;
+}
+
+static const char *state_name(uint64_t s)
+{
+	if (s & ST_COMPLETE)
+		return "complete";
+	if (s & ST_RUNNING)
+		return "running";
+	if (s & ST_CANCELLED)
+		return "cancelled";
+	if (s & ST_NOTIFIED)
+		return "scheduled";
+	return "idle";
+}
+
+/* True when thread th has a live native frame in the code that polls tasks of kind k. */
+static bool thread_runs(const struct cq_async_ctx *ctx, size_t th, const struct cq_tokio_kind *k)
+{
+	const struct cq_thread_stack *ts = &ctx->stacks->threads[th];
+	for (size_t i = 0; i < ts->nframes; i++) {
+		const struct cq_stack_frame *f = &ts->frames[i];
+		uint64_t pc = i == 0 ? f->pc : f->pc - 1;
+		for (unsigned c = 0; f->kind == CQ_FRAME_NATIVE && c < k->ncode; c++)
+			if (pc >= k->code[c].lo && pc < k->code[c].hi)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * The thread running a task: the one with a live frame of its type's
+ * raw::poll<T, S> or Harness<T, S>::poll; if several run that type, the one whose live stack or
+ * registers hold the task's header.  0: none.
+ */
+static int64_t running_thread(const struct cq_async_ctx *ctx, const struct cq_tokio_kind *k,
+                              uint64_t **words, size_t *nwords, uint64_t header)
+{
+	int64_t only = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < ctx->stacks->nthreads; i++) {
+		if (!thread_runs(ctx, i, k))
+			continue;
+		n++;
+		only = ctx->stacks->threads[i].thread->tid;
+		if (words[i] && cq_async_sorted_has(words[i], nwords[i], header))
+			return only;
+	}
+	return n == 1 ? only : 0;
+}
+
+/* The type a future of type `type` really is, through wrappers (Pin<Box<F>> is F). */
+static int32_t unwrapped(const struct cq_rust_model *m, int32_t type)
+{
+	for (int i = 0; i < MAX_WRAPPER_STEPS && type >= 0 && (size_t)type < m->ntypes; i++) {
+		const struct cq_rust_type *ty = &m->types[type];
+		if (ty->kind != CQ_RUST_WRAPPER || ty->is_dyn || ty->target < 0)
+			break;
+		type = ty->target;
+	}
+	return type;
+}
+
+/* Adds one task as a suspended stack of kind "tokio". */
+static struct cq_error *add_task(struct tokio *t, const struct cq_async_ctx *ctx,
+                                 const struct task *task, int64_t thread)
+{
+	const struct vtable *vt = &t->vtables[task->vtable];
+	const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
+	const struct cq_rust_model *m = &t->index->model;
+	uint64_t future = task->header + vt->id + (uint64_t)k->future_from_id;
+	struct cq_rust_chain chain;
+	if (task->state & (ST_RUNNING | ST_COMPLETE)) {
+		/* Its state machine's state is stale (running) or gone: name it only. */
+		chain.frames[0] = (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
+		chain.nframes = 1;
+		chain.end = CQ_RUST_END_LEAF;
+	} else {
+		cq_rust_decode(ctx->target, m, future, k->future, &chain);
+		if (chain.nframes == 0) {
+			chain.frames[0] =
+			    (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
+			chain.nframes = 1;
+		}
+	}
+	struct cq_stack_frame *frames;
+	struct cq_error *err =
+	    cq_rust_chain_frames(ctx->core, m, chain.frames, chain.nframes, &t->names, &frames);
+	if (err)
+		return err;
+	struct cq_suspended_stack s = {.kind = "tokio",
+	                               .leaf = frames[0].object,
+	                               .frames = frames,
+	                               .nframes = chain.nframes,
+	                               .end = cq_rust_chain_end(chain.end),
+	                               .has_task = true,
+	                               .task_id = task->id,
+	                               .task_state = state_name(task->state),
+	                               .thread = thread};
+	bool added;
+	err = cq_async_add_suspended(ctx, &s, &added);
+	if (added)
+		ctx->stacks->async.tokio.reported++;
+	else if (!err)
+		ctx->stacks->async.tokio.over_limit++;
+	return err;
+}
+
+/* Reports tasks[0..n) (sorted by id), with the thread of each running one. */
+static struct cq_error *report(struct tokio *t, const struct cq_async_ctx *ctx,
+                               const struct task *tasks, size_t n)
+{
+	size_t nthreads = ctx->stacks->nthreads;
+	uint64_t **words = calloc(nthreads ? nthreads : 1, sizeof(*words));
+	size_t *nwords = calloc(nthreads ? nthreads : 1, sizeof(*nwords));
+	struct cq_error *err = words && nwords ? NULL : &cq_error_nomem;
+	bool have_words = false;
+	for (size_t i = 0; i < n && !err; i++) {
+		int64_t thread = 0;
+		if ((tasks[i].state & (ST_RUNNING | ST_COMPLETE)) == ST_RUNNING) {
+			for (size_t th = 0; th < ctx->stacks->nthreads && !have_words && !err; th++)
+				if (!cq_async_live_words(ctx->core, ctx->stacks->threads[th].thread,
+				                         &words[th], &nwords[th]))
+					err = &cq_error_nomem;
+			have_words = true;
+			const struct vtable *vt = &t->vtables[tasks[i].vtable];
+			if (!err)
+				thread = running_thread(ctx, &t->index->tokio[vt->kind], words, nwords,
+				                        tasks[i].header);
+		}
+		if (!err)
+			err = add_task(t, ctx, &tasks[i], thread);
+	}
+	for (size_t th = 0; words && th < nthreads; th++)
+		free(words[th]);
+	free(words);
+	free(nwords);
+	return err;
+}
+
+/* Where a block_on frame's future is: its DWARF location at pc with the frame's registers. */
+static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust_block_on *bo,
+                            const struct cq_async_native *nat, size_t i, uint64_t pc,
+                            uint64_t *out, int32_t *type)
+{
+	const struct cq_unwind_frame *f = &nat->frames[i];
+	/* The innermost scope's `f` first: after pin!(f), the pinned one. */
+	for (size_t l = bo->nlocs; l-- > 0;) {
+		const struct cq_rust_local *loc = &bo->locs[l];
+		if (pc < loc->lo || pc >= loc->hi)
+			continue;
+		uint64_t base;
+		if (loc->base == CQ_RUST_BASE_SP)
+			base = f->sp;
+		else if (loc->base == CQ_RUST_BASE_FP && f->has_fp)
+			base = f->fp;
+		else if (loc->base == CQ_RUST_BASE_CFA && i + 1 < nat->nframes)
+			base = nat->frames[i + 1].sp;
+		else
+			return false;
+		uint64_t addr = base + (uint64_t)loc->offset;
+		if (loc->deref && !read_u64(ctx, addr, &addr))
+			return false;
+		*out = addr + loc->add;
+		*type = loc->type;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The futures that threads drive in tokio's block_on (#[tokio::main],
+ * Runtime::block_on): kind "block_on", running when the thread is inside a
+ * coroutine's poll above the block_on frame, else decoded.
+ */
+static struct cq_error *block_on_futures(struct tokio *t, const struct cq_async_ctx *ctx)
+{
+	const struct cq_rust_index *ix = t->index;
+	const struct cq_rust_model *m = &ix->model;
+	for (size_t th = 0; ctx->native && th < ctx->core->nthreads; th++) {
+		const struct cq_async_native *nat = &ctx->native[th];
+		bool polling = false;
+		for (size_t i = 0; i < nat->nframes; i++) {
+			const struct cq_unwind_frame *f = &nat->frames[i];
+			uint64_t pc = f->is_return_address ? f->pc - 1 : f->pc;
+			const struct cq_rust_block_on *bo = cq_rust_index_block_on_at(ix, pc);
+			if (!bo) {
+				polling |= cq_rust_index_resume_at(ix, pc) != NULL;
+				continue;
+			}
+			uint64_t future;
+			int32_t type;
+			if (!block_on_future(ctx, bo, nat, i, pc, &future, &type))
+				continue;
+			struct cq_rust_chain chain;
+			chain.nframes = 0;
+			chain.end = CQ_RUST_END_LEAF;
+			if (!polling)
+				cq_rust_decode(ctx->target, m, future, type, &chain);
+			if (chain.nframes == 0) {
+				chain.frames[0] = (struct cq_rust_frame){.addr = future,
+				                                         .type = unwrapped(m, bo->future)};
+				chain.nframes = 1;
+			}
+			struct cq_stack_frame *frames;
+			struct cq_error *err = cq_rust_chain_frames(ctx->core, m, chain.frames,
+			                                            chain.nframes, &t->names, &frames);
+			if (err)
+				return err;
+			struct cq_suspended_stack s = {.kind = "block_on",
+			                               .leaf = frames[0].object,
+			                               .frames = frames,
+			                               .nframes = chain.nframes,
+			                               .end = cq_rust_chain_end(chain.end),
+			                               .has_task = true,
+			                               .task_state = polling ? "running" : "idle",
+			                               .thread = ctx->core->threads[th].tid};
+			bool added;
+			if ((err = cq_async_add_suspended(ctx, &s, &added)))
+				return err;
+			ctx->stacks->async.tokio.block_on += added;
+			break; /* one block_on per thread: the outermost is the one driving */
+		}
+	}
+	return NULL;
+}
+
+static struct cq_error *tokio_decode(void *state, const struct cq_async_ctx *ctx)
+{
+	struct tokio *t = state;
+	struct cq_tokio_stats *st = &ctx->stacks->async.tokio;
+	st->candidates = t->ncands;
+	st->truncated = t->full && !t->nomem;
+	if (t->nomem)
+		return &cq_error_nomem;
+	struct list *lists = malloc(MAX_LISTS * sizeof(*lists));
+	if (!lists)
+		return &cq_error_nomem;
+	size_t nlists = find_lists(t, ctx, lists);
+	struct task *tasks = NULL;
+	size_t ntasks = 0, cap = 0;
+	struct cq_error *err = NULL;
+	for (size_t i = 0; i < nlists && !err; i++)
+		if (!walk_list(t, ctx, &lists[i], &tasks, &ntasks, &cap))
+			err = &cq_error_nomem;
+	free(lists);
+	if (!err && ntasks > 0) {
+		/* A task is in one list: a header twice means a loop; keep it once. */
+		qsort(tasks, ntasks, sizeof(*tasks), cmp_task_header);
+		size_t n = 1;
+		for (size_t i = 1; i < ntasks; i++)
+			if (tasks[i].header != tasks[n - 1].header)
+				tasks[n++] = tasks[i];
+		ntasks = n;
+		st->tasks = ntasks;
+		/* Candidates that are no listed task: freed, blocking-pool or stale copies. */
+		for (size_t i = 0; i < t->ncands; i++) {
+			struct task key = {.header = t->cands[i].header};
+			st->stale += !bsearch(&key, tasks, ntasks, sizeof(key), cmp_task_header);
+		}
+		qsort(tasks, ntasks, sizeof(*tasks), cmp_task_id);
+		err = report(t, ctx, tasks, ntasks);
+	} else if (!err) {
+		st->stale = t->ncands;
+	}
+	free(tasks);
+	if (!err)
+		err = block_on_futures(t, ctx);
+	return err;
+}
+
+const struct cq_async_runtime cq_async_tokio = {
+    .name = "tokio",
+    .detect = tokio_detect,
+    .scan = tokio_scan,
+    .decode = tokio_decode,
+    .destroy = tokio_destroy,
+};
