@@ -130,12 +130,12 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	cq_json_key(j, "rust_scan_truncated");
 	cq_json_bool(j, r->scan_truncated);
 	const struct cq_tokio_stats *t = &a->tokio;
-	const char *tkeys[] = {"tokio_task_types", "tokio_unresolved", "tokio_vtables",
-	                       "tokio_candidates", "tokio_lists",      "tokio_tasks",
+	const char *tkeys[] = {"tokio_task_types", "tokio_unresolved",   "tokio_vtables",
+	                       "tokio_candidates", "tokio_lists",        "tokio_tasks",
 	                       "tokio_stale",      "tokio_broken_lists", "tokio_reported",
 	                       "tokio_over_limit", "tokio_block_on"};
-	uint64_t tvals[] = {t->kinds, t->unresolved, t->vtables,    t->candidates,
-	                    t->lists, t->tasks,      t->stale,      t->broken,
+	uint64_t tvals[] = {t->kinds,    t->unresolved, t->vtables, t->candidates,
+	                    t->lists,    t->tasks,      t->stale,   t->broken,
 	                    t->reported, t->over_limit, t->block_on};
 	for (size_t i = 0; i < sizeof(tkeys) / sizeof(tkeys[0]); i++) {
 		cq_json_key(j, tkeys[i]);
@@ -262,8 +262,8 @@ static void print_tasks_text(const struct cq_stacks *stacks)
 		if (strcmp(ss->kind, "tokio") != 0 && strcmp(ss->kind, "block_on") != 0)
 			continue;
 		if (n++ == 0)
-			printf("\nTokio tasks:\n%8s  %-9s  %8s  %-24s  %s\n", "ID", "STATE", "THREAD",
-			       "WAITS ON", "FUTURE");
+			printf("\nTokio tasks:\n%8s  %-9s  %8s  %-24s  %s\n", "ID", "STATE",
+			       "THREAD", "WAITS ON", "FUTURE");
 		const struct cq_stack_frame *leaf = &ss->frames[0];
 		const struct cq_stack_frame *root = &ss->frames[ss->nframes - 1];
 		bool waits = strcmp(ss->task_state, "running") != 0 &&

@@ -76,21 +76,35 @@ have_rustc() {
 	"$CORPUS_DIR/rustc-path" >/dev/null
 }
 
-# is_rust_program PROG: PROG is built from PROG.rs.
+# is_rust_program PROG: PROG is built from PROG.rs, or is the cargo crate PROG/.
 is_rust_program() {
-	[[ -f $CORPUS_DIR/$1.rs ]]
+	[[ -f $CORPUS_DIR/$1.rs || -f $CORPUS_DIR/$1/Cargo.toml ]]
+}
+
+# is_cargo_program PROG: PROG is a cargo crate, built offline against Debian's
+# packaged crates (/usr/share/cargo/registry, librust-*-dev).
+is_cargo_program() {
+	[[ -f $CORPUS_DIR/$1/Cargo.toml ]]
+}
+
+# have_crates: the crates the cargo programs use are installed (make deps).
+have_crates() {
+	compgen -G '/usr/share/cargo/registry/tokio-1.*' >/dev/null
 }
 
 # all_cases: every case name, one per line (Rust programs only when rustc is
 # available).
 all_cases() {
 	local prog variants sig threads chain v n
-	local site rust
+	local site rust crates
 	rust=0
+	crates=0
 	have_rustc && rust=1
+	have_crates && crates=1
 	while read -r prog variants sig threads chain; do
 		[[ $threads == N+1 ]] && continue
 		is_rust_program "$prog" && [[ $rust == 0 ]] && continue
+		is_cargo_program "$prog" && [[ $crates == 0 ]] && continue
 		if [[ $sig == SITE ]]; then
 			for site in "${BUCKET_SITES[@]}"; do
 				printf '%s-%s\n' "$prog" "${site%% *}"

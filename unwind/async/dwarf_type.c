@@ -69,7 +69,8 @@ static bool find_in(Dwarf_Die *die, cq_dwt_match_fn match, const void *arg, unsi
 			continue;
 		Dwarf_Die t;
 		uint64_t off;
-		if (!cq_dwt_type(&child, &t) || !cq_dwt_peel(&t) || !cq_dwt_member_offset(&child, &off))
+		if (!cq_dwt_type(&child, &t) || !cq_dwt_peel(&t) ||
+		    !cq_dwt_member_offset(&child, &off))
 			continue;
 		if (match(&child, &t, arg)) {
 			*offset = off;
@@ -86,8 +87,8 @@ static bool find_in(Dwarf_Die *die, cq_dwt_match_fn match, const void *arg, unsi
 	return false;
 }
 
-bool cq_dwt_find_member(Dwarf_Die *type, cq_dwt_match_fn match, const void *arg,
-                        unsigned max_depth, uint64_t *offset, Dwarf_Die *found)
+bool cq_dwt_find_member(Dwarf_Die *type, cq_dwt_match_fn match, const void *arg, unsigned max_depth,
+                        uint64_t *offset, Dwarf_Die *found)
 {
 	unsigned budget = MAX_MEMBERS;
 	Dwarf_Die t = *type;

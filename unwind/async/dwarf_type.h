@@ -34,8 +34,8 @@ typedef bool (*cq_dwt_match_fn)(Dwarf_Die *member, Dwarf_Die *type, const void *
  * structs, for the first member that match() accepts.  *offset is its offset
  * from the start of `type`, *found its peeled type.
  */
-bool cq_dwt_find_member(Dwarf_Die *type, cq_dwt_match_fn match, const void *arg,
-                        unsigned max_depth, uint64_t *offset, Dwarf_Die *found);
+bool cq_dwt_find_member(Dwarf_Die *type, cq_dwt_match_fn match, const void *arg, unsigned max_depth,
+                        uint64_t *offset, Dwarf_Die *found);
 
 /* Matchers: a member named arg; a member whose type's name is arg; ... starts with arg. */
 bool cq_dwt_named(Dwarf_Die *member, Dwarf_Die *type, const void *arg);

@@ -56,7 +56,7 @@ struct cq_async_ctx {
 	struct cq_stacks *stacks;         /* threads unwound; suspended stacks go here */
 	/* Every thread's native frames, in core order; NULL unless a runtime asked. */
 	const struct cq_async_native *native;
-	double scan_seconds; /* set by the driver: how long the one scan took */
+	double scan_seconds;            /* set by the driver: how long the one scan took */
 	struct cq_async_shared *shared; /* set by the driver: what runtimes share */
 };
 

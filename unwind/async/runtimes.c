@@ -72,7 +72,8 @@ struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async
 	struct cq_async_ctx with_shared = *ctx;
 	with_shared.shared = &s->shared;
 	for (size_t i = 0; i < NRUNTIMES; i++) {
-		struct cq_error *err = runtimes[i]->detect(&with_shared, &s->state[i], &s->needs[i]);
+		struct cq_error *err =
+		    runtimes[i]->detect(&with_shared, &s->state[i], &s->needs[i]);
 		if (err) {
 			cq_async_states_free(s);
 			return err;

@@ -24,7 +24,7 @@
 #include "unwind/async/rust_decode.h"
 #include "unwind/async/rust_index.h"
 
-#define MAX_CANDIDATES   (1u << 18)
+#define MAX_CANDIDATES (1u << 18)
 
 struct candidate {
 	uint64_t data;
@@ -131,23 +131,45 @@ static bool is_waiting(const struct chain *c)
 	return s == 0 || s >= 3;
 }
 
-/* Drops chains whose outermost future is inside another chain. */
+/* A future's identity: a future and its first awaitee can share an address. */
+struct future_id {
+	uint64_t addr;
+	int32_t type;
+};
+
+static int cmp_future_id(const void *a, const void *b)
+{
+	const struct future_id *x = a, *y = b;
+	if (x->addr != y->addr)
+		return (x->addr > y->addr) - (x->addr < y->addr);
+	return (x->type > y->type) - (x->type < y->type);
+}
+
+/*
+ * Drops chains whose outermost future is another chain's awaitee: the same
+ * (address, type), not the address alone (a 128-aligned Sleep sits at
+ * offset 0 of every future that awaits it).
+ */
 static struct cq_error *drop_awaited(struct chain *chains, size_t n, struct cq_rust_stats *st)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!chains[i].dropped)
 			total += chains[i].nframes;
-	uint64_t *inner = malloc((total ? total : 1) * sizeof(*inner));
+	struct future_id *inner = malloc((total ? total : 1) * sizeof(*inner));
 	if (!inner)
 		return &cq_error_nomem;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		for (size_t f = 1; !chains[i].dropped && f < chains[i].nframes; f++)
-			inner[k++] = chains[i].frames[f].addr;
-	cq_async_sort_words(inner, k);
+			inner[k++] =
+			    (struct future_id){chains[i].frames[f].addr, chains[i].frames[f].type};
+	if (k > 1)
+		qsort(inner, k, sizeof(*inner), cmp_future_id);
 	for (size_t i = 0; i < n; i++) {
-		if (!chains[i].dropped && cq_async_sorted_has(inner, k, chains[i].frames[0].addr)) {
+		struct future_id key = {chains[i].frames[0].addr, chains[i].frames[0].type};
+		if (!chains[i].dropped && k > 0 &&
+		    bsearch(&key, inner, k, sizeof(key), cmp_future_id)) {
 			chains[i].dropped = true;
 			st->awaited++;
 		}

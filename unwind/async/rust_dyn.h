@@ -8,9 +8,9 @@
  * behind each (unwind/async/rust_decode.h), and keep the chains that are tasks:
  *   - the outermost future is a state machine that is Unresumed or
  *     suspended (not Returned or Panicked, not an undecodable state);
- *   - it is no other chain's awaitee (so a task is reported once, from
- *     its outermost future), and each future is reported once however
- *     many fat pointers lead to it;
+ *   - it is no other chain's awaitee, by (address, type) (so a task is
+ *     reported once, from its outermost future), and each future is
+ *     reported once however many fat pointers lead to it;
  *   - it is not being polled right now: a chain is dropped when a thread
  *     is running the poll function of one of its state machines and that
  *     state machine's address is on the thread's live stack or in its

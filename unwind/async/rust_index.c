@@ -256,7 +256,8 @@ static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
 		return;
 	Dwarf_Addr hi;
 	w->polls[w->npolls].addr = lo + w->bias;
-	w->polls[w->npolls].end = dwarf_highpc(die, &hi) == 0 && hi > lo ? hi + w->bias : lo + w->bias + 1;
+	w->polls[w->npolls].end =
+	    dwarf_highpc(die, &hi) == 0 && hi > lo ? hi + w->bias : lo + w->bias + 1;
 	w->polls[w->npolls].die = dwarf_dieoffset(die);
 	w->polls[w->npolls].is_raw = is_raw;
 	w->npolls++;
@@ -314,7 +315,8 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 				add_raw_poll(w, &child, true);
 			else if (name && strncmp(name, "poll<", 5) == 0 && strchr(name, ','))
 				add_raw_poll(w, &child, false);
-			else if (name && strncmp(name, "block_on<", 9) == 0 && is_park_block_on(&child) &&
+			else if (name && strncmp(name, "block_on<", 9) == 0 &&
+			         is_park_block_on(&child) &&
 			         grow((void **)&w->block_ons, &w->cap_block_ons, w->nblock_ons + 1,
 			              sizeof(*w->block_ons)))
 				w->block_ons[w->nblock_ons++] = dwarf_dieoffset(&child);
@@ -781,7 +783,8 @@ static void add_tokio_kinds(struct builder *b, const struct walk *w)
 			continue;
 		k.poll = w->polls[i].addr;
 		k.origin = b->origin;
-		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &poll) || !tokio_kind(b, w, &poll, &k) ||
+		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &poll) ||
+		    !tokio_kind(b, w, &poll, &k) ||
 		    !grow((void **)&b->tokio, &b->cap_tokio, b->ntokio + 1, sizeof(*b->tokio))) {
 			free(k.scheduler);
 			b->tokio_unresolved++;
@@ -861,8 +864,8 @@ static void add_locations(struct builder *b, const struct walk *w, Dwarf_Die *va
 	(void)b;
 	if (!dwarf_attr(var, DW_AT_location, &attr))
 		return;
-	for (int i = 0; i < 256 && (it = dwarf_getlocations(&attr, it, &base, &start, &end, &ops,
-	                                                     &nops)) > 0;
+	for (int i = 0;
+	     i < 256 && (it = dwarf_getlocations(&attr, it, &base, &start, &end, &ops, &nops)) > 0;
 	     i++) {
 		struct cq_rust_local loc;
 		if (!simple_location(ops, nops, have_fb, fb, &loc) ||
@@ -916,7 +919,8 @@ static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off)
 	size_t cap = 0;
 	find_f(b, w, &fn, 4, have_fb, fb, &bo, &cap);
 	if (bo.nlocs == 0 ||
-	    !grow((void **)&b->block_ons, &b->cap_block_ons, b->nblock_ons + 1, sizeof(*b->block_ons)) ||
+	    !grow((void **)&b->block_ons, &b->cap_block_ons, b->nblock_ons + 1,
+	          sizeof(*b->block_ons)) ||
 	    (bo.future = type_for(b, dwarf_dieoffset(&f))) < 0) {
 		free(bo.locs);
 		return;
@@ -1106,7 +1110,8 @@ const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
 	return pc < r->hi ? r->name : NULL;
 }
 
-const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix, uint64_t pc)
+const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,
+                                                         uint64_t pc)
 {
 	for (size_t i = 0; i < ix->nblock_ons; i++)
 		if (pc >= ix->block_ons[i].lo && pc < ix->block_ons[i].hi)

@@ -46,8 +46,8 @@ struct cq_tokio_kind {
 		uint64_t lo, hi;
 	} code[CQ_TOKIO_MAX_CODE];
 	unsigned ncode;
-	unsigned origin;       /* the module */
-	int32_t future;        /* T in the model */
+	unsigned origin;        /* the module */
+	int32_t future;         /* T in the model */
 	int64_t future_from_id; /* T's offset minus task_id's offset, within Core<T, S> */
 	/* S: where its pointer to the scheduler's shared state is, and the OwnedTasks there */
 	uint64_t sched_ptr, owned, owned_id, owned_head;
@@ -55,7 +55,8 @@ struct cq_tokio_kind {
 	uint64_t hdr_state, hdr_vtable, hdr_owner;
 	uint64_t vt_poll, vt_trailer, vt_scheduler, vt_id;
 	uint64_t trailer_next;
-	char *scheduler; /* S's type name, e.g. "Arc<tokio::...::multi_thread::handle::Handle, ...>" */
+	char *scheduler; /* S's type name, e.g. "Arc<tokio::...::multi_thread::handle::Handle, ...>"
+	                  */
 };
 
 /* Where a function's future argument lives over pcs [lo, hi), from its DWARF location. */
@@ -74,8 +75,8 @@ struct cq_rust_local {
  * and Runtime::block_on drive, pinned in this function's frame.
  */
 struct cq_rust_block_on {
-	uint64_t lo, hi; /* the function's code, runtime addresses */
-	int32_t future;  /* F in the model */
+	uint64_t lo, hi;            /* the function's code, runtime addresses */
+	int32_t future;             /* F in the model */
 	struct cq_rust_local *locs; /* of `f`, the argument and the pinned local */
 	size_t nlocs;
 };
@@ -86,7 +87,7 @@ struct cq_rust_index {
 	size_t nblock_ons;
 	struct cq_tokio_kind *tokio; /* sorted by poll */
 	size_t ntokio;
-	size_t tokio_unresolved; /* raw::poll<T, S> whose layout DWARF did not give */
+	size_t tokio_unresolved;        /* raw::poll<T, S> whose layout DWARF did not give */
 	struct cq_rust_resume *resumes; /* sorted by lo */
 	size_t nresumes;
 	size_t modules_indexed; /* modules whose DWARF was read */
@@ -99,7 +100,8 @@ struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *deb
 void cq_rust_index_free(struct cq_rust_index *ix);
 
 /* The block_on function containing runtime pc, or NULL. */
-const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix, uint64_t pc);
+const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,
+                                                         uint64_t pc);
 
 /* The name of the coroutine poll function containing runtime pc, or NULL. */
 const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc);

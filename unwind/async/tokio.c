@@ -19,13 +19,13 @@
 #include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_index.h"
 
-#define MAX_CANDIDATES     (1u << 18)
-#define MAX_LISTS          1024
-#define MAX_LIST_TASKS     (1u << 18)
-#define MAX_VTABLE_OFFSET  (1u << 20)
-#define MAX_SEGMENT_SCAN   (256u << 20)
-#define MAX_WRAPPER_STEPS  8
-#define READ_CHUNK         65536
+#define MAX_CANDIDATES    (1u << 18)
+#define MAX_LISTS         1024
+#define MAX_LIST_TASKS    (1u << 18)
+#define MAX_VTABLE_OFFSET (1u << 20)
+#define MAX_SEGMENT_SCAN  (256u << 20)
+#define MAX_WRAPPER_STEPS 8
+#define READ_CHUNK        65536
 
 /* tokio's state bits (FACTS.md section 9). */
 #define ST_RUNNING   1u
@@ -135,8 +135,8 @@ static bool find_vtables_in(struct tokio *t, const struct cq_async_ctx *ctx, uin
 			if (buf[i] < poll_lo || buf[i] > poll_hi)
 				continue;
 			ptrdiff_t k = kind_of_poll(t->index, buf[i]);
-			if (k >= 0 &&
-			    !add_vtable(t, ctx, (size_t)k, at + 8 * i - t->index->tokio[k].vt_poll)) {
+			if (k >= 0 && !add_vtable(t, ctx, (size_t)k,
+			                          at + 8 * i - t->index->tokio[k].vt_poll)) {
 				free(buf);
 				return false;
 			}
@@ -217,7 +217,8 @@ static struct cq_error *tokio_detect(const struct cq_async_ctx *ctx, void **stat
 		tokio_destroy(t);
 		return NULL;
 	}
-	*needs = (struct cq_async_needs){.scan = t->nvtables > 0, .native_frames = ix->nblock_ons > 0};
+	*needs =
+	    (struct cq_async_needs){.scan = t->nvtables > 0, .native_frames = ix->nblock_ons > 0};
 	*state = t;
 	return NULL;
 }
@@ -246,7 +247,8 @@ static void tokio_scan(void *state, const struct cq_async_ctx *ctx, const struct
 			continue;
 		if (t->ncands == t->cap_cands) {
 			size_t cap = t->cap_cands ? t->cap_cands * 2 : 64;
-			struct candidate *p = cap > MAX_CANDIDATES ? NULL : realloc(t->cands, cap * sizeof(*p));
+			struct candidate *p =
+			    cap > MAX_CANDIDATES ? NULL : realloc(t->cands, cap * sizeof(*p));
 			if (!p) {
 				t->full = true;
 				t->nomem = cap <= MAX_CANDIDATES;
@@ -255,8 +257,8 @@ static void tokio_scan(void *state, const struct cq_async_ctx *ctx, const struct
 			t->cands = p;
 			t->cap_cands = cap;
 		}
-		t->cands[t->ncands++] =
-		    (struct candidate){.header = where - k->hdr_vtable, .vtable = (size_t)(vt - t->vtables)};
+		t->cands[t->ncands++] = (struct candidate){.header = where - k->hdr_vtable,
+		                                           .vtable = (size_t)(vt - t->vtables)};
 	}
 }
 
@@ -312,7 +314,6 @@ static bool walk_list(const struct tokio *t, const struct cq_async_ctx *ctx, con
 	if (!read_u64(ctx, l->addr + lk->owned_id, &id) || id == 0 ||
 	    !read_u64(ctx, l->addr + lk->owned_head, &e))
 		return true;
-	st->lists++;
 	for (size_t n = 0; e != 0; n++) {
 		uint64_t vaddr, owner;
 		const struct vtable *vt;
@@ -338,6 +339,7 @@ static bool walk_list(const struct tokio *t, const struct cq_async_ctx *ctx, con
 			*cap = c;
 		}
 		(*tasks)[(*ntasks)++] = task;
+		st->lists += n == 0; /* a list is believed once one element checks out */
 		if (!read_u64(ctx, e + vt->trailer + k->trailer_next, &e)) {
 			st->broken++;
 			return true;
@@ -417,7 +419,8 @@ static struct cq_error *add_task(struct tokio *t, const struct cq_async_ctx *ctx
 	struct cq_rust_chain chain;
 	if (task->state & (ST_RUNNING | ST_COMPLETE)) {
 		/* Its state machine's state is stale (running) or gone: name it only. */
-		chain.frames[0] = (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
+		chain.frames[0] =
+		    (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
 		chain.nframes = 1;
 		chain.end = CQ_RUST_END_LEAF;
 	} else {
@@ -470,8 +473,8 @@ static struct cq_error *report(struct tokio *t, const struct cq_async_ctx *ctx,
 			have_words = true;
 			const struct vtable *vt = &t->vtables[tasks[i].vtable];
 			if (!err)
-				thread = running_thread(ctx, &t->index->tokio[vt->kind], words, nwords,
-				                        tasks[i].header);
+				thread = running_thread(ctx, &t->index->tokio[vt->kind], words,
+				                        nwords, tasks[i].header);
 		}
 		if (!err)
 			err = add_task(t, ctx, &tasks[i], thread);
@@ -485,8 +488,8 @@ static struct cq_error *report(struct tokio *t, const struct cq_async_ctx *ctx,
 
 /* Where a block_on frame's future is: its DWARF location at pc with the frame's registers. */
 static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust_block_on *bo,
-                            const struct cq_async_native *nat, size_t i, uint64_t pc,
-                            uint64_t *out, int32_t *type)
+                            const struct cq_async_native *nat, size_t i, uint64_t pc, uint64_t *out,
+                            int32_t *type)
 {
 	const struct cq_unwind_frame *f = &nat->frames[i];
 	/* The innermost scope's `f` first: after pin!(f), the pinned one. */
@@ -543,13 +546,13 @@ static struct cq_error *block_on_futures(struct tokio *t, const struct cq_async_
 			if (!polling)
 				cq_rust_decode(ctx->target, m, future, type, &chain);
 			if (chain.nframes == 0) {
-				chain.frames[0] = (struct cq_rust_frame){.addr = future,
-				                                         .type = unwrapped(m, bo->future)};
+				chain.frames[0] = (struct cq_rust_frame){
+				    .addr = future, .type = unwrapped(m, bo->future)};
 				chain.nframes = 1;
 			}
 			struct cq_stack_frame *frames;
-			struct cq_error *err = cq_rust_chain_frames(ctx->core, m, chain.frames,
-			                                            chain.nframes, &t->names, &frames);
+			struct cq_error *err = cq_rust_chain_frames(
+			    ctx->core, m, chain.frames, chain.nframes, &t->names, &frames);
 			if (err)
 				return err;
 			struct cq_suspended_stack s = {.kind = "block_on",

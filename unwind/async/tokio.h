@@ -39,7 +39,7 @@ struct cq_tokio_stats {
 	size_t vtables;    /* task vtables found in the modules' data */
 	size_t candidates; /* header candidates from the scan */
 	bool truncated;    /* the candidates stopped at their bound */
-	size_t lists;      /* OwnedTasks lists believed */
+	size_t lists;      /* OwnedTasks lists with at least one task that checks out */
 	size_t tasks;      /* tasks in those lists */
 	size_t stale;      /* candidates in no list: freed tasks, blocking tasks, copies */
 	size_t broken;     /* lists whose walk stopped at a bad element */

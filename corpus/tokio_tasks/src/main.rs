@@ -13,7 +13,7 @@
 //   TASK x2 notify_outer@notify_outer notify_middle@notify_middle notify_leaf@notify_leaf Notified
 //   TASK x1 recv_outer@recv_outer recv_leaf@recv_leaf Receiver
 //   TASK x1 sleep_outer@sleep_outer sleep_leaf@sleep_leaf Sleep
-//   TASK x1 lock_outer@lock_outer lock_middle@lock_middle lock_leaf@lock_leaf lock Acquire
+//   TASK x1 lock_outer@lock_outer lock_middle@lock_middle lock_leaf@lock_leaf Acquire  (via tokio's lock, acquire)
 //   TASK x1 never_polled@never_polled           (idle, on a current_thread runtime never driven)
 //   RUNNING x2 spinner crasher                  (running on a worker each)
 //   BLOCK_ON main@main JoinHandle
