@@ -354,6 +354,22 @@ static int clamp_line(Dwarf_Word line)
 	return line > INT_MAX ? 0 : (int)line;
 }
 
+/*
+ * A source file as a debugger shows it: a relative name (rustc and cargo
+ * write "src/main.rs") joined to its unit's DW_AT_comp_dir, as eu-addr2line
+ * and gdb do.  Kept in the draft; file itself when absolute or unknown.
+ */
+static const char *absolute_file(struct frame_draft *d, const char *comp_dir, const char *file)
+{
+	char *joined;
+	if (!file || file[0] == '/' || !comp_dir || !comp_dir[0])
+		return file;
+	if (asprintf(&joined, "%s/%s", comp_dir, file) < 0)
+		return file;
+	const char *kept = keep(d, joined);
+	return kept ? kept : file;
+}
+
 /* Where the inlined subroutine was called from: a location in its caller. */
 static void call_site(Dwarf_Die *inlined, Dwarf_Files *files, size_t nfiles, const char **file,
                       int *line)
@@ -442,6 +458,8 @@ static void push_frame(struct frame_draft *d, const char *function, const char *
 static void add_inline_frames(struct frame_draft *d, Dwarf_Die *cudie, Dwarf_Die *chain, int nchain,
                               const char **file, int *line, Dwarf_Die **subprogram)
 {
+	Dwarf_Attribute attr;
+	const char *comp_dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr));
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
@@ -458,6 +476,7 @@ static void add_inline_frames(struct frame_draft *d, Dwarf_Die *cudie, Dwarf_Die
 		if (d->n < CQ_SYMBOLIZER_MAX_INLINE)
 			push_frame(d, die_function_name(d, &chain[i]), *file, *line, true);
 		call_site(&chain[i], files, nfiles, file, line);
+		*file = absolute_file(d, comp_dir, *file);
 	}
 }
 
@@ -472,6 +491,10 @@ static void describe(struct frame_draft *d, Dwfl_Module *dm, Dwarf_Addr addr)
 
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cudie = dwfl_module_addrdie(dm, addr, &bias);
+	Dwarf_Attribute comp_attr;
+	if (cudie)
+		file = absolute_file(
+		    d, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &comp_attr)), file);
 	Dwarf_Die *chain = NULL;
 	int nchain = cudie ? scope_chain(cudie, addr - bias, &chain) : 0;
 	Dwarf_Die *subprogram = NULL;

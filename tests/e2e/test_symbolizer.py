@@ -101,15 +101,20 @@ def oracle_chains(case, pcs):
 RUST_LEGACY_ESCAPES = {"$u7b$": "{", "$u7d$": "}", "$LT$": "<", "$GT$": ">", "$C$": ",",
                        "$RF$": "&", "$BP$": "*", "$SP$": "@", "$u20$": " ", "$u27$": "'",
                        "$u5b$": "[", "$u5d$": "]", "$u7e$": "~", "$u3b$": ";", "$u2b$": "+",
-                       "$u22$": '"'}
+                       "$u22$": '"', "$LP$": "(", "$RP$": ")"}
 
 
 def rust_name(name):
     """elfutils' spelling of a Rust symbol made like coreq's: elfutils
     demangles legacy Rust symbols as C++ (keeping the ::h<hash> suffix and
-    the $u7b$-style escapes) and leaves v0 (_R...) symbols mangled."""
+    the $u7b$-style escapes) and leaves v0 (_R...) symbols mangled; it
+    leaves a legacy symbol with LLVM's `.llvm.N` suffix mangled too."""
     if not name:
         return name
+    if re.search(r"\.llvm\.\d+$", name):
+        name = re.sub(r"\.llvm\.\d+$", "", name)
+        r = subprocess.run(["c++filt"], input=name, capture_output=True, text=True)
+        name = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else name
     if name.startswith("_R"):
         r = subprocess.run(["c++filt"], input=name, capture_output=True, text=True)
         out = r.stdout.strip() if r.returncode == 0 else name
