@@ -16,7 +16,7 @@ import os
 import re
 import subprocess
 
-from coreq_test import ROOT, coreq_json, done, ok, require_corpus
+from coreq_test import ROOT, coreq_json, done, ok, require_corpus, skip
 
 # gdb-only frames, and why coreq (like eu-stack) does not show them.
 # Keys are normalised names (see normalise()).
