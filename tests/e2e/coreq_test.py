@@ -5,6 +5,7 @@ tests/run counts.  Paths come from the environment tests/run sets up:
 COREQ (the ASan+UBSan binary), CORPUS (generated cores), COREQ_BUILD.
 """
 import json
+import re
 import os
 import shlex
 import subprocess
@@ -101,6 +102,21 @@ def corpus_cases(include_big=True):
             continue
         cases.append(facts)
     return cases
+
+
+def source_markers(path):
+    """A corpus source's lines, and the line numbers of its `// BODY:tag` and
+    `// AWAIT:tag` markers, by tag."""
+    lines = open(path).read().splitlines()
+    body, await_line = {}, {}
+    for no, text in enumerate(lines, 1):
+        m = re.search(r"// BODY:(\w+)$", text)
+        if m:
+            body[m.group(1)] = no
+        m = re.search(r"// AWAIT:(\w+)$", text)
+        if m:
+            await_line[m.group(1)] = no
+    return lines, body, await_line
 
 
 def require_corpus():

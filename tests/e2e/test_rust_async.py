@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 
 import test_stack_vs_gdb as vs_gdb
-from coreq_test import (CORPUS, ROOT, coreq, coreq_json, corpus_cases, done, ok,
+from coreq_test import (CORPUS, source_markers, ROOT, coreq, coreq_json, corpus_cases, done, ok,
                         sanitizer_report, skip)
 
 SOURCE = os.path.join(ROOT, "corpus", "rust_async.rs")
@@ -49,15 +49,7 @@ def rustc_available():
 def parse_source():
     """(expected chains as lists of (function, state, line) innermost first,
     leaf names, {function: {(state, line)}} of every await the program has)."""
-    lines = open(SOURCE).read().splitlines()
-    body, await_line = {}, {}
-    for no, text in enumerate(lines, 1):
-        m = re.search(r"// BODY:(\w+)$", text)
-        if m:
-            body[m.group(1)] = no
-        m = re.search(r"// AWAIT:(\w+)$", text)
-        if m:
-            await_line[m.group(1)] = no
+    lines, body, await_line = source_markers(SOURCE)
 
     def state_of(tag):
         if tag not in await_line:

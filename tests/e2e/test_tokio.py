@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import tempfile
 
-from coreq_test import CORPUS, ROOT, coreq, coreq_json, corpus_cases, done, ok, sanitizer_report, skip
+from coreq_test import source_markers, CORPUS, ROOT, coreq, coreq_json, corpus_cases, done, ok, sanitizer_report, skip
 
 SOURCE = os.path.join(ROOT, "corpus", "tokio_tasks", "src", "main.rs")
 GDB_SCRIPT = os.path.join(ROOT, "tests", "e2e", "gdb_tokio_owned.py")
@@ -40,15 +40,7 @@ CRATE = "tokio_tasks"
 def parse_source():
     """({chain: count} for TASK lines, chain = ((function, state, line), ...)
     innermost first; running task functions; freed functions; body lines; await lines)."""
-    lines = open(SOURCE).read().splitlines()
-    body, await_line = {}, {}
-    for no, text in enumerate(lines, 1):
-        m = re.search(r"// BODY:(\w+)$", text)
-        if m:
-            body[m.group(1)] = no
-        m = re.search(r"// AWAIT:(\w+)$", text)
-        if m:
-            await_line[m.group(1)] = no
+    lines, body, await_line = source_markers(SOURCE)
     tasks, running, freed = {}, [], []
     for text in lines:
         m = re.match(r"//\s+TASK x(\d+) (.*?)(\s{2,}\(.*)?$", text)
