@@ -54,7 +54,8 @@ static const char stack_usage[] =
     "  --no-scan           never guess frames by scanning the stack\n"
     "  --no-async          native frames only: no async stacks, no suspended\n"
     "                      coroutines or futures (nothing scanned)\n"
-    "  --cache P           unwind-table cache (default $COREQ_CACHE, else\n"
+    "  --cache P           per-build-id cache of unwind tables, symbols and Rust\n"
+    "                      types (default $COREQ_CACHE, else\n"
     "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
     "  --no-cache          do not read or write the cache\n"
     "  --help              show this help\n";
@@ -111,17 +112,24 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	cq_json_key(j, "scan_us");
 	cq_json_uint(j, (uint64_t)(a->scan_seconds * 1e6));
 	const struct cq_rust_stats *r = &a->rust;
-	const char *keys[] = {"rust_modules_indexed", "rust_types",         "rust_vtables",
-	                      "rust_index_us",        "rust_scanned_bytes", "rust_scan_us",
-	                      "rust_fat_pointers",    "rust_futures",       "rust_awaited",
-	                      "rust_polled",          "rust_not_waiting",   "rust_reported",
-	                      "rust_over_limit"};
-	uint64_t vals[] = {r->modules_indexed, r->types,
-	                   r->vtables,         (uint64_t)(r->index_ms * 1e3),
-	                   r->scan_bytes,      (uint64_t)(r->scan_ms * 1e3),
-	                   r->fat_pointers,    r->futures,
-	                   r->awaited,         r->polled,
-	                   r->not_waiting,     r->reported,
+	const char *keys[] = {"rust_modules_indexed", "rust_modules_cached", "rust_types",
+	                      "rust_vtables",         "rust_index_us",       "rust_scanned_bytes",
+	                      "rust_scan_us",         "rust_fat_pointers",   "rust_futures",
+	                      "rust_awaited",         "rust_polled",         "rust_not_waiting",
+	                      "rust_reported",        "rust_over_limit"};
+	uint64_t vals[] = {r->modules_indexed,
+	                   r->modules_cached,
+	                   r->types,
+	                   r->vtables,
+	                   (uint64_t)(r->index_ms * 1e3),
+	                   r->scan_bytes,
+	                   (uint64_t)(r->scan_ms * 1e3),
+	                   r->fat_pointers,
+	                   r->futures,
+	                   r->awaited,
+	                   r->polled,
+	                   r->not_waiting,
+	                   r->reported,
 	                   r->over_limit};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		cq_json_key(j, keys[i]);

@@ -18,7 +18,7 @@
 
 struct cq_cache {
 	sqlite3 *db;
-	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols;
+	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols, *get_rust, *put_rust;
 	int in_transaction; /* writes since open are batched in one transaction */
 	size_t rejected;    /* rows a reader found damaged (cq_cache_reject) */
 	char *path;
@@ -32,6 +32,8 @@ static const char *const statements[] = {
     "AND format = ?",
     "INSERT OR REPLACE INTO symbols (build_id, address, debuginfo, format, frames) "
     "VALUES (?, ?, ?, ?, ?)",
+    "SELECT blob FROM rust_index WHERE build_id = ? AND format = ?",
+    "INSERT OR REPLACE INTO rust_index (build_id, format, blob, created) VALUES (?, ?, ?, ?)",
 };
 
 char *cq_cache_default_path(void)
@@ -55,7 +57,8 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 		free(c);
 		return err;
 	}
-	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols};
+	sqlite3_stmt **slots[] = {&c->get_table,   &c->put_table, &c->get_symbols,
+	                          &c->put_symbols, &c->get_rust,  &c->put_rust};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {
 			err =
@@ -80,6 +83,8 @@ void cq_cache_close(struct cq_cache *c)
 	sqlite3_finalize(c->put_table);
 	sqlite3_finalize(c->get_symbols);
 	sqlite3_finalize(c->put_symbols);
+	sqlite3_finalize(c->get_rust);
+	sqlite3_finalize(c->put_rust);
 	sqlite3_close(c->db);
 	free(c->path);
 	free(c);
@@ -170,5 +175,25 @@ void cq_cache_put_symbols(struct cq_cache *c, const char *build_id, uint64_t add
 	sqlite3_bind_int(st, 3, debuginfo);
 	sqlite3_bind_int(st, 4, (int)format);
 	sqlite3_bind_blob64(st, 5, blob, len, SQLITE_STATIC);
+	run_write(c, st);
+}
+
+uint8_t *cq_cache_get_rust_index(struct cq_cache *c, const char *build_id, unsigned format,
+                                 size_t *len)
+{
+	sqlite3_stmt *st = c->get_rust;
+	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)format);
+	return fetch_blob(c, st, len);
+}
+
+void cq_cache_put_rust_index(struct cq_cache *c, const char *build_id, unsigned format,
+                             const uint8_t *blob, size_t len)
+{
+	sqlite3_stmt *st = c->put_rust;
+	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)format);
+	sqlite3_bind_blob64(st, 3, blob, len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
 	run_write(c, st);
 }

@@ -1,6 +1,6 @@
 /*
- * cache.h - the per-build-id cache file (SQLite): compiled unwind tables and
- * symbolization results, so the thousandth core of a service skips the work
+ * cache.h - the per-build-id cache file (SQLite): compiled unwind tables,
+ * symbolization results and Rust type indexes, so the thousandth core of a service skips the work
  * the first did.  Writes are batched in one transaction per cache handle,
  * committed by cq_cache_close.
  *
@@ -44,6 +44,14 @@ uint8_t *cq_cache_get_symbols(struct cq_cache *cache, const char *build_id, uint
 /* Stores a symbol blob; best-effort like the table cache. */
 void cq_cache_put_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
                           int debuginfo, unsigned format, const uint8_t *blob, size_t len);
+
+/* A malloc'd copy of the Rust type index blob of build_id at format, or NULL. */
+uint8_t *cq_cache_get_rust_index(struct cq_cache *cache, const char *build_id, unsigned format,
+                                 size_t *len);
+
+/* Stores (replaces) a Rust type index blob; best-effort like the table cache. */
+void cq_cache_put_rust_index(struct cq_cache *cache, const char *build_id, unsigned format,
+                             const uint8_t *blob, size_t len);
 
 /*
  * A row read from the cache was damaged: the reader drops it and rebuilds it

@@ -22,6 +22,8 @@ on a current_thread runtime that is never driven.
 - The text output lists the tasks like tokio-console; --no-async lists
   none; ingest stores them as suspended chains (identical chains once,
   counted per task); a C core indexes no tokio types.
+- The Rust type index is cached by build-id: a warm run takes it from the
+  cache and says exactly what the cold run said; a damaged row is rebuilt.
 """
 import json
 import os
@@ -208,6 +210,38 @@ def check_ingest(core, toks):
            [json.dumps(s)[:300] for s in notify])
 
 
+def comparable(out):
+    """A stack's JSON without what may differ between two runs (times, cache hits)."""
+    a = {k: v for k, v in out["async"].items() if not k.endswith("_us") and k != "rust_modules_cached"}
+    return json.dumps([out["threads"], out["suspended"], a], sort_keys=True)
+
+
+def check_type_cache(core):
+    """The Rust type index is read once per build-id: a warm run reads no DWARF for it and
+    says the same; a damaged row is noticed, rebuilt and replaced."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "cache.db")
+        cold, _ = coreq_json("stack", "--format", "json", "--cache", cache, core, timeout=300)
+        warm, r = coreq_json("stack", "--format", "json", "--cache", cache, core, timeout=300)
+        ok(cold["async"]["rust_modules_cached"] == 0 and warm["async"]["rust_modules_cached"] == 1
+           and warm["async"]["rust_modules_indexed"] == 1,
+           "the second run takes the Rust type index from the cache",
+           [cold["async"]["rust_modules_cached"], warm["async"]["rust_modules_cached"]])
+        ok(comparable(cold) == comparable(warm) and len(warm["suspended"]) == len(cold["suspended"]) > 0,
+           "cold and warm type index give the same threads, tasks and counters")
+        rows = subprocess.run(["sqlite3", cache, "SELECT count(*) FROM rust_index"],
+                              capture_output=True, text=True).stdout.strip()
+        ok(rows == "1", "one rust_index row: the one Rust module's build-id", rows)
+        subprocess.run(["sqlite3", cache, "UPDATE rust_index SET blob = substr(blob, 1, length(blob) / 2) "
+                        "|| zeroblob(8)"], check=True)
+        damaged, r = coreq_json("stack", "--format", "json", "--cache", cache, core, timeout=300)
+        ok(damaged["async"]["rust_modules_cached"] == 0 and comparable(damaged) == comparable(cold)
+           and not sanitizer_report(r.stderr),
+           "a damaged rust_index row is rejected and rebuilt from DWARF, same result", r.stderr[-500:])
+        again, _ = coreq_json("stack", "--format", "json", "--cache", cache, core, timeout=300)
+        ok(again["async"]["rust_modules_cached"] == 1, "the rebuilt row replaced the damaged one")
+
+
 def main():
     cases = {c["case"]: c for c in corpus_cases() if c["case"].startswith("tokio_tasks.")}
     if not cases:
@@ -227,6 +261,8 @@ def main():
             o0 = (cases[name]["core"], toks)
     if o0:
         check_ingest(*o0)
+    if "tokio_tasks.O2" in cases:
+        check_type_cache(cases["tokio_tasks.O2"]["core"])
     c_case = [c for c in corpus_cases(include_big=False) if c["case"] == "abort_deep.O0"]
     for c in c_case:
         ours, _ = coreq_json("stack", "--format", "json", "--no-cache", c["core"])

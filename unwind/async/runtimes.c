@@ -52,8 +52,8 @@ struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_r
 {
 	struct cq_async_shared *sh = ctx->shared;
 	if (!sh->rust_index_built) {
-		struct cq_error *err =
-		    cq_rust_index_core(ctx->core, ctx->options->debug_dirs, &sh->rust_index);
+		struct cq_error *err = cq_rust_index_core(ctx->core, ctx->options->debug_dirs,
+		                                          ctx->options->cache, &sh->rust_index);
 		if (err)
 			return err;
 		sh->rust_index_built = true;

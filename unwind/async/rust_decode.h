@@ -62,6 +62,7 @@ struct cq_rust_type {
 	const char *name; /* full path, e.g. "app::serve::{async_fn_env#0}" */
 	enum cq_rust_type_kind kind;
 	uint64_t size;
+	uint64_t align;  /* DW_AT_alignment; 0 when DWARF does not say */
 	unsigned origin; /* opaque to the decoder: which module described the type */
 
 	/* CQ_RUST_STATE_MACHINE */

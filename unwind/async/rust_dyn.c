@@ -265,6 +265,7 @@ static struct cq_error *rust_detect(const struct cq_async_ctx *ctx, void **state
 	struct cq_rust_stats *st = &ctx->stacks->async.rust;
 	const struct cq_rust_model *m = &r->index->model;
 	st->modules_indexed = r->index->modules_indexed;
+	st->modules_cached = r->index->modules_cached;
 	st->index_ms = r->index->index_ms;
 	st->types = m->ntypes;
 	st->vtables = m->nvtables;

@@ -29,7 +29,8 @@
 
 /* What the search cost and found (the JSON "async" member of coreq stack). */
 struct cq_rust_stats {
-	size_t modules_indexed; /* modules whose DWARF was read */
+	size_t modules_indexed; /* Rust modules looked at */
+	size_t modules_cached;  /* of those, whose type index came from the cache */
 	size_t types, vtables;  /* model size */
 	double index_ms;
 	uint64_t scan_bytes; /* memory scanned for fat pointers */

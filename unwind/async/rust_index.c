@@ -34,11 +34,13 @@
 #include <unistd.h>
 
 #include "libcore/base/clock.h"
+#include "libcore/db/cache.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
+#include "unwind/async/rust_index_blob.h"
 
 #define VTABLE_SUFFIX     " as core::future::future::Future>::{vtable}"
 #define MAX_NS_DEPTH      64
@@ -81,7 +83,6 @@ struct named_type {
 
 struct walk {
 	Dwarf *dwarf;
-	uint64_t bias;
 	struct ns_node *ns;
 	size_t nns, cap_ns;
 	struct named_type *named;
@@ -121,7 +122,6 @@ struct builder {
 	/* per module: DIE offset -> type index, open addressing */
 	struct type_slot *slots;
 	size_t cap_slots, used_slots;
-	unsigned origin; /* index of the module being converted */
 	Dwarf_Off *offs; /* by type index: its DIE in the module being converted */
 	size_t cap_offs;
 	int32_t *work; /* types to fill */
@@ -205,7 +205,7 @@ static void add_vtable(struct walk *w, Dwarf_Die *die)
 		return;
 	if (!grow((void **)&w->vt, &w->cap_vt, w->nvt + 1, sizeof(*w->vt)))
 		return;
-	w->vt[w->nvt].addr = ops[0].number + w->bias;
+	w->vt[w->nvt].addr = ops[0].number;
 	w->vt[w->nvt].type = dwarf_dieoffset(&concrete);
 	w->nvt++;
 }
@@ -229,7 +229,7 @@ static void add_resume(struct builder *b, struct walk *w, Dwarf_Die *die, int32_
 		if (!copy)
 			return;
 		b->resumes[b->nresumes++] =
-		    (struct cq_rust_resume){.lo = lo + w->bias, .hi = hi + w->bias, .name = copy};
+		    (struct cq_rust_resume){.lo = lo, .hi = hi, .name = copy};
 	}
 }
 
@@ -255,9 +255,8 @@ static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
 	    !grow((void **)&w->polls, &w->cap_polls, w->npolls + 1, sizeof(*w->polls)))
 		return;
 	Dwarf_Addr hi;
-	w->polls[w->npolls].addr = lo + w->bias;
-	w->polls[w->npolls].end =
-	    dwarf_highpc(die, &hi) == 0 && hi > lo ? hi + w->bias : lo + w->bias + 1;
+	w->polls[w->npolls].addr = lo;
+	w->polls[w->npolls].end = dwarf_highpc(die, &hi) == 0 && hi > lo ? hi : lo + 1;
 	w->polls[w->npolls].die = dwarf_dieoffset(die);
 	w->polls[w->npolls].is_raw = is_raw;
 	w->npolls++;
@@ -476,8 +475,7 @@ static int32_t type_for(struct builder *b, Dwarf_Off off)
 		return -1;
 	b->offs[b->ntypes] = off;
 	int32_t index = (int32_t)b->ntypes++;
-	b->types[index] =
-	    (struct cq_rust_type){.kind = CQ_RUST_LEAF, .target = -1, .origin = b->origin};
+	b->types[index] = (struct cq_rust_type){.kind = CQ_RUST_LEAF, .target = -1};
 	*s = (struct type_slot){.off = off, .index = index};
 	b->used_slots++;
 	b->work[b->nwork++] = index;
@@ -653,6 +651,11 @@ static void fill_type(struct builder *b, const struct walk *w, int32_t index, Dw
 		return;
 	b->types[index].name = type_name(w, &die);
 	b->types[index].size = cq_dwt_size(&die);
+	Dwarf_Attribute attr;
+	Dwarf_Word align;
+	if (dwarf_formudata(dwarf_attr(&die, DW_AT_alignment, &attr), &align) == 0 && align > 0 &&
+	    (align & (align - 1)) == 0)
+		b->types[index].align = align;
 	Dwarf_Die part, state;
 	if (state_variant_part(&die, &part, &state))
 		fill_state_machine(b, w, index, &die, &part, &state);
@@ -782,7 +785,6 @@ static void add_tokio_kinds(struct builder *b, const struct walk *w)
 		if (!w->polls[i].is_raw)
 			continue;
 		k.poll = w->polls[i].addr;
-		k.origin = b->origin;
 		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &poll) ||
 		    !tokio_kind(b, w, &poll, &k) ||
 		    !grow((void **)&b->tokio, &b->cap_tokio, b->ntokio + 1, sizeof(*b->tokio))) {
@@ -852,16 +854,14 @@ static bool simple_location(const Dwarf_Op *ops, size_t n, bool have_fb, enum cq
 }
 
 /* Adds the pc ranges where variable `var` (of type index `type`) has a simple location. */
-static void add_locations(struct builder *b, const struct walk *w, Dwarf_Die *var, int32_t type,
-                          bool have_fb, enum cq_rust_base fb, struct cq_rust_block_on *bo,
-                          size_t *cap)
+static void add_locations(Dwarf_Die *var, int32_t type, bool have_fb, enum cq_rust_base fb,
+                          struct cq_rust_block_on *bo, size_t *cap)
 {
 	Dwarf_Attribute attr;
 	Dwarf_Addr base, start, end;
 	Dwarf_Op *ops;
 	size_t nops;
 	ptrdiff_t it = 0;
-	(void)b;
 	if (!dwarf_attr(var, DW_AT_location, &attr))
 		return;
 	for (int i = 0;
@@ -872,8 +872,8 @@ static void add_locations(struct builder *b, const struct walk *w, Dwarf_Die *va
 		    !grow((void **)&bo->locs, cap, bo->nlocs + 1, sizeof(*bo->locs)))
 			continue;
 		bool whole = start == 0 && end == (Dwarf_Addr)-1;
-		loc.lo = whole ? bo->lo : start + w->bias;
-		loc.hi = whole ? bo->hi : end + w->bias;
+		loc.lo = whole ? bo->lo : start;
+		loc.hi = whole ? bo->hi : end;
 		loc.type = type;
 		bo->locs[bo->nlocs++] = loc;
 	}
@@ -893,7 +893,7 @@ static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, unsi
 		    strcmp(n, "f") == 0 && cq_dwt_type(&child, &type) && cq_dwt_peel(&type)) {
 			int32_t t = type_for(b, dwarf_dieoffset(&type));
 			if (t >= 0)
-				add_locations(b, w, &child, t, have_fb, fb, bo, cap);
+				add_locations(&child, t, have_fb, fb, bo, cap);
 		} else if (tag == DW_TAG_lexical_block && depth > 0) {
 			find_f(b, w, &child, depth - 1, have_fb, fb, bo, cap);
 		}
@@ -915,7 +915,7 @@ static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off)
 		return;
 	enum cq_rust_base fb = CQ_RUST_BASE_SP;
 	bool have_fb = frame_base(&fn, &fb);
-	struct cq_rust_block_on bo = {.lo = lo + w->bias, .hi = hi + w->bias};
+	struct cq_rust_block_on bo = {.lo = lo, .hi = hi};
 	size_t cap = 0;
 	find_f(b, w, &fn, 4, have_fb, fb, &bo, &cap);
 	if (bo.nlocs == 0 ||
@@ -973,11 +973,43 @@ static int cmp_resume(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static void index_module(struct builder *b, struct cq_module *mod, const char *const *debug_dirs)
+/* Moves the builder's finds into ix: one module's index, link-time addresses, sorted. */
+static void builder_finish(struct builder *b, struct cq_rust_index *ix)
 {
+	free(b->slots);
+	free(b->work);
+	free(b->offs);
+	if (b->vtables)
+		qsort(b->vtables, b->nvtables, sizeof(*b->vtables), cmp_vtable);
+	if (b->resumes)
+		qsort(b->resumes, b->nresumes, sizeof(*b->resumes), cmp_resume);
+	if (b->tokio)
+		qsort(b->tokio, b->ntokio, sizeof(*b->tokio), cmp_tokio);
+	if (b->block_ons)
+		qsort(b->block_ons, b->nblock_ons, sizeof(*b->block_ons), cmp_block_on);
+	ix->model = (struct cq_rust_model){
+	    .types = b->types, .ntypes = b->ntypes, .vtables = b->vtables, .nvtables = b->nvtables};
+	ix->resumes = b->resumes;
+	ix->nresumes = b->nresumes;
+	ix->tokio = b->tokio;
+	ix->ntokio = b->ntokio;
+	ix->tokio_unresolved = b->tokio_unresolved;
+	ix->block_ons = b->block_ons;
+	ix->nblock_ons = b->nblock_ons;
+}
+
+/*
+ * Reads one module's DWARF into its own index, at link-time addresses.
+ * *out is NULL when the module's debuginfo is not found; the error is only
+ * for running out of memory.
+ */
+static struct cq_error *index_module(struct cq_module *mod, const char *const *debug_dirs,
+                                     struct cq_rust_index **out)
+{
+	*out = NULL;
 	char *path = cq_debuginfo_find(mod, debug_dirs);
 	if (!path)
-		return;
+		return NULL;
 	int fd = -1;
 	Elf *elf = NULL;
 	if (mod->file_path && strcmp(path, mod->file_path) == 0) {
@@ -987,27 +1019,25 @@ static void index_module(struct builder *b, struct cq_module *mod, const char *c
 	}
 	free(path);
 	Dwarf *dwarf = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
-	if (dwarf) {
-		struct walk w = {.dwarf = dwarf, .bias = mod->bias};
-		index_units(b, &w);
-		/* Per module: DIE offsets are only unique within one Dwarf. */
-		for (size_t i = 0; i < b->cap_slots; i++)
-			b->slots[i].index = -1;
-		b->used_slots = 0;
+	struct builder b = {0};
+	struct cq_rust_index *ix = dwarf ? calloc(1, sizeof(*ix)) : NULL;
+	if (ix) {
+		struct walk w = {.dwarf = dwarf};
+		index_units(&b, &w);
 		for (size_t i = 0; i < w.nvt; i++) {
-			int32_t t = type_for(b, w.vt[i].type);
-			if (t < 0 || !grow((void **)&b->vtables, &b->cap_vtables, b->nvtables + 1,
-			                   sizeof(*b->vtables)))
+			int32_t t = type_for(&b, w.vt[i].type);
+			if (t < 0 || !grow((void **)&b.vtables, &b.cap_vtables, b.nvtables + 1,
+			                   sizeof(*b.vtables)))
 				continue;
-			b->vtables[b->nvtables++] =
+			b.vtables[b.nvtables++] =
 			    (struct cq_rust_vtable){.addr = w.vt[i].addr, .type = t};
 		}
-		add_tokio_kinds(b, &w);
+		add_tokio_kinds(&b, &w);
 		for (size_t i = 0; i < w.nblock_ons; i++)
-			add_block_on(b, &w, w.block_ons[i]);
-		while (b->nwork > 0) {
-			int32_t index = b->work[--b->nwork];
-			fill_type(b, &w, index, b->offs[index]);
+			add_block_on(&b, &w, w.block_ons[i]);
+		while (b.nwork > 0) {
+			int32_t index = b.work[--b.nwork];
+			fill_type(&b, &w, index, b.offs[index]);
 		}
 		free(w.ns);
 		free(w.named);
@@ -1015,52 +1045,184 @@ static void index_module(struct builder *b, struct cq_module *mod, const char *c
 		free(w.polls);
 		free(w.task_types);
 		free(w.block_ons);
-		dwarf_end(dwarf);
 	}
+	if (dwarf)
+		dwarf_end(dwarf);
 	if (elf && elf != mod->elf)
 		elf_end(elf);
 	if (fd >= 0)
 		close(fd);
+	if (!ix)
+		return dwarf ? &cq_error_nomem : NULL;
+	builder_finish(&b, ix);
+	*out = ix;
+	return NULL;
+}
+
+/* Grows *items (n of size bytes) to hold more; false when out of memory. */
+static bool append_room(void **items, size_t n, size_t more, size_t size)
+{
+	if (more == 0)
+		return true;
+	void *p = realloc(*items, (n + more) * size);
+	if (!p)
+		return false;
+	*items = p;
+	return true;
+}
+
+static int32_t shifted(int32_t ref, size_t base)
+{
+	return ref < 0 ? ref : (int32_t)(ref + (int32_t)base);
+}
+
+/*
+ * Moves one module's index (link-time addresses, origin 0) into all: its
+ * types renumbered after all's, its addresses moved by bias.  one is freed
+ * in every case.
+ */
+static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *one, unsigned origin,
+                              uint64_t bias)
+{
+	struct cq_rust_model *am = &all->model, *om = &one->model;
+	if (am->ntypes + om->ntypes > MAX_TYPES ||
+	    !append_room((void **)&am->types, am->ntypes, om->ntypes, sizeof(*am->types)) ||
+	    !append_room((void **)&am->vtables, am->nvtables, om->nvtables, sizeof(*am->vtables)) ||
+	    !append_room((void **)&all->resumes, all->nresumes, one->nresumes,
+	                 sizeof(*all->resumes)) ||
+	    !append_room((void **)&all->tokio, all->ntokio, one->ntokio, sizeof(*all->tokio)) ||
+	    !append_room((void **)&all->block_ons, all->nblock_ons, one->nblock_ons,
+	                 sizeof(*all->block_ons))) {
+		cq_rust_index_free(one);
+		return am->ntypes + om->ntypes > MAX_TYPES ? NULL : &cq_error_nomem;
+	}
+	size_t base = am->ntypes;
+	struct cq_rust_type *types = (struct cq_rust_type *)am->types;
+	for (size_t i = 0; i < om->ntypes; i++) {
+		struct cq_rust_type *t = &types[base + i];
+		*t = om->types[i];
+		t->origin = origin;
+		t->target = shifted(t->target, base);
+		struct cq_rust_variant *vars = (struct cq_rust_variant *)t->variants;
+		for (size_t v = 0; v < t->nvariants; v++)
+			vars[v].awaitee = shifted(vars[v].awaitee, base);
+	}
+	am->ntypes += om->ntypes;
+	struct cq_rust_vtable *vts = (struct cq_rust_vtable *)am->vtables;
+	for (size_t i = 0; i < om->nvtables; i++)
+		vts[am->nvtables++] = (struct cq_rust_vtable){
+		    .addr = om->vtables[i].addr + bias, .type = shifted(om->vtables[i].type, base)};
+	for (size_t i = 0; i < one->nresumes; i++) {
+		struct cq_rust_resume r = one->resumes[i];
+		r.lo += bias;
+		r.hi += bias;
+		all->resumes[all->nresumes++] = r;
+	}
+	for (size_t i = 0; i < one->ntokio; i++) {
+		struct cq_tokio_kind k = one->tokio[i];
+		k.poll += bias;
+		for (unsigned c = 0; c < k.ncode; c++) {
+			k.code[c].lo += bias;
+			k.code[c].hi += bias;
+		}
+		k.future = shifted(k.future, base);
+		k.origin = origin;
+		all->tokio[all->ntokio++] = k;
+	}
+	for (size_t i = 0; i < one->nblock_ons; i++) {
+		struct cq_rust_block_on bo = one->block_ons[i];
+		bo.lo += bias;
+		bo.hi += bias;
+		bo.future = shifted(bo.future, base);
+		for (size_t l = 0; l < bo.nlocs; l++) {
+			bo.locs[l].lo += bias;
+			bo.locs[l].hi += bias;
+			bo.locs[l].type = shifted(bo.locs[l].type, base);
+		}
+		all->block_ons[all->nblock_ons++] = bo;
+	}
+	all->tokio_unresolved += one->tokio_unresolved;
+	/* Everything one owned now belongs to all: free its arrays only. */
+	free((void *)om->types);
+	free((void *)om->vtables);
+	free(one->resumes);
+	free(one->tokio);
+	free(one->block_ons);
+	free(one);
+	return NULL;
+}
+
+/* One module's index: from the cache when it has the build-id, else from DWARF (then cached). */
+static struct cq_error *module_index(struct cq_module *mod, const char *const *debug_dirs,
+                                     struct cq_cache *cache, struct cq_rust_index **out,
+                                     bool *cached)
+{
+	*out = NULL;
+	*cached = false;
+	char id[2 * CQ_BUILD_ID_MAX + 1];
+	cq_module_build_id_hex(mod, id, sizeof(id));
+	if (cache && id[0]) {
+		size_t len;
+		uint8_t *blob = cq_cache_get_rust_index(cache, id, CQ_RUST_INDEX_BLOB_FORMAT, &len);
+		if (blob) {
+			struct cq_error *err = cq_rust_index_blob_decode(blob, len, out);
+			free(blob);
+			if (err == &cq_error_nomem)
+				return err;
+			if (*out) {
+				*cached = true;
+				return NULL;
+			}
+			cq_error_free(err);
+			cq_cache_reject(cache); /* damaged: rebuilt below and replaced */
+		}
+	}
+	struct cq_error *err = index_module(mod, debug_dirs, out);
+	if (!err && *out && cache && id[0]) {
+		size_t len;
+		uint8_t *blob = cq_rust_index_blob_encode(*out, &len);
+		if (blob)
+			cq_cache_put_rust_index(cache, id, CQ_RUST_INDEX_BLOB_FORMAT, blob, len);
+		free(blob);
+	}
+	return err;
 }
 
 struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *debug_dirs,
-                                    struct cq_rust_index **out)
+                                    struct cq_cache *cache, struct cq_rust_index **out)
 {
 	*out = NULL;
 	struct cq_rust_index *ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return &cq_error_nomem;
-	struct builder b = {0};
-	for (size_t i = 0; i < core->nmodules; i++) {
+	struct cq_error *err = NULL;
+	for (size_t i = 0; i < core->nmodules && !err; i++) {
 		struct cq_module *mod = &core->modules[i];
 		if (mod->status != CQ_MODULE_FOUND || mod->is_vdso || !built_by_rustc(mod->elf))
 			continue;
 		double t0 = cq_clock_seconds();
-		b.origin = (unsigned)i;
-		index_module(&b, mod, debug_dirs);
+		struct cq_rust_index *one;
+		bool cached;
+		err = module_index(mod, debug_dirs, cache, &one, &cached);
+		if (!err && one)
+			err = merge(ix, one, (unsigned)i, mod->bias);
 		ix->index_ms += (cq_clock_seconds() - t0) * 1e3;
 		ix->modules_indexed++;
+		ix->modules_cached += cached;
 	}
-	if (b.vtables)
-		qsort(b.vtables, b.nvtables, sizeof(*b.vtables), cmp_vtable);
-	if (b.resumes)
-		qsort(b.resumes, b.nresumes, sizeof(*b.resumes), cmp_resume);
-	free(b.slots);
-	free(b.work);
-	free(b.offs);
-	ix->model = (struct cq_rust_model){
-	    .types = b.types, .ntypes = b.ntypes, .vtables = b.vtables, .nvtables = b.nvtables};
-	ix->resumes = b.resumes;
-	ix->nresumes = b.nresumes;
-	if (b.tokio)
-		qsort(b.tokio, b.ntokio, sizeof(*b.tokio), cmp_tokio);
-	ix->tokio = b.tokio;
-	ix->ntokio = b.ntokio;
-	ix->tokio_unresolved = b.tokio_unresolved;
-	if (b.block_ons)
-		qsort(b.block_ons, b.nblock_ons, sizeof(*b.block_ons), cmp_block_on);
-	ix->block_ons = b.block_ons;
-	ix->nblock_ons = b.nblock_ons;
+	if (err) {
+		cq_rust_index_free(ix);
+		return err;
+	}
+	struct cq_rust_model *m = &ix->model;
+	if (m->nvtables)
+		qsort((void *)m->vtables, m->nvtables, sizeof(*m->vtables), cmp_vtable);
+	if (ix->nresumes)
+		qsort(ix->resumes, ix->nresumes, sizeof(*ix->resumes), cmp_resume);
+	if (ix->ntokio)
+		qsort(ix->tokio, ix->ntokio, sizeof(*ix->tokio), cmp_tokio);
+	if (ix->nblock_ons)
+		qsort(ix->block_ons, ix->nblock_ons, sizeof(*ix->block_ons), cmp_block_on);
 	*out = ix;
 	return NULL;
 }

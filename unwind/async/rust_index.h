@@ -13,7 +13,7 @@
  * the wrappers in between, leaves) are then turned into the plain model of
  * unwind/async/rust_decode.h.  A module that is not Rust costs a look at its
  * section headers: no DWARF is opened for it.  Each module is indexed once
- * per cq_rust_index_core call.
+ * per cq_rust_index_core call, and once per build-id with a cache.
  */
 #ifndef CQ_RUST_INDEX_H
 #define CQ_RUST_INDEX_H
@@ -90,13 +90,19 @@ struct cq_rust_index {
 	size_t tokio_unresolved;        /* raw::poll<T, S> whose layout DWARF did not give */
 	struct cq_rust_resume *resumes; /* sorted by lo */
 	size_t nresumes;
-	size_t modules_indexed; /* modules whose DWARF was read */
-	double index_ms;        /* wall time spent reading DWARF */
+	size_t modules_indexed; /* Rust modules looked at */
+	size_t modules_cached;  /* of those, whose index came from the cache */
+	double index_ms;        /* wall time spent reading DWARF or the cache */
 };
 
-/* Indexes every Rust module of core.  debug_dirs is NULL-terminated, may be NULL. */
+/*
+ * Indexes every Rust module of core.  debug_dirs is NULL-terminated, may be
+ * NULL.  With a cache, a module whose build-id it knows is not read again,
+ * and one read is stored there (rust_index_blob.h).
+ */
+struct cq_cache;
 struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *debug_dirs,
-                                    struct cq_rust_index **out);
+                                    struct cq_cache *cache, struct cq_rust_index **out);
 void cq_rust_index_free(struct cq_rust_index *ix);
 
 /* The block_on function containing runtime pc, or NULL. */

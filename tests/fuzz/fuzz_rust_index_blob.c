@@ -1,0 +1,99 @@
+/*
+ * fuzz_rust_index_blob.c - libFuzzer target for unwind/async/rust_index_blob.c,
+ * the Rust type index rows of the cache file (untrusted input).
+ *
+ * The input is decoded (as is, and with its trailing CRC-32 made right so
+ * that the structural checks behind it are reached).  An index that is
+ * accepted must encode back to the same bytes; every type reference in it
+ * must be in range; and the lookups and the await-chain decoder must run
+ * over it (memory of 0x5a bytes: every state and pointer read succeeds)
+ * without tripping.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "unwind/async/rust_index.h"
+#include "unwind/async/rust_index_blob.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool fill_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	if (addr < 0x1000 || addr > UINT64_MAX - len)
+		return false;
+	memset(buf, 0x5a, len);
+	return true;
+}
+
+static const struct cq_unwind_target_ops fill_ops = {.read = fill_read};
+
+static void in_range(int32_t ref, size_t ntypes, int none_ok)
+{
+	if ((ref < 0 && !(none_ok && ref == -1)) || (ref >= 0 && (size_t)ref >= ntypes))
+		abort();
+}
+
+static void check(const uint8_t *data, size_t size)
+{
+	struct cq_rust_index *ix = NULL;
+	struct cq_error *err = cq_rust_index_blob_decode(data, size, &ix);
+	if (err) {
+		cq_error_free(err);
+		return;
+	}
+	size_t len;
+	uint8_t *blob = cq_rust_index_blob_encode(ix, &len);
+	if (!blob || len != size || memcmp(blob, data, size) != 0)
+		abort();
+	free(blob);
+	const struct cq_rust_model *m = &ix->model;
+	for (size_t i = 0; i < m->ntypes; i++) {
+		in_range(m->types[i].target, m->ntypes, 1);
+		for (size_t v = 0; v < m->types[i].nvariants; v++)
+			in_range(m->types[i].variants[v].awaitee, m->ntypes, 1);
+	}
+	struct cq_unwind_target tg = {.ops = &fill_ops};
+	struct cq_rust_chain chain;
+	for (size_t i = 0; i < m->nvtables; i++) {
+		in_range(m->vtables[i].type, m->ntypes, 0);
+		if (cq_rust_vtable_type(m, m->vtables[i].addr) < 0)
+			abort();
+		cq_rust_decode(&tg, m, 0x10000, m->vtables[i].type, &chain);
+		if (chain.nframes > CQ_RUST_MAX_DEPTH)
+			abort();
+	}
+	for (size_t i = 0; i < ix->ntokio; i++) {
+		in_range(ix->tokio[i].future, m->ntypes, 0);
+		cq_rust_decode(&tg, m, 0x20000, ix->tokio[i].future, &chain);
+	}
+	for (size_t i = 0; i < ix->nresumes; i++)
+		if (ix->resumes[i].lo < ix->resumes[i].hi &&
+		    !cq_rust_index_resume_at(ix, ix->resumes[i].lo))
+			abort();
+	for (size_t i = 0; i < ix->nblock_ons; i++) {
+		in_range(ix->block_ons[i].future, m->ntypes, 0);
+		for (size_t l = 0; l < ix->block_ons[i].nlocs; l++)
+			in_range(ix->block_ons[i].locs[l].type, m->ntypes, 0);
+		(void)cq_rust_index_block_on_at(ix, ix->block_ons[i].lo);
+	}
+	cq_rust_index_free(ix);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	check(data, size);
+	if (size < 4)
+		return 0;
+	uint8_t *sealed = malloc(size);
+	if (!sealed)
+		return 0;
+	memcpy(sealed, data, size);
+	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), data, (uInt)(size - 4));
+	memcpy(sealed + size - 4, &crc, 4);
+	check(sealed, size);
+	free(sealed);
+	return 0;
+}

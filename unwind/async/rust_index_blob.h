@@ -1,0 +1,30 @@
+/*
+ * rust_index_blob.h - the row format of the Rust type index cache: one
+ * module's index (rust_index.h), at link-time addresses, encoded when the
+ * module's DWARF is first read and decoded, strictly, for every later core
+ * of the same build-id.  A cache row is input like a core: the decoder
+ * checks a CRC-32 over the row, every count against the bytes left, every
+ * enum, every type reference and every string, and rejects the row rather
+ * than return an index the decoders could trip over.
+ */
+#ifndef CQ_RUST_INDEX_BLOB_H
+#define CQ_RUST_INDEX_BLOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/base/error.h"
+
+struct cq_rust_index;
+
+/* The cache's `format` column for rows written by this codec. */
+#define CQ_RUST_INDEX_BLOB_FORMAT 1
+
+/* A malloc'd blob of ix (one module's, origins 0); NULL when out of memory. */
+uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len);
+
+/* A new index from blob (origins 0), or CQ_ERR_FORMAT when the blob is malformed. */
+struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
+                                           struct cq_rust_index **out);
+
+#endif
