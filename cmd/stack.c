@@ -115,8 +115,8 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	const char *keys[] = {"rust_modules_indexed", "rust_modules_cached", "rust_types",
 	                      "rust_vtables",         "rust_index_us",       "rust_scanned_bytes",
 	                      "rust_scan_us",         "rust_fat_pointers",   "rust_futures",
-	                      "rust_awaited",         "rust_polled",         "rust_not_waiting",
-	                      "rust_reported",        "rust_over_limit"};
+	                      "rust_awaited",         "rust_claimed",        "rust_polled",
+	                      "rust_not_waiting",     "rust_reported",       "rust_over_limit"};
 	uint64_t vals[] = {r->modules_indexed,
 	                   r->modules_cached,
 	                   r->types,
@@ -127,6 +127,7 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	                   r->fat_pointers,
 	                   r->futures,
 	                   r->awaited,
+	                   r->claimed,
 	                   r->polled,
 	                   r->not_waiting,
 	                   r->reported,
@@ -137,6 +138,26 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	}
 	cq_json_key(j, "rust_scan_truncated");
 	cq_json_bool(j, r->scan_truncated);
+	cq_json_key(j, "rust_rejected");
+	cq_json_object_begin(j);
+	for (unsigned i = 0; i < CQ_RUST_REJECT_REASONS; i++) {
+		cq_json_key(j, cq_rust_reject_name(i));
+		cq_json_uint(j, r->rejected[i]);
+	}
+	cq_json_object_end(j);
+	cq_json_key(j, "rust_rejects");
+	cq_json_array_begin(j);
+	for (size_t i = 0; i < r->nrejects; i++) {
+		cq_json_object_begin(j);
+		cq_json_key(j, "address");
+		cq_json_hex(j, r->rejects[i].addr);
+		cq_json_key(j, "type");
+		cq_json_string(j, r->rejects[i].type);
+		cq_json_key(j, "reason");
+		cq_json_string(j, cq_rust_reject_name(r->rejects[i].reason));
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
 	const struct cq_tokio_stats *t = &a->tokio;
 	const char *tkeys[] = {"tokio_task_types", "tokio_unresolved",   "tokio_vtables",
 	                       "tokio_candidates", "tokio_lists",        "tokio_tasks",

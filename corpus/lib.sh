@@ -121,6 +121,7 @@ all_cases() {
 		fi
 		for v in ${variants//,/ }; do
 			printf '%s.%s\n' "$prog" "$v"
+			[[ $prog == tokio_tasks ]] && printf '%s-boxed.%s\n' "$prog" "$v"
 		done
 	done < <(manifest_rows)
 	for n in "${NTHREADS_COUNTS[@]}"; do
@@ -237,6 +238,11 @@ while True:
 		prog=async_coro variant=${case##*.}
 		n=${case%.*}
 		C_ARGS=("${n#async_coro-}")
+		;;
+	tokio_tasks-boxed.*)
+		# The same tasks boxed as dyn Future, and stale fat pointers (main.rs).
+		prog=tokio_tasks variant=${case##*.}
+		C_ARGS=(boxed)
 		;;
 	*.*)
 		prog=${case%.*} variant=${case##*.}

@@ -16,8 +16,11 @@
 //   CHAIN x1 boxed@boxed leaf@leaf Parked
 //   CHAIN x1 spawn_tasks::{async_block#0}@block Parked
 //   CHAIN x1 never_started@never_started
+//   CHAIN x1 aligned@aligned Aligned
 //
 // never_started is never polled: it is Unresumed, at its BODY line.
+// aligned awaits a 128-aligned leaf (as tokio's Sleep is): the leaf sits at
+// offset 0 of aligned's future, so the two share an address.
 // crash_task is being polled when the process aborts: its state field is
 // stale and it is on the stack, so it is not a suspended future.
 //
@@ -54,6 +57,23 @@ impl Future for YieldOnce {
             return Poll::Ready(());
         }
         self.polled = true;
+        Poll::Pending
+    }
+}
+
+/// A leaf future aligned like tokio's Sleep (whose timer entry is cache
+/// padded): awaited first in an async fn, it sits at offset 0 of its future.
+#[repr(align(128))]
+struct Aligned {
+    id: u32,
+}
+
+impl Future for Aligned {
+    type Output = u32;
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<u32> {
+        if self.id == u32::MAX {
+            return Poll::Ready(self.id);
+        }
         Poll::Pending
     }
 }
@@ -98,6 +118,11 @@ async fn never_started(id: u32) -> u32 { // BODY:never_started
     r
 }
 
+async fn aligned(id: u32) -> u32 { // BODY:aligned
+    let r = Aligned { id }.await; // AWAIT:aligned
+    r + 3
+}
+
 async fn crash_task(id: u32) -> u32 {
     YieldOnce { polled: false }.await;
     fatal(id)
@@ -115,6 +140,7 @@ fn spawn_tasks(tasks: &mut Vec<Task>, id: u32) {
         let v = Parked { id: id + 50 }.await; // AWAIT:block
         v + 1
     }));
+    tasks.push(Box::pin(aligned(id + 70)));
     tasks.push(Box::pin(crash_task(id)));
 }
 

@@ -88,7 +88,8 @@ uint8_t *cq_wire_seal(struct cq_wire_writer *w, size_t *len)
 bool cq_wire_open(struct cq_wire_reader *r, const uint8_t *blob, size_t len)
 {
 	*r = (struct cq_wire_reader){.failed = true};
-	if (!blob || len < CRC_LEN || cq_load_u32(blob + len - CRC_LEN) != crc_of(blob, len - CRC_LEN))
+	if (!blob || len < CRC_LEN ||
+	    cq_load_u32(blob + len - CRC_LEN) != crc_of(blob, len - CRC_LEN))
 		return false;
 	*r = (struct cq_wire_reader){.p = blob, .end = blob + len - CRC_LEN};
 	return true;

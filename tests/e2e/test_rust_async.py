@@ -212,7 +212,7 @@ def main():
         skip("rust async tests", "rustc not found (PATH, ~/.cargo/bin): corpus/rust_async.rs not built")
         done()
     expected, leaves, truths = parse_source()
-    ok(len(expected) == 6 and all(len(c) >= 1 for c in expected),
+    ok(len(expected) == 7 and all(len(c) >= 1 for c in expected),
        "rust_async.rs describes its chains", expected)
     cases = {c["case"]: c for c in corpus_cases() if c["case"].startswith("rust_async.")}
     for name in ("rust_async.O0", "rust_async.O2"):

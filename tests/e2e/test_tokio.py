@@ -22,6 +22,11 @@ on a current_thread runtime that is never driven.
 - The text output lists the tasks like tokio-console; --no-async lists
   none; ingest stores them as suspended chains (identical chains once,
   counted per task); a C core indexes no tokio types.
+- tokio_tasks boxed (the same tasks spawned as Pin<Box<dyn Future + Send>>):
+  the same tasks and chains, each once (the `dyn Future` scan leaves them
+  to tokio; the boxed sleep_outer shares its address with its Sleep); the
+  four stale fat pointers the program leaves (read-only data, misaligned,
+  inside a heap chunk, a freed chunk) are rejected, each for its reason.
 - The Rust type index is cached by build-id: a warm run takes it from the
   cache and says exactly what the cold run said; a damaged row is rebuilt.
 """
@@ -43,7 +48,7 @@ def parse_source():
     """({chain: count} for TASK lines, chain = ((function, state, line), ...)
     innermost first; running task functions; freed functions; body lines; await lines)."""
     lines, body, await_line = source_markers(SOURCE)
-    tasks, running, freed = {}, [], []
+    tasks, running, freed, stale = {}, [], [], []
     for text in lines:
         m = re.match(r"//\s+TASK x(\d+) (.*?)(\s{2,}\(.*)?$", text)
         if m:
@@ -61,10 +66,13 @@ def parse_source():
         m = re.match(r"//\s+RUNNING x\d+ (.*?)(\s{2,}\(.*)?$", text)
         if m:
             running = [f"{CRATE}::{fn}" for fn in m.group(1).split()]
+        m = re.match(r"//\s+STALE (\w+)", text)
+        if m:
+            stale.append(m.group(1))
         m = re.match(r"//\s+FREED x\d+ (\w+)", text)
         if m:
             freed.append(f"{CRATE}::{m.group(1)}")
-    return tasks, running, freed, body, await_line
+    return tasks, running, freed, body, await_line, stale
 
 
 def frame_key(f, leaf):
@@ -210,6 +218,23 @@ def check_ingest(core, toks):
            [json.dumps(s)[:300] for s in notify])
 
 
+def check_stale(name, core, stale):
+    """boxed mode: the same tasks through their boxes, reported once (as tokio tasks), and the
+    stale fat pointers the program leaves (main.rs STALE lines) rejected, each for its reason."""
+    ours, _ = coreq_json("stack", "--format", "json", "--no-cache", core, timeout=300)
+    a = ours["async"]
+    ok(a["rust_claimed"] > 0 and a["rust_reported"] == 0,
+       f"{name}: the boxed tasks' futures, found through their Box too, are left to tokio",
+       json.dumps({k: v for k, v in a.items() if k.startswith("rust_")}))
+    reasons = {r["reason"] for r in a["rust_rejects"]}
+    for why in stale:
+        ok(a["rust_rejected"].get(why, 0) >= 1 and why in reasons,
+           f"{name}: the stale fat pointer whose data is {why.replace('_', ' ')} is rejected as {why}",
+           json.dumps([a["rust_rejected"], a["rust_rejects"]]))
+    big = [s for s in ours["suspended"] for f in s["frames"] if f["function"].endswith("big_wait")]
+    ok(big == [], f"{name}: the freed 4 KiB future is not reported", big)
+
+
 def comparable(out):
     """A stack's JSON without what may differ between two runs (times, cache hits)."""
     a = {k: v for k, v in out["async"].items() if not k.endswith("_us") and k != "rust_modules_cached"}
@@ -243,21 +268,23 @@ def check_type_cache(core):
 
 
 def main():
-    cases = {c["case"]: c for c in corpus_cases() if c["case"].startswith("tokio_tasks.")}
+    cases = {c["case"]: c for c in corpus_cases() if c["case"].startswith("tokio_tasks")}
     if not cases:
         skip("tokio tests", "corpus/tokio_tasks not built: needs rustc and cargo (PATH, ~/.cargo/bin) "
              "and librust-tokio-dev (make deps)")
         done()
-    tasks, running, freed, body, await_line = parse_source()
-    ok(sum(tasks.values()) == 6 and len(running) == 2 and freed,
-       "tokio_tasks/src/main.rs describes its tasks", [tasks, running, freed])
+    tasks, running, freed, body, await_line, stale = parse_source()
+    ok(sum(tasks.values()) == 6 and len(running) == 2 and freed and len(stale) == 4,
+       "tokio_tasks/src/main.rs describes its tasks", [tasks, running, freed, stale])
     o0 = None
-    for name in ("tokio_tasks.O0", "tokio_tasks.O2"):
+    for name in ("tokio_tasks.O0", "tokio_tasks.O2", "tokio_tasks-boxed.O0", "tokio_tasks-boxed.O2"):
         if name not in cases:
             ok(False, f"{name}: core exists", f"no core under {CORPUS}/cores/{name}")
             continue
         toks = check_case(name, cases[name], tasks, running, freed, body, await_line)
-        if name.endswith("O0"):
+        if "boxed" in name:
+            check_stale(name, cases[name]["core"], stale)
+        elif name.endswith("O0"):
             o0 = (cases[name]["core"], toks)
     if o0:
         check_ingest(*o0)

@@ -26,7 +26,8 @@ static char *xdup(const char *s)
 	return d;
 }
 
-/* Two state machines (one awaiting the other through a Box), a leaf, a vtable, a resume, a tokio kind, a block_on. */
+/* Two state machines (one awaiting the other through a Box), a leaf, a vtable, a resume, a tokio
+ * kind, a block_on. */
 static struct cq_rust_index *sample(void)
 {
 	struct cq_rust_index *ix = calloc(1, sizeof(*ix));
@@ -76,7 +77,8 @@ static struct cq_rust_index *sample(void)
 	ix->model.vtables = vt;
 	ix->model.nvtables = 2;
 	ix->resumes = calloc(1, sizeof(*ix->resumes));
-	ix->resumes[0] = (struct cq_rust_resume){.lo = 0x400, .hi = 0x480, .name = xdup("app::serve::{async_fn#0}")};
+	ix->resumes[0] = (struct cq_rust_resume){
+	    .lo = 0x400, .hi = 0x480, .name = xdup("app::serve::{async_fn#0}")};
 	ix->nresumes = 1;
 	ix->tokio = calloc(1, sizeof(*ix->tokio));
 	ix->tokio[0] = (struct cq_tokio_kind){.poll = 0x500,
@@ -101,9 +103,15 @@ static struct cq_rust_index *sample(void)
 	ix->tokio_unresolved = 3;
 	ix->block_ons = calloc(1, sizeof(*ix->block_ons));
 	struct cq_rust_local *loc = calloc(1, sizeof(*loc));
-	*loc = (struct cq_rust_local){
-	    .lo = 0x800, .hi = 0x880, .base = CQ_RUST_BASE_CFA, .offset = -96, .deref = true, .add = 8, .type = 2};
-	ix->block_ons[0] = (struct cq_rust_block_on){.lo = 0x800, .hi = 0x900, .future = 0, .locs = loc, .nlocs = 1};
+	*loc = (struct cq_rust_local){.lo = 0x800,
+	                              .hi = 0x880,
+	                              .base = CQ_RUST_BASE_CFA,
+	                              .offset = -96,
+	                              .deref = true,
+	                              .add = 8,
+	                              .type = 2};
+	ix->block_ons[0] = (struct cq_rust_block_on){
+	    .lo = 0x800, .hi = 0x900, .future = 0, .locs = loc, .nlocs = 1};
 	ix->nblock_ons = 1;
 	return ix;
 }

@@ -105,6 +105,16 @@ struct cq_async_runtime {
 struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out);
 
 /*
+ * Futures one runtime has accounted for (a tokio task's future and every
+ * future of its chain), by address: a later runtime that finds the same
+ * future another way (the `dyn Future` scan finds a boxed task's future
+ * through its Box) leaves it to the first.  Runtimes decode in table order.
+ * False when out of memory.
+ */
+bool cq_async_claim(const struct cq_async_ctx *ctx, uint64_t addr);
+bool cq_async_claimed(const struct cq_async_ctx *ctx, uint64_t addr);
+
+/*
  * The words of a thread's live stack (sp up to the end of its mapping, at
  * most 2^20 of them) and its registers, sorted: what the thread can still
  * use.  False when out of memory.

@@ -40,6 +40,9 @@ static const struct cq_async_runtime *const runtimes[] = {
 struct cq_async_shared {
 	struct cq_rust_index *rust_index;
 	bool rust_index_built;
+	uint64_t *claims; /* cq_async_claim; sorted on first lookup */
+	size_t nclaims, cap_claims;
+	bool claims_sorted;
 };
 
 struct cq_async_states {
@@ -92,6 +95,7 @@ void cq_async_states_free(struct cq_async_states *s)
 		if (s->state[i])
 			runtimes[i]->destroy(s->state[i]);
 	cq_rust_index_free(s->shared.rust_index);
+	free(s->shared.claims);
 	free(s);
 }
 
@@ -170,6 +174,34 @@ static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return (x > y) - (x < y);
+}
+
+bool cq_async_claim(const struct cq_async_ctx *ctx, uint64_t addr)
+{
+	struct cq_async_shared *sh = ctx->shared;
+	if (sh->nclaims == sh->cap_claims) {
+		size_t cap = sh->cap_claims ? sh->cap_claims * 2 : 64;
+		uint64_t *p = realloc(sh->claims, cap * sizeof(*p));
+		if (!p)
+			return false;
+		sh->claims = p;
+		sh->cap_claims = cap;
+	}
+	sh->claims[sh->nclaims++] = addr;
+	sh->claims_sorted = false;
+	return true;
+}
+
+bool cq_async_claimed(const struct cq_async_ctx *ctx, uint64_t addr)
+{
+	struct cq_async_shared *sh = ctx->shared;
+	if (!sh->claims_sorted) {
+		if (sh->nclaims > 1)
+			qsort(sh->claims, sh->nclaims, sizeof(*sh->claims), cmp_u64);
+		sh->claims_sorted = true;
+	}
+	return sh->nclaims > 0 &&
+	       bsearch(&addr, sh->claims, sh->nclaims, sizeof(addr), cmp_u64) != NULL;
 }
 
 void cq_async_sort_words(uint64_t *words, size_t n)

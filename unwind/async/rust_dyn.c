@@ -18,7 +18,9 @@
 
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/model/core.h"
+#include "libcore/model/memory.h"
 #include "libcore/model/module.h"
+#include "unwind/async/heap_chunks.h"
 #include "unwind/async/runtime.h"
 #include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_decode.h"
@@ -120,6 +122,76 @@ static int cmp_candidate(const void *a, const void *b)
 	if (x->data != y->data)
 		return x->data < y->data ? -1 : 1;
 	return (x->type > y->type) - (x->type < y->type);
+}
+
+const char *cq_rust_reject_name(enum cq_rust_reject_reason r)
+{
+	static const char *const names[CQ_RUST_REJECT_REASONS] = {
+	    "unmapped", "read_only", "misaligned", "inside_chunk", "free_chunk", "chunk_too_small"};
+	return (unsigned)r < CQ_RUST_REJECT_REASONS ? names[r] : "?";
+}
+
+static void reject(struct cq_rust_stats *st, const struct cq_rust_model *m,
+                   const struct candidate *c, enum cq_rust_reject_reason why)
+{
+	st->rejected[why]++;
+	if (st->nrejects < CQ_RUST_REJECT_SAMPLES)
+		st->rejects[st->nrejects++] = (struct cq_rust_reject){
+		    .addr = c->data, .type = m->types[c->type].name, .reason = why};
+}
+
+/*
+ * Keeps the candidates whose future can be one (sorted, one per address and
+ * type): in writable memory, at its type's alignment, and, where glibc
+ * malloc's chunks can be walked, at the start of an in-use chunk that holds
+ * it.  The others are counted and sampled by reason.  Returns how many stay.
+ */
+static size_t believable(struct cq_core *core, const struct cq_rust_model *m, struct candidate *c,
+                         size_t n, struct cq_rust_stats *st, bool *nomem)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k > 0 && c[i].data == c[k - 1].data && c[i].type == c[k - 1].type)
+			continue;
+		const struct cq_rust_type *ty = &m->types[c[i].type];
+		const struct cq_mem_segment *seg = cq_mem_find(&core->mem, c[i].data);
+		if (!seg)
+			reject(st, m, &c[i], CQ_RUST_REJECT_UNMAPPED);
+		else if (!(seg->flags & CQ_MEM_WRITE))
+			reject(st, m, &c[i], CQ_RUST_REJECT_READ_ONLY);
+		else if (ty->align > 1 && c[i].data % ty->align != 0)
+			reject(st, m, &c[i], CQ_RUST_REJECT_MISALIGNED);
+		else
+			c[k++] = c[i];
+	}
+	struct cq_heap_query *q = malloc((k ? k : 1) * sizeof(*q));
+	if (!q) {
+		*nomem = true;
+		return 0;
+	}
+	for (size_t i = 0; i < k; i++)
+		q[i] = (struct cq_heap_query){.addr = c[i].data, .size = m->types[c[i].type].size};
+	cq_heap_classify(&core->mem, q, k);
+	size_t kept = 0;
+	for (size_t i = 0; i < k; i++) {
+		switch (q[i].verdict) {
+		case CQ_HEAP_INSIDE:
+			reject(st, m, &c[i], CQ_RUST_REJECT_INSIDE_CHUNK);
+			break;
+		case CQ_HEAP_FREE:
+			reject(st, m, &c[i], CQ_RUST_REJECT_FREE_CHUNK);
+			break;
+		case CQ_HEAP_TOO_SMALL:
+			reject(st, m, &c[i], CQ_RUST_REJECT_CHUNK_TOO_SMALL);
+			break;
+		case CQ_HEAP_OBJECT:
+		case CQ_HEAP_UNKNOWN:
+			c[kept++] = c[i];
+			break;
+		}
+	}
+	free(q);
+	return kept;
 }
 
 /* A chain that is a task waiting for something: its root is Unresumed or SuspendK. */
@@ -291,14 +363,18 @@ static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 		return &cq_error_nomem;
 	if (scan->n)
 		qsort(scan->items, scan->n, sizeof(*scan->items), cmp_candidate);
+	const struct cq_rust_model *m = &r->index->model;
+	bool nomem = false;
+	size_t ncand = believable(ctx->core, m, scan->items, scan->n, st, &nomem);
+	if (nomem)
+		return &cq_error_nomem;
 	struct chain *chains = calloc(scan->n ? scan->n : 1, sizeof(*chains));
 	if (!chains)
 		return &cq_error_nomem;
-	const struct cq_rust_model *m = &r->index->model;
 	struct cq_error *err = NULL;
 	size_t n = 0;
 	struct cq_rust_chain decoded;
-	for (size_t i = 0; i < scan->n && !err; i++) {
+	for (size_t i = 0; i < ncand && !err; i++) {
 		if (i > 0 && scan->items[i].data == scan->items[i - 1].data)
 			continue; /* the same future, found through another pointer */
 		cq_rust_decode(ctx->target, m, scan->items[i].data, scan->items[i].type, &decoded);
@@ -320,6 +396,12 @@ static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 			st->not_waiting++;
 		}
 		n++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!chains[i].dropped && cq_async_claimed(ctx, chains[i].frames[0].addr)) {
+			chains[i].dropped = true;
+			st->claimed++;
+		}
 	}
 	if (!err)
 		err = drop_awaited(chains, n, st);

@@ -380,8 +380,9 @@ static bool is_dyn_fat_pointer(Dwarf_Die *st, uint64_t *data_off, uint64_t *vt_o
 		if (strcmp(name, "pointer") == 0 && dwarf_tag(&t) == DW_TAG_pointer_type) {
 			Dwarf_Die pointee;
 			const char *pn;
+			/* "dyn Trait", or "(dyn Trait + Send)" with auto traits */
 			if (!cq_dwt_type(&t, &pointee) || !(pn = dwarf_diename(&pointee)) ||
-			    strncmp(pn, "dyn ", 4) != 0)
+			    (strncmp(pn, "dyn ", 4) != 0 && strncmp(pn, "(dyn ", 5) != 0))
 				return false;
 			has_data = cq_dwt_member_offset(&child, data_off);
 		} else if (strcmp(name, "vtable") == 0) {

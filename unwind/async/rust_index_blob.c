@@ -80,9 +80,9 @@ static void put_tokio(struct cq_wire_writer *w, const struct cq_tokio_kind *k)
 	}
 	put_ref(w, k->future);
 	cq_wire_put_u64(w, (uint64_t)k->future_from_id);
-	const uint64_t fields[] = {k->sched_ptr,  k->owned,      k->owned_id,     k->owned_head,
-	                           k->hdr_state,  k->hdr_vtable, k->hdr_owner,    k->vt_poll,
-	                           k->vt_trailer, k->vt_scheduler, k->vt_id,      k->trailer_next};
+	const uint64_t fields[] = {k->sched_ptr,  k->owned,        k->owned_id,  k->owned_head,
+	                           k->hdr_state,  k->hdr_vtable,   k->hdr_owner, k->vt_poll,
+	                           k->vt_trailer, k->vt_scheduler, k->vt_id,     k->trailer_next};
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		cq_wire_put_u64(w, fields[i]);
 	cq_wire_put_str(w, k->scheduler);
@@ -288,10 +288,12 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 	    left)
 		r.failed = true;
 	struct cq_rust_type *types = r.failed ? NULL : calloc(ntypes ? ntypes : 1, sizeof(*types));
-	struct cq_rust_vtable *vts = r.failed ? NULL : calloc(nvtables ? nvtables : 1, sizeof(*vts));
+	struct cq_rust_vtable *vts =
+	    r.failed ? NULL : calloc(nvtables ? nvtables : 1, sizeof(*vts));
 	ix->resumes = r.failed ? NULL : calloc(nresumes ? nresumes : 1, sizeof(*ix->resumes));
 	ix->tokio = r.failed ? NULL : calloc(ntokio ? ntokio : 1, sizeof(*ix->tokio));
-	ix->block_ons = r.failed ? NULL : calloc(nblock_ons ? nblock_ons : 1, sizeof(*ix->block_ons));
+	ix->block_ons =
+	    r.failed ? NULL : calloc(nblock_ons ? nblock_ons : 1, sizeof(*ix->block_ons));
 	ix->model.types = types;
 	ix->model.vtables = vts;
 	bool nomem = !r.failed && (!types || !vts || !ix->resumes || !ix->tokio || !ix->block_ons);
@@ -315,12 +317,12 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 	for (uint32_t i = 0; i < nblock_ons && !r.failed; i++, ix->nblock_ons++)
 		get_block_on(&r, &ix->block_ons[i], ntypes);
 	/* The lookups binary-search these: an unsorted row is a damaged one. */
-	if (!r.failed &&
-	    (!sorted_by(vts, nvtables, sizeof(*vts), offsetof(struct cq_rust_vtable, addr), false) ||
-	     !sorted_by(ix->resumes, nresumes, sizeof(*ix->resumes),
-	                offsetof(struct cq_rust_resume, lo), false) ||
-	     !sorted_by(ix->tokio, ntokio, sizeof(*ix->tokio), offsetof(struct cq_tokio_kind, poll),
-	                false)))
+	if (!r.failed && (!sorted_by(vts, nvtables, sizeof(*vts),
+	                             offsetof(struct cq_rust_vtable, addr), false) ||
+	                  !sorted_by(ix->resumes, nresumes, sizeof(*ix->resumes),
+	                             offsetof(struct cq_rust_resume, lo), false) ||
+	                  !sorted_by(ix->tokio, ntokio, sizeof(*ix->tokio),
+	                             offsetof(struct cq_tokio_kind, poll), false)))
 		r.failed = true;
 	if (cq_wire_done(&r)) {
 		ix->modules_indexed = 1;
@@ -328,5 +330,6 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 		return NULL;
 	}
 	cq_rust_index_free(ix);
-	return nomem ? &cq_error_nomem : cq_error_create(CQ_ERR_FORMAT, "Rust index blob: malformed");
+	return nomem ? &cq_error_nomem
+	             : cq_error_create(CQ_ERR_FORMAT, "Rust index blob: malformed");
 }

@@ -416,21 +416,32 @@ static struct cq_error *add_task(struct tokio *t, const struct cq_async_ctx *ctx
 	const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
 	const struct cq_rust_model *m = &t->index->model;
 	uint64_t future = task->header + vt->id + (uint64_t)k->future_from_id;
-	struct cq_rust_chain chain;
+	struct cq_rust_chain chain = {.nframes = 0};
+	if (!(task->state & ST_COMPLETE))
+		cq_rust_decode(ctx->target, m, future, k->future, &chain);
 	if (task->state & (ST_RUNNING | ST_COMPLETE)) {
-		/* Its state machine's state is stale (running) or gone: name it only. */
+		/*
+		 * Its state machine's state is stale (running) or gone: name it
+		 * only, after the future a Box<dyn Future> leads to when it does.
+		 */
+		chain.frames[0] =
+		    chain.nframes > 0 && chain.frames[0].variant
+		        ? (struct cq_rust_frame){.addr = chain.frames[0].addr,
+		                                 .type = chain.frames[0].type}
+		        : (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
+		chain.nframes = 1;
+		chain.end = CQ_RUST_END_LEAF;
+	} else if (chain.nframes == 0) {
 		chain.frames[0] =
 		    (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
 		chain.nframes = 1;
-		chain.end = CQ_RUST_END_LEAF;
-	} else {
-		cq_rust_decode(ctx->target, m, future, k->future, &chain);
-		if (chain.nframes == 0) {
-			chain.frames[0] =
-			    (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
-			chain.nframes = 1;
-		}
 	}
+	/* The task's futures are accounted for: the dyn Future scan leaves them. */
+	if (!cq_async_claim(ctx, future))
+		return &cq_error_nomem;
+	for (size_t i = 0; i < chain.nframes; i++)
+		if (!cq_async_claim(ctx, chain.frames[i].addr))
+			return &cq_error_nomem;
 	struct cq_stack_frame *frames;
 	struct cq_error *err =
 	    cq_rust_chain_frames(ctx->core, m, chain.frames, chain.nframes, &t->names, &frames);

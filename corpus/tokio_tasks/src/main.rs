@@ -19,10 +19,25 @@
 //   BLOCK_ON main@main JoinHandle
 //   FREED x1 finished
 //
+// `tokio_tasks boxed` spawns the same tasks as Pin<Box<dyn Future + Send>>
+// (the same chains, found through the box), and just before the crash
+// leaves four stale `dyn Future` fat pointers in a leaked heap array, none
+// of them a future (the phantoms a word scan must not report):
+//
+//   STALE read_only        data = the future type's vtable itself
+//   STALE misaligned       data = a heap word not at the 128-byte alignment of sleep_outer's future
+//   STALE inside_chunk     data = 128 bytes into a zeroed heap buffer (reads as Unresumed)
+//   STALE free_chunk       data = a boxed 4 KiB future, freed
+//
+// sleep_outer's future awaits a Sleep, 128-aligned, at offset 0: the boxed
+// sleep_outer and its awaitees share one address.
+//
 // `finished` ran to completion and was freed before the crash: it must not
 // be reported.  The live tasks are the 5 suspended ones + never_polled + the
 // 2 running ones = 8 (7 on the multi-thread runtime, 1 on the idle one).
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +47,60 @@ use tokio::sync::{oneshot, Mutex, Notify};
 static PARKED: AtomicUsize = AtomicUsize::new(0);
 static SPINNING: AtomicBool = AtomicBool::new(false);
 static STOP: AtomicBool = AtomicBool::new(false);
+static BOXED: AtomicBool = AtomicBool::new(false);
+/// The stale fat pointers of `boxed` mode, kept reachable.
+static STALE: AtomicPtr<[usize; 8]> = AtomicPtr::new(std::ptr::null_mut());
+
+type BoxedTask = Pin<Box<dyn Future<Output = u32> + Send>>;
+
+/// Spawns f, boxed as a `dyn Future` in `boxed` mode.
+fn spawn<F: Future<Output = u32> + Send + 'static>(f: F) -> tokio::task::JoinHandle<u32> {
+    if BOXED.load(Ordering::SeqCst) {
+        tokio::spawn(Box::pin(f) as BoxedTask)
+    } else {
+        tokio::spawn(f)
+    }
+}
+
+/// A fat pointer's two words: data, vtable.
+fn words(f: &BoxedTask) -> [usize; 2] {
+    let p: *const (dyn Future<Output = u32> + Send) = &**f;
+    unsafe { std::mem::transmute::<*const (dyn Future<Output = u32> + Send), [usize; 2]>(p) }
+}
+
+/// Leaves the STALE fat pointers (see the header) in a leaked heap array.
+/// Not inlined: its frame is dead (below the stack pointer) at the crash.
+#[inline(never)]
+fn leave_stale_words() {
+    let stale: &'static mut [usize; 8] = Box::leak(Box::new([0usize; 8]));
+    let zeros: &'static mut [u64] = Box::leak(vec![0u64; 512].into_boxed_slice());
+    let base = zeros.as_ptr() as usize;
+    let notify: BoxedTask = Box::pin(notify_outer(Arc::new(Notify::new())));
+    let sleep: BoxedTask = Box::pin(sleep_outer(1));
+    let big: BoxedTask = Box::pin(big_wait(Arc::new(Notify::new())));
+    let (n, s, b) = (words(&notify), words(&sleep), words(&big));
+    stale[0] = n[1]; // read_only
+    stale[1] = n[1];
+    stale[2] = if (base + 8) % 128 != 0 { base + 8 } else { base + 24 }; // misaligned
+    stale[3] = s[1];
+    stale[4] = base + 128; // inside_chunk
+    stale[5] = n[1];
+    stale[6] = b[0]; // free_chunk
+    stale[7] = b[1];
+    std::hint::black_box(&*stale); // the words are in memory now, whatever the optimiser sees
+    drop(big);
+    drop(notify);
+    drop(sleep);
+    STALE.store(stale, Ordering::SeqCst);
+    std::hint::black_box(&STALE);
+}
+
+/// A future of more than 4 KiB: freed, its chunk goes back to malloc's bins.
+async fn big_wait(n: Arc<Notify>) -> u32 {
+    let buf = [7u8; 4096];
+    n.notified().await;
+    std::hint::black_box(&buf)[100] as u32
+}
 const SUSPENDED_TASKS: usize = 5;
 
 #[inline(never)]
@@ -126,32 +195,36 @@ async fn crasher() -> u32 {
     }
     // Let the last parked task get from parked() into its await.
     std::thread::sleep(Duration::from_millis(200));
+    if BOXED.load(Ordering::SeqCst) {
+        leave_stale_words();
+    }
     fatal(PARKED.load(Ordering::SeqCst) as u32)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() { // BODY:main
+    BOXED.store(std::env::args().nth(1).as_deref() == Some("boxed"), Ordering::SeqCst);
     // A runtime that is never driven, with one task spawned on it.
     let idle = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let _never = idle.spawn(never_polled(11));
 
-    let done = tokio::spawn(finished(1)).await.unwrap_or(0);
+    let done = spawn(finished(1)).await.unwrap_or(0);
     let notify = Arc::new(Notify::new());
     let (tx, rx) = oneshot::channel::<u32>();
     let mutex = Arc::new(Mutex::new(done));
     let guard = mutex.lock().await;
 
     let mut handles = Vec::new();
-    handles.push(tokio::spawn(notify_outer(notify.clone())));
-    handles.push(tokio::spawn(notify_outer(notify.clone())));
-    handles.push(tokio::spawn(recv_outer(rx)));
-    handles.push(tokio::spawn(sleep_outer(3600)));
-    handles.push(tokio::spawn(lock_outer(mutex.clone())));
+    handles.push(spawn(notify_outer(notify.clone())));
+    handles.push(spawn(notify_outer(notify.clone())));
+    handles.push(spawn(recv_outer(rx)));
+    handles.push(spawn(sleep_outer(3600)));
+    handles.push(spawn(lock_outer(mutex.clone())));
     while PARKED.load(Ordering::SeqCst) < SUSPENDED_TASKS {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let spin = tokio::spawn(spinner());
-    let crash = tokio::spawn(crasher());
+    let spin = spawn(spinner());
+    let crash = spawn(crasher());
     let r = crash.await; // AWAIT:main
     STOP.store(true, Ordering::SeqCst);
     drop(guard);
