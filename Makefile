@@ -39,7 +39,10 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty -lz
+# libcurl and libdebuginfod are loaded when a command needs them
+# (libcore/base/dynlib.h), not linked: their headers only.
+LINK_PKGS := libelf libdw libarchive sqlite3
+PKG_LIBS   = $(shell pkg-config --libs $(LINK_PKGS) 2>/dev/null) -liberty -lz
 INCLUDES := -I. -I$(BUILD)/gen
 BASE_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 

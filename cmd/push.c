@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libcore/base/dynlib.h"
 #include "libcore/store/export.h"
 #include "libcore/store/store.h"
 
@@ -61,6 +62,37 @@ enum {
 	OPT_HOST,
 };
 
+/* libcurl, loaded when coreq push runs (libcore/base/dynlib.h). */
+static struct {
+	CURLcode (*global_init)(long);
+	void (*global_cleanup)(void);
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	const char *(*easy_strerror)(CURLcode);
+	char *(*easy_escape)(CURL *, const char *, int);
+	void (*free)(void *);
+} curl;
+
+static struct cq_error *load_curl(void)
+{
+	const struct cq_dynlib_sym syms[] = {
+	    {"curl_global_init", (void **)&curl.global_init},
+	    {"curl_global_cleanup", (void **)&curl.global_cleanup},
+	    {"curl_easy_init", (void **)&curl.easy_init},
+	    {"curl_easy_cleanup", (void **)&curl.easy_cleanup},
+	    {"curl_easy_setopt", (void **)&curl.easy_setopt},
+	    {"curl_easy_perform", (void **)&curl.easy_perform},
+	    {"curl_easy_getinfo", (void **)&curl.easy_getinfo},
+	    {"curl_easy_strerror", (void **)&curl.easy_strerror},
+	    {"curl_easy_escape", (void **)&curl.easy_escape},
+	    {"curl_free", (void **)&curl.free},
+	};
+	return cq_dynlib_load("libcurl.so.4", syms, sizeof(syms) / sizeof(syms[0]));
+}
+
 struct push {
 	const char *url, *cursor_path;
 	unsigned batch, max_batches, retries, timeout;
@@ -91,32 +123,32 @@ static struct cq_error *post(struct push *p, const char *table, const char *body
 	char *query = NULL, *url = NULL;
 	char *escaped = NULL;
 	if (asprintf(&query, "INSERT INTO coreq.%s FORMAT JSONEachRow", table) < 0 ||
-	    !(escaped = curl_easy_escape(p->curl, query, 0)) ||
+	    !(escaped = curl.easy_escape(p->curl, query, 0)) ||
 	    asprintf(&url, "%s%s?input_format_skip_unknown_fields=1&query=%s", p->url,
 	             p->url[strlen(p->url) - 1] == '/' ? "" : "/", escaped) < 0) {
 		free(query);
-		curl_free(escaped);
+		curl.free(escaped);
 		return &cq_error_nomem;
 	}
 	free(query);
-	curl_free(escaped);
+	curl.free(escaped);
 	struct cq_error *err = NULL;
 	for (unsigned attempt = 0; attempt < p->retries; attempt++) {
 		if (attempt)
 			sleep(1u << (attempt - 1 < 5 ? attempt - 1 : 5));
-		curl_easy_setopt(p->curl, CURLOPT_URL, url);
-		curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-		CURLcode rc = curl_easy_perform(p->curl);
+		curl.easy_setopt(p->curl, CURLOPT_URL, url);
+		curl.easy_setopt(p->curl, CURLOPT_POSTFIELDS, body);
+		curl.easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		CURLcode rc = curl.easy_perform(p->curl);
 		long status = 0;
-		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+		curl.easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
 		cq_error_free(err);
 		err = NULL;
 		if (rc == CURLE_OK && status == 200)
 			break;
 		err = rc != CURLE_OK
 		          ? cq_error_create(CQ_ERR_IO, "%s: %s", table,
-		                            p->error[0] ? p->error : curl_easy_strerror(rc))
+		                            p->error[0] ? p->error : curl.easy_strerror(rc))
 		          : cq_error_create(CQ_ERR_IO, "%s: the server answered HTTP %ld", table,
 		                            status);
 	}
@@ -269,14 +301,21 @@ int cmd_push(int argc, char **argv)
 		free(cursor_default);
 		return rc != EXIT_OK ? rc : EXIT_INPUT;
 	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	p.curl = curl_easy_init();
-	struct cq_error *err = p.curl ? NULL : &cq_error_nomem;
+	struct cq_error *err = load_curl();
+	if (err) {
+		cq_store_close(store);
+		free(def);
+		free(cursor_default);
+		return cmd_fail(p.url, err);
+	}
+	curl.global_init(CURL_GLOBAL_DEFAULT);
+	p.curl = curl.easy_init();
+	err = p.curl ? NULL : &cq_error_nomem;
 	if (p.curl) {
-		curl_easy_setopt(p.curl, CURLOPT_ERRORBUFFER, p.error);
-		curl_easy_setopt(p.curl, CURLOPT_TIMEOUT, (long)p.timeout);
-		curl_easy_setopt(p.curl, CURLOPT_WRITEFUNCTION, discard);
-		curl_easy_setopt(p.curl, CURLOPT_NOSIGNAL, 1L);
+		curl.easy_setopt(p.curl, CURLOPT_ERRORBUFFER, p.error);
+		curl.easy_setopt(p.curl, CURLOPT_TIMEOUT, (long)p.timeout);
+		curl.easy_setopt(p.curl, CURLOPT_WRITEFUNCTION, discard);
+		curl.easy_setopt(p.curl, CURLOPT_NOSIGNAL, 1L);
 	}
 	char hostname[256] = "";
 	if (!host && gethostname(hostname, sizeof(hostname)) == 0)
@@ -296,8 +335,8 @@ int cmd_push(int argc, char **argv)
 		batches++;
 	}
 	if (p.curl)
-		curl_easy_cleanup(p.curl);
-	curl_global_cleanup();
+		curl.easy_cleanup(p.curl);
+	curl.global_cleanup();
 	cq_store_close(store);
 	if (format == CMD_FORMAT_JSON) {
 		printf("{\"cores\":%lld,\"threads\":%lld,\"stacks\":%lld,\"buckets\":%lld,"

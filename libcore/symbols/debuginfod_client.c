@@ -9,6 +9,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libcore/base/dynlib.h"
+
+/* libdebuginfod, loaded on first use (libcore/base/dynlib.h). */
+static struct {
+	debuginfod_client *(*begin)(void);
+	void (*end)(debuginfod_client *);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+} api;
+
+static struct cq_error *load_api(void)
+{
+	const struct cq_dynlib_sym syms[] = {
+	    {"debuginfod_begin", (void **)&api.begin},
+	    {"debuginfod_end", (void **)&api.end},
+	    {"debuginfod_find_debuginfo", (void **)&api.find_debuginfo},
+	};
+	return cq_dynlib_load("libdebuginfod.so.1", syms, sizeof(syms) / sizeof(syms[0]));
+}
+
 struct cq_debuginfod {
 	debuginfod_client *client;
 };
@@ -23,10 +42,13 @@ struct cq_error *cq_debuginfod_open(const char *urls, struct cq_debuginfod **out
 		return cq_error_create(CQ_ERR_USAGE,
 		                       "no debuginfod server: give --debuginfod URL or set "
 		                       "DEBUGINFOD_URLS");
+	struct cq_error *err = load_api();
+	if (err)
+		return err;
 	struct cq_debuginfod *d = calloc(1, sizeof(*d));
 	if (!d)
 		return &cq_error_nomem;
-	if (!(d->client = debuginfod_begin())) {
+	if (!(d->client = api.begin())) {
 		free(d);
 		return cq_error_create(CQ_ERR_IO, "cannot start the debuginfod client");
 	}
@@ -38,7 +60,7 @@ void cq_debuginfod_close(struct cq_debuginfod *d)
 {
 	if (!d)
 		return;
-	debuginfod_end(d->client);
+	api.end(d->client);
 	free(d);
 }
 
@@ -46,7 +68,7 @@ struct cq_error *cq_debuginfod_find(struct cq_debuginfod *d, const char *build_i
 {
 	*path = NULL;
 	/* A build-id length of 0 means: the id is given as a hex string. */
-	int fd = debuginfod_find_debuginfo(d->client, (const unsigned char *)build_id, 0, path);
+	int fd = api.find_debuginfo(d->client, (const unsigned char *)build_id, 0, path);
 	if (fd < 0) {
 		free(*path);
 		*path = NULL;

@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint16_t off;
 		memcpy(&off, data + 1 + 2 * i, 2);
 		uint64_t base = (off & 1) ? BRK_BASE : ARENA_BASE;
-		q[i] = (struct cq_heap_query){.addr = base + (off >> 1), .size = data[1 + 32 + i] * 8u};
+		q[i] = (struct cq_heap_query){.addr = base + (off >> 1),
+		                              .size = data[1 + 32 + i] * 8u};
 	}
 	qsort(q, n, sizeof(q[0]), cmp_query);
 	cq_heap_classify(&mem, q, n);

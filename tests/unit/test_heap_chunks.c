@@ -94,11 +94,11 @@ static void test_main_heap(void **state)
 {
 	(void)state;
 	uint64_t c30 = MAIN_BASE + 0x290, c110 = c30 + 0x30, c50 = c110 + 0x110 + 0x40;
-	assert_int_equal(one(c30 + 16, 0x28), CQ_HEAP_OBJECT);     /* usable: 0x30 - 8 */
+	assert_int_equal(one(c30 + 16, 0x28), CQ_HEAP_OBJECT); /* usable: 0x30 - 8 */
 	assert_int_equal(one(c30 + 16, 0x29), CQ_HEAP_TOO_SMALL);
 	assert_int_equal(one(c110 + 16, 0x100), CQ_HEAP_OBJECT);
 	assert_int_equal(one(c110 + 16 + 64, 0x10), CQ_HEAP_INSIDE);
-	assert_int_equal(one(c110 + 16 + 0x20, 0x10), CQ_HEAP_INSIDE); /* no Arc counts there */
+	assert_int_equal(one(c110 + 16 + 0x20, 0x10), CQ_HEAP_INSIDE);     /* no Arc counts there */
 	assert_int_equal(one(MAIN_BASE + 0x3d0 + 16, 0x20), CQ_HEAP_FREE); /* on the tcache */
 	assert_int_equal(one(c50 + 16, 0x40), CQ_HEAP_OBJECT);
 	assert_int_equal(one(c50 + 0x50 + 16, 0x10), CQ_HEAP_FREE); /* the top chunk */
@@ -119,12 +119,12 @@ static void test_arena_heap_and_batch(void **state)
 	(void)state;
 	uint64_t first = ARENA_BASE + FIRST_CHUNK;
 	struct cq_heap_query q[] = {
-	    {.addr = 0x10000000 + 0x100, .size = 8},      /* no heap: no verdict */
-	    {.addr = ARENA_BASE + 0x40, .size = 8},       /* the arena itself: before the chain */
-	    {.addr = first + 16, .size = 0xf0},           /* object */
-	    {.addr = first + 0x100 + 16, .size = 0x78},   /* object */
-	    {.addr = first + 0x100 + 48, .size = 8},      /* inside */
-	    {.addr = first + 0x180 + 16, .size = 8},      /* the top: free */
+	    {.addr = 0x10000000 + 0x100, .size = 8},    /* no heap: no verdict */
+	    {.addr = ARENA_BASE + 0x40, .size = 8},     /* the arena itself: before the chain */
+	    {.addr = first + 16, .size = 0xf0},         /* object */
+	    {.addr = first + 0x100 + 16, .size = 0x78}, /* object */
+	    {.addr = first + 0x100 + 48, .size = 8},    /* inside */
+	    {.addr = first + 0x180 + 16, .size = 8},    /* the top: free */
 	};
 	cq_heap_classify(&mem, q, sizeof(q) / sizeof(q[0]));
 	assert_int_equal(q[0].verdict, CQ_HEAP_UNKNOWN);

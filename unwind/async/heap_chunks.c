@@ -21,10 +21,10 @@
 #define HEAP_INFO_SIZE 16u         /* heap_info's size member is at +16 */
 #define MAX_FIRST      8192u       /* heap_info + the arena: the first chunk is within */
 /* tcache_perthread_struct: u16 counts[64], then 64 list heads; its chunk's size. */
-#define TCACHE_BINS       64u
-#define TCACHE_CHUNK      0x290u
-#define TCACHE_MAX_COUNT  65535u
-#define TCACHE_MAX_FREED  (1u << 16)
+#define TCACHE_BINS      64u
+#define TCACHE_CHUNK     0x290u
+#define TCACHE_MAX_COUNT 65535u
+#define TCACHE_MAX_FREED (1u << 16)
 
 /* One segment as a byte array at target addresses [start, end). */
 struct span {

@@ -55,7 +55,8 @@ struct cq_heap_query {
 /* Sets the verdict of every query; q sorted by addr. */
 void cq_heap_classify(struct cq_mem *mem, struct cq_heap_query *q, size_t n);
 
-/* The verdict's name in JSON: "unknown", "object", "inside_chunk", "free_chunk", "chunk_too_small". */
+/* The verdict's name in JSON: "unknown", "object", "inside_chunk", "free_chunk", "chunk_too_small".
+ */
 const char *cq_heap_verdict_name(enum cq_heap_verdict v);
 
 #endif
