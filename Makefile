@@ -22,7 +22,7 @@ PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
 CXX      ?= c++
-PKGS     := libelf libdw libarchive sqlite3 libcurl libdebuginfod
+PKGS     := libelf libdw libarchive sqlite3 libdeflate libcurl libdebuginfod
 FUZZ_SECONDS ?= 30
 VERSION  := 0.1.0
 
@@ -30,7 +30,7 @@ VERSION  := 0.1.0
 # gdb-multiarch), the compressors the tests feed coreq, and the aarch64 cross
 # toolchain and qemu-user that make the aarch64 corpus.
 DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
-	libsqlite3-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
+	libsqlite3-dev libdeflate-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
 	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg \
 	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
@@ -41,7 +41,7 @@ WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libcurl and libdebuginfod are loaded when a command needs them
 # (libcore/base/dynlib.h), not linked: their headers only.
-LINK_PKGS := libelf libdw libarchive sqlite3
+LINK_PKGS := libelf libdw libarchive sqlite3 libdeflate
 PKG_LIBS   = $(shell pkg-config --libs $(LINK_PKGS) 2>/dev/null) -liberty -lz
 INCLUDES := -I. -I$(BUILD)/gen
 BASE_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP

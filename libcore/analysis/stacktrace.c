@@ -107,6 +107,7 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 		goto out;
 	struct cq_core_target ct;
 	cq_core_target_init(&ct, core, o);
+	ct.symbolizer = p->symbolizer;
 	struct cq_async_ctx actx = {.core = core,
 	                            .target = &ct.target,
 	                            .options = o,

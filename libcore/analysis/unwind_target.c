@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "libcore/db/cache.h"
+#include "libcore/symbols/symbolizer.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/model/module.h"
@@ -81,6 +82,8 @@ static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_mod
 			table = NULL;
 		}
 	}
+	/* A binary met for the first time: its symbols will be looked up next. */
+	cq_symbolizer_prefetch(ctx->symbolizer, mod);
 	table = compile_table(mod, arch, ctx->options->debug_dirs, error);
 	if (table && cache && id[0]) {
 		uint8_t *blob;
@@ -152,6 +155,7 @@ void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
 {
 	ct->core = core;
 	ct->options = o;
+	ct->symbolizer = NULL;
 	ct->out_of_memory = false;
 	ct->target.ops = &target_ops;
 	ct->target.ctx = ct;

@@ -17,11 +17,14 @@ struct cq_module;
 struct cq_stack_options;
 
 /* The unwinder's view of a core; valid while core and options live. */
+struct cq_symbolizer;
+
 struct cq_core_target {
 	struct cq_unwind_target target;
 	struct cq_core *core;
 	const struct cq_stack_options *options;
-	bool out_of_memory; /* a table could not be built for want of memory */
+	struct cq_symbolizer *symbolizer; /* may be NULL; told of every table built afresh */
+	bool out_of_memory;               /* a table could not be built for want of memory */
 };
 
 void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,

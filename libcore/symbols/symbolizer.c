@@ -34,6 +34,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -46,6 +47,7 @@
 #include "libcore/base/bytes.h"
 #include "libcore/db/cache.h"
 #include "libcore/model/core.h"
+#include "libcore/symbols/debug_image.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/symbols/demangle.h"
 #include "libcore/symbols/symbol_blob.h"
@@ -72,6 +74,14 @@ struct cache_slot {
 	size_t nframes;
 };
 
+/* A module's debuginfo being inflated ahead of its lookups (cq_symbolizer_prefetch). */
+struct prefetch {
+	pthread_t thread;
+	bool started; /* the thread runs or has run, not yet joined */
+	char *path;   /* the debuginfo file */
+	int fd;       /* the thread's result: the inflated image, or -1 */
+};
+
 struct cq_symbolizer {
 	struct cq_module *modules; /* sorted by start: a core's, or given alone */
 	size_t nmodules;
@@ -85,6 +95,7 @@ struct cq_symbolizer {
 	struct cache_slot *slots;
 	size_t cap, used; /* cap is 0 or a power of two */
 	struct cq_symbol_frame unknown;
+	struct prefetch *prefetch; /* by module index; NULL until the first */
 };
 
 /* Frames being assembled for one address, before they are packed. */
@@ -114,6 +125,18 @@ static int find_debuginfo(Dwfl_Module *dm, void **userdata, const char *modname,
 	const struct sym_module *sm = *userdata;
 	if (!sm)
 		return -1;
+	struct prefetch *pf = sm->owner->prefetch ? &sm->owner->prefetch[sm->index] : NULL;
+	if (pf && pf->started) {
+		pthread_join(pf->thread, NULL);
+		pf->started = false;
+		if (pf->fd >= 0) {
+			*debuginfo_file_name = pf->path; /* libdwfl frees it, and closes fd */
+			pf->path = NULL;
+			int fd = pf->fd;
+			pf->fd = -1;
+			return fd;
+		}
+	}
 	char *path = cq_debuginfo_find(sm->mod, (const char *const *)sm->owner->debug_dirs);
 	if (!path)
 		return -1;
@@ -121,6 +144,12 @@ static int find_debuginfo(Dwfl_Module *dm, void **userdata, const char *modname,
 	if (fd < 0) {
 		free(path);
 		return -1;
+	}
+	/* Compressed DWARF: inflated once, fast, and only what lookups read. */
+	int plain = cq_debug_image_inflate(fd, 2);
+	if (plain >= 0) {
+		close(fd);
+		fd = plain;
 	}
 	*debuginfo_file_name = path; /* libdwfl frees it, and closes fd */
 	return fd;
@@ -285,6 +314,14 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; s->prefetch && i < s->nmodules; i++) {
+		if (s->prefetch[i].started)
+			pthread_join(s->prefetch[i].thread, NULL);
+		if (s->prefetch[i].fd >= 0)
+			close(s->prefetch[i].fd);
+		free(s->prefetch[i].path);
+	}
+	free(s->prefetch);
 	for (size_t i = 0; i < s->cap; i++)
 		free(s->slots[i].frames);
 	free(s->slots);
@@ -296,6 +333,41 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 		free(s->debug_dirs[i]);
 	free(s->debug_dirs);
 	free(s);
+}
+
+/* ---- inflating debuginfo ahead ----------------------------------------------------- */
+
+static void *prefetch_main(void *arg)
+{
+	struct prefetch *pf = arg;
+	int fd = cq_open_regular(pf->path);
+	if (fd >= 0) {
+		pf->fd = cq_debug_image_inflate(fd, 2);
+		close(fd);
+	}
+	return NULL;
+}
+
+void cq_symbolizer_prefetch(struct cq_symbolizer *s, const struct cq_module *mod)
+{
+	if (!s || s->dwfl_started || !mod)
+		return;
+	const struct cq_module *m = cq_module_find(s->modules, s->nmodules, mod->start);
+	if (!m || m->start != mod->start)
+		return;
+	size_t index = (size_t)(m - s->modules);
+	if (!s->prefetch) {
+		if (!(s->prefetch = calloc(s->nmodules, sizeof(*s->prefetch))))
+			return;
+		for (size_t i = 0; i < s->nmodules; i++)
+			s->prefetch[i].fd = -1;
+	}
+	struct prefetch *pf = &s->prefetch[index];
+	if (pf->started || pf->path || !reportable(m))
+		return;
+	if (!(pf->path = cq_debuginfo_find(m, (const char *const *)s->debug_dirs)))
+		return;
+	pf->started = pthread_create(&pf->thread, NULL, prefetch_main, pf) == 0;
 }
 
 /* ---- describing one address ---------------------------------------------------- */

@@ -54,6 +54,14 @@ struct cq_error *cq_symbolizer_create(struct cq_core *core, const char *const *d
 struct cq_error *cq_symbolizer_create_modules(struct cq_module *modules, size_t n,
                                               const char *const *debug_dirs, struct cq_cache *cache,
                                               struct cq_symbolizer **out);
+/*
+ * The first core of a binary (its unwind table was not in the cache): starts
+ * inflating mod's compressed debuginfo (debug_image.h) on another thread now,
+ * while the caller builds the unwind table, for the lookups that follow.
+ * Does nothing for a module without debuginfo, or once lookups have begun.
+ */
+void cq_symbolizer_prefetch(struct cq_symbolizer *s, const struct cq_module *mod);
+
 void cq_symbolizer_destroy(struct cq_symbolizer *s);
 
 /*
