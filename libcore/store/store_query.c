@@ -7,6 +7,8 @@
 #include "libcore/store/store_query.h"
 
 #include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,11 +19,85 @@
 
 /*
  * The row id of the bucket a key names (SQL, over the parameter p): a
- * 16-hex-digit key is a hash, anything else a decimal row id.
+ * 16-hex-digit key is a hash, anything else a decimal row id.  Each form
+ * is its own branch so that each uses its index (hash, rowid).
  */
 #define BUCKET_BY_KEY(p)                                                                           \
-	"(SELECT id FROM buckets WHERE CASE WHEN length(" p ") = 16 THEN hash = lower(" p          \
-	") ELSE CAST(id AS TEXT) = " p " END)"
+	"(SELECT id FROM buckets WHERE length(" p ") = 16 AND hash = lower(" p ") UNION ALL "      \
+	"SELECT id FROM buckets WHERE length(" p ") < 16 AND id = CAST(" p " AS INTEGER) AND "     \
+	"CAST(id AS TEXT) = " p " LIMIT 1)"
+
+/*
+ * A WHERE clause of only the filters given.  A filter written as
+ * "(?1 = 0 OR id = ?1)" keeps SQLite from using any index for it: at a
+ * million cores every query became a full scan.  So each query is built
+ * with the clauses its filters need; parameters keep their numbers (a
+ * number the text no longer uses is simply not bound).
+ */
+struct where {
+	char sql[1024];
+	size_t len;
+	bool overflow;
+};
+
+static void where_add(struct where *w, bool on, const char *clause)
+{
+	if (!on)
+		return;
+	int n = snprintf(w->sql + w->len, sizeof(w->sql) - w->len, "%s%s", w->len ? " AND " : "",
+	                 clause);
+	if (n < 0 || (size_t)n >= sizeof(w->sql) - w->len)
+		w->overflow = true;
+	else
+		w->len += (size_t)n;
+}
+
+/* The clause's text, "1" when no filter was given. */
+static const char *where_text(const struct where *w)
+{
+	return w->len ? w->sql : "1";
+}
+
+/*
+ * With $COREQ_EXPLAIN set, the query plan of each query the read commands
+ * build goes to stderr ("coreq: plan: ..."), as SQLite's EXPLAIN QUERY PLAN
+ * gives it: how to see that a query uses its indexes.
+ */
+static void explain(sqlite3 *db, const char *q)
+{
+	const char *e = getenv("COREQ_EXPLAIN");
+	if (!e || !*e)
+		return;
+	char *sql = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", q);
+	sqlite3_stmt *st;
+	if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			fprintf(stderr, "coreq: plan: %s\n",
+			        (const char *)sqlite3_column_text(st, 3));
+		sqlite3_finalize(st);
+	}
+	sqlite3_free(sql);
+}
+
+/* Prepares the query made by printf(fmt, ...) */
+static struct cq_error *prepare_built(sqlite3 *db, const char *what, sqlite3_stmt **st,
+                                      const struct where *w, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static struct cq_error *prepare_built(sqlite3 *db, const char *what, sqlite3_stmt **st,
+                                      const struct where *w, const char *fmt, ...)
+{
+	char q[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	if (w->overflow || n < 0 || (size_t)n >= sizeof(q))
+		return cq_error_create(CQ_ERR_LIMIT, "%s: query too long", what);
+	explain(db, q);
+	if (sqlite3_prepare_v2(db, q, -1, st, NULL) != SQLITE_OK)
+		return cq_error_create(CQ_ERR_DB, "%s: %s", what, sqlite3_errmsg(db));
+	return NULL;
+}
 
 bool cq_store_bucket_key_valid(const char *key)
 {
@@ -191,24 +267,32 @@ struct cq_error *cq_store_each_stack(struct cq_store *store,
                                      const struct cq_store_stack_filter *filter,
                                      cq_store_stack_fn fn, void *ctx)
 {
-	static const char q[] =
-	    "WITH uses (stack_id, core_id, thread, suspended) AS ("
-	    "SELECT stack_id, core_id, 1, 0 FROM threads "
-	    "UNION ALL SELECT stack_id, core_id, 0, 1 FROM suspended) "
-	    "SELECT s.id, s.hash, sum(u.thread) AS nthreads, count(DISTINCT u.core_id) AS ncores, "
-	    "min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)), "
-	    "sum(u.suspended) AS nsuspended "
-	    "FROM uses u JOIN stacks s ON s.id = u.stack_id JOIN cores c ON c.id = u.core_id "
-	    "WHERE (?1 = 0 OR u.core_id = ?1) "
-	    "AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
-	    "AND (?4 IS NULL OR c.bucket_id = " BUCKET_BY_KEY(
-	        "?4") ") "
-	              "GROUP BY s.id ORDER BY nthreads DESC, nsuspended DESC, ncores DESC, s.id "
-	              "LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END";
+	/*
+	 * Filtered: the cores first (by id, bucket, exe, through their
+	 * indexes), then only their threads and suspended chains.
+	 */
+	struct where w = {.len = 0};
+	where_add(&w, filter && filter->core_id, "id = ?1");
+	where_add(&w, filter && filter->exe, "(exe = ?2 OR exe LIKE '%/' || ?2)");
+	where_add(&w, filter && filter->bucket, "bucket_id = " BUCKET_BY_KEY("?4"));
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
-		return cq_error_create(CQ_ERR_DB, "stacks: %s", sqlite3_errmsg(db));
+	struct cq_error *err = prepare_built(
+	    db, "stacks", &st, &w,
+	    "WITH sel AS (SELECT id, coalesce(timestamp, ingested_at) AS t FROM cores WHERE %s), "
+	    "uses (stack_id, core_id, thread, suspended, t) AS ("
+	    "SELECT x.stack_id, x.core_id, 1, 0, sel.t FROM sel CROSS JOIN threads x "
+	    "ON x.core_id = sel.id "
+	    "UNION ALL SELECT x.stack_id, x.core_id, 0, 1, sel.t FROM sel CROSS JOIN suspended x "
+	    "ON x.core_id = sel.id) "
+	    "SELECT s.id, s.hash, sum(u.thread) AS nthreads, count(DISTINCT u.core_id) AS ncores, "
+	    "min(u.t), max(u.t), sum(u.suspended) AS nsuspended "
+	    "FROM uses u JOIN stacks s ON s.id = u.stack_id "
+	    "GROUP BY s.id ORDER BY nthreads DESC, nsuspended DESC, ncores DESC, s.id "
+	    "LIMIT CASE WHEN ?3 > 0 THEN ?3 ELSE -1 END",
+	    where_text(&w));
+	if (err)
+		return err;
 	sqlite3_bind_int64(st, 1, filter ? filter->core_id : 0);
 	if (filter && filter->exe)
 		sqlite3_bind_text(st, 2, filter->exe, -1, SQLITE_TRANSIENT);
@@ -222,27 +306,30 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
                                     cq_store_core_fn fn, void *ctx)
 {
 	int64_t only_id = f ? f->id : 0;
-	static const char q[] =
-	    "SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
-	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, "
-	    "bucket_id, "
-	    "comm, source, stored_path, meta_conflicts, "
-	    "(SELECT hash FROM buckets WHERE id = cores.bucket_id) "
-	    "FROM cores WHERE id IN (SELECT id FROM cores WHERE (?1 = 0 OR id = ?1) "
-	    "AND (?2 IS NULL OR bucket_id = " BUCKET_BY_KEY(
-	        "?2") ") "
-	              "AND (?3 = 0 OR coalesce(timestamp, ingested_at) >= ?3) "
-	              "AND (?4 = 0 OR coalesce(timestamp, ingested_at) < ?4) "
-	              "AND (?5 IS NULL OR exe = ?5 OR exe LIKE '%/' || ?5) "
-	              "AND (?6 = 0 OR pid = ?6) AND (?7 = 0 OR signal = ?7) "
-	              /* the newest ?8 of them (-1: all), then in the order asked for */
-	              "ORDER BY coalesce(timestamp, ingested_at) DESC, id DESC LIMIT ?8) "
-	              "ORDER BY CASE WHEN ?9 THEN -coalesce(timestamp, ingested_at) ELSE "
-	              "coalesce(timestamp, ingested_at) END, CASE WHEN ?9 THEN -id ELSE id END";
+	struct where w = {.len = 0};
+	where_add(&w, only_id, "id = ?1");
+	where_add(&w, f && f->bucket, "bucket_id = " BUCKET_BY_KEY("?2"));
+	where_add(&w, f && f->since, "coalesce(timestamp, ingested_at) >= ?3");
+	where_add(&w, f && f->until, "coalesce(timestamp, ingested_at) < ?4");
+	where_add(&w, f && f->exe, "(exe = ?5 OR exe LIKE '%/' || ?5)");
+	where_add(&w, f && f->pid, "pid = ?6");
+	where_add(&w, f && f->signal, "signal = ?7");
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
-		return cq_error_create(CQ_ERR_DB, "cores: %s", sqlite3_errmsg(db));
+	struct cq_error *perr = prepare_built(
+	    db, "cores", &st, &w,
+	    "SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
+	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, "
+	    "bucket_id, comm, source, stored_path, meta_conflicts, "
+	    "(SELECT hash FROM buckets WHERE id = cores.bucket_id) "
+	    /* the newest ?8 of them (-1: all), then in the order asked for */
+	    "FROM cores WHERE id IN (SELECT id FROM cores WHERE %s "
+	    "ORDER BY coalesce(timestamp, ingested_at) DESC, id DESC LIMIT ?8) "
+	    "ORDER BY CASE WHEN ?9 THEN -coalesce(timestamp, ingested_at) ELSE "
+	    "coalesce(timestamp, ingested_at) END, CASE WHEN ?9 THEN -id ELSE id END",
+	    where_text(&w));
+	if (perr)
+		return perr;
 	sqlite3_bind_int64(st, 1, only_id);
 	cq_db_bind_text(st, 2, f ? f->bucket : NULL);
 	sqlite3_bind_int64(st, 3, f ? f->since : 0);
@@ -415,19 +502,27 @@ struct cq_error *cq_store_each_suspended(struct cq_store *store, int64_t core_id
 	return err;
 }
 
-/* The distinct executables of a bucket's cores, NULL-terminated, malloc'd. */
+/*
+ * The distinct executables of a bucket's cores, NULL-terminated, malloc'd:
+ * one index seek per executable (cores_bucket_exe), not a walk over every
+ * core of the bucket.
+ */
 static char **bucket_exes(sqlite3 *db, int64_t bucket_id)
 {
+	static const char q[] = "SELECT exe FROM cores WHERE bucket_id = ?1 AND exe > ?2 "
+	                        "ORDER BY exe LIMIT 1";
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db,
-	                       "SELECT DISTINCT exe FROM cores WHERE bucket_id = ? AND exe IS NOT "
-	                       "NULL ORDER BY exe",
-	                       -1, &st, NULL) != SQLITE_OK)
+	explain(db, q);
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
 		return NULL;
-	sqlite3_bind_int64(st, 1, bucket_id);
 	size_t n = 0, cap = 4;
 	char **exes = calloc(cap + 1, sizeof(*exes));
-	while (exes && sqlite3_step(st) == SQLITE_ROW) {
+	const char *after = "";
+	while (exes) {
+		sqlite3_bind_int64(st, 1, bucket_id);
+		sqlite3_bind_text(st, 2, after, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			break;
 		if (n == cap) {
 			char **more = realloc(exes, (cap * 2 + 1) * sizeof(*exes));
 			if (!more)
@@ -437,7 +532,9 @@ static char **bucket_exes(sqlite3 *db, int64_t bucket_id)
 		}
 		if (!(exes[n] = strdup((const char *)sqlite3_column_text(st, 0))))
 			break;
+		after = exes[n];
 		exes[++n] = NULL;
+		sqlite3_reset(st);
 	}
 	sqlite3_finalize(st);
 	return exes;
@@ -447,7 +544,15 @@ struct cq_error *cq_store_each_bucket(struct cq_store *store,
                                       const struct cq_store_bucket_filter *filter,
                                       cq_store_bucket_fn fn, void *ctx)
 {
-	static const char q[] =
+	/*
+	 * Unfiltered, each bucket's own counters answer (kept by ingest,
+	 * rebucket and merge): no core is read.  Filtered by time or
+	 * executable, its cores are counted.
+	 */
+	static const char all[] =
+	    "SELECT id, hash, signature, count, first_seen, last_seen, example_core, rules_version "
+	    "FROM buckets WHERE count > 0 ORDER BY count DESC, id";
+	static const char some[] =
 	    "SELECT b.id, b.hash, b.signature, count(*) AS n, "
 	    "min(coalesce(c.timestamp, c.ingested_at)), max(coalesce(c.timestamp, c.ingested_at)), "
 	    "min(c.id), b.rules_version FROM buckets b JOIN cores c ON c.bucket_id = b.id "
@@ -455,9 +560,11 @@ struct cq_error *cq_store_each_bucket(struct cq_store *store,
 	    "AND (?3 = 0 OR coalesce(c.timestamp, c.ingested_at) < ?3) "
 	    "AND (?2 IS NULL OR c.exe = ?2 OR c.exe LIKE '%/' || ?2) "
 	    "GROUP BY b.id ORDER BY n DESC, b.id";
+	bool filtered = filter && (filter->since || filter->until || filter->exe);
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+	explain(db, filtered ? some : all);
+	if (sqlite3_prepare_v2(db, filtered ? some : all, -1, &st, NULL) != SQLITE_OK)
 		return cq_error_create(CQ_ERR_DB, "buckets: %s", sqlite3_errmsg(db));
 	sqlite3_bind_int64(st, 1, filter ? filter->since : 0);
 	sqlite3_bind_int64(st, 3, filter ? filter->until : 0);

@@ -26,8 +26,8 @@
 
 /* Sections no symbol lookup reads: not inflated, not copied. */
 static const char *const unread[] = {
-    ".debug_loclists",  ".debug_loc",         ".debug_macro",       ".debug_macinfo",
-    ".debug_pubnames",  ".debug_pubtypes",    ".debug_gnu_pubnames", ".debug_gnu_pubtypes",
+    ".debug_loclists", ".debug_loc",      ".debug_macro",        ".debug_macinfo",
+    ".debug_pubnames", ".debug_pubtypes", ".debug_gnu_pubnames", ".debug_gnu_pubtypes",
 };
 
 enum plan { KEEP_NOBITS /* no bytes */, COPY, INFLATE, DROP };
@@ -66,8 +66,9 @@ static void *inflate_worker(void *arg)
 		if (s->plan != INFLATE || i % j->workers != j->worker)
 			continue;
 		size_t got = 0;
-		s->ok = d && libdeflate_zlib_decompress(d, s->src, s->src_len, j->image + s->out_off,
-		                                        s->out_size, &got) == LIBDEFLATE_SUCCESS &&
+		s->ok = d &&
+		        libdeflate_zlib_decompress(d, s->src, s->src_len, j->image + s->out_off,
+		                                   s->out_size, &got) == LIBDEFLATE_SUCCESS &&
 		        got == s->out_size;
 	}
 	if (d)
@@ -83,7 +84,8 @@ static bool plan_section(Elf *elf, size_t shstrndx, Elf_Scn *scn, struct section
 	const char *name = elf_strptr(elf, shstrndx, s->shdr.sh_name);
 	s->out_align = s->shdr.sh_addralign ? s->shdr.sh_addralign : 1;
 	if (s->shdr.sh_type == SHT_NOBITS || s->shdr.sh_size == 0) {
-		/* No bytes: nothing compressed can be here (an empty compressed section is damage). */
+		/* No bytes: nothing compressed can be here (an empty compressed section is damage).
+		 */
 		if ((s->shdr.sh_flags & SHF_COMPRESSED) && s->shdr.sh_type != SHT_NOBITS)
 			return false;
 		s->plan = KEEP_NOBITS;
@@ -112,8 +114,7 @@ static bool plan_section(Elf *elf, size_t shstrndx, Elf_Scn *scn, struct section
 	memcpy(&ch, raw->d_buf, sizeof(ch));
 	/* deflate cannot expand more than 1032:1: a larger claim is a lie */
 	if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > CQ_DEBUG_IMAGE_MAX_SECTION ||
-	    ch.ch_size / 1032 > raw->d_size ||
-	    (ch.ch_addralign & (ch.ch_addralign - 1)) != 0)
+	    ch.ch_size / 1032 > raw->d_size || (ch.ch_addralign & (ch.ch_addralign - 1)) != 0)
 		return false;
 	s->plan = INFLATE;
 	s->src += sizeof(ch);
@@ -148,8 +149,7 @@ static int write_image(Elf *elf, const GElf_Ehdr *eh, size_t phnum, struct secti
 		return -1;
 	uint8_t *image = MAP_FAILED;
 	if (ftruncate(mfd, (off_t)total) != 0 ||
-	    (image = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) ==
-	        MAP_FAILED) {
+	    (image = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) {
 		close(mfd);
 		return -1;
 	}
@@ -157,7 +157,8 @@ static int write_image(Elf *elf, const GElf_Ehdr *eh, size_t phnum, struct secti
 	pthread_t th[MAX_WORKERS];
 	bool started[MAX_WORKERS] = {false};
 	for (unsigned w = 0; w < workers; w++) {
-		jobs[w] = (struct job){.s = s, .n = n, .image = image, .worker = w, .workers = workers};
+		jobs[w] =
+		    (struct job){.s = s, .n = n, .image = image, .worker = w, .workers = workers};
 		if (w > 0)
 			started[w] = pthread_create(&th[w], NULL, inflate_worker, &jobs[w]) == 0;
 	}

@@ -38,8 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		for (size_t i = 1; i < nout; i++) {
 			GElf_Shdr sh;
-			if (!gelf_getshdr(elf_getscn(out, i), &sh) || (sh.sh_flags & SHF_COMPRESSED) ||
-			    (sh.sh_type != SHT_NOBITS && sh.sh_offset + sh.sh_size > (uint64_t)st.st_size))
+			if (!gelf_getshdr(elf_getscn(out, i), &sh) ||
+			    (sh.sh_flags & SHF_COMPRESSED) ||
+			    (sh.sh_type != SHT_NOBITS &&
+			     sh.sh_offset + sh.sh_size > (uint64_t)st.st_size))
 				abort();
 		}
 		elf_end(in);

@@ -41,16 +41,20 @@ static int setup(void **state)
 		return -1;
 	/* Enough DWARF that objcopy finds every debug section worth compressing. */
 	for (int i = 0; i < 400; i++)
-		fprintf(f,
-		        "struct record_with_a_long_name_%d { int field_a; long field_b; char tag[%d]; };\n"
-		        "int function_with_a_long_name_%d(struct record_with_a_long_name_%d *r, int x)\n"
-		        "{ for (int k = 0; k < x; k++) r->field_a += k * %d; return r->field_a; }\n",
-		        i, i % 13 + 1, i, i, i);
+		fprintf(
+		    f,
+		    "struct record_with_a_long_name_%d { int field_a; long field_b; char tag[%d]; "
+		    "};\n"
+		    "int function_with_a_long_name_%d(struct record_with_a_long_name_%d *r, int "
+		    "x)\n"
+		    "{ for (int k = 0; k < x; k++) r->field_a += k * %d; return r->field_a; }\n",
+		    i, i % 13 + 1, i, i, i);
 	fputs("int main(void) { return 0; }\n", f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd),
-	         "cc -g -O2 -Wl,--build-id -o %s %s && objcopy --compress-debug-sections=zlib %s %s",
-	         plain, src, plain, packed);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "cc -g -O2 -Wl,--build-id -o %s %s && objcopy --compress-debug-sections=zlib %s %s",
+	    plain, src, plain, packed);
 	elf_version(EV_CURRENT);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -95,7 +99,8 @@ static void test_inflated_like_libelf(void **state)
 		}
 		bool was = (ha.sh_flags & SHF_COMPRESSED) != 0;
 		if (was)
-			assert_int_equal(elf_compress(sa, 0, 0), 1); /* libelf's inflate: the oracle */
+			assert_int_equal(elf_compress(sa, 0, 0),
+			                 1); /* libelf's inflate: the oracle */
 		Elf_Data *da = elf_getdata(sa, NULL), *db = elf_getdata(sb, NULL);
 		if (ha.sh_type == SHT_NOBITS)
 			continue;
