@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "tests/fuzz/reseal.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
 
@@ -84,16 +84,6 @@ static void check(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	check(data, size);
-	if (size < 4)
-		return 0;
-	uint8_t *sealed = malloc(size);
-	if (!sealed)
-		return 0;
-	memcpy(sealed, data, size);
-	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), data, (uInt)(size - 4));
-	memcpy(sealed + size - 4, &crc, 4);
-	check(sealed, size);
-	free(sealed);
+	fuzz_as_is_and_resealed(data, size, check);
 	return 0;
 }

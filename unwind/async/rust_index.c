@@ -974,20 +974,26 @@ static int cmp_resume(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+/* Sorts what the lookups binary-search: vtables, resumes, tokio kinds, block_ons. */
+static void sort_index(struct cq_rust_index *ix)
+{
+	struct cq_rust_model *m = &ix->model;
+	if (m->nvtables)
+		qsort((void *)m->vtables, m->nvtables, sizeof(*m->vtables), cmp_vtable);
+	if (ix->nresumes)
+		qsort(ix->resumes, ix->nresumes, sizeof(*ix->resumes), cmp_resume);
+	if (ix->ntokio)
+		qsort(ix->tokio, ix->ntokio, sizeof(*ix->tokio), cmp_tokio);
+	if (ix->nblock_ons)
+		qsort(ix->block_ons, ix->nblock_ons, sizeof(*ix->block_ons), cmp_block_on);
+}
+
 /* Moves the builder's finds into ix: one module's index, link-time addresses, sorted. */
 static void builder_finish(struct builder *b, struct cq_rust_index *ix)
 {
 	free(b->slots);
 	free(b->work);
 	free(b->offs);
-	if (b->vtables)
-		qsort(b->vtables, b->nvtables, sizeof(*b->vtables), cmp_vtable);
-	if (b->resumes)
-		qsort(b->resumes, b->nresumes, sizeof(*b->resumes), cmp_resume);
-	if (b->tokio)
-		qsort(b->tokio, b->ntokio, sizeof(*b->tokio), cmp_tokio);
-	if (b->block_ons)
-		qsort(b->block_ons, b->nblock_ons, sizeof(*b->block_ons), cmp_block_on);
 	ix->model = (struct cq_rust_model){
 	    .types = b->types, .ntypes = b->ntypes, .vtables = b->vtables, .nvtables = b->nvtables};
 	ix->resumes = b->resumes;
@@ -997,6 +1003,7 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
 	ix->tokio_unresolved = b->tokio_unresolved;
 	ix->block_ons = b->block_ons;
 	ix->nblock_ons = b->nblock_ons;
+	sort_index(ix);
 }
 
 /*
@@ -1215,15 +1222,7 @@ struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *deb
 		cq_rust_index_free(ix);
 		return err;
 	}
-	struct cq_rust_model *m = &ix->model;
-	if (m->nvtables)
-		qsort((void *)m->vtables, m->nvtables, sizeof(*m->vtables), cmp_vtable);
-	if (ix->nresumes)
-		qsort(ix->resumes, ix->nresumes, sizeof(*ix->resumes), cmp_resume);
-	if (ix->ntokio)
-		qsort(ix->tokio, ix->ntokio, sizeof(*ix->tokio), cmp_tokio);
-	if (ix->nblock_ons)
-		qsort(ix->block_ons, ix->nblock_ons, sizeof(*ix->block_ons), cmp_block_on);
+	sort_index(ix);
 	*out = ix;
 	return NULL;
 }
