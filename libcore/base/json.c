@@ -3,6 +3,8 @@
  */
 #include "libcore/base/json.h"
 
+#include "libcore/base/bytes.h"
+
 #include "libcore/base/text.h"
 
 #include <string.h>
@@ -112,11 +114,26 @@ static const uint8_t byte_class[256] = {
     [0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x7f] = 1, [0x80 ... 0xff] = 2,
 };
 
+#define ONES  0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* True when the 8 bytes of w are all printable ASCII other than '"' and '\\'. */
+static bool word_plain(uint64_t w)
+{
+	uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\'), d = w ^ (ONES * 0x7f);
+	uint64_t bad =
+	    (w - ONES * 0x20) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | ((d - ONES) & ~d);
+	/* with no byte >= 0x80 (w & HIGHS == 0), a high bit in bad marks a byte to look at */
+	return ((w | bad) & HIGHS) == 0;
+}
+
 /* Length of the run at s that needs no escaping (printable ASCII, valid UTF-8). */
 static size_t plain_run(const unsigned char *s, size_t n)
 {
 	size_t i = 0;
 	for (;;) {
+		while (n - i >= 8 && word_plain(cq_load_u64(s + i)))
+			i += 8; /* most text: eight plain bytes at a time */
 		while (i < n && byte_class[s[i]] == 0)
 			i++;
 		if (i == n || byte_class[s[i]] == 1)
