@@ -502,8 +502,11 @@ struct cq_error *cq_store_each_suspended(struct cq_store *store, int64_t core_id
 	return err;
 }
 
+#define MAX_BUCKET_EXES 4096
+
 /*
- * The distinct executables of a bucket's cores, NULL-terminated, malloc'd:
+ * The distinct executables of a bucket's cores (at most MAX_BUCKET_EXES),
+ * NULL-terminated, malloc'd:
  * one index seek per executable (cores_bucket_exe), not a walk over every
  * core of the bucket.
  */
@@ -518,10 +521,18 @@ static char **bucket_exes(sqlite3 *db, int64_t bucket_id)
 	size_t n = 0, cap = 4;
 	char **exes = calloc(cap + 1, sizeof(*exes));
 	const char *after = "";
-	while (exes) {
+	/*
+	 * Each answer must sort strictly after the one before: a damaged file
+	 * (a BLOB exe, an index out of step with its table) must not loop.
+	 */
+	while (exes && n < MAX_BUCKET_EXES) {
 		sqlite3_bind_int64(st, 1, bucket_id);
 		sqlite3_bind_text(st, 2, after, -1, SQLITE_TRANSIENT);
-		if (sqlite3_step(st) != SQLITE_ROW)
+		const unsigned char *exe =
+		    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT
+		        ? sqlite3_column_text(st, 0)
+		        : NULL;
+		if (!exe || strcmp((const char *)exe, after) <= 0)
 			break;
 		if (n == cap) {
 			char **more = realloc(exes, (cap * 2 + 1) * sizeof(*exes));
@@ -530,7 +541,7 @@ static char **bucket_exes(sqlite3 *db, int64_t bucket_id)
 			exes = more;
 			cap *= 2;
 		}
-		if (!(exes[n] = strdup((const char *)sqlite3_column_text(st, 0))))
+		if (!(exes[n] = strdup((const char *)exe)))
 			break;
 		after = exes[n];
 		exes[++n] = NULL;
