@@ -38,7 +38,12 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 		err = &cq_error_nomem;
 		goto out;
 	}
+	/* libzstd's own workers, one per CPU: a big core compresses at disk speed */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	char threads[16];
+	snprintf(threads, sizeof(threads), "%ld", cpus > 1 ? (cpus < 64 ? cpus : 64) : 1);
 	if (archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
+	    archive_write_set_filter_option(a, "zstd", "threads", threads) != ARCHIVE_OK ||
 	    archive_write_set_format_raw(a) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open_fd(a, fd) != ARCHIVE_OK) {
