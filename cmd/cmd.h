@@ -194,6 +194,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_resymbolize(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
 int cmd_stack(int argc, char **argv);
 int cmd_lws(int argc, char **argv);

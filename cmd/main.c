@@ -31,6 +31,7 @@ static const struct command commands[] = {
     {"rebucket", cmd_rebucket, "recompute every stored core's bucket under the rules in force",
      false},
     {"hook", cmd_hook, "kernel.core_pattern handler: store, then analyse a core from stdin", false},
+    {"cache", cmd_cache, "fill the per-build-id cache for libraries before a crash", false},
     {"lws", cmd_lws, "libwebsockets backtraces: decode, encode, ingest logs", false},
 };
 

@@ -13,7 +13,7 @@
 #include "libcore/base/bytes.h"
 
 static const char magic[8] = "CQCFI\0\0";
-#define HEADER_SIZE (8 + 4 + 4 + 8 + 4 + 4 + 4)
+#define HEADER_SIZE (8 + 4 + 4 + 8 + 4 + 4 + 4 + 4)
 #define ROW_SIZE    8
 #define RULE_SIZE   8
 #define OP_SIZE     25
@@ -52,10 +52,13 @@ static struct cq_error *table_validate(const struct cq_cfi_table *t)
 {
 	if (t->nregs == 0 || t->nregs > CQ_CFI_MAX_REGS)
 		return cq_error_create(CQ_ERR_FORMAT, "CFI table: bad register count");
+	if (t->flags & ~CQ_CFI_TABLE_COMPLETE)
+		return cq_error_create(CQ_ERR_FORMAT, "CFI table: unknown flags");
 	for (uint32_t i = 0; i < t->nrows; i++) {
 		if (i > 0 && t->rows[i].start <= t->rows[i - 1].start)
 			return cq_error_create(CQ_ERR_FORMAT, "CFI table: rows not sorted");
-		if (t->rows[i].ruleset != CQ_CFI_NO_RULES && t->rows[i].ruleset >= t->nrulesets)
+		uint32_t rs = t->rows[i].ruleset;
+		if (rs != CQ_CFI_NO_RULES && rs != CQ_CFI_NO_CFI && rs >= t->nrulesets)
 			return cq_error_create(CQ_ERR_FORMAT, "CFI table: bad rule set index");
 	}
 	for (uint32_t i = 0; i < t->nops;) {
@@ -99,13 +102,14 @@ struct cq_error *cq_cfi_table_from_parts(uint64_t base, unsigned nregs,
 {
 	*out = NULL;
 	if (nregs == 0 || nregs > CQ_CFI_MAX_REGS || nrows > UINT32_MAX ||
-	    nrulesets >= CQ_CFI_NO_RULES || nops > INT32_MAX)
+	    nrulesets >= CQ_CFI_NO_CFI || nops > INT32_MAX)
 		return cq_error_create(CQ_ERR_USAGE, "CFI table: bad sizes");
 	struct cq_cfi_table *t =
 	    table_alloc(nregs, (uint32_t)nrows, (uint32_t)nrulesets, (uint32_t)nops);
 	if (!t)
 		return &cq_error_nomem;
 	t->base = base;
+	t->flags = CQ_CFI_TABLE_COMPLETE;
 	memcpy(t->rows, rows, nrows * sizeof(*rows));
 	memcpy(t->rules, rules, nrulesets * (nregs + 1) * sizeof(*rules));
 	if (nops)
@@ -146,6 +150,7 @@ struct cq_error *cq_cfi_table_serialize(const struct cq_cfi_table *t, uint8_t **
 	p = put_u32(p, t->nrows);
 	p = put_u32(p, t->nrulesets);
 	p = put_u32(p, t->nops);
+	p = put_u32(p, t->flags);
 	for (uint32_t i = 0; i < t->nrows; i++) {
 		p = put_u32(p, t->rows[i].start);
 		p = put_u32(p, t->rows[i].ruleset);
@@ -181,7 +186,7 @@ struct cq_error *cq_cfi_table_deserialize(const uint8_t *blob, size_t len,
 		                       cq_load_u32(blob + 8), CQ_CFI_TABLE_VERSION);
 	uint32_t nregs = cq_load_u32(blob + 12), nrows = cq_load_u32(blob + 24);
 	uint32_t nrulesets = cq_load_u32(blob + 28), nops = cq_load_u32(blob + 32);
-	if (nregs == 0 || nregs > CQ_CFI_MAX_REGS || nrulesets >= CQ_CFI_NO_RULES)
+	if (nregs == 0 || nregs > CQ_CFI_MAX_REGS || nrulesets >= CQ_CFI_NO_CFI)
 		return cq_error_create(CQ_ERR_FORMAT, "CFI table blob: bad header");
 	uint64_t need = HEADER_SIZE + (uint64_t)nrows * ROW_SIZE +
 	                (uint64_t)nrulesets * (nregs + 1) * RULE_SIZE + (uint64_t)nops * OP_SIZE +
@@ -194,6 +199,7 @@ struct cq_error *cq_cfi_table_deserialize(const uint8_t *blob, size_t len,
 	if (!t)
 		return &cq_error_nomem;
 	t->base = cq_load_u64(blob + 16);
+	t->flags = cq_load_u32(blob + 36);
 	const uint8_t *p = blob + HEADER_SIZE;
 	for (uint32_t i = 0; i < nrows; i++, p += ROW_SIZE)
 		t->rows[i] = (struct cq_cfi_row){cq_load_u32(p), cq_load_u32(p + 4)};

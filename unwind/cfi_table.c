@@ -23,7 +23,9 @@
 #include "libcore/base/bytes.h"
 #include "libcore/base/hash.h"
 
-#define MAX_ROWS     (1u << 24)
+#define MAX_ROWS (1u << 24)
+
+_Static_assert(sizeof(struct cq_cfi_rule) == 8, "a rule is hashed as one word");
 #define MAX_EXPR_OPS 64
 
 /* A pc range and its interned rule set, before rows are laid out. */
@@ -297,7 +299,37 @@ static bool ruleset_eq(const struct builder *b, uint32_t index, const void *key)
 	return memcmp(&b->rules[index * stride], key, stride * sizeof(struct cq_cfi_rule)) == 0;
 }
 
-/* Interns the rule set of one row; UINT32_MAX on allocation failure. */
+/* Interns a rule set (CFA rule, then nregs rules); UINT32_MAX on allocation failure. */
+static uint32_t intern_ruleset(struct builder *b, const struct cq_cfi_rule *set)
+{
+	size_t stride = b->nregs + 1;
+	if (!intern_reserve(&b->ruleset_set))
+		return UINT32_MAX;
+	/* A rule is 8 bytes: fold whole rules, not bytes (the key is never stored). */
+	uint64_t h = CQ_FNV_OFFSET;
+	for (size_t i = 0; i < stride; i++) {
+		uint64_t word;
+		memcpy(&word, &set[i], sizeof(word));
+		h = cq_fnv1a_step(h, word);
+	}
+	h ^= h >> 32; /* the table slot takes low bits: bring the high ones down */
+	h *= 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	size_t slot;
+	uint32_t found = intern_find(b, &b->ruleset_set, h, set, ruleset_eq, &slot);
+	if (found != UINT32_MAX)
+		return found;
+	struct cq_cfi_rule *rules =
+	    grow(b->rules, &b->rules_cap, (b->nrulesets + 1) * stride, sizeof(*rules));
+	if (!rules || b->nrulesets + 1 >= CQ_CFI_NO_CFI)
+		return UINT32_MAX;
+	b->rules = rules;
+	memcpy(&rules[b->nrulesets * stride], set, stride * sizeof(set[0]));
+	intern_insert(&b->ruleset_set, slot, h, (uint32_t)b->nrulesets);
+	return (uint32_t)b->nrulesets++;
+}
+
+/* Interns the rule set of one row; CQ_CFI_NO_RULES without a CFA, UINT32_MAX without memory. */
 static uint32_t intern_row(struct builder *b, Dwarf_Frame *frame, bool signal)
 {
 	struct cq_cfi_rule set[CQ_CFI_MAX_REGS + 1];
@@ -308,22 +340,7 @@ static uint32_t intern_row(struct builder *b, Dwarf_Frame *frame, bool signal)
 	set[0].flags = signal ? CQ_CFI_SIGNAL_FRAME : 0;
 	for (unsigned r = 0; r < b->nregs; r++)
 		set[r + 1] = classify_register(b, frame, (int)r);
-	size_t stride = b->nregs + 1;
-	if (!intern_reserve(&b->ruleset_set))
-		return UINT32_MAX;
-	uint64_t h = cq_fnv1a(CQ_FNV_OFFSET, set, stride * sizeof(set[0]));
-	size_t slot;
-	uint32_t found = intern_find(b, &b->ruleset_set, h, set, ruleset_eq, &slot);
-	if (found != UINT32_MAX)
-		return found;
-	struct cq_cfi_rule *rules =
-	    grow(b->rules, &b->rules_cap, (b->nrulesets + 1) * stride, sizeof(*rules));
-	if (!rules || b->nrulesets + 1 >= CQ_CFI_NO_RULES)
-		return UINT32_MAX;
-	b->rules = rules;
-	memcpy(&rules[b->nrulesets * stride], set, stride * sizeof(set[0]));
-	intern_insert(&b->ruleset_set, slot, h, (uint32_t)b->nrulesets);
-	return (uint32_t)b->nrulesets++;
+	return intern_ruleset(b, set);
 }
 
 static struct cq_error *add_span(struct builder *b, uint64_t start, uint64_t end, uint32_t ruleset)
@@ -627,6 +644,7 @@ struct cq_error *cq_cfi_table_build(void *elf_, void *debug_elf_, unsigned nregs
 	if (!t)
 		return &cq_error_nomem;
 	t->nregs = nregs;
+	t->flags = CQ_CFI_TABLE_COMPLETE;
 	struct cq_error *err = NULL;
 	Dwarf_CFI *eh = elf ? dwarf_getcfi_elf(elf) : NULL;
 	if (eh)
@@ -706,4 +724,235 @@ const struct cq_cfi_op *cq_cfi_table_expr(const struct cq_cfi_table *t,
 		return NULL;
 	*count = (size_t)t->ops[index].number;
 	return &t->ops[index + 1];
+}
+
+/* ---- compiled a row at a time ------------------------------------------------ */
+
+struct cq_cfi_lazy {
+	struct builder b;
+	struct cq_cfi_table table; /* rows kept sorted; rules and ops are b's */
+	size_t rows_cap;
+	bool have_base, grew;
+	Dwarf_CFI *eh;
+	void *(*debug_elf)(void *arg); /* gives the debuginfo's Elf *, once */
+	void *debug_arg;
+	bool debug_tried; /* .debug_frame was looked for */
+	Dwarf *dw;        /* the debuginfo's DWARF, once .debug_frame was needed */
+	Dwarf_CFI *dbg;   /* its .debug_frame */
+};
+
+/* Takes seed's rule sets and expressions into b, interned as if compiled. */
+static bool seed_builder(struct builder *b, const struct cq_cfi_table *seed)
+{
+	size_t stride = b->nregs + 1;
+	for (uint32_t i = 0; i < seed->nops;) {
+		size_t n = (size_t)seed->ops[i].number;
+		Dwarf_Op ops[MAX_EXPR_OPS];
+		if (n == 0 || n > MAX_EXPR_OPS)
+			return false;
+		for (size_t k = 0; k < n; k++)
+			ops[k] = (Dwarf_Op){.atom = seed->ops[i + 1 + k].atom,
+			                    .number = seed->ops[i + 1 + k].number,
+			                    .number2 = seed->ops[i + 1 + k].number2,
+			                    .offset = seed->ops[i + 1 + k].offset};
+		if (intern_expr(b, ops, n) != i) /* the pool is rebuilt at the same indices */
+			return false;
+		i += (uint32_t)n + 1;
+	}
+	for (uint32_t r = 0; r < seed->nrulesets; r++)
+		if (intern_ruleset(b, &seed->rules[(size_t)r * stride]) != r)
+			return false;
+	return true;
+}
+
+struct cq_error *cq_cfi_lazy_create(void *elf, void *(*debug_elf)(void *arg), void *arg,
+                                    unsigned nregs, const struct cq_cfi_table *seed,
+                                    struct cq_cfi_lazy **out)
+{
+	*out = NULL;
+	if (nregs == 0 || nregs > CQ_CFI_MAX_REGS || (seed && seed->nregs != nregs))
+		return cq_error_create(CQ_ERR_USAGE, "bad register count %u", nregs);
+	struct cq_cfi_lazy *l = calloc(1, sizeof(*l));
+	if (!l)
+		return &cq_error_nomem;
+	l->b.nregs = nregs;
+	l->table.nregs = nregs;
+	l->eh = elf ? dwarf_getcfi_elf(elf) : NULL;
+	l->debug_elf = debug_elf;
+	l->debug_arg = arg;
+	if (seed && seed->nrows) {
+		l->table.rows = malloc(seed->nrows * sizeof(*seed->rows));
+		if (!l->table.rows) {
+			cq_cfi_lazy_free(l);
+			return &cq_error_nomem;
+		}
+		if (!seed_builder(&l->b, seed)) {
+			cq_cfi_lazy_free(l);
+			return cq_error_create(CQ_ERR_FORMAT, "CFI table: cannot be extended");
+		}
+		memcpy(l->table.rows, seed->rows, seed->nrows * sizeof(*seed->rows));
+		l->rows_cap = l->table.nrows = seed->nrows;
+		l->table.base = seed->base;
+		l->have_base = true;
+		l->table.rules = l->b.rules;
+		l->table.nrulesets = (uint32_t)l->b.nrulesets;
+		l->table.ops = l->b.ops;
+		l->table.nops = (uint32_t)l->b.nops;
+	}
+	*out = l;
+	return NULL;
+}
+
+const struct cq_cfi_table *cq_cfi_lazy_table(const struct cq_cfi_lazy *l)
+{
+	return &l->table;
+}
+
+bool cq_cfi_lazy_grew(const struct cq_cfi_lazy *l)
+{
+	return l && l->grew;
+}
+
+void cq_cfi_lazy_free(struct cq_cfi_lazy *l)
+{
+	if (!l)
+		return;
+	if (l->dw)
+		dwarf_end(l->dw);
+	if (l->eh)
+		dwarf_cfi_end(l->eh);
+	free(l->table.rows);
+	builder_free(&l->b);
+	free(l);
+}
+
+/*
+ * The row libdw gives for pc in cfi, with its [start, end): a rule set,
+ * CQ_CFI_NO_RULES if there is none, UINT32_MAX for want of memory.
+ */
+static uint32_t lazy_row(struct builder *b, Dwarf_CFI *cfi, uint64_t pc, uint64_t *start,
+                         uint64_t *end)
+{
+	Dwarf_Frame *frame;
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc, &frame) != 0)
+		return CQ_CFI_NO_RULES;
+	Dwarf_Addr s, e;
+	bool signal = false;
+	uint32_t rs = CQ_CFI_NO_RULES;
+	/*
+	 * The row holds from pc to its end.  Not from its start: after a
+	 * DW_CFA_restore_state, libdw 0.188 gives the start of the remembered
+	 * row, which may lie before rows of other rules (the whole-module
+	 * compiler, too, trusts only the end).
+	 */
+	if (dwarf_frame_info(frame, &s, &e, &signal) >= 0 && s <= pc && pc < e) {
+		rs = intern_row(b, frame, signal);
+		*start = pc;
+		*end = e;
+	}
+	free(frame);
+	return rs;
+}
+
+/* Index of the row holding rel (the last row starting at or before it), or -1. */
+static ptrdiff_t row_at(const struct cq_cfi_table *t, uint32_t rel)
+{
+	size_t lo = 0, hi = t->nrows;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->rows[mid].start <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ptrdiff_t)lo - 1;
+}
+
+/*
+ * Puts [start, end) with ruleset rs into the gap that holds it (row i, not
+ * yet compiled, or -1 before the first row): rows already compiled keep
+ * their ranges, the new one is clipped to the gap.
+ */
+static struct cq_error *lazy_insert(struct cq_cfi_lazy *l, ptrdiff_t i, uint64_t start,
+                                    uint64_t end, uint32_t rs)
+{
+	struct cq_cfi_table *t = &l->table;
+	size_t after = (size_t)(i + 1); /* the first row after the gap */
+	uint64_t gap_lo = i >= 0 ? t->base + t->rows[i].start : t->base;
+	uint64_t gap_hi = after < t->nrows ? t->base + t->rows[after].start : t->base + UINT32_MAX;
+	if (start < gap_lo)
+		start = gap_lo;
+	if (end > gap_hi)
+		end = gap_hi;
+	struct cq_cfi_row add[2];
+	size_t nadd = 0;
+	add[nadd++] = (struct cq_cfi_row){(uint32_t)(start - t->base), rs};
+	if (end < gap_hi || after == t->nrows)
+		add[nadd++] = (struct cq_cfi_row){(uint32_t)(end - t->base), CQ_CFI_NO_RULES};
+	/* The gap's own row stays before the new one, unless the new one starts it. */
+	size_t at = i >= 0 && start == gap_lo ? (size_t)i : after;
+	size_t need = at + nadd + (t->nrows - after);
+	struct cq_cfi_row *rows = grow(t->rows, &l->rows_cap, need, sizeof(*rows));
+	if (!rows)
+		return &cq_error_nomem;
+	t->rows = rows;
+	memmove(&rows[at + nadd], &rows[after], (t->nrows - after) * sizeof(*rows));
+	memcpy(&rows[at], add, nadd * sizeof(*rows));
+	t->nrows = (uint32_t)need;
+	l->grew = true;
+	return NULL;
+}
+
+/* The rule set of pc from .eh_frame, else .debug_frame; CQ_CFI_NO_CFI if neither has one. */
+static uint32_t lazy_compile(struct cq_cfi_lazy *l, uint64_t pc, uint64_t *start, uint64_t *end)
+{
+	uint32_t rs = lazy_row(&l->b, l->eh, pc, start, end);
+	if (rs == CQ_CFI_NO_RULES && l->debug_elf) {
+		if (!l->debug_tried) {
+			l->debug_tried = true;
+			/* dwarf_begin_elf inflates every section: only for a .debug_frame. */
+			Elf *debug_elf = l->debug_elf(l->debug_arg);
+			GElf_Shdr shdr;
+			if (debug_elf && find_section(debug_elf, ".debug_frame", &shdr) &&
+			    (l->dw = dwarf_begin_elf(debug_elf, DWARF_C_READ, NULL)))
+				l->dbg = dwarf_getcfi(l->dw);
+		}
+		rs = lazy_row(&l->b, l->dbg, pc, start, end);
+	}
+	if (rs == CQ_CFI_NO_RULES) {
+		*start = pc;
+		*end = pc + 1;
+		return CQ_CFI_NO_CFI;
+	}
+	return rs;
+}
+
+const struct cq_cfi_table *cq_cfi_lazy_at(struct cq_cfi_lazy *l, uint64_t pc,
+                                          struct cq_error **error)
+{
+	struct cq_cfi_table *t = &l->table;
+	*error = NULL;
+	if (l->have_base && (pc < t->base || pc - t->base >= UINT32_MAX))
+		return t; /* out of the table's reach, as for the complete table */
+	ptrdiff_t i = l->have_base ? row_at(t, (uint32_t)(pc - t->base)) : -1;
+	if (i >= 0 && t->rows[i].ruleset != CQ_CFI_NO_RULES)
+		return t; /* compiled: rules, or none */
+	uint64_t start = 0, end = 0;
+	uint32_t rs = lazy_compile(l, pc, &start, &end);
+	if (rs == UINT32_MAX) {
+		*error = &cq_error_nomem;
+		return t;
+	}
+	if (!l->have_base) {
+		l->have_base = true;
+		t->base = start & ~(uint64_t)UINT32_MAX;
+		if (pc - t->base >= UINT32_MAX)
+			return t;
+	}
+	*error = lazy_insert(l, i, start, end, rs);
+	t->rules = l->b.rules;
+	t->nrulesets = (uint32_t)l->b.nrulesets;
+	t->ops = l->b.ops;
+	t->nops = (uint32_t)l->b.nops;
+	return t;
 }

@@ -130,6 +130,8 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 	actx.native = native;
 	if (!err && p->async)
 		err = cq_async_stacks(&actx, p->async);
+	if (!err)
+		cq_core_target_store_tables(&ct);
 	if (!err && ct.out_of_memory)
 		err = &cq_error_nomem;
 out:

@@ -1,10 +1,13 @@
 /*
  * unwind_target.c - the core as the unwinder sees it (struct
  * cq_unwind_target, unwind/unwind.h): memory reads, executable test, stack
- * bounds, and each module's CFI table, compiled on first use and kept on the
- * module.  Tables come from the cache when it holds one for the build-id
- * and format version; otherwise they are compiled from the module's
- * .eh_frame (plus .debug_frame of its debuginfo) and stored back.
+ * bounds, and each module's CFI table, kept on the module.  Tables come
+ * from the cache when it holds one for the build-id and format version.
+ * Otherwise the module's .eh_frame (plus .debug_frame of its debuginfo) is
+ * compiled a row at a time as the walks meet its pcs (cq_cfi_lazy), on top
+ * of the partial table the cache may hold, and stored back when it grew:
+ * the first core of a binary pays for the rows it visits, not the whole
+ * module (`coreq cache warm` compiles complete tables).
  */
 #include "libcore/analysis/unwind_target.h"
 
@@ -23,78 +26,86 @@
 #include "libcore/base/regular_file.h"
 
 struct module_cfi {
-	struct cq_cfi_table *table; /* NULL: the module has no usable CFI */
-	struct cq_error *error;     /* why the table could not be built, if it failed */
+	struct cq_module *mod;
+	const struct cq_core_target *ctx;
+	char id[2 * CQ_BUILD_ID_MAX + 1];
+	struct cq_cfi_table *table; /* a complete table, from the cache */
+	struct cq_cfi_lazy *lazy;   /* else rows compiled as met; NULL: no usable CFI */
+	Elf *debug_elf;             /* the lazy table's debuginfo, once needed */
+	int debug_fd;
+	struct cq_error *error; /* why the table could not be built, if it failed */
 };
 
 static void module_cfi_free(void *p)
 {
 	struct module_cfi *m = p;
 	cq_cfi_table_free(m->table);
+	cq_cfi_lazy_free(m->lazy);
+	if (m->debug_elf && m->debug_elf != m->mod->elf)
+		elf_end(m->debug_elf);
+	if (m->debug_fd >= 0)
+		close(m->debug_fd);
 	cq_error_free(m->error);
 	free(m);
 }
 
-/* Compiles the module's table from its file and its debuginfo's .debug_frame. */
-static struct cq_cfi_table *compile_table(struct cq_module *mod, const struct cq_arch *arch,
-                                          const char *const *debug_dirs, struct cq_error **error)
+/* The table the cache holds for id, complete or partial, or NULL. */
+static struct cq_cfi_table *cached_table(struct cq_cache *cache, const char *id, unsigned nregs)
 {
-	Elf *debug_elf = NULL;
-	int debug_fd = -1;
-	char *debug_path = mod->is_vdso ? NULL : cq_debuginfo_find(mod, debug_dirs);
-	if (debug_path && (!mod->file_path || strcmp(debug_path, mod->file_path) != 0)) {
-		debug_fd = cq_open_regular(debug_path);
-		if (debug_fd >= 0)
-			debug_elf = elf_begin(debug_fd, ELF_C_READ_MMAP, NULL);
-	} else if (debug_path) {
-		debug_elf = mod->elf;
-	}
+	size_t len;
+	uint8_t *blob =
+	    cache && id[0] ? cq_cache_get_table(cache, id, CQ_CFI_TABLE_VERSION, &len) : NULL;
+	if (!blob)
+		return NULL;
 	struct cq_cfi_table *table = NULL;
-	*error = cq_cfi_table_build(mod->elf, debug_elf, arch->nregs, &table);
-	if (debug_elf && debug_elf != mod->elf)
-		elf_end(debug_elf);
-	if (debug_fd >= 0)
-		close(debug_fd);
-	free(debug_path);
-	return table;
+	cq_error_free(cq_cfi_table_deserialize(blob, len, &table));
+	free(blob);
+	if (table && table->nregs == nregs)
+		return table;
+	if (!table)
+		cq_cache_reject(cache); /* damaged: compiled afresh */
+	cq_cfi_table_free(table);       /* damaged or for another architecture */
+	return NULL;
 }
 
-static struct cq_cfi_table *load_table(struct cq_core_target *ctx, struct cq_module *mod,
-                                       struct cq_error **error)
+/* The module's debuginfo, opened the first time its .debug_frame is needed. */
+static void *open_debug_elf(void *arg)
 {
-	const struct cq_arch *arch = ctx->core->arch;
-	struct cq_cache *cache = ctx->options->cache;
-	char id[2 * CQ_BUILD_ID_MAX + 1];
-	cq_module_build_id_hex(mod, id, sizeof(id));
-	struct cq_cfi_table *table = NULL;
-	if (cache && id[0]) {
-		size_t len;
-		uint8_t *blob = cq_cache_get_table(cache, id, CQ_CFI_TABLE_VERSION, &len);
-		if (blob) {
-			struct cq_error *err = cq_cfi_table_deserialize(blob, len, &table);
-			cq_error_free(err);
-			free(blob);
-			if (table && table->nregs == arch->nregs)
-				return table;
-			if (!table)
-				cq_cache_reject(cache); /* damaged: rebuilt below */
-			cq_cfi_table_free(table);       /* damaged or for another architecture */
-			table = NULL;
-		}
+	struct module_cfi *m = arg;
+	struct cq_module *mod = m->mod;
+	char *path = mod->is_vdso ? NULL : cq_debuginfo_find(mod, m->ctx->options->debug_dirs);
+	if (path && (!mod->file_path || strcmp(path, mod->file_path) != 0)) {
+		m->debug_fd = cq_open_regular(path);
+		if (m->debug_fd >= 0)
+			m->debug_elf = elf_begin(m->debug_fd, ELF_C_READ_MMAP, NULL);
+	} else if (path) {
+		m->debug_elf = mod->elf;
 	}
-	/* A binary met for the first time: its symbols will be looked up next. */
-	cq_symbolizer_prefetch(ctx->symbolizer, mod);
-	table = compile_table(mod, arch, ctx->options->debug_dirs, error);
-	if (table && cache && id[0]) {
-		uint8_t *blob;
-		size_t len;
-		if (!cq_cfi_table_serialize(table, &blob, &len)) {
-			cq_cache_put_table(cache, id, CQ_CFI_TABLE_VERSION, table->nrows, blob,
-			                   len);
-			free(blob);
-		}
+	free(path);
+	return m->debug_elf;
+}
+
+/*
+ * The module's table: complete from the cache, else compiled as the walk
+ * meets its pcs, on top of the rows the cache holds.
+ */
+static void load_module(struct cq_core_target *ctx, struct cq_module *mod, struct module_cfi *m)
+{
+	unsigned nregs = ctx->core->arch->nregs;
+	cq_module_build_id_hex(mod, m->id, sizeof(m->id));
+	struct cq_cfi_table *cached = cached_table(ctx->options->cache, m->id, nregs);
+	if (cached && (cached->flags & CQ_CFI_TABLE_COMPLETE)) {
+		m->table = cached;
+		return;
 	}
-	return table;
+	if (!cached) /* a binary met for the first time: its symbols will be looked up next */
+		cq_symbolizer_prefetch(ctx->symbolizer, mod);
+	m->error = cq_cfi_lazy_create(mod->elf, open_debug_elf, m, nregs, cached, &m->lazy);
+	if (m->error && m->error != &cq_error_nomem && cached) {
+		cq_error_free(m->error); /* a partial table that cannot be extended: start over */
+		m->error = cq_cfi_lazy_create(mod->elf, open_debug_elf, m, nregs, NULL, &m->lazy);
+	}
+	cq_cfi_table_free(cached);
 }
 
 static const struct cq_cfi_table *target_cfi_at(void *p, uint64_t pc, uint64_t *bias)
@@ -103,20 +114,49 @@ static const struct cq_cfi_table *target_cfi_at(void *p, uint64_t pc, uint64_t *
 	struct cq_module *mod = cq_core_module_at(ctx->core, pc);
 	if (!mod || mod->status != CQ_MODULE_FOUND || !mod->elf)
 		return NULL;
-	if (!mod->analysis) {
-		struct module_cfi *m = calloc(1, sizeof(*m));
-		if (!m) {
+	struct module_cfi *m = mod->analysis;
+	if (!m) {
+		if (!(m = calloc(1, sizeof(*m)))) {
 			ctx->out_of_memory = true;
 			return NULL;
 		}
-		m->table = load_table(ctx, mod, &m->error);
-		if (m->error == &cq_error_nomem)
-			ctx->out_of_memory = true;
+		m->mod = mod;
+		m->ctx = ctx;
+		m->debug_fd = -1;
 		mod->analysis = m;
 		mod->analysis_free = module_cfi_free;
+		load_module(ctx, mod, m);
+		if (m->error == &cq_error_nomem)
+			ctx->out_of_memory = true;
 	}
 	*bias = mod->bias;
-	return ((struct module_cfi *)mod->analysis)->table;
+	if (m->table || !m->lazy)
+		return m->table;
+	m->ctx = ctx; /* the module outlives this target: open_debug_elf needs the live one */
+	struct cq_error *err;
+	const struct cq_cfi_table *table = cq_cfi_lazy_at(m->lazy, pc - mod->bias, &err);
+	if (err == &cq_error_nomem)
+		ctx->out_of_memory = true;
+	cq_error_free(err);
+	return table;
+}
+
+void cq_core_target_store_tables(struct cq_core_target *ct)
+{
+	struct cq_cache *cache = ct->options->cache;
+	for (size_t i = 0; cache && i < ct->core->nmodules; i++) {
+		struct cq_module *mod = &ct->core->modules[i];
+		struct module_cfi *m = mod->analysis_free == module_cfi_free ? mod->analysis : NULL;
+		if (!m || !m->id[0] || !cq_cfi_lazy_grew(m->lazy))
+			continue;
+		uint8_t *blob;
+		size_t len;
+		const struct cq_cfi_table *t = cq_cfi_lazy_table(m->lazy);
+		if (!cq_cfi_table_serialize(t, &blob, &len)) {
+			cq_cache_put_table(cache, m->id, CQ_CFI_TABLE_VERSION, t->nrows, blob, len);
+			free(blob);
+		}
+	}
 }
 
 static bool target_read(void *p, uint64_t addr, void *buf, size_t len)

@@ -31,6 +31,12 @@ void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
                          const struct cq_stack_options *o);
 
 /*
+ * Stores in the cache the unwind tables that grew during the walks: rows
+ * compiled for pcs the cached tables did not hold.
+ */
+void cq_core_target_store_tables(struct cq_core_target *ct);
+
+/*
  * Why mod's CFI table could not be built (a corrupt .eh_frame or
  * .debug_frame), or NULL: the unwinder then falls back to frame pointers
  * and scanning for that module, and the caller may say so.

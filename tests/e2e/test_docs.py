@@ -13,7 +13,7 @@ from coreq_test import COREQ, ROOT, done, ok
 
 COMMANDS = ["info", "stack", "ingest", "list-stacks", "cores", "show", "buckets", "rebucket", "hook",
             "lws decode", "lws encode", "lws ingest", "export", "push", "merge", "resymbolize", "debug",
-            "dump", "flame"]
+            "dump", "flame", "cache warm"]
 
 
 def main():

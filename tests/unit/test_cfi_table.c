@@ -933,6 +933,182 @@ static void test_every_function_with_cfi_has_rows(void **state)
 	dwarf_cfi_end(cfi);
 }
 
+/* ---- compiled a row at a time ----------------------------------------------------- */
+
+/* Rule sets a and b (of tables ta and tb) say the same, expressions compared by content. */
+static void check_same_rules(const struct cq_cfi_table *ta, const struct cq_cfi_rule *a,
+                             const struct cq_cfi_table *tb, const struct cq_cfi_rule *b)
+{
+	for (unsigned r = 0; r <= ta->nregs; r++) {
+		assert_int_equal(a[r].kind, b[r].kind);
+		assert_int_equal(a[r].flags, b[r].flags);
+		if (a[r].kind == CQ_CFI_EXPR || a[r].kind == CQ_CFI_VAL_EXPR ||
+		    a[r].kind == CQ_CFI_CFA_EXPR) {
+			size_t na, nb;
+			const struct cq_cfi_op *oa = cq_cfi_table_expr(ta, &a[r], &na);
+			const struct cq_cfi_op *ob = cq_cfi_table_expr(tb, &b[r], &nb);
+			assert_non_null(oa);
+			assert_non_null(ob);
+			assert_int_equal(na, nb);
+			for (size_t i = 0; i < na; i++) {
+				assert_int_equal(oa[i].atom, ob[i].atom);
+				assert_int_equal(oa[i].number, ob[i].number);
+				assert_int_equal(oa[i].number2, ob[i].number2);
+			}
+		} else {
+			assert_int_equal(a[r].reg, b[r].reg);
+			assert_int_equal(a[r].value, b[r].value);
+		}
+	}
+}
+
+static unsigned debug_elf_calls;
+
+static void *no_debug_elf(void *arg)
+{
+	(void)arg;
+	debug_elf_calls++;
+	return NULL;
+}
+
+/* The lazy table's rule set at pc, compiling it if needed. */
+static const struct cq_cfi_rule *lazy_rules(struct cq_cfi_lazy *l, uint64_t pc,
+                                            const struct cq_cfi_table **t)
+{
+	struct cq_error *err;
+	*t = cq_cfi_lazy_at(l, pc, &err);
+	assert_null(err);
+	assert_non_null(*t);
+	return cq_cfi_table_lookup(*t, pc);
+}
+
+/*
+ * Every row of the complete table, probed in an order: the lazy table gives
+ * the same rule set at both ends of each row, and none in gaps.
+ */
+static void check_lazy_agrees(void **state, bool backwards)
+{
+	const struct self *s = *state;
+	const struct cq_cfi_table *full = self_table(state);
+	struct cq_cfi_lazy *l;
+	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, NREGS, NULL, &l));
+	assert_false(cq_cfi_lazy_grew(l));
+	size_t checked = 0;
+	for (uint32_t j = 0; j + 1 < full->nrows; j++) {
+		uint32_t i = backwards ? full->nrows - 2 - j : j;
+		uint64_t first = full->base + full->rows[i].start;
+		uint64_t last = full->base + full->rows[i + 1].start - 1;
+		const struct cq_cfi_rule *want = cq_cfi_table_lookup(full, first);
+		for (int k = 0; k < 2; k++) {
+			uint64_t pc = (k == 0) == backwards ? last : first;
+			const struct cq_cfi_table *t;
+			const struct cq_cfi_rule *got = lazy_rules(l, pc, &t);
+			if (!want) {
+				assert_null(got);
+				continue;
+			}
+			if (!got)
+				fail_msg("lazy table has no rules at 0x%llx",
+				         (unsigned long long)pc);
+			check_same_rules(full, want, t, got);
+			checked++;
+		}
+	}
+	assert_true(checked > 20);
+	assert_true(cq_cfi_lazy_grew(l));
+	/* Rows stay sorted, rule sets interned as in the complete table. */
+	const struct cq_cfi_table *t = cq_cfi_lazy_table(l);
+	assert_int_equal(t->flags, 0);
+	for (uint32_t i = 1; i < t->nrows; i++)
+		assert_true(t->rows[i].start > t->rows[i - 1].start);
+	assert_int_equal(t->nrulesets, full->nrulesets);
+	cq_cfi_lazy_free(l);
+}
+
+/* Backwards, rows land before, between and after rows already compiled. */
+static void test_lazy_table_agrees_with_complete_table_backwards(void **state)
+{
+	check_lazy_agrees(state, true);
+}
+
+static void test_lazy_table_agrees_with_complete_table_forwards(void **state)
+{
+	check_lazy_agrees(state, false);
+}
+
+/* A pc without CFI is compiled once into a "none" row; .debug_frame is looked for once. */
+static void test_lazy_table_remembers_pcs_without_cfi(void **state)
+{
+	const struct self *s = *state;
+	struct cq_cfi_lazy *l;
+	debug_elf_calls = 0;
+	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, NREGS, NULL, &l));
+	const struct cq_cfi_table *t;
+	assert_non_null(lazy_rules(l, link_addr(cq_fx_frame), &t));
+	assert_null(lazy_rules(l, link_addr(cq_fx_gap), &t));
+	assert_int_equal(debug_elf_calls, 1);
+	uint32_t rows = t->nrows;
+	assert_null(lazy_rules(l, link_addr(cq_fx_gap), &t));
+	assert_int_equal(t->nrows, rows); /* known: nothing compiled again */
+	assert_int_equal(debug_elf_calls, 1);
+	bool none = false;
+	for (uint32_t i = 0; i < t->nrows; i++)
+		none |= t->rows[i].ruleset == CQ_CFI_NO_CFI;
+	assert_true(none);
+	cq_cfi_lazy_free(l);
+}
+
+/*
+ * A partial table survives the cache (serialised, read back) and grows from
+ * there: rows it holds are not compiled again, new ones join it.
+ */
+static void test_partial_table_round_trips_and_grows(void **state)
+{
+	const struct self *s = *state;
+	const struct cq_cfi_table *full = self_table(state);
+	struct cq_cfi_lazy *l;
+	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, NREGS, NULL, &l));
+	const struct cq_cfi_table *t;
+	assert_non_null(lazy_rules(l, link_addr(cq_fx_frame_pushed), &t));
+	assert_null(lazy_rules(l, link_addr(cq_fx_gap), &t));
+	uint8_t *blob;
+	size_t len;
+	check_ok(cq_cfi_table_serialize(cq_cfi_lazy_table(l), &blob, &len));
+	cq_cfi_lazy_free(l);
+	struct cq_cfi_table *back;
+	check_ok(cq_cfi_table_deserialize(blob, len, &back));
+	free(blob);
+	assert_int_equal(back->flags, 0);
+	debug_elf_calls = 0;
+	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, NREGS, back, &l));
+	assert_non_null(lazy_rules(l, link_addr(cq_fx_frame_pushed), &t));
+	assert_null(lazy_rules(l, link_addr(cq_fx_gap), &t));
+	assert_false(cq_cfi_lazy_grew(l)); /* both were in the seed */
+	assert_int_equal(debug_elf_calls, 0);
+	const struct cq_cfi_rule *got = lazy_rules(l, link_addr(cq_fx_sigframe), &t);
+	assert_non_null(got);
+	assert_true(cq_cfi_lazy_grew(l));
+	check_same_rules(full, rules_at(full, cq_fx_sigframe, 0), t, got);
+	got = lazy_rules(l, link_addr(cq_fx_frame_pushed), &t);
+	check_same_rules(full, rules_at(full, cq_fx_frame_pushed, 0), t, got);
+	cq_cfi_lazy_free(l);
+	cq_cfi_table_free(back);
+}
+
+static void test_complete_table_is_marked_and_keeps_its_mark(void **state)
+{
+	const struct cq_cfi_table *full = self_table(state);
+	assert_int_equal(full->flags, CQ_CFI_TABLE_COMPLETE);
+	uint8_t *blob;
+	size_t len;
+	check_ok(cq_cfi_table_serialize(full, &blob, &len));
+	struct cq_cfi_table *back;
+	check_ok(cq_cfi_table_deserialize(blob, len, &back));
+	assert_int_equal(back->flags, CQ_CFI_TABLE_COMPLETE);
+	cq_cfi_table_free(back);
+	free(blob);
+}
+
 /* ---- interning, debug_frame, empty tables ------------------------------------------ */
 
 static void test_rulesets_are_interned(void **state)
@@ -1181,7 +1357,7 @@ static void test_empty_table_round_trip(void **state)
  * CFA-16; and a CFA expression (breg7 8; deref), rows over [0x1000, 0x1040).
  */
 #define STRIDE      (NREGS + 1)
-#define HEADER_SIZE 36
+#define HEADER_SIZE 40
 #define ROW_SIZE    8
 #define RULE_SIZE   8
 #define OP_SIZE     25
@@ -1378,7 +1554,7 @@ static void test_blob_with_ruleset_index_past_end_is_rejected(void **state)
 	store_u32(blob + rows_at() + 2 * ROW_SIZE + 4, 3);
 	check_format_error(deserialize_exact(blob, len, &t));
 	assert_null(t);
-	store_u32(blob + rows_at() + 2 * ROW_SIZE + 4, CQ_CFI_NO_RULES - 1);
+	store_u32(blob + rows_at() + 2 * ROW_SIZE + 4, CQ_CFI_NO_CFI - 1);
 	check_format_error(deserialize_exact(blob, len, &t));
 	assert_null(t);
 	free(blob);
@@ -1583,6 +1759,11 @@ int main(void)
 	    cmocka_unit_test(test_val_offset_and_same_value_step),
 	    cmocka_unit_test(test_table_agrees_with_libdw_at_every_row),
 	    cmocka_unit_test(test_every_function_with_cfi_has_rows),
+	    cmocka_unit_test(test_lazy_table_agrees_with_complete_table_backwards),
+	    cmocka_unit_test(test_lazy_table_agrees_with_complete_table_forwards),
+	    cmocka_unit_test(test_lazy_table_remembers_pcs_without_cfi),
+	    cmocka_unit_test(test_partial_table_round_trips_and_grows),
+	    cmocka_unit_test(test_complete_table_is_marked_and_keeps_its_mark),
 	    cmocka_unit_test(test_rulesets_are_interned),
 	    cmocka_unit_test(test_every_rule_is_well_formed),
 	    cmocka_unit_test(test_debug_elf_without_debug_frame_changes_nothing),

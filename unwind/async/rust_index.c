@@ -1227,6 +1227,21 @@ struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *deb
 	return NULL;
 }
 
+struct cq_error *cq_rust_index_warm(struct cq_module *mod, const char *const *debug_dirs,
+                                    struct cq_cache *cache, size_t *types, bool *cached)
+{
+	*types = 0;
+	*cached = false;
+	if (mod->status != CQ_MODULE_FOUND || !mod->elf || !built_by_rustc(mod->elf))
+		return NULL;
+	struct cq_rust_index *one;
+	struct cq_error *err = module_index(mod, debug_dirs, cache, &one, cached);
+	if (!err && one)
+		*types = one->model.ntypes;
+	cq_rust_index_free(one);
+	return err;
+}
+
 void cq_rust_index_free(struct cq_rust_index *ix)
 {
 	if (!ix)

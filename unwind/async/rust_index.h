@@ -18,6 +18,7 @@
 #ifndef CQ_RUST_INDEX_H
 #define CQ_RUST_INDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,7 @@
 #include "unwind/async/rust_decode.h"
 
 struct cq_core;
+struct cq_module;
 
 /* A coroutine poll function's code, at runtime addresses [lo, hi). */
 struct cq_rust_resume {
@@ -104,6 +106,15 @@ struct cq_cache;
 struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *debug_dirs,
                                     struct cq_cache *cache, struct cq_rust_index **out);
 void cq_rust_index_free(struct cq_rust_index *ix);
+
+/*
+ * Indexes one module into the cache (coreq cache warm), unless the cache
+ * holds its index already.  *types is the number of types indexed, 0 for a
+ * module not built by rustc or without debuginfo; *cached tells whether the
+ * cache had it.
+ */
+struct cq_error *cq_rust_index_warm(struct cq_module *mod, const char *const *debug_dirs,
+                                    struct cq_cache *cache, size_t *types, bool *cached);
 
 /* The block_on function containing runtime pc, or NULL. */
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,

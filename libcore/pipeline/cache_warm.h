@@ -1,0 +1,35 @@
+/*
+ * cache_warm.h - fill the per-build-id cache for a library or executable
+ * before any core of it arrives (coreq cache warm): its complete unwind
+ * table, and its Rust type index when rustc built it.  A package upgrade
+ * can run it so the first crash of the new build pays what the thousandth
+ * does.  Symbols are cached per frame address, so they are not: a core
+ * names its frames once, the first time.
+ *
+ * Layer: pipeline (libcore/pipeline/): whole jobs over cores and files.
+ */
+#ifndef CQ_CACHE_WARM_H
+#define CQ_CACHE_WARM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "libcore/base/error.h"
+#include "libcore/model/module.h"
+
+struct cq_cache;
+
+struct cq_cache_warm_result {
+	char build_id[2 * CQ_BUILD_ID_MAX + 1];
+	unsigned rows;         /* rows of its unwind table */
+	bool table_cached;     /* the cache held the complete table already */
+	bool debug_frame;      /* its debuginfo was found (its .debug_frame read) */
+	size_t rust_types;     /* types of its Rust index; 0: not Rust, or no debuginfo */
+	bool rust_cached;      /* the cache held the Rust index already */
+};
+
+/* Warms the cache for the ELF file at path; debug_dirs is NULL-terminated, may be NULL. */
+struct cq_error *cq_cache_warm(const char *path, const char *const *debug_dirs,
+                               struct cq_cache *cache, struct cq_cache_warm_result *r);
+
+#endif
