@@ -101,15 +101,16 @@ int cmd_cache(int argc, char **argv)
 		}
 	}
 	if (optind >= argc || strcmp(argv[optind], "warm") != 0)
-		return cmd_usage_error("cache", optind < argc ? "unknown action '%s'"
-		                                              : "expected an action: warm%s",
-		                       optind < argc ? argv[optind] : "");
+		return cmd_usage_error(
+		    "cache", optind < argc ? "unknown action '%s'" : "expected an action: warm%s",
+		    optind < argc ? argv[optind] : "");
 	if (++optind >= argc)
 		return cmd_usage_error("cache", "warm: expected one or more PATH arguments");
 	char *default_path = cache_path ? NULL : cq_cache_default_path();
 	const char *path = cache_path ? cache_path : default_path;
 	if (!path) {
-		fprintf(stderr, "coreq: cache: no cache path: give --cache P or set $COREQ_CACHE\n");
+		fprintf(stderr,
+		        "coreq: cache: no cache path: give --cache P or set $COREQ_CACHE\n");
 		return EXIT_INPUT;
 	}
 	struct cq_cache *cache;

@@ -694,11 +694,9 @@ void cq_cfi_table_free(struct cq_cfi_table *table)
 	free(table);
 }
 
-const struct cq_cfi_rule *cq_cfi_table_lookup(const struct cq_cfi_table *t, uint64_t pc)
+/* Index of the row holding rel (the last row starting at or before it), or -1. */
+static ptrdiff_t row_at(const struct cq_cfi_table *t, uint32_t rel)
 {
-	if (!t || t->nrows == 0 || pc < t->base || pc - t->base > UINT32_MAX)
-		return NULL;
-	uint32_t rel = (uint32_t)(pc - t->base);
 	size_t lo = 0, hi = t->nrows;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -707,9 +705,17 @@ const struct cq_cfi_rule *cq_cfi_table_lookup(const struct cq_cfi_table *t, uint
 		else
 			hi = mid;
 	}
-	if (lo == 0)
+	return (ptrdiff_t)lo - 1;
+}
+
+const struct cq_cfi_rule *cq_cfi_table_lookup(const struct cq_cfi_table *t, uint64_t pc)
+{
+	if (!t || t->nrows == 0 || pc < t->base || pc - t->base > UINT32_MAX)
 		return NULL;
-	uint32_t rs = t->rows[lo - 1].ruleset;
+	ptrdiff_t i = row_at(t, (uint32_t)(pc - t->base));
+	if (i < 0)
+		return NULL;
+	uint32_t rs = t->rows[i].ruleset;
 	if (rs == CQ_CFI_NO_RULES || rs >= t->nrulesets)
 		return NULL;
 	return &t->rules[(size_t)rs * (t->nregs + 1)];
@@ -852,20 +858,6 @@ static uint32_t lazy_row(struct builder *b, Dwarf_CFI *cfi, uint64_t pc, uint64_
 	}
 	free(frame);
 	return rs;
-}
-
-/* Index of the row holding rel (the last row starting at or before it), or -1. */
-static ptrdiff_t row_at(const struct cq_cfi_table *t, uint32_t rel)
-{
-	size_t lo = 0, hi = t->nrows;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->rows[mid].start <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (ptrdiff_t)lo - 1;
 }
 
 /*

@@ -21,11 +21,11 @@ struct cq_cache;
 
 struct cq_cache_warm_result {
 	char build_id[2 * CQ_BUILD_ID_MAX + 1];
-	unsigned rows;         /* rows of its unwind table */
-	bool table_cached;     /* the cache held the complete table already */
-	bool debug_frame;      /* its debuginfo was found (its .debug_frame read) */
-	size_t rust_types;     /* types of its Rust index; 0: not Rust, or no debuginfo */
-	bool rust_cached;      /* the cache held the Rust index already */
+	unsigned rows;     /* rows of its unwind table */
+	bool table_cached; /* the cache held the complete table already */
+	bool debug_frame;  /* its debuginfo was found (its .debug_frame read) */
+	size_t rust_types; /* types of its Rust index; 0: not Rust, or no debuginfo */
+	bool rust_cached;  /* the cache held the Rust index already */
 };
 
 /* Warms the cache for the ELF file at path; debug_dirs is NULL-terminated, may be NULL. */
