@@ -8,8 +8,11 @@
  *    systemd-coredump would), and stdin is closed so the kernel can reap
  *    the crashed process;
  * 2. a placeholder row (status "pending") records it in the database;
- * 3. a child process analyses and ingests the stored file, exactly as
- *    `coreq ingest FILE` would, under a time and memory budget;
+ * 3. a child process analyses and ingests it, exactly as `coreq ingest
+ *    FILE` would, under a time and memory budget.  The child reads the raw
+ *    copy kept in memory while step 1 compresses (hook_analysis.c), so the
+ *    analysis overlaps the compression and nothing is decompressed again;
+ *    it writes nothing to the database before steps 1 and 2 are done;
  * 4. if the child fails or runs out of budget, the row says "failed" and
  *    why; a later `coreq ingest` of the stored file can complete it.
  * One line per crash goes to stderr (or syslog when there is no stderr).
@@ -41,6 +44,7 @@
 #include "libcore/base/paths.h"
 #include "libcore/store/store.h"
 #include "libcore/store/capture_rows.h"
+#include "cmd/hook_analysis.h"
 
 #define HOOK_STATE_DIR    "/var/lib/coreq"
 #define DEFAULT_TIMEOUT   120
@@ -51,15 +55,17 @@
 static const char hook_usage[] =
     "Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES] [--keep-free BYTES]\n"
     "                  [--timeout SECONDS] [--memory-limit BYTES] [--max-analyses N]\n"
-    "                  [--format text|json]\n"
+    "                  [--raw-memory BYTES] [--format text|json]\n"
     "                  PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM\n"
     "\n"
     "The kernel.core_pattern pipe handler:\n"
     "  kernel.core_pattern=|/usr/bin/coreq hook %P %u %g %s %t %c %h %e\n"
     "Reads a core from standard input and stores it first, zstd-compressed and\n"
     "named like systemd-coredump's cores (with user.coredump.* xattrs), in the\n"
-    "store directory; records it in the database; then analyses and ingests it\n"
+    "store directory; records it in the database; and analyses and ingests it\n"
     "as `coreq ingest` would, in a child process with a time and memory budget.\n"
+    "The child reads a raw copy kept in memory while the stored copy is being\n"
+    "compressed, and writes to the database only once the core is stored.\n"
     "If the analysis fails, the stored core and a 'failed' row with the reason\n"
     "remain, and `coreq ingest FILE` of the stored core can complete it later.\n"
     "RLIMIT 0 stores nothing and records that.  Logs one line per crash to\n"
@@ -81,6 +87,10 @@ static const char hook_usage[] =
     "  --keep-free BYTES    leave this much free in the store's file system (default\n"
     "                       1 GiB; 0 = no check): a core that would not fit is cut\n"
     "                       short, or not stored at all\n"
+    "  --raw-memory BYTES   keep up to this much of the raw core in memory for the\n"
+    "                       analysis (default: half of MemAvailable); a bigger core\n"
+    "                       is analysed from the stored file after it is written;\n"
+    "                       0 = always so\n"
     "  --format text|json   the log line as text on stderr, or a JSON object on stdout\n"
     "  --help               show this help\n";
 
@@ -93,13 +103,16 @@ enum {
 	OPT_MEMORY,
 	OPT_KEEP_FREE,
 	OPT_MAX_ANALYSES,
+	OPT_RAW_MEMORY,
 };
 
 struct hook {
 	const char *store_dir, *db, *cache;
 	uint64_t max_size, memory, keep_free;
 	unsigned timeout, max_analyses;
-	int64_t analysed_as; /* the uid the analysis ran as; -1: none ran */
+	uint64_t raw_memory;       /* room for the raw copy the analysis reads (0: none) */
+	int64_t analysed_as;       /* the uid the analysis ran as; -1: none ran */
+	const char *analysed_from; /* "memory", "stored file", or NULL: no analysis ran */
 	enum cmd_format format;
 	struct cq_capture cap;
 };
@@ -204,205 +217,6 @@ static int parse_args(struct hook *h, int argc, char **argv)
 	return EXIT_OK;
 }
 
-/*
- * The account the analysis runs as when the hook is root: the crashed
- * process's own uid and gid (never root's), so that a core crafted to
- * exploit a parser bug gains nothing its owner did not have.  False when
- * no drop applies (not root, or the crash was root's).
- */
-static bool analysis_account(const struct hook *h, uid_t *uid, gid_t *gid)
-{
-	if (geteuid() != 0 || h->cap.uid <= 0 || h->cap.gid < 0 || h->cap.uid > INT32_MAX ||
-	    h->cap.gid > INT32_MAX)
-		return false;
-	*uid = (uid_t)h->cap.uid;
-	*gid = (gid_t)h->cap.gid;
-	return true;
-}
-
-/*
- * Child: ingest the stored file within the budget.  Exit 0 stored, 1 failed.
- * Everything that needs root is opened first: the database and the cache
- * (SQLite keeps writing through the open descriptors), the stored core (read
- * as standard input) and a spool directory the account owns; then the child
- * drops to the account and only then reads the core.  It writes the uid it
- * analyses as to report_fd.
- */
-static void analyse_child(const struct hook *h, const char *path, const char *spool_dir,
-                          int report_fd)
-{
-	if (h->timeout)
-		alarm(h->timeout);
-#ifndef __SANITIZE_ADDRESS__ /* ASan's shadow memory counts as data */
-	if (h->memory) {
-		struct rlimit rl = {.rlim_cur = h->memory, .rlim_max = h->memory};
-		setrlimit(RLIMIT_DATA, &rl);
-	}
-#endif
-	/* Decompression spools into the store's file system, not /tmp. */
-	setenv("TMPDIR", spool_dir ? spool_dir : h->store_dir, 1);
-	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull >= 0) {
-		dup2(devnull, STDOUT_FILENO);
-		dup2(devnull, STDERR_FILENO);
-	}
-	struct cmd_core_opts copts;
-	struct cq_stack_options so;
-	cmd_core_opts_init(&copts);
-	cq_stack_options_default(&so);
-	struct cq_store *store;
-	struct cq_error *err = cmd_open_store(h->db, &store);
-	if (err)
-		_exit(2);
-	so.cache = cmd_open_cache(h->cache);
-	struct cq_bucket_rules *rules;
-	if ((err = cq_bucket_rules_load(NULL, &rules))) {
-		/* The core is stored; a later `coreq ingest` analyses it with good rules. */
-		int64_t id;
-		cq_error_free(cq_store_placeholder_failed(store, path, err->message, false, &id));
-		_exit(1);
-	}
-	struct cq_ingest_options io = {.core = &copts.core,
-	                               .stacks = &so,
-	                               .signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
-	                               .rules = rules,
-	                               .capture_override = &h->cap};
-	const char *read_path = path;
-	uid_t uid;
-	gid_t gid;
-	if (spool_dir && analysis_account(h, &uid, &gid)) {
-		/* The store is root's alone: reach the spool directory through an fd. */
-		int dir = open(spool_dir, O_RDONLY | O_DIRECTORY);
-		char via_fd[64];
-		snprintf(via_fd, sizeof(via_fd), "/proc/self/fd/%d", dir);
-		if (dir >= 0)
-			setenv("TMPDIR", via_fd, 1);
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		int64_t id;
-		/* Warm both databases so their -wal and -shm files are open before the drop. */
-		cq_error_free(cq_store_find_core(store, "-", &id));
-		if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 || setgroups(0, NULL) != 0 ||
-		    setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid || geteuid() != uid) {
-			cq_error_free(cq_store_placeholder_failed(
-			    store, path, "cannot drop privileges for the analysis", false, &id));
-			_exit(1);
-		}
-		close(fd);
-		read_path = "-";
-		io.stored_path = path;
-	}
-	uint32_t me = (uint32_t)geteuid();
-	if (write(report_fd, &me, sizeof(me)) != (ssize_t)sizeof(me))
-		me = 0;
-	close(report_fd);
-	struct cq_ingest_result res;
-	err = cq_ingest_core(store, read_path, &io, &res);
-	cq_ingest_result_free(&res);
-	cq_bucket_rules_free(rules);
-	cmd_close_cache(so.cache);
-	cq_store_close(store);
-	_exit(err ? 1 : 0);
-}
-
-/*
- * A private spool directory in the store for an analysis that drops to
- * uid/gid (owned by them, removed by the parent), or NULL when none drops.
- */
-static char *spool_dir_for(const struct hook *h)
-{
-	uid_t uid;
-	gid_t gid;
-	char *dir = NULL;
-	if (!analysis_account(h, &uid, &gid) ||
-	    asprintf(&dir, "%s/.spool-XXXXXX", h->store_dir) < 0)
-		return NULL;
-	if (!mkdtemp(dir) || chown(dir, uid, gid) != 0) {
-		rmdir(dir);
-		free(dir);
-		return NULL;
-	}
-	return dir;
-}
-
-/* Runs the analysis in a child; on a failure the child could not record, records it. */
-static struct cq_error *analyse(const struct hook *h, const char *path, int64_t *analysed_as)
-{
-	fflush(NULL);
-	int report[2];
-	if (pipe2(report, O_CLOEXEC) != 0)
-		return cq_error_errno(errno, "cannot make a pipe for the analysis");
-	char *spool_dir = spool_dir_for(h);
-	pid_t pid = fork();
-	if (pid < 0) {
-		struct cq_error *err = cq_error_errno(errno, "cannot fork the analysis");
-		close(report[0]);
-		close(report[1]);
-		if (spool_dir)
-			rmdir(spool_dir);
-		free(spool_dir);
-		struct cq_store *store;
-		int64_t id;
-		struct cq_error *rerr = cmd_open_store(h->db, &store);
-		if (!rerr) {
-			rerr = cq_store_placeholder_failed(store, path, err->message, false, &id);
-			cq_store_close(store);
-		}
-		if (rerr) {
-			struct cq_error *both =
-			    cq_error_create(err->code, "%s; recording that failed too: %s",
-			                    err->message, rerr->message);
-			cq_error_free(rerr);
-			cq_error_free(err);
-			return both;
-		}
-		return err;
-	}
-	if (pid == 0) {
-		close(report[0]);
-		analyse_child(h, path, spool_dir, report[1]);
-	}
-	close(report[1]);
-	uint32_t as;
-	ssize_t got;
-	while ((got = read(report[0], &as, sizeof(as))) < 0 && errno == EINTR)
-		;
-	*analysed_as = got == (ssize_t)sizeof(as) ? (int64_t)as : -1;
-	close(report[0]);
-	int status;
-	int waited;
-	while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-		;
-	if (spool_dir) {
-		rmdir(spool_dir); /* empty: spool files are unlinked temporaries */
-		free(spool_dir);
-	}
-	if (waited < 0)
-		return cq_error_errno(errno, "cannot wait for the analysis");
-	char reason[160] = "";
-	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-		snprintf(reason, sizeof(reason), "analysis exceeded its time budget of %u s",
-		         h->timeout);
-	else if (WIFSIGNALED(status))
-		snprintf(reason, sizeof(reason),
-		         "analysis killed by signal %d (memory budget %llu bytes)",
-		         WTERMSIG(status), (unsigned long long)h->memory);
-	else if (WEXITSTATUS(status) != 0)
-		/* Status 1: the child failed and normally recorded why; keep that. */
-		snprintf(reason, sizeof(reason),
-		         "analysis failed (exit status %d, memory budget %llu bytes)",
-		         WEXITSTATUS(status), (unsigned long long)h->memory);
-	if (!reason[0])
-		return NULL;
-	struct cq_store *store;
-	struct cq_error *err = cmd_open_store(h->db, &store);
-	if (err)
-		return err;
-	int64_t id;
-	err = cq_store_placeholder_failed(store, path, reason, WIFEXITED(status), &id);
-	cq_store_close(store);
-	return err;
-}
-
 /* What the database says about the stored core after the analysis. */
 static struct cq_error *read_outcome(const struct hook *h, const char *path,
                                      struct cq_store_outcome *o)
@@ -431,6 +245,8 @@ static void report(const struct hook *h, const struct cq_capture_stored *s,
 			cq_json_int(&j, h->analysed_as);
 		else
 			cq_json_null(&j);
+		cq_json_key(&j, "analysed_from");
+		cq_json_string(&j, h->analysed_from);
 		cq_json_key(&j, "comm");
 		cq_json_string(&j, c->comm);
 		cq_json_key(&j, "signal");
@@ -515,6 +331,20 @@ static struct cq_error *record_not_stored(const struct hook *h, const char *why,
 	return err;
 }
 
+/* Half of MemAvailable: the default room for the raw copy (0 when unknown). */
+static uint64_t default_raw_memory(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	char line[128];
+	unsigned long long kib = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kib * 1024 / 2;
+}
+
 static int run_hook(struct hook *h)
 {
 	struct cq_error *err = cq_path_make_parent_dirs(h->db);
@@ -540,8 +370,38 @@ static int run_hook(struct hook *h)
 	const char *not_stored = h->cap.rlimit == 0 ? "RLIMIT_CORE is 0: core not stored"
 	                         : no_room ? "less than --keep-free bytes free in the store"
 	                                   : NULL;
+	/*
+	 * The analysis starts before the core is stored: it reads the raw copy
+	 * while the stored one is compressed, and records nothing until the
+	 * core is stored.
+	 */
+	struct hook_analysis_config acfg = {.store_dir = h->store_dir,
+	                                    .db = h->db,
+	                                    .cache = h->cache,
+	                                    .memory = h->memory,
+	                                    .timeout = h->timeout,
+	                                    .cap = &h->cap};
+	struct hook_analysis an;
+	bool analysing = false;
+	char not_started[160] = "";
+	int slot = err || not_stored || !h->max_analyses
+	               ? -1
+	               : take_analysis_slot(h->store_dir, h->max_analyses);
+	if (slot >= 0) {
+		struct cq_error *aerr = hook_analysis_start(&acfg, h->raw_memory, &an);
+		analysing = aerr == NULL;
+		if (aerr)
+			snprintf(not_started, sizeof(not_started), "analysis not started: %s",
+			         aerr->message);
+		cq_error_free(aerr);
+	}
+	struct cq_capture_raw raw = {.fd = analysing ? an.memfd : -1,
+	                             .budget = h->raw_memory,
+	                             .complete = hook_analysis_raw_complete,
+	                             .arg = &an};
 	if (!err && !not_stored)
-		err = cq_capture_store(STDIN_FILENO, h->store_dir, &h->cap, limit, &s);
+		err = cq_capture_store(STDIN_FILENO, h->store_dir, &h->cap, limit,
+		                       analysing ? &raw : NULL, &s);
 	/* The core is on disk (or will not be): let the kernel finish with the process. */
 	close(STDIN_FILENO);
 	if (!err && not_stored) {
@@ -570,14 +430,26 @@ static int run_hook(struct hook *h)
 		    s.truncated ? "stored truncated at the size limit" : NULL, &id);
 		cq_store_close(store);
 	}
-	int slot = err || !h->max_analyses ? -1 : take_analysis_slot(h->store_dir, h->max_analyses);
 	h->analysed_as = -1;
-	if (!err && slot >= 0)
-		err = analyse(h, s.path, &h->analysed_as);
+	if (analysing) {
+		hook_analysis_stored(&an, err ? NULL : s.path);
+		h->analysed_from = an.from_memory ? "memory" : "stored file";
+		struct cq_error *aerr =
+		    hook_analysis_finish(&acfg, &an, err ? NULL : s.path, &h->analysed_as);
+		if (!err)
+			err = aerr;
+		else
+			cq_error_free(aerr);
+		if (h->analysed_as < 0)
+			h->analysed_from = NULL;
+	}
 	if (slot >= 0)
 		close(slot);
 	if (!err)
 		err = read_outcome(h, s.path, &o);
+	if (!err && !analysing && strcmp(o.status, "pending") == 0)
+		snprintf(o.message, sizeof(o.message), "%s",
+		         not_started[0] ? not_started : "analysis deferred");
 	if (!err && slot < 0 && strcmp(o.status, "pending") == 0)
 		snprintf(o.message, sizeof(o.message),
 		         "analysis deferred (%u running): `coreq ingest %s` completes it",
@@ -617,6 +489,7 @@ int cmd_hook(int argc, char **argv)
 	    {"memory-limit", required_argument, NULL, OPT_MEMORY},
 	    {"keep-free", required_argument, NULL, OPT_KEEP_FREE},
 	    {"max-analyses", required_argument, NULL, OPT_MAX_ANALYSES},
+	    {"raw-memory", required_argument, NULL, OPT_RAW_MEMORY},
 	    {"format", required_argument, NULL, OPT_FORMAT},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
@@ -631,6 +504,7 @@ int cmd_hook(int argc, char **argv)
 	    .timeout = DEFAULT_TIMEOUT,
 	    .max_analyses = 0,
 	    .analysed_as = -1,
+	    .raw_memory = default_raw_memory(),
 	};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	h.max_analyses = cpus > 0 && cpus < 1024 ? (unsigned)cpus : 1;
@@ -661,15 +535,18 @@ int cmd_hook(int argc, char **argv)
 		case OPT_MAX_SIZE:
 		case OPT_MEMORY:
 		case OPT_KEEP_FREE:
+		case OPT_RAW_MEMORY:
 			if (!parse_u64(optarg, &v))
 				return cmd_usage_error("hook", "%s takes a byte count, not '%s'",
-				                       opt == OPT_MAX_SIZE ? "--max-size"
-				                       : opt == OPT_MEMORY ? "--memory-limit"
-				                                           : "--keep-free",
+				                       opt == OPT_MAX_SIZE    ? "--max-size"
+				                       : opt == OPT_MEMORY    ? "--memory-limit"
+				                       : opt == OPT_KEEP_FREE ? "--keep-free"
+				                                              : "--raw-memory",
 				                       optarg);
-			*(opt == OPT_MAX_SIZE ? &h.max_size
-			  : opt == OPT_MEMORY ? &h.memory
-			                      : &h.keep_free) = v;
+			*(opt == OPT_MAX_SIZE    ? &h.max_size
+			  : opt == OPT_MEMORY    ? &h.memory
+			  : opt == OPT_KEEP_FREE ? &h.keep_free
+			                         : &h.raw_memory) = v;
 			break;
 		case OPT_TIMEOUT:
 			if (!cmd_parse_count(optarg, 0, 86400, &h.timeout, "hook", "--timeout"))

@@ -88,13 +88,37 @@ struct cq_capture_stored {
 };
 
 /*
+ * A raw copy of the core kept in memory while the stored copy is compressed,
+ * so that an analysis can read it at once: no second decompression, and the
+ * analysis overlaps the compression.  The reader writes what it reads into
+ * fd (a memfd the caller made and shares with the analysis); a thread
+ * compresses from fd behind it.  Beyond budget bytes the copy is given up
+ * (fd is emptied) and the rest of the core is compressed straight from the
+ * input, as without a raw copy.
+ */
+struct cq_capture_raw {
+	int fd;
+	uint64_t budget;
+	/*
+	 * Called in the caller's thread as soon as the whole core (up to the
+	 * limit) is in fd and the input will not be read again, while the
+	 * compression may still run; never called if the copy was given up.
+	 */
+	void (*complete)(void *arg, uint64_t size);
+	void *arg;
+	bool kept; /* set by cq_capture_store: complete() was called */
+};
+
+/*
  * Reads a core from in_fd and stores at most limit bytes of it (0: no limit),
  * zstd-compressed through libarchive, as dir/<systemd-style name>.zst: a
  * hidden temporary file renamed into place (never over an existing file),
- * fsynced, with c's xattrs.  On error nothing is left in dir.
+ * fsynced, with c's xattrs.  On error nothing is left in dir.  raw (may be
+ * NULL) keeps the raw copy described above.
  */
 struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_capture *c,
-                                  uint64_t limit, struct cq_capture_stored *out);
+                                  uint64_t limit, struct cq_capture_raw *raw,
+                                  struct cq_capture_stored *out);
 
 /*
  * How many raw bytes of a core may be stored in dir (0: no bound): the

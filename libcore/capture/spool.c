@@ -12,8 +12,10 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,13 +29,205 @@ static struct cq_error *archive_fail(struct archive *a, const char *what)
 	                       archive_error_string(a) ? archive_error_string(a) : "failed");
 }
 
-/* Streams in_fd into fd as zstd, at most limit bytes (0: all). */
-static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_capture_stored *out)
+/*
+ * The stored file as libarchive's output.  Writes go out in big blocks, and
+ * each WRITEBACK_STEP bytes written are sent to the disk at once (and the one
+ * before that waited for and dropped from the page cache): the final fsync
+ * then has little left to do, and a big core never piles up as dirty pages
+ * that throttle every writer on the host.
+ */
+#define OUT_BLOCK      (1u << 20)
+#define WRITEBACK_STEP (32u << 20)
+
+struct out_file {
+	int fd;
+	uint64_t written, sent; /* sent: bytes whose writeback has started */
+};
+
+static la_ssize_t out_write(struct archive *a, void *arg, const void *buf, size_t len)
+{
+	struct out_file *o = arg;
+	const char *p = buf;
+	for (size_t left = len; left > 0;) {
+		ssize_t n = write(o->fd, p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			archive_set_error(a, errno, "%s", strerror(errno));
+			return -1;
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	o->written += len;
+	while (o->written - o->sent >= WRITEBACK_STEP) {
+		sync_file_range(o->fd, (off_t)o->sent, WRITEBACK_STEP, SYNC_FILE_RANGE_WRITE);
+		if (o->sent >= WRITEBACK_STEP) {
+			off_t prev = (off_t)(o->sent - WRITEBACK_STEP);
+			sync_file_range(o->fd, prev, WRITEBACK_STEP,
+			                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+			                    SYNC_FILE_RANGE_WAIT_AFTER);
+			posix_fadvise(o->fd, prev, WRITEBACK_STEP, POSIX_FADV_DONTNEED);
+		}
+		o->sent += WRITEBACK_STEP;
+	}
+	return (la_ssize_t)len;
+}
+
+/*
+ * The raw copy between the reader and the compressor thread.  Both go
+ * through the memfd in windows mapped in turn: the reader reads the input
+ * straight into its window, and the compressor hands its window to zstd, so
+ * the raw copy costs no copy beyond the one a plain store makes; and only
+ * two windows are ever mapped, so it does not count as this process's RSS.
+ */
+#define TEE_WINDOW (16u << 20)
+
+struct tee {
+	pthread_mutex_t lock;
+	pthread_cond_t moved;
+	pthread_t thread;
+	int fd;
+	struct archive *a;
+	uint64_t written, consumed;
+	bool stop;            /* the reader is done: take what is left and return */
+	struct cq_error *err; /* the compressor's */
+	/* the reader's window: TEE_WINDOW bytes of fd at win_at */
+	char *win;
+	uint64_t win_at;
+};
+
+static void *tee_compress(void *arg)
+{
+	struct tee *t = arg;
+	char *win = NULL;
+	uint64_t win_at = 0;
+	struct cq_error *err = NULL;
+	for (;;) {
+		pthread_mutex_lock(&t->lock);
+		while (t->consumed == t->written && !t->stop)
+			pthread_cond_wait(&t->moved, &t->lock);
+		uint64_t at = t->consumed, end = t->written;
+		pthread_mutex_unlock(&t->lock);
+		if (at == end)
+			break; /* stopped and drained */
+		uint64_t base = at - at % TEE_WINDOW;
+		if (!win || win_at != base) {
+			if (win)
+				munmap(win, TEE_WINDOW);
+			win = mmap(NULL, TEE_WINDOW, PROT_READ, MAP_SHARED, t->fd, (off_t)base);
+			if (win == MAP_FAILED) {
+				win = NULL;
+				err = cq_error_errno(errno, "cannot map the raw copy");
+				break;
+			}
+			win_at = base;
+		}
+		size_t n = (size_t)((end < base + TEE_WINDOW ? end : base + TEE_WINDOW) - at);
+		if (archive_write_data(t->a, win + (at - base), n) != (la_ssize_t)n) {
+			err = archive_fail(t->a, "cannot write the core");
+			break;
+		}
+		pthread_mutex_lock(&t->lock);
+		t->consumed += n;
+		pthread_cond_broadcast(&t->moved);
+		pthread_mutex_unlock(&t->lock);
+	}
+	if (win)
+		munmap(win, TEE_WINDOW);
+	pthread_mutex_lock(&t->lock);
+	t->err = err;
+	pthread_cond_broadcast(&t->moved);
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+static struct cq_error *tee_start(struct tee *t, int fd, struct archive *a)
+{
+	memset(t, 0, sizeof(*t));
+	t->fd = fd;
+	t->a = a;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->moved, NULL);
+	int rc = pthread_create(&t->thread, NULL, tee_compress, t);
+	if (rc) {
+		pthread_cond_destroy(&t->moved);
+		pthread_mutex_destroy(&t->lock);
+		return cq_error_errno(rc, "cannot start the compression thread");
+	}
+	return NULL;
+}
+
+/*
+ * Where the reader reads next: up to *room bytes at the returned address, in
+ * the window that holds offset written (mapped, with its memory allocated,
+ * on the way).  NULL if the raw copy cannot grow (no memory for it).
+ */
+static char *tee_space(struct tee *t, size_t *room)
+{
+	uint64_t base = t->written - t->written % TEE_WINDOW;
+	if (!t->win || t->win_at != base) {
+		if (t->win)
+			munmap(t->win, TEE_WINDOW);
+		t->win = NULL;
+		/* Allocated in one call, not a page fault at a time; it sets the size too. */
+		if (fallocate(t->fd, 0, (off_t)base, TEE_WINDOW) != 0 &&
+		    (errno != EOPNOTSUPP || ftruncate(t->fd, (off_t)(base + TEE_WINDOW)) != 0))
+			return NULL;
+		char *w =
+		    mmap(NULL, TEE_WINDOW, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, (off_t)base);
+		if (w == MAP_FAILED)
+			return NULL;
+		/* Faulted in as one batch, not a page at a time under read() (Linux 5.14). */
+		madvise(w, TEE_WINDOW, MADV_POPULATE_WRITE);
+		t->win = w;
+		t->win_at = base;
+	}
+	*room = (size_t)(base + TEE_WINDOW - t->written);
+	return t->win + (t->written - base);
+}
+
+/* n bytes more are in the raw copy; false if the compressor has failed. */
+static bool tee_advance(struct tee *t, size_t n)
+{
+	pthread_mutex_lock(&t->lock);
+	t->written += n;
+	bool ok = t->err == NULL;
+	pthread_cond_broadcast(&t->moved);
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
+/* Lets the compressor drain what it has and ends it; its error, if any. */
+static struct cq_error *tee_finish(struct tee *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->stop = true;
+	pthread_cond_broadcast(&t->moved);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->thread, NULL);
+	pthread_cond_destroy(&t->moved);
+	pthread_mutex_destroy(&t->lock);
+	if (t->win)
+		munmap(t->win, TEE_WINDOW);
+	t->win = NULL;
+	return t->err;
+}
+
+/*
+ * Streams in_fd into fd as zstd, at most limit bytes (0: all); with raw,
+ * through the raw copy in memory while it fits (see capture.h).
+ */
+static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_capture_raw *raw,
+                                 struct cq_capture_stored *out)
 {
 	struct archive *a = archive_write_new();
 	struct archive_entry *e = archive_entry_new();
 	char *buf = malloc(COPY_CHUNK);
 	struct cq_error *err = NULL;
+	struct tee tee;
+	bool teeing = false;
+	struct out_file of = {.fd = fd};
 	if (!a || !e || !buf) {
 		err = &cq_error_nomem;
 		goto out;
@@ -45,8 +239,9 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 	if (archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
 	    archive_write_set_filter_option(a, "zstd", "threads", threads) != ARCHIVE_OK ||
 	    archive_write_set_format_raw(a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(a, OUT_BLOCK) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-	    archive_write_open_fd(a, fd) != ARCHIVE_OK) {
+	    archive_write_open2(a, &of, NULL, out_write, NULL, NULL) != ARCHIVE_OK) {
 		err = archive_fail(a, "cannot start zstd stream");
 		goto out;
 	}
@@ -56,6 +251,11 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 	if (archive_write_header(a, e) != ARCHIVE_OK) {
 		err = archive_fail(a, "cannot start zstd stream");
 		goto out;
+	}
+	if (raw && raw->fd >= 0 && raw->budget > 0) {
+		if ((err = tee_start(&tee, raw->fd, a)))
+			goto out;
+		teeing = true;
 	}
 	for (;;) {
 		size_t want = COPY_CHUNK;
@@ -70,7 +270,17 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 			out->truncated = m > 0;
 			break;
 		}
-		ssize_t n = read(in_fd, buf, want);
+		/* Into the raw copy while it has room; beyond, into buf (EOF may be next). */
+		char *into = NULL;
+		if (teeing && out->raw_bytes < raw->budget) {
+			size_t room = 0;
+			if ((into = tee_space(&tee, &room))) {
+				want = want < room ? want : room;
+				if (want > raw->budget - out->raw_bytes)
+					want = (size_t)(raw->budget - out->raw_bytes);
+			}
+		}
+		ssize_t n = read(in_fd, into ? into : buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -79,15 +289,43 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 		}
 		if (n == 0)
 			break;
+		out->raw_bytes += (uint64_t)n;
+		if (into) {
+			if (!tee_advance(&tee, (size_t)n))
+				break; /* tee_finish below says why */
+			continue;
+		}
+		if (teeing) {
+			/* Too big to keep (or no memory for it): the rest goes straight in. */
+			teeing = false;
+			if ((err = tee_finish(&tee)))
+				goto out;
+			int rc = ftruncate(raw->fd, 0); /* gives the memory back */
+			(void)rc;
+		}
 		if (archive_write_data(a, buf, (size_t)n) != n) {
 			err = archive_fail(a, "cannot write the core");
 			goto out;
 		}
-		out->raw_bytes += (uint64_t)n;
+	}
+	if (teeing) {
+		teeing = false;
+		int rc = ftruncate(raw->fd, (off_t)out->raw_bytes); /* the core's own size */
+		if (rc == 0 && tee_advance(&tee, 0)) {
+			raw->kept = true;
+			raw->complete(raw->arg, out->raw_bytes);
+		}
+		if ((err = tee_finish(&tee)))
+			goto out;
 	}
 	if (archive_write_close(a) != ARCHIVE_OK)
 		err = archive_fail(a, "cannot finish the core");
 out:
+	if (teeing) {
+		struct cq_error *terr = tee_finish(&tee);
+		if (terr && terr != err)
+			cq_error_free(terr);
+	}
 	free(buf);
 	archive_entry_free(e);
 	if (a)
@@ -121,9 +359,12 @@ static struct cq_error *place(const char *dir, const char *tmp, const struct cq_
 }
 
 struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_capture *c,
-                                  uint64_t limit, struct cq_capture_stored *out)
+                                  uint64_t limit, struct cq_capture_raw *raw,
+                                  struct cq_capture_stored *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (raw)
+		raw->kept = false;
 	char *tmp;
 	if (asprintf(&tmp, "%s/.incoming.XXXXXX", dir) < 0)
 		return &cq_error_nomem;
@@ -133,7 +374,7 @@ struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_ca
 		free(tmp);
 		return err;
 	}
-	struct cq_error *err = compress(in_fd, fd, limit, out);
+	struct cq_error *err = compress(in_fd, fd, limit, raw, out);
 	struct stat st;
 	if (!err && fstat(fd, &st) == 0)
 		out->file_bytes = (uint64_t)st.st_size;

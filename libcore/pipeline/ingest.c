@@ -38,17 +38,31 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	struct cq_bucket_namer *namer = NULL;
 	if (!err)
 		err = cq_bucket_namer_create(core, &namer);
+	bool duplicate = !err && out->store.core_id;
+	if (!err && !duplicate && !(err = cq_core_stacks(core, o->stacks, &stacks)))
+		err =
+		    cq_bucket_signature(o->rules, namer, &stacks->threads[0], cq_core_signal(core),
+		                        o->signature_frames, &out->signature);
+	if (stdin_core && o->await_stored) {
+		/* Nothing is written before the core is stored, a failure included. */
+		free(abs);
+		abs = NULL;
+		struct cq_error *werr = o->await_stored(o->await_arg, &abs);
+		if (werr) {
+			cq_error_free(err);
+			err = werr;
+			free(abs);
+			abs = NULL;
+		}
+	}
 	struct cq_store_meta meta = {
 	    .capture = &cap, .stored_path = abs, .signature = &out->signature, .namer = namer};
-	if (!err && out->store.core_id) {
-		/* Drops a placeholder the hook left for this copy, if any. */
-		err = cq_store_ingest(store, core, identity, NULL, &meta, &out->store);
-		out->store.duplicate = true;
-	} else if (!err && !(err = cq_core_stacks(core, o->stacks, &stacks)) &&
-	           !(err = cq_bucket_signature(o->rules, namer, &stacks->threads[0],
-	                                       cq_core_signal(core), o->signature_frames,
-	                                       &out->signature))) {
-		err = cq_store_ingest(store, core, identity, stacks, &meta, &out->store);
+	if (!err) {
+		/* A duplicate drops a placeholder the hook left for this copy, if any. */
+		err = cq_store_ingest(store, core, identity, duplicate ? NULL : stacks, &meta,
+		                      &out->store);
+		if (duplicate)
+			out->store.duplicate = true;
 	}
 	if (err && abs)
 		out->record_error =

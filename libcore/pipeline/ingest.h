@@ -40,6 +40,15 @@ struct cq_ingest_options {
 	const char *stored_path;
 	/* Metadata to use instead of what the file's name and xattrs say; may be NULL. */
 	const struct cq_capture *capture_override;
+	/*
+	 * May be NULL.  Called after the analysis and before anything is written
+	 * to the store, with path "-": waits until the core that standard input
+	 * holds (the hook's raw copy in memory) is stored, and sets *stored_path
+	 * (malloc'd) to the stored file.  An error ends the ingest with nothing
+	 * written, no failed row either: there is no stored core to name.
+	 */
+	struct cq_error *(*await_stored)(void *arg, char **stored_path);
+	void *await_arg;
 	/* Called once the core is open, e.g. to warn that it is truncated; may be NULL. */
 	void (*opened)(void *arg, const char *path, const struct cq_core *core);
 	void *opened_arg;
