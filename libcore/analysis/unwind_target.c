@@ -159,9 +159,40 @@ void cq_core_target_store_tables(struct cq_core_target *ct)
 	}
 }
 
+/* The core page holding addr, read into the page cache; NULL: read through the mapping. */
+static const uint8_t *target_page(struct cq_core_target *ctx, uint64_t page_addr)
+{
+	size_t slot = (size_t)(page_addr / CQ_TARGET_PAGE_SIZE) % CQ_TARGET_PAGES;
+	if (ctx->page_at[slot] == page_addr + 1)
+		return ctx->page[slot];
+	const struct cq_core *core = ctx->core;
+	const struct cq_mem_segment *s = cq_mem_find(&ctx->core->mem, page_addr);
+	if (!s || core->source.fd < 0 || s->data < core->image ||
+	    s->data >= core->image + core->image_size || page_addr - s->start >= s->data_len ||
+	    s->data_len - (page_addr - s->start) < CQ_TARGET_PAGE_SIZE)
+		return NULL;
+	uint64_t off = (uint64_t)(s->data - core->image) + (page_addr - s->start);
+	if (off > core->image_size || core->image_size - off < CQ_TARGET_PAGE_SIZE ||
+	    pread(core->source.fd, ctx->page[slot], CQ_TARGET_PAGE_SIZE, (off_t)off) !=
+	        CQ_TARGET_PAGE_SIZE) {
+		ctx->page_at[slot] = 0;
+		return NULL;
+	}
+	ctx->page_at[slot] = page_addr + 1;
+	return ctx->page[slot];
+}
+
 static bool target_read(void *p, uint64_t addr, void *buf, size_t len)
 {
 	struct cq_core_target *ctx = p;
+	uint64_t page_addr = addr & ~(uint64_t)(CQ_TARGET_PAGE_SIZE - 1);
+	if (len <= CQ_TARGET_PAGE_SIZE - (addr - page_addr)) {
+		const uint8_t *page = target_page(ctx, page_addr);
+		if (page) {
+			memcpy(buf, page + (addr - page_addr), len);
+			return true;
+		}
+	}
 	return cq_mem_read(&ctx->core->mem, addr, buf, len);
 }
 
@@ -197,6 +228,7 @@ void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
 	ct->options = o;
 	ct->symbolizer = NULL;
 	ct->out_of_memory = false;
+	memset(ct->page_at, 0, sizeof(ct->page_at));
 	ct->target.ops = &target_ops;
 	ct->target.ctx = ct;
 	ct->target.arch = core->arch;

@@ -19,12 +19,22 @@ struct cq_stack_options;
 /* The unwinder's view of a core; valid while core and options live. */
 struct cq_symbolizer;
 
+#define CQ_TARGET_PAGES     16
+#define CQ_TARGET_PAGE_SIZE 4096
+
 struct cq_core_target {
 	struct cq_unwind_target target;
 	struct cq_core *core;
 	const struct cq_stack_options *options;
 	struct cq_symbolizer *symbolizer; /* may be NULL; told of every table built afresh */
 	bool out_of_memory;               /* a table could not be built for want of memory */
+	/*
+	 * Core pages the walks read, read with pread: faulting them in through
+	 * the mapping maps (and later unmaps) 64 KiB around each, and a walk
+	 * touches a page or two of each of thousands of stacks.
+	 */
+	uint64_t page_at[CQ_TARGET_PAGES]; /* target address of each page, + 1; 0: empty */
+	uint8_t page[CQ_TARGET_PAGES][CQ_TARGET_PAGE_SIZE];
 };
 
 void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
