@@ -20,7 +20,7 @@ struct cq_stack_options;
 struct cq_symbolizer;
 
 #define CQ_TARGET_PAGES     16
-#define CQ_TARGET_PAGE_SIZE 4096
+#define CQ_TARGET_PAGE_SIZE 1024
 
 struct cq_core_target {
 	struct cq_unwind_target target;
@@ -29,9 +29,10 @@ struct cq_core_target {
 	struct cq_symbolizer *symbolizer; /* may be NULL; told of every table built afresh */
 	bool out_of_memory;               /* a table could not be built for want of memory */
 	/*
-	 * Core pages the walks read, read with pread: faulting them in through
-	 * the mapping maps (and later unmaps) 64 KiB around each, and a walk
-	 * touches a page or two of each of thousands of stacks.
+	 * Core bytes the walks read, read with pread a 1 KiB block at a time:
+	 * faulting them in through the mapping maps (and later unmaps) 64 KiB
+	 * around each, and a walk touches a little of each of thousands of
+	 * stacks (one pread per thread on the 3001-thread corpus core).
 	 */
 	uint64_t page_at[CQ_TARGET_PAGES]; /* target address of each page, + 1; 0: empty */
 	uint8_t page[CQ_TARGET_PAGES][CQ_TARGET_PAGE_SIZE];
