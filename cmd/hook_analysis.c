@@ -37,20 +37,20 @@
  */
 static bool analysis_account(const struct cq_capture *c, uid_t *uid, gid_t *gid)
 {
-	if (geteuid() != 0 || c->uid <= 0 || c->gid < 0 || c->uid > INT32_MAX ||
-	    c->gid > INT32_MAX)
+	if (geteuid() != 0 || c->uid <= 0 || c->gid < 0 || c->uid > INT32_MAX || c->gid > INT32_MAX)
 		return false;
 	*uid = (uid_t)c->uid;
 	*gid = (gid_t)c->gid;
 	return true;
 }
 
-static bool send_all(int fd, const void *buf, size_t len)
+/* Sends or reads all len bytes over the channel; false if it ended first. */
+static bool transfer_all(int fd, void *buf, size_t len, bool sending)
 {
-	const char *p = buf;
+	char *p = buf;
 	while (len > 0) {
 		/* MSG_NOSIGNAL: a child that died must not take the hook with it */
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -61,19 +61,14 @@ static bool send_all(int fd, const void *buf, size_t len)
 	return true;
 }
 
+static bool send_all(int fd, const void *buf, size_t len)
+{
+	return transfer_all(fd, (void *)buf, len, true);
+}
+
 static bool read_all(int fd, void *buf, size_t len)
 {
-	char *p = buf;
-	while (len > 0) {
-		ssize_t n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
+	return transfer_all(fd, buf, len, false);
 }
 
 /* The path after MSG_STORED (malloc'd), or NULL when the channel ends. */
@@ -169,7 +164,8 @@ static void analyse_child(const struct hook_analysis_config *cfg, int ctl, int m
 		/* The core is stored; a later `coreq ingest` analyses it with good rules. */
 		int64_t id;
 		if ((path = stored_path_now(ctl, path)))
-			cq_error_free(cq_store_placeholder_failed(store, path, err->message, false, &id));
+			cq_error_free(
+			    cq_store_placeholder_failed(store, path, err->message, false, &id));
 		_exit(1);
 	}
 	struct cq_ingest_options io = {.core = &copts.core,
@@ -272,8 +268,8 @@ static void analysis_close(struct hook_analysis *an)
 	an->spool_dir = NULL;
 }
 
-struct cq_error *hook_analysis_start(const struct hook_analysis_config *cfg,
-                                     uint64_t raw_memory, struct hook_analysis *an)
+struct cq_error *hook_analysis_start(const struct hook_analysis_config *cfg, uint64_t raw_memory,
+                                     struct hook_analysis *an)
 {
 	memset(an, 0, sizeof(*an));
 	an->ctl = an->report = an->memfd = -1;

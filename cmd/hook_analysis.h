@@ -36,10 +36,10 @@ struct hook_analysis_config {
 
 struct hook_analysis {
 	pid_t pid;
-	int ctl;         /* the parent's end of the channel; -1 once closed */
-	int report;      /* the child writes the uid it analyses as here */
-	int memfd;       /* the raw copy (-1: none) */
-	char *spool_dir; /* a spool directory the dropped account owns, or NULL */
+	int ctl;          /* the parent's end of the channel; -1 once closed */
+	int report;       /* the child writes the uid it analyses as here */
+	int memfd;        /* the raw copy (-1: none) */
+	char *spool_dir;  /* a spool directory the dropped account owns, or NULL */
 	bool from_memory; /* the child was told to read the raw copy */
 };
 
@@ -47,8 +47,8 @@ struct hook_analysis {
  * Forks the child.  raw_memory > 0 makes a memfd for the raw copy (an->memfd,
  * to pass to cq_capture_store).  On error no child runs.
  */
-struct cq_error *hook_analysis_start(const struct hook_analysis_config *cfg,
-                                     uint64_t raw_memory, struct hook_analysis *an);
+struct cq_error *hook_analysis_start(const struct hook_analysis_config *cfg, uint64_t raw_memory,
+                                     struct hook_analysis *an);
 
 /* cq_capture_raw.complete: the whole core is in the memfd; arg is the hook_analysis. */
 void hook_analysis_raw_complete(void *arg, uint64_t size);
