@@ -147,7 +147,7 @@ void cmd_pager_start(void);
 void cmd_pager_end(void);
 
 /* One frame as a line of text (frame_text.c). */
-void cmd_print_frame_text(const struct cq_stack_frame *f, size_t index);
+void cmd_print_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index);
 
 /*
  * One frame as JSON; thread is the tid of the thread whose stack it is on
@@ -155,6 +155,9 @@ void cmd_print_frame_text(const struct cq_stack_frame *f, size_t index);
  */
 void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index,
                     int64_t thread);
+/* Every member of a frame object but the last, "thread": what cmd_json_frame writes between them.
+ */
+void cmd_json_frame_fields(struct cq_json *j, const struct cq_stack_frame *f, size_t index);
 
 /* Writes the "core" member shared by every command's JSON output. */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core);

@@ -445,10 +445,21 @@ void cmd_warn_analysis(const char *path, const struct cq_core *core, const struc
 
 void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index, int64_t thread)
 {
+	cq_json_object_begin(j);
+	cmd_json_frame_fields(j, f, index);
+	cq_json_key(j, "thread");
+	if (thread > 0)
+		cq_json_int(j, thread);
+	else
+		cq_json_null(j);
+	cq_json_object_end(j);
+}
+
+void cmd_json_frame_fields(struct cq_json *j, const struct cq_stack_frame *f, size_t index)
+{
 	char hex[2 * CQ_BUILD_ID_MAX + 1] = "";
 	if (f->module)
 		cq_module_build_id_hex(f->module, hex, sizeof(hex));
-	cq_json_object_begin(j);
 	bool code = f->object == 0; /* a suspended future has no code address */
 	cq_json_key(j, "index");
 	cq_json_uint(j, index);
@@ -497,12 +508,6 @@ void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t in
 		cq_json_null(j);
 	cq_json_key(j, "module_status");
 	cq_json_string(j, f->module ? cq_module_status_name(f->module->status) : NULL);
-	cq_json_key(j, "thread");
-	if (thread > 0)
-		cq_json_int(j, thread);
-	else
-		cq_json_null(j);
-	cq_json_object_end(j);
 }
 
 void cmd_json_thread_id(struct cq_json *j, int64_t tid, const char *name, bool crashed)

@@ -18,13 +18,13 @@
  * unlocked stdio calls and digits made here, not parsed from a format each
  * time.
  */
-static void put(const char *s)
+static void put(FILE *out, const char *s)
 {
-	fputs_unlocked(s, stdout);
+	fputs_unlocked(s, out);
 }
 
 /* v in hex, zero-padded to at least width digits. */
-static void put_hex(uint64_t v, int width)
+static void put_hex(FILE *out, uint64_t v, int width)
 {
 	char buf[17];
 	int n = 0;
@@ -34,10 +34,10 @@ static void put_hex(uint64_t v, int width)
 	} while (v && n < 16);
 	while (n < width && n < 16)
 		buf[16 - ++n] = '0';
-	fwrite_unlocked(buf + 16 - n, 1, (size_t)n, stdout);
+	fwrite_unlocked(buf + 16 - n, 1, (size_t)n, out);
 }
 
-static void put_dec(int64_t v)
+static void put_dec(FILE *out, int64_t v)
 {
 	char buf[21];
 	int n = 0;
@@ -48,83 +48,83 @@ static void put_dec(int64_t v)
 	} while (u);
 	if (v < 0)
 		buf[20 - ++n] = '-';
-	fwrite_unlocked(buf + 21 - n - 1, 1, (size_t)n, stdout);
+	fwrite_unlocked(buf + 21 - n - 1, 1, (size_t)n, out);
 }
 
 /* "#N" and the padding of "%-3zu " */
-static void put_index(size_t index)
+static void put_index(FILE *out, size_t index)
 {
-	putchar_unlocked('#');
-	put_dec((int64_t)index);
+	putc_unlocked('#', out);
+	put_dec(out, (int64_t)index);
 	for (size_t w = index < 10 ? 1 : index < 100 ? 2 : 3; w < 3; w++)
-		putchar_unlocked(' ');
-	putchar_unlocked(' ');
+		putc_unlocked(' ', out);
+	putc_unlocked(' ', out);
 }
 
 /* A suspended future's frame: no code address; its state and its address. */
-static void print_object_frame_text(const struct cq_stack_frame *f, size_t index)
+static void print_object_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index)
 {
-	put_index(index);
-	put(f->function ? cmd_safe(f->function) : "??");
+	put_index(out, index);
+	put(out, f->function ? cmd_safe(f->function) : "??");
 	if (f->state) {
-		put(" [");
-		put(f->state);
-		putchar_unlocked(']');
+		put(out, " [");
+		put(out, f->state);
+		putc_unlocked(']', out);
 	}
 	if (f->file) {
-		put(" at ");
-		put(cmd_safe(f->file));
-		putchar_unlocked(':');
-		put_dec(f->line);
+		put(out, " at ");
+		put(out, cmd_safe(f->file));
+		putc_unlocked(':', out);
+		put_dec(out, f->line);
 	}
-	put(" (future at 0x");
-	put_hex(f->object, 1);
-	put(")\n");
+	put(out, " (future at 0x");
+	put_hex(out, f->object, 1);
+	put(out, ")\n");
 }
 
-void cmd_print_frame_text(const struct cq_stack_frame *f, size_t index)
+void cmd_print_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index)
 {
 	if (f->object) {
-		print_object_frame_text(f, index);
+		print_object_frame_text(out, f, index);
 		return;
 	}
-	put_index(index);
-	put("0x");
-	put_hex(f->pc, 16);
-	put(" in ");
-	put(cmd_sgr("\033[33m"));
-	put(f->function ? cmd_safe(f->function) : "??");
-	put(cmd_sgr("\033[0m"));
+	put_index(out, index);
+	put(out, "0x");
+	put_hex(out, f->pc, 16);
+	put(out, " in ");
+	put(out, cmd_sgr("\033[33m"));
+	put(out, f->function ? cmd_safe(f->function) : "??");
+	put(out, cmd_sgr("\033[0m"));
 	if (f->module) {
-		put(" (");
-		put(cmd_safe(cq_module_basename(f->module)));
-		put("+0x");
-		put_hex(f->offset, 1);
-		put(f->module->status == CQ_MODULE_MISMATCH ? ", build-id mismatch)" : ")");
+		put(out, " (");
+		put(out, cmd_safe(cq_module_basename(f->module)));
+		put(out, "+0x");
+		put_hex(out, f->offset, 1);
+		put(out, f->module->status == CQ_MODULE_MISMATCH ? ", build-id mismatch)" : ")");
 	}
 	if (f->file) {
-		put(" at ");
-		put(cmd_safe(f->file));
-		putchar_unlocked(':');
-		put_dec(f->line);
+		put(out, " at ");
+		put(out, cmd_safe(f->file));
+		putc_unlocked(':', out);
+		put_dec(out, f->line);
 	}
 	if (f->kind == CQ_FRAME_INLINE) {
-		put(" [inline]");
+		put(out, " [inline]");
 	} else if (f->kind == CQ_FRAME_ASYNC) {
-		put(" [async]");
+		put(out, " [async]");
 	} else if (f->trust == CQ_TRUST_FP || f->trust == CQ_TRUST_SCAN) {
-		put(" [");
-		put(cq_unwind_trust_name(f->trust));
-		putchar_unlocked(']');
+		put(out, " [");
+		put(out, cq_unwind_trust_name(f->trust));
+		putc_unlocked(']', out);
 	}
 	if (f->repeat > 1) {
-		put(" \u00d7");
-		put_dec(f->repeat);
+		put(out, " \u00d7");
+		put_dec(out, f->repeat);
 	}
 	if (f->thread_switch) {
-		put(" [thread ");
-		put_dec(f->thread_switch);
-		putchar_unlocked(']');
+		put(out, " [thread ");
+		put_dec(out, f->thread_switch);
+		putc_unlocked(']', out);
 	}
-	putchar_unlocked('\n');
+	putc_unlocked('\n', out);
 }

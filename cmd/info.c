@@ -196,7 +196,7 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (crashed_stack) {
 		printf("\nstack of the crashed thread %d:\n", crashed_stack->thread->tid);
 		for (size_t i = 0; i < crashed_stack->nframes; i++)
-			cmd_print_frame_text(&crashed_stack->frames[i], i);
+			cmd_print_frame_text(stdout, &crashed_stack->frames[i], i);
 	}
 }
 

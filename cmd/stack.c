@@ -13,6 +13,7 @@
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/capture/capture.h"
+#include "cmd/frames_memo.h"
 #include "cmd/stack_views.h"
 
 static const char stack_usage[] =
@@ -71,17 +72,27 @@ enum {
 	OPT_GROUP,
 };
 
-/* Frames of a stack on thread tid (0: on none, a suspended chain). */
-static void json_frames(struct cq_json *j, const struct cq_stack_frame *frames, size_t n,
-                        enum cq_unwind_end end, int64_t tid)
+/* Frames of a stack on thread tid (0: on none, a suspended chain), rendered through memo. */
+static void json_frames(struct cq_json *j, struct frames_memo *memo,
+                        const struct cq_stack_frame *frames, size_t n, enum cq_unwind_end end,
+                        int64_t tid)
 {
 	cq_json_key(j, "frames");
 	cq_json_array_begin(j);
+	int64_t few[64];
+	int64_t *tids = n <= 64 ? few : malloc(n * sizeof(*tids));
 	for (size_t i = 0; i < n; i++) {
 		if (frames[i].thread_switch)
 			tid = frames[i].thread_switch;
-		cmd_json_frame(j, &frames[i], i, tid);
+		if (tids)
+			tids[i] = tid;
+		else
+			cmd_json_frame(j, &frames[i], i, tid);
 	}
+	if (tids)
+		frames_memo_json(memo, j, frames, n, tids);
+	if (tids != few)
+		free(tids);
 	cq_json_array_end(j);
 	cq_json_key(j, "end");
 	cq_json_string(j, cq_unwind_end_name(end));
@@ -175,7 +186,7 @@ static void json_async(struct cq_json *j, const struct cq_async_summary *a)
 	cq_json_object_end(j);
 }
 
-static void json_groups(struct cq_json *j, const struct stack_view *v,
+static void json_groups(struct cq_json *j, struct frames_memo *memo, const struct stack_view *v,
                         const struct cq_stacks *stacks)
 {
 	size_t n;
@@ -193,7 +204,7 @@ static void json_groups(struct cq_json *j, const struct stack_view *v,
 		cq_json_array_end(j);
 		cq_json_key(j, "crashed");
 		cq_json_bool(j, g[k].crashed);
-		json_frames(j, g[k].first->frames, g[k].first->nframes, g[k].first->end,
+		json_frames(j, memo, g[k].first->frames, g[k].first->nframes, g[k].first->end,
 		            g[k].first->thread->tid);
 		cq_json_object_end(j);
 	}
@@ -205,11 +216,13 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
                        const struct stack_view *v)
 {
 	struct cq_json j;
+	struct frames_memo memo;
+	frames_memo_init(&memo);
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
 	cmd_json_core(&j, core);
 	if (v->group)
-		json_groups(&j, v, stacks);
+		json_groups(&j, &memo, v, stacks);
 	cq_json_key(&j, "threads");
 	cq_json_array_begin(&j);
 	for (size_t t = 0; t < stacks->nthreads && !v->group; t++) {
@@ -218,7 +231,7 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 			continue;
 		cq_json_object_begin(&j);
 		cmd_json_thread_id(&j, ts->thread->tid, ts->thread->name, ts->thread->crashed);
-		json_frames(&j, ts->frames, ts->nframes, ts->end, ts->thread->tid);
+		json_frames(&j, &memo, ts->frames, ts->nframes, ts->end, ts->thread->tid);
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
@@ -245,13 +258,14 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 			else
 				cq_json_null(&j);
 		}
-		json_frames(&j, ss->frames, ss->nframes, ss->end, 0);
+		json_frames(&j, &memo, ss->frames, ss->nframes, ss->end, 0);
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
 	json_async(&j, &stacks->async);
 	cq_json_object_end(&j);
 	cq_json_finish(&j);
+	frames_memo_free(&memo);
 }
 
 /*
@@ -272,7 +286,7 @@ static void print_suspended_text(const struct cq_stacks *stacks, const char *kin
 		printf("\nSuspended %s %s %zu (%s 0x%" PRIx64 "):\n", ss->kind, noun, n, leaf,
 		       ss->leaf);
 		for (size_t i = 0; i < ss->nframes; i++)
-			cmd_print_frame_text(&ss->frames[i], i);
+			cmd_print_frame_text(stdout, &ss->frames[i], i);
 		if (ss->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
 	}
@@ -318,7 +332,7 @@ static void print_tasks_text(const struct cq_stacks *stacks)
 			printf(" on thread %" PRId64, ss->thread);
 		printf("):\n");
 		for (size_t i = 0; i < ss->nframes; i++)
-			cmd_print_frame_text(&ss->frames[i], i);
+			cmd_print_frame_text(stdout, &ss->frames[i], i);
 		if (ss->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
 	}
@@ -361,21 +375,28 @@ static void print_header(const char *path, const struct cq_core *core)
 	printf("\n\n");
 }
 
-/* One stack's frames in text, with a line where it moves to a blocked thread. */
-static void print_stack_text(const struct cq_thread_stack *ts)
+/* Frames in text, with a line where the stack moves to a blocked thread. */
+static void render_frames_text(FILE *out, const struct cq_stack_frame *frames, size_t n)
 {
-	for (size_t i = 0; i < ts->nframes; i++) {
-		const struct cq_stack_frame *f = &ts->frames[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct cq_stack_frame *f = &frames[i];
 		if (f->thread_switch)
-			printf("     --- blocked thread %" PRId64 " (%s waits here) ---\n",
-			       f->thread_switch, f->function ? cmd_safe(f->function) : "??");
-		cmd_print_frame_text(f, i);
+			fprintf(out, "     --- blocked thread %" PRId64 " (%s waits here) ---\n",
+			        f->thread_switch, f->function ? cmd_safe(f->function) : "??");
+		cmd_print_frame_text(out, f, i);
 	}
+}
+
+/* One stack's frames in text (rendered through memo), and where it ends. */
+static void print_stack_text(struct frames_memo *memo, const struct cq_thread_stack *ts)
+{
+	frames_memo_text(memo, stdout, ts->frames, ts->nframes, render_frames_text);
 	if (ts->end != CQ_END_OUTERMOST)
 		printf("     (stack ends: %s)\n", cq_unwind_end_name(ts->end));
 }
 
-static void print_groups_text(const struct stack_view *v, const struct cq_stacks *stacks)
+static void print_groups_text(struct frames_memo *memo, const struct stack_view *v,
+                              const struct cq_stacks *stacks)
 {
 	size_t n;
 	struct stack_group *g = stack_view_groups(v, stacks, &n);
@@ -384,7 +405,7 @@ static void print_groups_text(const struct stack_view *v, const struct cq_stacks
 		stack_view_tid_ranges(g[k].tids, g[k].n, tids, sizeof(tids));
 		printf("%s%zu thread%s%s: %s\n", k ? "\n" : "", g[k].n, g[k].n == 1 ? "" : "s",
 		       g[k].crashed ? " (one crashed)" : "", tids);
-		print_stack_text(g[k].first);
+		print_stack_text(memo, g[k].first);
 	}
 	stack_view_groups_free(g, n);
 }
@@ -393,8 +414,10 @@ static void print_text(const char *path, const struct cq_core *core, const struc
                        const struct stack_view *v)
 {
 	print_header(path, core);
+	struct frames_memo memo;
+	frames_memo_init(&memo);
 	if (v->group) {
-		print_groups_text(v, stacks);
+		print_groups_text(&memo, v, stacks);
 	} else {
 		const struct cq_thread_stack **order =
 		    malloc((stacks->nthreads ? stacks->nthreads : 1) * sizeof(*order));
@@ -415,10 +438,11 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 			if (ts->thread->crashed)
 				printf(" %s(crashed)", cmd_sgr("\033[31m"));
 			printf(":%s\n", cmd_sgr("\033[0m"));
-			print_stack_text(ts);
+			print_stack_text(&memo, ts);
 		}
 		free(order);
 	}
+	frames_memo_free(&memo);
 	if (v->ntids || v->crashed_only)
 		return;
 	print_suspended_text(stacks, "folly", "Suspended async stacks", "stack", "leaf frame");

@@ -205,6 +205,17 @@ void cq_json_string(struct cq_json *j, const char *s)
 		cq_json_string_len(j, s, strlen(s));
 }
 
+void cq_json_raw_value(struct cq_json *j, const char *bytes, size_t n)
+{
+	value_prefix(j);
+	put_bytes(j, bytes, n);
+}
+
+void cq_json_raw(struct cq_json *j, const char *bytes, size_t n)
+{
+	put_bytes(j, bytes, n);
+}
+
 void cq_json_int(struct cq_json *j, int64_t v)
 {
 	value_prefix(j);

@@ -43,6 +43,13 @@ void cq_json_hex(struct cq_json *j, uint64_t v); /* "0x1f" */
 void cq_json_bool(struct cq_json *j, bool v);
 void cq_json_null(struct cq_json *j);
 /* Ends the document with a newline and writes out what is buffered. */
+/*
+ * A value made elsewhere (another cq_json's bytes): cq_json_raw_value writes
+ * its first bytes where a value goes, cq_json_raw the rest of it.  The caller
+ * vouches that together they are one well-formed value.
+ */
+void cq_json_raw_value(struct cq_json *j, const char *bytes, size_t n);
+void cq_json_raw(struct cq_json *j, const char *bytes, size_t n);
 void cq_json_finish(struct cq_json *j);
 /* Writes out what is buffered (for a caller that stops without finishing). */
 void cq_json_flush(struct cq_json *j);
