@@ -345,6 +345,20 @@ static uint64_t default_raw_memory(void)
 	return (uint64_t)kib * 1024 / 2;
 }
 
+/*
+ * The whole core is in memory: the analysis may start, and the kernel may
+ * finish with the crashed process now rather than after the compression.
+ */
+static void raw_complete(void *arg, uint64_t size)
+{
+	hook_analysis_raw_complete(arg, size);
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, STDIN_FILENO); /* fd 0 stays taken, see fill_standard_fds */
+		close(devnull);
+	}
+}
+
 static int run_hook(struct hook *h)
 {
 	struct cq_error *err = cq_path_make_parent_dirs(h->db);
@@ -397,7 +411,7 @@ static int run_hook(struct hook *h)
 	}
 	struct cq_capture_raw raw = {.fd = analysing ? an.memfd : -1,
 	                             .budget = h->raw_memory,
-	                             .complete = hook_analysis_raw_complete,
+	                             .complete = raw_complete,
 	                             .arg = &an};
 	if (!err && !not_stored)
 		err = cq_capture_store(STDIN_FILENO, h->store_dir, &h->cap, limit,
