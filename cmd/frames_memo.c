@@ -55,8 +55,7 @@ static struct frames_memo_slot *claim(struct frames_memo *m, const struct cq_sta
 }
 
 void frames_memo_text(struct frames_memo *m, FILE *out, const struct cq_stack_frame *frames,
-                      size_t n,
-                      void (*render)(FILE *out, const struct cq_stack_frame *f, size_t n))
+                      size_t n, void (*render)(FILE *out, const struct cq_stack_frame *f, size_t n))
 {
 	struct frames_memo_slot *s = lookup(m, frames, n, false);
 	if (!s) {
