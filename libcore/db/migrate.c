@@ -140,9 +140,19 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
 		return err;
 	}
 	sqlite3_busy_timeout(db, busy_ms);
+	bool cache = strcmp(set, "cache") == 0; /* derived data: see schema.h */
+	if (cache &&
+	    (sqlite3_exec(db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK ||
+	     sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL) != SQLITE_OK)) {
+		err = cq_db_error(db, NULL);
+		sqlite3_close(db);
+		return err;
+	}
 	if ((err = enable_wal(db, busy_ms)) ||
-	    sqlite3_exec(db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL,
-	                 NULL) != SQLITE_OK ||
+	    sqlite3_exec(db,
+	                 cache ? "PRAGMA foreign_keys=ON"
+	                       : "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL",
+	                 NULL, NULL, NULL) != SQLITE_OK ||
 	    (err = cq_store_migrate(db, set))) {
 		if (!err || (err->code == CQ_ERR_DB && damaged(db))) {
 			cq_error_free(err);

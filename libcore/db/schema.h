@@ -37,6 +37,13 @@ struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
  * while another process holds the file, which the busy timeout does not
  * cover for that pragma), foreign keys on.  The database and the cache are
  * both opened this way.
+ *
+ * The "cache" set holds only what can be computed again from the modules,
+ * so it trades durability for time: a new file is made without fsync (a
+ * power cut while it is made can leave it damaged: coreq then warns and
+ * runs without it), and closing it leaves the WAL for a later commit to
+ * fold in (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE) instead of a checkpoint with
+ * its fsyncs on every run.  The crash database keeps both.
  */
 struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
                                       struct sqlite3 **out);
