@@ -47,6 +47,7 @@
 #include "libcore/base/bytes.h"
 #include "libcore/db/cache.h"
 #include "libcore/model/core.h"
+#include "libcore/symbols/aranges.h"
 #include "libcore/symbols/debug_image.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/symbols/demangle.h"
@@ -63,7 +64,9 @@
 struct sym_module {
 	struct cq_symbolizer *owner;
 	const struct cq_module *mod;
-	size_t index; /* in the symbolizer's modules */
+	size_t index;              /* in the symbolizer's modules */
+	struct cq_aranges aranges; /* its DWARF's .debug_aranges, once read */
+	bool aranges_read;
 };
 
 /* One cache entry; frames == NULL marks an empty slot. */
@@ -322,6 +325,8 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 		free(s->prefetch[i].path);
 	}
 	free(s->prefetch);
+	for (size_t i = 0; s->reported && i < s->nmodules; i++)
+		cq_aranges_free(&s->reported[i].aranges);
 	for (size_t i = 0; i < s->cap; i++)
 		free(s->slots[i].frames);
 	free(s->slots);
@@ -552,17 +557,84 @@ static void add_inline_frames(struct frame_draft *d, Dwarf_Die *cudie, Dwarf_Die
 	}
 }
 
-static void describe(struct frame_draft *d, Dwfl_Module *dm, Dwarf_Addr addr)
+/* The module's .debug_aranges as a table (read once; empty when it has none). */
+static const struct cq_aranges *module_aranges(struct sym_module *sm, Dwarf *dw)
+{
+	if (sm->aranges_read)
+		return &sm->aranges;
+	sm->aranges_read = true;
+	Elf *elf = dwarf_getelf(dw);
+	GElf_Ehdr eh;
+	size_t shstrndx;
+	if (!elf || !gelf_getehdr(elf, &eh) || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return &sm->aranges;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		const char *name =
+		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (!name || strcmp(name, ".debug_aranges") != 0)
+			continue;
+		Elf_Data *data = (sh.sh_flags & SHF_COMPRESSED) ? NULL : elf_getdata(scn, NULL);
+		if (data && data->d_buf)
+			cq_error_free(cq_aranges_parse(data->d_buf, data->d_size, &sm->aranges));
+		break;
+	}
+	return &sm->aranges;
+}
+
+/*
+ * The unit DIE holding addr, through the module's own .debug_aranges: libdw
+ * then reads the units up to that one only (see aranges.h).  NULL when the
+ * table has no answer or the unit does not hold addr.
+ */
+static Dwarf_Die *unit_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr, Dwarf_Die *mem,
+                          Dwarf_Addr *bias)
+{
+	Dwarf *dw = sm ? dwfl_module_getdwarf(dm, bias) : NULL;
+	uint64_t unit;
+	Dwarf_Off next;
+	size_t header_size;
+	if (!dw || !cq_aranges_find(module_aranges(sm, dw), addr - *bias, &unit) ||
+	    dwarf_next_unit(dw, unit, &next, &header_size, NULL, NULL, NULL, NULL, NULL, NULL) !=
+	        0 ||
+	    !dwarf_offdie(dw, unit + header_size, mem))
+		return NULL;
+	int tag = dwarf_tag(mem);
+	if ((tag != DW_TAG_compile_unit && tag != DW_TAG_partial_unit) ||
+	    dwarf_haspc(mem, addr - *bias) != 1)
+		return NULL;
+	return mem;
+}
+
+/* The line-table row at addr (a DWARF address) in the unit. */
+static void line_in_unit(Dwarf_Die *cudie, Dwarf_Addr addr, const char **file, int *line)
+{
+	*file = NULL;
+	*line = 0;
+	Dwarf_Line *row = dwarf_getsrc_die(cudie, addr);
+	if (row && (*file = dwarf_linesrc(row, NULL, NULL)) && dwarf_lineno(row, line) != 0)
+		*line = 0;
+	if (!*file || *line < 0)
+		*line = 0;
+}
+
+static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr)
 {
 	GElf_Off offset;
 	GElf_Sym sym;
 	const char *symbol = dwfl_module_addrinfo(dm, addr, &offset, &sym, NULL, NULL, NULL);
 	const char *file;
 	int line;
-	line_at(dm, addr, &file, &line);
-
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cudie = dwfl_module_addrdie(dm, addr, &bias);
+	Dwarf_Die unit_mem;
+	Dwarf_Die *cudie = unit_at(sm, dm, addr, &unit_mem, &bias);
+	if (cudie) {
+		line_in_unit(cudie, addr - bias, &file, &line);
+	} else {
+		line_at(dm, addr, &file, &line);
+		cudie = dwfl_module_addrdie(dm, addr, &bias);
+	}
 	Dwarf_Attribute comp_attr;
 	if (cudie)
 		file = absolute_file(
@@ -665,7 +737,7 @@ static bool cache_reserve(struct cq_symbolizer *s)
 
 /* ---- lookup ---------------------------------------------------------------------- */
 
-static const struct sym_module *module_of(Dwfl_Module *dm)
+static struct sym_module *module_of(Dwfl_Module *dm)
 {
 	void **userdata = NULL;
 	if (!dm || !dwfl_module_info(dm, &userdata, NULL, NULL, NULL, NULL, NULL, NULL) ||
@@ -718,13 +790,13 @@ static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, si
 	if (!s->dwfl_started)
 		cq_error_free(report_modules(s));
 	Dwfl_Module *dm = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
-	const struct sym_module *sm = module_of(dm);
+	struct sym_module *sm = module_of(dm);
 	if (!sm || sm->index != index)
 		return false;
 	struct frame_draft draft;
 	draft.n = 0;
 	draft.nowned = 0;
-	describe(&draft, dm, addr);
+	describe(&draft, sm, dm, addr);
 	struct cq_symbol_frame *frames = pack_frames(&draft);
 	for (size_t i = 0; i < draft.nowned; i++)
 		free(draft.owned[i]);
