@@ -39,10 +39,13 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# libcurl and libdebuginfod are loaded when a command needs them
-# (libcore/base/dynlib.h), not linked: their headers only.
-LINK_PKGS := libelf libdw libarchive sqlite3 libdeflate
+# libarchive, libcurl and libdebuginfod are loaded when a command needs
+# them (libcore/base/dynlib.h), not linked: their headers only.  dlopen is
+# in glibc's libc (2.34 and later), so no -ldl.
+LINK_PKGS := libelf libdw sqlite3 libdeflate
 PKG_LIBS   = $(shell pkg-config --libs $(LINK_PKGS) 2>/dev/null) -liberty -lz
+# The unit tests read the stored core back with libarchive directly.
+TEST_LIBS  = $(shell pkg-config --libs libarchive 2>/dev/null)
 INCLUDES := -I. -I$(BUILD)/gen
 BASE_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
@@ -129,7 +132,7 @@ $(BUILD)/asan/tests/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CFLAGS) -c $< -o $@
 $(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libcoreq.a
-	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
+	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lcmocka
 
 # ---- fuzz targets (clang + libFuzzer) --------------------------------------
 FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(INCLUDES) $(PKG_CFLAGS) -g -O1 \

@@ -4,9 +4,12 @@
  * libcurl (coreq push) and libdebuginfod (--debuginfod) pull in some forty
  * libraries (TLS, Kerberos, LDAP, ...) whose loading and relocation cost
  * about 6 ms at every process start: more than a warm `coreq stack` of a
- * small core.  The commands that use them load them with cq_dynlib_load;
- * every other command never maps them.  The headers are the libraries'
- * own, so the function pointer types are checked at compile time.
+ * small core.  libarchive (decompressing a compressed core, compressing the
+ * core the hook stores; see archive_api.h) brings libxml2, ICU, libstdc++,
+ * nettle and acl: 1.6 ms more.  The code that uses them loads them with
+ * cq_dynlib_load; every other command never maps them.  The headers are
+ * the libraries' own, so the function pointer types are checked at compile
+ * time.
  */
 #ifndef CQ_DYNLIB_H
 #define CQ_DYNLIB_H

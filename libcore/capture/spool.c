@@ -3,13 +3,12 @@
  * it: stream it from a pipe into a zstd-compressed file (libarchive's raw
  * format), named as systemd-coredump names its cores, created atomically
  * (temporary file, fsync, rename without replacing) so that a reader of the
- * directory never sees half a core.  See capture.h.
+ * directory never sees half a core.  See capture.h.  libarchive is loaded
+ * when a core is stored (libcore/base/archive_api.h), not at start.
  */
 #include "libcore/capture/capture.h"
 
 #include <sys/statvfs.h>
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,13 +19,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "libcore/base/archive_api.h"
+
 #define COPY_CHUNK (1u << 20)
 #define NAME_TRIES 100
 
-static struct cq_error *archive_fail(struct archive *a, const char *what)
+static struct cq_error *archive_fail(const struct cq_archive_api *ar, struct archive *a,
+                                     const char *what)
 {
-	return cq_error_create(CQ_ERR_IO, "%s: %s", what,
-	                       archive_error_string(a) ? archive_error_string(a) : "failed");
+	const char *why = ar->error_string(a);
+	return cq_error_create(CQ_ERR_IO, "%s: %s", what, why ? why : "failed");
 }
 
 /*
@@ -40,6 +42,7 @@ static struct cq_error *archive_fail(struct archive *a, const char *what)
 #define WRITEBACK_STEP (32u << 20)
 
 struct out_file {
+	const struct cq_archive_api *ar;
 	int fd;
 	uint64_t written, sent; /* sent: bytes whose writeback has started */
 };
@@ -53,7 +56,7 @@ static la_ssize_t out_write(struct archive *a, void *arg, const void *buf, size_
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			archive_set_error(a, errno, "%s", strerror(errno));
+			o->ar->set_error(a, errno, "%s", strerror(errno));
 			return -1;
 		}
 		p += n;
@@ -88,6 +91,7 @@ struct tee {
 	pthread_cond_t moved;
 	pthread_t thread;
 	int fd;
+	const struct cq_archive_api *ar;
 	struct archive *a;
 	uint64_t written, consumed;
 	bool stop;            /* the reader is done: take what is left and return */
@@ -124,8 +128,8 @@ static void *tee_compress(void *arg)
 			win_at = base;
 		}
 		size_t n = (size_t)((end < base + TEE_WINDOW ? end : base + TEE_WINDOW) - at);
-		if (archive_write_data(t->a, win + (at - base), n) != (la_ssize_t)n) {
-			err = archive_fail(t->a, "cannot write the core");
+		if (t->ar->write_data(t->a, win + (at - base), n) != (la_ssize_t)n) {
+			err = archive_fail(t->ar, t->a, "cannot write the core");
 			break;
 		}
 		pthread_mutex_lock(&t->lock);
@@ -142,10 +146,12 @@ static void *tee_compress(void *arg)
 	return NULL;
 }
 
-static struct cq_error *tee_start(struct tee *t, int fd, struct archive *a)
+static struct cq_error *tee_start(struct tee *t, int fd, const struct cq_archive_api *ar,
+                                  struct archive *a)
 {
 	memset(t, 0, sizeof(*t));
 	t->fd = fd;
+	t->ar = ar;
 	t->a = a;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->moved, NULL);
@@ -221,13 +227,16 @@ static struct cq_error *tee_finish(struct tee *t)
 static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_capture_raw *raw,
                                  struct cq_capture_stored *out)
 {
-	struct archive *a = archive_write_new();
-	struct archive_entry *e = archive_entry_new();
+	const struct cq_archive_api *ar;
+	struct cq_error *err = cq_archive_api(&ar);
+	if (err)
+		return err;
+	struct archive *a = ar->write_new();
+	struct archive_entry *e = ar->entry_new();
 	char *buf = malloc(COPY_CHUNK);
-	struct cq_error *err = NULL;
 	struct tee tee;
 	bool teeing = false;
-	struct out_file of = {.fd = fd};
+	struct out_file of = {.ar = ar, .fd = fd};
 	if (!a || !e || !buf) {
 		err = &cq_error_nomem;
 		goto out;
@@ -236,24 +245,24 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	char threads[16];
 	snprintf(threads, sizeof(threads), "%ld", cpus > 1 ? (cpus < 64 ? cpus : 64) : 1);
-	if (archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
-	    archive_write_set_filter_option(a, "zstd", "threads", threads) != ARCHIVE_OK ||
-	    archive_write_set_format_raw(a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(a, OUT_BLOCK) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-	    archive_write_open2(a, &of, NULL, out_write, NULL, NULL) != ARCHIVE_OK) {
-		err = archive_fail(a, "cannot start zstd stream");
+	if (ar->write_add_filter_zstd(a) != ARCHIVE_OK ||
+	    ar->write_set_filter_option(a, "zstd", "threads", threads) != ARCHIVE_OK ||
+	    ar->write_set_format_raw(a) != ARCHIVE_OK ||
+	    ar->write_set_bytes_per_block(a, OUT_BLOCK) != ARCHIVE_OK ||
+	    ar->write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
+	    ar->write_open2(a, &of, NULL, out_write, NULL, NULL) != ARCHIVE_OK) {
+		err = archive_fail(ar, a, "cannot start zstd stream");
 		goto out;
 	}
-	archive_entry_set_pathname(e, "core");
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0600);
-	if (archive_write_header(a, e) != ARCHIVE_OK) {
-		err = archive_fail(a, "cannot start zstd stream");
+	ar->entry_set_pathname(e, "core");
+	ar->entry_set_filetype(e, AE_IFREG);
+	ar->entry_set_perm(e, 0600);
+	if (ar->write_header(a, e) != ARCHIVE_OK) {
+		err = archive_fail(ar, a, "cannot start zstd stream");
 		goto out;
 	}
 	if (raw && raw->fd >= 0 && raw->budget > 0) {
-		if ((err = tee_start(&tee, raw->fd, a)))
+		if ((err = tee_start(&tee, raw->fd, ar, a)))
 			goto out;
 		teeing = true;
 	}
@@ -303,8 +312,8 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 			int rc = ftruncate(raw->fd, 0); /* gives the memory back */
 			(void)rc;
 		}
-		if (archive_write_data(a, buf, (size_t)n) != n) {
-			err = archive_fail(a, "cannot write the core");
+		if (ar->write_data(a, buf, (size_t)n) != n) {
+			err = archive_fail(ar, a, "cannot write the core");
 			goto out;
 		}
 	}
@@ -318,8 +327,8 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 		if ((err = tee_finish(&tee)))
 			goto out;
 	}
-	if (archive_write_close(a) != ARCHIVE_OK)
-		err = archive_fail(a, "cannot finish the core");
+	if (ar->write_close(a) != ARCHIVE_OK)
+		err = archive_fail(ar, a, "cannot finish the core");
 out:
 	if (teeing) {
 		struct cq_error *terr = tee_finish(&tee);
@@ -327,9 +336,9 @@ out:
 			cq_error_free(terr);
 	}
 	free(buf);
-	archive_entry_free(e);
+	ar->entry_free(e);
 	if (a)
-		archive_write_free(a);
+		ar->write_free(a);
 	return err;
 }
 

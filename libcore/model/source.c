@@ -2,11 +2,12 @@
  * source.c - open a core from a path, a pipe or a compressed file
  * (see source.h).  libarchive does the decompression: its "raw" format with
  * every filter enabled passes an uncompressed stream through unchanged and
- * decodes zstd/lz4/xz/gzip/bzip2 streams, identified by their magic.
+ * decodes zstd/lz4/xz/gzip/bzip2 streams, identified by their magic.  It is
+ * loaded only when a core needs it (libcore/base/archive_api.h): an
+ * uncompressed core file is mapped as it is and never loads it.
  */
 #include "libcore/model/source.h"
 
-#include <archive.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+
+#include "libcore/base/archive_api.h"
 
 static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
 
@@ -99,18 +102,21 @@ static struct cq_error *default_cap(int spool, bool in_memory, uint64_t *cap)
 static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
                                                  struct cq_source *out)
 {
-	struct cq_error *err = NULL;
+	const struct cq_archive_api *ar;
+	struct cq_error *err = cq_archive_api(&ar);
+	if (err)
+		return err;
 	int spool = -1;
-	struct archive *a = archive_read_new();
+	struct archive *a = ar->read_new();
 	if (!a)
 		return &cq_error_nomem;
-	archive_read_support_filter_all(a);
-	archive_read_support_format_raw(a);
-	archive_read_support_format_empty(a);
+	ar->read_support_filter_all(a);
+	ar->read_support_format_raw(a);
+	ar->read_support_format_empty(a);
 	struct archive_entry *entry;
-	if (archive_read_open_fd(a, in_fd, 1 << 16) != ARCHIVE_OK ||
-	    archive_read_next_header(a, &entry) != ARCHIVE_OK) {
-		const char *why = archive_error_string(a);
+	if (ar->read_open_fd(a, in_fd, 1 << 16) != ARCHIVE_OK ||
+	    ar->read_next_header(a, &entry) != ARCHIVE_OK) {
+		const char *why = ar->error_string(a);
 		err = why ? cq_error_create(CQ_ERR_FORMAT, "corrupt compressed stream: %s", why)
 		          : cq_error_create(CQ_ERR_FORMAT, "empty file");
 		goto out;
@@ -123,11 +129,11 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 	uint64_t total = 0;
 	char buf[1 << 16];
 	for (;;) {
-		la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
+		la_ssize_t n = ar->read_data(a, buf, sizeof(buf));
 		if (n == 0)
 			break;
 		if (n < 0) {
-			const char *why = archive_error_string(a);
+			const char *why = ar->error_string(a);
 			err = cq_error_create(CQ_ERR_FORMAT, "corrupt compressed stream: %s",
 			                      why ? why : "read error");
 			goto out;
@@ -145,13 +151,13 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 	}
 	out->fd = spool;
 	out->size = total;
-	out->compression = filter_name(archive_filter_code(a, 0));
+	out->compression = filter_name(ar->filter_code(a, 0));
 	out->spooled = 1;
 	spool = -1;
 out:
 	if (spool >= 0)
 		close(spool);
-	archive_read_free(a);
+	ar->read_free(a);
 	return err;
 }
 
