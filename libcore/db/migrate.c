@@ -141,9 +141,7 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
 	}
 	sqlite3_busy_timeout(db, busy_ms);
 	bool cache = strcmp(set, "cache") == 0; /* derived data: see schema.h */
-	if (cache &&
-	    (sqlite3_exec(db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK ||
-	     sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL) != SQLITE_OK)) {
+	if (cache && sqlite3_exec(db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK) {
 		err = cq_db_error(db, NULL);
 		sqlite3_close(db);
 		return err;

@@ -39,11 +39,11 @@ struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
  * both opened this way.
  *
  * The "cache" set holds only what can be computed again from the modules,
- * so it trades durability for time: a new file is made without fsync (a
- * power cut while it is made can leave it damaged: coreq then warns and
- * runs without it), and closing it leaves the WAL for a later commit to
- * fold in (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE) instead of a checkpoint with
- * its fsyncs on every run.  The crash database keeps both.
+ * so it trades durability for time: it is written without fsync
+ * (synchronous=OFF), neither when it is made nor at the checkpoint that
+ * closing it runs, which keeps the file whole on its own for anyone who
+ * copies it.  A power cut can leave it damaged: coreq then warns and runs
+ * without it.  The crash database keeps its fsyncs.
  */
 struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
                                       struct sqlite3 **out);
