@@ -21,7 +21,6 @@
 
 #include "libcore/base/archive_api.h"
 
-#define COPY_CHUNK (1u << 20)
 #define NAME_TRIES 100
 
 static struct cq_error *archive_fail(const struct cq_archive_api *ar, struct archive *a,
@@ -78,151 +77,163 @@ static la_ssize_t out_write(struct archive *a, void *arg, const void *buf, size_
 }
 
 /*
- * The raw copy between the reader and the compressor thread.  Both go
- * through the memfd in windows mapped in turn: the reader reads the input
- * straight into its window, and the compressor hands its window to zstd, so
- * the raw copy costs no copy beyond the one a plain store makes; and only
- * two windows are ever mapped, so it does not count as this process's RSS.
+ * The reader and the compressor thread share a ring of a few buffers, reused
+ * for the whole core: the reader fills a buffer from the input (and writes
+ * it into the raw copy, if one is kept), the compressor hands it to zstd.
+ * Reading and compressing overlap, the bytes are in the cache when zstd
+ * takes them, and neither side maps, faults in or frees memory per byte of
+ * core: the raw copy grows through plain writes into the memfd, whose pages
+ * are never mapped here, so they cost no page-table work and no RSS.
  */
-#define TEE_WINDOW (16u << 20)
+#define RING_SLOTS 4
+#define SLOT_BYTES (4u << 20)
 
-struct tee {
+struct ring {
 	pthread_mutex_t lock;
 	pthread_cond_t moved;
 	pthread_t thread;
-	int fd;
 	const struct cq_archive_api *ar;
 	struct archive *a;
-	uint64_t written, consumed;
-	bool stop;            /* the reader is done: take what is left and return */
-	struct cq_error *err; /* the compressor's */
-	/* the reader's window: TEE_WINDOW bytes of fd at win_at */
-	char *win;
-	uint64_t win_at;
+	char *slot[RING_SLOTS];
+	size_t len[RING_SLOTS];
+	uint64_t filled, drained; /* buffers handed over and buffers compressed */
+	bool stop;                /* the reader is done: drain and return */
+	struct cq_error *err;     /* the compressor's */
 };
 
-static void *tee_compress(void *arg)
+static void *ring_compress(void *arg)
 {
-	struct tee *t = arg;
-	char *win = NULL;
-	uint64_t win_at = 0;
+	struct ring *r = arg;
 	struct cq_error *err = NULL;
 	for (;;) {
-		pthread_mutex_lock(&t->lock);
-		while (t->consumed == t->written && !t->stop)
-			pthread_cond_wait(&t->moved, &t->lock);
-		uint64_t at = t->consumed, end = t->written;
-		pthread_mutex_unlock(&t->lock);
-		if (at == end)
+		pthread_mutex_lock(&r->lock);
+		while (r->drained == r->filled && !r->stop)
+			pthread_cond_wait(&r->moved, &r->lock);
+		bool empty = r->drained == r->filled;
+		size_t i = (size_t)(r->drained % RING_SLOTS);
+		pthread_mutex_unlock(&r->lock);
+		if (empty)
 			break; /* stopped and drained */
-		uint64_t base = at - at % TEE_WINDOW;
-		if (!win || win_at != base) {
-			if (win)
-				munmap(win, TEE_WINDOW);
-			win = mmap(NULL, TEE_WINDOW, PROT_READ, MAP_SHARED, t->fd, (off_t)base);
-			if (win == MAP_FAILED) {
-				win = NULL;
-				err = cq_error_errno(errno, "cannot map the raw copy");
-				break;
-			}
-			win_at = base;
-		}
-		size_t n = (size_t)((end < base + TEE_WINDOW ? end : base + TEE_WINDOW) - at);
-		if (t->ar->write_data(t->a, win + (at - base), n) != (la_ssize_t)n) {
-			err = archive_fail(t->ar, t->a, "cannot write the core");
+		if (r->ar->write_data(r->a, r->slot[i], r->len[i]) != (la_ssize_t)r->len[i])
+			err = archive_fail(r->ar, r->a, "cannot write the core");
+		pthread_mutex_lock(&r->lock);
+		r->drained++;
+		r->err = err;
+		pthread_cond_broadcast(&r->moved);
+		pthread_mutex_unlock(&r->lock);
+		if (err)
 			break;
-		}
-		pthread_mutex_lock(&t->lock);
-		t->consumed += n;
-		pthread_cond_broadcast(&t->moved);
-		pthread_mutex_unlock(&t->lock);
 	}
-	if (win)
-		munmap(win, TEE_WINDOW);
-	pthread_mutex_lock(&t->lock);
-	t->err = err;
-	pthread_cond_broadcast(&t->moved);
-	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
-static struct cq_error *tee_start(struct tee *t, int fd, const struct cq_archive_api *ar,
-                                  struct archive *a)
+static struct cq_error *ring_start(struct ring *r, const struct cq_archive_api *ar,
+                                   struct archive *a)
 {
-	memset(t, 0, sizeof(*t));
-	t->fd = fd;
-	t->ar = ar;
-	t->a = a;
-	pthread_mutex_init(&t->lock, NULL);
-	pthread_cond_init(&t->moved, NULL);
-	int rc = pthread_create(&t->thread, NULL, tee_compress, t);
+	memset(r, 0, sizeof(*r));
+	r->ar = ar;
+	r->a = a;
+	for (size_t i = 0; i < RING_SLOTS; i++)
+		if (!(r->slot[i] = malloc(SLOT_BYTES))) {
+			while (i > 0)
+				free(r->slot[--i]);
+			return &cq_error_nomem;
+		}
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->moved, NULL);
+	int rc = pthread_create(&r->thread, NULL, ring_compress, r);
 	if (rc) {
-		pthread_cond_destroy(&t->moved);
-		pthread_mutex_destroy(&t->lock);
+		pthread_cond_destroy(&r->moved);
+		pthread_mutex_destroy(&r->lock);
+		for (size_t i = 0; i < RING_SLOTS; i++)
+			free(r->slot[i]);
 		return cq_error_errno(rc, "cannot start the compression thread");
 	}
 	return NULL;
 }
 
-/*
- * Where the reader reads next: up to *room bytes at the returned address, in
- * the window that holds offset written (mapped, with its memory allocated,
- * on the way).  NULL if the raw copy cannot grow (no memory for it).
- */
-static char *tee_space(struct tee *t, size_t *room)
+/* The next free buffer, waiting for one; NULL once the compressor has failed. */
+static char *ring_take(struct ring *r)
 {
-	uint64_t base = t->written - t->written % TEE_WINDOW;
-	if (!t->win || t->win_at != base) {
-		if (t->win)
-			munmap(t->win, TEE_WINDOW);
-		t->win = NULL;
-		/* Allocated in one call, not a page fault at a time; it sets the size too. */
-		if (fallocate(t->fd, 0, (off_t)base, TEE_WINDOW) != 0 &&
-		    (errno != EOPNOTSUPP || ftruncate(t->fd, (off_t)(base + TEE_WINDOW)) != 0))
-			return NULL;
-		char *w =
-		    mmap(NULL, TEE_WINDOW, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, (off_t)base);
-		if (w == MAP_FAILED)
-			return NULL;
-		/* Faulted in as one batch, not a page at a time under read() (Linux 5.14). */
-		madvise(w, TEE_WINDOW, MADV_POPULATE_WRITE);
-		t->win = w;
-		t->win_at = base;
-	}
-	*room = (size_t)(base + TEE_WINDOW - t->written);
-	return t->win + (t->written - base);
+	pthread_mutex_lock(&r->lock);
+	while (r->filled - r->drained == RING_SLOTS && !r->err)
+		pthread_cond_wait(&r->moved, &r->lock);
+	char *slot = r->err ? NULL : r->slot[r->filled % RING_SLOTS];
+	pthread_mutex_unlock(&r->lock);
+	return slot;
 }
 
-/* n bytes more are in the raw copy; false if the compressor has failed. */
-static bool tee_advance(struct tee *t, size_t n)
+/* Hands the buffer ring_take gave, now holding len bytes, to the compressor. */
+static void ring_give(struct ring *r, size_t len)
 {
-	pthread_mutex_lock(&t->lock);
-	t->written += n;
-	bool ok = t->err == NULL;
-	pthread_cond_broadcast(&t->moved);
-	pthread_mutex_unlock(&t->lock);
-	return ok;
+	pthread_mutex_lock(&r->lock);
+	r->len[r->filled % RING_SLOTS] = len;
+	r->filled++;
+	pthread_cond_broadcast(&r->moved);
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* Lets the compressor drain what it has and ends it; its error, if any. */
-static struct cq_error *tee_finish(struct tee *t)
+static struct cq_error *ring_finish(struct ring *r)
 {
-	pthread_mutex_lock(&t->lock);
-	t->stop = true;
-	pthread_cond_broadcast(&t->moved);
-	pthread_mutex_unlock(&t->lock);
-	pthread_join(t->thread, NULL);
-	pthread_cond_destroy(&t->moved);
-	pthread_mutex_destroy(&t->lock);
-	if (t->win)
-		munmap(t->win, TEE_WINDOW);
-	t->win = NULL;
-	return t->err;
+	pthread_mutex_lock(&r->lock);
+	r->stop = true;
+	pthread_cond_broadcast(&r->moved);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->thread, NULL);
+	pthread_cond_destroy(&r->moved);
+	pthread_mutex_destroy(&r->lock);
+	for (size_t i = 0; i < RING_SLOTS; i++)
+		free(r->slot[i]);
+	return r->err;
+}
+
+/* Reads up to len bytes (fewer only at end of input); -1 with errno on error. */
+static ssize_t read_full(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* Appends len bytes at offset at of the raw copy; false if it cannot grow. */
+static bool raw_append(int fd, const char *buf, size_t len, uint64_t at)
+{
+	while (len > 0) {
+		ssize_t n = pwrite(fd, buf, len, (off_t)at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		buf += n;
+		len -= (size_t)n;
+		at += (uint64_t)n;
+	}
+	return true;
+}
+
+/* Whether the input has a byte more (it is then lost: the core is cut there). */
+static bool input_has_more(int fd)
+{
+	char more;
+	ssize_t m;
+	while ((m = read(fd, &more, 1)) < 0 && errno == EINTR)
+		;
+	return m > 0;
 }
 
 /*
  * Streams in_fd into fd as zstd, at most limit bytes (0: all); with raw,
- * through the raw copy in memory while it fits (see capture.h).
+ * keeping the raw copy in raw->fd while it fits (see capture.h).
  */
 static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_capture_raw *raw,
                                  struct cq_capture_stored *out)
@@ -233,11 +244,10 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 		return err;
 	struct archive *a = ar->write_new();
 	struct archive_entry *e = ar->entry_new();
-	char *buf = malloc(COPY_CHUNK);
-	struct tee tee;
-	bool teeing = false;
+	struct ring ring;
+	bool running = false;
 	struct out_file of = {.ar = ar, .fd = fd};
-	if (!a || !e || !buf) {
+	if (!a || !e) {
 		err = &cq_error_nomem;
 		goto out;
 	}
@@ -261,81 +271,60 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 		err = archive_fail(ar, a, "cannot start zstd stream");
 		goto out;
 	}
-	if (raw && raw->fd >= 0 && raw->budget > 0) {
-		if ((err = tee_start(&tee, raw->fd, ar, a)))
-			goto out;
-		teeing = true;
-	}
+	if ((err = ring_start(&ring, ar, a)))
+		goto out;
+	running = true;
+	/* Fewer, bigger reads from the kernel's pipe (a regular file just refuses). */
+	fcntl(in_fd, F_SETPIPE_SZ, 1 << 20);
+	bool teeing = raw && raw->fd >= 0 && raw->budget > 0;
 	for (;;) {
-		size_t want = COPY_CHUNK;
+		size_t want = SLOT_BYTES;
 		if (limit && limit - out->raw_bytes < want)
 			want = (size_t)(limit - out->raw_bytes);
 		if (want == 0) {
 			/* At the limit: truncated only if the input had more. */
-			char more;
-			ssize_t m;
-			while ((m = read(in_fd, &more, 1)) < 0 && errno == EINTR)
-				;
-			out->truncated = m > 0;
+			out->truncated = input_has_more(in_fd);
 			break;
 		}
-		/* Into the raw copy while it has room; beyond, into buf (EOF may be next). */
-		char *into = NULL;
-		if (teeing && out->raw_bytes < raw->budget) {
-			size_t room = 0;
-			if ((into = tee_space(&tee, &room))) {
-				want = want < room ? want : room;
-				if (want > raw->budget - out->raw_bytes)
-					want = (size_t)(raw->budget - out->raw_bytes);
-			}
+		char *buf = ring_take(&ring);
+		if (!buf) {
+			teeing = false; /* the compressor failed; ring_finish below says why */
+			break;
 		}
-		ssize_t n = read(in_fd, into ? into : buf, want);
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = read_full(in_fd, buf, want);
 		if (n < 0) {
 			err = cq_error_errno(errno, "cannot read the core");
 			goto out;
 		}
 		if (n == 0)
 			break;
-		out->raw_bytes += (uint64_t)n;
-		if (into) {
-			if (!tee_advance(&tee, (size_t)n))
-				break; /* tee_finish below says why */
-			continue;
-		}
-		if (teeing) {
-			/* Too big to keep (or no memory for it): the rest goes straight in. */
+		if (teeing && (out->raw_bytes + (uint64_t)n > raw->budget ||
+		               !raw_append(raw->fd, buf, (size_t)n, out->raw_bytes))) {
+			/* Too big to keep (or no memory for it): the rest is only compressed. */
 			teeing = false;
-			if ((err = tee_finish(&tee)))
-				goto out;
 			int rc = ftruncate(raw->fd, 0); /* gives the memory back */
 			(void)rc;
 		}
-		if (ar->write_data(a, buf, (size_t)n) != n) {
-			err = archive_fail(ar, a, "cannot write the core");
-			goto out;
-		}
+		out->raw_bytes += (uint64_t)n;
+		ring_give(&ring, (size_t)n);
+		if ((size_t)n < want)
+			break; /* end of input */
 	}
 	if (teeing) {
-		teeing = false;
-		int rc = ftruncate(raw->fd, (off_t)out->raw_bytes); /* the core's own size */
-		if (rc == 0 && tee_advance(&tee, 0)) {
-			raw->kept = true;
-			raw->complete(raw->arg, out->raw_bytes);
-		}
-		if ((err = tee_finish(&tee)))
-			goto out;
+		raw->kept = true;
+		raw->complete(raw->arg, out->raw_bytes);
 	}
+	running = false;
+	if ((err = ring_finish(&ring)))
+		goto out;
 	if (ar->write_close(a) != ARCHIVE_OK)
 		err = archive_fail(ar, a, "cannot finish the core");
 out:
-	if (teeing) {
-		struct cq_error *terr = tee_finish(&tee);
-		if (terr && terr != err)
-			cq_error_free(terr);
+	if (running) {
+		struct cq_error *rerr = ring_finish(&ring);
+		if (rerr && rerr != err)
+			cq_error_free(rerr);
 	}
-	free(buf);
 	ar->entry_free(e);
 	if (a)
 		ar->write_free(a);
