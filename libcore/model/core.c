@@ -213,13 +213,13 @@ void cq_core_trim(struct cq_core *core)
 	madvise((void *)start, len, MADV_DONTNEED);
 }
 
-void cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, int advice)
+int cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, int advice)
 {
 	uintptr_t lo = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
 	uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)4095;
 	if (p < core->image || p + len > core->image + core->image_size || hi <= lo)
-		return;
-	madvise((void *)lo, hi - lo, advice);
+		return 0;
+	return madvise((void *)lo, hi - lo, advice);
 }
 
 const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core)

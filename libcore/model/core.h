@@ -121,10 +121,11 @@ void cq_core_trim(struct cq_core *core);
 
 /*
  * madvise() for the whole pages of [p, p + len) that belong to the mmapped
- * core image (MADV_WILLNEED to read ahead, MADV_DONTNEED to drop them from
- * our resident set); bytes outside the image are left alone.
+ * core image (MADV_WILLNEED to read ahead, MADV_POPULATE_READ to map them in
+ * one call, MADV_DONTNEED to drop them from our resident set); bytes outside
+ * the image are left alone.  madvise's result (0 when nothing was asked).
  */
-void cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, int advice);
+int cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, int advice);
 
 /* The thread that took the fatal signal (first NT_PRSTATUS), or NULL. */
 const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core);

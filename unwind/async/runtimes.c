@@ -6,12 +6,14 @@
  * `const struct cq_async_runtime`, and one line in the table below.
  *
  * The scan: every writable segment the core holds is read once, in chunks
- * of SCAN_CHUNK bytes that are read ahead before and dropped from our
+ * of SCAN_CHUNK bytes that are mapped in before and dropped from our
  * resident set after they are handed to every scanning runtime, so a large
- * heap costs neither its size in memory nor a page fault per page.
+ * heap costs neither its size in memory nor a page fault per page; for a
+ * large heap a helper thread does that mapping on another CPU.
  */
 #include "unwind/async/runtime.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -99,40 +101,164 @@ void cq_async_states_free(struct cq_async_states *s)
 	free(s);
 }
 
-/* One pass over the core's writable memory, every scanning runtime fed. */
-static void scan_memory(struct cq_async_ctx *ctx, struct cq_async_states *s)
+/*
+ * A helper thread that maps each chunk in before the scan reaches it and
+ * drops it after: a big heap's page-table work (a fault per page, then the
+ * unmapping) runs on another CPU while the scan reads.  Small scans do
+ * without it.
+ */
+#define PAGER_MIN_BYTES (64u << 20)
+#define PAGER_AHEAD     2
+
+struct pager {
+	pthread_mutex_t lock;
+	pthread_cond_t moved;
+	pthread_t thread;
+	const struct cq_core *core;
+	const struct cq_async_chunk *chunks;
+	size_t n;
+	size_t mapped;  /* chunks [0, mapped) are mapped in (or were tried) */
+	size_t scanned; /* chunks [0, scanned) the scan is done with */
+	bool stop;
+};
+
+static void pager_map(const struct cq_core *core, const struct cq_async_chunk *c)
 {
-	size_t nscan = 0;
-	for (size_t i = 0; i < NRUNTIMES; i++)
-		nscan += s->state[i] && s->needs[i].scan;
-	if (nscan == 0)
-		return;
-	size_t nseg;
-	const struct cq_mem_segment *seg = cq_mem_core_segments(&ctx->core->mem, &nseg);
-	double start = cq_clock_seconds();
+	/* One call maps the chunk; a kernel before 5.14 only reads it ahead. */
+	if (cq_core_advise(core, c->data, c->len, MADV_POPULATE_READ) != 0)
+		cq_core_advise(core, c->data, c->len, MADV_WILLNEED);
+}
+
+static void *pager_run(void *arg)
+{
+	struct pager *p = arg;
+	size_t dropped = 0;
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		size_t scanned = p->scanned, next = p->mapped;
+		bool map = next < p->n && next < scanned + PAGER_AHEAD;
+		if (!map && dropped == scanned) {
+			pthread_cond_wait(&p->moved, &p->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		for (; dropped < scanned; dropped++)
+			cq_core_advise(p->core, p->chunks[dropped].data, p->chunks[dropped].len,
+			               MADV_DONTNEED);
+		if (map)
+			pager_map(p->core, &p->chunks[next]);
+		pthread_mutex_lock(&p->lock);
+		if (map) {
+			p->mapped = next + 1;
+			pthread_cond_broadcast(&p->moved);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static bool pager_start(struct pager *p, const struct cq_core *core,
+                        const struct cq_async_chunk *chunks, size_t n)
+{
+	*p = (struct pager){.core = core, .chunks = chunks, .n = n};
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->moved, NULL);
+	if (pthread_create(&p->thread, NULL, pager_run, p) == 0)
+		return true;
+	pthread_cond_destroy(&p->moved);
+	pthread_mutex_destroy(&p->lock);
+	return false;
+}
+
+/* Moves the scan to chunk k: waits for it to be mapped, lets k - 1 go. */
+static void pager_at(struct pager *p, size_t k)
+{
+	pthread_mutex_lock(&p->lock);
+	p->scanned = k;
+	pthread_cond_broadcast(&p->moved);
+	while (p->mapped <= k && k < p->n)
+		pthread_cond_wait(&p->moved, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void pager_finish(struct pager *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->moved);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->moved);
+	pthread_mutex_destroy(&p->lock);
+}
+
+/*
+ * The scan's chunks in address order, stored in out unless it is NULL; how
+ * many there are.  Each starts 8 bytes early (its overlap) but the first of
+ * a segment, so a word pair may straddle two chunks.
+ */
+static size_t list_chunks(const struct cq_core *core, struct cq_async_chunk *out, uint64_t *bytes)
+{
+	size_t nseg, n = 0;
+	const struct cq_mem_segment *seg = cq_mem_core_segments(&core->mem, &nseg);
+	*bytes = 0;
 	for (size_t g = 0; g < nseg; g++) {
 		const struct cq_mem_segment *sg = &seg[g];
 		if (!(sg->flags & CQ_MEM_WRITE) || !sg->data || sg->data_len < 8)
 			continue;
 		uint64_t end = sg->start + (sg->data_len & ~(uint64_t)7);
-		for (uint64_t at = sg->start; at < end;) {
+		for (uint64_t at = sg->start; at < end; n++) {
 			uint64_t begin = at > sg->start ? at - 8 : at;
 			uint64_t stop = end - at > SCAN_CHUNK ? at + SCAN_CHUNK : end;
-			struct cq_async_chunk c = {.segment = sg,
-			                           .addr = begin,
-			                           .data = sg->data + (begin - sg->start),
-			                           .len = stop - begin,
-			                           .overlap = at - begin};
-			cq_core_advise(ctx->core, c.data, c.len, MADV_WILLNEED);
-			for (size_t i = 0; i < NRUNTIMES; i++)
-				if (s->state[i] && s->needs[i].scan)
-					runtimes[i]->scan(s->state[i], ctx, &c);
-			cq_core_advise(ctx->core, c.data, c.len, MADV_DONTNEED);
+			if (out)
+				out[n] =
+				    (struct cq_async_chunk){.segment = sg,
+				                            .addr = begin,
+				                            .data = sg->data + (begin - sg->start),
+				                            .len = stop - begin,
+				                            .overlap = at - begin};
+			*bytes += stop - at;
 			at = stop;
 		}
 	}
+	return n;
+}
+
+/* One pass over the core's writable memory, every scanning runtime fed. */
+static struct cq_error *scan_memory(struct cq_async_ctx *ctx, struct cq_async_states *s)
+{
+	size_t nscan = 0;
+	for (size_t i = 0; i < NRUNTIMES; i++)
+		nscan += s->state[i] && s->needs[i].scan;
+	if (nscan == 0)
+		return NULL;
+	uint64_t bytes;
+	size_t n = list_chunks(ctx->core, NULL, &bytes);
+	struct cq_async_chunk *chunks = n ? calloc(n, sizeof(*chunks)) : NULL;
+	if (n && !chunks)
+		return &cq_error_nomem;
+	list_chunks(ctx->core, chunks, &bytes);
+	double start = cq_clock_seconds();
+	struct pager pager;
+	bool paging = bytes >= PAGER_MIN_BYTES && pager_start(&pager, ctx->core, chunks, n);
+	for (size_t k = 0; k < n; k++) {
+		const struct cq_async_chunk *c = &chunks[k];
+		if (paging)
+			pager_at(&pager, k);
+		else
+			cq_core_advise(ctx->core, c->data, c->len, MADV_WILLNEED);
+		for (size_t i = 0; i < NRUNTIMES; i++)
+			if (s->state[i] && s->needs[i].scan)
+				runtimes[i]->scan(s->state[i], ctx, c);
+		if (!paging)
+			cq_core_advise(ctx->core, c->data, c->len, MADV_DONTNEED);
+	}
+	if (paging)
+		pager_finish(&pager);
 	ctx->scan_seconds = cq_clock_seconds() - start;
+	free(chunks);
 	cq_core_trim(ctx->core);
+	return NULL;
 }
 
 struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_states *s)
@@ -143,7 +269,7 @@ struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_state
 		if (s->state[i] && runtimes[i]->threads)
 			err = runtimes[i]->threads(s->state[i], ctx);
 	if (!err)
-		scan_memory(ctx, s);
+		err = scan_memory(ctx, s);
 	for (size_t i = 0; i < NRUNTIMES && !err; i++)
 		if (s->state[i] && runtimes[i]->decode)
 			err = runtimes[i]->decode(s->state[i], ctx);
