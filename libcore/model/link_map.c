@@ -107,10 +107,11 @@ static void file_interp(const char *path, char *buf, size_t cap)
 	if (elf && elf_getphdrnum(elf, &phnum) == 0) {
 		for (size_t i = 0; i < phnum && i < MAX_PHNUM; i++) {
 			GElf_Phdr g;
-			if (!gelf_getphdr(elf, (int)i, &g) || g.p_type != PT_INTERP || g.p_filesz == 0 ||
-			    g.p_filesz >= cap)
+			if (!gelf_getphdr(elf, (int)i, &g) || g.p_type != PT_INTERP ||
+			    g.p_filesz == 0 || g.p_filesz >= cap)
 				continue;
-			if (pread(fd, buf, (size_t)g.p_filesz, (off_t)g.p_offset) == (ssize_t)g.p_filesz)
+			if (pread(fd, buf, (size_t)g.p_filesz, (off_t)g.p_offset) ==
+			    (ssize_t)g.p_filesz)
 				buf[g.p_filesz - 1] = '\0';
 			else
 				buf[0] = '\0';
