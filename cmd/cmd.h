@@ -117,12 +117,13 @@ struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
 bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out, const char *cmd,
                      const char *name);
 
+/* Warns about what is wrong with an opened core: truncation, repeated tids. */
+void cmd_warn_damaged_core(const char *path, const struct cq_core *core);
+
 /*
  * Opens the cache at path (NULL: the default path).  On failure warns once
  * and returns NULL: the cache only makes coreq faster.
  */
-/* Warns about what is wrong with an opened core: truncation, repeated tids. */
-void cmd_warn_damaged_core(const char *path, const struct cq_core *core);
 struct cq_cache *cmd_open_cache(const char *path);
 /* Closes the cache, first warning once if damaged entries were dropped. */
 void cmd_close_cache(struct cq_cache *cache);
