@@ -47,6 +47,7 @@
 #include "libcore/base/bytes.h"
 #include "libcore/db/cache.h"
 #include "libcore/model/core.h"
+#include "libcore/symbols/addr_symbols.h"
 #include "libcore/symbols/aranges.h"
 #include "libcore/symbols/debug_image.h"
 #include "libcore/symbols/debuginfo.h"
@@ -67,6 +68,8 @@ struct sym_module {
 	size_t index;              /* in the symbolizer's modules */
 	struct cq_aranges aranges; /* its DWARF's .debug_aranges, once read */
 	bool aranges_read;
+	struct cq_addr_symbols *symbols; /* its symbol table by address, once built */
+	bool symbols_built;
 };
 
 /* One cache entry; frames == NULL marks an empty slot. */
@@ -325,8 +328,10 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 		free(s->prefetch[i].path);
 	}
 	free(s->prefetch);
-	for (size_t i = 0; s->reported && i < s->nmodules; i++)
+	for (size_t i = 0; s->reported && i < s->nmodules; i++) {
 		cq_aranges_free(&s->reported[i].aranges);
+		cq_addr_symbols_free(s->reported[i].symbols);
+	}
 	for (size_t i = 0; i < s->cap; i++)
 		free(s->slots[i].frames);
 	free(s->slots);
@@ -557,6 +562,17 @@ static void add_inline_frames(struct frame_draft *d, Dwarf_Die *cudie, Dwarf_Die
 	}
 }
 
+/* The name of the symbol holding addr, through the module's symbol index (addr_symbols.h). */
+static const char *symbol_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr)
+{
+	if (sm && !sm->symbols_built) {
+		sm->symbols_built = true;
+		cq_error_free(cq_addr_symbols_build(dm, &sm->symbols));
+	}
+	GElf_Off offset;
+	return cq_addr_symbols_find(sm ? sm->symbols : NULL, dm, addr, &offset);
+}
+
 /* The module's .debug_aranges as a table (read once; empty when it has none). */
 static const struct cq_aranges *module_aranges(struct sym_module *sm, Dwarf *dw)
 {
@@ -621,9 +637,7 @@ static void line_in_unit(Dwarf_Die *cudie, Dwarf_Addr addr, const char **file, i
 
 static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr)
 {
-	GElf_Off offset;
-	GElf_Sym sym;
-	const char *symbol = dwfl_module_addrinfo(dm, addr, &offset, &sym, NULL, NULL, NULL);
+	const char *symbol = symbol_at(sm, dm, addr);
 	const char *file;
 	int line;
 	Dwarf_Addr bias = 0;
