@@ -64,8 +64,9 @@ static const char hook_usage[] =
     "named like systemd-coredump's cores (with user.coredump.* xattrs), in the\n"
     "store directory; records it in the database; and analyses and ingests it\n"
     "as `coreq ingest` would, in a child process with a time and memory budget.\n"
-    "The child reads a raw copy kept in memory while the stored copy is being\n"
-    "compressed, and writes to the database only once the core is stored.\n"
+    "The child reads a raw copy kept in memory (or the input itself, when it is\n"
+    "a regular file) while the stored copy is being compressed, and writes to\n"
+    "the database only once the core is stored.\n"
     "If the analysis fails, the stored core and a 'failed' row with the reason\n"
     "remain, and `coreq ingest FILE` of the stored core can complete it later.\n"
     "RLIMIT 0 stores nothing and records that.  Logs one line per crash to\n"
@@ -112,7 +113,7 @@ struct hook {
 	unsigned timeout, max_analyses;
 	uint64_t raw_memory;       /* room for the raw copy the analysis reads (0: none) */
 	int64_t analysed_as;       /* the uid the analysis ran as; -1: none ran */
-	const char *analysed_from; /* "memory", "stored file", or NULL: no analysis ran */
+	const char *analysed_from; /* "input file", "memory", "stored file", or NULL: none ran */
 	enum cmd_format format;
 	struct cq_capture cap;
 };
@@ -346,6 +347,18 @@ static uint64_t default_raw_memory(void)
 }
 
 /*
+ * Whether the core comes as a regular file, at its start, that will be
+ * stored whole (limit 0: no limit): then the analysis reads it in place.
+ */
+static bool input_is_whole_file(uint64_t limit)
+{
+	struct stat st;
+	return fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
+	       lseek(STDIN_FILENO, 0, SEEK_CUR) == 0 &&
+	       (limit == 0 || (uint64_t)st.st_size <= limit);
+}
+
+/*
  * The whole core is in memory: the analysis may start, and the kernel may
  * finish with the crashed process now rather than after the compression.
  */
@@ -401,8 +414,9 @@ static int run_hook(struct hook *h)
 	int slot = err || not_stored || !h->max_analyses
 	               ? -1
 	               : take_analysis_slot(h->store_dir, h->max_analyses);
+	int input_file = input_is_whole_file(limit) ? STDIN_FILENO : -1;
 	if (slot >= 0) {
-		struct cq_error *aerr = hook_analysis_start(&acfg, h->raw_memory, &an);
+		struct cq_error *aerr = hook_analysis_start(&acfg, h->raw_memory, input_file, &an);
 		analysing = aerr == NULL;
 		if (aerr)
 			snprintf(not_started, sizeof(not_started), "analysis not started: %s",
@@ -415,7 +429,7 @@ static int run_hook(struct hook *h)
 	                             .arg = &an};
 	if (!err && !not_stored)
 		err = cq_capture_store(STDIN_FILENO, h->store_dir, &h->cap, limit,
-		                       analysing ? &raw : NULL, &s);
+		                       analysing && !an.from_input ? &raw : NULL, &s);
 	/* The core is on disk (or will not be): let the kernel finish with the process. */
 	close(STDIN_FILENO);
 	if (!err && not_stored) {
@@ -447,7 +461,9 @@ static int run_hook(struct hook *h)
 	h->analysed_as = -1;
 	if (analysing) {
 		hook_analysis_stored(&an, err ? NULL : s.path);
-		h->analysed_from = an.from_memory ? "memory" : "stored file";
+		h->analysed_from = an.from_input    ? "input file"
+		                   : an.from_memory ? "memory"
+		                                    : "stored file";
 		struct cq_error *aerr =
 		    hook_analysis_finish(&acfg, &an, err ? NULL : s.path, &h->analysed_as);
 		if (!err)

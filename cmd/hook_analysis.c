@@ -269,7 +269,7 @@ static void analysis_close(struct hook_analysis *an)
 }
 
 struct cq_error *hook_analysis_start(const struct hook_analysis_config *cfg, uint64_t raw_memory,
-                                     struct hook_analysis *an)
+                                     int input_file, struct hook_analysis *an)
 {
 	memset(an, 0, sizeof(*an));
 	an->ctl = an->report = an->memfd = -1;
@@ -286,7 +286,9 @@ struct cq_error *hook_analysis_start(const struct hook_analysis_config *cfg, uin
 	an->ctl = ctl[0];
 	an->report = report[0];
 	/* No memfd, no raw copy: the child then reads the stored file. */
-	if (raw_memory)
+	if (input_file >= 0)
+		an->from_input = (an->memfd = fcntl(input_file, F_DUPFD_CLOEXEC, 3)) >= 0;
+	else if (raw_memory)
 		an->memfd = memfd_create("coreq-raw-core", MFD_CLOEXEC);
 	an->spool_dir = spool_dir_for(cfg);
 	fflush(NULL);
@@ -304,6 +306,9 @@ struct cq_error *hook_analysis_start(const struct hook_analysis_config *cfg, uin
 		return err;
 	}
 	an->pid = pid;
+	if (an->from_input)
+		hook_analysis_raw_complete(an,
+		                           0); /* the input file is the raw copy, whole already */
 	return NULL;
 }
 

@@ -15,6 +15,10 @@
  *
  * If the core cannot be stored, the parent closes the channel and the child
  * exits without writing.
+ *
+ * When the core comes as a regular file (`coreq hook ... < core`) rather
+ * than the kernel's pipe, that file is the raw copy: no memfd, and "R" goes
+ * at once, so the analysis runs from the start of the compression.
  */
 #ifndef CQ_CMD_HOOK_ANALYSIS_H
 #define CQ_CMD_HOOK_ANALYSIS_H
@@ -41,14 +45,17 @@ struct hook_analysis {
 	int memfd;        /* the raw copy (-1: none) */
 	char *spool_dir;  /* a spool directory the dropped account owns, or NULL */
 	bool from_memory; /* the child was told to read the raw copy */
+	bool from_input;  /* ... and that copy is the input file itself */
 };
 
 /*
- * Forks the child.  raw_memory > 0 makes a memfd for the raw copy (an->memfd,
- * to pass to cq_capture_store).  On error no child runs.
+ * Forks the child.  With input_file >= 0 (the core as a regular file, read
+ * from its start to its end by the caller), the child reads that file as
+ * the raw copy at once; else raw_memory > 0 makes a memfd for the raw copy
+ * (an->memfd, to pass to cq_capture_store).  On error no child runs.
  */
 struct cq_error *hook_analysis_start(const struct hook_analysis_config *cfg, uint64_t raw_memory,
-                                     struct hook_analysis *an);
+                                     int input_file, struct hook_analysis *an);
 
 /* cq_capture_raw.complete: the whole core is in the memfd; arg is the hook_analysis. */
 void hook_analysis_raw_complete(void *arg, uint64_t size);

@@ -22,11 +22,16 @@ NAME_RE = re.compile(r"^core\.(?P<comm>[^.]+)\.(?P<uid>\d+)\.(?P<boot>[0-9a-f]{3
 
 
 def hook(tmp, core_bytes, pid, sig, t, rlimit="18446744073709551615", comm="victim",
-         host="testhost", extra=(), binary=None):
+         host="testhost", extra=(), binary=None, input_path=None):
+    """The hook fed core_bytes through a pipe, as the kernel does, or with
+    input_path (a regular file) as its standard input."""
     args = ["hook", "--store", os.path.join(tmp, "cores"), "--db", os.path.join(tmp, "coreq.db"),
             "--cache", os.path.join(tmp, "cache.db"), *extra,
             str(pid), str(os.getuid()), str(os.getgid()), str(sig), str(t), str(rlimit), host, comm]
     cmd = [binary or os.environ.get("COREQ", "build/asan/coreq")] + args
+    if input_path:
+        with open(input_path, "rb") as f:
+            return subprocess.run(cmd, stdin=f, capture_output=True, timeout=300)
     return subprocess.run(cmd, input=core_bytes, capture_output=True, timeout=300)
 
 
@@ -175,6 +180,18 @@ def check_max_size(case, tmp):
        f"--max-size {limit}: the first {limit} bytes are stored and the log says truncated", diag(r))
     st = rows(tmp, "SELECT status FROM cores")
     ok(st == [("partial",)], "a core cut at --max-size is analysed as partial", st)
+    # Given as a regular file, the core is still analysed as what was stored, not the whole file.
+    with tempfile.TemporaryDirectory(prefix="coreq-hookcut-") as tmp2:
+        r = hook(tmp2, None, int(case["pid"]), int(case["signal"]), T0,
+                 extra=["--max-size", str(limit), "--format", "json"], input_path=case["core"])
+        try:
+            doc = json.loads(r.stdout)
+        except ValueError:
+            doc = {}
+        st = rows(tmp2, "SELECT status FROM cores")
+        ok(r.returncode == 0 and doc.get("analysed_from") == "memory" and st == [("partial",)],
+           "a regular file cut at --max-size: the stored part is analysed (from memory), as partial",
+           [diag(r), st])
 
 
 def check_memory_budget(cases, tmp):
@@ -301,17 +318,23 @@ def check_duplicate(case, tmp):
 
 def check_raw_copy(case):
     """The analysis reads the raw copy kept in memory while the stored copy is
-    compressed; without room for it (--raw-memory), the stored file.  Either
-    way the stored file is the core byte for byte and the analysis is the same."""
+    compressed; without room for it (--raw-memory), the stored file; given the
+    core as a regular file, that file, unless only part of it is stored.
+    Either way the stored file is the core byte for byte and the analysis is
+    the same."""
     data = open(case["core"], "rb").read()
     chain = case["crash_chain"].split()
-    runs = (([], "memory", "default room"), (["--raw-memory", str(len(data))], "memory", "room for exactly the core"),
-            (["--raw-memory", str(len(data) // 3)], "stored file", "a third of the core's room (given up midway)"),
-            (["--raw-memory", "0"], "stored file", "--raw-memory 0"))
+    runs = (([], "memory", "default room", None),
+            (["--raw-memory", str(len(data))], "memory", "room for exactly the core", None),
+            (["--raw-memory", str(len(data) // 3)], "stored file", "a third of the core's room (given up midway)", None),
+            (["--raw-memory", "0"], "stored file", "--raw-memory 0", None),
+            ([], "input file", "the core as a regular file on stdin", case["core"]),
+            (["--raw-memory", "0"], "input file", "a regular file with --raw-memory 0 (no copy needed)", case["core"]))
     stacks = []
-    for extra, source, what in runs:
+    for extra, source, what, input_path in runs:
         with tempfile.TemporaryDirectory(prefix="coreq-hookraw-") as tmp:
-            r = hook(tmp, data, int(case["pid"]), int(case["signal"]), T0, extra=["--format", "json", *extra])
+            r = hook(tmp, data, int(case["pid"]), int(case["signal"]), T0, extra=["--format", "json", *extra],
+                     input_path=input_path)
             try:
                 doc = json.loads(r.stdout)
             except ValueError:
