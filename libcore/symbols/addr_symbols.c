@@ -35,13 +35,13 @@
 struct entry {
 	uint64_t value, size;
 	const char *name;
-	int index;     /* in libdwfl's table: ties go to the lower */
-	int binding;   /* libdwfl's preference: higher is better */
-	bool global;   /* in the part of the table searched first */
+	int index;   /* in libdwfl's table: ties go to the lower */
+	int binding; /* libdwfl's preference: higher is better */
+	bool global; /* in the part of the table searched first */
 };
 
 struct cq_addr_symbols {
-	struct entry *e; /* sorted by value; equal values in table order */
+	struct entry *e;      /* sorted by value; equal values in table order */
 	uint64_t *max_end;    /* max_end[i]: the highest end among e[0..i] */
 	uint64_t *global_end; /* global_end[i]: the same among the global ones */
 	size_t n;
@@ -217,7 +217,8 @@ static enum answer pick(const struct cq_addr_symbols *t, uint64_t addr, const st
 		*out = fold(local, nlocal);
 		return ANSWER_SYMBOL;
 	}
-	/* No symbol holds addr: a sizeless one would have to start at or past every global's end. */
+	/* No symbol holds addr: a sizeless one would have to start at or past every global's end.
+	 */
 	uint64_t floor = below ? t->global_end[below - 1] : 0;
 	scanned = 0;
 	for (size_t i = below; i-- > 0 && t->e[i].value >= floor;) {
@@ -227,8 +228,8 @@ static enum answer pick(const struct cq_addr_symbols *t, uint64_t addr, const st
 	return ANSWER_NONE;
 }
 
-const char *cq_addr_symbols_find(const struct cq_addr_symbols *t, Dwfl_Module *dm,
-                                 GElf_Addr addr, GElf_Off *offset)
+const char *cq_addr_symbols_find(const struct cq_addr_symbols *t, Dwfl_Module *dm, GElf_Addr addr,
+                                 GElf_Off *offset)
 {
 	const struct entry *e = NULL;
 	enum answer a = t ? pick(t, addr, &e) : ASK_LIBDWFL;

@@ -35,8 +35,8 @@ struct cq_error *cq_addr_symbols_build(Dwfl_Module *dm, struct cq_addr_symbols *
  * dwfl_module_addrinfo) and *offset, addr's distance from its start; NULL
  * when none does.  t may be NULL: then libdwfl answers.
  */
-const char *cq_addr_symbols_find(const struct cq_addr_symbols *t, Dwfl_Module *dm,
-                                 GElf_Addr addr, GElf_Off *offset);
+const char *cq_addr_symbols_find(const struct cq_addr_symbols *t, Dwfl_Module *dm, GElf_Addr addr,
+                                 GElf_Off *offset);
 
 void cq_addr_symbols_free(struct cq_addr_symbols *t);
 

@@ -36,7 +36,8 @@ static Dwfl_Module *report(Dwfl **dwfl, const char *path)
 	unsetenv("DEBUGINFOD_URLS"); /* libdwfl must not go to the network */
 	*dwfl = dwfl_begin(&offline);
 	assert_non_null(*dwfl);
-	Dwfl_Module *m = access(path, R_OK) == 0 ? dwfl_report_offline(*dwfl, path, path, -1) : NULL;
+	Dwfl_Module *m =
+	    access(path, R_OK) == 0 ? dwfl_report_offline(*dwfl, path, path, -1) : NULL;
 	dwfl_report_end(*dwfl, NULL, NULL);
 	return m;
 }
@@ -72,10 +73,10 @@ static size_t compare_module(const char *path, int min_symbols)
 			const char *got = cq_addr_symbols_find(t, m, probes[p], &got_off);
 			if ((want == NULL) != (got == NULL) || (want && strcmp(want, got) != 0) ||
 			    (want && want_off != got_off))
-				fail_msg("%s: at 0x%llx libdwfl says %s+%llu, the index %s+%llu", path,
-				         (unsigned long long)probes[p], want ? want : "(none)",
-				         (unsigned long long)want_off, got ? got : "(none)",
-				         (unsigned long long)got_off);
+				fail_msg("%s: at 0x%llx libdwfl says %s+%llu, the index %s+%llu",
+				         path, (unsigned long long)probes[p],
+				         want ? want : "(none)", (unsigned long long)want_off,
+				         got ? got : "(none)", (unsigned long long)got_off);
 			checked++;
 		}
 	}
