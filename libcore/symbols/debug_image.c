@@ -60,10 +60,12 @@ static bool is_unread(const char *name)
 
 /*
  * Populates the pages of the sections other workers inflate, from their
- * ends backwards, so that the worker writing one from its start finds its
- * pages there instead of faulting them in one at a time (a quarter of the
- * time of inflating libc's .debug_info).  Pages that are already there cost
- * a page-table walk.
+ * starts, before this worker does its own share: the worker writing one
+ * from its start then finds its pages there instead of faulting them in
+ * one at a time (a third of the time of inflating libc's .debug_info on a
+ * VM: 10.5 ms into pages already there, 15-20 ms into new ones), and
+ * populating (about 2 us a page) stays well ahead of inflating (about
+ * 7 us a page).  Pages that are already there cost a page-table walk.
  */
 static void populate_others(const struct job *j)
 {
@@ -73,14 +75,11 @@ static void populate_others(const struct job *j)
 		const struct section *s = &j->s[i];
 		if (s->plan != INFLATE || s->worker == j->worker)
 			continue;
-		uint64_t start = s->out_off & ~(uint64_t)4095, end = s->out_off + s->out_size;
-		while (end > start) {
-			uint64_t from = end - start > chunk ? end - chunk : start;
-			from &= ~(uint64_t)4095;
-			if (madvise(j->image + from, end - from, MADV_POPULATE_WRITE) != 0)
+		uint64_t at = s->out_off & ~(uint64_t)4095, end = s->out_off + s->out_size;
+		for (; at < end; at += chunk)
+			if (madvise(j->image + at, end - at > chunk ? chunk : end - at,
+			            MADV_POPULATE_WRITE) != 0)
 				return; /* not supported here: the writer faults them in */
-			end = from;
-		}
 	}
 #else
 	(void)j;
@@ -88,13 +87,15 @@ static void populate_others(const struct job *j)
 }
 
 /*
- * Copies the plain sections (the last worker does) and inflates the
- * INFLATE sections given to this worker (assign_workers); a worker with
- * time left then populates the others' pages.
+ * Copies the plain sections (the last worker does, after populating the
+ * others' pages) and inflates the INFLATE sections given to this worker
+ * (assign_workers).
  */
 static void *inflate_worker(void *arg)
 {
 	struct job *j = arg;
+	if (j->copies)
+		populate_others(j);
 	for (size_t i = 1; j->copies && i < j->n; i++)
 		if (j->s[i].plan == COPY)
 			memcpy(j->image + j->s[i].out_off, j->s[i].src, j->s[i].out_size);
@@ -111,8 +112,6 @@ static void *inflate_worker(void *arg)
 	}
 	if (d)
 		libdeflate_free_decompressor(d);
-	if (j->copies)
-		populate_others(j);
 	return NULL;
 }
 
