@@ -12,6 +12,7 @@
  * Each row's rules are canonicalised from libdw's op-list form (see
  * classify_register) and interned, so identical rule sets are stored once.
  */
+#include "libcore/model/elf_section.h"
 #include "unwind/cfi_table.h"
 
 #include <dwarf.h>
@@ -467,21 +468,6 @@ static bool decode_pointer(const uint8_t *p, const uint8_t *end, uint8_t enc, ui
 	return true;
 }
 
-static Elf_Scn *find_section(Elf *elf, const char *want, GElf_Shdr *shdr)
-{
-	size_t shstrndx;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
-		if (!gelf_getshdr(scn, shdr) || shdr->sh_type == SHT_NOBITS)
-			continue;
-		const char *name = elf_strptr(elf, shstrndx, shdr->sh_name);
-		if (name && strcmp(name, want) == 0)
-			return scn;
-	}
-	return NULL;
-}
-
 static int u64_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -495,7 +481,7 @@ static struct cq_error *fde_starts(Elf *elf, const char *section, bool eh, uint6
 	*out = NULL;
 	*count = 0;
 	GElf_Shdr shdr;
-	Elf_Scn *scn = find_section(elf, section, &shdr);
+	Elf_Scn *scn = cq_elf_section(elf, section, &shdr);
 	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
 	if (!data || !data->d_buf || !ident)
@@ -656,7 +642,7 @@ struct cq_error *cq_cfi_table_build(void *elf_, void *debug_elf_, unsigned nregs
 	 */
 	GElf_Shdr dbg_shdr;
 	Dwarf *dw = NULL;
-	if (!err && debug_elf && find_section(debug_elf, ".debug_frame", &dbg_shdr) &&
+	if (!err && debug_elf && cq_elf_section(debug_elf, ".debug_frame", &dbg_shdr) &&
 	    (dw = dwarf_begin_elf(debug_elf, DWARF_C_READ, NULL))) {
 		Dwarf_CFI *dbg = dwarf_getcfi(dw);
 		if (dbg)
@@ -905,7 +891,7 @@ static uint32_t lazy_compile(struct cq_cfi_lazy *l, uint64_t pc, uint64_t *start
 			/* dwarf_begin_elf inflates every section: only for a .debug_frame. */
 			Elf *debug_elf = l->debug_elf(l->debug_arg);
 			GElf_Shdr shdr;
-			if (debug_elf && find_section(debug_elf, ".debug_frame", &shdr) &&
+			if (debug_elf && cq_elf_section(debug_elf, ".debug_frame", &shdr) &&
 			    (l->dw = dwarf_begin_elf(debug_elf, DWARF_C_READ, NULL)))
 				l->dbg = dwarf_getcfi(l->dw);
 		}

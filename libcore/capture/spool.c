@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "libcore/base/archive_api.h"
+#include "libcore/base/write_all.h"
 
 #define NAME_TRIES 100
 
@@ -49,17 +50,9 @@ struct out_file {
 static la_ssize_t out_write(struct archive *a, void *arg, const void *buf, size_t len)
 {
 	struct out_file *o = arg;
-	const char *p = buf;
-	for (size_t left = len; left > 0;) {
-		ssize_t n = write(o->fd, p, left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			o->ar->set_error(a, errno, "%s", strerror(errno));
-			return -1;
-		}
-		p += n;
-		left -= (size_t)n;
+	if (!cq_write_all(o->fd, buf, len, -1)) {
+		o->ar->set_error(a, errno, "%s", strerror(errno));
+		return -1;
 	}
 	o->written += len;
 	while (o->written - o->sent >= WRITEBACK_STEP) {
@@ -205,22 +198,6 @@ static ssize_t read_full(int fd, char *buf, size_t len)
 	return (ssize_t)got;
 }
 
-/* Appends len bytes at offset at of the raw copy; false if it cannot grow. */
-static bool raw_append(int fd, const char *buf, size_t len, uint64_t at)
-{
-	while (len > 0) {
-		ssize_t n = pwrite(fd, buf, len, (off_t)at);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		buf += n;
-		len -= (size_t)n;
-		at += (uint64_t)n;
-	}
-	return true;
-}
-
 /* Whether the input has a byte more (it is then lost: the core is cut there). */
 static bool input_has_more(int fd)
 {
@@ -299,7 +276,7 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_ca
 		if (n == 0)
 			break;
 		if (teeing && (out->raw_bytes + (uint64_t)n > raw->budget ||
-		               !raw_append(raw->fd, buf, (size_t)n, out->raw_bytes))) {
+		               !cq_write_all(raw->fd, buf, (size_t)n, (int64_t)out->raw_bytes))) {
 			/* Too big to keep (or no memory for it): the rest is only compressed. */
 			teeing = false;
 			int rc = ftruncate(raw->fd, 0); /* gives the memory back */

@@ -22,30 +22,20 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "libcore/model/elf_section.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
 #define MAX_DEBUG_DIRS   256
-#define MAX_SECTIONS     65536
 #define CRC_CHUNK        (64u * 1024u)
 
 /* True when the ELF has a (possibly compressed) .debug_info section. */
 static bool elf_has_debug_info(Elf *elf)
 {
-	size_t shstrndx;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return false;
-	Elf_Scn *scn = NULL;
-	for (size_t i = 0; i < MAX_SECTIONS && (scn = elf_nextscn(elf, scn)) != NULL; i++) {
-		GElf_Shdr shdr;
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
-			continue;
-		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0))
-			return true;
-	}
-	return false;
+	GElf_Shdr shdr;
+	return cq_elf_section(elf, ".debug_info", &shdr) ||
+	       cq_elf_section(elf, ".zdebug_info", &shdr);
 }
 
 static bool build_id_matches(Elf *elf, const struct cq_module *mod)

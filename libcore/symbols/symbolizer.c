@@ -46,6 +46,7 @@
 
 #include "libcore/base/bytes.h"
 #include "libcore/db/cache.h"
+#include "libcore/model/elf_section.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/addr_symbols.h"
 #include "libcore/symbols/aranges.h"
@@ -55,6 +56,7 @@
 #include "libcore/symbols/symbol_blob.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
+#include "libcore/base/write_all.h"
 
 #define MAX_DEBUG_DIRS 256
 #define MAX_STRING_LEN CQ_SYMBOL_BLOB_MAX_STRING
@@ -163,20 +165,6 @@ static int find_debuginfo(Dwfl_Module *dm, void **userdata, const char *modname,
 
 /* ---- reporting modules ------------------------------------------------------ */
 
-static bool write_all(int fd, const uint8_t *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
 /* An fd holding the vdso image copied out of the core, or -1. */
 static int vdso_fd(const struct cq_module *mod)
 {
@@ -185,7 +173,7 @@ static int vdso_fd(const struct cq_module *mod)
 	int fd = memfd_create("coreq-vdso", MFD_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (!write_all(fd, mod->image_copy, (size_t)(mod->end - mod->start))) {
+	if (!cq_write_all(fd, mod->image_copy, (size_t)(mod->end - mod->start), -1)) {
 		close(fd);
 		return -1;
 	}
@@ -581,21 +569,13 @@ static const struct cq_aranges *module_aranges(struct sym_module *sm, Dwarf *dw)
 	sm->aranges_read = true;
 	Elf *elf = dwarf_getelf(dw);
 	GElf_Ehdr eh;
-	size_t shstrndx;
-	if (!elf || !gelf_getehdr(elf, &eh) || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return &sm->aranges;
-	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
-		GElf_Shdr sh;
-		const char *name =
-		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
-		if (!name || strcmp(name, ".debug_aranges") != 0)
-			continue;
-		Elf_Data *data = (sh.sh_flags & SHF_COMPRESSED) ? NULL : elf_getdata(scn, NULL);
-		if (data && data->d_buf)
-			cq_error_free(cq_aranges_parse(data->d_buf, data->d_size, &sm->aranges));
-		break;
-	}
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf && gelf_getehdr(elf, &eh) && eh.e_ident[EI_DATA] == ELFDATA2LSB
+	                   ? cq_elf_section(elf, ".debug_aranges", &sh)
+	                   : NULL;
+	Elf_Data *data = scn && !(sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL) : NULL;
+	if (data && data->d_buf)
+		cq_error_free(cq_aranges_parse(data->d_buf, data->d_size, &sm->aranges));
 	return &sm->aranges;
 }
 

@@ -35,6 +35,7 @@
 
 #include "libcore/base/clock.h"
 #include "libcore/db/cache.h"
+#include "libcore/model/elf_section.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/model/module.h"
@@ -49,7 +50,6 @@
 #define MAX_MEMBERS       4096
 #define MAX_VARIANTS      65536
 #define MAX_TYPES         (1u << 20)
-#define MAX_SECTIONS      65536
 #define MAX_COMMENT_BYTES (64u * 1024u)
 
 /* ---- growable arrays ------------------------------------------------------- */
@@ -135,24 +135,13 @@ struct builder {
 /* True when the ELF's .comment says rustc built (part of) it. */
 static bool built_by_rustc(Elf *elf)
 {
-	size_t shstrndx;
-	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+	GElf_Shdr shdr;
+	Elf_Scn *scn = cq_elf_section(elf, ".comment", &shdr);
+	Elf_Data *data = scn && shdr.sh_type == SHT_PROGBITS ? elf_getdata(scn, NULL) : NULL;
+	if (!data || !data->d_buf)
 		return false;
-	Elf_Scn *scn = NULL;
-	for (size_t i = 0; i < MAX_SECTIONS && (scn = elf_nextscn(elf, scn)) != NULL; i++) {
-		GElf_Shdr shdr;
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS)
-			continue;
-		const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (!name || strcmp(name, ".comment") != 0)
-			continue;
-		Elf_Data *data = elf_getdata(scn, NULL);
-		if (!data || !data->d_buf)
-			return false;
-		size_t len = data->d_size < MAX_COMMENT_BYTES ? data->d_size : MAX_COMMENT_BYTES;
-		return memmem(data->d_buf, len, "rustc version", 13) != NULL;
-	}
-	return false;
+	size_t len = data->d_size < MAX_COMMENT_BYTES ? data->d_size : MAX_COMMENT_BYTES;
+	return memmem(data->d_buf, len, "rustc version", 13) != NULL;
 }
 
 /* ---- the walk ---------------------------------------------------------------- */
