@@ -11,7 +11,8 @@ Elf_Scn *cq_elf_section(Elf *elf, const char *name, GElf_Shdr *shdr)
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return NULL;
 	Elf_Scn *scn = NULL;
-	for (unsigned i = 0; i < CQ_ELF_MAX_SECTIONS && (scn = elf_nextscn(elf, scn)) != NULL; i++) {
+	for (unsigned i = 0; i < CQ_ELF_MAX_SECTIONS && (scn = elf_nextscn(elf, scn)) != NULL;
+	     i++) {
 		if (!gelf_getshdr(scn, shdr) || shdr->sh_type == SHT_NOBITS)
 			continue;
 		const char *at = elf_strptr(elf, shstrndx, shdr->sh_name);
