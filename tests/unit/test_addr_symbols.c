@@ -88,6 +88,8 @@ static size_t compare_module(const char *path, int min_symbols)
 			checked++;
 		}
 	}
+	print_message("%s: %zu addresses, %d symbols: libdwfl and the index agree\n", path, checked,
+	              nsyms);
 	cq_addr_symbols_free(t);
 	dwfl_end(dwfl);
 	return checked;
