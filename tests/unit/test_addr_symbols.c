@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "libcore/symbols/addr_symbols.h"
+#include "tests/common/symtab_elf.h"
 
 static const Dwfl_Callbacks offline = {
     .find_elf = dwfl_build_id_find_elf,
@@ -48,6 +49,23 @@ static Dwfl_Module *report(Dwfl **dwfl, const char *path)
 	    access(path, R_OK) == 0 ? dwfl_report_offline(*dwfl, path, path, -1) : NULL;
 	dwfl_report_end(*dwfl, NULL, NULL);
 	return m;
+}
+
+/* Fails unless the index names addr in m as libdwfl does; whether it names it at all. */
+static bool same_answer(const char *what, Dwfl_Module *m, const struct cq_addr_symbols *t,
+                        uint64_t addr)
+{
+	GElf_Off want_off = 0, got_off = 0;
+	GElf_Sym s;
+	const char *want = dwfl_module_addrinfo(m, addr, &want_off, &s, NULL, NULL, NULL);
+	const char *got = cq_addr_symbols_find(t, m, addr, &got_off);
+	if ((want == NULL) != (got == NULL) || (want && strcmp(want, got) != 0) ||
+	    (want && want_off != got_off))
+		fail_msg("%s: at 0x%llx libdwfl says %s+%llu, the index %s+%llu", what,
+		         (unsigned long long)addr, want ? want : "(none)",
+		         (unsigned long long)want_off, got ? got : "(none)",
+		         (unsigned long long)got_off);
+	return want != NULL;
 }
 
 /* Checks the index against libdwfl around every step-th symbol; the addresses checked. */
@@ -73,20 +91,8 @@ static size_t compare_module(const char *path, int min_symbols)
 		uint64_t size = sym.st_size;
 		const uint64_t probes[] = {value - 1, value, value + size / 2,
 		                           size ? value + size - 1 : value, value + size};
-		for (size_t p = 0; p < sizeof(probes) / sizeof(probes[0]); p++) {
-			GElf_Off want_off = 0, got_off = 0;
-			GElf_Sym s;
-			const char *want =
-			    dwfl_module_addrinfo(m, probes[p], &want_off, &s, NULL, NULL, NULL);
-			const char *got = cq_addr_symbols_find(t, m, probes[p], &got_off);
-			if ((want == NULL) != (got == NULL) || (want && strcmp(want, got) != 0) ||
-			    (want && want_off != got_off))
-				fail_msg("%s: at 0x%llx libdwfl says %s+%llu, the index %s+%llu",
-				         path, (unsigned long long)probes[p],
-				         want ? want : "(none)", (unsigned long long)want_off,
-				         got ? got : "(none)", (unsigned long long)got_off);
-			checked++;
-		}
+		for (size_t p = 0; p < sizeof(probes) / sizeof(probes[0]); p++, checked++)
+			same_answer(path, m, t, probes[p]);
 	}
 	print_message("%s: %zu addresses, %d symbols: libdwfl and the index agree\n", path, checked,
 	              nsyms);
@@ -95,118 +101,12 @@ static size_t compare_module(const char *path, int min_symbols)
 	return checked;
 }
 
-/* One symbol of the hand-made table. */
-struct hand_sym {
-	const char *name;
-	uint64_t value, size;
-	unsigned char bind, type;
-	uint16_t shndx;
-};
-
-#define TEXT_ADDR 0x1000u
-#define TEXT_SIZE 0x1000u
-
-/* Writes an x86-64 ET_DYN at path: one PT_LOAD, .text, and .symtab with syms. */
-static void write_hand_elf(const char *path, const struct hand_sym *syms, size_t n, size_t nlocal)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_WRITE, NULL);
-	assert_non_null(e);
-	GElf_Ehdr eh;
-	assert_non_null(gelf_newehdr(e, ELFCLASS64));
-	assert_non_null(gelf_newphdr(e, 1));
-	assert_non_null(gelf_getehdr(e, &eh));
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_type = ET_DYN;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-
-	static char shstr[] = "\0.text\0.symtab\0.strtab\0.shstrtab\0";
-	static uint8_t text[TEXT_SIZE];
-	char strtab[2048] = {0};
-	size_t strlen_used = 1;
-	GElf_Sym *table = calloc(n + 1, sizeof(*table));
-	assert_non_null(table);
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(syms[i].name) + 1;
-		assert_true(strlen_used + len <= sizeof(strtab));
-		memcpy(strtab + strlen_used, syms[i].name, len);
-		table[i + 1] = (GElf_Sym){.st_name = (Elf64_Word)strlen_used,
-		                          .st_info = GELF_ST_INFO(syms[i].bind, syms[i].type),
-		                          .st_shndx = syms[i].shndx,
-		                          .st_value = syms[i].value,
-		                          .st_size = syms[i].size};
-		strlen_used += len;
-	}
-	struct {
-		Elf64_Word name_at; /* in shstr */
-		Elf64_Word type;
-		uint64_t flags, addr;
-		void *buf;
-		size_t size;
-		Elf_Type dtype;
-	} secs[] = {
-	    {1, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, TEXT_ADDR, text, sizeof(text), ELF_T_BYTE},
-	    {7, SHT_SYMTAB, 0, 0, NULL, (n + 1) * sizeof(Elf64_Sym), ELF_T_SYM},
-	    {15, SHT_STRTAB, 0, 0, strtab, strlen_used, ELF_T_BYTE},
-	    {23, SHT_STRTAB, 0, 0, shstr, sizeof(shstr), ELF_T_BYTE},
-	};
-	Elf64_Sym *raw = calloc(n + 1, sizeof(*raw));
-	assert_non_null(raw);
-	for (size_t i = 0; i <= n; i++)
-		raw[i] = (Elf64_Sym){table[i].st_name,  table[i].st_info,  0,
-		                     table[i].st_shndx, table[i].st_value, table[i].st_size};
-	secs[1].buf = raw;
-	for (size_t k = 0; k < sizeof(secs) / sizeof(secs[0]); k++) {
-		Elf_Scn *scn = elf_newscn(e);
-		Elf_Data *d = elf_newdata(scn);
-		d->d_buf = secs[k].buf;
-		d->d_size = secs[k].size;
-		d->d_type = secs[k].dtype;
-		d->d_align = k == 1 ? 8 : 1;
-		GElf_Shdr sh;
-		gelf_getshdr(scn, &sh);
-		sh.sh_name = secs[k].name_at;
-		sh.sh_type = secs[k].type;
-		sh.sh_flags = secs[k].flags;
-		sh.sh_addr = secs[k].addr;
-		sh.sh_addralign = k == 1 ? 8 : 1;
-		if (k == 1) {
-			sh.sh_link = 3; /* .strtab */
-			sh.sh_info = (Elf64_Word)(nlocal + 1);
-			sh.sh_entsize = sizeof(Elf64_Sym);
-		}
-		gelf_update_shdr(scn, &sh);
-	}
-	eh.e_shstrndx = 4;
-	gelf_update_ehdr(e, &eh);
-	assert_true(elf_update(e, ELF_C_NULL) >= 0);
-	GElf_Shdr text_sh;
-	gelf_getshdr(elf_getscn(e, 1), &text_sh);
-	GElf_Phdr ph = {.p_type = PT_LOAD,
-	                .p_flags = PF_R | PF_X,
-	                .p_offset = text_sh.sh_offset,
-	                .p_vaddr = TEXT_ADDR,
-	                .p_paddr = TEXT_ADDR,
-	                .p_filesz = TEXT_SIZE,
-	                .p_memsz = TEXT_SIZE,
-	                .p_align = 0x1000};
-	gelf_update_phdr(e, 0, &ph);
-	assert_true(elf_update(e, ELF_C_WRITE) >= 0);
-	elf_end(e);
-	close(fd);
-	free(table);
-	free(raw);
-}
-
 static void hand_made_corner_cases(void **state)
 {
 	(void)state;
-	const uint64_t T = TEXT_ADDR;
+	const uint64_t T = SYMTAB_ELF_TEXT;
 	/* Locals first (table order matters to libdwfl), then globals and weaks. */
-	const struct hand_sym locals[] = {
+	const struct symtab_elf_sym locals[] = {
 	    {"file.c", 0, 0, STB_LOCAL, STT_FILE, SHN_ABS},
 	    {"", T, 0, STB_LOCAL, STT_SECTION, 1},
 	    {"local_outer", T + 0x800, 0x100, STB_LOCAL, STT_FUNC, 1},
@@ -216,7 +116,7 @@ static void hand_made_corner_cases(void **state)
 	    {"local_alias_small", T + 0xa00, 0x20, STB_LOCAL, STT_FUNC, 1},
 	    {"local_in_global", T + 0x30, 0x8, STB_LOCAL, STT_FUNC, 1},
 	};
-	const struct hand_sym globals[] = {
+	const struct symtab_elf_sym globals[] = {
 	    /* a weak inside a later, earlier-starting global: the global wins */
 	    {"weak_inner", T + 0x40, 0x10, STB_WEAK, STT_FUNC, 1},
 	    {"global_outer", T, 0x200, STB_GLOBAL, STT_FUNC, 1},
@@ -244,15 +144,15 @@ static void hand_made_corner_cases(void **state)
 	};
 	const size_t nl = sizeof(locals) / sizeof(locals[0]),
 	             ng = sizeof(globals) / sizeof(globals[0]);
-	struct hand_sym
+	struct symtab_elf_sym
 	    all[sizeof(locals) / sizeof(locals[0]) + sizeof(globals) / sizeof(globals[0])];
 	memcpy(all, locals, sizeof(locals));
 	memcpy(all + nl, globals, sizeof(globals));
 	char path[] = "/tmp/coreq-test-symbols-XXXXXX";
 	int tmp = mkstemp(path);
 	assert_true(tmp >= 0);
+	assert_true(symtab_elf_write(tmp, all, nl + ng, nl));
 	close(tmp);
-	write_hand_elf(path, all, nl + ng, nl);
 	Dwfl *dwfl;
 	Dwfl_Module *m = report(&dwfl, path);
 	assert_non_null(m);
@@ -263,23 +163,13 @@ static void hand_made_corner_cases(void **state)
 	assert_null(cq_addr_symbols_build(m, &t));
 	assert_non_null(t);
 	size_t named = 0;
-	for (uint64_t a = start + TEXT_ADDR - 0x10; a < start + TEXT_ADDR + TEXT_SIZE + 0x10; a++) {
-		GElf_Off want_off = 0, got_off = 0;
-		GElf_Sym s;
-		const char *want = dwfl_module_addrinfo(m, a, &want_off, &s, NULL, NULL, NULL);
-		const char *got = cq_addr_symbols_find(t, m, a, &got_off);
-		if ((want == NULL) != (got == NULL) || (want && strcmp(want, got) != 0) ||
-		    (want && want_off != got_off))
-			fail_msg(
-			    "hand-made table: at +0x%llx libdwfl says %s+%llu, the index %s+%llu",
-			    (unsigned long long)(a - start), want ? want : "(none)",
-			    (unsigned long long)want_off, got ? got : "(none)",
-			    (unsigned long long)got_off);
-		named += want != NULL;
-	}
-	print_message("hand-made table: %zu of %u addresses named\n", named, TEXT_SIZE + 0x20);
+	for (uint64_t a = start + SYMTAB_ELF_TEXT - 0x10;
+	     a < start + SYMTAB_ELF_TEXT + SYMTAB_ELF_TEXT_SIZE + 0x10; a++)
+		named += same_answer("hand-made table", m, t, a);
+	print_message("hand-made table: %zu of %u addresses named\n", named,
+	              SYMTAB_ELF_TEXT_SIZE + 0x20);
 	/* The table names most of the text and leaves gaps: both kinds were checked. */
-	assert_true(named > TEXT_SIZE / 4 && named < TEXT_SIZE);
+	assert_true(named > SYMTAB_ELF_TEXT_SIZE / 4 && named < SYMTAB_ELF_TEXT_SIZE);
 	cq_addr_symbols_free(t);
 	dwfl_end(dwfl);
 	unlink(path);
