@@ -155,19 +155,20 @@ struct cq_error *cq_addr_symbols_build(Dwfl_Module *dm, struct cq_addr_symbols *
 	return NULL;
 }
 
-/* libdwfl's choice among sized symbols that all hold the address (any order given). */
+static int by_index(const void *a, const void *b)
+{
+	const struct entry *x = *(const struct entry *const *)a,
+	                   *y = *(const struct entry *const *)b;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+/* libdwfl's choice among sized symbols that all hold the address (put in table order here). */
 static const struct entry *fold(const struct entry **cand, size_t n)
 {
+	qsort(cand, n, sizeof(*cand), by_index);
 	const struct entry *best = NULL;
-	for (int last = -1;;) {
-		/* the next candidate in table order */
-		const struct entry *c = NULL;
-		for (size_t i = 0; i < n; i++)
-			if (cand[i]->index > last && (!c || cand[i]->index < c->index))
-				c = cand[i];
-		if (!c)
-			return best;
-		last = c->index;
+	for (size_t i = 0; i < n; i++) {
+		const struct entry *c = cand[i];
 		if (!best || best->value < c->value || best->binding < c->binding)
 			best = c;
 		else if (best->value == c->value &&
@@ -175,6 +176,7 @@ static const struct entry *fold(const struct entry **cand, size_t n)
 		          (best->size >= c->size && best->binding < c->binding)))
 			best = c;
 	}
+	return best;
 }
 
 enum answer { ANSWER_SYMBOL, ANSWER_NONE, ASK_LIBDWFL };
