@@ -3,7 +3,7 @@
 made from real corpus cores by a seeded generator, and the checks that coreq
 survives each one.
 
-    hostile.py --corpus DIR --out DIR [--per-class N] [--seed S] [--jobs J]
+    hostile.py --corpus DIR --out DIR [--per-class N] [--seed S] [--jobs J] [--only G,...]
 
 For every class, N inputs are made (deterministic for a seed) and coreq is run
 on each: the ASan+UBSan build ($COREQ) for behaviour, the release build
@@ -15,7 +15,12 @@ command on the undamaged input).  An input fails a column when:
   big      the release run's peak RSS was over 256 MiB above its twin's;
   exit     the exit status was not 0 or 1;
   message  exit 1 without exactly one `coreq: PATH: reason` line on stderr;
-  json     exit 0 from a --format json command without valid JSON on stdout.
+  json     exit 0 from a --format json command without valid JSON on stdout;
+  effect   the input's own check of what the run must not do found it done
+           (a shell command from a core ran, a file outside the output was
+           written, a handed-over database was changed, ...).
+An input may bring a setup (run before each of its runs, to lay out the
+files it needs afresh) and an effect check (run after each).
 It prints one row per class and exits 1 when any column but `inputs` is not 0.
 Only the ELF, note and SQLite formats are used to make inputs, never coreq.
 """
@@ -40,14 +45,17 @@ COREQ_RELEASE = os.environ.get("COREQ_RELEASE", "build/coreq")
 TIME_LIMIT = 20
 SLOW_S, BIG_KIB = 2.0, 256 * 1024
 BASES = ["segv_null.O2", "abort_deep.stripped", "sighandler.O2", "fpe.O2", "rust_async.O2"]
-COLUMNS = ["inputs", "crash", "hang", "slow", "big", "exit", "message", "json"]
+COLUMNS = ["inputs", "crash", "hang", "slow", "big", "exit", "message", "json", "effect"]
 MESSAGE = re.compile(r"^coreq: \S.*: \S")
 
 
 class Input:
-    def __init__(self, cls, name, argv, twin, want_json=True, env=None):
+    def __init__(self, cls, name, argv, twin, want_json=True, env=None, setup=None, effect=None):
         self.cls, self.name, self.argv, self.twin = cls, name, argv, twin
         self.want_json, self.env = want_json, env or {}
+        # setup(): lays out the input's files before each run; effect(): None, or
+        # what the run did that it must not (checked after each run).
+        self.setup, self.effect = setup, effect
 
 
 class Gen:
@@ -303,11 +311,12 @@ class Gen:
                                          ["ingest", "--no-cache", "--db", db2, "--format", "json", core],
                                          ["ingest", "--no-cache", "--db", self.path(".db"), "--format", "json", core]))
 
-    def all(self):
+    def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.ingest_db):
-            g()
+            if not only or g.__name__ in only:
+                g()
         return self.inputs
 
 
@@ -345,7 +354,16 @@ def check(inp, tmp, twins):
                ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=99", **inp.env)
     bad = {}
+
+    def effect():
+        why = inp.effect() if inp.effect else None
+        if why:
+            bad.setdefault("effect", why)
+
+    if inp.setup:
+        inp.setup()
     r = run(COREQ, inp.argv, env, False)
+    effect()
     if r is None:
         bad["hang"] = "no exit"
     else:
@@ -367,7 +385,10 @@ def check(inp, tmp, twins):
     if key not in twins:
         t = run(COREQ_RELEASE, inp.twin, env, True)
         twins[key] = t[3:] if t else (TIME_LIMIT, 0)
+    if inp.setup:
+        inp.setup()
     r = run(COREQ_RELEASE, inp.argv, env, True)
+    effect()
     if r is None:
         bad.setdefault("hang", "release build: no exit")
     else:
@@ -386,12 +407,13 @@ def main():
     ap.add_argument("--per-class", type=int, default=20)
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", help="comma-separated generator names (default: all)")
     a = ap.parse_args()
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
     tmp = os.path.join(a.out, "tmp")
     os.makedirs(tmp)
-    inputs = Gen(a.corpus, a.out, a.per_class, a.seed).all()
+    inputs = Gen(a.corpus, a.out, a.per_class, a.seed).all(a.only.split(",") if a.only else None)
     twins = {}
     results = {}
     with ThreadPoolExecutor(a.jobs) as pool:
