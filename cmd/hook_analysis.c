@@ -31,16 +31,24 @@
 
 /*
  * The account the analysis runs as when the hook is root: the crashed
- * process's own uid and gid (never root's), so that a core crafted to
- * exploit a parser bug gains nothing its owner did not have.  False when
- * no drop applies (not root, or the crash was root's).
+ * process's own uid and gid, so that a core crafted to exploit a parser bug
+ * gains nothing its owner did not have.  Every uid but 0 is dropped to,
+ * container ranges mapped high (up to 2^32 - 2) included; an id the kernel
+ * could not have passed (negative, or (uid_t)-1 and above) drops to
+ * nobody's 65534 instead of staying root.  False when no drop applies: the
+ * hook is not root, or the crash was root's own.
  */
+#define ANALYSIS_FALLBACK_ID 65534u
+#define LINUX_ID_MAX         0xfffffffeLL /* (uid_t)-1 means "no change" to setuid */
+
 static bool analysis_account(const struct cq_capture *c, uid_t *uid, gid_t *gid)
 {
-	if (geteuid() != 0 || c->uid <= 0 || c->gid < 0 || c->uid > INT32_MAX || c->gid > INT32_MAX)
+	if (geteuid() != 0 || c->uid == 0)
 		return false;
-	*uid = (uid_t)c->uid;
-	*gid = (gid_t)c->gid;
+	bool uid_ok = c->uid > 0 && c->uid <= LINUX_ID_MAX;
+	bool gid_ok = uid_ok && c->gid >= 0 && c->gid <= LINUX_ID_MAX;
+	*uid = uid_ok ? (uid_t)c->uid : ANALYSIS_FALLBACK_ID;
+	*gid = gid_ok ? (gid_t)c->gid : ANALYSIS_FALLBACK_ID;
 	return true;
 }
 

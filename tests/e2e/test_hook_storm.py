@@ -12,7 +12,10 @@ with `--max-analyses 2` (the slots of the analysis semaphore).  Expected:
 - a hook with `--max-analyses 0` only stores;
 - run as root for a crash of uid 65534, the analysis runs as 65534 (what the
   hook reports the child wrote after dropping), still stores its result in
-  the root-owned database, and leaves no spool directory behind.
+  the root-owned database, and leaves no spool directory behind;
+- the same for uid 3000000000 (container ranges are mapped above 2^31 - 1),
+  which runs as 3000000000, and for a uid no process can have
+  (4294967295, (uid_t)-1), which runs as nobody's 65534: never as root.
 """
 import json
 import os
@@ -98,6 +101,19 @@ def main():
             ok(rep.get("analysis_uid") == 65534 and rep.get("status") == "ok",
                "as root, the analysis of uid 65534's crash runs as 65534 and is stored",
                p.stdout + p.stderr[-1000:])
+            for i, (uid, gid, want) in enumerate([(3000000000, 3000000000, 3000000000),
+                                                  (4294967295, 4294967295, 65534)]):
+                high = os.path.join(tmp, f"high{i}")
+                args = [COREQ, "hook", "--store", high, "--db", os.path.join(tmp, f"high{i}.db"),
+                        "--cache", os.path.join(tmp, f"high{i}-cache.db"), "--format", "json",
+                        str(790 + i), str(uid), str(gid), "6", "1763700000", "18446744073709551615",
+                        "h", "victim"]
+                with open(cores[2 + i], "rb") as f:
+                    p = subprocess.run(args, stdin=f, capture_output=True, text=True, env=env, timeout=300)
+                rep = json.loads(p.stdout) if p.returncode == 0 and p.stdout.strip() else {}
+                ok(rep.get("analysis_uid") == want and rep.get("status") == "ok",
+                   f"as root, the analysis of uid {uid}'s crash runs as {want}, not root, and is stored",
+                   p.stdout + p.stderr[-1000:])
             con = sqlite3.connect(os.path.join(tmp, "drop.db"))
             n = con.execute("SELECT count(*) FROM cores").fetchone()[0]
             con.close()
