@@ -2,7 +2,8 @@
  * unwind_target.c - the core as the unwinder sees it (struct
  * cq_unwind_target, unwind/unwind.h): memory reads, executable test, stack
  * bounds, and each module's CFI table, kept on the module.  Tables come
- * from the cache when it holds one for the build-id and format version.
+ * from the cache when it holds one for the build-id, the very files this
+ * run uses (libcore/symbols/provenance.h) and the format version.
  * Otherwise the module's .eh_frame (plus .debug_frame of its debuginfo) is
  * compiled a row at a time as the walks meet its pcs (cq_cfi_lazy), on top
  * of the partial table the cache may hold, and stored back when it grew:
@@ -21,6 +22,7 @@
 #include "libcore/symbols/symbolizer.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/debuginfo.h"
+#include "libcore/symbols/provenance.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/base/regular_file.h"
@@ -28,7 +30,7 @@
 struct module_cfi {
 	struct cq_module *mod;
 	const struct cq_core_target *ctx;
-	char id[2 * CQ_BUILD_ID_MAX + 1];
+	struct cq_provenance prov;  /* the cache key: build-id and the files used */
 	struct cq_cfi_table *table; /* a complete table, from the cache */
 	struct cq_cfi_lazy *lazy;   /* else rows compiled as met; NULL: no usable CFI */
 	Elf *debug_elf;             /* the lazy table's debuginfo, once needed */
@@ -46,15 +48,16 @@ static void module_cfi_free(void *p)
 	if (m->debug_fd >= 0)
 		close(m->debug_fd);
 	cq_error_free(m->error);
+	cq_provenance_free(&m->prov);
 	free(m);
 }
 
-/* The table the cache holds for id, complete or partial, or NULL. */
-static struct cq_cfi_table *cached_table(struct cq_cache *cache, const char *id, unsigned nregs)
+/* The table the cache holds for key, complete or partial, or NULL. */
+static struct cq_cfi_table *cached_table(struct cq_cache *cache, struct cq_cache_key *key,
+                                         unsigned nregs)
 {
 	size_t len;
-	uint8_t *blob =
-	    cache && id[0] ? cq_cache_get_table(cache, id, CQ_CFI_TABLE_VERSION, &len) : NULL;
+	uint8_t *blob = cache ? cq_cache_get_table(cache, key, CQ_CFI_TABLE_VERSION, &len) : NULL;
 	if (!blob)
 		return NULL;
 	struct cq_cfi_table *table = NULL;
@@ -92,8 +95,10 @@ static void *open_debug_elf(void *arg)
 static void load_module(struct cq_core_target *ctx, struct cq_module *mod, struct module_cfi *m)
 {
 	unsigned nregs = ctx->core->arch->nregs;
-	cq_module_build_id_hex(mod, m->id, sizeof(m->id));
-	struct cq_cfi_table *cached = cached_table(ctx->options->cache, m->id, nregs);
+	struct cq_cache *cache = ctx->options->cache;
+	if (cache)
+		cq_provenance_find(&m->prov, mod, ctx->options->debug_dirs);
+	struct cq_cfi_table *cached = cached_table(cache, &m->prov.key, nregs);
 	if (cached && (cached->flags & CQ_CFI_TABLE_COMPLETE)) {
 		m->table = cached;
 		return;
@@ -147,13 +152,14 @@ void cq_core_target_store_tables(struct cq_core_target *ct)
 	for (size_t i = 0; cache && i < ct->core->nmodules; i++) {
 		struct cq_module *mod = &ct->core->modules[i];
 		struct module_cfi *m = mod->analysis_free == module_cfi_free ? mod->analysis : NULL;
-		if (!m || !m->id[0] || !cq_cfi_lazy_grew(m->lazy))
+		if (!m || !m->prov.identity || !cq_cfi_lazy_grew(m->lazy))
 			continue;
 		uint8_t *blob;
 		size_t len;
 		const struct cq_cfi_table *t = cq_cfi_lazy_table(m->lazy);
 		if (!cq_cfi_table_serialize(t, &blob, &len)) {
-			cq_cache_put_table(cache, m->id, CQ_CFI_TABLE_VERSION, t->nrows, blob, len);
+			cq_cache_put_table(cache, &m->prov.key, CQ_CFI_TABLE_VERSION, t->nrows,
+			                   blob, len);
 			free(blob);
 		}
 	}

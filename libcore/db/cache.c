@@ -4,6 +4,8 @@
 #include "libcore/db/cache.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,21 +21,25 @@
 struct cq_cache {
 	sqlite3 *db;
 	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols, *get_rust, *put_rust;
+	sqlite3_stmt *get_source, *put_source;
 	int in_transaction; /* writes since open are batched in one transaction */
 	size_t rejected;    /* rows a reader found damaged (cq_cache_reject) */
 	char *path;
 };
 
 static const char *const statements[] = {
-    "SELECT blob FROM unwind_tables WHERE build_id = ? AND format = ?",
-    "INSERT OR REPLACE INTO unwind_tables (build_id, format, rows, blob, created) "
-    "VALUES (?, ?, ?, ?, ?)",
-    "SELECT frames FROM symbols WHERE build_id = ? AND address = ? AND debuginfo = ? "
+    "SELECT blob FROM unwind_tables WHERE source = ? AND format = ?",
+    "INSERT OR REPLACE INTO unwind_tables (source, build_id, format, rows, blob, created) "
+    "VALUES (?, ?, ?, ?, ?, ?)",
+    "SELECT frames FROM symbols WHERE source = ? AND address = ? AND debuginfo = ? "
     "AND format = ?",
-    "INSERT OR REPLACE INTO symbols (build_id, address, debuginfo, format, frames) "
+    "INSERT OR REPLACE INTO symbols (source, build_id, address, debuginfo, format, frames) "
+    "VALUES (?, ?, ?, ?, ?, ?)",
+    "SELECT blob FROM rust_index WHERE source = ? AND format = ?",
+    "INSERT OR REPLACE INTO rust_index (source, build_id, format, blob, created) "
     "VALUES (?, ?, ?, ?, ?)",
-    "SELECT blob FROM rust_index WHERE build_id = ? AND format = ?",
-    "INSERT OR REPLACE INTO rust_index (build_id, format, blob, created) VALUES (?, ?, ?, ?)",
+    "SELECT id FROM sources WHERE build_id = ? AND identity = ?",
+    "INSERT OR IGNORE INTO sources (build_id, identity, created) VALUES (?, ?, ?)",
 };
 
 char *cq_cache_default_path(void)
@@ -57,8 +63,8 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 		free(c);
 		return err;
 	}
-	sqlite3_stmt **slots[] = {&c->get_table,   &c->put_table, &c->get_symbols,
-	                          &c->put_symbols, &c->get_rust,  &c->put_rust};
+	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols,
+	                          &c->get_rust,  &c->put_rust,  &c->get_source,  &c->put_source};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {
 			err =
@@ -85,6 +91,8 @@ void cq_cache_close(struct cq_cache *c)
 	sqlite3_finalize(c->put_symbols);
 	sqlite3_finalize(c->get_rust);
 	sqlite3_finalize(c->put_rust);
+	sqlite3_finalize(c->get_source);
+	sqlite3_finalize(c->put_source);
 	sqlite3_close(c->db);
 	free(c->path);
 	free(c);
@@ -125,75 +133,128 @@ static uint8_t *fetch_blob(struct cq_cache *c, sqlite3_stmt *st, size_t *len)
 	return copy;
 }
 
-/* Runs a bound write inside the handle's batch transaction. */
-static void run_write(struct cq_cache *c, sqlite3_stmt *st)
+/* Runs a bound write inside the handle's batch transaction; false if it failed. */
+static bool run_write(struct cq_cache *c, sqlite3_stmt *st)
 {
 	if (!c->in_transaction)
 		c->in_transaction = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
-	sqlite3_step(st);
+	bool done = sqlite3_step(st) == SQLITE_DONE;
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
+	return done;
 }
 
-uint8_t *cq_cache_get_table(struct cq_cache *c, const char *build_id, unsigned format, size_t *len)
+/*
+ * The sources row of key, looked up once (key->source then holds it, or -1
+ * when there is none); with create, a missing row is added.  False when
+ * there is no row to read or write under.
+ */
+static bool key_source(struct cq_cache *c, struct cq_cache_key *key, bool create)
 {
+	if (!key->build_id || !key->build_id[0] || !key->identity || !key->identity_len ||
+	    key->identity_len > INT_MAX)
+		return false;
+	for (int pass = 0; key->source <= 0 && pass < 2; pass++) {
+		if (key->source == 0 || pass == 1) {
+			sqlite3_stmt *st = c->get_source;
+			sqlite3_bind_text(st, 1, key->build_id, -1, SQLITE_STATIC);
+			sqlite3_bind_blob(st, 2, key->identity, (int)key->identity_len,
+			                  SQLITE_STATIC);
+			key->source =
+			    sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			if (key->source <= 0)
+				key->source = -1;
+		}
+		if (key->source > 0 || !create || pass == 1)
+			break;
+		/* Added here, or by another handle since the lookup: found by the second pass. */
+		sqlite3_stmt *st = c->put_source;
+		sqlite3_bind_text(st, 1, key->build_id, -1, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 2, key->identity, (int)key->identity_len, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
+		if (!run_write(c, st))
+			break;
+	}
+	return key->source > 0;
+}
+
+uint8_t *cq_cache_get_table(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
+                            size_t *len)
+{
+	if (!key_source(c, key, false))
+		return NULL;
 	sqlite3_stmt *st = c->get_table;
-	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 1, key->source);
 	sqlite3_bind_int(st, 2, (int)format);
 	return fetch_blob(c, st, len);
 }
 
-void cq_cache_put_table(struct cq_cache *c, const char *build_id, unsigned format, unsigned rows,
-                        const uint8_t *blob, size_t len)
+void cq_cache_put_table(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
+                        unsigned rows, const uint8_t *blob, size_t len)
 {
+	if (!key_source(c, key, true))
+		return;
 	sqlite3_stmt *st = c->put_table;
-	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 2, (int)format);
-	sqlite3_bind_int64(st, 3, rows);
-	sqlite3_bind_blob64(st, 4, blob, len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
+	sqlite3_bind_int64(st, 1, key->source);
+	sqlite3_bind_text(st, 2, key->build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, (int)format);
+	sqlite3_bind_int64(st, 4, rows);
+	sqlite3_bind_blob64(st, 5, blob, len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)time(NULL));
 	run_write(c, st);
 }
 
-uint8_t *cq_cache_get_symbols(struct cq_cache *c, const char *build_id, uint64_t address,
+uint8_t *cq_cache_get_symbols(struct cq_cache *c, struct cq_cache_key *key, uint64_t address,
                               int debuginfo, unsigned format, size_t *len)
 {
+	if (!key_source(c, key, false))
+		return NULL;
 	sqlite3_stmt *st = c->get_symbols;
-	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 1, key->source);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)address);
 	sqlite3_bind_int(st, 3, debuginfo);
 	sqlite3_bind_int(st, 4, (int)format);
 	return fetch_blob(c, st, len);
 }
 
-void cq_cache_put_symbols(struct cq_cache *c, const char *build_id, uint64_t address, int debuginfo,
-                          unsigned format, const uint8_t *blob, size_t len)
+void cq_cache_put_symbols(struct cq_cache *c, struct cq_cache_key *key, uint64_t address,
+                          int debuginfo, unsigned format, const uint8_t *blob, size_t len)
 {
+	if (!key_source(c, key, true))
+		return;
 	sqlite3_stmt *st = c->put_symbols;
-	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)address);
-	sqlite3_bind_int(st, 3, debuginfo);
-	sqlite3_bind_int(st, 4, (int)format);
-	sqlite3_bind_blob64(st, 5, blob, len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 1, key->source);
+	sqlite3_bind_text(st, 2, key->build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)address);
+	sqlite3_bind_int(st, 4, debuginfo);
+	sqlite3_bind_int(st, 5, (int)format);
+	sqlite3_bind_blob64(st, 6, blob, len, SQLITE_STATIC);
 	run_write(c, st);
 }
 
-uint8_t *cq_cache_get_rust_index(struct cq_cache *c, const char *build_id, unsigned format,
+uint8_t *cq_cache_get_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
                                  size_t *len)
 {
+	if (!key_source(c, key, false))
+		return NULL;
 	sqlite3_stmt *st = c->get_rust;
-	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 1, key->source);
 	sqlite3_bind_int(st, 2, (int)format);
 	return fetch_blob(c, st, len);
 }
 
-void cq_cache_put_rust_index(struct cq_cache *c, const char *build_id, unsigned format,
+void cq_cache_put_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
                              const uint8_t *blob, size_t len)
 {
+	if (!key_source(c, key, true))
+		return;
 	sqlite3_stmt *st = c->put_rust;
-	sqlite3_bind_text(st, 1, build_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 2, (int)format);
-	sqlite3_bind_blob64(st, 3, blob, len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+	sqlite3_bind_int64(st, 1, key->source);
+	sqlite3_bind_text(st, 2, key->build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, (int)format);
+	sqlite3_bind_blob64(st, 4, blob, len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
 	run_write(c, st);
 }

@@ -1,8 +1,9 @@
 /*
  * cache.h - the per-build-id cache file (SQLite): compiled unwind tables,
  * symbolization results and Rust type indexes, so the thousandth core of a service skips the work
- * the first did.  Writes are batched in one transaction per cache handle,
- * committed by cq_cache_close.
+ * the first did.  Every entry is keyed by build-id and by the identity of
+ * the files it was computed from (struct cq_cache_key).  Writes are batched in one transaction per
+ * cache handle, committed by cq_cache_close.
  *
  * The cache is an optimisation.  If it cannot be opened or written, coreq
  * works without it; cq_cache_open reports why so the caller can warn.
@@ -29,28 +30,45 @@ char *cq_cache_default_path(void);
 struct cq_error *cq_cache_open(const char *path, struct cq_cache **out);
 void cq_cache_close(struct cq_cache *cache);
 
-/* A malloc'd copy of the unwind table blob for build_id at format, or NULL. */
-uint8_t *cq_cache_get_table(struct cq_cache *cache, const char *build_id, unsigned format,
+/*
+ * Which cached entries a run may use: a module's build-id together with the
+ * identity of the files its entries are computed from (the module's ELF file
+ * and its debuginfo file as this run found them; libcore/symbols/provenance.h
+ * builds it).  An entry is served only under the identity it was made from,
+ * so a file that merely claims a build-id (--exe, --sysroot, --debug-dir, a
+ * path a crafted core names) fills its own entries and never anyone else's.
+ * source is the sources row, found (or, by a write, created) on first use:
+ * 0 until then, -1 when the cache has no such row.
+ */
+struct cq_cache_key {
+	const char *build_id; /* lower-case hex */
+	const void *identity;
+	size_t identity_len;
+	int64_t source;
+};
+
+/* A malloc'd copy of the unwind table blob for key at format, or NULL. */
+uint8_t *cq_cache_get_table(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                             size_t *len);
 
 /* Stores (replaces) the blob; failures are ignored, the cache is best-effort. */
-void cq_cache_put_table(struct cq_cache *cache, const char *build_id, unsigned format,
+void cq_cache_put_table(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                         unsigned rows, const uint8_t *blob, size_t len);
 
-/* A malloc'd copy of the symbol blob for (build_id, address, debuginfo), or NULL. */
-uint8_t *cq_cache_get_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
+/* A malloc'd copy of the symbol blob for (key, address, debuginfo), or NULL. */
+uint8_t *cq_cache_get_symbols(struct cq_cache *cache, struct cq_cache_key *key, uint64_t address,
                               int debuginfo, unsigned format, size_t *len);
 
 /* Stores a symbol blob; best-effort like the table cache. */
-void cq_cache_put_symbols(struct cq_cache *cache, const char *build_id, uint64_t address,
+void cq_cache_put_symbols(struct cq_cache *cache, struct cq_cache_key *key, uint64_t address,
                           int debuginfo, unsigned format, const uint8_t *blob, size_t len);
 
-/* A malloc'd copy of the Rust type index blob of build_id at format, or NULL. */
-uint8_t *cq_cache_get_rust_index(struct cq_cache *cache, const char *build_id, unsigned format,
+/* A malloc'd copy of the Rust type index blob of key at format, or NULL. */
+uint8_t *cq_cache_get_rust_index(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                                  size_t *len);
 
 /* Stores (replaces) a Rust type index blob; best-effort like the table cache. */
-void cq_cache_put_rust_index(struct cq_cache *cache, const char *build_id, unsigned format,
+void cq_cache_put_rust_index(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                              const uint8_t *blob, size_t len);
 
 /*

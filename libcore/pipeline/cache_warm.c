@@ -13,14 +13,15 @@
 #include "libcore/base/regular_file.h"
 #include "libcore/db/cache.h"
 #include "libcore/symbols/debuginfo.h"
+#include "libcore/symbols/provenance.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/cfi_table.h"
 
-/* True if the cache holds a complete table for id already; its rows in *rows. */
-static bool have_complete(struct cq_cache *cache, const char *id, unsigned *rows)
+/* True if the cache holds a complete table for key already; its rows in *rows. */
+static bool have_complete(struct cq_cache *cache, struct cq_cache_key *key, unsigned *rows)
 {
 	size_t len;
-	uint8_t *blob = cq_cache_get_table(cache, id, CQ_CFI_TABLE_VERSION, &len);
+	uint8_t *blob = cq_cache_get_table(cache, key, CQ_CFI_TABLE_VERSION, &len);
 	struct cq_cfi_table *t = NULL;
 	if (blob)
 		cq_error_free(cq_cfi_table_deserialize(blob, len, &t));
@@ -37,11 +38,15 @@ static struct cq_error *warm_table(struct cq_module *mod, const struct cq_arch *
                                    const char *const *debug_dirs, struct cq_cache *cache,
                                    struct cq_cache_warm_result *r)
 {
-	if (have_complete(cache, r->build_id, &r->rows)) {
+	char *debug_path = cq_debuginfo_find(mod, debug_dirs);
+	struct cq_provenance prov; /* the cache key: this file and its debuginfo */
+	cq_provenance_init(&prov, mod, debug_path);
+	if (have_complete(cache, &prov.key, &r->rows)) {
 		r->table_cached = true;
+		free(debug_path);
+		cq_provenance_free(&prov);
 		return NULL;
 	}
-	char *debug_path = cq_debuginfo_find(mod, debug_dirs);
 	int debug_fd = -1;
 	Elf *debug_elf = NULL;
 	if (debug_path && strcmp(debug_path, mod->file_path) != 0) {
@@ -64,8 +69,9 @@ static struct cq_error *warm_table(struct cq_module *mod, const struct cq_arch *
 		err = cq_cfi_table_serialize(t, &blob, &len);
 	if (!err) {
 		r->rows = t->nrows;
-		cq_cache_put_table(cache, r->build_id, CQ_CFI_TABLE_VERSION, t->nrows, blob, len);
+		cq_cache_put_table(cache, &prov.key, CQ_CFI_TABLE_VERSION, t->nrows, blob, len);
 	}
+	cq_provenance_free(&prov);
 	free(blob);
 	cq_cfi_table_free(t);
 	return err;

@@ -53,6 +53,7 @@
 #include "libcore/symbols/debug_image.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/symbols/demangle.h"
+#include "libcore/symbols/provenance.h"
 #include "libcore/symbols/symbol_blob.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
@@ -95,6 +96,8 @@ struct cq_symbolizer {
 	size_t nmodules;
 	struct cq_cache *cache; /* may be NULL */
 	int8_t *has_debuginfo;  /* by module index: -1 not yet known, else 0/1 */
+	struct cq_provenance
+	    *provenance; /* by module index, with a cache: known with has_debuginfo */
 	bool dwfl_started;
 	Dwfl *dwfl;
 	Dwfl_Callbacks callbacks;
@@ -291,7 +294,8 @@ struct cq_error *cq_symbolizer_create_modules(struct cq_module *modules, size_t 
 	if (!err && n) {
 		s->reported = calloc(n, sizeof(*s->reported));
 		s->has_debuginfo = malloc(n);
-		if (!s->reported || !s->has_debuginfo)
+		s->provenance = cache ? calloc(n, sizeof(*s->provenance)) : NULL;
+		if (!s->reported || !s->has_debuginfo || (cache && !s->provenance))
 			err = &cq_error_nomem;
 		else
 			memset(s->has_debuginfo, -1, n);
@@ -327,6 +331,9 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 		dwfl_end(s->dwfl);
 	free(s->reported);
 	free(s->has_debuginfo);
+	for (size_t i = 0; s->provenance && i < s->nmodules; i++)
+		cq_provenance_free(&s->provenance[i]);
+	free(s->provenance);
 	for (size_t i = 0; s->debug_dirs && s->debug_dirs[i]; i++)
 		free(s->debug_dirs[i]);
 	free(s->debug_dirs);
@@ -748,6 +755,8 @@ static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
 		char *path =
 		    cq_debuginfo_find(&s->modules[index], (const char *const *)s->debug_dirs);
 		s->has_debuginfo[index] = path != NULL;
+		if (s->provenance) /* the cache key: the files this run uses (provenance.h) */
+			cq_provenance_init(&s->provenance[index], &s->modules[index], path);
 		free(path);
 	}
 	return s->has_debuginfo[index];
@@ -755,13 +764,13 @@ static int module_has_debuginfo(struct cq_symbolizer *s, size_t index)
 
 /* Fills slot from the cache file, if it knows (module, addr). */
 static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
-                            uint64_t addr, const char *id)
+                            uint64_t addr)
 {
 	const struct cq_module *mod = &s->modules[index];
 	size_t len = 0;
-	uint8_t *blob =
-	    cq_cache_get_symbols(s->cache, id, addr - mod->bias, module_has_debuginfo(s, index),
-	                         CQ_SYMBOL_BLOB_FORMAT, &len);
+	int debuginfo = module_has_debuginfo(s, index);
+	uint8_t *blob = cq_cache_get_symbols(s->cache, &s->provenance[index].key, addr - mod->bias,
+	                                     debuginfo, CQ_SYMBOL_BLOB_FORMAT, &len);
 	if (!blob)
 		return false;
 	struct frame_draft draft = {.n = 0, .nowned = 0};
@@ -779,7 +788,7 @@ static bool fill_from_cache(struct cq_symbolizer *s, struct cache_slot *slot, si
 
 /* Describes addr with libdwfl (started now if need be) and stores it in slot. */
 static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, size_t index,
-                            uint64_t addr, const char *id)
+                            uint64_t addr)
 {
 	if (!s->dwfl_started)
 		cq_error_free(report_modules(s));
@@ -798,12 +807,13 @@ static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, si
 		return false;
 	*slot = (struct cache_slot){
 	    .addr = addr, .module = index, .frames = frames, .nframes = draft.n};
-	if (s->cache && id[0]) {
+	if (s->cache) {
 		size_t len;
+		int debuginfo = module_has_debuginfo(s, index);
 		uint8_t *blob = cq_symbol_blob_encode(frames, draft.n, &len);
 		if (blob)
-			cq_cache_put_symbols(s->cache, id, addr - sm->mod->bias,
-			                     module_has_debuginfo(s, index), CQ_SYMBOL_BLOB_FORMAT,
+			cq_cache_put_symbols(s->cache, &s->provenance[index].key,
+			                     addr - sm->mod->bias, debuginfo, CQ_SYMBOL_BLOB_FORMAT,
 			                     blob, len);
 		free(blob);
 	}
@@ -829,10 +839,8 @@ size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return
 		if (!cache_reserve(s))
 			return 1;
 		slot = cache_probe(s->slots, s->cap, index, addr);
-		char id[2 * CQ_BUILD_ID_MAX + 1];
-		cq_module_build_id_hex(mod, id, sizeof(id));
-		bool cached = s->cache && id[0] && fill_from_cache(s, slot, index, addr, id);
-		if (!slot || (!cached && !fill_from_dwarf(s, slot, index, addr, id)))
+		bool cached = s->cache && fill_from_cache(s, slot, index, addr);
+		if (!slot || (!cached && !fill_from_dwarf(s, slot, index, addr)))
 			return 1;
 		s->used++;
 	}

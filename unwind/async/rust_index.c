@@ -38,6 +38,7 @@
 #include "libcore/model/elf_section.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/debuginfo.h"
+#include "libcore/symbols/provenance.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
@@ -1149,39 +1150,46 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 	return NULL;
 }
 
-/* One module's index: from the cache when it has the build-id, else from DWARF (then cached). */
+/*
+ * One module's index: from the cache when it has the build-id made from the
+ * same files, else from DWARF (then cached).
+ */
 static struct cq_error *module_index(struct cq_module *mod, const char *const *debug_dirs,
                                      struct cq_cache *cache, struct cq_rust_index **out,
                                      bool *cached)
 {
 	*out = NULL;
 	*cached = false;
-	char id[2 * CQ_BUILD_ID_MAX + 1];
-	cq_module_build_id_hex(mod, id, sizeof(id));
-	if (cache && id[0]) {
+	struct cq_provenance prov; /* the cache key: the module's files (provenance.h) */
+	if (cache)
+		cq_provenance_find(&prov, mod, debug_dirs);
+	if (cache) {
 		size_t len;
-		uint8_t *blob = cq_cache_get_rust_index(cache, id, CQ_RUST_INDEX_BLOB_FORMAT, &len);
+		uint8_t *blob =
+		    cq_cache_get_rust_index(cache, &prov.key, CQ_RUST_INDEX_BLOB_FORMAT, &len);
 		if (blob) {
 			struct cq_error *err = cq_rust_index_blob_decode(blob, len, out);
 			free(blob);
-			if (err == &cq_error_nomem)
+			if (err == &cq_error_nomem || *out) {
+				*cached = *out != NULL;
+				cq_provenance_free(&prov);
 				return err;
-			if (*out) {
-				*cached = true;
-				return NULL;
 			}
 			cq_error_free(err);
 			cq_cache_reject(cache); /* damaged: rebuilt below and replaced */
 		}
 	}
 	struct cq_error *err = index_module(mod, debug_dirs, out);
-	if (!err && *out && cache && id[0]) {
+	if (!err && *out && cache) {
 		size_t len;
 		uint8_t *blob = cq_rust_index_blob_encode(*out, &len);
 		if (blob)
-			cq_cache_put_rust_index(cache, id, CQ_RUST_INDEX_BLOB_FORMAT, blob, len);
+			cq_cache_put_rust_index(cache, &prov.key, CQ_RUST_INDEX_BLOB_FORMAT, blob,
+			                        len);
 		free(blob);
 	}
+	if (cache)
+		cq_provenance_free(&prov);
 	return err;
 }
 
