@@ -22,4 +22,13 @@ struct cq_module;
  */
 char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_dirs);
 
+/*
+ * The debuginfo file for a build-id given as text (a stored one, say) in the
+ * build-id trees of debug_dirs (D/.build-id/xx/rest.debug), accepted only
+ * when it carries that build-id; NULL when there is none, or when hex is not
+ * a valid build-id (libcore/base/build_id.h) of at least two bytes, which
+ * never becomes part of a path.
+ */
+char *cq_debuginfo_find_by_build_id(const char *hex, const char *const *debug_dirs);
+
 #endif
