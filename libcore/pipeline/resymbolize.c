@@ -102,6 +102,8 @@ static enum cq_resymbolize_outcome from_debuginfod(enum cq_debuginfod_outcome o)
 		return CQ_RESYM_TOO_BIG;
 	case CQ_DEBUGINFOD_TIMED_OUT:
 		return CQ_RESYM_TIMED_OUT;
+	case CQ_DEBUGINFOD_MISMATCH:
+		return CQ_RESYM_MISMATCH;
 	case CQ_DEBUGINFOD_FAILED:
 		break;
 	}
@@ -160,19 +162,10 @@ static bool name_frame(void *ctx, uint64_t offset, bool return_address, const ch
 	return true;
 }
 
-/* True when the opened file carries the build-id m was asked for. */
-static bool same_build_id(const struct cq_module *mod, const struct cq_resymbolize_module *m)
-{
-	uint8_t id[CQ_BUILD_ID_MAX];
-	size_t len;
-	return cq_build_id_from_hex(m->build_id, id, sizeof(id), &len) &&
-	       len == mod->build_id_len && memcmp(id, mod->build_id, len) == 0;
-}
-
 /*
- * Names the frames of m from the debuginfo at path.  Only a database error
- * or running out of memory is returned; a file that is unusable or carries
- * another build-id (a hostile server can send anything) is m's outcome.
+ * Names the frames of m from the debuginfo at path, which carries m's
+ * build-id (both finders check).  Only a database error or running out of
+ * memory is returned; a file that cannot be used is m's outcome.
  */
 static struct cq_error *name_module(struct cq_store *store, struct cq_resymbolize_module *m,
                                     const char *path)
@@ -182,13 +175,6 @@ static struct cq_error *name_module(struct cq_store *store, struct cq_resymboliz
 	if (err) {
 		m->outcome = CQ_RESYM_FAILED;
 		set_reason(m, cq_error_prefix(err, "debuginfo file"));
-		return NULL;
-	}
-	if (!same_build_id(&mod, m)) {
-		m->outcome = CQ_RESYM_MISMATCH;
-		set_reason(m, cq_error_create(CQ_ERR_FORMAT,
-		                              "the debuginfo file carries another build-id"));
-		cq_module_destroy(&mod);
 		return NULL;
 	}
 	struct namer n = {NULL};

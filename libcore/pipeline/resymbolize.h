@@ -49,7 +49,7 @@ enum cq_resymbolize_outcome {
 	CQ_RESYM_TIMED_OUT,    /* no complete answer within the module's time or the deadline */
 	CQ_RESYM_SKIPPED,      /* the deadline had passed: no server was asked */
 	CQ_RESYM_BAD_BUILD_ID, /* the stored build-id is not one: never looked up */
-	CQ_RESYM_MISMATCH,     /* the file found carries another build-id: not used */
+	CQ_RESYM_MISMATCH,     /* a server sent a file with another build-id: not used */
 	CQ_RESYM_FAILED,       /* anything else: the reason says */
 };
 

@@ -71,6 +71,7 @@ static bool file_has_build_id(const char *path, const uint8_t *id, size_t len)
 	int fd = cq_open_regular(path);
 	if (fd < 0)
 		return false;
+	elf_version(EV_CURRENT); /* when no core was opened before */
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	bool ok = elf && elf_kind(elf) == ELF_K_ELF && build_id_matches(elf, id, len);
 	if (elf)
@@ -145,6 +146,13 @@ static char *find_by_build_id(const struct cq_module *mod, const char *const *de
 	if (!path)
 		path = try_build_id_dir(SYSTEM_DEBUG_DIR, hex, mod->build_id, mod->build_id_len);
 	return path;
+}
+
+bool cq_debuginfo_has_build_id(const char *path, const char *hex)
+{
+	uint8_t id[CQ_BUILD_ID_MAX];
+	size_t len;
+	return cq_build_id_from_hex(hex, id, sizeof(id), &len) && file_has_build_id(path, id, len);
 }
 
 char *cq_debuginfo_find_by_build_id(const char *hex, const char *const *debug_dirs)

@@ -12,6 +12,8 @@
 #ifndef CQ_DEBUGINFO_H
 #define CQ_DEBUGINFO_H
 
+#include <stdbool.h>
+
 #include "libcore/base/error.h"
 
 struct cq_module;
@@ -30,5 +32,8 @@ char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_di
  * never becomes part of a path.
  */
 char *cq_debuginfo_find_by_build_id(const char *hex, const char *const *debug_dirs);
+
+/* True when path is a regular ELF file carrying the build-id hex (a valid one). */
+bool cq_debuginfo_has_build_id(const char *path, const char *hex);
 
 #endif

@@ -26,6 +26,7 @@
 #include "libcore/base/build_id.h"
 #include "libcore/base/clock.h"
 #include "libcore/base/dynlib.h"
+#include "libcore/symbols/debuginfo.h"
 
 /* libdebuginfod, loaded on first use (libcore/base/dynlib.h). */
 static struct {
@@ -233,8 +234,19 @@ struct cq_error *cq_debuginfod_find(struct cq_debuginfod *d, const char *build_i
 	int fd = api.find_debuginfo(d->client, (const unsigned char *)hex, 0, path);
 	if (fd >= 0) {
 		close(fd);
-		*outcome = CQ_DEBUGINFOD_FETCHED;
-		return NULL;
+		if (*path && cq_debuginfo_has_build_id(*path, hex)) {
+			*outcome = CQ_DEBUGINFOD_FETCHED;
+			return NULL;
+		}
+		if (*path)
+			unlink(*path);
+		free(*path);
+		*path = NULL;
+		*outcome = CQ_DEBUGINFOD_MISMATCH;
+		return cq_error_create(CQ_ERR_FORMAT,
+		                       "debuginfo for %s: the server sent a file with another "
+		                       "build-id",
+		                       hex);
 	}
 	free(*path);
 	*path = NULL;

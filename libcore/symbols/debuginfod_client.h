@@ -11,7 +11,9 @@
  * progress callback cuts a transfer that passes either, also one whose
  * length the server does not announce).  Only valid build-ids
  * (libcore/base/build_id.h) are ever asked for: elfutils makes the id a
- * directory of its cache.
+ * directory of its cache.  A file is returned only when it carries the
+ * build-id asked for; one that does not is removed from the cache, where
+ * gdb and eu-stack would otherwise trust it too.
  */
 #ifndef CQ_DEBUGINFOD_CLIENT_H
 #define CQ_DEBUGINFOD_CLIENT_H
@@ -28,6 +30,7 @@ enum cq_debuginfod_outcome {
 	CQ_DEBUGINFOD_NOT_FOUND, /* no server has it */
 	CQ_DEBUGINFOD_TOO_BIG,   /* announced or sent more than the size cap */
 	CQ_DEBUGINFOD_TIMED_OUT, /* no complete answer by the lookup's time limit */
+	CQ_DEBUGINFOD_MISMATCH,  /* the file sent carries another build-id (removed) */
 	CQ_DEBUGINFOD_FAILED,    /* anything else (refused connection, bad build-id, ...) */
 };
 
