@@ -10,6 +10,7 @@
  */
 #include "libcore/pipeline/resymbolize.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,11 +133,9 @@ static char *find_debuginfo(const struct cq_resymbolize_options *o, struct cq_de
 		                              o->deadline));
 		return NULL;
 	}
-	double until = o->module_seconds ? now + o->module_seconds : 0;
-	if (deadline > 0 && (until == 0 || deadline < until))
+	double until = o->module_seconds ? now + o->module_seconds : INFINITY;
+	if (deadline > 0 && deadline < until)
 		until = deadline;
-	if (until == 0)
-		until = 1e300; /* no limit */
 	enum cq_debuginfod_outcome got;
 	struct cq_error *err = cq_debuginfod_find(d, m->build_id, until, &path, &got);
 	m->outcome = from_debuginfod(got);

@@ -66,8 +66,9 @@ struct cq_debuginfod {
 
 /*
  * The client's progress callback: a is the bytes received once a server
- * answers (a count of waits before that), b the length announced (0 or -1
- * when unknown).  Nonzero stops the lookup.
+ * answers (before that, a count of its waits of at most a second, far below
+ * any cap within a time limit), b the length announced (0 or -1 when
+ * unknown).  Nonzero stops the lookup.
  */
 static int progress(debuginfod_client *client, long a, long b)
 {

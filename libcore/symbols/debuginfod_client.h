@@ -47,7 +47,7 @@ void cq_debuginfod_close(struct cq_debuginfod *d);
 /*
  * The path (malloc'd, in the client's cache) of the debuginfo file for
  * build_id, which must be a valid build-id, asked for in lower case.  Gives
- * up at `until` (cq_clock_seconds() time).  NULL and *outcome FETCHED on
+ * up at `until` (cq_clock_seconds() time; INFINITY for never).  NULL and *outcome FETCHED on
  * success; otherwise an error saying why, *outcome classifying it.
  */
 struct cq_error *cq_debuginfod_find(struct cq_debuginfod *d, const char *build_id, double until,
