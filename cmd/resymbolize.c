@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/base/json.h"
 #include "libcore/pipeline/resymbolize.h"
 #include "libcore/store/store.h"
 #include "libcore/triage/bucket.h"
@@ -14,6 +15,7 @@
 
 static const char resymbolize_usage[] =
     "Usage: coreq resymbolize [--db P] [--debuginfod URL]... [--debug-dir D]...\n"
+    "                         [--max-size BYTES] [--module-timeout S] [--deadline S]\n"
     "                         [--rules FILE] [--signature-frames N] [--format text|json]\n"
     "\n"
     "Name the stored frames whose module had no symbols when the core was\n"
@@ -23,6 +25,10 @@ static const char resymbolize_usage[] =
     "unless --debuginfod is given).  Frames get the names `coreq stack` would\n"
     "give them with that debuginfo; stacks and their counts stay.  Then every\n"
     "core is re-bucketed, and the cores whose bucket changed are counted.\n"
+    "A stored build-id that is not 2 to 128 hex digits is never looked up, and\n"
+    "a file is used only when it carries the build-id asked for.  Each module's\n"
+    "outcome is listed: debug_dir, fetched, not_found, too_big, timed_out,\n"
+    "skipped (the deadline had passed), bad_build_id, mismatch or failed.\n"
     "It uses the network; the hook never runs it.\n"
     "\n"
     "  --db P                database (default $COREQ_DB, else db in\n"
@@ -30,6 +36,12 @@ static const char resymbolize_usage[] =
     "                        coreq.db, else /var/lib/coreq/coreq.db for root)\n"
     "  --debuginfod URL      a debuginfod server (repeatable)\n"
     "  --debug-dir D         a build-id tree of debuginfo, looked in first (repeatable)\n"
+    "  --max-size BYTES      largest debuginfo file taken from a server (K, M, G\n"
+    "                        suffixes; at least 64K; default 512M)\n"
+    "  --module-timeout S    seconds one module's lookup may take, retries\n"
+    "                        included (default 120; 0: no limit)\n"
+    "  --deadline S          seconds after which no server is asked and a lookup\n"
+    "                        under way stops (default 600; 0: no limit)\n"
     "  --rules FILE          bucketing rules (as for ingest)\n"
     "  --signature-frames N  frames in a crash signature (default 5)\n"
     "  --format text|json    output format (default text)\n"
@@ -40,9 +52,78 @@ enum {
 	OPT_DEBUGINFOD,
 	OPT_RULES,
 	OPT_SIGNATURE_FRAMES,
+	OPT_MAX_SIZE,
+	OPT_MODULE_TIMEOUT,
+	OPT_DEADLINE,
 };
 
-#define MAX_SERVERS 16
+/* The smallest --max-size: the client's progress counts must not pass it before a transfer. */
+#define MIN_MAX_SIZE (64u << 10)
+
+static void print_json(const struct cq_resymbolize_result *r)
+{
+	struct cq_json j;
+	cq_json_init(&j, stdout);
+	cq_json_object_begin(&j);
+	cq_json_key(&j, "modules");
+	cq_json_int(&j, r->modules);
+	cq_json_key(&j, "found");
+	cq_json_int(&j, r->found);
+	cq_json_key(&j, "frames");
+	cq_json_int(&j, r->frames);
+	cq_json_key(&j, "cores");
+	cq_json_uint(&j, r->rebucket.cores);
+	cq_json_key(&j, "moved");
+	cq_json_uint(&j, r->rebucket.moved);
+	cq_json_key(&j, "buckets_before");
+	cq_json_uint(&j, r->rebucket.before);
+	cq_json_key(&j, "buckets_after");
+	cq_json_uint(&j, r->rebucket.after);
+	cq_json_key(&j, "per_module");
+	cq_json_array_begin(&j);
+	for (size_t i = 0; i < r->neach; i++) {
+		const struct cq_resymbolize_module *m = &r->each[i];
+		cq_json_object_begin(&j);
+		cq_json_key(&j, "module_id");
+		cq_json_int(&j, m->id);
+		cq_json_key(&j, "build_id");
+		cq_json_string(&j, m->build_id);
+		cq_json_key(&j, "outcome");
+		cq_json_string(&j, cq_resymbolize_outcome_name(m->outcome));
+		cq_json_key(&j, "frames");
+		cq_json_int(&j, m->frames);
+		cq_json_key(&j, "reason");
+		cq_json_string(&j, m->reason);
+		cq_json_object_end(&j);
+	}
+	cq_json_array_end(&j);
+	cq_json_object_end(&j);
+	cq_json_finish(&j);
+}
+
+/* The summary line, then one line per module: its build-id (or row), outcome and why. */
+static void print_text(const struct cq_resymbolize_result *r)
+{
+	printf("%lld module%s without names, debuginfo for %lld; %lld frame%s named; %zu "
+	       "core%s moved to another bucket\n",
+	       (long long)r->modules, r->modules == 1 ? "" : "s", (long long)r->found,
+	       (long long)r->frames, r->frames == 1 ? "" : "s", r->rebucket.moved,
+	       r->rebucket.moved == 1 ? "" : "s");
+	for (size_t i = 0; i < r->neach; i++) {
+		const struct cq_resymbolize_module *m = &r->each[i];
+		if (m->build_id)
+			printf("  %s: %s", m->build_id, cq_resymbolize_outcome_name(m->outcome));
+		else
+			printf("  module %lld: %s", (long long)m->id,
+			       cq_resymbolize_outcome_name(m->outcome));
+		if (m->frames)
+			printf(", %lld frame%s named", (long long)m->frames,
+			       m->frames == 1 ? "" : "s");
+		if (m->reason)
+			printf(" (%s)", cmd_safe(m->reason));
+		putchar('\n');
+	}
+}
 
 int cmd_resymbolize(int argc, char **argv)
 {
@@ -54,6 +135,9 @@ int cmd_resymbolize(int argc, char **argv)
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	    {"rules", required_argument, NULL, OPT_RULES},
 	    {"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
+	    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
+	    {"module-timeout", required_argument, NULL, OPT_MODULE_TIMEOUT},
+	    {"deadline", required_argument, NULL, OPT_DEADLINE},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *db = NULL, *rules_path = NULL;
@@ -61,6 +145,9 @@ int cmd_resymbolize(int argc, char **argv)
 	size_t ndirs = 0;
 	char urls[4096] = "";
 	unsigned nframes = CQ_BUCKET_DEFAULT_FRAMES;
+	uint64_t max_size = CQ_RESYMBOLIZE_DEFAULT_MAX_SIZE;
+	unsigned module_seconds = CQ_RESYMBOLIZE_DEFAULT_MODULE_SECONDS;
+	unsigned deadline = CQ_RESYMBOLIZE_DEFAULT_DEADLINE;
 	bool have_urls = false;
 	enum cmd_format format = CMD_FORMAT_TEXT;
 	int opt;
@@ -103,6 +190,23 @@ int cmd_resymbolize(int argc, char **argv)
 			                     "--signature-frames"))
 				return EXIT_USAGE;
 			break;
+		case OPT_MAX_SIZE:
+			if (!cmd_parse_bytes(optarg, &max_size, "resymbolize", "--max-size"))
+				return EXIT_USAGE;
+			if (max_size < MIN_MAX_SIZE)
+				return cmd_usage_error("resymbolize",
+				                       "--max-size must be at least 64K");
+			break;
+		case OPT_MODULE_TIMEOUT:
+			if (!cmd_parse_count(optarg, 0, 86400, &module_seconds, "resymbolize",
+			                     "--module-timeout"))
+				return EXIT_USAGE;
+			break;
+		case OPT_DEADLINE:
+			if (!cmd_parse_count(optarg, 0, 7 * 86400, &deadline, "resymbolize",
+			                     "--deadline"))
+				return EXIT_USAGE;
+			break;
 		default:
 			return cmd_option_error("resymbolize", opt, argv);
 		}
@@ -122,23 +226,22 @@ int cmd_resymbolize(int argc, char **argv)
 	struct cq_resymbolize_options o = {.debug_dirs = dirs,
 	                                   .debuginfod_urls = have_urls ? urls : NULL,
 	                                   .rules = rules,
-	                                   .signature_frames = nframes};
+	                                   .signature_frames = nframes,
+	                                   .max_size = max_size,
+	                                   .module_seconds = module_seconds,
+	                                   .deadline = deadline};
 	struct cq_resymbolize_result r;
 	err = cq_resymbolize(store, &o, &r);
 	cq_store_close(store);
 	cq_bucket_rules_free(rules);
-	if (err)
+	if (err) {
+		cq_resymbolize_result_free(&r);
 		return cmd_fail(db ? db : "database", err);
+	}
 	if (format == CMD_FORMAT_JSON)
-		printf("{\"modules\":%lld,\"found\":%lld,\"frames\":%lld,\"cores\":%zu,"
-		       "\"moved\":%zu,\"buckets_before\":%zu,\"buckets_after\":%zu}\n",
-		       (long long)r.modules, (long long)r.found, (long long)r.frames,
-		       r.rebucket.cores, r.rebucket.moved, r.rebucket.before, r.rebucket.after);
+		print_json(&r);
 	else
-		printf("%lld module%s without names, debuginfo for %lld; %lld frame%s named; %zu "
-		       "core%s moved to another bucket\n",
-		       (long long)r.modules, r.modules == 1 ? "" : "s", (long long)r.found,
-		       (long long)r.frames, r.frames == 1 ? "" : "s", r.rebucket.moved,
-		       r.rebucket.moved == 1 ? "" : "s");
+		print_text(&r);
+	cq_resymbolize_result_free(&r);
 	return EXIT_OK;
 }

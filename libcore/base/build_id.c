@@ -39,3 +39,20 @@ struct cq_error *cq_build_id_check(const char *s)
 	return cq_error_create(CQ_ERR_FORMAT, "bad build-id \"%s%s\" (want 2 to 128 hex digits)",
 	                       shown, strlen(s) > 40 ? "..." : "");
 }
+
+static unsigned hex_digit(char c)
+{
+	return isdigit((unsigned char)c) ? (unsigned)(c - '0')
+	                                 : (unsigned)(tolower((unsigned char)c) - 'a' + 10);
+}
+
+bool cq_build_id_from_hex(const char *s, uint8_t *out, size_t cap, size_t *len)
+{
+	if (!cq_build_id_hex_valid(s) || strlen(s) / 2 > cap)
+		return false;
+	size_t n = strlen(s) / 2;
+	for (size_t i = 0; i < n; i++)
+		out[i] = (uint8_t)(hex_digit(s[2 * i]) << 4 | hex_digit(s[2 * i + 1]));
+	*len = n;
+	return true;
+}

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "libcore/base/error.h"
 
@@ -31,5 +32,11 @@ bool cq_build_id_hex_valid(const char *s);
  * "bad build-id "…"" that quotes at most its first 40 bytes, escaped.
  */
 struct cq_error *cq_build_id_check(const char *s);
+
+/*
+ * The bytes of a valid build-id s into out (cap bytes), their count in *len;
+ * false (out untouched) when s is not valid or does not fit.
+ */
+bool cq_build_id_from_hex(const char *s, uint8_t *out, size_t cap, size_t *len);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "libcore/base/build_id.h"
 #include "libcore/base/json.h"
 #include "libcore/db/schema.h"
 #include "libcore/store/store_db.h"
@@ -180,6 +181,16 @@ static struct cq_error *export_threads(sqlite3 *db, FILE *out, struct cq_export_
 	return err;
 }
 
+/*
+ * A stored module key as exported: a valid build-id or a "path:" key (a
+ * module without one) as it is, anything else (a handed-over database's
+ * "../x") as "", like a frame outside any module.
+ */
+static bool exportable_module_key(const char *key)
+{
+	return key && (cq_build_id_hex_valid(key) || strncmp(key, "path:", 5) == 0);
+}
+
 /* One array of a stack's frames: column col of every frame row. */
 static struct cq_error *frame_array(sqlite3 *db, sqlite3_stmt *fr, struct cq_json *j,
                                     const char *key, int col, bool hex)
@@ -188,7 +199,8 @@ static struct cq_error *frame_array(sqlite3 *db, sqlite3_stmt *fr, struct cq_jso
 	cq_json_array_begin(j);
 	int rc;
 	while ((rc = sqlite3_step(fr)) == SQLITE_ROW) {
-		if (sqlite3_column_type(fr, col) == SQLITE_NULL)
+		if (sqlite3_column_type(fr, col) == SQLITE_NULL ||
+		    (hex && !exportable_module_key((const char *)sqlite3_column_text(fr, col))))
 			hex ? cq_json_string(j, "") : cq_json_null(j);
 		else if (col == 1 || col == 6)
 			cq_json_int(j, sqlite3_column_int64(fr, col));

@@ -10,6 +10,7 @@
  */
 #include "libcore/symbols/debuginfo.h"
 
+#include <assert.h>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -22,9 +23,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "libcore/base/build_id.h"
+#include "libcore/base/regular_file.h"
 #include "libcore/model/elf_section.h"
 #include "libcore/model/module.h"
-#include "libcore/base/regular_file.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
 #define MAX_DEBUG_DIRS   256
@@ -38,12 +40,11 @@ static bool elf_has_debug_info(Elf *elf)
 	       cq_elf_section(elf, ".zdebug_info", &shdr);
 }
 
-static bool build_id_matches(Elf *elf, const struct cq_module *mod)
+static bool build_id_matches(Elf *elf, const uint8_t *want, size_t want_len)
 {
 	const void *id = NULL;
 	ssize_t len = dwelf_elf_gnu_build_id(elf, &id);
-	return len > 0 && (size_t)len == mod->build_id_len &&
-	       memcmp(id, mod->build_id, mod->build_id_len) == 0;
+	return len > 0 && (size_t)len == want_len && memcmp(id, want, want_len) == 0;
 }
 
 /* The standard CRC-32 (zlib's) of a whole file, as .gnu_debuglink records it. */
@@ -64,6 +65,21 @@ static bool file_crc32(int fd, uint32_t *out)
 	return n == 0;
 }
 
+/* True when path is a regular ELF file whose build-id is id[0..len). */
+static bool file_has_build_id(const char *path, const uint8_t *id, size_t len)
+{
+	int fd = cq_open_regular(path);
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT); /* when no core was opened before */
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	bool ok = elf && elf_kind(elf) == ELF_K_ELF && build_id_matches(elf, id, len);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ok;
+}
+
 /*
  * Accepts the candidate when it is an ELF file with the module's build-id,
  * or, when the module has none, when its CRC is want_crc (if check_crc).
@@ -71,53 +87,81 @@ static bool file_crc32(int fd, uint32_t *out)
 static bool candidate_ok(const char *path, const struct cq_module *mod, bool check_crc,
                          uint32_t want_crc)
 {
+	if (mod->build_id_len > 0)
+		return file_has_build_id(path, mod->build_id, mod->build_id_len);
+	if (!check_crc)
+		return false;
 	int fd = cq_open_regular(path);
 	if (fd < 0)
 		return false;
-	bool ok = false;
-	if (mod->build_id_len > 0) {
-		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-		ok = elf && elf_kind(elf) == ELF_K_ELF && build_id_matches(elf, mod);
-		if (elf)
-			elf_end(elf);
-	} else if (check_crc) {
-		uint32_t crc;
-		ok = file_crc32(fd, &crc) && crc == want_crc;
-	}
+	uint32_t crc;
+	bool ok = file_crc32(fd, &crc) && crc == want_crc;
 	close(fd);
 	return ok;
 }
 
-/* D/.build-id/xx/rest.debug for the module's build-id, or NULL. */
-static char *build_id_path(const char *dir, const struct cq_module *mod)
+/*
+ * D/.build-id/xx/rest.debug for a build-id in hex, or NULL.  hex must pass
+ * cq_build_id_hex_valid: nothing else ever becomes part of the path, so the
+ * result names a file inside D's build-id tree.
+ */
+static char *build_id_path(const char *dir, const char *hex)
 {
-	char hex[2 * CQ_BUILD_ID_MAX + 1];
-	cq_module_build_id_hex(mod, hex, sizeof(hex));
+	assert(cq_build_id_hex_valid(hex));
 	char *path;
 	if (asprintf(&path, "%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2) < 0)
 		return NULL;
 	return path;
 }
 
-static char *try_build_id_dir(const char *dir, const struct cq_module *mod)
+/* The build-id tree file of dir for hex whose build-id is id[0..len), or NULL. */
+static char *try_build_id_dir(const char *dir, const char *hex, const uint8_t *id, size_t len)
 {
-	char *path = build_id_path(dir, mod);
-	if (path && candidate_ok(path, mod, false, 0))
+	char *path = build_id_path(dir, hex);
+	if (path && file_has_build_id(path, id, len))
 		return path;
 	free(path);
 	return NULL;
 }
 
-static char *find_by_build_id(const struct cq_module *mod, const char *const *debug_dirs)
+static char *find_in_build_id_dirs(const char *hex, const uint8_t *id, size_t len,
+                                   const char *const *debug_dirs)
 {
-	if (mod->build_id_len < 2)
-		return NULL;
 	for (size_t i = 0; debug_dirs && i < MAX_DEBUG_DIRS && debug_dirs[i]; i++) {
-		char *path = try_build_id_dir(debug_dirs[i], mod);
+		char *path = try_build_id_dir(debug_dirs[i], hex, id, len);
 		if (path)
 			return path;
 	}
-	return try_build_id_dir(SYSTEM_DEBUG_DIR, mod);
+	return NULL;
+}
+
+static char *find_by_build_id(const struct cq_module *mod, const char *const *debug_dirs)
+{
+	/* Two bytes at least: the tree's xx/ directory and a non-empty name. */
+	if (mod->build_id_len < 2)
+		return NULL;
+	char hex[2 * CQ_BUILD_ID_MAX + 1];
+	cq_module_build_id_hex(mod, hex, sizeof(hex));
+	char *path = find_in_build_id_dirs(hex, mod->build_id, mod->build_id_len, debug_dirs);
+	if (!path)
+		path = try_build_id_dir(SYSTEM_DEBUG_DIR, hex, mod->build_id, mod->build_id_len);
+	return path;
+}
+
+bool cq_debuginfo_has_build_id(const char *path, const char *hex)
+{
+	uint8_t id[CQ_BUILD_ID_MAX];
+	size_t len;
+	return cq_build_id_from_hex(hex, id, sizeof(id), &len) && file_has_build_id(path, id, len);
+}
+
+char *cq_debuginfo_find_by_build_id(const char *hex, const char *const *debug_dirs)
+{
+	uint8_t id[CQ_BUILD_ID_MAX];
+	size_t len;
+	if (!cq_build_id_from_hex(hex, id, sizeof(id), &len) || len < 2)
+		return NULL;
+	return find_in_build_id_dirs(hex, id, len, debug_dirs);
 }
 
 /* A malloc'd copy of the directory part of path ("" for a bare name). */

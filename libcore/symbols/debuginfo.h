@@ -12,6 +12,8 @@
 #ifndef CQ_DEBUGINFO_H
 #define CQ_DEBUGINFO_H
 
+#include <stdbool.h>
+
 #include "libcore/base/error.h"
 
 struct cq_module;
@@ -21,5 +23,17 @@ struct cq_module;
  * is none.  debug_dirs is NULL-terminated (may be NULL).
  */
 char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_dirs);
+
+/*
+ * The debuginfo file for a build-id given as text (a stored one, say) in the
+ * build-id trees of debug_dirs (D/.build-id/xx/rest.debug), accepted only
+ * when it carries that build-id; NULL when there is none, or when hex is not
+ * a valid build-id (libcore/base/build_id.h) of at least two bytes, which
+ * never becomes part of a path.
+ */
+char *cq_debuginfo_find_by_build_id(const char *hex, const char *const *debug_dirs);
+
+/* True when path is a regular ELF file carrying the build-id hex (a valid one). */
+bool cq_debuginfo_has_build_id(const char *path, const char *hex);
 
 #endif

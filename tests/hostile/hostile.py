@@ -50,12 +50,14 @@ MESSAGE = re.compile(r"^coreq: \S.*: \S")
 
 
 class Input:
-    def __init__(self, cls, name, argv, twin, want_json=True, env=None, setup=None, effect=None):
+    def __init__(self, cls, name, argv, twin, want_json=True, env=None, setup=None, effect=None,
+                 effect_sees_output=False):
         self.cls, self.name, self.argv, self.twin = cls, name, argv, twin
         self.want_json, self.env = want_json, env or {}
         # setup(): lays out the input's files before each run; effect(): None, or
-        # what the run did that it must not (checked after each run).
-        self.setup, self.effect = setup, effect
+        # what the run did that it must not (checked after each run); given the
+        # run's standard output (bytes, b"" after a hang) when effect_sees_output.
+        self.setup, self.effect, self.effect_sees_output = setup, effect, effect_sees_output
 
 
 class Gen:
@@ -311,13 +313,166 @@ class Gen:
                                          ["ingest", "--no-cache", "--db", db2, "--format", "json", core],
                                          ["ingest", "--no-cache", "--db", self.path(".db"), "--format", "json", core]))
 
+    # ---- build-ids that are not ones (issue 30) --------------------------------------
+    BAD_BUILD_IDS = [
+        "../../../evil",  # from a --debug-dir tree D/.build-id/xx/rest.debug to ROOT/evil.debug
+        "../escape",  # from the debuginfod client's cache ROOT/c/cache to ROOT/c/escape
+        "../../escape", "ab/../../escape", "zz" * 20, "ab" * 65, "a" * 10000, "abc", "",
+        "\x1b]0;title\x07", "%2e%2e/escape", "ab cd", "ab\ncd",
+    ]
+
+    def build_id(self):
+        """Build-ids that are not 2 to 128 hex digits where they enter as text: a
+        database's modules.build_id for resymbolize (a file:// debuginfod and a
+        --debug-dir tree, with evil.debug planted where a traversal leads),
+        export and list-stacks; and build-id notes of odd sizes in cores (info,
+        stack --debug-dir)."""
+        name, core, data = next(b for b in self.bases if b[0] == "abort_deep.stripped")
+        clean = self.path(".db")
+        subprocess.run([COREQ_RELEASE, "ingest", "--no-cache", "--db", clean, core], capture_output=True)
+        con = sqlite3.connect(clean)
+        con.execute("PRAGMA journal_mode=DELETE")
+        exe_mod, genuine = con.execute("SELECT m.id, m.build_id FROM modules m JOIN core_modules cm "
+                                       "ON cm.module_id = m.id JOIN cores c ON c.id = cm.core_id "
+                                       "WHERE cm.path = c.exe").fetchone()
+        con.close()
+        debug = os.path.join(self.corpus, "debug", ".build-id", genuine[:2], genuine[2:] + ".debug")
+        twin_root = self.build_id_root(clean, exe_mod, genuine, debug)
+        twin_root()
+        twins = {k: self.build_id_argv(k, self.out_twin) for k in ("resymbolize", "export", "list-stacks")}
+        for i in range(self.n):
+            if i % 3 == 2:
+                self.build_id_core(i, core, data)
+                continue
+            bid = self.BAD_BUILD_IDS[i % len(self.BAD_BUILD_IDS)]
+            if self.rng.random() < 0.2:
+                bid = "".join(chr(self.rng.randrange(1, 256)) for _ in range(self.rng.randrange(1, 200)))
+            kind = ["resymbolize", "resymbolize", "export", "list-stacks"][i % 4]
+            root = self.path(".bid")
+            setup = self.build_id_root(clean, exe_mod, bid, debug, root)
+            argv = self.build_id_argv(kind, root)
+            env = {"DEBUGINFOD_CACHE_PATH": os.path.join(root, "c", "cache"), "DEBUGINFOD_URLS": ""}
+            if kind == "export":
+                self.inputs.append(Input("build_id", f"{kind}-{i}", argv, twins[kind], want_json=False,
+                                         env=env, setup=setup, effect=exported_build_ids_ok,
+                                         effect_sees_output=True))
+            else:
+                self.inputs.append(Input("build_id", f"{kind}-{i}", argv, twins[kind], env=env, setup=setup,
+                                         effect=lambda root=root, m=exe_mod: build_id_effects(root, m)))
+
+    @property
+    def out_twin(self):
+        return os.path.join(self.out, "build_id-twin")
+
+    def build_id_root(self, clean, exe_mod, bid, debug, root=None):
+        """A setup laying out root afresh: the database with bid for the
+        executable's module, the client cache's parent, an empty file://
+        debuginfod, an empty --debug-dir tree, and ROOT/evil.debug (the
+        executable's genuine debug file, so that frames named from it show)."""
+        root = root or self.out_twin
+
+        def setup():
+            shutil.rmtree(root, ignore_errors=True)
+            os.makedirs(os.path.join(root, "c"))
+            os.makedirs(os.path.join(root, "srv"))
+            os.makedirs(os.path.join(root, "d", "debug", ".build-id"))
+            shutil.copy(debug, os.path.join(root, "evil.debug"))
+            db = os.path.join(root, "db.sqlite")
+            shutil.copy(clean, db)
+            con = sqlite3.connect(db)
+            con.execute("UPDATE modules SET build_id = ? WHERE id = ?", (bid, exe_mod))
+            con.commit()
+            con.close()
+        return setup
+
+    @staticmethod
+    def build_id_argv(kind, root):
+        db = os.path.join(root, "db.sqlite")
+        if kind == "resymbolize":
+            return ["resymbolize", "--db", db, "--format", "json", "--debuginfod",
+                    "file://" + os.path.join(root, "srv"), "--debug-dir", os.path.join(root, "d", "debug")]
+        if kind == "export":
+            return ["export", "--db", db, "--type", "stack"]
+        return ["list-stacks", "--db", db, "--format", "json"]
+
+    def build_id_core(self, i, core, data):
+        """Every GNU build-id note in the core's copies of module headers gets descsz n."""
+        d = bytearray(data)
+        pat = struct.pack("<III", 4, 20, 3) + b"GNU\0"
+        sizes = [0, 1, 2, 3, 19, 21, 63, 64, 65, 128, 0x10000, 0xffffffff]
+        size = sizes[i // 3 % len(sizes)]
+        for m in re.finditer(re.escape(pat), bytes(data)):
+            struct.pack_into("<I", d, m.start() + 4, size)
+        path = self.write(d)
+        if i % 2:
+            argv = ["info", "--format", "json", path]
+            twin = ["info", "--format", "json", core]
+        else:
+            dd = os.path.join(self.corpus, "debug")
+            argv = ["stack", "--format", "json", "--no-cache", "--debug-dir", dd, path]
+            twin = ["stack", "--format", "json", "--no-cache", "--debug-dir", dd, core]
+        self.inputs.append(Input("build_id", f"note{size}-{i}", argv, twin, effect=printed_build_ids_ok,
+                                 effect_sees_output=True))
+
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
-                  self.cache_db, self.ingest_db):
+                  self.cache_db, self.ingest_db, self.build_id):
             if not only or g.__name__ in only:
                 g()
         return self.inputs
+
+
+VALID_BUILD_ID = re.compile(r"^(?:[0-9a-fA-F]{2}){1,64}$")
+
+
+def build_id_effects(root, module_id):
+    """What a run on a build_id input must not have done: create anything
+    outside the database's files, the client's cache and what setup laid
+    out; name frames of the module (its only debuginfo is ROOT/evil.debug,
+    reachable only by a traversal)."""
+    allowed = [os.path.join(root, p) for p in ("c/cache", "srv", "d", "evil.debug")]
+    db = os.path.join(root, "db.sqlite")
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            if p == os.path.join(root, "c") or p.startswith(db):
+                continue
+            if not any(p == a or p.startswith(a + os.sep) for a in allowed):
+                return f"created {p}"
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        n = con.execute("SELECT count(*) FROM frames WHERE module_id = ? AND function IS NOT NULL",
+                        (module_id,)).fetchone()[0]
+        con.close()
+    except sqlite3.Error as e:
+        return f"database unreadable after the run: {e}"
+    return f"{n} frames named from {root}/evil.debug" if n else None
+
+
+def exported_build_ids_ok(out):
+    """Every exported stack's build_ids are "", a build-id or a path: key."""
+    for line in out.decode("utf-8", "replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            return f"not a JSON record: {line[:120]!r}"
+        for b in rec.get("build_ids", []):
+            if b and not VALID_BUILD_ID.match(b) and not b.startswith("path:"):
+                return f"exported build-id {b[:60]!r}"
+    return None
+
+
+def printed_build_ids_ok(out):
+    """Every build-id info or stack prints is null, "" or 2 to 128 hex digits."""
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return None  # the json column reports it
+    ids = [m.get("build_id") for m in doc.get("modules", [])]
+    ids += [f.get("build_id") for t in doc.get("threads", []) for f in t.get("frames", [])]
+    bad = [b for b in ids if b and not VALID_BUILD_ID.match(b)]
+    return f"printed build-id {bad[0][:60]!r}" if bad else None
 
 
 def section(path, name):
@@ -355,15 +510,17 @@ def check(inp, tmp, twins):
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=99", **inp.env)
     bad = {}
 
-    def effect():
-        why = inp.effect() if inp.effect else None
+    def effect(r):
+        if not inp.effect:
+            return
+        why = inp.effect(r[1] if r else b"") if inp.effect_sees_output else inp.effect()
         if why:
             bad.setdefault("effect", why)
 
     if inp.setup:
         inp.setup()
     r = run(COREQ, inp.argv, env, False)
-    effect()
+    effect(r)
     if r is None:
         bad["hang"] = "no exit"
     else:
@@ -388,7 +545,7 @@ def check(inp, tmp, twins):
     if inp.setup:
         inp.setup()
     r = run(COREQ_RELEASE, inp.argv, env, True)
-    effect()
+    effect(r)
     if r is None:
         bad.setdefault("hang", "release build: no exit")
     else:

@@ -1,7 +1,8 @@
 /*
  * test_base.c - the base layer's small shared pieces: strict number parsing
  * (libcore/base/parse.h), the FNV-1a hash whose values are stored in
- * databases (libcore/base/hash.h), and the monotonic clock (clock.h).
+ * databases (libcore/base/hash.h), the monotonic clock (clock.h), and the
+ * rule for a build-id given as text (build_id.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "libcore/base/build_id.h"
 #include "libcore/base/clock.h"
 #include "libcore/base/hash.h"
 #include "libcore/base/parse.h"
@@ -68,6 +70,48 @@ static void test_clock_is_monotonic(void **state)
 	assert_true(b >= a);
 }
 
+static void test_build_id_text(void **state)
+{
+	(void)state;
+	char longest[CQ_BUILD_ID_HEX_MAX + 2];
+	memset(longest, 'a', CQ_BUILD_ID_HEX_MAX);
+	longest[CQ_BUILD_ID_HEX_MAX] = '\0';
+	assert_true(cq_build_id_hex_valid("ab"));
+	assert_true(cq_build_id_hex_valid("0123456789abcdefABCDEF0123456789abcdef01"));
+	assert_true(cq_build_id_hex_valid(longest));
+	static const char *const bad[] = {"",      "a",    "abc",  "zz",   "../../x", "ab/cd",
+	                                  "ab cd", "ab\n", "0x12", "-1ab", NULL};
+	for (size_t i = 0; bad[i]; i++) {
+		assert_false(cq_build_id_hex_valid(bad[i]));
+		struct cq_error *err = cq_build_id_check(bad[i]);
+		assert_non_null(err);
+		assert_int_equal(err->code, CQ_ERR_FORMAT);
+		cq_error_free(err);
+	}
+	assert_false(cq_build_id_hex_valid(NULL));
+	longest[CQ_BUILD_ID_HEX_MAX] = 'a';
+	longest[CQ_BUILD_ID_HEX_MAX + 1] = '\0';
+	assert_false(cq_build_id_hex_valid(longest)); /* 129 digits */
+	assert_null(cq_build_id_check("ABcd"));
+
+	/* A hostile id is quoted escaped and cut. */
+	struct cq_error *err = cq_build_id_check("\x1b[31m\"x\"");
+	assert_string_equal(err->message,
+	                    "bad build-id \"\\x1b[31m\\x22x\\x22\" (want 2 to 128 hex digits)");
+	cq_error_free(err);
+
+	uint8_t id[4];
+	size_t len = 99;
+	assert_true(cq_build_id_from_hex("0aFf10", id, sizeof(id), &len));
+	assert_int_equal(len, 3);
+	assert_int_equal(id[0], 0x0a);
+	assert_int_equal(id[1], 0xff);
+	assert_int_equal(id[2], 0x10);
+	assert_false(cq_build_id_from_hex("0011223344", id, sizeof(id), &len)); /* 5 bytes > 4 */
+	assert_false(cq_build_id_from_hex("../x", id, sizeof(id), &len));
+	assert_int_equal(len, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -75,6 +119,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_refuses_what_is_not_a_number),
 	    cmocka_unit_test(test_fnv1a_known_values),
 	    cmocka_unit_test(test_clock_is_monotonic),
+	    cmocka_unit_test(test_build_id_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -234,6 +234,47 @@ static void test_build_id_mismatch_rejected(void **state)
 	check_found(&mod, both, right);
 }
 
+/*
+ * A build-id given as text (from a database) finds the tree's file only
+ * when valid and carried by it; a traversal never reaches a planted file
+ * (root/evil.debug, where "D/.build-id/xx/rest.debug" would lead).
+ */
+static void test_by_build_id_text(void **state)
+{
+	struct fixture *f = *state;
+	char want[PATH_MAX], dir[PATH_MAX], evil[PATH_MAX], upper[2 * CQ_BUILD_ID_MAX + 1];
+	build_id_file(f, "t/d", f->hex, want, sizeof(want));
+	copy_file(f->exe, want);
+	snprintf(dir, sizeof(dir), "%s/t/d", f->root);
+	snprintf(evil, sizeof(evil), "%s/evil.debug", f->root);
+	copy_file(f->exe, evil);
+	const char *dirs[] = {dir, NULL};
+	char *got = cq_debuginfo_find_by_build_id(f->hex, dirs);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+	assert_true(cq_debuginfo_has_build_id(want, f->hex));
+
+	static const char *const bad[] = {"../../../evil", "..", "", "zz", "abc",
+	                                  "ab/../../evil", NULL};
+	for (size_t i = 0; bad[i]; i++)
+		assert_null(cq_debuginfo_find_by_build_id(bad[i], dirs));
+	/* The evil file's path for "../../../evil" exists; only the id check stops it. */
+	char traversal[2 * PATH_MAX];
+	snprintf(traversal, sizeof(traversal), "%s/.build-id/%.2s/%s.debug", dir, "../../../evil",
+	         "../../../evil" + 2);
+	assert_int_equal(access(traversal, R_OK), 0);
+
+	/* A valid id whose file carries another build-id is not taken. */
+	snprintf(upper, sizeof(upper), "%s", f->hex);
+	upper[0] = upper[0] == '0' ? '1' : '0';
+	char other[PATH_MAX];
+	build_id_file(f, "t/d", upper, other, sizeof(other));
+	copy_file(f->exe, other);
+	assert_null(cq_debuginfo_find_by_build_id(upper, dirs));
+	assert_false(cq_debuginfo_has_build_id(other, upper));
+}
+
 static void test_no_build_id_no_debuglink(void **state)
 {
 	struct fixture *f = *state;
@@ -355,6 +396,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_build_id_tree, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_first_debug_dir_wins, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_build_id_mismatch_rejected, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_by_build_id_text, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_build_id_no_debuglink, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_own_debug_info, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_vdso_has_none, setup, teardown),

@@ -164,9 +164,9 @@ static void test_find_by_address(void **state)
  * A core whose memory holds this program's first PT_LOAD at its runtime
  * address, and whose NT_FILE maps file_name there (offset 0) one page
  * further than the core holds.  id_flip changes one byte of the build-id in
- * the core's copy.
+ * the core's copy; descsz (unless -1) becomes its build-id note's size there.
  */
-static struct cq_core *core_of_self(const char *file_name, bool id_flip)
+static struct cq_core *core_of_self_note(const char *file_name, bool id_flip, int64_t descsz)
 {
 	static struct core_writer w;
 	static uint8_t copy[1 << 16];
@@ -177,6 +177,12 @@ static struct cq_core *core_of_self(const char *file_name, bool id_flip)
 		uint8_t *p = memmem(copy, len, self.build_id, self.build_id_len);
 		assert_non_null(p);
 		p[0] ^= 0xff;
+	}
+	if (descsz >= 0) {
+		uint8_t *p = memmem(copy, len, self.build_id, self.build_id_len);
+		assert_non_null(p);
+		assert_true(p - copy >= 16 && !memcmp(p - 4, "GNU", 4));
+		cw_put(p - 12, (uint64_t)descsz, 4);
 	}
 	uint64_t start = (uint64_t)(uintptr_t)self.first_load;
 	uint64_t end = ((start + len + 4095) & ~4095ull) + 4096;
@@ -202,6 +208,11 @@ static struct cq_core *core_of_self(const char *file_name, bool id_flip)
 	if (err)
 		fail_msg("%s", err->message);
 	return core;
+}
+
+static struct cq_core *core_of_self(const char *file_name, bool id_flip)
+{
+	return core_of_self_note(file_name, id_flip, -1);
 }
 
 static void test_core_module_found(void **state)
@@ -261,6 +272,33 @@ static void test_core_module_missing_file(void **state)
 	cq_core_close(core);
 }
 
+/*
+ * A build-id note of no bytes or of more than CQ_BUILD_ID_MAX (or more than
+ * the page holds) in the core's copy is refused where it is read: the
+ * module's build-id is then the file's own, never a zero-length or cut one.
+ */
+static void test_core_build_id_note_of_odd_size(void **state)
+{
+	(void)state;
+	static const int64_t sizes[] = {0, CQ_BUILD_ID_MAX + 1, 4096, 0xffffffff};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct cq_core *core = core_of_self_note(self.path, false, sizes[i]);
+		struct cq_module *mod = &core->modules[0];
+		assert_false(mod->build_id_from_core);
+		assert_int_equal(mod->status, CQ_MODULE_FOUND);
+		assert_int_equal(mod->build_id_len, self.build_id_len);
+		assert_memory_equal(mod->build_id, self.build_id, self.build_id_len);
+		cq_core_close(core);
+	}
+	/* Two bytes: taken as the core says, and the file then does not match. */
+	struct cq_core *core = core_of_self_note(self.path, false, 2);
+	struct cq_module *mod = &core->modules[0];
+	assert_true(mod->build_id_from_core);
+	assert_int_equal(mod->build_id_len, 2);
+	assert_int_equal(mod->status, CQ_MODULE_MISMATCH);
+	cq_core_close(core);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_core_module_found),
 	    cmocka_unit_test(test_core_module_mismatch_ignores_the_file),
 	    cmocka_unit_test(test_core_module_missing_file),
+	    cmocka_unit_test(test_core_build_id_note_of_odd_size),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
