@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "libcore/model/elf_section.h"
+#include "libcore/base/elf_section.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
 
