@@ -4,14 +4,17 @@
 #
 # Layers, lowest first; a file includes only from its own layer and those
 # below it (tests/check-layers enforces this on every build and in make test):
-#   libcore/base      errors, architecture facts, bytes, paths, JSON writer
+#   libcore/base      errors, architecture facts, bytes, paths, JSON writer,
+#                     the address space (memory), named statistics
+#   unwind            the target interface (target.h), frame model, CFI
+#                     tables, expressions, the native walker, and
+#   unwind/async        the async runtimes (one file each, one table line);
+#                       both see the process only through struct cq_unwind_target
 #   libcore/formats   lws codec, lws log lines, the stack blob
-#   libcore/model     the core file: source, notes, memory, modules, TLS
+#   libcore/model     the core file: source, notes, modules, TLS
 #   libcore/db        SQLite opening, migrations, the unwind/symbol cache
-#   unwind            native walk: CFI tables, expressions, the unwinder
-#   libcore/symbols   debuginfo finder, demangler, symbolizer
-#   libcore/analysis  frame model and every thread's stack, with
-#   unwind/async        the async runtimes (one file each, one table)
+#   libcore/symbols   debuginfo finder, demangler, symbolizer, provenance
+#   libcore/analysis  the target over a core, every thread's stack
 #   libcore/triage    crash buckets
 #   libcore/capture   systemd/hook metadata, core spooling
 #   libcore/store     the crash database: writes and queries
@@ -50,7 +53,7 @@ INCLUDES := -I. -I$(BUILD)/gen
 BASE_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
 REL_CFLAGS  = $(BASE_CFLAGS) -O2 -g
-ASAN_CFLAGS = $(BASE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
+ASAN_CFLAGS = $(BASE_CFLAGS) -DCQ_TEST_RUNTIMES -O1 -g -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
 ASAN_LDFLAGS = -fsanitize=address,undefined
 

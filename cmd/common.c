@@ -427,20 +427,9 @@ void cmd_warn_analysis(const char *path, const struct cq_core *core, const struc
 			cmd_warn(path, "%s: unwind table unusable, frame pointers used instead: %s",
 			         core->modules[m].name, e->message);
 	}
-	const struct cq_async_summary *a = &stacks->async;
-	size_t no_tp = 0;
-	for (size_t t = 0; a->folly && a->has_tls_key && t < core->nthreads; t++)
-		no_tp += !core->threads[t].has_tp;
-	if (no_tp)
-		cmd_warn(path,
-		         "%zu thread%s without a thread pointer (no %s in the core): their async "
-		         "roots are unknown, so their stacks are native only",
-		         no_tp, no_tp == 1 ? "" : "s",
-		         core->arch->tp_source == CQ_ARCH_TP_NOTE ? "NT_ARM_TLS note" : "fs_base");
-	if (a->has_tls_key && !a->tls_layout_from_libc)
-		cmd_warn(path,
-		         "libc's _thread_db descriptors are unavailable: thread roots read with "
-		         "the Debian 12 glibc layout");
+	for (size_t i = 0; i < stacks->warnings.n; i++)
+		if (stacks->warnings.v[i].type == CQ_STAT_STRING && stacks->warnings.v[i].s)
+			cmd_warn(path, "%s", stacks->warnings.v[i].s);
 }
 
 void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index, int64_t thread)

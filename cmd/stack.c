@@ -13,6 +13,7 @@
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/capture/capture.h"
+#include "unwind/async/runtime.h"
 #include "cmd/frames_memo.h"
 #include "cmd/stack_views.h"
 
@@ -98,91 +99,12 @@ static void json_frames(struct cq_json *j, struct frames_memo *memo,
 	cq_json_string(j, cq_unwind_end_name(end));
 }
 
-/* What the async-stack search found and did (the "async" member). */
-static void json_async(struct cq_json *j, const struct cq_async_summary *a)
+/* What the async-stack search found and did (the "async" member): each runtime's statistics. */
+static void json_async(struct cq_json *j, const struct cq_stats *async)
 {
 	cq_json_key(j, "async");
 	cq_json_object_begin(j);
-	cq_json_key(j, "searched");
-	cq_json_bool(j, a->searched);
-	cq_json_key(j, "folly");
-	cq_json_bool(j, a->folly);
-	cq_json_key(j, "tls_key");
-	if (a->has_tls_key)
-		cq_json_uint(j, a->tls_key);
-	else
-		cq_json_null(j);
-	cq_json_key(j, "tls_layout");
-	cq_json_string(j, !a->has_tls_key ? NULL : a->tls_layout_from_libc ? "libc" : "fallback");
-	cq_json_key(j, "threads_with_roots");
-	cq_json_uint(j, a->threads_with_roots);
-	cq_json_key(j, "scanned");
-	cq_json_bool(j, a->scanned);
-	cq_json_key(j, "scanned_bytes");
-	cq_json_uint(j, a->scanned_bytes);
-	cq_json_key(j, "scan_us");
-	cq_json_uint(j, (uint64_t)(a->scan_seconds * 1e6));
-	const struct cq_rust_stats *r = &a->rust;
-	const char *keys[] = {"rust_modules_indexed", "rust_modules_cached", "rust_types",
-	                      "rust_vtables",         "rust_index_us",       "rust_scanned_bytes",
-	                      "rust_scan_us",         "rust_fat_pointers",   "rust_futures",
-	                      "rust_awaited",         "rust_claimed",        "rust_polled",
-	                      "rust_not_waiting",     "rust_reported",       "rust_over_limit"};
-	uint64_t vals[] = {r->modules_indexed,
-	                   r->modules_cached,
-	                   r->types,
-	                   r->vtables,
-	                   (uint64_t)(r->index_ms * 1e3),
-	                   r->scan_bytes,
-	                   (uint64_t)(r->scan_ms * 1e3),
-	                   r->fat_pointers,
-	                   r->futures,
-	                   r->awaited,
-	                   r->claimed,
-	                   r->polled,
-	                   r->not_waiting,
-	                   r->reported,
-	                   r->over_limit};
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		cq_json_key(j, keys[i]);
-		cq_json_uint(j, vals[i]);
-	}
-	cq_json_key(j, "rust_scan_truncated");
-	cq_json_bool(j, r->scan_truncated);
-	cq_json_key(j, "rust_rejected");
-	cq_json_object_begin(j);
-	for (unsigned i = 0; i < CQ_RUST_REJECT_REASONS; i++) {
-		cq_json_key(j, cq_rust_reject_name(i));
-		cq_json_uint(j, r->rejected[i]);
-	}
-	cq_json_object_end(j);
-	cq_json_key(j, "rust_rejects");
-	cq_json_array_begin(j);
-	for (size_t i = 0; i < r->nrejects; i++) {
-		cq_json_object_begin(j);
-		cq_json_key(j, "address");
-		cq_json_hex(j, r->rejects[i].addr);
-		cq_json_key(j, "type");
-		cq_json_string(j, r->rejects[i].type);
-		cq_json_key(j, "reason");
-		cq_json_string(j, cq_rust_reject_name(r->rejects[i].reason));
-		cq_json_object_end(j);
-	}
-	cq_json_array_end(j);
-	const struct cq_tokio_stats *t = &a->tokio;
-	const char *tkeys[] = {"tokio_task_types", "tokio_unresolved",   "tokio_vtables",
-	                       "tokio_candidates", "tokio_lists",        "tokio_tasks",
-	                       "tokio_stale",      "tokio_broken_lists", "tokio_reported",
-	                       "tokio_over_limit", "tokio_block_on"};
-	uint64_t tvals[] = {t->kinds,    t->unresolved, t->vtables, t->candidates,
-	                    t->lists,    t->tasks,      t->stale,   t->broken,
-	                    t->reported, t->over_limit, t->block_on};
-	for (size_t i = 0; i < sizeof(tkeys) / sizeof(tkeys[0]); i++) {
-		cq_json_key(j, tkeys[i]);
-		cq_json_uint(j, tvals[i]);
-	}
-	cq_json_key(j, "tokio_truncated");
-	cq_json_bool(j, t->truncated);
+	cq_stats_json(async, j);
 	cq_json_object_end(j);
 }
 
@@ -268,66 +190,81 @@ static void print_json(const struct cq_core *core, const struct cq_stacks *stack
 	frames_memo_free(&memo);
 }
 
-/*
- * The suspended stacks of one runtime (kind), under their own heading:
- * "Suspended async stacks" for folly's coroutines, "Suspended futures" for
- * Rust's, each stack numbered from 1 within its kind.
- */
-static void print_suspended_text(const struct cq_stacks *stacks, const char *kind,
-                                 const char *heading, const char *noun, const char *leaf)
+/* True when a suspended stack's kind is one the runtime reports. */
+static bool runtime_kind(const struct cq_async_runtime *rt, const char *kind)
 {
-	size_t n = 0;
-	for (size_t s = 0; s < stacks->nsuspended; s++) {
-		const struct cq_suspended_stack *ss = &stacks->suspended[s];
-		if (strcmp(ss->kind, kind) != 0)
-			continue;
-		if (n++ == 0)
-			printf("\n%s:\n", heading);
-		printf("\nSuspended %s %s %zu (%s 0x%" PRIx64 "):\n", ss->kind, noun, n, leaf,
-		       ss->leaf);
-		for (size_t i = 0; i < ss->nframes; i++)
-			cmd_print_frame_text(stdout, &ss->frames[i], i);
-		if (ss->end != CQ_END_OUTERMOST)
-			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+	for (size_t k = 0; rt->kinds && rt->kinds[k]; k++)
+		if (strcmp(rt->kinds[k], kind) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A runtime's suspended chains, under its heading ("Suspended async stacks"
+ * for folly's coroutines, "Suspended futures" for Rust's), each numbered
+ * from 1 within its kind.
+ */
+static void print_chains_text(const struct cq_stacks *stacks, const struct cq_async_runtime *rt)
+{
+	size_t shown = 0;
+	for (size_t k = 0; rt->kinds && rt->kinds[k]; k++) {
+		size_t n = 0;
+		for (size_t s = 0; s < stacks->nsuspended; s++) {
+			const struct cq_suspended_stack *ss = &stacks->suspended[s];
+			if (strcmp(ss->kind, rt->kinds[k]) != 0)
+				continue;
+			if (shown++ == 0)
+				printf("\n%s:\n", rt->heading);
+			printf("\nSuspended %s %s %zu (%s 0x%" PRIx64 "):\n", ss->kind, rt->noun,
+			       ++n, rt->leaf, ss->leaf);
+			for (size_t i = 0; i < ss->nframes; i++)
+				cmd_print_frame_text(stdout, &ss->frames[i], i);
+			if (ss->end != CQ_END_OUTERMOST)
+				printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+		}
 	}
 }
 
 /*
- * Tokio's tasks, like tokio-console's task list: one line per task (id,
+ * A runtime's tasks, like tokio-console's task list: one line per task (id,
  * state, thread, the leaf it waits on, its future), then each task's await
- * chain, innermost first.
+ * chain, innermost first.  A task without an id (the future a block_on
+ * drives) goes by its kind.
  */
-static void print_tasks_text(const struct cq_stacks *stacks)
+static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_async_runtime *rt)
 {
 	size_t n = 0;
 	for (size_t s = 0; s < stacks->nsuspended; s++) {
 		const struct cq_suspended_stack *ss = &stacks->suspended[s];
-		if (strcmp(ss->kind, "tokio") != 0 && strcmp(ss->kind, "block_on") != 0)
+		if (!runtime_kind(rt, ss->kind))
 			continue;
 		if (n++ == 0)
-			printf("\nTokio tasks:\n%8s  %-9s  %8s  %-24s  %s\n", "ID", "STATE",
+			printf("\n%s:\n%8s  %-9s  %8s  %-24s  %s\n", rt->heading, "ID", "STATE",
 			       "THREAD", "WAITS ON", "FUTURE");
 		const struct cq_stack_frame *leaf = &ss->frames[0];
 		const struct cq_stack_frame *root = &ss->frames[ss->nframes - 1];
-		bool waits = strcmp(ss->task_state, "running") != 0 &&
-		             strcmp(ss->task_state, "complete") != 0 && ss->nframes > 1;
-		char thread[24] = "-", id[24] = "block_on";
+		const char *state = ss->task_state ? ss->task_state : "?";
+		bool waits = strcmp(state, "running") != 0 && strcmp(state, "complete") != 0 &&
+		             ss->nframes > 1;
+		char thread[24] = "-", id[24];
+		snprintf(id, sizeof(id), "%s", ss->kind);
 		if (ss->thread)
 			snprintf(thread, sizeof(thread), "%" PRId64, ss->thread);
 		if (ss->task_id)
 			snprintf(id, sizeof(id), "%" PRIu64, ss->task_id);
-		printf("%8s  %-9s  %8s  %-24s  %s\n", id, ss->task_state, thread,
+		printf("%8s  %-9s  %8s  %-24s  %s\n", id, state, thread,
 		       waits && leaf->function ? cmd_safe(leaf->function) : "-",
 		       root->function ? cmd_safe(root->function) : "??");
 	}
 	for (size_t s = 0; s < stacks->nsuspended; s++) {
 		const struct cq_suspended_stack *ss = &stacks->suspended[s];
-		if (strcmp(ss->kind, "tokio") != 0 && strcmp(ss->kind, "block_on") != 0)
+		if (!runtime_kind(rt, ss->kind))
 			continue;
+		const char *state = ss->task_state ? ss->task_state : "?";
 		if (ss->task_id)
-			printf("\nTask %" PRIu64 " (%s", ss->task_id, ss->task_state);
+			printf("\nTask %" PRIu64 " (%s", ss->task_id, state);
 		else
-			printf("\nblock_on future (%s", ss->task_state);
+			printf("\n%s future (%s", ss->kind, state);
 		if (ss->thread)
 			printf(" on thread %" PRId64, ss->thread);
 		printf("):\n");
@@ -335,6 +272,19 @@ static void print_tasks_text(const struct cq_stacks *stacks)
 			cmd_print_frame_text(stdout, &ss->frames[i], i);
 		if (ss->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+	}
+}
+
+/* Every runtime's suspended stacks, in the runtimes' order, as each lists them. */
+static void print_suspended_text(const struct cq_stacks *stacks)
+{
+	size_t n;
+	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
+	for (size_t r = 0; r < n; r++) {
+		if (rts[r]->listing == CQ_ASYNC_LIST_TASKS)
+			print_tasks_text(stacks, rts[r]);
+		else
+			print_chains_text(stacks, rts[r]);
 	}
 }
 
@@ -445,9 +395,7 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 	frames_memo_free(&memo);
 	if (v->ntids || v->crashed_only)
 		return;
-	print_suspended_text(stacks, "folly", "Suspended async stacks", "stack", "leaf frame");
-	print_tasks_text(stacks);
-	print_suspended_text(stacks, "rust", "Suspended futures", "task", "leaf future");
+	print_suspended_text(stacks);
 }
 
 int cmd_stack(int argc, char **argv)

@@ -12,7 +12,7 @@
  * Each row's rules are canonicalised from libdw's op-list form (see
  * classify_register) and interned, so identical rule sets are stored once.
  */
-#include "libcore/model/elf_section.h"
+#include "libcore/base/elf_section.h"
 #include "unwind/cfi_table.h"
 
 #include <dwarf.h>

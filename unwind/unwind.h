@@ -26,29 +26,7 @@
 #include "libcore/base/arch.h"
 #include "libcore/base/error.h"
 #include "unwind/cfi_table.h"
-
-struct cq_unwind_target_ops {
-	/* Copies len bytes at addr; false if any is unreadable. */
-	bool (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
-	/* The CFI table covering runtime address pc and its module's load bias, or NULL. */
-	const struct cq_cfi_table *(*cfi_at)(void *ctx, uint64_t pc, uint64_t *bias);
-	/* True if addr lies in an executable mapping. */
-	bool (*is_code)(void *ctx, uint64_t addr);
-	/* Bounds [lo, hi) of the mapping holding sp; false if sp is unmapped. */
-	bool (*stack_bounds)(void *ctx, uint64_t sp, uint64_t *lo, uint64_t *hi);
-};
-
-struct cq_unwind_target {
-	const struct cq_unwind_target_ops *ops;
-	void *ctx;
-	const struct cq_arch *arch;
-	/*
-	 * Bits to clear from every return address before it is used: the
-	 * pointer-authentication code aarch64 signs them with (NT_ARM_PAC_MASK's
-	 * instruction mask); 0 for none.
-	 */
-	uint64_t return_address_mask;
-};
+#include "unwind/target.h"
 
 enum cq_unwind_trust {
 	CQ_TRUST_CONTEXT, /* registers from the core's notes */

@@ -12,18 +12,12 @@
 
 #include <stddef.h>
 
-#include "libcore/analysis/frames.h"
+#include "unwind/frames.h"
 #include "libcore/base/error.h"
 #include "unwind/unwind.h"
 
 struct cq_core;
 struct cq_symbolizer;
-
-/* A growing array of frames; the caller owns frames (free()). */
-struct cq_frame_list {
-	struct cq_stack_frame *frames;
-	size_t n, cap;
-};
 
 /* Appends uf's frames; sym may be NULL (then one unnamed frame). */
 struct cq_error *cq_frame_list_add(struct cq_frame_list *fl, struct cq_core *core,

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "libcore/analysis/frames.h"
+#include "unwind/frames.h"
 #include "libcore/base/error.h"
 
 struct cq_stack_pool {

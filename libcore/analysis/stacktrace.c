@@ -41,19 +41,6 @@ void cq_stack_options_default(struct cq_stack_options *o)
 	o->max_suspended = DEFAULT_MAX_SUSPENDED;
 }
 
-const char *cq_frame_kind_name(enum cq_frame_kind kind)
-{
-	switch (kind) {
-	case CQ_FRAME_INLINE:
-		return "inline";
-	case CQ_FRAME_ASYNC:
-		return "async";
-	case CQ_FRAME_NATIVE:
-	default:
-		return "native";
-	}
-}
-
 /* Unwinds thread t into raw; keeps a copy when keep is set. */
 static struct cq_error *unwind_one(struct cq_stacks_private *p, struct cq_core *core,
                                    struct cq_core_target *ct, const struct cq_stack_options *o,
@@ -98,6 +85,8 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 	    calloc(o->unwind.max_frames ? o->unwind.max_frames : 1, sizeof(*raw));
 	struct cq_async_native *native = NULL;
 	struct cq_error *err = NULL;
+	struct cq_core_target ct;
+	bool have_target = false;
 	if (!p || !raw || !(p->pub.threads = calloc(core->nthreads, sizeof(*p->pub.threads)))) {
 		err = &cq_error_nomem;
 		goto out;
@@ -105,16 +94,16 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 	if (o->symbolize &&
 	    (err = cq_symbolizer_create(core, o->debug_dirs, o->cache, &p->symbolizer)))
 		goto out;
-	struct cq_core_target ct;
-	cq_core_target_init(&ct, core, o);
-	ct.symbolizer = p->symbolizer;
-	struct cq_async_ctx actx = {.core = core,
-	                            .target = &ct.target,
-	                            .options = o,
-	                            .symbolizer = p->symbolizer,
+	if ((err = cq_core_target_init(&ct, core, o, p->symbolizer)))
+		goto out;
+	have_target = true;
+	struct cq_async_ctx actx = {.target = &ct.target,
+	                            .unwind = &o->unwind,
+	                            .max_suspended = o->max_suspended,
+	                            .named = p->symbolizer != NULL,
 	                            .stacks = &p->pub};
 	bool keep_native = false;
-	p->pub.async.searched = o->async;
+	cq_stats_bool(&p->pub.async, "searched", o->async);
 	if (o->async && (err = cq_async_detect(&actx, &p->async, &keep_native)))
 		goto out;
 	if (keep_native &&
@@ -130,11 +119,15 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 	actx.native = native;
 	if (!err && p->async)
 		err = cq_async_stacks(&actx, p->async);
+	else if (!err)
+		cq_async_report_unsearched(&actx);
 	if (!err)
 		cq_core_target_store_tables(&ct);
 	if (!err && ct.out_of_memory)
 		err = &cq_error_nomem;
 out:
+	if (have_target)
+		cq_core_target_destroy(&ct);
 	if (native) {
 		for (size_t t = 0; t < core->nthreads; t++)
 			free((void *)native[t].frames);
@@ -162,6 +155,8 @@ void cq_stacks_free(struct cq_stacks *stacks)
 	for (size_t i = 0; i < stacks->nsuspended; i++)
 		free(stacks->suspended[i].frames);
 	free(stacks->suspended);
+	cq_stats_free(&stacks->async);
+	cq_stats_free(&stacks->warnings);
 	cq_async_states_free(p->async);
 	if (p->symbolizer)
 		cq_symbolizer_destroy(p->symbolizer);

@@ -16,9 +16,12 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "libcore/analysis/frame_list.h"
 #include "libcore/db/cache.h"
+#include "libcore/model/elf_symbols.h"
 #include "libcore/symbols/symbolizer.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/debuginfo.h"
@@ -220,25 +223,213 @@ static bool target_stack_bounds(void *p, uint64_t sp, uint64_t *lo, uint64_t *hi
 	return true;
 }
 
+static void target_advise(void *p, const void *data, uint64_t len, int advice)
+{
+	struct cq_core_target *ctx = p;
+	/* A kernel before 5.14 has no MADV_POPULATE_READ: it reads the pages ahead instead. */
+	if (cq_core_advise(ctx->core, data, len, advice) != 0 && advice == MADV_POPULATE_READ)
+		cq_core_advise(ctx->core, data, len, MADV_WILLNEED);
+}
+
+static void target_trim(void *p)
+{
+	struct cq_core_target *ctx = p;
+	cq_core_trim(ctx->core);
+}
+
+static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q, size_t n)
+{
+	struct cq_core_target *ctx = p;
+	struct cq_symbol_query one[8]; /* one pass over the tables per 8 names */
+	size_t found = 0;
+	for (size_t at = 0; at < n; at += 8) {
+		size_t k = n - at < 8 ? n - at : 8;
+		for (size_t i = 0; i < k; i++)
+			one[i] = (struct cq_symbol_query){.name = q[at + i].name,
+			                                  .found = q[at + i].found,
+			                                  .addr = q[at + i].addr,
+			                                  .size = q[at + i].size};
+		found += cq_elf_find_symbols(&ctx->core->modules[m], one, k);
+		for (size_t i = 0; i < k; i++)
+			q[at + i] = (struct cq_target_symbol){.name = q[at + i].name,
+			                                      .found = one[i].found,
+			                                      .addr = one[i].addr,
+			                                      .size = one[i].size};
+	}
+	return found;
+}
+
+static bool target_tls_prepare(void *p)
+{
+	struct cq_core_target *ctx = p;
+	cq_tls_layout_load(ctx->core, &ctx->tls);
+	cq_tls_recover_thread_pointers(ctx->core);
+	return ctx->tls.from_libc;
+}
+
+static enum cq_target_tls target_tls_get(void *p, size_t t, uint32_t key, uint64_t *value)
+{
+	struct cq_core_target *ctx = p;
+	switch (cq_tls_get_specific(ctx->core, &ctx->tls, &ctx->core->threads[t], key, value)) {
+	case CQ_TLS_VALUE:
+		return CQ_TARGET_TLS_VALUE;
+	case CQ_TLS_NONE:
+		return CQ_TARGET_TLS_NONE;
+	case CQ_TLS_STALE:
+		return CQ_TARGET_TLS_STALE;
+	case CQ_TLS_UNREADABLE:
+	default:
+		return CQ_TARGET_TLS_UNREADABLE;
+	}
+}
+
+static bool target_thread_has_tp(void *p, size_t t)
+{
+	struct cq_core_target *ctx = p;
+	return ctx->core->threads[t].has_tp;
+}
+
+static const char *target_function_at(void *p, uint64_t pc, bool is_return_address)
+{
+	struct cq_core_target *ctx = p;
+	const struct cq_symbol_frame *sf;
+	if (!ctx->symbolizer)
+		return NULL;
+	size_t n = cq_symbolizer_lookup(ctx->symbolizer, pc, is_return_address, &sf);
+	return n ? sf[n - 1].function : NULL;
+}
+
+static struct cq_error *target_add_frames(void *p, struct cq_frame_list *fl,
+                                          const struct cq_unwind_frame *uf, int kind)
+{
+	struct cq_core_target *ctx = p;
+	return cq_frame_list_add(fl, ctx->core, ctx->symbolizer, uf, (enum cq_frame_kind)kind);
+}
+
+static char *target_debuginfo_path(void *p, size_t m)
+{
+	struct cq_core_target *ctx = p;
+	return cq_debuginfo_find(&ctx->core->modules[m], ctx->options->debug_dirs);
+}
+
+/* Module m's cache key (build-id and file identity), made on first use. */
+static struct cq_cache_key *module_key(struct cq_core_target *ctx, size_t m)
+{
+	if (!ctx->options->cache || !ctx->provenance)
+		return NULL;
+	if (!ctx->provenance_made[m]) {
+		cq_provenance_find(&ctx->provenance[m], &ctx->core->modules[m],
+		                   ctx->options->debug_dirs);
+		ctx->provenance_made[m] = true;
+	}
+	return &ctx->provenance[m].key;
+}
+
+static uint8_t *target_cache_get(void *p, size_t m, enum cq_target_blob kind, unsigned format,
+                                 size_t *len)
+{
+	struct cq_core_target *ctx = p;
+	struct cq_cache_key *key = module_key(ctx, m);
+	if (!key || kind != CQ_TARGET_BLOB_RUST_INDEX)
+		return NULL;
+	return cq_cache_get_rust_index(ctx->options->cache, key, format, len);
+}
+
+static void target_cache_put(void *p, size_t m, enum cq_target_blob kind, unsigned format,
+                             const uint8_t *blob, size_t len)
+{
+	struct cq_core_target *ctx = p;
+	struct cq_cache_key *key = module_key(ctx, m);
+	if (key && kind == CQ_TARGET_BLOB_RUST_INDEX)
+		cq_cache_put_rust_index(ctx->options->cache, key, format, blob, len);
+}
+
+static void target_cache_reject(void *p)
+{
+	struct cq_core_target *ctx = p;
+	cq_cache_reject(ctx->options->cache);
+}
+
 static const struct cq_unwind_target_ops target_ops = {
     .read = target_read,
     .cfi_at = target_cfi_at,
     .is_code = target_is_code,
     .stack_bounds = target_stack_bounds,
+    .advise = target_advise,
+    .trim = target_trim,
+    .find_symbols = target_find_symbols,
+    .tls_prepare = target_tls_prepare,
+    .tls_get = target_tls_get,
+    .thread_has_tp = target_thread_has_tp,
+    .function_at = target_function_at,
+    .add_frames = target_add_frames,
+    .debuginfo_path = target_debuginfo_path,
+    .cache_get = target_cache_get,
+    .cache_put = target_cache_put,
+    .cache_reject = target_cache_reject,
 };
 
-void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
-                         const struct cq_stack_options *o)
+struct cq_error *cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
+                                     const struct cq_stack_options *o,
+                                     struct cq_symbolizer *symbolizer)
 {
+	memset(ct, 0, sizeof(*ct));
 	ct->core = core;
 	ct->options = o;
-	ct->symbolizer = NULL;
-	ct->out_of_memory = false;
-	memset(ct->page_at, 0, sizeof(ct->page_at));
+	ct->symbolizer = symbolizer;
 	ct->target.ops = &target_ops;
 	ct->target.ctx = ct;
 	ct->target.arch = core->arch;
 	ct->target.return_address_mask = core->pac_insn_mask;
+	ct->target.mem = &core->mem;
+	size_t nm = core->nmodules, nt = core->nthreads;
+	ct->modules = calloc(nm ? nm : 1, sizeof(*ct->modules));
+	ct->threads = calloc(nt ? nt : 1, sizeof(*ct->threads));
+	if (o->cache) {
+		ct->provenance = calloc(nm ? nm : 1, sizeof(*ct->provenance));
+		ct->provenance_made = calloc(nm ? nm : 1, sizeof(*ct->provenance_made));
+	}
+	if (!ct->modules || !ct->threads ||
+	    (o->cache && (!ct->provenance || !ct->provenance_made))) {
+		cq_core_target_destroy(ct);
+		return &cq_error_nomem;
+	}
+	for (size_t i = 0; i < nm; i++) {
+		const struct cq_module *mod = &core->modules[i];
+		ct->modules[i] = (struct cq_target_module){.handle = mod,
+		                                           .name = mod->name,
+		                                           .file_path = mod->file_path,
+		                                           .start = mod->start,
+		                                           .end = mod->end,
+		                                           .bias = mod->bias,
+		                                           .elf = mod->elf,
+		                                           .found = mod->status == CQ_MODULE_FOUND,
+		                                           .is_vdso = mod->is_vdso};
+	}
+	for (size_t i = 0; i < nt; i++)
+		ct->threads[i] = (struct cq_target_thread){.handle = &core->threads[i],
+		                                           .tid = core->threads[i].tid,
+		                                           .regs = &core->threads[i].regs};
+	ct->target.modules = ct->modules;
+	ct->target.nmodules = nm;
+	ct->target.threads = ct->threads;
+	ct->target.nthreads = nt;
+	return NULL;
+}
+
+void cq_core_target_destroy(struct cq_core_target *ct)
+{
+	for (size_t i = 0; ct->provenance && i < ct->core->nmodules; i++)
+		if (ct->provenance_made[i])
+			cq_provenance_free(&ct->provenance[i]);
+	free(ct->provenance);
+	free(ct->provenance_made);
+	free(ct->modules);
+	free(ct->threads);
+	ct->provenance = NULL;
+	ct->provenance_made = NULL;
+	ct->modules = NULL;
+	ct->threads = NULL;
 }
 
 const struct cq_error *cq_core_target_cfi_error(const struct cq_module *mod)

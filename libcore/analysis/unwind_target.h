@@ -1,8 +1,13 @@
 /*
- * unwind_target.h - the core as the unwinder sees it: the adapter that
- * gives unwind/ (which knows nothing of cores) memory reads, the executable
- * test, stack bounds and each module's CFI table, compiled once per module
- * and cached by build-id (see unwind_target.c).
+ * unwind_target.h - the core as unwind/ sees it: the one implementation of
+ * struct cq_unwind_target (unwind/target.h) over a core.  It gives the
+ * unwinder memory reads, the executable test, stack bounds and each
+ * module's CFI table, compiled once per module and cached by build-id and
+ * file identity; and it gives the async runtimes the address space, the
+ * modules and their symbols, the threads and their TLS, named frames,
+ * where debuginfo is, and the cache.
+ *
+ * Layer: analysis.
  */
 #ifndef CQ_UNWIND_TARGET_H
 #define CQ_UNWIND_TARGET_H
@@ -10,10 +15,12 @@
 #include <stdbool.h>
 
 #include "libcore/base/error.h"
+#include "libcore/model/tls.h"
 #include "unwind/unwind.h"
 
 struct cq_core;
 struct cq_module;
+struct cq_provenance;
 struct cq_stack_options;
 
 /* The unwinder's view of a core; valid while core and options live. */
@@ -28,6 +35,11 @@ struct cq_core_target {
 	const struct cq_stack_options *options;
 	struct cq_symbolizer *symbolizer; /* may be NULL; told of every table built afresh */
 	bool out_of_memory;               /* a table could not be built for want of memory */
+	struct cq_target_module *modules; /* the views target.modules points at */
+	struct cq_target_thread *threads;
+	struct cq_tls_layout tls;         /* read by tls_prepare */
+	struct cq_provenance *provenance; /* by module, for cache_get/put: made on first use */
+	bool *provenance_made;
 	/*
 	 * Core bytes the walks read, read with pread a 1 KiB block at a time:
 	 * faulting them in through the mapping maps (and later unmaps) 64 KiB
@@ -38,8 +50,11 @@ struct cq_core_target {
 	uint8_t page[CQ_TARGET_PAGES][CQ_TARGET_PAGE_SIZE];
 };
 
-void cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
-                         const struct cq_stack_options *o);
+/* Fills ct; symbolizer may be NULL (frames unnamed).  Release with cq_core_target_destroy. */
+struct cq_error *cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
+                                     const struct cq_stack_options *o,
+                                     struct cq_symbolizer *symbolizer);
+void cq_core_target_destroy(struct cq_core_target *ct);
 
 /*
  * Stores in the cache the unwind tables that grew during the walks: rows

@@ -24,7 +24,7 @@
 
 #include "libcore/base/arch.h"
 #include "libcore/base/error.h"
-#include "libcore/model/memory.h"
+#include "libcore/base/memory.h"
 #include "libcore/model/source.h"
 
 struct cq_module;

@@ -77,6 +77,86 @@ static struct cq_error *warm_table(struct cq_module *mod, const struct cq_arch *
 	return err;
 }
 
+/* The one module `cache warm` looks at, as unwind/ sees a target (target.h). */
+struct warm_target {
+	struct cq_module *mod;
+	const char *const *debug_dirs;
+	struct cq_cache *cache;
+	struct cq_provenance prov; /* made on first use */
+	bool prov_made;
+};
+
+static char *warm_debuginfo_path(void *p, size_t m)
+{
+	(void)m;
+	struct warm_target *w = p;
+	return cq_debuginfo_find(w->mod, w->debug_dirs);
+}
+
+static struct cq_cache_key *warm_key(struct warm_target *w)
+{
+	if (!w->prov_made) {
+		cq_provenance_find(&w->prov, w->mod, w->debug_dirs);
+		w->prov_made = true;
+	}
+	return &w->prov.key;
+}
+
+static uint8_t *warm_cache_get(void *p, size_t m, enum cq_target_blob kind, unsigned format,
+                               size_t *len)
+{
+	(void)m;
+	struct warm_target *w = p;
+	return kind == CQ_TARGET_BLOB_RUST_INDEX
+	           ? cq_cache_get_rust_index(w->cache, warm_key(w), format, len)
+	           : NULL;
+}
+
+static void warm_cache_put(void *p, size_t m, enum cq_target_blob kind, unsigned format,
+                           const uint8_t *blob, size_t len)
+{
+	(void)m;
+	struct warm_target *w = p;
+	if (kind == CQ_TARGET_BLOB_RUST_INDEX)
+		cq_cache_put_rust_index(w->cache, warm_key(w), format, blob, len);
+}
+
+static void warm_cache_reject(void *p)
+{
+	struct warm_target *w = p;
+	cq_cache_reject(w->cache);
+}
+
+static const struct cq_unwind_target_ops warm_ops = {
+    .debuginfo_path = warm_debuginfo_path,
+    .cache_get = warm_cache_get,
+    .cache_put = warm_cache_put,
+    .cache_reject = warm_cache_reject,
+};
+
+/* mod's Rust type index into the cache. */
+static struct cq_error *warm_rust_index(struct cq_module *mod, const struct cq_arch *arch,
+                                        const char *const *debug_dirs, struct cq_cache *cache,
+                                        struct cq_cache_warm_result *r)
+{
+	struct warm_target w = {.mod = mod, .debug_dirs = debug_dirs, .cache = cache};
+	struct cq_target_module view = {.handle = mod,
+	                                .name = mod->name,
+	                                .file_path = mod->file_path,
+	                                .start = mod->start,
+	                                .end = mod->end,
+	                                .bias = mod->bias,
+	                                .elf = mod->elf,
+	                                .found = mod->status == CQ_MODULE_FOUND,
+	                                .is_vdso = mod->is_vdso};
+	struct cq_unwind_target t = {
+	    .ops = &warm_ops, .ctx = &w, .arch = arch, .modules = &view, .nmodules = 1};
+	struct cq_error *err = cq_rust_index_warm(&t, 0, &r->rust_types, &r->rust_cached);
+	if (w.prov_made)
+		cq_provenance_free(&w.prov);
+	return err;
+}
+
 struct cq_error *cq_cache_warm(const char *path, const char *const *debug_dirs,
                                struct cq_cache *cache, struct cq_cache_warm_result *r)
 {
@@ -97,7 +177,7 @@ struct cq_error *cq_cache_warm(const char *path, const char *const *debug_dirs,
 	if (!err)
 		err = warm_table(&mod, arch, debug_dirs, cache, r);
 	if (!err)
-		err = cq_rust_index_warm(&mod, debug_dirs, cache, &r->rust_types, &r->rust_cached);
+		err = warm_rust_index(&mod, arch, debug_dirs, cache, r);
 	cq_module_destroy(&mod);
 	return err;
 }

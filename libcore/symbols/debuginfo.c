@@ -24,8 +24,8 @@
 #include <zlib.h>
 
 #include "libcore/base/build_id.h"
+#include "libcore/base/elf_section.h"
 #include "libcore/base/regular_file.h"
-#include "libcore/model/elf_section.h"
 #include "libcore/model/module.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"

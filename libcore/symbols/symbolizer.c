@@ -46,7 +46,7 @@
 
 #include "libcore/base/bytes.h"
 #include "libcore/db/cache.h"
-#include "libcore/model/elf_section.h"
+#include "libcore/base/elf_section.h"
 #include "libcore/model/core.h"
 #include "libcore/symbols/addr_symbols.h"
 #include "libcore/symbols/aranges.h"

@@ -21,7 +21,7 @@
 #include "libcore/model/core.h"
 #include "libcore/model/elf_symbols.h"
 #include "libcore/model/module.h"
-#include "libcore/analysis/frames.h"
+#include "unwind/frames.h"
 #include "libcore/triage/bucket.h"
 
 struct module_names {

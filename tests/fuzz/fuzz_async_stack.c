@@ -104,7 +104,7 @@ static uint64_t get(const uint8_t *b, size_t n)
 struct world {
 	struct space space;
 	struct cq_unwind_target tg;
-	struct cq_async_thread threads[MAX_THREADS];
+	struct cq_folly_thread threads[MAX_THREADS];
 	struct cq_unwind_frame *frames[MAX_THREADS];
 	size_t nthreads, max_steps;
 	uint64_t cookie, leaf;
@@ -141,7 +141,7 @@ static void build(struct world *w, const uint8_t *hdr, const uint8_t *mem, size_
 		}
 		w->frames[t] = f;
 		w->threads[t] =
-		    (struct cq_async_thread){.frames = f,
+		    (struct cq_folly_thread){.frames = f,
 		                             .nframes = n,
 		                             .end = (enum cq_unwind_end)(th[1] % 6),
 		                             .root = th[2] & 1 ? MEM_BASE + get(th + 4, 2) : 0};
@@ -149,24 +149,24 @@ static void build(struct world *w, const uint8_t *hdr, const uint8_t *mem, size_
 }
 
 /* The invariants every walk keeps, whatever the memory holds. */
-static void check_out(const struct world *w, const struct cq_async_out *o)
+static void check_out(const struct world *w, const struct cq_folly_out *o)
 {
 	if (o->nsteps > o->max_steps)
 		abort();
 	if (o->end > CQ_END_ASYNC_DETACHED)
 		abort();
 	for (size_t i = 0; i < o->nsteps; i++) {
-		const struct cq_async_step *s = &o->steps[i];
-		if (s->kind == CQ_ASYNC_STEP_NATIVE) {
+		const struct cq_folly_step *s = &o->steps[i];
+		if (s->kind == CQ_FOLLY_STEP_NATIVE) {
 			if (s->thread >= w->nthreads || s->frame >= w->threads[s->thread].nframes)
 				abort();
-		} else if (s->kind != CQ_ASYNC_STEP_ASYNC || s->pc == 0) {
+		} else if (s->kind != CQ_FOLLY_STEP_ASYNC || s->pc == 0) {
 			abort();
 		}
 	}
 }
 
-static bool same_out(const struct cq_async_out *a, const struct cq_async_out *b)
+static bool same_out(const struct cq_folly_out *a, const struct cq_folly_out *b)
 {
 	if (a->nsteps != b->nsteps || a->end != b->end)
 		return false;
@@ -180,16 +180,16 @@ static bool same_out(const struct cq_async_out *a, const struct cq_async_out *b)
 }
 
 /* Joins by function too: the functions are 256-byte blocks of code. */
-static enum cq_async_same same_block(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
+static enum cq_folly_same same_block(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
 {
 	(void)ctx, (void)is_ra;
-	return native_pc >> 8 == ip >> 8 ? CQ_ASYNC_SAME_YES : CQ_ASYNC_SAME_NO;
+	return native_pc >> 8 == ip >> 8 ? CQ_FOLLY_SAME_YES : CQ_FOLLY_SAME_NO;
 }
 
-static struct cq_async_out new_out(size_t max_steps)
+static struct cq_folly_out new_out(size_t max_steps)
 {
 	/* Exactly max_steps entries, so ASan sees any write past them. */
-	struct cq_async_out o = {.steps = malloc((max_steps ? max_steps : 1) * sizeof(*o.steps)),
+	struct cq_folly_out o = {.steps = malloc((max_steps ? max_steps : 1) * sizeof(*o.steps)),
 	                         .max_steps = max_steps,
 	                         .same_function = same_block};
 	if (!o.steps)
@@ -200,23 +200,23 @@ static struct cq_async_out new_out(size_t max_steps)
 
 static void merge(const struct world *w, size_t t)
 {
-	struct cq_async_out o = new_out(w->max_steps), again = new_out(w->max_steps);
-	cq_async_merge(&w->tg, w->threads, w->nthreads, t, w->cookie, &o);
+	struct cq_folly_out o = new_out(w->max_steps), again = new_out(w->max_steps);
+	cq_folly_merge(&w->tg, w->threads, w->nthreads, t, w->cookie, &o);
 	check_out(w, &o);
-	cq_async_merge(&w->tg, w->threads, w->nthreads, t, w->cookie, &again);
+	cq_folly_merge(&w->tg, w->threads, w->nthreads, t, w->cookie, &again);
 	if (!same_out(&o, &again))
 		abort();
 
 	/* No root, or one that cannot be read: the native frames, unchanged. */
-	const struct cq_async_thread *th = &w->threads[t];
-	uint8_t buf[CQ_ASYNC_ROOT_SIZE];
+	const struct cq_folly_thread *th = &w->threads[t];
+	uint8_t buf[CQ_FOLLY_ROOT_SIZE];
 	if (th->root == 0 || th->root & 7 || !sp_read(w->tg.ctx, th->root, buf, sizeof(buf))) {
 		size_t n = th->nframes < w->max_steps ? th->nframes : w->max_steps;
 		if (o.nsteps != n ||
 		    o.end != (th->nframes > w->max_steps ? CQ_END_MAX_FRAMES : th->end))
 			abort();
 		for (size_t i = 0; i < n; i++)
-			if (o.steps[i].kind != CQ_ASYNC_STEP_NATIVE || o.steps[i].thread != t ||
+			if (o.steps[i].kind != CQ_FOLLY_STEP_NATIVE || o.steps[i].thread != t ||
 			    o.steps[i].frame != i)
 				abort();
 	}
@@ -226,14 +226,14 @@ static void merge(const struct world *w, size_t t)
 
 static void walk_suspended(const struct world *w, uint64_t leaf)
 {
-	struct cq_async_out o = new_out(w->max_steps), again = new_out(w->max_steps);
-	cq_async_walk_suspended(&w->tg, w->threads, w->nthreads, leaf, w->cookie, &o);
+	struct cq_folly_out o = new_out(w->max_steps), again = new_out(w->max_steps);
+	cq_folly_walk_suspended(&w->tg, w->threads, w->nthreads, leaf, w->cookie, &o);
 	check_out(w, &o);
-	cq_async_walk_suspended(&w->tg, w->threads, w->nthreads, leaf, w->cookie, &again);
+	cq_folly_walk_suspended(&w->tg, w->threads, w->nthreads, leaf, w->cookie, &again);
 	if (!same_out(&o, &again))
 		abort();
 
-	uint8_t b[CQ_ASYNC_FRAME_SIZE];
+	uint8_t b[CQ_FOLLY_FRAME_SIZE];
 	if (leaf == 0 || leaf & 7 || !sp_read(w->tg.ctx, leaf, b, sizeof(b))) {
 		/* An unreadable leaf: nothing, bad memory. */
 		if (o.nsteps != 0 || o.end != CQ_END_BAD_MEMORY)
@@ -261,7 +261,7 @@ static size_t scan(const struct world *w, uint64_t start, size_t skip, uint64_t 
 {
 	const uint8_t *mem = w->space.mem + skip;
 	uint64_t len = w->space.len - skip;
-	size_t n = cq_async_scan(mem, start, len, w->cookie, hits, MAX_LEAVES);
+	size_t n = cq_word_scan(mem, start, len, w->cookie, hits, MAX_LEAVES);
 	size_t want = 0;
 	for (uint64_t off = 0; off + 8 <= len; off++) {
 		if ((start + off) & 7 || get(mem + off, 8) != w->cookie)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/model/memory.h"
+#include "libcore/base/memory.h"
 #include "unwind/async/heap_chunks.h"
 
 #define ARENA_BASE 0x7f0004000000ull

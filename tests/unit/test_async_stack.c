@@ -136,15 +136,15 @@ static struct cq_unwind_frame nf(uint64_t pc, uint64_t sp, uint64_t fp)
 }
 
 struct run {
-	struct cq_async_step steps[MAX_STEPS];
-	struct cq_async_out out;
+	struct cq_folly_step steps[MAX_STEPS];
+	struct cq_folly_out out;
 };
 
-static void merge(struct run *r, const struct cq_async_thread *th, size_t n, size_t t,
+static void merge(struct run *r, const struct cq_folly_thread *th, size_t n, size_t t,
                   uint64_t cookie, size_t max)
 {
-	r->out = (struct cq_async_out){.steps = r->steps, .max_steps = max};
-	cq_async_merge(&T, th, n, t, cookie, &r->out);
+	r->out = (struct cq_folly_out){.steps = r->steps, .max_steps = max};
+	cq_folly_merge(&T, th, n, t, cookie, &r->out);
 }
 
 /*
@@ -158,14 +158,14 @@ static void expect_steps(const struct run *r, const char *want)
 	char got[1024] = "";
 	size_t len = 0;
 	for (size_t i = 0; i < r->out.nsteps && len < sizeof(got) - 32; i++) {
-		const struct cq_async_step *s = &r->steps[i];
-		if (s->kind == CQ_ASYNC_STEP_NATIVE)
+		const struct cq_folly_step *s = &r->steps[i];
+		if (s->kind == CQ_FOLLY_STEP_NATIVE)
 			len += (size_t)snprintf(got + len, sizeof(got) - len, "%sN%u.%u%s%s",
 			                        i ? " " : "", s->thread, s->frame,
 			                        s->thread_switch ? "^" : "",
-			                        s->join == CQ_ASYNC_JOIN_ASYNC_FRAME     ? "=A"
-			                        : s->join == CQ_ASYNC_JOIN_FRAME_ADDRESS ? "=S"
-			                        : s->join == CQ_ASYNC_JOIN_FUNCTION      ? "=F"
+			                        s->join == CQ_FOLLY_JOIN_ASYNC_FRAME     ? "=A"
+			                        : s->join == CQ_FOLLY_JOIN_FRAME_ADDRESS ? "=S"
+			                        : s->join == CQ_FOLLY_JOIN_FUNCTION      ? "=F"
 			                                                                 : "");
 		else
 			len += (size_t)snprintf(got + len, sizeof(got) - len, "%sA%llx",
@@ -181,7 +181,7 @@ static void test_no_root_is_native(void **state)
 	(void)state;
 	struct cq_unwind_frame a[] = {nf(0x401000, STACK_A + 0x100, 0),
 	                              nf(0x402000, STACK_A + 0x200, 0)};
-	struct cq_async_thread th[] = {{.frames = a, .nframes = 2, .end = CQ_END_OUTERMOST}};
+	struct cq_folly_thread th[] = {{.frames = a, .nframes = 2, .end = CQ_END_OUTERMOST}};
 	struct run r;
 	merge(&r, th, 1, 0, 0, MAX_STEPS);
 	expect_steps(&r, "N0.0 N0.1");
@@ -192,7 +192,7 @@ static void test_no_root_is_native(void **state)
  * Thread A: crash(0) inner.actor(1) resume_with_root(2, registers R) blocking_wait(3,
  * registers B) caller(4) main(5).  Chain: inner -> middle -> outer -> dummy(B).
  */
-static void same_thread(struct cq_async_thread *th, struct cq_unwind_frame *a, bool with_fp)
+static void same_thread(struct cq_folly_thread *th, struct cq_unwind_frame *a, bool with_fp)
 {
 	uint64_t fp_r = STACK_A + 0x310, fp_b = STACK_A + 0x410;
 	a[0] = nf(0x401000, STACK_A + 0x100, with_fp ? STACK_A + 0x180 : fp_r);
@@ -209,14 +209,14 @@ static void same_thread(struct cq_async_thread *th, struct cq_unwind_frame *a, b
 	uint64_t r = root(104, inner, 0, fp_r);
 	F.heap[14] = r; /* inner is active: its stackRoot is R */
 	*th =
-	    (struct cq_async_thread){.frames = a, .nframes = 6, .end = CQ_END_OUTERMOST, .root = r};
+	    (struct cq_folly_thread){.frames = a, .nframes = 6, .end = CQ_END_OUTERMOST, .root = r};
 }
 
 static void test_same_thread(void **state)
 {
 	(void)state;
 	struct cq_unwind_frame a[6];
-	struct cq_async_thread th;
+	struct cq_folly_thread th;
 	same_thread(&th, a, true);
 	struct run r;
 	merge(&r, &th, 1, 0, 0, MAX_STEPS);
@@ -230,7 +230,7 @@ static void test_registering_frame_without_frame_pointers(void **state)
 {
 	(void)state;
 	struct cq_unwind_frame a[6];
-	struct cq_async_thread th;
+	struct cq_folly_thread th;
 	same_thread(&th, a, false);
 	struct run r;
 	merge(&r, &th, 1, 0, 0, MAX_STEPS);
@@ -255,7 +255,7 @@ static void test_cross_thread(void **state)
 	uint64_t r = root(104, 0, 0, fp_r);
 	uint64_t inner = frame(8, outer, 0x402222, r);
 	F.heap[104] = inner;
-	struct cq_async_thread th[] = {
+	struct cq_folly_thread th[] = {
 	    {.frames = a, .nframes = 3, .end = CQ_END_OUTERMOST, .root = r},
 	    {.frames = b, .nframes = 4, .end = CQ_END_OUTERMOST},
 	};
@@ -292,7 +292,7 @@ static void test_nested_roots(void **state)
 	uint64_t r2 = root(112, 0, 0, fp[2]);
 	uint64_t inner = frame(12, dummy2, 0x402300, r2);
 	F.heap[112] = inner;
-	struct cq_async_thread th = {
+	struct cq_folly_thread th = {
 	    .frames = a, .nframes = 10, .end = CQ_END_OUTERMOST, .root = r2};
 	struct run r;
 	merge(&r, &th, 1, 0, 0, MAX_STEPS);
@@ -311,7 +311,7 @@ static void test_detached(void **state)
 	uint64_t r = root(100, 0, 0, fp_r);
 	uint64_t inner = frame(4, outer, 0x402222, r);
 	F.heap[100] = inner;
-	struct cq_async_thread th = {.frames = a, .nframes = 3, .end = CQ_END_OUTERMOST, .root = r};
+	struct cq_folly_thread th = {.frames = a, .nframes = 3, .end = CQ_END_OUTERMOST, .root = r};
 	struct run run;
 	merge(&run, &th, 1, 0, 0, MAX_STEPS);
 	expect_steps(&run, "N0.0 A402222 A401777");
@@ -331,25 +331,25 @@ static void test_suspended(void **state)
 	struct cq_unwind_frame b[] = {
 	    nf(0x409000, STACK_B + 0x100, 0), nf(0x401300, STACK_B + 0x200, fp_b),
 	    nf(0x401400, STACK_B + 0x300, 0), nf(0x401500, STACK_B + 0x400, 0)};
-	struct cq_async_thread th = {.frames = b, .nframes = 4, .end = CQ_END_OUTERMOST};
+	struct cq_folly_thread th = {.frames = b, .nframes = 4, .end = CQ_END_OUTERMOST};
 	uint64_t broot = root(100, 0, 0, fp_b);
 	uint64_t dummy = frame(0, 0, 0x401400, broot);
 	uint64_t outer = frame(4, dummy, 0x401333, 0);
 	uint64_t leaf = frame(8, outer, 0x402222, cookie);
 	struct run r = {.out = {.steps = r.steps, .max_steps = MAX_STEPS}};
-	cq_async_walk_suspended(&T, &th, 1, leaf, cookie, &r.out);
+	cq_folly_walk_suspended(&T, &th, 1, leaf, cookie, &r.out);
 	expect_steps(&r, "A402222 A401333 N0.2^ N0.3");
 	assert_int_equal(r.out.end, CQ_END_OUTERMOST);
 	/* Detached: the top frame has no parent and no root. */
 	frame(4, 0, 0x401333, 0);
-	r.out = (struct cq_async_out){.steps = r.steps, .max_steps = MAX_STEPS};
-	cq_async_walk_suspended(&T, &th, 1, leaf, cookie, &r.out);
+	r.out = (struct cq_folly_out){.steps = r.steps, .max_steps = MAX_STEPS};
+	cq_folly_walk_suspended(&T, &th, 1, leaf, cookie, &r.out);
 	expect_steps(&r, "A402222 A401333");
 	assert_int_equal(r.out.end, CQ_END_ASYNC_DETACHED);
 	/* A lone leaf: its stackRoot is the cookie, which is no root. */
 	frame(8, 0, 0x402222, cookie);
-	r.out = (struct cq_async_out){.steps = r.steps, .max_steps = MAX_STEPS};
-	cq_async_walk_suspended(&T, &th, 1, leaf, cookie, &r.out);
+	r.out = (struct cq_folly_out){.steps = r.steps, .max_steps = MAX_STEPS};
+	cq_folly_walk_suspended(&T, &th, 1, leaf, cookie, &r.out);
 	expect_steps(&r, "A402222");
 	assert_int_equal(r.out.end, CQ_END_ASYNC_DETACHED);
 }
@@ -357,16 +357,16 @@ static void test_suspended(void **state)
 /* ---- coroutines still on the native stack (-O0) ------------------------------------- */
 
 /* The test's functions are the 0x100-byte blocks of code. */
-static enum cq_async_same same_block(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
+static enum cq_folly_same same_block(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
 {
 	(void)ctx, (void)is_ra;
-	return native_pc >> 8 == ip >> 8 ? CQ_ASYNC_SAME_YES : CQ_ASYNC_SAME_NO;
+	return native_pc >> 8 == ip >> 8 ? CQ_FOLLY_SAME_YES : CQ_FOLLY_SAME_NO;
 }
 
-static enum cq_async_same same_unknown(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
+static enum cq_folly_same same_unknown(void *ctx, uint64_t native_pc, bool is_ra, uint64_t ip)
 {
 	(void)ctx, (void)native_pc, (void)is_ra, (void)ip;
-	return CQ_ASYNC_SAME_UNKNOWN;
+	return CQ_FOLLY_SAME_UNKNOWN;
 }
 
 /*
@@ -376,7 +376,7 @@ static enum cq_async_same same_unknown(void *ctx, uint64_t native_pc, bool is_ra
  * middle) -> middle (ip in outer) -> outer (ip in blocking_wait) -> dummy
  * (ip = the caller's pc, root B).  *rec gets middle's and outer's records.
  */
-static struct cq_async_thread o0_thread(struct cq_unwind_frame *a, uint64_t *rec)
+static struct cq_folly_thread o0_thread(struct cq_unwind_frame *a, uint64_t *rec)
 {
 	static const uint64_t pcs[] = {0x401000, 0x403100, 0x402200, 0x401300, 0x404000,
 	                               0x405000, 0x406000, 0x407000, 0x408000};
@@ -392,7 +392,7 @@ static struct cq_async_thread o0_thread(struct cq_unwind_frame *a, uint64_t *rec
 	F.heap[104] = inner;
 	rec[0] = middle;
 	rec[1] = outer;
-	return (struct cq_async_thread){
+	return (struct cq_folly_thread){
 	    .frames = a, .nframes = 9, .end = CQ_END_OUTERMOST, .root = r};
 }
 
@@ -402,10 +402,10 @@ static void test_join_by_function(void **state)
 	(void)state;
 	struct cq_unwind_frame a[9];
 	uint64_t rec[2];
-	struct cq_async_thread th = o0_thread(a, rec);
+	struct cq_folly_thread th = o0_thread(a, rec);
 	struct run r = {
 	    .out = {.steps = r.steps, .max_steps = MAX_STEPS, .same_function = same_block}};
-	cq_async_merge(&T, &th, 1, 0, 0, &r.out);
+	cq_folly_merge(&T, &th, 1, 0, 0, &r.out);
 	expect_steps(&r, "N0.0 N0.1 N0.2=F N0.3=F N0.4 A406010 N0.7 N0.8");
 	/* Without the hook nothing is joined: every async frame is kept. */
 	merge(&r, &th, 1, 0, 0, MAX_STEPS);
@@ -418,39 +418,39 @@ static void test_join_by_frame_address(void **state)
 	(void)state;
 	struct cq_unwind_frame a[9];
 	uint64_t rec[2];
-	struct cq_async_thread th = o0_thread(a, rec);
+	struct cq_folly_thread th = o0_thread(a, rec);
 	F.stack[(a[2].sp - STACK_A) / 8 + 3] = rec[0] - 16; /* middle's coroutine frame */
 	F.stack[(a[3].sp - STACK_A) / 8 + 5] = rec[1];      /* outer's promise record */
 	struct run r = {
 	    .out = {.steps = r.steps, .max_steps = MAX_STEPS, .same_function = same_unknown}};
-	cq_async_merge(&T, &th, 1, 0, 0, &r.out);
+	cq_folly_merge(&T, &th, 1, 0, 0, &r.out);
 	expect_steps(&r, "N0.0 N0.1 N0.2=S N0.3=A N0.4 A406010 N0.7 N0.8");
 	/* Out of order: outer's address in a frame inside middle's joins nothing more. */
 	F.stack[(a[3].sp - STACK_A) / 8 + 5] = 0;
 	F.stack[(a[1].sp - STACK_A) / 8 + 1] = rec[1];
-	r.out = (struct cq_async_out){
+	r.out = (struct cq_folly_out){
 	    .steps = r.steps, .max_steps = MAX_STEPS, .same_function = same_unknown};
-	cq_async_merge(&T, &th, 1, 0, 0, &r.out);
+	cq_folly_merge(&T, &th, 1, 0, 0, &r.out);
 	expect_steps(&r, "N0.0 N0.1 N0.2=S N0.3 N0.4 A401333 A406010 N0.7 N0.8");
 	/* A function the names say differs is not joined, whatever its slots hold. */
 	F.stack[(a[3].sp - STACK_A) / 8 + 5] = rec[1];
 	a[3].pc = 0x40a000;
-	r.out = (struct cq_async_out){
+	r.out = (struct cq_folly_out){
 	    .steps = r.steps, .max_steps = MAX_STEPS, .same_function = same_block};
-	cq_async_merge(&T, &th, 1, 0, 0, &r.out);
+	cq_folly_merge(&T, &th, 1, 0, 0, &r.out);
 	expect_steps(&r, "N0.0 N0.1 N0.2=S N0.3 N0.4 A401333 A406010 N0.7 N0.8");
 }
 
 /* ---- hostile memory ---------------------------------------------------------------- */
 
-static struct cq_async_thread one_root_thread(struct cq_unwind_frame *a, uint64_t *r_out)
+static struct cq_folly_thread one_root_thread(struct cq_unwind_frame *a, uint64_t *r_out)
 {
 	uint64_t fp_r = STACK_A + 0x210;
 	a[0] = nf(0x401000, STACK_A + 0x100, 0);
 	a[1] = nf(0x401200, STACK_A + 0x200, fp_r);
 	a[2] = nf(0x401300, STACK_A + 0x300, 0);
 	*r_out = root(100, 0, 0, fp_r);
-	return (struct cq_async_thread){
+	return (struct cq_folly_thread){
 	    .frames = a, .nframes = 3, .end = CQ_END_OUTERMOST, .root = *r_out};
 }
 
@@ -459,7 +459,7 @@ static void test_frame_cycle(void **state)
 	(void)state;
 	struct cq_unwind_frame a[3];
 	uint64_t r;
-	struct cq_async_thread th = one_root_thread(a, &r);
+	struct cq_folly_thread th = one_root_thread(a, &r);
 	uint64_t x = frame(0, H(4), 0x402000, r);
 	frame(4, H(8), 0x402100, 0);
 	frame(8, x, 0x402200, 0); /* back to the first */
@@ -492,7 +492,7 @@ static void test_root_cycle(void **state)
 	uint64_t top = frame(4, dummy, 0x402000, r);
 	root(100, top, 0, fp_r);
 	/* R's frame_ptr only matches frame 1; after B the walk looks for R again. */
-	struct cq_async_thread th = {.frames = a, .nframes = 6, .end = CQ_END_OUTERMOST, .root = r};
+	struct cq_folly_thread th = {.frames = a, .nframes = 6, .end = CQ_END_OUTERMOST, .root = r};
 	struct run run;
 	merge(&run, &th, 1, 0, 0, MAX_STEPS);
 	/* R is not found past frame 1, so the rest is native; no endless loop. */
@@ -510,7 +510,7 @@ static void test_unreadable_pointers(void **state)
 	(void)state;
 	struct cq_unwind_frame a[3];
 	uint64_t r;
-	struct cq_async_thread th = one_root_thread(a, &r);
+	struct cq_folly_thread th = one_root_thread(a, &r);
 	struct run run;
 	/* topFrame points nowhere. */
 	F.heap[100] = 0xdead0000;
@@ -550,7 +550,7 @@ static void test_depth_limit(void **state)
 	(void)state;
 	struct cq_unwind_frame a[3];
 	uint64_t r;
-	struct cq_async_thread th = one_root_thread(a, &r);
+	struct cq_folly_thread th = one_root_thread(a, &r);
 	/* A chain of 100 distinct frames (3 words each). */
 	for (size_t i = 0; i < 100; i++)
 		frame(3 * i, i + 1 < 100 ? H(3 * (i + 1)) : 0, 0x402000 + i, 0);
@@ -575,22 +575,22 @@ static void test_scan(void **state)
 	words[37] = cookie;
 	words[99] = cookie;
 	uint64_t hits[8];
-	size_t n = cq_async_scan((const uint8_t *)words, 0x1000, sizeof(words), cookie, hits, 8);
+	size_t n = cq_word_scan((const uint8_t *)words, 0x1000, sizeof(words), cookie, hits, 8);
 	assert_int_equal(n, 3);
 	assert_int_equal(hits[0], 0x1000);
 	assert_int_equal(hits[1], 0x1000 + 37 * 8);
 	assert_int_equal(hits[2], 0x1000 + 99 * 8);
 	/* Hits beyond max_hits are counted, not stored. */
 	assert_int_equal(
-	    cq_async_scan((const uint8_t *)words, 0x1000, sizeof(words), cookie, hits, 1), 3);
+	    cq_word_scan((const uint8_t *)words, 0x1000, sizeof(words), cookie, hits, 1), 3);
 	/* Only aligned words count: the same bytes at an odd target address. */
 	uint8_t bytes[64] = {0};
 	memcpy(bytes + 8, &cookie, 8);
-	assert_int_equal(cq_async_scan(bytes, 0x1004, sizeof(bytes), cookie, hits, 8), 0);
-	assert_int_equal(cq_async_scan(bytes, 0x1000, sizeof(bytes), cookie, hits, 8), 1);
+	assert_int_equal(cq_word_scan(bytes, 0x1004, sizeof(bytes), cookie, hits, 8), 0);
+	assert_int_equal(cq_word_scan(bytes, 0x1000, sizeof(bytes), cookie, hits, 8), 1);
 	/* A partial last word and a too-short region are not read past their end. */
-	assert_int_equal(cq_async_scan(bytes, 0x1000, 15, cookie, hits, 8), 0);
-	assert_int_equal(cq_async_scan(bytes, 0x1001, 3, cookie, hits, 8), 0);
+	assert_int_equal(cq_word_scan(bytes, 0x1000, 15, cookie, hits, 8), 0);
+	assert_int_equal(cq_word_scan(bytes, 0x1001, 3, cookie, hits, 8), 0);
 }
 
 int main(void)

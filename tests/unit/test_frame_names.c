@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "libcore/analysis/frames.h"
+#include "unwind/frames.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 #include "libcore/triage/bucket.h"

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "libcore/model/memory.h"
+#include "libcore/base/memory.h"
 #include "unwind/async/heap_chunks.h"
 
 #define MAIN_BASE   0x55550000ull

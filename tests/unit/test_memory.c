@@ -1,5 +1,5 @@
 /*
- * test_memory.c - the layered memory reader (libcore/model/memory.h): reads
+ * test_memory.c - the layered memory reader (libcore/base/memory.h): reads
  * within and across segments, the file layer filling what the core lacks,
  * absent tails of segments, overlaps, and address-space wraparound.
  */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "libcore/model/memory.h"
+#include "libcore/base/memory.h"
 
 static uint8_t core_a[64], core_b[64], file_bytes[256];
 

@@ -170,7 +170,8 @@ static void plant_call(struct fake *f, uint64_t ra)
 
 static struct cq_unwind_target fake_target(struct fake *f)
 {
-	return (struct cq_unwind_target){&fake_ops, f, &cq_arch_x86_64, f->ra_mask};
+	return (struct cq_unwind_target){
+	    .ops = &fake_ops, .ctx = f, .arch = &cq_arch_x86_64, .return_address_mask = f->ra_mask};
 }
 
 /* ---- hand-built CFI tables -------------------------------------------------------- */

@@ -15,10 +15,10 @@
 /* A walk's state. */
 struct walk {
 	const struct cq_unwind_target *tg;
-	const struct cq_async_thread *threads;
+	const struct cq_folly_thread *threads;
 	size_t nthreads;
 	uint64_t cookie;
-	struct cq_async_out *out;
+	struct cq_folly_out *out;
 	uint64_t *seen; /* roots and frames visited, max_steps + MAX_ROOTS entries */
 	size_t nseen, seen_cap;
 	size_t cur_thread; /* the thread of the last native step (SIZE_MAX: none yet) */
@@ -58,7 +58,7 @@ static uint64_t le64(const uint8_t *b)
 
 static bool read_root(const struct walk *w, uint64_t addr, struct root *r)
 {
-	uint8_t b[CQ_ASYNC_ROOT_SIZE];
+	uint8_t b[CQ_FOLLY_ROOT_SIZE];
 	if (addr == 0 || addr & 7 || !w->tg->ops->read(w->tg->ctx, addr, b, sizeof(b)))
 		return false;
 	r->top = le64(b);
@@ -69,7 +69,7 @@ static bool read_root(const struct walk *w, uint64_t addr, struct root *r)
 
 static bool read_frame(const struct walk *w, uint64_t addr, struct frame *f)
 {
-	uint8_t b[CQ_ASYNC_FRAME_SIZE];
+	uint8_t b[CQ_FOLLY_FRAME_SIZE];
 	if (addr == 0 || addr & 7 || !w->tg->ops->read(w->tg->ctx, addr, b, sizeof(b)))
 		return false;
 	f->parent = le64(b);
@@ -90,9 +90,9 @@ static bool visit(struct walk *w, uint64_t addr)
 	return true;
 }
 
-static bool emit(struct walk *w, struct cq_async_step step)
+static bool emit(struct walk *w, struct cq_folly_step step)
 {
-	struct cq_async_out *o = w->out;
+	struct cq_folly_out *o = w->out;
 	if (o->nsteps == o->max_steps) {
 		o->end = CQ_END_MAX_FRAMES;
 		return false;
@@ -101,16 +101,16 @@ static bool emit(struct walk *w, struct cq_async_step step)
 	return true;
 }
 
-const char *cq_async_join_name(enum cq_async_join join)
+const char *cq_folly_join_name(enum cq_folly_join join)
 {
 	switch (join) {
-	case CQ_ASYNC_JOIN_ASYNC_FRAME:
+	case CQ_FOLLY_JOIN_ASYNC_FRAME:
 		return "async_frame";
-	case CQ_ASYNC_JOIN_FRAME_ADDRESS:
+	case CQ_FOLLY_JOIN_FRAME_ADDRESS:
 		return "frame_address";
-	case CQ_ASYNC_JOIN_FUNCTION:
+	case CQ_FOLLY_JOIN_FUNCTION:
 		return "function";
-	case CQ_ASYNC_JOIN_NONE:
+	case CQ_FOLLY_JOIN_NONE:
 		break;
 	}
 	return NULL;
@@ -123,8 +123,8 @@ const char *cq_async_join_name(enum cq_async_join join)
 static bool emit_native(struct walk *w, size_t th, size_t from, size_t to, const uint8_t *join)
 {
 	for (size_t i = from; i < to; i++) {
-		struct cq_async_step s = {
-		    .kind = CQ_ASYNC_STEP_NATIVE, .thread = (uint32_t)th, .frame = (uint32_t)i};
+		struct cq_folly_step s = {
+		    .kind = CQ_FOLLY_STEP_NATIVE, .thread = (uint32_t)th, .frame = (uint32_t)i};
 		if (join && i - from < MAX_JOIN_NATIVE)
 			s.join = join[i - from];
 		s.thread_switch = w->cur_thread != SIZE_MAX && w->cur_thread != th;
@@ -141,44 +141,44 @@ static bool emit_native(struct walk *w, size_t th, size_t from, size_t to, const
  * Does native frame i of th hold, in its stack slots, the address of the
  * AsyncStackFrame rec or of a coroutine frame starting just before it?
  */
-static enum cq_async_join slot_rule(const struct walk *w, const struct cq_async_thread *th,
+static enum cq_folly_join slot_rule(const struct walk *w, const struct cq_folly_thread *th,
                                     size_t i, uint64_t rec)
 {
 	uint64_t buf[MAX_SLOT_WORDS];
 	const struct cq_unwind_frame *f = &th->frames[i];
 	if (i + 1 >= th->nframes || th->frames[i + 1].sp <= f->sp || (f->sp & 7))
-		return CQ_ASYNC_JOIN_NONE;
+		return CQ_FOLLY_JOIN_NONE;
 	uint64_t words = (th->frames[i + 1].sp - f->sp) / 8;
 	if (words > MAX_SLOT_WORDS)
 		words = MAX_SLOT_WORDS;
 	if (words == 0 || !w->tg->ops->read(w->tg->ctx, f->sp, buf, words * 8))
-		return CQ_ASYNC_JOIN_NONE;
-	enum cq_async_join best = CQ_ASYNC_JOIN_NONE;
+		return CQ_FOLLY_JOIN_NONE;
+	enum cq_folly_join best = CQ_FOLLY_JOIN_NONE;
 	for (uint64_t k = 0; k < words; k++) {
 		uint64_t v = le64((const uint8_t *)&buf[k]);
 		if (v == rec)
-			return CQ_ASYNC_JOIN_ASYNC_FRAME;
+			return CQ_FOLLY_JOIN_ASYNC_FRAME;
 		if (v < rec && rec - v <= MAX_RECORD_OFFSET && !(v & 7))
-			best = CQ_ASYNC_JOIN_FRAME_ADDRESS;
+			best = CQ_FOLLY_JOIN_FRAME_ADDRESS;
 	}
 	return best;
 }
 
 /* The rule, if any, by which native frame i is the activation owning record rec. */
-static enum cq_async_join join_rule(const struct walk *w, const struct cq_async_thread *th,
+static enum cq_folly_join join_rule(const struct walk *w, const struct cq_folly_thread *th,
                                     size_t i, uint64_t rec, uint64_t named_by)
 {
 	const struct cq_unwind_frame *f = &th->frames[i];
-	enum cq_async_same same = CQ_ASYNC_SAME_UNKNOWN;
+	enum cq_folly_same same = CQ_FOLLY_SAME_UNKNOWN;
 	if (w->out->same_function)
 		same =
 		    w->out->same_function(w->out->same_ctx, f->pc, f->is_return_address, named_by);
-	if (same == CQ_ASYNC_SAME_NO)
-		return CQ_ASYNC_JOIN_NONE;
-	enum cq_async_join slot = slot_rule(w, th, i, rec);
-	if (slot != CQ_ASYNC_JOIN_NONE)
+	if (same == CQ_FOLLY_SAME_NO)
+		return CQ_FOLLY_JOIN_NONE;
+	enum cq_folly_join slot = slot_rule(w, th, i, rec);
+	if (slot != CQ_FOLLY_JOIN_NONE)
 		return slot;
-	return same == CQ_ASYNC_SAME_YES ? CQ_ASYNC_JOIN_FUNCTION : CQ_ASYNC_JOIN_NONE;
+	return same == CQ_FOLLY_SAME_YES ? CQ_FOLLY_JOIN_FUNCTION : CQ_FOLLY_JOIN_NONE;
 }
 
 /*
@@ -187,7 +187,7 @@ static enum cq_async_join join_rule(const struct walk *w, const struct cq_async_
  * join[] and returns the chain frame where the async frames start, after
  * the ones that would repeat them.
  */
-static uint64_t join_activations(const struct walk *w, const struct cq_async_thread *th, size_t pos,
+static uint64_t join_activations(const struct walk *w, const struct cq_folly_thread *th, size_t pos,
                                  size_t reg, uint64_t top, uint8_t *join)
 {
 	uint64_t rec[MAX_JOIN_FRAMES], ip[MAX_JOIN_FRAMES];
@@ -206,7 +206,7 @@ static uint64_t join_activations(const struct walk *w, const struct cq_async_thr
 	/* Coroutine k owns rec[k]; ip[k - 1], in its body, names it. */
 	for (k = 1; k < n; k++) {
 		size_t i;
-		uint8_t rule = CQ_ASYNC_JOIN_NONE;
+		uint8_t rule = CQ_FOLLY_JOIN_NONE;
 		for (i = next; i < end && !rule; i++)
 			rule = (uint8_t)join_rule(w, th, i, rec[k], ip[k - 1]);
 		if (!rule)
@@ -221,7 +221,7 @@ static uint64_t join_activations(const struct walk *w, const struct cq_async_thr
  * Does native frame i of th hold frame_ptr, i.e. did it register the root?
  * The outermost frame has no caller's sp to bound it: its stack mapping does.
  */
-static bool registered_here(const struct walk *w, const struct cq_async_thread *th, size_t i,
+static bool registered_here(const struct walk *w, const struct cq_folly_thread *th, size_t i,
                             uint64_t frame_ptr)
 {
 	const struct cq_unwind_frame *f = &th->frames[i];
@@ -238,7 +238,7 @@ static bool registered_here(const struct walk *w, const struct cq_async_thread *
 	return !f->has_fp || f->fp == frame_ptr;
 }
 
-static bool find_registering(const struct walk *w, const struct cq_async_thread *th, size_t from,
+static bool find_registering(const struct walk *w, const struct cq_folly_thread *th, size_t from,
                              uint64_t frame_ptr, size_t *idx)
 {
 	for (size_t i = from; i < th->nframes; i++) {
@@ -257,7 +257,7 @@ static bool find_on_any_thread(const struct walk *w, uint64_t frame_ptr, size_t 
 	if (!w->tg->ops->stack_bounds(w->tg->ctx, frame_ptr, &lo, &hi))
 		return false;
 	for (size_t t = 0; t < w->nthreads; t++) {
-		const struct cq_async_thread *at = &w->threads[t];
+		const struct cq_folly_thread *at = &w->threads[t];
 		/* Only threads whose innermost frame is on that mapping. */
 		if (at->nframes == 0 || at->frames[0].sp < lo || at->frames[0].sp >= hi)
 			continue;
@@ -288,7 +288,7 @@ static uint64_t walk_chain(struct walk *w, uint64_t addr, uint64_t current, uint
 			w->out->end = CQ_END_BAD_MEMORY;
 			return 0;
 		}
-		struct cq_async_step s = {.kind = CQ_ASYNC_STEP_ASYNC, .pc = f.ip};
+		struct cq_folly_step s = {.kind = CQ_FOLLY_STEP_ASYNC, .pc = f.ip};
 		bool detached = f.stack_root == 0 || f.stack_root == current ||
 		                (w->cookie && f.stack_root == w->cookie);
 		if (f.ip && (f.parent || detached) && !emit(w, s))
@@ -309,7 +309,7 @@ static uint64_t walk_chain(struct walk *w, uint64_t addr, uint64_t current, uint
 /* Emits the held-back instructionPointer of a chain's last frame as async. */
 static bool emit_last(struct walk *w, uint64_t last_ip)
 {
-	struct cq_async_step s = {.kind = CQ_ASYNC_STEP_ASYNC, .pc = last_ip};
+	struct cq_folly_step s = {.kind = CQ_FOLLY_STEP_ASYNC, .pc = last_ip};
 	return !last_ip || emit(w, s);
 }
 
@@ -356,7 +356,7 @@ static bool resume_at(struct walk *w, uint64_t blocking, uint64_t last_ip, size_
 static void walk_from(struct walk *w, size_t th, size_t pos, uint64_t root)
 {
 	for (unsigned hops = 0;; hops++) {
-		const struct cq_async_thread *at = &w->threads[th];
+		const struct cq_folly_thread *at = &w->threads[th];
 		struct root r;
 		size_t reg;
 		if (hops == MAX_ROOTS) {
@@ -394,8 +394,8 @@ static void walk_from(struct walk *w, size_t th, size_t pos, uint64_t root)
 }
 
 static bool walk_init(struct walk *w, const struct cq_unwind_target *tg,
-                      const struct cq_async_thread *threads, size_t nthreads, uint64_t cookie,
-                      struct cq_async_out *out)
+                      const struct cq_folly_thread *threads, size_t nthreads, uint64_t cookie,
+                      struct cq_folly_out *out)
 {
 	*w = (struct walk){.tg = tg,
 	                   .threads = threads,
@@ -414,8 +414,8 @@ static bool walk_init(struct walk *w, const struct cq_unwind_target *tg,
 	return true;
 }
 
-void cq_async_merge(const struct cq_unwind_target *tg, const struct cq_async_thread *threads,
-                    size_t nthreads, size_t t, uint64_t cookie, struct cq_async_out *out)
+void cq_folly_merge(const struct cq_unwind_target *tg, const struct cq_folly_thread *threads,
+                    size_t nthreads, size_t t, uint64_t cookie, struct cq_folly_out *out)
 {
 	struct walk w;
 	if (t >= nthreads || !walk_init(&w, tg, threads, nthreads, cookie, out))
@@ -425,9 +425,9 @@ void cq_async_merge(const struct cq_unwind_target *tg, const struct cq_async_thr
 	free(w.seen);
 }
 
-void cq_async_walk_suspended(const struct cq_unwind_target *tg,
-                             const struct cq_async_thread *threads, size_t nthreads, uint64_t leaf,
-                             uint64_t cookie, struct cq_async_out *out)
+void cq_folly_walk_suspended(const struct cq_unwind_target *tg,
+                             const struct cq_folly_thread *threads, size_t nthreads, uint64_t leaf,
+                             uint64_t cookie, struct cq_folly_out *out)
 {
 	struct walk w;
 	if (!walk_init(&w, tg, threads, nthreads, cookie, out))

@@ -57,38 +57,38 @@
 
 #include "unwind/unwind.h"
 
-#define CQ_ASYNC_FRAME_SIZE 24
-#define CQ_ASYNC_ROOT_SIZE  32
+#define CQ_FOLLY_FRAME_SIZE 24
+#define CQ_FOLLY_ROOT_SIZE  32
 
 /* One thread as the walker sees it: its native frames and current root. */
-struct cq_async_thread {
+struct cq_folly_thread {
 	const struct cq_unwind_frame *frames;
 	size_t nframes;
 	enum cq_unwind_end end; /* why the native walk stopped */
 	uint64_t root;          /* its current AsyncStackRoot *, 0 for none */
 };
 
-enum cq_async_step_kind {
-	CQ_ASYNC_STEP_NATIVE, /* threads[thread].frames[frame] */
-	CQ_ASYNC_STEP_ASYNC,  /* an async frame's instructionPointer, in pc */
+enum cq_folly_step_kind {
+	CQ_FOLLY_STEP_NATIVE, /* threads[thread].frames[frame] */
+	CQ_FOLLY_STEP_ASYNC,  /* an async frame's instructionPointer, in pc */
 };
 
 /* Which rule found a native frame to be the activation of an async frame. */
-enum cq_async_join {
-	CQ_ASYNC_JOIN_NONE,
-	CQ_ASYNC_JOIN_ASYNC_FRAME,   /* its frame holds the AsyncStackFrame's address */
-	CQ_ASYNC_JOIN_FRAME_ADDRESS, /* its frame holds the coroutine frame's address */
-	CQ_ASYNC_JOIN_FUNCTION,      /* the same function, in the same order */
+enum cq_folly_join {
+	CQ_FOLLY_JOIN_NONE,
+	CQ_FOLLY_JOIN_ASYNC_FRAME,   /* its frame holds the AsyncStackFrame's address */
+	CQ_FOLLY_JOIN_FRAME_ADDRESS, /* its frame holds the coroutine frame's address */
+	CQ_FOLLY_JOIN_FUNCTION,      /* the same function, in the same order */
 };
 
-const char *cq_async_join_name(enum cq_async_join join);
+const char *cq_folly_join_name(enum cq_folly_join join);
 
 /* Same-function answers: yes, no, or cannot tell (no symbols). */
-enum cq_async_same { CQ_ASYNC_SAME_UNKNOWN, CQ_ASYNC_SAME_YES, CQ_ASYNC_SAME_NO };
+enum cq_folly_same { CQ_FOLLY_SAME_UNKNOWN, CQ_FOLLY_SAME_YES, CQ_FOLLY_SAME_NO };
 
-struct cq_async_step {
-	uint8_t kind;       /* enum cq_async_step_kind */
-	uint8_t join;       /* native steps: enum cq_async_join */
+struct cq_folly_step {
+	uint8_t kind;       /* enum cq_folly_step_kind */
+	uint8_t join;       /* native steps: enum cq_folly_join */
 	bool thread_switch; /* native steps: the first of a run on another thread */
 	uint32_t thread;
 	uint32_t frame;
@@ -101,11 +101,11 @@ struct cq_async_step {
  * address unless it is the innermost frame: is_ra) is in the function that
  * holds the return address async_ip.
  */
-struct cq_async_out {
-	enum cq_async_same (*same_function)(void *ctx, uint64_t native_pc, bool is_ra,
+struct cq_folly_out {
+	enum cq_folly_same (*same_function)(void *ctx, uint64_t native_pc, bool is_ra,
 	                                    uint64_t async_ip);
 	void *same_ctx;
-	struct cq_async_step *steps;
+	struct cq_folly_step *steps;
 	size_t max_steps;
 	size_t nsteps;
 	enum cq_unwind_end end;
@@ -116,16 +116,16 @@ struct cq_async_out {
  * if unknown).  A thread without a root gets its native frames unchanged,
  * as does one whose root is unreadable or not on its stack.
  */
-void cq_async_merge(const struct cq_unwind_target *tg, const struct cq_async_thread *threads,
-                    size_t nthreads, size_t t, uint64_t cookie, struct cq_async_out *out);
+void cq_folly_merge(const struct cq_unwind_target *tg, const struct cq_folly_thread *threads,
+                    size_t nthreads, size_t t, uint64_t cookie, struct cq_folly_out *out);
 
 /*
  * The stack of a suspended chain from its leaf frame (an AsyncStackFrame
  * whose stackRoot is the cookie): async frames along parentFrame, then, if
  * the chain is awaited by a blocking wait, that thread's native frames.
  */
-void cq_async_walk_suspended(const struct cq_unwind_target *tg,
-                             const struct cq_async_thread *threads, size_t nthreads, uint64_t leaf,
-                             uint64_t cookie, struct cq_async_out *out);
+void cq_folly_walk_suspended(const struct cq_unwind_target *tg,
+                             const struct cq_folly_thread *threads, size_t nthreads, uint64_t leaf,
+                             uint64_t cookie, struct cq_folly_out *out);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "libcore/base/bytes.h"
-#include "libcore/model/memory.h"
+#include "libcore/base/memory.h"
 
 #define CHUNK_ALIGN    16u
 #define FENCEPOST      16u

@@ -4,7 +4,11 @@
  * native unwind cannot see.
  *
  * Each runtime is one file in unwind/async/ that defines one
- * `const struct cq_async_runtime`, listed in the table in runtimes.c.  The
+ * `const struct cq_async_runtime`, listed in the table in runtimes.c: the
+ * descriptor carries everything about it (its name, the kinds of chain it
+ * reports and how a person's listing shows them, its statistics as named
+ * values), so nothing above unwind/async/ names a runtime.  A runtime sees
+ * the process only through struct cq_unwind_target (unwind/target.h).  The
  * driver, cq_async_stacks(), runs after every thread has been unwound:
  *
  *   1. detect   every runtime looks at the core (symbols, types); a runtime
@@ -27,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "libcore/analysis/frames.h"
+#include "unwind/frames.h"
 #include "libcore/base/error.h"
 #include "unwind/unwind.h"
 
@@ -49,11 +53,11 @@ struct cq_rust_index;
 
 /* What the driver gives every runtime; valid during cq_async_stacks(). */
 struct cq_async_ctx {
-	struct cq_core *core;
-	const struct cq_unwind_target *target; /* the core as the unwinder sees it */
-	const struct cq_stack_options *options;
-	struct cq_symbolizer *symbolizer; /* NULL when not symbolizing */
-	struct cq_stacks *stacks;         /* threads unwound; suspended stacks go here */
+	const struct cq_unwind_target *target; /* the process, as unwind/ sees it */
+	const struct cq_unwind_options *unwind;
+	size_t max_suspended;     /* bound on the suspended stacks of all runtimes */
+	bool named;               /* frames are named (the target's function_at answers) */
+	struct cq_stacks *stacks; /* threads unwound; suspended stacks go here */
 	/* Every thread's native frames, in core order; NULL unless a runtime asked. */
 	const struct cq_async_native *native;
 	double scan_seconds;            /* set by the driver: how long the one scan took */
@@ -80,11 +84,24 @@ struct cq_async_chunk {
 	uint64_t overlap;
 };
 
+/* How `coreq stack` lists a runtime's suspended chains in text. */
+enum cq_async_listing {
+	CQ_ASYNC_LIST_CHAINS, /* "Suspended <kind> <noun> N (<leaf> 0x...)", then its frames */
+	CQ_ASYNC_LIST_TASKS, /* a table of tasks (id, state, thread, what it waits on), then each */
+};
+
 struct cq_async_runtime {
 	const char *name;
+	/* The kinds of suspended chain it reports (cq_suspended_stack.kind), NULL-terminated. */
+	const char *const *kinds;
+	/* Its chains in text: the listing, its heading, and for chains the nouns. */
+	enum cq_async_listing listing;
+	const char *heading; /* "Suspended async stacks" */
+	const char *noun;    /* "stack": "Suspended folly stack 1 (...)" */
+	const char *leaf;    /* "leaf frame": "(leaf frame 0x...)" */
 	/*
 	 * Looks at the core; sets *state (NULL: the program does not use this
-	 * runtime, and no other hook is called) and *needs.
+	 * runtime, and no other hook but report is called) and *needs.
 	 */
 	struct cq_error *(*detect)(const struct cq_async_ctx *ctx, void **state,
 	                           struct cq_async_needs *needs);
@@ -94,8 +111,18 @@ struct cq_async_runtime {
 	void (*scan)(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c);
 	/* Optional: appends suspended stacks (cq_async_add_suspended). */
 	struct cq_error *(*decode)(void *state, const struct cq_async_ctx *ctx);
+	/*
+	 * Adds its statistics to stats (under keys of its own, the same set
+	 * whether or not it was detected: state is then NULL) and what a person
+	 * should be warned of to warnings (one string each).
+	 */
+	void (*report)(const void *state, const struct cq_async_ctx *ctx, struct cq_stats *stats,
+	               struct cq_stats *warnings);
 	void (*destroy)(void *state);
 };
+
+/* Every runtime, in the order their suspended stacks are listed. */
+const struct cq_async_runtime *const *cq_async_runtimes(size_t *n);
 
 /*
  * The Rust type index of the core's modules (rust_index.h), built on the
@@ -103,6 +130,9 @@ struct cq_async_runtime {
  * `dyn Future` search and tokio).  Owned by the driver.
  */
 struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out);
+
+/* The Rust type index if a runtime has built it, else NULL (never builds it). */
+const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx);
 
 /*
  * Futures one runtime has accounted for (a tokio task's future and every
@@ -119,8 +149,7 @@ bool cq_async_claimed(const struct cq_async_ctx *ctx, uint64_t addr);
  * most 2^20 of them) and its registers, sorted: what the thread can still
  * use.  False when out of memory.
  */
-struct cq_core_thread;
-bool cq_async_live_words(struct cq_core *core, const struct cq_core_thread *th, uint64_t **out,
+bool cq_async_live_words(const struct cq_unwind_target *t, size_t thread, uint64_t **out,
                          size_t *n);
 void cq_async_sort_words(uint64_t *words, size_t n);
 bool cq_async_sorted_has(const uint64_t *sorted, size_t n, uint64_t v);
@@ -130,7 +159,8 @@ struct cq_async_states;
 
 /*
  * Runs every runtime over a core whose threads ctx->stacks holds, native
- * frames in ctx->native when cq_async_wants_native() said so.
+ * frames in ctx->native when cq_async_detect() said so; then every
+ * runtime's report, in table order, into ctx->stacks->async and ->warnings.
  */
 struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_states *states);
 
@@ -141,6 +171,12 @@ struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_state
 struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async_states **out,
                                  bool *wants_native);
 void cq_async_states_free(struct cq_async_states *states);
+
+/*
+ * With the search off: every runtime's report as not detected, so the
+ * statistics carry the same keys either way.
+ */
+void cq_async_report_unsearched(struct cq_async_ctx *ctx);
 
 /*
  * Appends one suspended stack to ctx->stacks, unless the stacks are at

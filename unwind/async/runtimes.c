@@ -3,7 +3,7 @@
  * (see runtime.h).
  *
  * Adding a runtime: one file in unwind/async/ defining its
- * `const struct cq_async_runtime`, and one line in the table below.
+ * `const struct cq_async_runtime`, and one line in runtime_list.h.
  *
  * The scan: every writable segment the core holds is read once, in chunks
  * of SCAN_CHUNK bytes that are mapped in before and dropped from our
@@ -18,23 +18,35 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "libcore/analysis/stacktrace.h"
 #include "libcore/base/clock.h"
-#include "libcore/model/core.h"
-#include "libcore/model/memory.h"
+#include "libcore/base/memory.h"
 #include "unwind/async/rust_index.h"
 
-extern const struct cq_async_runtime cq_async_folly;
-extern const struct cq_async_runtime cq_async_rust_dyn;
-extern const struct cq_async_runtime cq_async_tokio;
-
-/* Every runtime, in the order their suspended stacks are listed. */
+/*
+ * Every runtime, in the order they decode and their suspended stacks are
+ * listed (tokio before rust: a boxed task's future is tokio's, not a lone
+ * `dyn Future`'s).  A runtime is one file and one line here.
+ */
+#ifdef CQ_TEST_RUNTIMES
+#define TEST_RUNTIME(name) RUNTIME(name)
+#else
+#define TEST_RUNTIME(name)
+#endif
+#define RUNTIME(name) extern const struct cq_async_runtime name;
+#include "unwind/async/runtime_list.h"
+#undef RUNTIME
 static const struct cq_async_runtime *const runtimes[] = {
-    &cq_async_folly,
-    &cq_async_tokio,
-    &cq_async_rust_dyn,
+#define RUNTIME(name) &name,
+#include "unwind/async/runtime_list.h"
+#undef RUNTIME
 };
 #define NRUNTIMES (sizeof(runtimes) / sizeof(runtimes[0]))
+
+const struct cq_async_runtime *const *cq_async_runtimes(size_t *n)
+{
+	*n = NRUNTIMES;
+	return runtimes;
+}
 
 #define SCAN_CHUNK      (8u << 20)
 #define MAX_STACK_WORDS (1u << 20)
@@ -57,14 +69,25 @@ struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_r
 {
 	struct cq_async_shared *sh = ctx->shared;
 	if (!sh->rust_index_built) {
-		struct cq_error *err = cq_rust_index_core(ctx->core, ctx->options->debug_dirs,
-		                                          ctx->options->cache, &sh->rust_index);
+		struct cq_error *err = cq_rust_index_core(ctx->target, &sh->rust_index);
 		if (err)
 			return err;
 		sh->rust_index_built = true;
 	}
 	*out = sh->rust_index;
 	return NULL;
+}
+
+const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx)
+{
+	return ctx->shared && ctx->shared->rust_index_built ? ctx->shared->rust_index : NULL;
+}
+
+void cq_async_report_unsearched(struct cq_async_ctx *ctx)
+{
+	ctx->shared = NULL;
+	for (size_t i = 0; i < NRUNTIMES; i++)
+		runtimes[i]->report(NULL, ctx, &ctx->stacks->async, &ctx->stacks->warnings);
 }
 
 struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async_states **out,
@@ -114,7 +137,7 @@ struct pager {
 	pthread_mutex_t lock;
 	pthread_cond_t moved;
 	pthread_t thread;
-	const struct cq_core *core;
+	const struct cq_unwind_target *target;
 	const struct cq_async_chunk *chunks;
 	size_t n;
 	size_t mapped;  /* chunks [0, mapped) are mapped in (or were tried) */
@@ -122,11 +145,16 @@ struct pager {
 	bool stop;
 };
 
-static void pager_map(const struct cq_core *core, const struct cq_async_chunk *c)
+static void advise(const struct cq_unwind_target *t, const struct cq_async_chunk *c, int advice)
 {
-	/* One call maps the chunk; a kernel before 5.14 only reads it ahead. */
-	if (cq_core_advise(core, c->data, c->len, MADV_POPULATE_READ) != 0)
-		cq_core_advise(core, c->data, c->len, MADV_WILLNEED);
+	if (t->ops->advise)
+		t->ops->advise(t->ctx, c->data, c->len, advice);
+}
+
+static void pager_map(const struct cq_unwind_target *t, const struct cq_async_chunk *c)
+{
+	/* Maps the chunk (a kernel before 5.14 reads it ahead instead: the target's advise). */
+	advise(t, c, MADV_POPULATE_READ);
 }
 
 static void *pager_run(void *arg)
@@ -143,10 +171,9 @@ static void *pager_run(void *arg)
 		}
 		pthread_mutex_unlock(&p->lock);
 		for (; dropped < scanned; dropped++)
-			cq_core_advise(p->core, p->chunks[dropped].data, p->chunks[dropped].len,
-			               MADV_DONTNEED);
+			advise(p->target, &p->chunks[dropped], MADV_DONTNEED);
 		if (map)
-			pager_map(p->core, &p->chunks[next]);
+			pager_map(p->target, &p->chunks[next]);
 		pthread_mutex_lock(&p->lock);
 		if (map) {
 			p->mapped = next + 1;
@@ -157,10 +184,10 @@ static void *pager_run(void *arg)
 	return NULL;
 }
 
-static bool pager_start(struct pager *p, const struct cq_core *core,
+static bool pager_start(struct pager *p, const struct cq_unwind_target *target,
                         const struct cq_async_chunk *chunks, size_t n)
 {
-	*p = (struct pager){.core = core, .chunks = chunks, .n = n};
+	*p = (struct pager){.target = target, .chunks = chunks, .n = n};
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->moved, NULL);
 	if (pthread_create(&p->thread, NULL, pager_run, p) == 0)
@@ -197,10 +224,10 @@ static void pager_finish(struct pager *p)
  * many there are.  Each starts 8 bytes early (its overlap) but the first of
  * a segment, so a word pair may straddle two chunks.
  */
-static size_t list_chunks(const struct cq_core *core, struct cq_async_chunk *out, uint64_t *bytes)
+static size_t list_chunks(const struct cq_mem *mem, struct cq_async_chunk *out, uint64_t *bytes)
 {
 	size_t nseg, n = 0;
-	const struct cq_mem_segment *seg = cq_mem_core_segments(&core->mem, &nseg);
+	const struct cq_mem_segment *seg = cq_mem_core_segments(mem, &nseg);
 	*bytes = 0;
 	for (size_t g = 0; g < nseg; g++) {
 		const struct cq_mem_segment *sg = &seg[g];
@@ -233,31 +260,33 @@ static struct cq_error *scan_memory(struct cq_async_ctx *ctx, struct cq_async_st
 	if (nscan == 0)
 		return NULL;
 	uint64_t bytes;
-	size_t n = list_chunks(ctx->core, NULL, &bytes);
+	const struct cq_unwind_target *t = ctx->target;
+	size_t n = list_chunks(t->mem, NULL, &bytes);
 	struct cq_async_chunk *chunks = n ? calloc(n, sizeof(*chunks)) : NULL;
 	if (n && !chunks)
 		return &cq_error_nomem;
-	list_chunks(ctx->core, chunks, &bytes);
+	list_chunks(t->mem, chunks, &bytes);
 	double start = cq_clock_seconds();
 	struct pager pager;
-	bool paging = bytes >= PAGER_MIN_BYTES && pager_start(&pager, ctx->core, chunks, n);
+	bool paging = bytes >= PAGER_MIN_BYTES && pager_start(&pager, t, chunks, n);
 	for (size_t k = 0; k < n; k++) {
 		const struct cq_async_chunk *c = &chunks[k];
 		if (paging)
 			pager_at(&pager, k);
 		else
-			cq_core_advise(ctx->core, c->data, c->len, MADV_WILLNEED);
+			advise(t, c, MADV_WILLNEED);
 		for (size_t i = 0; i < NRUNTIMES; i++)
 			if (s->state[i] && s->needs[i].scan)
 				runtimes[i]->scan(s->state[i], ctx, c);
 		if (!paging)
-			cq_core_advise(ctx->core, c->data, c->len, MADV_DONTNEED);
+			advise(t, c, MADV_DONTNEED);
 	}
 	if (paging)
 		pager_finish(&pager);
 	ctx->scan_seconds = cq_clock_seconds() - start;
 	free(chunks);
-	cq_core_trim(ctx->core);
+	if (t->ops->trim)
+		t->ops->trim(t->ctx);
 	return NULL;
 }
 
@@ -273,6 +302,10 @@ struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_state
 	for (size_t i = 0; i < NRUNTIMES && !err; i++)
 		if (s->state[i] && runtimes[i]->decode)
 			err = runtimes[i]->decode(s->state[i], ctx);
+	for (size_t i = 0; i < NRUNTIMES && !err; i++)
+		runtimes[i]->report(s->state[i], ctx, &ctx->stacks->async, &ctx->stacks->warnings);
+	if (!err && (ctx->stacks->async.nomem || ctx->stacks->warnings.nomem))
+		err = &cq_error_nomem;
 	return err;
 }
 
@@ -281,7 +314,7 @@ struct cq_error *cq_async_add_suspended(const struct cq_async_ctx *ctx,
 {
 	struct cq_stacks *st = ctx->stacks;
 	*added = false;
-	if (st->nsuspended >= ctx->options->max_suspended) {
+	if (st->nsuspended >= ctx->max_suspended) {
 		free(s->frames);
 		return NULL;
 	}
@@ -341,16 +374,16 @@ bool cq_async_sorted_has(const uint64_t *sorted, size_t n, uint64_t v)
 	return n > 0 && bsearch(&v, sorted, n, sizeof(v), cmp_u64) != NULL;
 }
 
-bool cq_async_live_words(struct cq_core *core, const struct cq_core_thread *th, uint64_t **out,
-                         size_t *n)
+bool cq_async_live_words(const struct cq_unwind_target *t, size_t thread, uint64_t **out, size_t *n)
 {
 	*n = 0;
 	*out = NULL;
-	unsigned sp_reg = core->arch->sp_reg;
-	if (!cq_regs_has(&th->regs, sp_reg))
+	unsigned sp_reg = t->arch->sp_reg;
+	const struct cq_regs *regs = t->threads[thread].regs;
+	if (!cq_regs_has(regs, sp_reg))
 		return true;
-	uint64_t sp = th->regs.value[sp_reg] & ~(uint64_t)7;
-	const struct cq_mem_segment *seg = cq_mem_find(&core->mem, sp);
+	uint64_t sp = regs->value[sp_reg] & ~(uint64_t)7;
+	const struct cq_mem_segment *seg = cq_mem_find(t->mem, sp);
 	uint64_t words = seg && seg->end > sp ? (seg->end - sp) / 8 : 0;
 	if (words > MAX_STACK_WORDS)
 		words = MAX_STACK_WORDS;
@@ -359,10 +392,10 @@ bool cq_async_live_words(struct cq_core *core, const struct cq_core_thread *th, 
 		return false;
 	size_t k = 0;
 	for (unsigned r = 0; r < CQ_REGS_MAX; r++)
-		if (cq_regs_has(&th->regs, r))
-			w[k++] = th->regs.value[r];
+		if (cq_regs_has(regs, r))
+			w[k++] = regs->value[r];
 	for (uint64_t i = 0; i < words; i++)
-		if (cq_mem_read_u64(&core->mem, sp + 8 * i, &w[k]))
+		if (cq_mem_read_u64(t->mem, sp + 8 * i, &w[k]))
 			k++;
 	cq_async_sort_words(w, k);
 	*n = k;

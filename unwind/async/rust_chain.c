@@ -6,9 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/model/core.h"
-#include "libcore/model/module.h"
-
 #define MAX_FUNCTION_LEN 1024
 
 void cq_rust_names_free(struct cq_rust_names *names)
@@ -32,7 +29,8 @@ static const char *keep(struct cq_rust_names *names, const char *s)
 	return copy;
 }
 
-struct cq_error *cq_rust_chain_frames(struct cq_core *core, const struct cq_rust_model *m,
+struct cq_error *cq_rust_chain_frames(const struct cq_unwind_target *t,
+                                      const struct cq_rust_model *m,
                                       const struct cq_rust_frame *chain, size_t n,
                                       struct cq_rust_names *names, struct cq_stack_frame **out)
 {
@@ -48,7 +46,7 @@ struct cq_error *cq_rust_chain_frames(struct cq_core *core, const struct cq_rust
 		f->kind = CQ_FRAME_ASYNC;
 		f->trust = CQ_TRUST_ASYNC;
 		f->object = fr->addr;
-		f->module = ty->origin < core->nmodules ? &core->modules[ty->origin] : NULL;
+		f->module = ty->origin < t->nmodules ? t->modules[ty->origin].handle : NULL;
 		const char *name = cq_rust_frame_function(ty, buf, sizeof(buf));
 		if (name && !(f->function = keep(names, name))) {
 			free(frames);

@@ -7,12 +7,10 @@
 
 #include <stddef.h>
 
-#include "libcore/analysis/frames.h"
+#include "unwind/frames.h"
 #include "libcore/base/error.h"
 #include "unwind/async/rust_decode.h"
 #include "unwind/unwind.h"
-
-struct cq_core;
 
 /* Function names made for frames; they live as long as the pool. */
 struct cq_rust_names {
@@ -26,7 +24,8 @@ void cq_rust_names_free(struct cq_rust_names *names);
  * async frames with the future's address as object, the await point's
  * state, file and line.  *out is the caller's to free.
  */
-struct cq_error *cq_rust_chain_frames(struct cq_core *core, const struct cq_rust_model *m,
+struct cq_error *cq_rust_chain_frames(const struct cq_unwind_target *t,
+                                      const struct cq_rust_model *m,
                                       const struct cq_rust_frame *chain, size_t n,
                                       struct cq_rust_names *names, struct cq_stack_frame **out);
 

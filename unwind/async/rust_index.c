@@ -34,12 +34,7 @@
 #include <unistd.h>
 
 #include "libcore/base/clock.h"
-#include "libcore/db/cache.h"
-#include "libcore/model/elf_section.h"
-#include "libcore/model/core.h"
-#include "libcore/symbols/debuginfo.h"
-#include "libcore/symbols/provenance.h"
-#include "libcore/model/module.h"
+#include "libcore/base/elf_section.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/rust_index_blob.h"
@@ -1001,11 +996,12 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
  * *out is NULL when the module's debuginfo is not found; the error is only
  * for running out of memory.
  */
-static struct cq_error *index_module(struct cq_module *mod, const char *const *debug_dirs,
+static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
                                      struct cq_rust_index **out)
 {
 	*out = NULL;
-	char *path = cq_debuginfo_find(mod, debug_dirs);
+	const struct cq_target_module *mod = &t->modules[m];
+	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
 	if (!path)
 		return NULL;
 	int fd = -1;
@@ -1023,12 +1019,12 @@ static struct cq_error *index_module(struct cq_module *mod, const char *const *d
 		struct walk w = {.dwarf = dwarf};
 		index_units(&b, &w);
 		for (size_t i = 0; i < w.nvt; i++) {
-			int32_t t = type_for(&b, w.vt[i].type);
-			if (t < 0 || !grow((void **)&b.vtables, &b.cap_vtables, b.nvtables + 1,
-			                   sizeof(*b.vtables)))
+			int32_t type = type_for(&b, w.vt[i].type);
+			if (type < 0 || !grow((void **)&b.vtables, &b.cap_vtables, b.nvtables + 1,
+			                      sizeof(*b.vtables)))
 				continue;
 			b.vtables[b.nvtables++] =
-			    (struct cq_rust_vtable){.addr = w.vt[i].addr, .type = t};
+			    (struct cq_rust_vtable){.addr = w.vt[i].addr, .type = type};
 		}
 		add_tokio_kinds(&b, &w);
 		for (size_t i = 0; i < w.nblock_ons; i++)
@@ -1151,64 +1147,60 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 }
 
 /*
- * One module's index: from the cache when it has the build-id made from the
+ * One module's index: from the target's cache when it has one made from the
  * same files, else from DWARF (then cached).
  */
-static struct cq_error *module_index(struct cq_module *mod, const char *const *debug_dirs,
-                                     struct cq_cache *cache, struct cq_rust_index **out,
-                                     bool *cached)
+static struct cq_error *module_index(const struct cq_unwind_target *t, size_t m,
+                                     struct cq_rust_index **out, bool *cached)
 {
 	*out = NULL;
 	*cached = false;
-	struct cq_provenance prov; /* the cache key: the module's files (provenance.h) */
-	if (cache)
-		cq_provenance_find(&prov, mod, debug_dirs);
-	if (cache) {
-		size_t len;
-		uint8_t *blob =
-		    cq_cache_get_rust_index(cache, &prov.key, CQ_RUST_INDEX_BLOB_FORMAT, &len);
-		if (blob) {
-			struct cq_error *err = cq_rust_index_blob_decode(blob, len, out);
-			free(blob);
-			if (err == &cq_error_nomem || *out) {
-				*cached = *out != NULL;
-				cq_provenance_free(&prov);
-				return err;
-			}
-			cq_error_free(err);
-			cq_cache_reject(cache); /* damaged: rebuilt below and replaced */
+	size_t len;
+	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, CQ_TARGET_BLOB_RUST_INDEX,
+	                                                      CQ_RUST_INDEX_BLOB_FORMAT, &len)
+	                                  : NULL;
+	if (blob) {
+		struct cq_error *err = cq_rust_index_blob_decode(blob, len, out);
+		free(blob);
+		if (err == &cq_error_nomem || *out) {
+			*cached = *out != NULL;
+			return err;
 		}
+		cq_error_free(err);
+		t->ops->cache_reject(t->ctx); /* damaged: rebuilt below and replaced */
 	}
-	struct cq_error *err = index_module(mod, debug_dirs, out);
-	if (!err && *out && cache) {
-		size_t len;
-		uint8_t *blob = cq_rust_index_blob_encode(*out, &len);
+	struct cq_error *err = index_module(t, m, out);
+	if (!err && *out && t->ops->cache_put) {
+		blob = cq_rust_index_blob_encode(*out, &len);
 		if (blob)
-			cq_cache_put_rust_index(cache, &prov.key, CQ_RUST_INDEX_BLOB_FORMAT, blob,
-			                        len);
+			t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_RUST_INDEX,
+			                  CQ_RUST_INDEX_BLOB_FORMAT, blob, len);
 		free(blob);
 	}
-	if (cache)
-		cq_provenance_free(&prov);
 	return err;
 }
 
-struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *debug_dirs,
-                                    struct cq_cache *cache, struct cq_rust_index **out)
+/* True for a module built (partly) by rustc whose file is open. */
+static bool rust_module(const struct cq_target_module *mod)
+{
+	return mod->found && !mod->is_vdso && mod->elf && built_by_rustc(mod->elf);
+}
+
+struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t, struct cq_rust_index **out)
 {
 	*out = NULL;
 	struct cq_rust_index *ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return &cq_error_nomem;
 	struct cq_error *err = NULL;
-	for (size_t i = 0; i < core->nmodules && !err; i++) {
-		struct cq_module *mod = &core->modules[i];
-		if (mod->status != CQ_MODULE_FOUND || mod->is_vdso || !built_by_rustc(mod->elf))
+	for (size_t i = 0; i < t->nmodules && !err; i++) {
+		const struct cq_target_module *mod = &t->modules[i];
+		if (!rust_module(mod))
 			continue;
 		double t0 = cq_clock_seconds();
 		struct cq_rust_index *one;
 		bool cached;
-		err = module_index(mod, debug_dirs, cache, &one, &cached);
+		err = module_index(t, i, &one, &cached);
 		if (!err && one)
 			err = merge(ix, one, (unsigned)i, mod->bias);
 		ix->index_ms += (cq_clock_seconds() - t0) * 1e3;
@@ -1224,15 +1216,15 @@ struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *deb
 	return NULL;
 }
 
-struct cq_error *cq_rust_index_warm(struct cq_module *mod, const char *const *debug_dirs,
-                                    struct cq_cache *cache, size_t *types, bool *cached)
+struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
+                                    bool *cached)
 {
 	*types = 0;
 	*cached = false;
-	if (mod->status != CQ_MODULE_FOUND || !mod->elf || !built_by_rustc(mod->elf))
+	if (!rust_module(&t->modules[m]))
 		return NULL;
 	struct cq_rust_index *one;
-	struct cq_error *err = module_index(mod, debug_dirs, cache, &one, cached);
+	struct cq_error *err = module_index(t, m, &one, cached);
 	if (!err && one)
 		*types = one->model.ntypes;
 	cq_rust_index_free(one);

@@ -25,9 +25,6 @@
 #include "libcore/base/error.h"
 #include "unwind/async/rust_decode.h"
 
-struct cq_core;
-struct cq_module;
-
 /* A coroutine poll function's code, at runtime addresses [lo, hi). */
 struct cq_rust_resume {
 	uint64_t lo, hi;
@@ -98,13 +95,12 @@ struct cq_rust_index {
 };
 
 /*
- * Indexes every Rust module of core.  debug_dirs is NULL-terminated, may be
- * NULL.  With a cache, a module whose build-id it knows is not read again,
- * and one read is stored there (rust_index_blob.h).
+ * Indexes every Rust module of the target, each from its debuginfo (the
+ * target's debuginfo_path).  Where the target offers a cache, a module it
+ * holds an index of is not read again, and one read is stored there
+ * (rust_index_blob.h).
  */
-struct cq_cache;
-struct cq_error *cq_rust_index_core(struct cq_core *core, const char *const *debug_dirs,
-                                    struct cq_cache *cache, struct cq_rust_index **out);
+struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t, struct cq_rust_index **out);
 void cq_rust_index_free(struct cq_rust_index *ix);
 
 /*
@@ -113,8 +109,8 @@ void cq_rust_index_free(struct cq_rust_index *ix);
  * module not built by rustc or without debuginfo; *cached tells whether the
  * cache had it.
  */
-struct cq_error *cq_rust_index_warm(struct cq_module *mod, const char *const *debug_dirs,
-                                    struct cq_cache *cache, size_t *types, bool *cached);
+struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
+                                    bool *cached);
 
 /* The block_on function containing runtime pc, or NULL. */
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,

@@ -1,20 +1,42 @@
 /*
- * tokio.c - the "tokio" async runtime: every task of every tokio runtime,
- * found through the runtimes' OwnedTasks lists (see tokio.h for the rules).
+ * tokio.c - every task of every tokio runtime in the process, from the core
+ * alone: the "tokio" async runtime (runtime.h).
+ *
+ * tokio keeps each spawned task in one heap cell (FACTS.md section 9): a
+ * Header {state, queue_next, vtable, owner_id}, a Core {scheduler, task_id,
+ * stage holding the future}, a Trailer {the links of its runtime's
+ * OwnedTasks list}.  The Rust index (rust_index.h) reads, for each
+ * `raw::poll<T, S>`, where everything is, from DWARF.  Then:
+ *   1. vtables: each task type's static raw::Vtable is found in its
+ *      module's data as the word holding raw::poll<T, S>'s address;
+ *   2. candidates: the driver's one scan of writable memory finds every word
+ *      equal to a vtable address: a header candidate, or a stale copy;
+ *   3. lists: each candidate's scheduler pointer leads to its runtime's
+ *      OwnedTasks.  A list is believed when its id is non-zero; it is walked
+ *      from its head, and each element must have a known vtable and the
+ *      list's id as owner_id.  Only the tasks of a list are reported, each
+ *      once: a freed task, a blocking-pool task (owner_id 0) and a stale
+ *      copy are not in any list;
+ *   4. per task: its id, its state from the header bits, the thread running
+ *      it (the one whose live stack holds its header, for a running task)
+ *      and its future's await chain (rust_decode.h), not decoded when the
+ *      task is running or complete (its state is stale or gone);
+ *   5. the future that `#[tokio::main]` / Runtime::block_on drives is no
+ *      task: it is the argument `f` of CachedParkThread::block_on<F>, found
+ *      in that frame through its DWARF location, evaluated with the
+ *      registers the unwinder recovered for the frame (kind "block_on").
  *
  * Cost: nothing for a process whose Rust modules have no raw::poll<T, S>;
  * otherwise a look at those modules' read-only data for the vtables, a
  * range compare per word in the driver's one scan, and reads along the lists.
  */
-#include "unwind/async/tokio.h"
-
 #include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/analysis/stacktrace.h"
-#include "libcore/model/core.h"
-#include "libcore/model/module.h"
+#include "libcore/base/memory.h"
 #include "unwind/async/runtime.h"
 #include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_index.h"
@@ -56,7 +78,24 @@ struct task {
 	uint64_t state, id;
 };
 
+/* What the search cost and found (its keys of the async statistics). */
+struct cq_tokio_stats {
+	size_t kinds;      /* task types (raw::poll<T, S>) indexed */
+	size_t unresolved; /* raw::poll<T, S> whose layout DWARF did not give */
+	size_t vtables;    /* task vtables found in the modules' data */
+	size_t candidates; /* header candidates from the scan */
+	bool truncated;    /* the candidates stopped at their bound */
+	size_t lists;      /* OwnedTasks lists with at least one task that checks out */
+	size_t tasks;      /* tasks in those lists */
+	size_t stale;      /* candidates in no list: freed tasks, blocking tasks, copies */
+	size_t broken;     /* lists whose walk stopped at a bad element */
+	size_t reported;
+	size_t over_limit; /* not added: the suspended stacks were at their bound */
+	size_t block_on;   /* futures driven by block_on, reported */
+};
+
 struct tokio {
+	struct cq_tokio_stats stats;
 	const struct cq_rust_index *index; /* the driver's (cq_async_rust_index) */
 	struct vtable *vtables;            /* sorted by addr */
 	size_t nvtables;
@@ -83,7 +122,7 @@ static const struct vtable *vtable_at(const struct tokio *t, uint64_t addr)
 
 static bool read_u64(const struct cq_async_ctx *ctx, uint64_t addr, uint64_t *out)
 {
-	return cq_mem_read_u64(&ctx->core->mem, addr, out);
+	return cq_mem_read_u64(ctx->target->mem, addr, out);
 }
 
 /* The kind whose raw::poll is at addr, among the kinds of module origin; -1 if none. */
@@ -130,7 +169,7 @@ static bool find_vtables_in(struct tokio *t, const struct cq_async_ctx *ctx, uin
 	start = (start + 7) & ~(uint64_t)7;
 	for (uint64_t at = start; at < end; at += READ_CHUNK) {
 		size_t want = end - at < READ_CHUNK ? (size_t)(end - at) : READ_CHUNK;
-		size_t got = cq_mem_read_partial(&ctx->core->mem, at, buf, want);
+		size_t got = cq_mem_read_partial(ctx->target->mem, at, buf, want);
 		for (size_t i = 0; i < got / 8; i++) {
 			if (buf[i] < poll_lo || buf[i] > poll_hi)
 				continue;
@@ -151,17 +190,18 @@ static bool find_vtables(struct tokio *t, const struct cq_async_ctx *ctx)
 {
 	const struct cq_rust_index *ix = t->index;
 	uint64_t poll_lo = ix->tokio[0].poll, poll_hi = ix->tokio[ix->ntokio - 1].poll;
-	for (size_t m = 0; m < ctx->core->nmodules; m++) {
+	for (size_t m = 0; m < ctx->target->nmodules; m++) {
 		bool has = false;
 		for (size_t k = 0; k < ix->ntokio && !has; k++)
 			has = ix->tokio[k].origin == m;
-		const struct cq_module *mod = &ctx->core->modules[m];
+		const struct cq_target_module *mod = &ctx->target->modules[m];
+		Elf *elf = mod->elf;
 		size_t nph;
-		if (!has || !mod->elf || elf_getphdrnum(mod->elf, &nph) != 0)
+		if (!has || !elf || elf_getphdrnum(elf, &nph) != 0)
 			continue;
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
-			if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
 			    (ph.p_flags & PF_X) || ph.p_memsz > MAX_SEGMENT_SCAN)
 				continue;
 			uint64_t lo = ph.p_vaddr + mod->bias;
@@ -199,14 +239,14 @@ static struct cq_error *tokio_detect(const struct cq_async_ctx *ctx, void **stat
 	struct cq_error *err = cq_async_rust_index(ctx, &ix);
 	if (err)
 		return err;
-	struct cq_tokio_stats *st = &ctx->stacks->async.tokio;
-	st->kinds = ix->ntokio;
-	st->unresolved = ix->tokio_unresolved;
 	if (ix->ntokio == 0 && ix->nblock_ons == 0)
 		return NULL;
 	struct tokio *t = calloc(1, sizeof(*t));
 	if (!t)
 		return &cq_error_nomem;
+	struct cq_tokio_stats *st = &t->stats;
+	st->kinds = ix->ntokio;
+	st->unresolved = ix->tokio_unresolved;
 	t->index = ix;
 	if (ix->ntokio > 0 && !find_vtables(t, ctx)) {
 		tokio_destroy(t);
@@ -305,10 +345,10 @@ static size_t find_lists(const struct tokio *t, const struct cq_async_ctx *ctx, 
 }
 
 /* Appends the tasks of list l to *tasks; false when out of memory. */
-static bool walk_list(const struct tokio *t, const struct cq_async_ctx *ctx, const struct list *l,
+static bool walk_list(struct tokio *t, const struct cq_async_ctx *ctx, const struct list *l,
                       struct task **tasks, size_t *ntasks, size_t *cap)
 {
-	struct cq_tokio_stats *st = &ctx->stacks->async.tokio;
+	struct cq_tokio_stats *st = &t->stats;
 	const struct cq_tokio_kind *lk = &t->index->tokio[l->kind];
 	uint64_t id, e;
 	if (!read_u64(ctx, l->addr + lk->owned_id, &id) || id == 0 ||
@@ -389,7 +429,7 @@ static int64_t running_thread(const struct cq_async_ctx *ctx, const struct cq_to
 		if (!thread_runs(ctx, i, k))
 			continue;
 		n++;
-		only = ctx->stacks->threads[i].thread->tid;
+		only = ctx->target->threads[i].tid;
 		if (words[i] && cq_async_sorted_has(words[i], nwords[i], header))
 			return only;
 	}
@@ -444,7 +484,7 @@ static struct cq_error *add_task(struct tokio *t, const struct cq_async_ctx *ctx
 			return &cq_error_nomem;
 	struct cq_stack_frame *frames;
 	struct cq_error *err =
-	    cq_rust_chain_frames(ctx->core, m, chain.frames, chain.nframes, &t->names, &frames);
+	    cq_rust_chain_frames(ctx->target, m, chain.frames, chain.nframes, &t->names, &frames);
 	if (err)
 		return err;
 	struct cq_suspended_stack s = {.kind = "tokio",
@@ -459,15 +499,15 @@ static struct cq_error *add_task(struct tokio *t, const struct cq_async_ctx *ctx
 	bool added;
 	err = cq_async_add_suspended(ctx, &s, &added);
 	if (added)
-		ctx->stacks->async.tokio.reported++;
+		t->stats.reported++;
 	else if (!err)
-		ctx->stacks->async.tokio.over_limit++;
+		t->stats.over_limit++;
 	return err;
 }
 
 /* Reports tasks[0..n) (sorted by id), with the thread of each running one. */
-static struct cq_error *report(struct tokio *t, const struct cq_async_ctx *ctx,
-                               const struct task *tasks, size_t n)
+static struct cq_error *report_tasks(struct tokio *t, const struct cq_async_ctx *ctx,
+                                     const struct task *tasks, size_t n)
 {
 	size_t nthreads = ctx->stacks->nthreads;
 	uint64_t **words = calloc(nthreads ? nthreads : 1, sizeof(*words));
@@ -478,8 +518,7 @@ static struct cq_error *report(struct tokio *t, const struct cq_async_ctx *ctx,
 		int64_t thread = 0;
 		if ((tasks[i].state & (ST_RUNNING | ST_COMPLETE)) == ST_RUNNING) {
 			for (size_t th = 0; th < ctx->stacks->nthreads && !have_words && !err; th++)
-				if (!cq_async_live_words(ctx->core, ctx->stacks->threads[th].thread,
-				                         &words[th], &nwords[th]))
+				if (!cq_async_live_words(ctx->target, th, &words[th], &nwords[th]))
 					err = &cq_error_nomem;
 			have_words = true;
 			const struct vtable *vt = &t->vtables[tasks[i].vtable];
@@ -536,7 +575,7 @@ static struct cq_error *block_on_futures(struct tokio *t, const struct cq_async_
 {
 	const struct cq_rust_index *ix = t->index;
 	const struct cq_rust_model *m = &ix->model;
-	for (size_t th = 0; ctx->native && th < ctx->core->nthreads; th++) {
+	for (size_t th = 0; ctx->native && th < ctx->target->nthreads; th++) {
 		const struct cq_async_native *nat = &ctx->native[th];
 		bool polling = false;
 		for (size_t i = 0; i < nat->nframes; i++) {
@@ -563,7 +602,7 @@ static struct cq_error *block_on_futures(struct tokio *t, const struct cq_async_
 			}
 			struct cq_stack_frame *frames;
 			struct cq_error *err = cq_rust_chain_frames(
-			    ctx->core, m, chain.frames, chain.nframes, &t->names, &frames);
+			    ctx->target, m, chain.frames, chain.nframes, &t->names, &frames);
 			if (err)
 				return err;
 			struct cq_suspended_stack s = {.kind = "block_on",
@@ -573,11 +612,11 @@ static struct cq_error *block_on_futures(struct tokio *t, const struct cq_async_
 			                               .end = cq_rust_chain_end(chain.end),
 			                               .has_task = true,
 			                               .task_state = polling ? "running" : "idle",
-			                               .thread = ctx->core->threads[th].tid};
+			                               .thread = ctx->target->threads[th].tid};
 			bool added;
 			if ((err = cq_async_add_suspended(ctx, &s, &added)))
 				return err;
-			ctx->stacks->async.tokio.block_on += added;
+			t->stats.block_on += added;
 			break; /* one block_on per thread: the outermost is the one driving */
 		}
 	}
@@ -587,7 +626,7 @@ static struct cq_error *block_on_futures(struct tokio *t, const struct cq_async_
 static struct cq_error *tokio_decode(void *state, const struct cq_async_ctx *ctx)
 {
 	struct tokio *t = state;
-	struct cq_tokio_stats *st = &ctx->stacks->async.tokio;
+	struct cq_tokio_stats *st = &t->stats;
 	st->candidates = t->ncands;
 	st->truncated = t->full && !t->nomem;
 	if (t->nomem)
@@ -618,7 +657,7 @@ static struct cq_error *tokio_decode(void *state, const struct cq_async_ctx *ctx
 			st->stale += !bsearch(&key, tasks, ntasks, sizeof(key), cmp_task_header);
 		}
 		qsort(tasks, ntasks, sizeof(*tasks), cmp_task_id);
-		err = report(t, ctx, tasks, ntasks);
+		err = report_tasks(t, ctx, tasks, ntasks);
 	} else if (!err) {
 		st->stale = t->ncands;
 	}
@@ -628,10 +667,42 @@ static struct cq_error *tokio_decode(void *state, const struct cq_async_ctx *ctx
 	return err;
 }
 
+/* The "tokio_" keys of the async statistics. */
+static void tokio_report(const void *state, const struct cq_async_ctx *ctx, struct cq_stats *out,
+                         struct cq_stats *warnings)
+{
+	(void)warnings;
+	const struct tokio *t = state;
+	struct cq_tokio_stats none = {0};
+	const struct cq_tokio_stats *st = t ? &t->stats : &none;
+	const struct cq_rust_index *ix = t ? NULL : cq_async_rust_index_built(ctx);
+	if (ix) {
+		/* Not used: only what the type index holds. */
+		none.kinds = ix->ntokio;
+		none.unresolved = ix->tokio_unresolved;
+	}
+	const char *keys[] = {"tokio_task_types", "tokio_unresolved",   "tokio_vtables",
+	                      "tokio_candidates", "tokio_lists",        "tokio_tasks",
+	                      "tokio_stale",      "tokio_broken_lists", "tokio_reported",
+	                      "tokio_over_limit", "tokio_block_on"};
+	uint64_t vals[] = {st->kinds,    st->unresolved, st->vtables, st->candidates,
+	                   st->lists,    st->tasks,      st->stale,   st->broken,
+	                   st->reported, st->over_limit, st->block_on};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cq_stats_uint(out, keys[i], vals[i]);
+	cq_stats_bool(out, "tokio_truncated", st->truncated);
+}
+
+static const char *const tokio_kinds[] = {"tokio", "block_on", NULL};
+
 const struct cq_async_runtime cq_async_tokio = {
     .name = "tokio",
+    .kinds = tokio_kinds,
+    .listing = CQ_ASYNC_LIST_TASKS,
+    .heading = "Tokio tasks",
     .detect = tokio_detect,
     .scan = tokio_scan,
     .decode = tokio_decode,
+    .report = tokio_report,
     .destroy = tokio_destroy,
 };

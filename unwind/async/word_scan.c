@@ -8,8 +8,8 @@
 
 #include "libcore/base/bytes.h"
 
-size_t cq_async_scan(const uint8_t *data, uint64_t start, uint64_t len, uint64_t value,
-                     uint64_t *hits, size_t max_hits)
+size_t cq_word_scan(const uint8_t *data, uint64_t start, uint64_t len, uint64_t value,
+                    uint64_t *hits, size_t max_hits)
 {
 	size_t found = 0;
 	uint64_t skip = (8 - (start & 7)) & 7; /* to the first aligned word */

@@ -6,8 +6,8 @@
  * every 8-byte aligned word equal to the cookie in the process's writable
  * memory; callers subtract 16 and check each candidate when they walk it.
  */
-#ifndef CQ_ASYNC_SCAN_H
-#define CQ_ASYNC_SCAN_H
+#ifndef CQ_WORD_SCAN_H
+#define CQ_WORD_SCAN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +19,7 @@
  * may exceed max_hits.  This is the suspended-frame cookie scan: a plain
  * word compare, so it runs at memory speed.
  */
-size_t cq_async_scan(const uint8_t *data, uint64_t start, uint64_t len, uint64_t value,
-                     uint64_t *hits, size_t max_hits);
+size_t cq_word_scan(const uint8_t *data, uint64_t start, uint64_t len, uint64_t value,
+                    uint64_t *hits, size_t max_hits);
 
 #endif

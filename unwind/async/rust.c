@@ -1,7 +1,22 @@
 /*
- * rust_dyn.c - the "rust" async runtime: suspended Rust futures found
- * behind `dyn Future` fat pointers, turned into await chains (see
- * rust_dyn.h for the rules).
+ * rust.c - the "rust" async runtime: the suspended Rust futures behind
+ * `dyn Future` pointers, as await chains (runtime.h).
+ *
+ * Without knowing the executor: index the Rust async types of the process
+ * (rust_index.h); if there is any `dyn Future` vtable, scan the writable
+ * memory the core holds for {data, vtable} fat pointers, decode the future
+ * behind each (unwind/async/rust_decode.h), and keep the chains that are tasks:
+ *   - the outermost future is a state machine that is Unresumed or
+ *     suspended (not Returned or Panicked, not an undecodable state);
+ *   - it is no other chain's awaitee, by (address, type) (so a task is
+ *     reported once, from its outermost future), and each future is
+ *     reported once however many fat pointers lead to it;
+ *   - it is not being polled right now: a chain is dropped when a thread
+ *     is running the poll function of one of its state machines and that
+ *     state machine's address is on the thread's live stack or in its
+ *     registers (its __state is stale while it runs).
+ * The dead part of each thread's stack (below sp and its red zone) is not
+ * scanned: it holds stale copies of pointers.
  *
  * Cost: nothing beyond section headers for a process without Rust modules,
  * and no scan when the Rust modules have no Future vtables.  The scan hook
@@ -9,17 +24,12 @@
  * compares each word with the [lowest, highest] vtable address before any
  * lookup.
  */
-#include "unwind/async/rust_dyn.h"
-
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/analysis/stacktrace.h"
-#include "libcore/model/core.h"
-#include "libcore/model/memory.h"
-#include "libcore/model/module.h"
+#include "libcore/base/memory.h"
 #include "unwind/async/heap_chunks.h"
 #include "unwind/async/runtime.h"
 #include "unwind/async/rust_chain.h"
@@ -27,6 +37,47 @@
 #include "unwind/async/rust_index.h"
 
 #define MAX_CANDIDATES (1u << 18)
+
+/* Why a fat pointer's future was not believed (the JSON "rust_rejected" counts). */
+enum cq_rust_reject_reason {
+	CQ_RUST_REJECT_UNMAPPED,        /* the data pointer leads nowhere in the core */
+	CQ_RUST_REJECT_READ_ONLY,       /* into read-only memory: a future is written to */
+	CQ_RUST_REJECT_MISALIGNED,      /* not a multiple of the type's DW_AT_alignment */
+	CQ_RUST_REJECT_INSIDE_CHUNK,    /* the middle of a glibc malloc chunk */
+	CQ_RUST_REJECT_FREE_CHUNK,      /* a free chunk */
+	CQ_RUST_REJECT_CHUNK_TOO_SMALL, /* a chunk smaller than the type */
+	CQ_RUST_REJECT_REASONS
+};
+
+/* The first few rejected futures, for the JSON "rust_rejects" list. */
+#define CQ_RUST_REJECT_SAMPLES 16
+struct cq_rust_reject {
+	uint64_t addr;
+	const char *type; /* the type index's name, valid while the stacks are */
+	enum cq_rust_reject_reason reason;
+};
+
+/* What the search cost and found (its "rust_" keys of the async statistics). */
+struct cq_rust_stats {
+	size_t modules_indexed; /* Rust modules looked at */
+	size_t modules_cached;  /* of those, whose type index came from the cache */
+	size_t types, vtables;  /* model size */
+	double index_ms;
+	uint64_t scan_bytes; /* memory scanned for fat pointers */
+	double scan_ms;
+	size_t fat_pointers; /* hits of the scan, before any filtering */
+	bool scan_truncated; /* the scan stopped at its bound on hits (1 << 18) */
+	size_t futures;      /* distinct futures decoded */
+	size_t awaited;      /* dropped: another chain's awaitee */
+	size_t claimed;      /* dropped: another runtime's (a boxed tokio task's future) */
+	size_t polled;       /* dropped: being polled on a thread */
+	size_t not_waiting;  /* dropped: Returned, Panicked or undecodable */
+	size_t rejected[CQ_RUST_REJECT_REASONS]; /* dropped before decoding, by reason */
+	struct cq_rust_reject rejects[CQ_RUST_REJECT_SAMPLES];
+	size_t nrejects;   /* samples kept, at most CQ_RUST_REJECT_SAMPLES */
+	size_t reported;   /* added to the suspended stacks */
+	size_t over_limit; /* not added: the suspended stacks were at their bound */
+};
 
 struct candidate {
 	uint64_t data;
@@ -50,6 +101,7 @@ struct scan_state {
 
 /* The runtime's state: the type index, the scan's finds, the names made. */
 struct rust_dyn {
+	struct cq_rust_stats stats;
 	const struct cq_rust_index *index; /* the driver's (cq_async_rust_index) */
 	struct scan_state scan;
 	struct cq_rust_names names; /* function names made here */
@@ -77,14 +129,14 @@ static void on_found(void *ctx, uint64_t where, uint64_t data, int32_t type)
 }
 
 /* The lowest address of seg that may hold live data: above any thread's dead stack. */
-static uint64_t live_start(const struct cq_core *core, const struct cq_mem_segment *seg)
+static uint64_t live_start(const struct cq_unwind_target *tg, const struct cq_mem_segment *seg)
 {
 	uint64_t start = seg->start;
-	unsigned sp_reg = core->arch->sp_reg;
+	unsigned sp_reg = tg->arch->sp_reg;
 	size_t inside = 0;
 	uint64_t sp = 0;
-	for (size_t t = 0; t < core->nthreads; t++) {
-		const struct cq_regs *r = &core->threads[t].regs;
+	for (size_t t = 0; t < tg->nthreads; t++) {
+		const struct cq_regs *r = tg->threads[t].regs;
 		if (cq_regs_has(r, sp_reg) && r->value[sp_reg] >= seg->start &&
 		    r->value[sp_reg] < seg->end) {
 			inside++;
@@ -92,7 +144,7 @@ static uint64_t live_start(const struct cq_core *core, const struct cq_mem_segme
 		}
 	}
 	/* Several stacks in one mapping: their dead parts interleave; scan it all. */
-	uint64_t red_zone = core->arch->red_zone;
+	uint64_t red_zone = tg->arch->red_zone;
 	if (inside == 1 && sp - seg->start > red_zone)
 		start = (sp - red_zone) & ~(uint64_t)7;
 	return start;
@@ -102,10 +154,10 @@ static uint64_t live_start(const struct cq_core *core, const struct cq_mem_segme
 static void rust_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
 {
 	struct rust_dyn *r = state;
-	struct cq_rust_stats *st = &ctx->stacks->async.rust;
+	struct cq_rust_stats *st = &r->stats;
 	if (r->scan.full)
 		return;
-	uint64_t from = live_start(ctx->core, c->segment);
+	uint64_t from = live_start(ctx->target, c->segment);
 	uint64_t begin = c->addr, end = c->addr + c->len;
 	if (from >= end)
 		return;
@@ -124,7 +176,8 @@ static int cmp_candidate(const void *a, const void *b)
 	return (x->type > y->type) - (x->type < y->type);
 }
 
-const char *cq_rust_reject_name(enum cq_rust_reject_reason r)
+/* The reason's name in the "rust_rejected" counts: "unmapped", "read_only", ... */
+static const char *reject_name(enum cq_rust_reject_reason r)
 {
 	static const char *const names[CQ_RUST_REJECT_REASONS] = {
 	    "unmapped", "read_only", "misaligned", "inside_chunk", "free_chunk", "chunk_too_small"};
@@ -146,7 +199,7 @@ static void reject(struct cq_rust_stats *st, const struct cq_rust_model *m,
  * malloc's chunks can be walked, at the start of an in-use chunk that holds
  * it.  The others are counted and sampled by reason.  Returns how many stay.
  */
-static size_t believable(struct cq_core *core, const struct cq_rust_model *m, struct candidate *c,
+static size_t believable(struct cq_mem *mem, const struct cq_rust_model *m, struct candidate *c,
                          size_t n, struct cq_rust_stats *st, bool *nomem)
 {
 	size_t k = 0;
@@ -154,7 +207,7 @@ static size_t believable(struct cq_core *core, const struct cq_rust_model *m, st
 		if (k > 0 && c[i].data == c[k - 1].data && c[i].type == c[k - 1].type)
 			continue;
 		const struct cq_rust_type *ty = &m->types[c[i].type];
-		const struct cq_mem_segment *seg = cq_mem_find(&core->mem, c[i].data);
+		const struct cq_mem_segment *seg = cq_mem_find(mem, c[i].data);
 		if (!seg)
 			reject(st, m, &c[i], CQ_RUST_REJECT_UNMAPPED);
 		else if (!(seg->flags & CQ_MEM_WRITE))
@@ -171,7 +224,7 @@ static size_t believable(struct cq_core *core, const struct cq_rust_model *m, st
 	}
 	for (size_t i = 0; i < k; i++)
 		q[i] = (struct cq_heap_query){.addr = c[i].data, .size = m->types[c[i].type].size};
-	cq_heap_classify(&core->mem, q, k);
+	cq_heap_classify(mem, q, k);
 	size_t kept = 0;
 	for (size_t i = 0; i < k; i++) {
 		switch (q[i].verdict) {
@@ -251,9 +304,9 @@ static struct cq_error *drop_awaited(struct chain *chains, size_t n, struct cq_r
 }
 
 /* Drops chains one of whose state machines a thread is polling right now. */
-static struct cq_error *drop_polled(struct cq_core *core, const struct cq_stacks *stacks,
-                                    const struct cq_rust_index *ix, struct chain *chains, size_t n,
-                                    struct cq_rust_stats *st)
+static struct cq_error *drop_polled(const struct cq_unwind_target *tg,
+                                    const struct cq_stacks *stacks, const struct cq_rust_index *ix,
+                                    struct chain *chains, size_t n, struct cq_rust_stats *st)
 {
 	const char *running[64];
 	for (size_t t = 0; t < stacks->nthreads; t++) {
@@ -271,7 +324,7 @@ static struct cq_error *drop_polled(struct cq_core *core, const struct cq_stacks
 			continue;
 		size_t nwords;
 		uint64_t *words = NULL;
-		if (!cq_async_live_words(core, ts->thread, &words, &nwords))
+		if (!cq_async_live_words(tg, t, &words, &nwords))
 			return &cq_error_nomem;
 		for (size_t c = 0; c < n; c++) {
 			for (size_t f = 0; !chains[c].dropped && f < chains[c].nframes; f++) {
@@ -299,7 +352,7 @@ static struct cq_error *add_chain(const struct cq_async_ctx *ctx, struct rust_dy
 {
 	*added = false;
 	struct cq_stack_frame *frames;
-	struct cq_error *err = cq_rust_chain_frames(ctx->core, &t->index->model, c->frames,
+	struct cq_error *err = cq_rust_chain_frames(ctx->target, &t->index->model, c->frames,
 	                                            c->nframes, &t->names, &frames);
 	if (err)
 		return err;
@@ -319,6 +372,16 @@ static void rust_destroy(void *state)
 	free(r);
 }
 
+/* What the shared type index says, in the statistics. */
+static void index_stats(const struct cq_rust_index *ix, struct cq_rust_stats *st)
+{
+	st->modules_indexed = ix->modules_indexed;
+	st->modules_cached = ix->modules_cached;
+	st->index_ms = ix->index_ms;
+	st->types = ix->model.ntypes;
+	st->vtables = ix->model.nvtables;
+}
+
 /* Indexes the Rust async types; a program without Rust modules has no state. */
 static struct cq_error *rust_detect(const struct cq_async_ctx *ctx, void **state,
                                     struct cq_async_needs *needs)
@@ -334,14 +397,8 @@ static struct cq_error *rust_detect(const struct cq_async_ctx *ctx, void **state
 		return err;
 	}
 	r->index = ix;
-	struct cq_rust_stats *st = &ctx->stacks->async.rust;
-	const struct cq_rust_model *m = &r->index->model;
-	st->modules_indexed = r->index->modules_indexed;
-	st->modules_cached = r->index->modules_cached;
-	st->index_ms = r->index->index_ms;
-	st->types = m->ntypes;
-	st->vtables = m->nvtables;
-	if (m->nvtables == 0) {
+	index_stats(ix, &r->stats);
+	if (ix->model.nvtables == 0) {
 		rust_destroy(r);
 		return NULL;
 	}
@@ -354,7 +411,7 @@ static struct cq_error *rust_detect(const struct cq_async_ctx *ctx, void **state
 static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 {
 	struct rust_dyn *r = state;
-	struct cq_rust_stats *st = &ctx->stacks->async.rust;
+	struct cq_rust_stats *st = &r->stats;
 	struct scan_state *scan = &r->scan;
 	st->scan_ms = ctx->scan_seconds * 1e3;
 	st->fat_pointers = scan->n;
@@ -365,7 +422,7 @@ static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 		qsort(scan->items, scan->n, sizeof(*scan->items), cmp_candidate);
 	const struct cq_rust_model *m = &r->index->model;
 	bool nomem = false;
-	size_t ncand = believable(ctx->core, m, scan->items, scan->n, st, &nomem);
+	size_t ncand = believable(ctx->target->mem, m, scan->items, scan->n, st, &nomem);
 	if (nomem)
 		return &cq_error_nomem;
 	struct chain *chains = calloc(scan->n ? scan->n : 1, sizeof(*chains));
@@ -406,7 +463,7 @@ static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 	if (!err)
 		err = drop_awaited(chains, n, st);
 	if (!err)
-		err = drop_polled(ctx->core, ctx->stacks, r->index, chains, n, st);
+		err = drop_polled(ctx->target, ctx->stacks, r->index, chains, n, st);
 	for (size_t i = 0; i < n && !err; i++) {
 		if (chains[i].dropped)
 			continue;
@@ -423,10 +480,67 @@ static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 	return err;
 }
 
-const struct cq_async_runtime cq_async_rust_dyn = {
+/* The "rust_" keys of the async statistics. */
+static void rust_report(const void *state, const struct cq_async_ctx *ctx, struct cq_stats *out,
+                        struct cq_stats *warnings)
+{
+	(void)warnings;
+	const struct rust_dyn *r = state;
+	struct cq_rust_stats none = {0};
+	const struct cq_rust_stats *st = r ? &r->stats : &none;
+	const struct cq_rust_index *ix = r ? NULL : cq_async_rust_index_built(ctx);
+	if (ix)
+		index_stats(ix, &none); /* not used: only what the type index holds */
+	const char *keys[] = {"rust_modules_indexed", "rust_modules_cached", "rust_types",
+	                      "rust_vtables",         "rust_index_us",       "rust_scanned_bytes",
+	                      "rust_scan_us",         "rust_fat_pointers",   "rust_futures",
+	                      "rust_awaited",         "rust_claimed",        "rust_polled",
+	                      "rust_not_waiting",     "rust_reported",       "rust_over_limit"};
+	uint64_t vals[] = {st->modules_indexed,
+	                   st->modules_cached,
+	                   st->types,
+	                   st->vtables,
+	                   (uint64_t)(st->index_ms * 1e3),
+	                   st->scan_bytes,
+	                   (uint64_t)(st->scan_ms * 1e3),
+	                   st->fat_pointers,
+	                   st->futures,
+	                   st->awaited,
+	                   st->claimed,
+	                   st->polled,
+	                   st->not_waiting,
+	                   st->reported,
+	                   st->over_limit};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cq_stats_uint(out, keys[i], vals[i]);
+	cq_stats_bool(out, "rust_scan_truncated", st->scan_truncated);
+	cq_stats_object(out, "rust_rejected");
+	for (unsigned i = 0; i < CQ_RUST_REJECT_REASONS; i++)
+		cq_stats_uint(out, reject_name(i), st->rejected[i]);
+	cq_stats_end(out);
+	cq_stats_array(out, "rust_rejects");
+	for (size_t i = 0; i < st->nrejects; i++) {
+		cq_stats_object(out, NULL);
+		cq_stats_hex(out, "address", st->rejects[i].addr);
+		cq_stats_string(out, "type", st->rejects[i].type);
+		cq_stats_string(out, "reason", reject_name(st->rejects[i].reason));
+		cq_stats_end(out);
+	}
+	cq_stats_end(out);
+}
+
+static const char *const rust_kinds[] = {"rust", NULL};
+
+const struct cq_async_runtime cq_async_rust = {
     .name = "rust",
+    .kinds = rust_kinds,
+    .listing = CQ_ASYNC_LIST_CHAINS,
+    .heading = "Suspended futures",
+    .noun = "task",
+    .leaf = "leaf future",
     .detect = rust_detect,
     .scan = rust_scan,
     .decode = rust_decode,
+    .report = rust_report,
     .destroy = rust_destroy,
 };

@@ -12,6 +12,13 @@
  * strings (function, file, state) and module pointers point into the
  * symbolizer, the core or an async runtime's state, all of which the
  * struct cq_stacks that holds the stacks keeps alive (analysis/stacktrace.h).
+ *
+ * struct cq_module and struct cq_core_thread are the core model's
+ * (libcore/model/): here they are handles, never looked into.  The unwinder
+ * and the async runtimes learn about modules and threads through
+ * struct cq_unwind_target (unwind/target.h).
+ *
+ * Layer: unwind.
  */
 #ifndef CQ_FRAMES_H
 #define CQ_FRAMES_H
@@ -20,10 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "libcore/base/stats.h"
 #include "unwind/unwind.h"
 
-struct cq_core_thread;
-struct cq_module;
+struct cq_core_thread; /* a handle: libcore/model/core.h */
+struct cq_module;      /* a handle: libcore/model/module.h */
 
 enum cq_frame_kind {
 	CQ_FRAME_NATIVE,
@@ -94,6 +102,28 @@ struct cq_suspended_stack {
 	uint64_t task_id;
 	const char *task_state;
 	int64_t thread;
+};
+
+/* A growing array of frames; the caller owns frames (free()). */
+struct cq_frame_list {
+	struct cq_stack_frame *frames;
+	size_t n, cap;
+};
+
+/*
+ * Every thread's stack and the suspended stacks of one core.  async holds
+ * what the async runtimes found and did, as named values each runtime adds
+ * under its own keys (printed as the "async" object of `coreq stack --format
+ * json`); warnings, what a person should be told about the search (printed
+ * as `coreq: PATH: warning: ...`).
+ */
+struct cq_stacks {
+	struct cq_thread_stack *threads; /* in core order: the crashed thread first */
+	size_t nthreads;
+	struct cq_suspended_stack *suspended;
+	size_t nsuspended;
+	struct cq_stats async;
+	struct cq_stats warnings; /* values are strings; keys are unused */
 };
 
 const char *cq_frame_kind_name(enum cq_frame_kind kind);

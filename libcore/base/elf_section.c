@@ -1,7 +1,7 @@
 /*
  * elf_section.c - an ELF section by name (see elf_section.h).
  */
-#include "libcore/model/elf_section.h"
+#include "libcore/base/elf_section.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * Lookups are a binary search per layer with a one-entry cache, because the
  * unwinder reads many words from the same stack segment in a row.
  */
-#include "libcore/model/memory.h"
+#include "libcore/base/memory.h"
 
 #include <stdlib.h>
 #include <string.h>

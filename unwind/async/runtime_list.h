@@ -1,0 +1,10 @@
+/*
+ * runtime_list.h - the async runtimes, one line each, in the order they
+ * decode and their suspended stacks are listed (runtimes.c expands it).
+ * Adding a runtime is its file in unwind/async/ and one line here.
+ * TEST_RUNTIME: only in the test binaries (built with CQ_TEST_RUNTIMES).
+ */
+RUNTIME(cq_async_folly)
+RUNTIME(cq_async_tokio)
+RUNTIME(cq_async_rust)
+TEST_RUNTIME(cq_async_stub)
