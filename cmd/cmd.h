@@ -95,6 +95,8 @@ const char *cmd_safe(const char *s);
 
 /* Prints `coreq: PATH: message`, frees err, returns EXIT_INPUT. */
 int cmd_fail(const char *path, struct cq_error *err);
+/* Prints `coreq: PATH: message` for an error the caller keeps. */
+void cmd_print_error(const char *path, const struct cq_error *err);
 
 /* Prints `coreq: PATH: warning: message`. */
 void cmd_warn(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -134,9 +134,14 @@ const char *cmd_safe(const char *s)
 
 int cmd_fail(const char *path, struct cq_error *err)
 {
-	fprintf(stderr, "coreq: %s: %s\n", cmd_safe(path), cmd_safe(err ? err->message : "failed"));
+	cmd_print_error(path, err);
 	cq_error_free(err);
 	return EXIT_INPUT;
+}
+
+void cmd_print_error(const char *path, const struct cq_error *err)
+{
+	fprintf(stderr, "coreq: %s: %s\n", cmd_safe(path), cmd_safe(err ? err->message : "failed"));
 }
 
 void cmd_warn(const char *path, const char *fmt, ...)
