@@ -95,6 +95,8 @@ const char *cmd_safe(const char *s);
 
 /* Prints `coreq: PATH: message`, frees err, returns EXIT_INPUT. */
 int cmd_fail(const char *path, struct cq_error *err);
+/* Prints `coreq: PATH: message` for an error the caller keeps. */
+void cmd_print_error(const char *path, const struct cq_error *err);
 
 /* Prints `coreq: PATH: warning: message`. */
 void cmd_warn(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -109,9 +111,25 @@ int cmd_option_error(const char *cmd, int opt, char **argv);
 /* Prints `coreq CMD: message` and a hint to use --help; returns EXIT_USAGE. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Opens a core with the shared options; warns about missing memory. */
-struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
-                               struct cq_core **out);
+struct cq_analysed_core;
+struct cq_stack_options;
+
+/* Which cache an analysis uses: path (NULL: the default), unless use is false. */
+struct cmd_cache_choice {
+	const char *path;
+	bool use;
+};
+
+/*
+ * Opens a core with the shared options and makes its stacks with so (one
+ * call: cq_analyse_core), warning about a damaged core and opening the
+ * chosen cache once the core is open.  On error out->core is set when only
+ * the stacks failed.  Free with cmd_analysed_core_free, which closes the cache.
+ */
+struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *o,
+                                  struct cq_stack_options *so, const struct cmd_cache_choice *cache,
+                                  struct cq_analysed_core *out);
+void cmd_analysed_core_free(struct cq_analysed_core *a, struct cq_stack_options *so);
 
 /* Parses a whole number in [min, max] for option name; prints a usage error if not. */
 bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out, const char *cmd,

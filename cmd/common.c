@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/unwind_target.h"
 #include "libcore/base/arch.h"
 #include "libcore/db/cache.h"
@@ -133,9 +134,14 @@ const char *cmd_safe(const char *s)
 
 int cmd_fail(const char *path, struct cq_error *err)
 {
-	fprintf(stderr, "coreq: %s: %s\n", cmd_safe(path), cmd_safe(err ? err->message : "failed"));
+	cmd_print_error(path, err);
 	cq_error_free(err);
 	return EXIT_INPUT;
+}
+
+void cmd_print_error(const char *path, const struct cq_error *err)
+{
+	fprintf(stderr, "coreq: %s: %s\n", cmd_safe(path), cmd_safe(err ? err->message : "failed"));
 }
 
 void cmd_warn(const char *path, const char *fmt, ...)
@@ -172,14 +178,31 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-struct cq_error *cmd_open_core(const char *path, const struct cmd_core_opts *o,
-                               struct cq_core **out)
+/* cq_analyse_core's opened: warn about a damaged core, then open the cache it will use. */
+static void analysis_opened(void *arg, const char *path, const struct cq_core *core,
+                            struct cq_stack_options *so)
 {
-	struct cq_error *err = cq_core_open(path, &o->core, out);
-	if (err)
-		return err;
-	cmd_warn_damaged_core(path, *out);
-	return NULL;
+	const struct cmd_cache_choice *cache = arg;
+	cmd_warn_damaged_core(path, core);
+	so->cache = cache->use ? cmd_open_cache(cache->path) : NULL;
+}
+
+struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *o,
+                                  struct cq_stack_options *so, const struct cmd_cache_choice *cache,
+                                  struct cq_analysed_core *out)
+{
+	so->cache = NULL;
+	so->debug_dirs = o->core.debug_dirs;
+	struct cq_analyse_options ao = {
+	    .core = &o->core, .stacks = so, .opened = analysis_opened, .opened_arg = (void *)cache};
+	return cq_analyse_core(path, &ao, out);
+}
+
+void cmd_analysed_core_free(struct cq_analysed_core *a, struct cq_stack_options *so)
+{
+	cq_analysed_core_free(a);
+	cmd_close_cache(so->cache);
+	so->cache = NULL;
 }
 
 void cmd_warn_damaged_core(const char *path, const struct cq_core *core)

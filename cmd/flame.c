@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/base/hash.h"
 #include "libcore/model/core.h"
@@ -344,14 +345,12 @@ int cmd_flame(int argc, char **argv)
 		err = cq_store_each_stack(store, &f, add_stored, &t);
 		cq_store_close(store);
 	} else {
-		struct cq_core *core = NULL;
-		err = cmd_open_core(what, &o, &core);
 		struct cq_stack_options so;
 		cq_stack_options_default(&so);
-		so.cache = err ? NULL : cmd_open_cache(NULL);
-		so.debug_dirs = o.core.debug_dirs;
-		struct cq_stacks *stacks = NULL;
-		if (!err && !(err = cq_core_stacks(core, &so, &stacks))) {
+		struct cmd_cache_choice cache = {.use = true};
+		struct cq_analysed_core a;
+		if (!(err = cmd_analyse_core(what, &o, &so, &cache, &a))) {
+			const struct cq_stacks *stacks = a.stacks;
 			snprintf(title, sizeof(title),
 			         "coreq flame: %s (%zu threads, %zu suspended chains)", what,
 			         stacks->nthreads, stacks->nsuspended);
@@ -361,10 +360,8 @@ int cmd_flame(int argc, char **argv)
 			for (size_t i = 0; i < stacks->nsuspended; i++)
 				add_frames(&t, "[suspended]", stacks->suspended[i].frames,
 				           stacks->suspended[i].nframes, 1);
-			cq_stacks_free(stacks);
 		}
-		cq_core_close(core);
-		cmd_close_cache(so.cache);
+		cmd_analysed_core_free(&a, &so);
 	}
 	int rc = EXIT_OK;
 	if (err) {

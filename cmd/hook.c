@@ -3,54 +3,27 @@
  *
  *   kernel.core_pattern=|/usr/bin/coreq hook %P %u %g %s %t %c %h %e
  *
- * The core arrives on stdin.  Order matters, because nothing may be lost:
- * 1. the core is stored first (zstd, atomically, named and xattr'd as
- *    systemd-coredump would), and stdin is closed so the kernel can reap
- *    the crashed process;
- * 2. a placeholder row (status "pending") records it in the database;
- * 3. a child process analyses and ingests it, exactly as `coreq ingest
- *    FILE` would, under a time and memory budget.  The child reads the raw
- *    copy kept in memory while step 1 compresses (hook_analysis.c), so the
- *    analysis overlaps the compression and nothing is decompressed again;
- *    it writes nothing to the database before steps 1 and 2 are done;
- * 4. if the child fails or runs out of budget, the row says "failed" and
- *    why; a later `coreq ingest` of the stored file can complete it.
- * One line per crash goes to stderr (or syslog when there is no stderr).
+ * The core arrives on stdin.  Storing it, recording it and analysing it in
+ * a budgeted child are the library's (libcore/pipeline/hook.h); this file
+ * parses the kernel's arguments and the options, and logs one line per
+ * crash to stderr (or syslog when there is no stderr), or a JSON object.
  */
 #include "cmd/cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
-#include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
-#include "libcore/analysis/stacktrace.h"
-#include "libcore/base/config.h"
 #include "libcore/base/json.h"
 #include "libcore/base/parse.h"
-#include "libcore/db/cache.h"
-#include "libcore/pipeline/ingest.h"
-#include "libcore/triage/rules.h"
 #include "libcore/capture/capture.h"
-#include "libcore/base/paths.h"
-#include "libcore/store/store.h"
+#include "libcore/pipeline/hook.h"
 #include "libcore/store/capture_rows.h"
-#include "cmd/hook_analysis.h"
-
-#define HOOK_STATE_DIR    "/var/lib/coreq"
-#define DEFAULT_TIMEOUT   120
-#define DEFAULT_MEMORY    (2ull << 30)
-#define DEFAULT_MAX_SIZE  (32ull << 30)
-#define DEFAULT_KEEP_FREE (1ull << 30)
 
 static const char hook_usage[] =
     "Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES] [--keep-free BYTES]\n"
@@ -73,11 +46,14 @@ static const char hook_usage[] =
     "standard error (syslog when there is none).\n"
     "\n"
     "  --store DIR          where cores are kept (default: store in /etc/coreq/coreq.conf,\n"
-    "                       else " HOOK_STATE_DIR "/cores)\n"
-    "  --db P               database (default: db in /etc/coreq/coreq.conf, else\n"
-    "                       " HOOK_STATE_DIR "/coreq.db)\n"
-    "  --cache P            unwind-table and symbol cache (default: cache in the\n"
-    "                       configuration, else " HOOK_STATE_DIR "/cache.db)\n"
+    "                       else $XDG_STATE_HOME/coreq/cores, else\n"
+    "                       /var/lib/coreq/cores for root, as the kernel runs it)\n"
+    "  --db P               database (default $COREQ_DB, else db in\n"
+    "                       /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
+    "                       coreq.db, else /var/lib/coreq/coreq.db for root)\n"
+    "  --cache P            unwind-table and symbol cache (default $COREQ_CACHE, else\n"
+    "                       cache in the configuration, else $XDG_CACHE_HOME/coreq/\n"
+    "                       cache.db, else /var/lib/coreq/cache.db for root)\n"
     "  --max-size BYTES     store at most this much of a core (default 32 GiB)\n"
     "  --timeout SECONDS    analysis time budget (default 120; 0 = none)\n"
     "  --memory-limit BYTES analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)\n"
@@ -108,14 +84,8 @@ enum {
 };
 
 struct hook {
-	const char *store_dir, *db, *cache;
-	uint64_t max_size, memory, keep_free;
-	unsigned timeout, max_analyses;
-	uint64_t raw_memory;       /* room for the raw copy the analysis reads (0: none) */
-	int64_t analysed_as;       /* the uid the analysis ran as; -1: none ran */
-	const char *analysed_from; /* "input file", "memory", "stored file", or NULL: none ran */
+	struct cq_hook_options o;
 	enum cmd_format format;
-	struct cq_capture cap;
 };
 
 /*
@@ -178,7 +148,7 @@ static bool parse_i64(const char *s, int64_t *out)
 /* The kernel's arguments: %P %u %g %s %t %c %h %e (COMM may have been split at spaces). */
 static int parse_args(struct hook *h, int argc, char **argv)
 {
-	struct cq_capture *c = &h->cap;
+	struct cq_capture *c = &h->o.cap;
 	if (argc < 8)
 		return cmd_usage_error("hook",
 		                       "expected PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM");
@@ -204,37 +174,14 @@ static int parse_args(struct hook *h, int argc, char **argv)
 		o += (size_t)snprintf(c->comm + o, sizeof(c->comm) - o, "%s%s", i > 7 ? " " : "",
 		                      argv[i]);
 	c->source = "hook";
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	char line[64];
-	if (f && fgets(line, sizeof(line), f)) {
-		size_t n = 0;
-		for (char *p = line; *p && n < 32; p++)
-			if (*p != '-' && *p != '\n')
-				c->boot_id[n++] = *p;
-		c->boot_id[n == 32 ? 32 : 0] = 0;
-	}
-	if (f)
-		fclose(f);
 	return EXIT_OK;
 }
 
-/* What the database says about the stored core after the analysis. */
-static struct cq_error *read_outcome(const struct hook *h, const char *path,
-                                     struct cq_store_outcome *o)
+static void report(const struct hook *h, const struct cq_hook_result *r,
+                   const struct cq_capture_stored *s, const struct cq_store_outcome *o,
+                   const char *error)
 {
-	struct cq_store *store;
-	struct cq_error *err = cmd_open_store(h->db, &store);
-	if (err)
-		return err;
-	err = cq_store_stored_outcome(store, path, o);
-	cq_store_close(store);
-	return err;
-}
-
-static void report(const struct hook *h, const struct cq_capture_stored *s,
-                   const struct cq_store_outcome *o, const char *error)
-{
-	const struct cq_capture *c = &h->cap;
+	const struct cq_capture *c = &h->o.cap;
 	if (h->format == CMD_FORMAT_JSON) {
 		struct cq_json j;
 		cq_json_init(&j, stdout);
@@ -242,12 +189,12 @@ static void report(const struct hook *h, const struct cq_capture_stored *s,
 		cq_json_key(&j, "pid");
 		cq_json_int(&j, c->pid);
 		cq_json_key(&j, "analysis_uid");
-		if (h->analysed_as >= 0)
-			cq_json_int(&j, h->analysed_as);
+		if (r->analysed_as >= 0)
+			cq_json_int(&j, r->analysed_as);
 		else
 			cq_json_null(&j);
 		cq_json_key(&j, "analysed_from");
-		cq_json_string(&j, h->analysed_from);
+		cq_json_string(&j, r->analysed_from);
 		cq_json_key(&j, "comm");
 		cq_json_string(&j, c->comm);
 		cq_json_key(&j, "signal");
@@ -293,215 +240,25 @@ static void report(const struct hook *h, const struct cq_capture_stored *s,
 		         (long long)o->core_id, o->status, o->message);
 }
 
-/*
- * One of max slots for an analysis: a lock file .analysis-slot-N in the
- * store (hidden, so directory ingests pass it by), held with flock for as
- * long as the returned descriptor is open; the kernel drops it when the
- * hook dies.  -1 when every slot is taken.
- */
-static int take_analysis_slot(const char *store_dir, unsigned max)
-{
-	for (unsigned i = 0; i < max; i++) {
-		char *path;
-		if (asprintf(&path, "%s/.analysis-slot-%u", store_dir, i) < 0)
-			return -1;
-		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		free(path);
-		if (fd < 0)
-			continue;
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			return fd;
-		close(fd);
-	}
-	return -1;
-}
-
-/* Records a crash whose core is not kept: a not_stored row saying why. */
-static struct cq_error *record_not_stored(const struct hook *h, const char *why, int64_t *id)
-{
-	char name[512], *path = NULL;
-	struct cq_error *err = cq_capture_systemd_name(&h->cap, 0, name, sizeof(name), "");
-	if (!err && asprintf(&path, "%s/%s", h->store_dir, name) < 0)
-		err = &cq_error_nomem;
-	struct cq_store *store;
-	if (!err && !(err = cmd_open_store(h->db, &store))) {
-		err = cq_store_placeholder(store, &h->cap, path, 0, "not_stored", why, id);
-		cq_store_close(store);
-	}
-	free(path);
-	return err;
-}
-
-/* Half of MemAvailable: the default room for the raw copy (0 when unknown). */
-static uint64_t default_raw_memory(void)
-{
-	FILE *f = fopen("/proc/meminfo", "re");
-	char line[128];
-	unsigned long long kib = 0;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return (uint64_t)kib * 1024 / 2;
-}
-
-/*
- * Whether the core comes as a regular file, at its start, that will be
- * stored whole (limit 0: no limit): then the analysis reads it in place.
- */
-static bool input_is_whole_file(uint64_t limit)
-{
-	struct stat st;
-	return fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
-	       lseek(STDIN_FILENO, 0, SEEK_CUR) == 0 &&
-	       (limit == 0 || (uint64_t)st.st_size <= limit);
-}
-
-/*
- * The whole core is in memory: the analysis may start, and the kernel may
- * finish with the crashed process now rather than after the compression.
- */
-static void raw_complete(void *arg, uint64_t size)
-{
-	hook_analysis_raw_complete(arg, size);
-	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull >= 0) {
-		dup2(devnull, STDIN_FILENO); /* fd 0 stays taken, see fill_standard_fds */
-		close(devnull);
-	}
-}
-
 static int run_hook(struct hook *h)
 {
-	struct cq_error *err = cq_path_make_parent_dirs(h->db);
-	char *probe = NULL;
-	if (!err && asprintf(&probe, "%s/x", h->store_dir) < 0)
-		err = &cq_error_nomem;
-	if (!err)
-		err = cq_path_make_parent_dirs(probe);
-	free(probe);
-	/* Rows name the stored file by its absolute path, as `coreq ingest` does. */
-	char *store_abs = err ? NULL : realpath(h->store_dir, NULL);
-	if (!err && !store_abs)
-		err = cq_error_errno(errno, "cannot resolve %s", h->store_dir);
-	if (store_abs)
-		h->store_dir = store_abs;
-	struct cq_capture_stored s = {0};
-	struct cq_store_outcome o = {0};
-	int64_t id = 0;
-	bool no_room = false;
-	uint64_t limit = err ? 0
-	                     : cq_capture_store_limit(h->store_dir, h->max_size, h->cap.rlimit,
-	                                              h->keep_free, &no_room);
-	const char *not_stored = h->cap.rlimit == 0 ? "RLIMIT_CORE is 0: core not stored"
-	                         : no_room ? "less than --keep-free bytes free in the store"
-	                                   : NULL;
-	/*
-	 * The analysis starts before the core is stored: it reads the raw copy
-	 * while the stored one is compressed, and records nothing until the
-	 * core is stored.
-	 */
-	struct hook_analysis_config acfg = {.store_dir = h->store_dir,
-	                                    .db = h->db,
-	                                    .cache = h->cache,
-	                                    .memory = h->memory,
-	                                    .timeout = h->timeout,
-	                                    .cap = &h->cap};
-	struct hook_analysis an;
-	bool analysing = false;
-	char not_started[160] = "";
-	int slot = err || not_stored || !h->max_analyses
-	               ? -1
-	               : take_analysis_slot(h->store_dir, h->max_analyses);
-	int input_file = input_is_whole_file(limit) ? STDIN_FILENO : -1;
-	if (slot >= 0) {
-		struct cq_error *aerr = hook_analysis_start(&acfg, h->raw_memory, input_file, &an);
-		analysing = aerr == NULL;
-		if (aerr)
-			snprintf(not_started, sizeof(not_started), "analysis not started: %s",
-			         aerr->message);
-		cq_error_free(aerr);
-	}
-	struct cq_capture_raw raw = {.fd = analysing ? an.memfd : -1,
-	                             .budget = h->raw_memory,
-	                             .complete = raw_complete,
-	                             .arg = &an};
-	if (!err && !not_stored)
-		err = cq_capture_store(STDIN_FILENO, h->store_dir, &h->cap, limit,
-		                       analysing && !an.from_input ? &raw : NULL, &s);
-	/* The core is on disk (or will not be): let the kernel finish with the process. */
-	close(STDIN_FILENO);
-	if (!err && not_stored) {
-		err = record_not_stored(h, not_stored, &id);
-		o.core_id = id;
-		snprintf(o.message, sizeof(o.message), "%s", not_stored);
-		if (!err) {
-			report(h, NULL, &o, NULL);
-			free(store_abs);
-			return EXIT_OK;
-		}
-	} else if (err && store_abs) {
-		/* Storing failed (disk full, I/O error): the crash is still recorded. */
-		int64_t ignored;
-		struct cq_error *rerr = record_not_stored(h, err->message, &ignored);
-		if (rerr) {
-			err = cq_error_create(err->code, "%s; recording that failed too: %s",
-			                      err->message, rerr->message);
-			cq_error_free(rerr);
-		}
-	}
-	struct cq_store *store;
-	if (!err && !(err = cmd_open_store(h->db, &store))) {
-		err = cq_store_placeholder(
-		    store, &h->cap, s.path, s.raw_bytes, "pending",
-		    s.truncated ? "stored truncated at the size limit" : NULL, &id);
-		cq_store_close(store);
-	}
-	h->analysed_as = -1;
-	if (analysing) {
-		hook_analysis_stored(&an, err ? NULL : s.path);
-		h->analysed_from = an.from_input    ? "input file"
-		                   : an.from_memory ? "memory"
-		                                    : "stored file";
-		struct cq_error *aerr =
-		    hook_analysis_finish(&acfg, &an, err ? NULL : s.path, &h->analysed_as);
-		if (!err)
-			err = aerr;
-		else
-			cq_error_free(aerr);
-		if (h->analysed_as < 0)
-			h->analysed_from = NULL;
-	}
-	if (slot >= 0)
-		close(slot);
-	if (!err)
-		err = read_outcome(h, s.path, &o);
-	if (!err && !analysing && strcmp(o.status, "pending") == 0)
-		snprintf(o.message, sizeof(o.message), "%s",
-		         not_started[0] ? not_started : "analysis deferred");
-	if (!err && slot < 0 && strcmp(o.status, "pending") == 0)
-		snprintf(o.message, sizeof(o.message),
-		         "analysis deferred (%u running): `coreq ingest %s` completes it",
-		         h->max_analyses, h->store_dir);
-	if (!err && !o.core_id) {
-		/* The placeholder went away with no row of its own: a core stored before. */
-		snprintf(o.status, sizeof(o.status), "duplicate");
-		snprintf(o.message, sizeof(o.message), "the same core is already in the database");
-	}
+	struct cq_hook_result r;
+	struct cq_error *err = cq_hook_run(&h->o, &r);
+	const struct cq_store_outcome *o = &r.outcome;
 	int rc = EXIT_OK;
 	if (err) {
-		report(h, s.path ? &s : NULL, NULL, err->message);
+		report(h, &r, r.stored.path ? &r.stored : NULL, NULL, err->message);
 		cq_error_free(err);
 		rc = EXIT_INPUT;
+	} else if (!r.stored.path) {
+		report(h, &r, NULL, o, NULL); /* not stored, and recorded so */
 	} else {
-		report(h, &s, &o, NULL);
-		if (strcmp(o.status, "ok") != 0 && strcmp(o.status, "partial") != 0 &&
-		    strcmp(o.status, "duplicate") != 0 && strcmp(o.status, "pending") != 0)
+		report(h, &r, &r.stored, o, NULL);
+		if (strcmp(o->status, "ok") != 0 && strcmp(o->status, "partial") != 0 &&
+		    strcmp(o->status, "duplicate") != 0 && strcmp(o->status, "pending") != 0)
 			rc = EXIT_INPUT;
 	}
-	free(s.path);
-	free(store_abs);
+	cq_hook_result_free(&r);
 	return rc;
 }
 
@@ -524,21 +281,8 @@ int cmd_hook(int argc, char **argv)
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
-	struct hook h = {
-	    .store_dir = cq_config_get("store") ? cq_config_get("store") : HOOK_STATE_DIR "/cores",
-	    .db = cq_config_get("db") ? cq_config_get("db") : HOOK_STATE_DIR "/coreq.db",
-	    .cache = cq_config_get("cache") ? cq_config_get("cache") : HOOK_STATE_DIR "/cache.db",
-	    .max_size = DEFAULT_MAX_SIZE,
-	    .memory = DEFAULT_MEMORY,
-	    .keep_free = DEFAULT_KEEP_FREE,
-	    .timeout = DEFAULT_TIMEOUT,
-	    .max_analyses = 0,
-	    .analysed_as = -1,
-	    .raw_memory = default_raw_memory(),
-	};
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	h.max_analyses = cpus > 0 && cpus < 1024 ? (unsigned)cpus : 1;
-	cq_capture_init(&h.cap);
+	struct hook h = {.format = CMD_FORMAT_TEXT};
+	cq_hook_options_init(&h.o);
 	int opt;
 	uint64_t v;
 	/* "+": stop at the first positional, so a negative-looking argument is data. */
@@ -554,13 +298,13 @@ int cmd_hook(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case OPT_STORE:
-			h.store_dir = optarg;
+			h.o.store_dir = optarg;
 			break;
 		case OPT_DB:
-			h.db = optarg;
+			h.o.db = optarg;
 			break;
 		case OPT_CACHE:
-			h.cache = optarg;
+			h.o.cache = optarg;
 			break;
 		case OPT_MAX_SIZE:
 		case OPT_MEMORY:
@@ -573,17 +317,17 @@ int cmd_hook(int argc, char **argv)
 				                       : opt == OPT_KEEP_FREE ? "--keep-free"
 				                                              : "--raw-memory",
 				                       optarg);
-			*(opt == OPT_MAX_SIZE    ? &h.max_size
-			  : opt == OPT_MEMORY    ? &h.memory
-			  : opt == OPT_KEEP_FREE ? &h.keep_free
-			                         : &h.raw_memory) = v;
+			*(opt == OPT_MAX_SIZE    ? &h.o.max_size
+			  : opt == OPT_MEMORY    ? &h.o.memory
+			  : opt == OPT_KEEP_FREE ? &h.o.keep_free
+			                         : &h.o.raw_memory) = v;
 			break;
 		case OPT_TIMEOUT:
-			if (!cmd_parse_count(optarg, 0, 86400, &h.timeout, "hook", "--timeout"))
+			if (!cmd_parse_count(optarg, 0, 86400, &h.o.timeout, "hook", "--timeout"))
 				return EXIT_USAGE;
 			break;
 		case OPT_MAX_ANALYSES:
-			if (!cmd_parse_count(optarg, 0, 1024, &h.max_analyses, "hook",
+			if (!cmd_parse_count(optarg, 0, 1024, &h.o.max_analyses, "hook",
 			                     "--max-analyses"))
 				return EXIT_USAGE;
 			break;

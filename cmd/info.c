@@ -4,6 +4,7 @@
  */
 #include "cmd/cmd.h"
 #include "libcore/capture/capture.h"
+#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 
 #include <inttypes.h>
@@ -222,32 +223,29 @@ int cmd_info(int argc, char **argv)
 	if (optind + 1 != argc)
 		return cmd_usage_error("info", "expected exactly one CORE argument");
 	const char *path = argv[optind];
-	struct cq_core *core;
-	struct cq_error *err = cmd_open_core(path, &o, &core);
-	if (err)
-		return cmd_fail(path, err);
-	struct capture_facts cf;
-	capture_facts(path, &cf);
 	/* The crashed thread's stack, as coredumpctl info shows it (native frames only). */
 	struct cq_stack_options so;
 	cq_stack_options_default(&so);
 	so.async = false;
-	so.cache = cmd_open_cache(NULL);
-	so.debug_dirs = o.core.debug_dirs;
-	struct cq_stacks *stacks = NULL;
-	err = cq_core_stacks(core, &so, &stacks);
-	if (err) { /* the facts above still stand without it */
+	struct cmd_cache_choice cache = {.use = true};
+	struct cq_analysed_core a;
+	struct cq_error *err = cmd_analyse_core(path, &o, &so, &cache, &a);
+	if (err && !a.core) {
+		cmd_analysed_core_free(&a, &so);
+		return cmd_fail(path, err);
+	}
+	if (err) { /* the facts of the notes still stand without it */
 		cmd_warn(path, "no stack for the crashed thread: %s", err->message);
 		cq_error_free(err);
 	}
+	struct capture_facts cf;
+	capture_facts(path, &cf);
 	const struct cq_thread_stack *crashed =
-	    stacks && stacks->nthreads ? &stacks->threads[0] : NULL;
+	    a.stacks && a.stacks->nthreads ? &a.stacks->threads[0] : NULL;
 	if (o.format == CMD_FORMAT_JSON)
-		print_json(core, &cf, crashed);
+		print_json(a.core, &cf, crashed);
 	else
-		print_text(core, &cf, crashed);
-	cq_stacks_free(stacks);
-	cmd_close_cache(so.cache);
-	cq_core_close(core);
+		print_text(a.core, &cf, crashed);
+	cmd_analysed_core_free(&a, &so);
 	return EXIT_OK;
 }

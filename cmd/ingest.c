@@ -1,39 +1,24 @@
 /*
  * ingest.c - `coreq ingest CORE... | DIR | -`: analyse cores and store them,
- * one transaction each, skipping cores already stored (by content).
+ * one transaction each, skipping cores already stored (by content).  The
+ * walk, the seen-files record and the pipeline are the library's
+ * (libcore/pipeline/ingest_paths.h); this file parses options and shows
+ * each outcome as it comes, with a progress bar on a terminal.
  */
 #include "cmd/cmd.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "libcore/analysis/stacktrace.h"
-#include "libcore/triage/bucket.h"
-#include "libcore/triage/rules.h"
-
 #include "libcore/base/clock.h"
 #include "libcore/base/json.h"
-#include "libcore/base/regular_file.h"
 #include "libcore/db/cache.h"
-#include "libcore/model/source.h"
-#include "libcore/pipeline/ingest.h"
+#include "libcore/pipeline/ingest_paths.h"
 #include "libcore/store/store.h"
-#include "libcore/store/capture_rows.h"
-
-struct cq_capture;
-
-/* One file to ingest; a file found in a directory carries its stat. */
-struct input {
-	char *path;
-	bool from_dir;
-	int64_t size, mtime_ns;
-};
+#include "libcore/triage/bucket.h"
+#include "libcore/triage/rules.h"
 
 struct progress {
 	bool shown;
@@ -42,21 +27,9 @@ struct progress {
 };
 
 struct ingest_run {
-	struct cmd_core_opts o;
-	struct cq_stack_options so;
-	struct cq_store *store;
+	enum cmd_format format;
 	struct cq_json json;
 	struct progress progress;
-	unsigned signature_frames;
-	struct cq_bucket_rules *rules;
-	/* Metadata to use instead of what the file's name and xattrs say. */
-	const struct cq_capture *capture_override;
-	size_t ingested, duplicates, failed, unchanged;
-	/* What became of the last input. */
-	int64_t last_core_id;
-	char last_bucket[CQ_BUCKET_HASH_LEN + 1];
-	bool last_new_bucket;
-	char last_error[256];
 };
 
 #define DEFAULT_MAX_DEPTH 8
@@ -98,96 +71,6 @@ static const char ingest_usage[] =
     "  --max-depth N       levels of subdirectories of DIR to look in (default 8, 0: none)\n"
     "  --help              show this help\n";
 
-struct inputs {
-	struct input *v;
-	size_t n, cap;
-};
-
-static bool push_input(struct inputs *in, const char *path, const struct stat *st)
-{
-	if (in->n == in->cap) {
-		size_t cap = in->cap ? in->cap * 2 : 16;
-		struct input *p = realloc(in->v, cap * sizeof(*p));
-		if (!p)
-			return false;
-		in->v = p;
-		in->cap = cap;
-	}
-	struct input *e = &in->v[in->n];
-	*e = (struct input){.from_dir = st != NULL};
-	if (st) {
-		e->size = (int64_t)st->st_size;
-		e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	}
-	if (!(e->path = strdup(path)))
-		return false;
-	in->n++;
-	return true;
-}
-
-/* Whether the file at path starts like a core (see cq_source_looks_like_core). */
-static bool looks_like_core(const char *path)
-{
-	unsigned char b[CQ_SOURCE_SNIFF_BYTES];
-	int fd = cq_open_regular(path);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, b, sizeof(b));
-	close(fd);
-	return n > 0 && cq_source_looks_like_core(b, (size_t)n);
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct input *)a)->path, ((const struct input *)b)->path);
-}
-
-/*
- * Adds every core-looking regular file of dir and of its subdirectories down
- * to depth levels below it (hidden names and symbolic links to directories
- * are passed by), in path order.
- */
-static struct cq_error *walk_dir(struct inputs *in, const char *dir, unsigned depth)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return cq_error_errno(errno, "cannot read directory");
-	struct dirent *e;
-	struct cq_error *err = NULL;
-	while (!err && (e = readdir(d))) {
-		char *p;
-		struct stat st;
-		if (e->d_name[0] == '.' || asprintf(&p, "%s/%s", dir, e->d_name) < 0)
-			continue;
-		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-			if (depth > 0)
-				cq_error_free(walk_dir(
-				    in, p, depth - 1)); /* an unreadable subdirectory is skipped */
-		} else if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && looks_like_core(p) &&
-		           !push_input(in, p, &st)) {
-			err = &cq_error_nomem;
-		}
-		free(p);
-	}
-	closedir(d);
-	return err;
-}
-
-static struct cq_error *expand_dir(struct inputs *in, const char *dir, unsigned depth,
-                                   size_t *found)
-{
-	char *abs = realpath(dir, NULL);
-	if (!abs)
-		return cq_error_errno(errno, "cannot read directory");
-	size_t first = in->n;
-	struct cq_error *err = walk_dir(in, abs, depth);
-	free(abs);
-	if (in->n > first)
-		qsort(in->v + first, in->n - first, sizeof(*in->v), name_cmp);
-	*found = in->n - first;
-	return err;
-}
-
 static void progress_clear(struct progress *p)
 {
 	if (p->shown)
@@ -210,7 +93,7 @@ static void report(struct ingest_run *run, const char *path, const char *status,
                    const struct cq_store_result *r, const struct cq_bucket_signature *sig,
                    const char *message)
 {
-	if (run->o.format == CMD_FORMAT_JSON) {
+	if (run->format == CMD_FORMAT_JSON) {
 		struct cq_json *j = &run->json;
 		bool stored = r && strcmp(status, "ingested") == 0;
 		cq_json_object_begin(j);
@@ -265,69 +148,50 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 	fflush(stdout);
 }
 
-/* The outcome of one input, for the seen-files record. */
-static void remember(struct ingest_run *run, const struct input *in, int64_t core_id,
-                     const char *status, const char *message)
-{
-	if (!in->from_dir)
-		return;
-	struct cq_error *err = cq_store_file_record(run->store, in->path, in->size, in->mtime_ns,
-	                                            core_id, status, message);
-	if (err) {
-		cmd_warn(in->path, "cannot remember this file: %s", err->message);
-		cq_error_free(err);
-	}
-}
-
 static void warn_damaged(void *arg, const char *path, const struct cq_core *core)
 {
 	(void)arg;
 	cmd_warn_damaged_core(path, core);
 }
 
-static void ingest_one(struct ingest_run *run, const struct input *in)
+/* Presents one event of cq_ingest_paths as it happens. */
+static void on_event(void *arg, const struct cq_ingest_event *ev)
 {
-	const char *path = in->path;
-	struct cq_ingest_options io = {.core = &run->o.core,
-	                               .stacks = &run->so,
-	                               .signature_frames = run->signature_frames,
-	                               .rules = run->rules,
-	                               .capture_override = run->capture_override,
-	                               .opened = warn_damaged};
-	struct cq_ingest_result res;
-	struct cq_error *err = cq_ingest_core(run->store, path, &io, &res);
-	const struct cq_store_result *r = &res.store;
-	if (err) {
-		run->failed++;
-		if (res.record_error) { /* one line says both */
-			struct cq_error *both = cq_error_create(
-			    err->code, "%s; and the failure could not be recorded (%s)",
-			    err->message, res.record_error->message);
-			if (both != &cq_error_nomem) {
-				cq_error_free(err);
-				err = both;
-			}
+	struct ingest_run *run = arg;
+	const struct cq_ingest_result *res = ev->result;
+	switch (ev->kind) {
+	case CQ_INGEST_EV_BAD_PATH:
+		cmd_print_error(ev->path, ev->error);
+		break;
+	case CQ_INGEST_EV_EMPTY_DIR:
+		if (run->format != CMD_FORMAT_JSON)
+			printf("0 core files in %s\n", cmd_safe(ev->path));
+		break;
+	case CQ_INGEST_EV_NEXT:
+		if (ev->index == 0) {
+			run->progress.total = ev->total;
+			run->progress.shown = ev->total > 1 && isatty(STDERR_FILENO);
+			run->progress.start = cq_clock_seconds();
 		}
-		run->last_core_id = res.failed_row;
-		remember(run, in, 0, "failed", err->message);
-		progress_clear(&run->progress);
-		report(run, path, "failed", NULL, NULL, err->message);
-		snprintf(run->last_error, sizeof(run->last_error), "%s", err->message);
-		cmd_fail(path, err);
-	} else if (r->duplicate) {
-		run->duplicates++;
-		run->last_core_id = r->core_id;
-		remember(run, in, r->core_id, "duplicate", NULL);
-		report(run, path, "duplicate", r, NULL, NULL);
-	} else {
-		run->ingested++;
-		run->last_core_id = r->core_id;
-		run->last_new_bucket = r->new_bucket;
-		snprintf(run->last_bucket, sizeof(run->last_bucket), "%s", res.signature.hash);
-		remember(run, in, r->core_id, "ingested", NULL);
-		report(run, path, "ingested", r, &res.signature, NULL);
+		run->progress.done = ev->index;
+		progress_draw(&run->progress);
+		break;
+	case CQ_INGEST_EV_WARNING:
+		cmd_warn(ev->path, "%s", ev->error->message);
+		break;
+	case CQ_INGEST_EV_DONE:
+		if (ev->status == CQ_INGEST_FAILED) {
+			progress_clear(&run->progress);
+			report(run, ev->path, "failed", NULL, NULL, ev->error->message);
+			cmd_print_error(ev->path, ev->error);
+		} else if (ev->status == CQ_INGEST_DUPLICATE) {
+			report(run, ev->path, "duplicate", &res->store, NULL, NULL);
+		} else if (ev->status == CQ_INGEST_INGESTED) {
+			report(run, ev->path, "ingested", &res->store, &res->signature, NULL);
+		}
+		run->progress.done = ev->index + 1;
+		break;
 	}
-	cq_ingest_result_free(&res);
 }
 
 enum {
@@ -340,24 +204,24 @@ enum {
 	OPT_MAX_DEPTH,
 };
 
-static void print_summary(struct ingest_run *run)
+static void print_summary(struct ingest_run *run, const struct cq_ingest_totals *t)
 {
-	if (run->o.format != CMD_FORMAT_JSON) {
-		if (run->unchanged)
+	if (run->format != CMD_FORMAT_JSON) {
+		if (t->unchanged)
 			printf("%zu file%s unchanged since an earlier ingest, skipped\n",
-			       run->unchanged, run->unchanged == 1 ? "" : "s");
+			       t->unchanged, t->unchanged == 1 ? "" : "s");
 		return;
 	}
 	struct cq_json *j = &run->json;
 	cq_json_array_end(j);
 	cq_json_key(j, "ingested");
-	cq_json_uint(j, run->ingested);
+	cq_json_uint(j, t->ingested);
 	cq_json_key(j, "duplicates");
-	cq_json_uint(j, run->duplicates);
+	cq_json_uint(j, t->duplicates);
 	cq_json_key(j, "failed");
-	cq_json_uint(j, run->failed);
+	cq_json_uint(j, t->failed);
 	cq_json_key(j, "unchanged");
-	cq_json_uint(j, run->unchanged);
+	cq_json_uint(j, t->unchanged);
 	cq_json_object_end(j);
 	cq_json_finish(j);
 }
@@ -376,9 +240,11 @@ int cmd_ingest(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	unsigned max_depth = DEFAULT_MAX_DEPTH;
-	struct ingest_run run = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES};
-	cmd_core_opts_init(&run.o);
-	cq_stack_options_default(&run.so);
+	unsigned signature_frames = CQ_BUCKET_DEFAULT_FRAMES;
+	struct cmd_core_opts o;
+	struct cq_stack_options so;
+	cmd_core_opts_init(&o);
+	cq_stack_options_default(&so);
 	const char *db = NULL, *cache_path = NULL, *rules_path = NULL;
 	bool no_cache = false;
 	int opt;
@@ -389,7 +255,7 @@ int cmd_ingest(int argc, char **argv)
 			fputs(ingest_usage, stdout);
 			return EXIT_OK;
 		}
-		int r = cmd_core_opts_handle(&run.o, opt, optarg, "ingest");
+		int r = cmd_core_opts_handle(&o, opt, optarg, "ingest");
 		if (r < 0)
 			return EXIT_USAGE;
 		if (r > 0)
@@ -401,14 +267,14 @@ int cmd_ingest(int argc, char **argv)
 		else if (opt == OPT_NO_CACHE)
 			no_cache = true;
 		else if (opt == OPT_NO_ASYNC)
-			run.so.async = false;
+			so.async = false;
 		else if (opt == OPT_RULES)
 			rules_path = optarg;
 		else if (opt == OPT_MAX_DEPTH) {
 			if (!cmd_parse_count(optarg, 0, 64, &max_depth, "ingest", "--max-depth"))
 				return EXIT_USAGE;
 		} else if (opt == OPT_SIGNATURE_FRAMES) {
-			if (!cmd_parse_count(optarg, 1, 64, &run.signature_frames, "ingest",
+			if (!cmd_parse_count(optarg, 1, 64, &signature_frames, "ingest",
 			                     "--signature-frames"))
 				return EXIT_USAGE;
 		} else
@@ -416,82 +282,44 @@ int cmd_ingest(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cmd_usage_error("ingest", "expected CORE..., a directory, or -");
-	if (run.o.core.exe)
+	if (o.core.exe)
 		return cmd_usage_error("ingest", "--exe is for one core; use --sysroot");
 
-	struct cq_error *rerr = cq_bucket_rules_load(rules_path, &run.rules);
-	if (rerr)
-		return cmd_fail(rules_path ? rules_path : "rules", rerr);
-	struct inputs in = {0};
-	int rc = EXIT_OK;
-	for (int i = optind; i < argc; i++) {
-		struct stat st;
-		struct cq_error *err = NULL;
-		size_t found = 0;
-		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			err = expand_dir(&in, argv[i], max_depth, &found);
-			if (!err && !found && run.o.format != CMD_FORMAT_JSON)
-				printf("0 core files in %s\n", cmd_safe(argv[i]));
-		} else if (!push_input(&in, argv[i], NULL))
-			err = &cq_error_nomem;
-		if (err)
-			rc = cmd_fail(argv[i], err);
+	struct cq_bucket_rules *rules;
+	struct cq_error *err = cq_bucket_rules_load(rules_path, &rules);
+	if (err)
+		return cmd_fail(rules_path ? rules_path : "rules", err);
+	struct cq_store *store;
+	if ((err = cmd_open_store(db, &store))) {
+		cq_bucket_rules_free(rules);
+		return cmd_fail(db ? db : "database", err);
 	}
-	struct cq_error *err = cmd_open_store(db, &run.store);
-	if (err) {
-		rc = cmd_fail(db ? db : "database", err);
-		goto out;
-	}
-	run.so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
-	run.so.debug_dirs = run.o.core.debug_dirs;
-	run.progress.total = in.n;
-	run.progress.shown = in.n > 1 && isatty(STDERR_FILENO);
-	run.progress.start = cq_clock_seconds();
-	if (run.o.format == CMD_FORMAT_JSON) {
+	so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
+	so.debug_dirs = o.core.debug_dirs;
+	struct ingest_run run = {.format = o.format};
+	if (run.format == CMD_FORMAT_JSON) {
 		cq_json_init(&run.json, stdout);
 		cq_json_object_begin(&run.json);
 		cq_json_key(&run.json, "results");
 		cq_json_array_begin(&run.json);
 	}
-	for (size_t i = 0; i < in.n; i++) {
-		progress_draw(&run.progress);
-		bool seen = false, unfinished = false;
-		const struct input *e = &in.v[i];
-		if (e->from_dir) {
-			struct cq_error *serr = cq_store_file_seen(run.store, e->path, e->size,
-			                                           e->mtime_ns, &seen, &unfinished);
-			if (!serr && !seen)
-				serr = cq_store_file_record(run.store, e->path, e->size,
-				                            e->mtime_ns, 0, "started", NULL);
-			if (serr) {
-				cmd_warn(e->path, "%s", serr->message);
-				cq_error_free(serr);
-			}
-		}
-		if (unfinished) {
-			/* An earlier run died on this file: report it once, do not retry it. */
-			static const char why[] = "an earlier analysis of this file did not finish";
-			run.failed++;
-			remember(&run, e, 0, "failed", why);
-			report(&run, e->path, "failed", NULL, NULL, why);
-			cmd_fail(e->path, cq_error_create(CQ_ERR_LIMIT, "%s", why));
-		} else if (seen) {
-			run.unchanged++;
-		} else {
-			ingest_one(&run, e);
-		}
-		run.progress.done++;
-	}
+	struct cq_ingest_paths_options io = {
+	    .ingest = {.core = &o.core,
+	               .stacks = &so,
+	               .signature_frames = signature_frames,
+	               .rules = rules,
+	               .opened = warn_damaged},
+	    .max_depth = max_depth,
+	    .report = on_event,
+	    .report_arg = &run,
+	};
+	struct cq_ingest_totals totals;
+	cq_ingest_paths(store, (const char *const *)argv + optind, (size_t)(argc - optind), &io,
+	                &totals);
 	progress_clear(&run.progress);
-	print_summary(&run);
-	if (run.failed)
-		rc = EXIT_INPUT;
-	cmd_close_cache(run.so.cache);
-	cq_store_close(run.store);
-out:
-	cq_bucket_rules_free(run.rules);
-	for (size_t i = 0; i < in.n; i++)
-		free(in.v[i].path);
-	free(in.v);
-	return rc;
+	print_summary(&run, &totals);
+	cmd_close_cache(so.cache);
+	cq_store_close(store);
+	cq_bucket_rules_free(rules);
+	return totals.failed || totals.bad_paths ? EXIT_INPUT : EXIT_OK;
 }

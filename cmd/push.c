@@ -1,28 +1,18 @@
 /*
  * push.c - `coreq push --clickhouse URL`: ship the crash records that are
- * new since the last push to ClickHouse over its HTTP interface (libcurl),
- * the same NDJSON `coreq export` writes, in batches of cores.
- *
- * Per batch: the records of the next N cores after the cursor are exported
- * into memory and POSTed as `INSERT INTO coreq.<table> FORMAT JSONEachRow`,
- * stacks and buckets first and the cores last; only when every POST of the
- * batch succeeded is the cursor (the highest local core id shipped) written,
- * atomically.  A failed POST is retried with exponential backoff; if it still
- * fails the push stops with the cursor where it was, so nothing is lost, and
- * the next push sends that batch again, which the tables' natural keys
- * (ReplacingMergeTree) make harmless.
+ * new since the last push to ClickHouse over its HTTP interface, the same
+ * NDJSON `coreq export` writes, in batches of cores.  The batches, their
+ * order, the retries and the cursor file are the library's
+ * (libcore/pipeline/push.h); this file parses options and prints what was
+ * sent.
  */
 #include "cmd/cmd.h"
 
-#include <curl/curl.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "libcore/base/dynlib.h"
-#include "libcore/store/export.h"
+#include "libcore/pipeline/push.h"
 #include "libcore/store/store.h"
 
 static const char push_usage[] =
@@ -35,7 +25,9 @@ static const char push_usage[] =
     "(default: the database's path + .push-cursor) holds the last core shipped\n"
     "and moves only after a whole batch is in, so a push that fails loses\n"
     "nothing: the next one resends from there, and re-sent rows replace\n"
-    "themselves.  Failed requests are retried with exponential backoff.\n"
+    "themselves.  A cursor file that cannot be read, or holds no core id, is\n"
+    "an error (remove it to push every core again).  Failed requests are\n"
+    "retried with exponential backoff.\n"
     "Prints what was sent; exit 1 when the server could not take it.\n"
     "\n"
     "  --clickhouse URL   the server's HTTP endpoint (required)\n"
@@ -62,166 +54,6 @@ enum {
 	OPT_HOST,
 };
 
-/* libcurl, loaded when coreq push runs (libcore/base/dynlib.h). */
-static struct {
-	CURLcode (*global_init)(long);
-	void (*global_cleanup)(void);
-	CURL *(*easy_init)(void);
-	void (*easy_cleanup)(CURL *);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	const char *(*easy_strerror)(CURLcode);
-	char *(*easy_escape)(CURL *, const char *, int);
-	void (*free)(void *);
-} curl;
-
-static struct cq_error *load_curl(void)
-{
-	const struct cq_dynlib_sym syms[] = {
-	    {"curl_global_init", (void **)&curl.global_init},
-	    {"curl_global_cleanup", (void **)&curl.global_cleanup},
-	    {"curl_easy_init", (void **)&curl.easy_init},
-	    {"curl_easy_cleanup", (void **)&curl.easy_cleanup},
-	    {"curl_easy_setopt", (void **)&curl.easy_setopt},
-	    {"curl_easy_perform", (void **)&curl.easy_perform},
-	    {"curl_easy_getinfo", (void **)&curl.easy_getinfo},
-	    {"curl_easy_strerror", (void **)&curl.easy_strerror},
-	    {"curl_easy_escape", (void **)&curl.easy_escape},
-	    {"curl_free", (void **)&curl.free},
-	};
-	return cq_dynlib_load("libcurl.so.4", syms, sizeof(syms) / sizeof(syms[0]));
-}
-
-struct push {
-	const char *url, *cursor_path;
-	unsigned batch, max_batches, retries, timeout;
-	CURL *curl;
-	char error[CURL_ERROR_SIZE];
-};
-
-static const struct {
-	unsigned type;
-	const char *table;
-} order[] = {
-    {CQ_EXPORT_STACKS, "stacks"},
-    {CQ_EXPORT_BUCKETS, "buckets"},
-    {CQ_EXPORT_THREADS, "threads"},
-    {CQ_EXPORT_CORES, "cores"},
-};
-
-static size_t discard(char *p, size_t size, size_t n, void *ctx)
-{
-	(void)p;
-	(void)ctx;
-	return size * n;
-}
-
-/* POSTs body into table; NULL when the server said 200. */
-static struct cq_error *post(struct push *p, const char *table, const char *body, size_t len)
-{
-	char *query = NULL, *url = NULL;
-	char *escaped = NULL;
-	if (asprintf(&query, "INSERT INTO coreq.%s FORMAT JSONEachRow", table) < 0 ||
-	    !(escaped = curl.easy_escape(p->curl, query, 0)) ||
-	    asprintf(&url, "%s%s?input_format_skip_unknown_fields=1&query=%s", p->url,
-	             p->url[strlen(p->url) - 1] == '/' ? "" : "/", escaped) < 0) {
-		free(query);
-		curl.free(escaped);
-		return &cq_error_nomem;
-	}
-	free(query);
-	curl.free(escaped);
-	struct cq_error *err = NULL;
-	for (unsigned attempt = 0; attempt < p->retries; attempt++) {
-		if (attempt)
-			sleep(1u << (attempt - 1 < 5 ? attempt - 1 : 5));
-		curl.easy_setopt(p->curl, CURLOPT_URL, url);
-		curl.easy_setopt(p->curl, CURLOPT_POSTFIELDS, body);
-		curl.easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-		CURLcode rc = curl.easy_perform(p->curl);
-		long status = 0;
-		curl.easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
-		cq_error_free(err);
-		err = NULL;
-		if (rc == CURLE_OK && status == 200)
-			break;
-		err = rc != CURLE_OK
-		          ? cq_error_create(CQ_ERR_IO, "%s: %s", table,
-		                            p->error[0] ? p->error : curl.easy_strerror(rc))
-		          : cq_error_create(CQ_ERR_IO, "%s: the server answered HTTP %ld", table,
-		                            status);
-	}
-	free(url);
-	return err;
-}
-
-static int64_t read_cursor(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long long v = 0;
-	if (f) {
-		if (fscanf(f, "%lld", &v) != 1 || v < 0)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
-static struct cq_error *write_cursor(const char *path, int64_t id)
-{
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp", path) < 0)
-		return &cq_error_nomem;
-	FILE *f = fopen(tmp, "w");
-	struct cq_error *err = NULL;
-	if (!f || fprintf(f, "%lld\n", (long long)id) < 0 || fflush(f) != 0 ||
-	    fsync(fileno(f)) != 0)
-		err = cq_error_errno(errno, "cannot write the cursor %s", tmp);
-	if (f && fclose(f) != 0 && !err)
-		err = cq_error_errno(errno, "cannot write the cursor %s", tmp);
-	if (!err && rename(tmp, path) != 0)
-		err = cq_error_errno(errno, "cannot replace the cursor %s", path);
-	free(tmp);
-	return err;
-}
-
-/* Ships one batch after *cursor; *sent 0 when there was nothing left. */
-static struct cq_error *push_batch(struct push *p, struct cq_store *store,
-                                   struct cq_export_options *o, int64_t *cursor,
-                                   struct cq_export_result *sent)
-{
-	memset(sent, 0, sizeof(*sent));
-	o->after_id = *cursor;
-	o->limit = 0;
-	struct cq_error *err = cq_store_export_window(store, *cursor, p->batch, &o->until_id);
-	if (err || o->until_id == *cursor)
-		return err; /* nothing new */
-	int64_t last = *cursor;
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]) && !err; i++) {
-		char *body = NULL;
-		size_t len = 0;
-		FILE *mem = open_memstream(&body, &len);
-		if (!mem)
-			return &cq_error_nomem;
-		struct cq_export_result r;
-		o->types = order[i].type;
-		err = cq_store_export(store, o, mem, &r);
-		fclose(mem);
-		last = r.last_id;
-		if (!err && len)
-			err = post(p, order[i].table, body, len);
-		free(body);
-		sent->cores += r.cores;
-		sent->threads += r.threads;
-		sent->stacks += r.stacks;
-		sent->buckets += r.buckets;
-	}
-	if (!err && last > *cursor && !(err = write_cursor(p->cursor_path, last)))
-		*cursor = last;
-	return err;
-}
-
 int cmd_push(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -237,7 +69,7 @@ int cmd_push(int argc, char **argv)
 	    {"host", required_argument, NULL, OPT_HOST},
 	    {NULL, 0, NULL, 0},
 	};
-	struct push p = {.batch = 1000, .retries = 5, .timeout = 60};
+	struct cq_push_options p = {.batch = 1000, .retries = 5, .timeout = 60};
 	const char *db = NULL, *host = NULL;
 	enum cmd_format format = CMD_FORMAT_TEXT;
 	int opt;
@@ -301,56 +133,30 @@ int cmd_push(int argc, char **argv)
 		free(cursor_default);
 		return rc != EXIT_OK ? rc : EXIT_INPUT;
 	}
-	struct cq_error *err = load_curl();
-	if (err) {
-		cq_store_close(store);
-		free(def);
-		free(cursor_default);
-		return cmd_fail(p.url, err);
-	}
-	curl.global_init(CURL_GLOBAL_DEFAULT);
-	p.curl = curl.easy_init();
-	err = p.curl ? NULL : &cq_error_nomem;
-	if (p.curl) {
-		curl.easy_setopt(p.curl, CURLOPT_ERRORBUFFER, p.error);
-		curl.easy_setopt(p.curl, CURLOPT_TIMEOUT, (long)p.timeout);
-		curl.easy_setopt(p.curl, CURLOPT_WRITEFUNCTION, discard);
-		curl.easy_setopt(p.curl, CURLOPT_NOSIGNAL, 1L);
-	}
 	char hostname[256] = "";
 	if (!host && gethostname(hostname, sizeof(hostname)) == 0)
 		host = hostname;
-	struct cq_export_options o = {.host = host};
-	int64_t cursor = read_cursor(p.cursor_path), start = cursor;
-	struct cq_export_result total = {0}, sent;
-	unsigned batches = 0;
-	while (!err && (!p.max_batches || batches < p.max_batches)) {
-		err = push_batch(&p, store, &o, &cursor, &sent);
-		total.cores += sent.cores;
-		total.threads += sent.threads;
-		total.stacks += sent.stacks;
-		total.buckets += sent.buckets;
-		if (!sent.cores)
-			break;
-		batches++;
-	}
-	if (p.curl)
-		curl.easy_cleanup(p.curl);
-	curl.global_cleanup();
+	p.host = host;
+	struct cq_push_result r;
+	struct cq_error *err = cq_push(store, &p, &r);
 	cq_store_close(store);
-	if (format == CMD_FORMAT_JSON) {
-		printf("{\"cores\":%lld,\"threads\":%lld,\"stacks\":%lld,\"buckets\":%lld,"
-		       "\"cursor_before\":%lld,\"cursor\":%lld,\"complete\":%s}\n",
-		       (long long)total.cores, (long long)total.threads, (long long)total.stacks,
-		       (long long)total.buckets, (long long)start, (long long)cursor,
-		       err ? "false" : "true");
+	if (!r.started) {
+		rc = cmd_fail(p.url, err);
 	} else {
-		printf("pushed %lld cores (%lld threads, %lld stacks, %lld buckets) to %s; cursor "
-		       "%lld\n",
-		       (long long)total.cores, (long long)total.threads, (long long)total.stacks,
-		       (long long)total.buckets, p.url, (long long)cursor);
+		if (format == CMD_FORMAT_JSON) {
+			printf("{\"cores\":%lld,\"threads\":%lld,\"stacks\":%lld,\"buckets\":%lld,"
+			       "\"cursor_before\":%lld,\"cursor\":%lld,\"complete\":%s}\n",
+			       (long long)r.cores, (long long)r.threads, (long long)r.stacks,
+			       (long long)r.buckets, (long long)r.cursor_before,
+			       (long long)r.cursor, err ? "false" : "true");
+		} else {
+			printf("pushed %lld cores (%lld threads, %lld stacks, %lld buckets) to %s; "
+			       "cursor %lld\n",
+			       (long long)r.cores, (long long)r.threads, (long long)r.stacks,
+			       (long long)r.buckets, p.url, (long long)r.cursor);
+		}
+		rc = err ? cmd_fail(p.url, err) : EXIT_OK;
 	}
-	rc = err ? cmd_fail(p.url, err) : EXIT_OK;
 	free(def);
 	free(cursor_default);
 	return rc;

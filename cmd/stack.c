@@ -11,6 +11,7 @@
 #include "libcore/db/cache.h"
 #include "libcore/base/json.h"
 #include "libcore/model/module.h"
+#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/capture/capture.h"
 #include "unwind/async/runtime.h"
@@ -477,18 +478,15 @@ int cmd_stack(int argc, char **argv)
 	if (optind + 1 != argc)
 		return cmd_usage_error("stack", "expected exactly one CORE argument");
 	const char *path = argv[optind];
-	struct cq_core *core;
-	struct cq_error *err = cmd_open_core(path, &o, &core);
-	if (err)
-		return cmd_fail(path, err);
-	so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
-	so.debug_dirs = o.core.debug_dirs;
-	struct cq_stacks *stacks;
-	err = cq_core_stacks(core, &so, &stacks);
+	struct cmd_cache_choice cache = {.path = cache_path, .use = !no_cache};
+	struct cq_analysed_core a;
+	struct cq_error *err = cmd_analyse_core(path, &o, &so, &cache, &a);
 	int rc = EXIT_OK;
 	if (err) {
 		rc = cmd_fail(path, err);
 	} else {
+		const struct cq_core *core = a.core;
+		const struct cq_stacks *stacks = a.stacks;
 		cmd_warn_analysis(path, core, stacks);
 		int64_t missing;
 		if (stack_view_missing(&view, stacks, &missing)) {
@@ -502,9 +500,7 @@ int cmd_stack(int argc, char **argv)
 		} else {
 			print_text(path, core, stacks, &view);
 		}
-		cq_stacks_free(stacks);
 	}
-	cmd_close_cache(so.cache);
-	cq_core_close(core);
+	cmd_analysed_core_free(&a, &so);
 	return rc;
 }

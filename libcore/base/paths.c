@@ -16,7 +16,7 @@
 char *cq_path_default(const char *override_env, const char *config_key, const char *xdg_env,
                       const char *home_dir, const char *file)
 {
-	const char *env = getenv(override_env);
+	const char *env = override_env ? getenv(override_env) : NULL;
 	if (env && *env)
 		return strdup(env);
 	const char *conf = cq_config_get(config_key);

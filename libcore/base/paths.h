@@ -11,7 +11,7 @@
 #define CQ_SYSTEM_STATE_DIR "/var/lib/coreq"
 
 /*
- * $override_env if set, else config_key in the configuration file
+ * $override_env if set (override_env may be NULL: none), else config_key in the configuration file
  * (config.h), else $xdg_env/coreq/file when it is set, else for root
  * CQ_SYSTEM_STATE_DIR/file (what the service and the hook use; sudo clears
  * XDG_*), else $HOME/home_dir/coreq/file.  malloc'd; NULL when

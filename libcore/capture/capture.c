@@ -13,8 +13,14 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "libcore/base/paths.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
+
+char *cq_capture_default_store(void)
+{
+	return cq_path_default(NULL, "store", "XDG_STATE_HOME", ".local/state", "cores");
+}
 
 void cq_capture_init(struct cq_capture *c)
 {

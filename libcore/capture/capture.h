@@ -78,6 +78,14 @@ struct cq_error *cq_capture_systemd_name(const struct cq_capture *c, unsigned se
 /* Sets user.coredump.* xattrs on fd from c, as systemd-coredump does. */
 struct cq_error *cq_capture_write_xattrs(int fd, const struct cq_capture *c);
 
+/*
+ * The default directory of stored cores (malloc'd; NULL when none is
+ * known), by the rule of every default path (libcore/base/paths.h): store in
+ * the configuration file, else $XDG_STATE_HOME/coreq/cores, else for root
+ * /var/lib/coreq/cores, else ~/.local/state/coreq/cores.
+ */
+char *cq_capture_default_store(void);
+
 /* What cq_capture_store wrote. */
 struct cq_capture_stored {
 	char *path;          /* malloc'd: dir/<systemd-style name>.zst */

@@ -1,0 +1,51 @@
+/*
+ * analyse_core.h - one call from a core's path to every thread's stack:
+ * open the core (model), then unwind, merge and name every thread
+ * (stacktrace.h).  `coreq info`, `stack` and `flame` run it; the ingest
+ * pipeline has its own order (it skips the stacks of a core already stored).
+ *
+ * The result may be partial: a core that opened but whose stacks could not
+ * be made keeps its core, so a caller can still show what the notes say.
+ *
+ * Layer: analysis (libcore/analysis/): stacks of a core; above symbols.
+ * The layer order is in the README (Layout) and tests/check-layers.
+ */
+#ifndef CQ_ANALYSE_CORE_H
+#define CQ_ANALYSE_CORE_H
+
+#include "libcore/base/error.h"
+
+struct cq_core;
+struct cq_core_options;
+struct cq_stack_options;
+struct cq_stacks;
+
+struct cq_analyse_options {
+	const struct cq_core_options *core;
+	/* How the stacks are made; opened may still set what it points to (the cache). */
+	struct cq_stack_options *stacks;
+	/*
+	 * May be NULL.  Called once the core is open and before its stacks are
+	 * made: to warn that it is damaged, and to open the cache (stacks->cache)
+	 * only for a core that opened.
+	 */
+	void (*opened)(void *arg, const char *path, const struct cq_core *core,
+	               struct cq_stack_options *stacks);
+	void *opened_arg;
+};
+
+struct cq_analysed_core {
+	struct cq_core *core;     /* NULL: the core could not be opened */
+	struct cq_stacks *stacks; /* NULL: the stacks could not be made (or no core) */
+};
+
+/*
+ * Opens path ("-": standard input) and makes every thread's stack.  On
+ * error, out->core is still set when the core opened and only the stacks
+ * failed.  Free out with cq_analysed_core_free in every case.
+ */
+struct cq_error *cq_analyse_core(const char *path, const struct cq_analyse_options *o,
+                                 struct cq_analysed_core *out);
+void cq_analysed_core_free(struct cq_analysed_core *a);
+
+#endif

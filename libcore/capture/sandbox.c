@@ -1,0 +1,426 @@
+/*
+ * sandbox.c - the hook's analysis child: its process, account, limits and
+ * the channel with the parent (see sandbox.h).
+ */
+#include "libcore/capture/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "libcore/capture/capture.h"
+
+/* Parent to child, on the channel. */
+#define MSG_RAW    'R' /* the raw copy is complete */
+#define MSG_STORED 'S' /* followed by a u32 length and the stored path */
+/* Child to parent, on the report pipe. */
+#define MSG_UID     'U' /* followed by the u32 uid the analysis runs as */
+#define MSG_FAILURE 'F' /* followed by a u32 length and a failure the child could not record */
+
+#define MAX_MESSAGE (1u << 16)
+
+/*
+ * The account the analysis runs as when the hook is root: the crashed
+ * process's own uid and gid, so that a core crafted to exploit a parser bug
+ * gains nothing its owner did not have.  Every uid but 0 is dropped to,
+ * container ranges mapped high (up to 2^32 - 2) included; an id the kernel
+ * could not have passed (negative, or (uid_t)-1 and above) drops to
+ * nobody's 65534 instead of staying root.  False when no drop applies: the
+ * hook is not root, or the crash was root's own.
+ */
+#define ANALYSIS_FALLBACK_ID 65534u
+#define LINUX_ID_MAX         0xfffffffeLL /* (uid_t)-1 means "no change" to setuid */
+
+static bool analysis_account(const struct cq_capture *c, uid_t *uid, gid_t *gid)
+{
+	if (geteuid() != 0 || c->uid == 0)
+		return false;
+	bool uid_ok = c->uid > 0 && c->uid <= LINUX_ID_MAX;
+	bool gid_ok = uid_ok && c->gid >= 0 && c->gid <= LINUX_ID_MAX;
+	*uid = uid_ok ? (uid_t)c->uid : ANALYSIS_FALLBACK_ID;
+	*gid = gid_ok ? (gid_t)c->gid : ANALYSIS_FALLBACK_ID;
+	return true;
+}
+
+/* Sends or reads all len bytes over the channel; false if it ended first. */
+static bool transfer_all(int fd, void *buf, size_t len, bool sending)
+{
+	char *p = buf;
+	while (len > 0) {
+		/* MSG_NOSIGNAL: a child that died must not take the hook with it */
+		ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+static bool send_all(int fd, const void *buf, size_t len)
+{
+	return transfer_all(fd, (void *)buf, len, true);
+}
+
+static bool read_all(int fd, void *buf, size_t len)
+{
+	return transfer_all(fd, buf, len, false);
+}
+
+/* Writes all len bytes to a pipe; false if it could not. */
+static bool write_all_fd(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* A length-prefixed text after its message byte (MSG_STORED, MSG_FAILURE). */
+static bool send_text(int fd, char msg, const char *text, bool socket)
+{
+	size_t len = strlen(text);
+	if (len > MAX_MESSAGE)
+		len = MAX_MESSAGE;
+	uint32_t n = (uint32_t)len;
+	bool (*put)(int, const void *, size_t) = socket ? send_all : write_all_fd;
+	return put(fd, &msg, 1) && put(fd, &n, sizeof(n)) && put(fd, text, len);
+}
+
+/* The text after a length-prefixed message (malloc'd), or NULL when the channel ends. */
+static char *read_text(int fd)
+{
+	uint32_t len;
+	if (!read_all(fd, &len, sizeof(len)) || len == 0 || len > MAX_MESSAGE)
+		return NULL;
+	char *text = malloc((size_t)len + 1);
+	if (!text || !read_all(fd, text, len)) {
+		free(text);
+		return NULL;
+	}
+	text[len] = 0;
+	return text;
+}
+
+/* The analysis's await_stored: the analysis clock stops while the parent compresses. */
+static struct cq_error *await_stored(void *arg, char **stored_path)
+{
+	int ctl = *(int *)arg;
+	unsigned left = alarm(0);
+	char msg;
+	char *path = read_all(ctl, &msg, 1) && msg == MSG_STORED ? read_text(ctl) : NULL;
+	if (left)
+		alarm(left);
+	if (!path)
+		return cq_error_create(CQ_ERR_IO, "the core was not stored");
+	*stored_path = path;
+	return NULL;
+}
+
+/*
+ * Child: the analysis failed before it could run, for why.  The parent
+ * records that under the stored path, once the core is stored.
+ */
+static void child_fail(int report_fd, const char *why) __attribute__((noreturn));
+
+static void child_fail(int report_fd, const char *why)
+{
+	send_text(report_fd, MSG_FAILURE, why, false);
+	_exit(1);
+}
+
+/* Sets RLIMIT_DATA to bytes, or says why it cannot be. */
+static struct cq_error *apply_memory_budget(uint64_t bytes)
+{
+#ifdef __SANITIZE_ADDRESS__ /* ASan's shadow memory counts as data: tests run without */
+	(void)bytes;
+	return NULL;
+#else
+	struct rlimit rl = {.rlim_cur = bytes, .rlim_max = bytes};
+	if (setrlimit(RLIMIT_DATA, &rl) == 0)
+		return NULL;
+	int e = errno;
+	struct rlimit now;
+	if (getrlimit(RLIMIT_DATA, &now) == 0 && now.rlim_max != RLIM_INFINITY)
+		return cq_error_errno(e,
+		                      "cannot set the analysis memory budget of %llu bytes "
+		                      "(RLIMIT_DATA; the hook's own hard limit is %llu bytes)",
+		                      (unsigned long long)bytes, (unsigned long long)now.rlim_max);
+	return cq_error_errno(e,
+	                      "cannot set the analysis memory budget of %llu bytes (RLIMIT_DATA)",
+	                      (unsigned long long)bytes);
+#endif
+}
+
+/*
+ * Child: wait for the raw copy or the stored file, then analyse within the
+ * budget.  Exit 0 done (or nothing to do), 1 failed.  Everything that needs
+ * root is opened first (work.prepare: the database and the cache, which
+ * SQLite keeps writing through the open descriptors), then the core (read
+ * as standard input) and a spool directory the account owns; then the
+ * child drops to the account and only then reads the core.  It tells the
+ * parent the uid it analyses as.
+ */
+static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
+                       const char *spool_dir, int report_fd) __attribute__((noreturn));
+
+static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
+                       const char *spool_dir, int report_fd)
+{
+	/* The kernel waits for every reader of the core's pipe: this is not one. */
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, STDIN_FILENO);
+		dup2(devnull, STDOUT_FILENO);
+		dup2(devnull, STDERR_FILENO);
+	}
+	char msg;
+	if (!read_all(ctl, &msg, 1))
+		_exit(0); /* not stored: the parent records that */
+	bool from_memory = msg == MSG_RAW;
+	char *path = from_memory ? NULL : msg == MSG_STORED ? read_text(ctl) : NULL;
+	if (!from_memory && !path)
+		_exit(0);
+	if (cfg->timeout)
+		alarm(cfg->timeout);
+	struct cq_error *err = cfg->memory ? apply_memory_budget(cfg->memory) : NULL;
+	if (err)
+		child_fail(report_fd, err->message);
+	/* Decompression spools into the store's file system, not /tmp. */
+	setenv("TMPDIR", spool_dir ? spool_dir : cfg->work_dir, 1);
+	if ((err = cfg->work.prepare(cfg->work.arg)))
+		child_fail(report_fd, err->message);
+	struct cq_sandbox_core core = {.path = path};
+	int fd = -1;
+	if (from_memory) {
+		/* Read-only, as the stored file would be; the memfd itself is writable. */
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", memfd);
+		fd = open(self, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = dup(memfd);
+		core.await_stored = await_stored;
+		core.await_ctx = &ctl;
+	}
+	uid_t uid;
+	gid_t gid;
+	if (spool_dir && analysis_account(cfg->cap, &uid, &gid)) {
+		/* The store is root's alone: reach the spool directory through an fd. */
+		int dir = open(spool_dir, O_RDONLY | O_DIRECTORY);
+		char via_fd[64];
+		snprintf(via_fd, sizeof(via_fd), "/proc/self/fd/%d", dir);
+		if (dir >= 0)
+			setenv("TMPDIR", via_fd, 1);
+		if (!from_memory)
+			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
+		    getuid() != uid || geteuid() != uid)
+			child_fail(report_fd, "cannot drop privileges for the analysis");
+	}
+	if (fd >= 0) {
+		if (dup2(fd, STDIN_FILENO) < 0)
+			_exit(1);
+		close(fd);
+		core.path = "-";
+		core.stored_path = path;
+	}
+	if (memfd >= 0)
+		close(memfd);
+	uint32_t me = (uint32_t)geteuid();
+	char u = MSG_UID;
+	if (!write_all_fd(report_fd, &u, 1) || !write_all_fd(report_fd, &me, sizeof(me)))
+		_exit(1);
+	struct cq_error *record_error = NULL;
+	err = core.path ? cfg->work.analyse(cfg->work.arg, &core, &record_error)
+	                : cq_error_create(CQ_ERR_IO, "cannot open the raw copy");
+	if (err && record_error) {
+		char text[1024];
+		snprintf(text, sizeof(text), "%s (the analysis could not record this: %s)",
+		         err->message, record_error->message);
+		send_text(report_fd, MSG_FAILURE, text, false);
+	}
+	_exit(err ? 1 : 0);
+}
+
+/*
+ * A private spool directory in the store for an analysis that drops to
+ * uid/gid (owned by them, removed by the parent), or NULL when none drops.
+ */
+static char *spool_dir_for(const struct cq_sandbox_config *cfg)
+{
+	uid_t uid;
+	gid_t gid;
+	char *dir = NULL;
+	if (!analysis_account(cfg->cap, &uid, &gid) ||
+	    asprintf(&dir, "%s/.spool-XXXXXX", cfg->work_dir) < 0)
+		return NULL;
+	if (!mkdtemp(dir) || chown(dir, uid, gid) != 0) {
+		rmdir(dir);
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+static void sandbox_close(struct cq_sandbox *sb)
+{
+	if (sb->ctl >= 0)
+		close(sb->ctl);
+	if (sb->report >= 0)
+		close(sb->report);
+	if (sb->memfd >= 0)
+		close(sb->memfd);
+	if (sb->spool_dir) {
+		rmdir(sb->spool_dir); /* empty: spool files are unlinked temporaries */
+		free(sb->spool_dir);
+	}
+	sb->ctl = sb->report = sb->memfd = -1;
+	sb->spool_dir = NULL;
+}
+
+struct cq_error *cq_sandbox_start(const struct cq_sandbox_config *cfg, uint64_t raw_memory,
+                                  int input_file, struct cq_sandbox *sb)
+{
+	memset(sb, 0, sizeof(*sb));
+	sb->cfg = cfg;
+	sb->ctl = sb->report = sb->memfd = -1;
+	sb->pid = -1;
+	int ctl[2], report[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) != 0)
+		return cq_error_errno(errno, "cannot make a channel for the analysis");
+	if (pipe2(report, O_CLOEXEC) != 0) {
+		struct cq_error *err = cq_error_errno(errno, "cannot make a pipe for the analysis");
+		close(ctl[0]);
+		close(ctl[1]);
+		return err;
+	}
+	sb->ctl = ctl[0];
+	sb->report = report[0];
+	/* No memfd, no raw copy: the child then reads the stored file. */
+	if (input_file >= 0)
+		sb->from_input = (sb->memfd = fcntl(input_file, F_DUPFD_CLOEXEC, 3)) >= 0;
+	else if (raw_memory)
+		sb->memfd = memfd_create("coreq-raw-core", MFD_CLOEXEC);
+	sb->spool_dir = spool_dir_for(cfg);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(ctl[0]);
+		close(report[0]);
+		child_main(cfg, ctl[1], sb->memfd, sb->spool_dir, report[1]);
+	}
+	close(ctl[1]);
+	close(report[1]);
+	if (pid < 0) {
+		struct cq_error *err = cq_error_errno(errno, "cannot fork the analysis");
+		sandbox_close(sb);
+		return err;
+	}
+	sb->pid = pid;
+	if (sb->from_input)
+		cq_sandbox_raw_complete(sb, 0); /* the input file is the raw copy, whole already */
+	return NULL;
+}
+
+void cq_sandbox_raw_complete(void *arg, uint64_t size)
+{
+	struct cq_sandbox *sb = arg;
+	(void)size;
+	char msg = MSG_RAW;
+	sb->from_memory = sb->ctl >= 0 && send_all(sb->ctl, &msg, 1);
+}
+
+void cq_sandbox_stored(struct cq_sandbox *sb, const char *path)
+{
+	if (sb->ctl < 0)
+		return;
+	if (path && strlen(path) <= MAX_MESSAGE)
+		send_text(sb->ctl, MSG_STORED, path, true);
+	close(sb->ctl); /* an end of messages; alone, "not stored" */
+	sb->ctl = -1;
+	/* The child has its own descriptor: the raw copy goes when it is done. */
+	if (sb->memfd >= 0)
+		close(sb->memfd);
+	sb->memfd = -1;
+}
+
+/* Reads the child's messages until it closes the pipe (it exits). */
+static void read_reports(int fd, struct cq_sandbox_outcome *out, char **failure)
+{
+	char msg;
+	while (read_all(fd, &msg, 1)) {
+		uint32_t uid;
+		if (msg == MSG_UID && read_all(fd, &uid, sizeof(uid))) {
+			out->uid = (int64_t)uid;
+		} else if (msg == MSG_FAILURE && !*failure) {
+			if (!(*failure = read_text(fd)))
+				break;
+		} else {
+			break;
+		}
+	}
+}
+
+struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
+                                   struct cq_sandbox_outcome *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->uid = -1;
+	if (sb->ctl >= 0)
+		cq_sandbox_stored(sb, NULL);
+	char *failure = NULL;
+	read_reports(sb->report, out, &failure);
+	int status;
+	int waited;
+	while ((waited = waitpid(sb->pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	int wait_errno = errno;
+	sandbox_close(sb);
+	if (waited < 0) {
+		free(failure);
+		return cq_error_errno(wait_errno, "cannot wait for the analysis");
+	}
+	const struct cq_sandbox_config *cfg = sb->cfg;
+	if (!stored) {
+		free(failure); /* nothing stored, nothing for the child to record */
+		return NULL;
+	}
+	out->failed = true;
+	if (failure)
+		snprintf(out->reason, sizeof(out->reason), "%s", failure);
+	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		snprintf(out->reason, sizeof(out->reason),
+		         "analysis exceeded its time budget of %u s", cfg->timeout);
+	else if (WIFSIGNALED(status))
+		snprintf(out->reason, sizeof(out->reason),
+		         "analysis killed by signal %d (memory budget %llu bytes)",
+		         WTERMSIG(status), (unsigned long long)cfg->memory);
+	else if (WEXITSTATUS(status) != 0)
+		/* Status 1: the child failed and normally recorded why; keep that. */
+		snprintf(out->reason, sizeof(out->reason),
+		         "analysis failed (exit status %d, memory budget %llu bytes)",
+		         WEXITSTATUS(status), (unsigned long long)cfg->memory);
+	else
+		out->failed = false;
+	out->recorded = out->failed && !failure && WIFEXITED(status);
+	free(failure);
+	return NULL;
+}
