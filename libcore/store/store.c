@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "libcore/triage/bucket.h"
+#include "libcore/triage/frame_names.h"
 #include "libcore/capture/capture.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
@@ -419,8 +420,7 @@ static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
 			sqlite3_bind_null(st, 9);
 		cq_db_bind_text(st, 10, f->state);
 		char alt[512];
-		cq_db_bind_text(
-		    st, 11, in->namer ? cq_bucket_alt_name(in->namer, f, alt, sizeof(alt)) : NULL);
+		cq_db_bind_text(st, 11, cq_bucket_alt_name(in->namer, f, alt, sizeof(alt)));
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert frame");
 	}
