@@ -142,7 +142,7 @@ int cmd_cache(int argc, char **argv)
 		cq_json_array_end(&j);
 		cq_json_finish(&j);
 	}
-	cq_cache_close(cache);
+	cmd_close_cache(cache); /* says so when a damaged entry was rebuilt */
 	free(default_path);
 	return rc;
 }

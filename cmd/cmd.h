@@ -15,6 +15,7 @@
 #include "libcore/base/error.h"
 
 struct cq_cache;
+struct cq_capture;
 struct cq_json;
 struct cq_store;
 
@@ -179,7 +180,7 @@ void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t in
 void cmd_json_frame_fields(struct cq_json *j, const struct cq_stack_frame *f, size_t index);
 
 /* Writes the "core" member shared by every command's JSON output. */
-void cmd_json_core(struct cq_json *j, const struct cq_core *core);
+void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct cq_capture *cap);
 
 struct cq_stacks;
 

@@ -16,6 +16,7 @@
 #include "libcore/db/cache.h"
 #include "libcore/base/json.h"
 #include "libcore/base/text.h"
+#include "libcore/capture/capture.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/store/store.h"
@@ -294,15 +295,16 @@ static void json_signal(struct cq_json *j, const struct cq_core *core)
 }
 
 /* The "core" object shared by every command's JSON (shape in DESIGN.md). */
-void cmd_json_core(struct cq_json *j, const struct cq_core *core)
+void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct cq_capture *cap)
 {
-	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	struct cq_capture_ids ids;
+	cq_capture_ids(core, cap, &ids);
 	cq_json_key(j, "core");
 	cq_json_object_begin(j);
 	cq_json_key(j, "path");
 	cq_json_string(j, core->path);
 	cq_json_key(j, "pid");
-	cq_json_int(j, core->has_psinfo ? core->pid : crashed->tid);
+	cq_json_int(j, ids.pid);
 	cq_json_key(j, "exe");
 	cq_json_string(j, cq_core_exe(core, NULL));
 	cq_json_key(j, "cmdline");
@@ -311,7 +313,7 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core)
 	cq_json_string(j, core->arch->name);
 	json_signal(j, core);
 	cq_json_key(j, "crashed_tid");
-	cq_json_int(j, crashed->tid);
+	cq_json_int(j, cq_core_crashed_thread(core)->tid);
 	cq_json_key(j, "truncated");
 	cq_json_bool(j, core->memory_missing > 0 || core->source.cut_at);
 	cq_json_key(j, "cut_at");

@@ -104,15 +104,17 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	struct cq_json j;
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
-	cmd_json_core(&j, core);
+	cmd_json_core(&j, core, &cf->cap);
+	struct cq_capture_ids ids;
+	cq_capture_ids(core, &cf->cap, &ids);
 	cq_json_key(&j, "uid");
-	if (core->has_psinfo)
-		cq_json_uint(&j, core->uid);
+	if (ids.has_uid)
+		cq_json_uint(&j, (uint64_t)ids.uid);
 	else
 		cq_json_null(&j);
 	cq_json_key(&j, "gid");
-	if (core->has_psinfo)
-		cq_json_uint(&j, core->gid);
+	if (ids.has_gid)
+		cq_json_uint(&j, (uint64_t)ids.gid);
 	else
 		cq_json_null(&j);
 	cq_json_key(&j, "time");
@@ -153,11 +155,19 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	const char *signame = cq_core_signal_name(sig);
 	const char *exe = cq_core_exe(core, NULL);
 	printf("core:        %s\n", cmd_safe(core->path));
-	printf("pid:         %d\n", core->has_psinfo ? core->pid : crashed->tid);
+	struct cq_capture_ids ids;
+	cq_capture_ids(core, &cf->cap, &ids);
+	printf("pid:         %lld\n", (long long)ids.pid);
 	printf("exe:         %s\n", exe ? cmd_safe(exe) : "-");
 	printf("cmdline:     %s\n", core->has_psinfo ? cmd_safe(core->psargs) : "-");
-	if (core->has_psinfo)
-		printf("uid/gid:     %u/%u\n", (unsigned)core->uid, (unsigned)core->gid);
+	if (ids.has_uid || ids.has_gid) {
+		char uid[24] = "-", gid[24] = "-";
+		if (ids.has_uid)
+			snprintf(uid, sizeof(uid), "%lld", (long long)ids.uid);
+		if (ids.has_gid)
+			snprintf(gid, sizeof(gid), "%lld", (long long)ids.gid);
+		printf("uid/gid:     %s/%s\n", uid, gid);
+	}
 	printf("time:        %s\n", cf->time[0] ? cf->time : "unknown (not captured)");
 	if (cf->hostname)
 		printf("hostname:    %s\n", cmd_safe(cf->hostname));

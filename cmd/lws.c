@@ -253,22 +253,28 @@ static void print_record(struct decoder *d, const char *input, uint64_t lineno,
 	cq_json_object_end(j);
 }
 
-/* Decodes one line: "~m#..." anywhere in it, else the whole line as base64. */
+/*
+ * Decodes one line: its "~m#" record where it has one (where a record starts
+ * and ends is lws_log.h's rule, the one `lws ingest` follows: text after it
+ * is no part of it), else the whole line as bare base64.
+ */
 static void decode_line(struct decoder *d, const char *input, const struct cq_lws_log_reader *rd)
 {
-	size_t start = 0;
+	size_t start = 0, end = rd->len;
 	while (start < rd->len && strchr(" \t\v\f", rd->line[start]))
 		start++;
 	if (start == rd->len)
 		return;
-	const char *mark = strstr(rd->line + start, "~m#");
-	if (mark)
-		start = (size_t)(mark - rd->line);
+	size_t rec_start, rec_end;
+	if (cq_lws_log_find_record(rd->line, rd->len, start, &rec_start, &rec_end)) {
+		start = rec_start;
+		end = rec_end;
+	}
 	struct cq_lws_stack s;
 	struct cq_error *err =
 	    rd->truncated
 	        ? cq_error_create(CQ_ERR_FORMAT, "line longer than %d bytes", CQ_LWS_LOG_MAX_LINE)
-	        : cq_lws_decode_text(rd->line + start, rd->len - start, &s);
+	        : cq_lws_decode_text(rd->line + start, end - start, &s);
 	if (err) {
 		d->failed = true;
 		fprintf(stderr, "coreq: %s:%" PRIu64 ": %s\n", input, rd->lineno, err->message);

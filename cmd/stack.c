@@ -135,15 +135,15 @@ static void json_groups(struct cq_json *j, struct frames_memo *memo, const struc
 	stack_view_groups_free(g, n);
 }
 
-static void print_json(const struct cq_core *core, const struct cq_stacks *stacks,
-                       const struct stack_view *v)
+static void print_json(const struct cq_core *core, const struct cq_capture *cap,
+                       const struct cq_stacks *stacks, const struct stack_view *v)
 {
 	struct cq_json j;
 	struct frames_memo memo;
 	frames_memo_init(&memo);
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
-	cmd_json_core(&j, core);
+	cmd_json_core(&j, core, cap);
 	if (v->group)
 		json_groups(&j, &memo, v, stacks);
 	cq_json_key(&j, "threads");
@@ -300,13 +300,14 @@ static int thread_order(const void *a, const void *b)
 }
 
 /* What crashed, before the threads: like the head of gdb's and coredumpctl's output. */
-static void print_header(const char *path, const struct cq_core *core)
+static void print_header(const char *path, const struct cq_core *core, const struct cq_capture *cap)
 {
-	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
 	int sig = cq_core_signal(core);
 	const char *name = cq_core_signal_name(sig);
 	const char *exe = cq_core_exe(core, NULL);
-	printf("Core %s: pid %d", cmd_safe(path), core->has_psinfo ? core->pid : crashed->tid);
+	struct cq_capture_ids ids;
+	cq_capture_ids(core, cap, &ids);
+	printf("Core %s: pid %lld", cmd_safe(path), (long long)ids.pid);
 	if (exe)
 		printf(" (%s)", cmd_safe(exe));
 	printf(", signal %d (%s)", sig, name ? name : "unknown");
@@ -314,13 +315,9 @@ static void print_header(const char *path, const struct cq_core *core)
 		printf(", si_code %d", core->siginfo.code);
 	if (core->siginfo.has_addr)
 		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
-	struct cq_capture cap;
-	cq_capture_init(&cap);
-	if (strcmp(path, "-") != 0)
-		cq_capture_from_file(path, &cap);
-	if (cap.known & CQ_CAPTURE_TIMESTAMP) {
+	if (cap->known & CQ_CAPTURE_TIMESTAMP) {
 		char when[32];
-		cmd_iso_time(cap.timestamp_us / 1000000, when);
+		cmd_iso_time(cap->timestamp_us / 1000000, when);
 		printf(", at %s", when);
 	}
 	printf("\n\n");
@@ -361,10 +358,10 @@ static void print_groups_text(struct frames_memo *memo, const struct stack_view 
 	stack_view_groups_free(g, n);
 }
 
-static void print_text(const char *path, const struct cq_core *core, const struct cq_stacks *stacks,
-                       const struct stack_view *v)
+static void print_text(const char *path, const struct cq_core *core, const struct cq_capture *cap,
+                       const struct cq_stacks *stacks, const struct stack_view *v)
 {
-	print_header(path, core);
+	print_header(path, core, cap);
 	struct frames_memo memo;
 	frames_memo_init(&memo);
 	if (v->group) {
@@ -495,10 +492,16 @@ int cmd_stack(int argc, char **argv)
 			rc = EXIT_INPUT;
 		} else if (folded) {
 			stack_view_print_folded(stdout, &view, stacks);
-		} else if (o.format == CMD_FORMAT_JSON) {
-			print_json(core, stacks, &view);
 		} else {
-			print_text(path, core, stacks, &view);
+			/* What the file's name and xattrs add to the notes (systemd, the hook). */
+			struct cq_capture cap;
+			cq_capture_init(&cap);
+			if (strcmp(path, "-") != 0)
+				cq_capture_from_file(path, &cap);
+			if (o.format == CMD_FORMAT_JSON)
+				print_json(core, &cap, stacks, &view);
+			else
+				print_text(path, core, &cap, stacks, &view);
 		}
 	}
 	cmd_analysed_core_free(&a, &so);

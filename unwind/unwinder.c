@@ -136,24 +136,27 @@ static uint64_t reg(const struct walk *w, unsigned regno)
 	return w->regs.value[regno];
 }
 
-/* Frame-pointer step: [fp] = caller's fp, [fp + 8] = return address. */
+/* Frame-pointer step through the arch's frame record: [fp] = caller's fp, then the return address.
+ */
 static bool step_fp(struct walk *w, struct cq_regs *caller)
 {
 	const struct cq_arch *arch = w->t->arch;
 	if (!cq_regs_has(&w->regs, arch->fp_reg) || !w->have_stack)
 		return false;
 	uint64_t fp = reg(w, arch->fp_reg), sp = reg(w, arch->sp_reg);
-	if (fp & 7 || fp < sp || fp < w->stack_lo || fp > w->stack_hi - 16 || w->stack_hi < 16)
+	uint64_t record = arch->frame_record_size;
+	if (fp & 7 || fp < sp || fp < w->stack_lo || w->stack_hi < record ||
+	    fp > w->stack_hi - record)
 		return false;
 	uint64_t saved_fp, ra;
-	if (!read_u64(w->t, fp, &saved_fp) || !read_u64(w->t, fp + 8, &ra))
+	if (!read_u64(w->t, fp, &saved_fp) || !read_u64(w->t, fp + arch->frame_ra_offset, &ra))
 		return false;
 	ra &= ~w->t->return_address_mask;
 	if (ra != 0 && !w->t->ops->is_code(w->t->ctx, ra))
 		return false;
 	memset(caller, 0, sizeof(*caller));
 	cq_regs_set(caller, arch->fp_reg, saved_fp);
-	cq_regs_set(caller, arch->sp_reg, fp + 16);
+	cq_regs_set(caller, arch->sp_reg, fp + record);
 	cq_regs_set(caller, arch->pc_reg, ra);
 	return true;
 }

@@ -55,9 +55,8 @@ static void module_cfi_free(void *p)
 	free(m);
 }
 
-/* The table the cache holds for key, complete or partial, or NULL. */
-static struct cq_cfi_table *cached_table(struct cq_cache *cache, struct cq_cache_key *key,
-                                         unsigned nregs)
+struct cq_cfi_table *cq_core_target_cached_table(struct cq_cache *cache, struct cq_cache_key *key,
+                                                 unsigned nregs)
 {
 	size_t len;
 	uint8_t *blob = cache ? cq_cache_get_table(cache, key, CQ_CFI_TABLE_VERSION, &len) : NULL;
@@ -101,7 +100,7 @@ static void load_module(struct cq_core_target *ctx, struct cq_module *mod, struc
 	struct cq_cache *cache = ctx->options->cache;
 	if (cache)
 		cq_provenance_find(&m->prov, mod, ctx->options->debug_dirs);
-	struct cq_cfi_table *cached = cached_table(cache, &m->prov.key, nregs);
+	struct cq_cfi_table *cached = cq_core_target_cached_table(cache, &m->prov.key, nregs);
 	if (cached && (cached->flags & CQ_CFI_TABLE_COMPLETE)) {
 		m->table = cached;
 		return;

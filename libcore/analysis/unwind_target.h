@@ -18,6 +18,7 @@
 #include "libcore/model/tls.h"
 #include "unwind/unwind.h"
 
+struct cq_cache;
 struct cq_core;
 struct cq_module;
 struct cq_provenance;
@@ -61,6 +62,17 @@ void cq_core_target_destroy(struct cq_core_target *ct);
  * compiled for pcs the cached tables did not hold.
  */
 void cq_core_target_store_tables(struct cq_core_target *ct);
+
+/*
+ * The CFI table the cache holds for key (complete or partial), or NULL; a
+ * damaged blob is counted (cq_cache_reject) and a table for another
+ * register count dropped, so the caller builds it afresh.  The one reader
+ * of cached tables: the walks and `coreq cache warm` alike.
+ */
+struct cq_cache_key;
+struct cq_error;
+struct cq_cfi_table *cq_core_target_cached_table(struct cq_cache *cache, struct cq_cache_key *key,
+                                                 unsigned nregs);
 
 /*
  * Why mod's CFI table could not be built (a corrupt .eh_frame or

@@ -59,12 +59,21 @@ struct cq_arch {
 	unsigned ra_reg;              /* DWARF return-address column */
 	uint64_t callee_saved;        /* bitmask of DWARF numbers preserved across calls */
 	enum cq_arch_tp_source tp_source;
+	const char *tp_name;    /* where the core keeps it, as a person is told: "fs_base" */
 	unsigned tp_slot;       /* pr_reg slot, for CQ_ARCH_TP_PRSTATUS_SLOT */
 	uint32_t tp_note_type;  /* note type, for CQ_ARCH_TP_NOTE */
 	uint32_t pac_mask_note; /* note holding {data_mask, insn_mask} (NT_ARM_PAC_MASK); 0: none */
 	uint64_t tp_pthread_adjust; /* 0: struct pthread at tp; else at tp - sizeof(pthread) */
 	unsigned call_max_len;      /* longest call instruction, in bytes */
 	uint64_t red_zone;          /* bytes below sp a leaf function may use (ABI) */
+	/*
+	 * The frame record a frame pointer points at: the caller's frame pointer
+	 * at fp, the return address at fp + frame_ra_offset, and the caller's sp
+	 * is fp + frame_record_size (x86_64's push rbp after the call; aarch64's
+	 * stp x29, x30 pair).
+	 */
+	uint64_t frame_ra_offset;
+	uint64_t frame_record_size;
 	/*
 	 * A signal trampoline with no CFI (qemu-user's, on aarch64): its code,
 	 * and where the saved registers sit from the sp the handler was entered

@@ -301,3 +301,24 @@ struct cq_error *cq_capture_write_xattrs(int fd, const struct cq_capture *c)
 			return cq_error_errno(errno, "cannot set %s", strs[i].key);
 	return NULL;
 }
+
+void cq_capture_ids(const struct cq_core *core, const struct cq_capture *cap,
+                    struct cq_capture_ids *out)
+{
+	*out = (struct cq_capture_ids){0};
+	if (core->has_psinfo) {
+		*out = (struct cq_capture_ids){.pid = core->pid,
+		                               .has_uid = true,
+		                               .has_gid = true,
+		                               .uid = core->uid,
+		                               .gid = core->gid};
+		return;
+	}
+	unsigned known = cap ? cap->known : 0;
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	out->pid = known & CQ_CAPTURE_PID ? cap->pid : crashed ? crashed->tid : 0;
+	out->has_uid = known & CQ_CAPTURE_UID;
+	out->uid = out->has_uid ? cap->uid : 0;
+	out->has_gid = known & CQ_CAPTURE_GID;
+	out->gid = out->has_gid ? cap->gid : 0;
+}

@@ -57,6 +57,21 @@ bool cq_capture_parse_systemd_name(const char *name, struct cq_capture *c);
 /* Adds the user.coredump.* xattrs of the file at path to c; absent ones are skipped. */
 void cq_capture_read_xattrs(const char *path, struct cq_capture *c);
 
+/*
+ * Who crashed, by one rule for every command and the store: the core's
+ * NT_PRPSINFO first; a core without one takes what the capture recorded
+ * (systemd's file name and xattrs, the hook's arguments; cap may be NULL);
+ * the pid then falls back to the crashed thread's id, and uid and gid are
+ * unknown (has_uid, has_gid false).
+ */
+struct cq_capture_ids {
+	int64_t pid;
+	bool has_uid, has_gid;
+	int64_t uid, gid;
+};
+void cq_capture_ids(const struct cq_core *core, const struct cq_capture *cap,
+                    struct cq_capture_ids *out);
+
 /* Everything the path's name and xattrs say (source "file" when neither says anything). */
 void cq_capture_from_file(const char *path, struct cq_capture *c);
 

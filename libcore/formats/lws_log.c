@@ -63,6 +63,11 @@ static bool is_base64_char(char c)
 	       c == '+' || c == '/' || c == '-' || c == '_' || c == '=';
 }
 
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r';
+}
+
 bool cq_lws_log_find_record(const char *line, size_t len, size_t from, size_t *start, size_t *end)
 {
 	for (size_t i = from; i + 3 <= len; i++) {
@@ -71,6 +76,15 @@ bool cq_lws_log_find_record(const char *line, size_t len, size_t from, size_t *s
 		size_t j = i + 3;
 		while (j < len && is_base64_char(line[j]))
 			j++;
+		/* Blanks inside a record (wrapped, pasted) only when nothing else follows it. */
+		size_t k = j;
+		while (k < len && (is_base64_char(line[k]) || is_space(line[k])))
+			k++;
+		if (k == len) {
+			while (k > j && is_space(line[k - 1]))
+				k--;
+			j = k;
+		}
 		*start = i;
 		*end = j;
 		return true;

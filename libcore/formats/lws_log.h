@@ -6,7 +6,10 @@
  * and says so), while a hash of every byte is kept, so a log can be
  * recognised when it is ingested again.  A record is "~m#" followed by the
  * longest run of base64 characters (either alphabet, and '='), anywhere in a
- * line: a log prefix before it and text after it are not part of it.
+ * line: a log prefix before it and text after it are not part of it.  A
+ * record wrapped or pasted with blanks inside runs over them only when
+ * nothing but base64 and blanks follows it to the end of the line.  This is
+ * the one rule: `lws ingest` and `lws decode` both find records with it.
  */
 #ifndef CQ_LWS_LOG_H
 #define CQ_LWS_LOG_H

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "libcore/base/arch.h"
+#include "libcore/analysis/unwind_target.h"
 #include "libcore/base/regular_file.h"
 #include "libcore/db/cache.h"
 #include "libcore/symbols/debuginfo.h"
@@ -18,14 +19,10 @@
 #include "unwind/cfi_table.h"
 
 /* True if the cache holds a complete table for key already; its rows in *rows. */
-static bool have_complete(struct cq_cache *cache, struct cq_cache_key *key, unsigned *rows)
+static bool have_complete(struct cq_cache *cache, struct cq_cache_key *key, unsigned nregs,
+                          unsigned *rows)
 {
-	size_t len;
-	uint8_t *blob = cq_cache_get_table(cache, key, CQ_CFI_TABLE_VERSION, &len);
-	struct cq_cfi_table *t = NULL;
-	if (blob)
-		cq_error_free(cq_cfi_table_deserialize(blob, len, &t));
-	free(blob);
+	struct cq_cfi_table *t = cq_core_target_cached_table(cache, key, nregs);
 	bool complete = t && (t->flags & CQ_CFI_TABLE_COMPLETE);
 	if (complete)
 		*rows = t->nrows;
@@ -41,7 +38,7 @@ static struct cq_error *warm_table(struct cq_module *mod, const struct cq_arch *
 	char *debug_path = cq_debuginfo_find(mod, debug_dirs);
 	struct cq_provenance prov; /* the cache key: this file and its debuginfo */
 	cq_provenance_init(&prov, mod, debug_path);
-	if (have_complete(cache, &prov.key, &r->rows)) {
+	if (have_complete(cache, &prov.key, arch->nregs, &r->rows)) {
 		r->table_cached = true;
 		free(debug_path);
 		cq_provenance_free(&prov);

@@ -10,6 +10,7 @@
 #include "libcore/capture/capture.h"
 #include "libcore/model/core.h"
 #include "libcore/store/capture_rows.h"
+#include "libcore/triage/frame_names.h"
 
 struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
                                 const struct cq_ingest_options *o, struct cq_ingest_result *out)

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "libcore/triage/bucket.h"
+#include "libcore/triage/frame_names.h"
 #include "libcore/capture/capture.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
@@ -271,21 +272,19 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 	sqlite3_bind_text(st, i++, identity, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, i++, c->path, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->image_size);
-	if (c->has_psinfo)
-		sqlite3_bind_int64(st, i++, c->pid);
-	else if (cap && (cap->known & CQ_CAPTURE_PID))
-		sqlite3_bind_int64(st, i++, cap->pid);
-	else
-		sqlite3_bind_int64(st, i++, crashed->tid);
+	struct cq_capture_ids ids;
+	cq_capture_ids(c, cap, &ids);
+	sqlite3_bind_int64(st, i++, ids.pid);
 	cq_db_bind_text(st, i++, cq_core_exe(c, cap ? cap->exe : NULL));
 	cq_db_bind_text(st, i++, c->has_psinfo ? c->psargs : NULL);
-	if (c->has_psinfo) {
-		sqlite3_bind_int64(st, i++, c->uid);
-		sqlite3_bind_int64(st, i++, c->gid);
-	} else {
-		bind_known(st, i++, cap, CQ_CAPTURE_UID, cap ? cap->uid : 0);
-		bind_known(st, i++, cap, CQ_CAPTURE_GID, cap ? cap->gid : 0);
-	}
+	if (ids.has_uid)
+		sqlite3_bind_int64(st, i++, ids.uid);
+	else
+		sqlite3_bind_null(st, i++);
+	if (ids.has_gid)
+		sqlite3_bind_int64(st, i++, ids.gid);
+	else
+		sqlite3_bind_null(st, i++);
 	sqlite3_bind_int(st, i++, sig);
 	cq_db_bind_text(st, i++, cq_core_signal_name(sig));
 	if (c->siginfo.present)
@@ -419,8 +418,7 @@ static struct cq_error *insert_frames(struct ingest *in, int64_t stack_id,
 			sqlite3_bind_null(st, 9);
 		cq_db_bind_text(st, 10, f->state);
 		char alt[512];
-		cq_db_bind_text(
-		    st, 11, in->namer ? cq_bucket_alt_name(in->namer, f, alt, sizeof(alt)) : NULL);
+		cq_db_bind_text(st, 11, cq_bucket_alt_name(in->namer, f, alt, sizeof(alt)));
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert frame");
 	}

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/base/arch.h"
+
 #define MAX_SCAN       4096u
 #define MAX_CANDIDATES 64u
 
@@ -72,7 +74,7 @@ static bool plain_values(Dwfl_Module *dm)
 	Elf *elf = dwfl_module_getelf(dm, &bias);
 	GElf_Ehdr eh;
 	return elf && gelf_getehdr(elf, &eh) && eh.e_type != ET_REL &&
-	       (eh.e_machine == EM_X86_64 || eh.e_machine == EM_AARCH64);
+	       cq_arch_from_machine(eh.e_machine) != NULL; /* the arch table: no descriptors */
 }
 
 /* Stable sort by value (LSD radix, a byte a pass; passes where all bytes agree are skipped). */

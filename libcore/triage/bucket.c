@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "libcore/base/hash.h"
+#include "libcore/triage/frame_names.h"
 #include "libcore/triage/rules.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
@@ -142,21 +143,6 @@ struct named {
 	bool in_app;
 };
 
-/* "libstdc++.so.6.0.30" -> "libstdc++.so.6": the major version only. */
-void cq_bucket_soname_of(const char *path, char *out, size_t cap)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	snprintf(out, cap, "%s", base);
-	char *so = strstr(out, ".so.");
-	if (so) {
-		char *end = so + 4;
-		while (isdigit((unsigned char)*end))
-			end++;
-		*end = '\0';
-	}
-}
-
 static void name_frame(const struct cq_bucket_rules *r, const struct cq_bucket_frame *f,
                        struct named *n)
 {
@@ -175,7 +161,7 @@ static void name_frame(const struct cq_bucket_rules *r, const struct cq_bucket_f
 		         (unsigned long long)f->offset);
 	} else if (f->module) {
 		char so[256];
-		cq_bucket_soname_of(f->module, so, sizeof(so));
+		cq_frame_soname(NULL, f->module, so, sizeof(so));
 		snprintf(n->name, sizeof(n->name), "[%s]", so);
 		n->weak = true;
 	} else {

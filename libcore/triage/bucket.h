@@ -70,23 +70,6 @@ struct cq_error *cq_bucket_signature(const struct cq_bucket_rules *r, struct cq_
                                      const struct cq_thread_stack *crashed, int signo,
                                      unsigned nframes, struct cq_bucket_signature *out);
 
-/*
- * Names for frames from one core's module files, each module's exported
- * symbols read once (frame_names.c).
- */
-struct cq_error *cq_bucket_namer_create(const struct cq_core *core, struct cq_bucket_namer **out);
-void cq_bucket_namer_destroy(struct cq_bucket_namer *nm);
-
-/*
- * The alt_name of a frame (see struct cq_bucket_frame), written into buf,
- * or NULL when its function serves as it is.  nm may be NULL.
- */
-const char *cq_bucket_alt_name(struct cq_bucket_namer *nm, const struct cq_stack_frame *f,
-                               char *buf, size_t cap);
-
-/* A library's soname from its path ("libstdc++.so.6.0.30" -> "libstdc++.so.6"). */
-void cq_bucket_soname_of(const char *path, char *out, size_t cap);
-
 void cq_bucket_signature_free(struct cq_bucket_signature *sig);
 
 /*

@@ -1,6 +1,6 @@
 /*
  * frame_names.c - the names crash signatures give frames whose function
- * name would split one bug into several buckets (see bucket.h):
+ * name would split one bug into several buckets (see frame_names.h):
  *
  *   - a CPU-specific variant that glibc's ifunc resolver picked at load
  *     time (__memset_avx2_unaligned_erms on one host, __memset_sse2_...
@@ -14,6 +14,9 @@
  * The main executable's unnamed frames keep module+offset: the fleet runs
  * one build of it, and offsets there tell crash sites apart.
  */
+#include "libcore/triage/frame_names.h"
+
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +25,6 @@
 #include "libcore/model/elf_symbols.h"
 #include "libcore/model/module.h"
 #include "unwind/frames.h"
-#include "libcore/triage/bucket.h"
 
 struct module_names {
 	bool loaded;
@@ -144,12 +146,27 @@ const char *cq_bucket_alt_name(struct cq_bucket_namer *nm, const struct cq_stack
 		snprintf(buf, cap, "%s", cover);
 		return buf;
 	}
-	const char *soname = cq_elf_soname(mod);
 	char so[256];
-	if (soname)
-		snprintf(so, sizeof(so), "%s", soname);
-	else
-		cq_bucket_soname_of(mod->name, so, sizeof(so));
+	cq_frame_soname(mod, mod->name, so, sizeof(so));
 	snprintf(buf, cap, "[%s]", so);
 	return buf;
+}
+
+void cq_frame_soname(const struct cq_module *mod, const char *path, char *out, size_t cap)
+{
+	const char *soname = mod ? cq_elf_soname(mod) : NULL;
+	if (soname) {
+		snprintf(out, cap, "%s", soname);
+		return;
+	}
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	snprintf(out, cap, "%s", base);
+	char *so = strstr(out, ".so.");
+	if (so) {
+		char *end = so + 4;
+		while (isdigit((unsigned char)*end))
+			end++;
+		*end = '\0';
+	}
 }

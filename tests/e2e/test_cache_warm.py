@@ -113,6 +113,22 @@ def main():
         ok(r.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"coreq: {notelf}: ")
            and "abort_deep" in r.stdout,
            "a file that is not ELF: one line, exit 1, the others still warmed", r.stderr)
+        # A damaged table blob: warm reads tables by the same rule as the walks
+        # (issue 31): it says so once, naming the cache, and rebuilds the table.
+        con = sqlite3.connect(cache)
+        con.execute("UPDATE unwind_tables SET blob = substr(blob, 1, length(blob) / 2)")
+        con.commit()
+        con.close()
+        r = coreq("cache", "warm", "--cache", cache, "--format", "json", exe)
+        warned = [l for l in r.stderr.splitlines() if l.startswith(f"coreq: {cache}: warning:")
+                  and "damaged cache" in l]
+        res = json.loads(r.stdout) if r.returncode == 0 else []
+        ok(r.returncode == 0 and len(warned) == 1 and res and res[0].get("unwind_cached") is False,
+           "a damaged cached table: cache warm warns once and compiles it afresh", r.stderr + r.stdout)
+        r = coreq("cache", "warm", "--cache", cache, "--format", "json", exe)
+        res = json.loads(r.stdout) if r.returncode == 0 else []
+        ok(r.returncode == 0 and not r.stderr and res and res[0].get("unwind_cached") is True,
+           "and the next warm finds it whole, silently", r.stderr + r.stdout)
         for args, name in ((("cache",), "no action"), (("cache", "warm"), "no path"),
                            (("cache", "cool", exe), "unknown action")):
             r = coreq(*args)

@@ -141,6 +141,17 @@ def test_variants():
        "every field's extra bit set to 1 (the quirk) decodes the same", [quirky, r.stdout, r.stderr])
 
 
+def test_record_in_a_log_line():
+    """Issue 31: `lws decode` finds a record in a line by the rule `lws ingest`
+    uses (libcore/formats/lws_log.h): text after the record is no part of it."""
+    line = "app: leak ~m#EDUAAHIAAOgAAAs= (from pool)"
+    want = lws_oracle.decoded_line([0x1000, 0x2000], 64) + "\n"
+    r = coreq("lws", "decode", line)
+    ok(r.returncode == 0 and r.stdout == want,
+       "lws decode of a record followed by text decodes the record alone, as lws ingest does",
+       [r.returncode, r.stdout, r.stderr])
+
+
 def test_malformed():
     blob = bytearray(lws_oracle.encode(*VECTOR))
     b64 = __import__("base64").b64encode
@@ -151,7 +162,7 @@ def test_malformed():
     short = lws_oracle.encode([0x406651], 7520)
     short = bytes([(3 << 3) | (short[0] & 7)]) + short[1:]
     cases = [
-        ("~m#IF0B!mUQ", "bad base64 character"),
+        ("IF0B!mUQ", "bad base64 character"),
         ("~m#" + b64(bytes(wrong_trailer)).decode(), "length trailer"),
         ("~m#" + b64(bytes(blob[:-3]) + bytes([0, len(blob) - 1])).decode(), None),
         ("~m#" + b64(bytes(short)).decode(), "past the end"),
@@ -426,6 +437,7 @@ def main():
     test_vector()
     test_encode_decode_against_oracle()
     test_variants()
+    test_record_in_a_log_line()
     test_malformed()
     test_encode_refusals()
     test_help()

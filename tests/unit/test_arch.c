@@ -209,6 +209,24 @@ static void test_aarch64_call_before_return_address(void **state)
 	assert_false(a64_ends(0xa9bf7bfdu)); /* stp x29, x30, [sp, #-16]! */
 }
 
+/*
+ * The frame record a frame pointer points at (the psABIs): x86_64's
+ * `push %rbp; mov %rsp, %rbp` after the call leaves the caller's rbp at
+ * [rbp] and the return address at [rbp + 8], the caller's rsp at rbp + 16;
+ * AAPCS64's `stp x29, x30, [sp, #-16]!; mov x29, sp` the same at x29.  And
+ * where each keeps the thread pointer, as a person is told.
+ */
+static void test_frame_records_and_thread_pointers(void **state)
+{
+	(void)state;
+	assert_int_equal(cq_arch_x86_64.frame_ra_offset, 8);
+	assert_int_equal(cq_arch_x86_64.frame_record_size, 16);
+	assert_int_equal(cq_arch_aarch64.frame_ra_offset, 8);
+	assert_int_equal(cq_arch_aarch64.frame_record_size, 16);
+	assert_string_equal(cq_arch_x86_64.tp_name, "fs_base");
+	assert_string_equal(cq_arch_aarch64.tp_name, "NT_ARM_TLS note");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +236,7 @@ int main(void)
 	    cmocka_unit_test(test_dwarf_numbers_fit_cq_regs),
 	    cmocka_unit_test(test_x86_64_call_before_return_address),
 	    cmocka_unit_test(test_aarch64_call_before_return_address),
+	    cmocka_unit_test(test_frame_records_and_thread_pointers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,8 @@
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 #include "libcore/triage/bucket.h"
+#include "libcore/triage/frame_names.h"
+#include "libcore/triage/rules.h"
 #include "tests/unit/elf_writer.h"
 
 static char path[64];
@@ -186,6 +188,45 @@ static void test_frames_that_keep_their_names(void **state)
 	fixture_close(&fx);
 }
 
+/*
+ * The case the two soname rules disagreed on (issue 31): a library loaded
+ * from a file whose name is not its DT_SONAME, and a crash in a frame of it
+ * that nothing names.  The signature of the live stack, and the signature
+ * rebucket computes from the frame as the store keeps it (alt_name as
+ * stored, the module path), must be one text, with or without a namer.
+ */
+static void test_live_and_stored_signatures_agree_on_soname(void **state)
+{
+	(void)state;
+	struct cq_bucket_rules *rules;
+	assert_null(cq_bucket_rules_load(NULL, &rules));
+	struct ew_spec spec = {.dynsyms = exports, .ndyn = 2, .soname = "libreal.so.2"};
+	struct fixture fx;
+	fixture_open(&fx, &spec, "/opt/x/libcopy.so.7.1.0");
+	for (int with_namer = 0; with_namer < 2; with_namer++) {
+		struct cq_bucket_namer *nm = with_namer ? fx.nm : NULL;
+		struct cq_stack_frame f = {.pc = fx.mod.bias + 0x9000,
+		                           .kind = CQ_FRAME_NATIVE,
+		                           .module = &fx.mod,
+		                           .offset = 0x9000};
+		struct cq_thread_stack ts = {.frames = &f, .nframes = 1};
+		struct cq_bucket_signature live, stored;
+		assert_null(cq_bucket_signature(rules, nm, &ts, 11, 5, &live));
+		char buf[128];
+		struct cq_bucket_frame bf = {.alt_name =
+		                                 cq_bucket_alt_name(nm, &f, buf, sizeof(buf)),
+		                             .module = fx.mod.name,
+		                             .offset = 0x9000};
+		assert_null(cq_bucket_signature_of(rules, &bf, 1, 11, 5, &stored));
+		assert_string_equal(live.text, stored.text);
+		assert_non_null(strstr(live.text, "[libreal.so.2]"));
+		cq_bucket_signature_free(&live);
+		cq_bucket_signature_free(&stored);
+	}
+	fixture_close(&fx);
+	cq_bucket_rules_free(rules);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +234,7 @@ int main(void)
 	    cmocka_unit_test(test_unnamed_frames_take_the_covering_export),
 	    cmocka_unit_test(test_soname_from_dt_soname_then_path),
 	    cmocka_unit_test(test_frames_that_keep_their_names),
+	    cmocka_unit_test(test_live_and_stored_signatures_agree_on_soname),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -172,7 +172,10 @@ static void test_records_anywhere_in_a_line(void **state)
 	find("x~m#ab+/cd-_EF==:tail", 0, true, 1, 16);
 	/* "~m#" with nothing after it is an empty record. */
 	find("end ~m#", 0, true, 4, 7);
-	find("~m# 1234", 0, true, 0, 3);
+	/* Blanks run inside a record only when nothing else follows it (a wrapped paste). */
+	find("~m# 1234", 0, true, 0, 8);
+	find("~m#ab cd\t", 0, true, 0, 8);
+	find("~m#ab cd (x)", 0, true, 0, 5);
 	/* Near misses are not records. */
 	find("~m", 0, false, 0, 0);
 	find("~M#abcd ~n#abcd m#abcd ~m abcd", 0, false, 0, 0);

@@ -370,8 +370,7 @@ static void folly_report(const void *state, const struct cq_async_ctx *ctx, stru
 		snprintf(line, sizeof(line),
 		         "%zu thread%s without a thread pointer (no %s in the core): their async "
 		         "roots are unknown, so their stacks are native only",
-		         no_tp, no_tp == 1 ? "" : "s",
-		         t->arch->tp_source == CQ_ARCH_TP_NOTE ? "NT_ARM_TLS note" : "fs_base");
+		         no_tp, no_tp == 1 ? "" : "s", t->arch->tp_name);
 		cq_stats_string(warnings, NULL, line);
 	}
 	if (!f->tls_from_libc)

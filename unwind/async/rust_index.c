@@ -33,11 +33,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libcore/base/clock.h"
 #include "libcore/base/elf_section.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
-#include "unwind/async/rust_index_blob.h"
 
 #define VTABLE_SUFFIX     " as core::future::future::Future>::{vtable}"
 #define MAX_NS_DEPTH      64
@@ -45,7 +43,7 @@
 #define MAX_WRAPPER_STEPS 32
 #define MAX_MEMBERS       4096
 #define MAX_VARIANTS      65536
-#define MAX_TYPES         (1u << 20)
+#define MAX_TYPES         CQ_RUST_INDEX_MAX_TYPES
 #define MAX_COMMENT_BYTES (64u * 1024u)
 
 /* ---- growable arrays ------------------------------------------------------- */
@@ -128,9 +126,9 @@ struct builder {
 	size_t nblock_ons, cap_block_ons;
 };
 
-/* True when the ELF's .comment says rustc built (part of) it. */
-static bool built_by_rustc(Elf *elf)
+bool cq_rust_index_built_by_rustc(void *elf_handle)
 {
+	Elf *elf = elf_handle;
 	GElf_Shdr shdr;
 	Elf_Scn *scn = cq_elf_section(elf, ".comment", &shdr);
 	Elf_Data *data = scn && shdr.sh_type == SHT_PROGBITS ? elf_getdata(scn, NULL) : NULL;
@@ -959,8 +957,7 @@ static int cmp_resume(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* Sorts what the lookups binary-search: vtables, resumes, tokio kinds, block_ons. */
-static void sort_index(struct cq_rust_index *ix)
+void cq_rust_index_sort(struct cq_rust_index *ix)
 {
 	struct cq_rust_model *m = &ix->model;
 	if (m->nvtables)
@@ -988,7 +985,7 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
 	ix->tokio_unresolved = b->tokio_unresolved;
 	ix->block_ons = b->block_ons;
 	ix->nblock_ons = b->nblock_ons;
-	sort_index(ix);
+	cq_rust_index_sort(ix);
 }
 
 /*
@@ -996,8 +993,8 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
  * *out is NULL when the module's debuginfo is not found; the error is only
  * for running out of memory.
  */
-static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
-                                     struct cq_rust_index **out)
+struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, size_t m,
+                                           struct cq_rust_index **out)
 {
 	*out = NULL;
 	const struct cq_target_module *mod = &t->modules[m];
@@ -1051,184 +1048,6 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	builder_finish(&b, ix);
 	*out = ix;
 	return NULL;
-}
-
-/* Grows *items (n of size bytes) to hold more; false when out of memory. */
-static bool append_room(void **items, size_t n, size_t more, size_t size)
-{
-	if (more == 0)
-		return true;
-	void *p = realloc(*items, (n + more) * size);
-	if (!p)
-		return false;
-	*items = p;
-	return true;
-}
-
-static int32_t shifted(int32_t ref, size_t base)
-{
-	return ref < 0 ? ref : (int32_t)(ref + (int32_t)base);
-}
-
-/*
- * Moves one module's index (link-time addresses, origin 0) into all: its
- * types renumbered after all's, its addresses moved by bias.  one is freed
- * in every case.
- */
-static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *one, unsigned origin,
-                              uint64_t bias)
-{
-	struct cq_rust_model *am = &all->model, *om = &one->model;
-	if (am->ntypes + om->ntypes > MAX_TYPES ||
-	    !append_room((void **)&am->types, am->ntypes, om->ntypes, sizeof(*am->types)) ||
-	    !append_room((void **)&am->vtables, am->nvtables, om->nvtables, sizeof(*am->vtables)) ||
-	    !append_room((void **)&all->resumes, all->nresumes, one->nresumes,
-	                 sizeof(*all->resumes)) ||
-	    !append_room((void **)&all->tokio, all->ntokio, one->ntokio, sizeof(*all->tokio)) ||
-	    !append_room((void **)&all->block_ons, all->nblock_ons, one->nblock_ons,
-	                 sizeof(*all->block_ons))) {
-		cq_rust_index_free(one);
-		return am->ntypes + om->ntypes > MAX_TYPES ? NULL : &cq_error_nomem;
-	}
-	size_t base = am->ntypes;
-	struct cq_rust_type *types = (struct cq_rust_type *)am->types;
-	for (size_t i = 0; i < om->ntypes; i++) {
-		struct cq_rust_type *t = &types[base + i];
-		*t = om->types[i];
-		t->origin = origin;
-		t->target = shifted(t->target, base);
-		struct cq_rust_variant *vars = (struct cq_rust_variant *)t->variants;
-		for (size_t v = 0; v < t->nvariants; v++)
-			vars[v].awaitee = shifted(vars[v].awaitee, base);
-	}
-	am->ntypes += om->ntypes;
-	struct cq_rust_vtable *vts = (struct cq_rust_vtable *)am->vtables;
-	for (size_t i = 0; i < om->nvtables; i++)
-		vts[am->nvtables++] = (struct cq_rust_vtable){
-		    .addr = om->vtables[i].addr + bias, .type = shifted(om->vtables[i].type, base)};
-	for (size_t i = 0; i < one->nresumes; i++) {
-		struct cq_rust_resume r = one->resumes[i];
-		r.lo += bias;
-		r.hi += bias;
-		all->resumes[all->nresumes++] = r;
-	}
-	for (size_t i = 0; i < one->ntokio; i++) {
-		struct cq_tokio_kind k = one->tokio[i];
-		k.poll += bias;
-		for (unsigned c = 0; c < k.ncode; c++) {
-			k.code[c].lo += bias;
-			k.code[c].hi += bias;
-		}
-		k.future = shifted(k.future, base);
-		k.origin = origin;
-		all->tokio[all->ntokio++] = k;
-	}
-	for (size_t i = 0; i < one->nblock_ons; i++) {
-		struct cq_rust_block_on bo = one->block_ons[i];
-		bo.lo += bias;
-		bo.hi += bias;
-		bo.future = shifted(bo.future, base);
-		for (size_t l = 0; l < bo.nlocs; l++) {
-			bo.locs[l].lo += bias;
-			bo.locs[l].hi += bias;
-			bo.locs[l].type = shifted(bo.locs[l].type, base);
-		}
-		all->block_ons[all->nblock_ons++] = bo;
-	}
-	all->tokio_unresolved += one->tokio_unresolved;
-	/* Everything one owned now belongs to all: free its arrays only. */
-	free((void *)om->types);
-	free((void *)om->vtables);
-	free(one->resumes);
-	free(one->tokio);
-	free(one->block_ons);
-	free(one);
-	return NULL;
-}
-
-/*
- * One module's index: from the target's cache when it has one made from the
- * same files, else from DWARF (then cached).
- */
-static struct cq_error *module_index(const struct cq_unwind_target *t, size_t m,
-                                     struct cq_rust_index **out, bool *cached)
-{
-	*out = NULL;
-	*cached = false;
-	size_t len;
-	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, CQ_TARGET_BLOB_RUST_INDEX,
-	                                                      CQ_RUST_INDEX_BLOB_FORMAT, &len)
-	                                  : NULL;
-	if (blob) {
-		struct cq_error *err = cq_rust_index_blob_decode(blob, len, out);
-		free(blob);
-		if (err == &cq_error_nomem || *out) {
-			*cached = *out != NULL;
-			return err;
-		}
-		cq_error_free(err);
-		t->ops->cache_reject(t->ctx); /* damaged: rebuilt below and replaced */
-	}
-	struct cq_error *err = index_module(t, m, out);
-	if (!err && *out && t->ops->cache_put) {
-		blob = cq_rust_index_blob_encode(*out, &len);
-		if (blob)
-			t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_RUST_INDEX,
-			                  CQ_RUST_INDEX_BLOB_FORMAT, blob, len);
-		free(blob);
-	}
-	return err;
-}
-
-/* True for a module built (partly) by rustc whose file is open. */
-static bool rust_module(const struct cq_target_module *mod)
-{
-	return mod->found && !mod->is_vdso && mod->elf && built_by_rustc(mod->elf);
-}
-
-struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t, struct cq_rust_index **out)
-{
-	*out = NULL;
-	struct cq_rust_index *ix = calloc(1, sizeof(*ix));
-	if (!ix)
-		return &cq_error_nomem;
-	struct cq_error *err = NULL;
-	for (size_t i = 0; i < t->nmodules && !err; i++) {
-		const struct cq_target_module *mod = &t->modules[i];
-		if (!rust_module(mod))
-			continue;
-		double t0 = cq_clock_seconds();
-		struct cq_rust_index *one;
-		bool cached;
-		err = module_index(t, i, &one, &cached);
-		if (!err && one)
-			err = merge(ix, one, (unsigned)i, mod->bias);
-		ix->index_ms += (cq_clock_seconds() - t0) * 1e3;
-		ix->modules_indexed++;
-		ix->modules_cached += cached;
-	}
-	if (err) {
-		cq_rust_index_free(ix);
-		return err;
-	}
-	sort_index(ix);
-	*out = ix;
-	return NULL;
-}
-
-struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
-                                    bool *cached)
-{
-	*types = 0;
-	*cached = false;
-	if (!rust_module(&t->modules[m]))
-		return NULL;
-	struct cq_rust_index *one;
-	struct cq_error *err = module_index(t, m, &one, cached);
-	if (!err && one)
-		*types = one->model.ntypes;
-	cq_rust_index_free(one);
-	return err;
 }
 
 void cq_rust_index_free(struct cq_rust_index *ix)

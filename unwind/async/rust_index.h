@@ -112,6 +112,20 @@ void cq_rust_index_free(struct cq_rust_index *ix);
 struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
                                     bool *cached);
 
+/* Types one index holds at most (one module's, and all merged). */
+#define CQ_RUST_INDEX_MAX_TYPES (1u << 20)
+
+/*
+ * For rust_index_load.c: one module's DWARF read into its own index, at
+ * link-time addresses (*out NULL when its debuginfo is not found; the error
+ * is only for running out of memory); whether an ELF (Elf *) was built by
+ * rustc; and sorting what the lookups binary-search.
+ */
+struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, size_t m,
+                                           struct cq_rust_index **out);
+bool cq_rust_index_built_by_rustc(void *elf);
+void cq_rust_index_sort(struct cq_rust_index *ix);
+
 /* The block_on function containing runtime pc, or NULL. */
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,
                                                          uint64_t pc);
