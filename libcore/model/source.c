@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "libcore/base/archive_api.h"
+#include "libcore/base/regular_file.h"
 
 static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
 
@@ -161,15 +162,20 @@ out:
 	return err;
 }
 
-struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_source *out)
+struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regular_only,
+                                struct cq_source *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
 
-	int from_stdin = strcmp(path, "-") == 0;
-	int fd = from_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	int from_stdin = !regular_only && strcmp(path, "-") == 0;
+	int fd = from_stdin     ? STDIN_FILENO
+	         : regular_only ? cq_open_regular(path)
+	                        : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return cq_error_errno(errno, "cannot open");
+		return regular_only && errno == EINVAL
+		           ? cq_error_create(CQ_ERR_FORMAT, "not a regular file")
+		           : cq_error_errno(errno, "cannot open");
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		struct cq_error *err = cq_error_errno(errno, "cannot stat");
