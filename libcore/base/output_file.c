@@ -72,7 +72,7 @@ struct cq_error *cq_output_file_create(const char *target, mode_t mode, struct c
 struct cq_error *cq_output_file_commit(struct cq_output_file *f)
 {
 	struct cq_error *err = NULL;
-	if (close(f->fd) != 0)
+	if (f->fd >= 0 && close(f->fd) != 0)
 		err = cq_error_errno(errno, "cannot write");
 	f->fd = -1;
 	/* Checked again: a name swapped since is at worst replaced, never written through. */

@@ -30,7 +30,11 @@ struct cq_output_file {
  */
 struct cq_error *cq_output_file_create(const char *target, mode_t mode, struct cq_output_file *out);
 
-/* Closes the file and renames it over the target; discards it on error. */
+/*
+ * Closes the file and renames it over the target; discards it on error.
+ * A caller that wrote through a stream of its own over fd (fdopen) closes
+ * that stream first, checking its result, and sets fd to -1.
+ */
 struct cq_error *cq_output_file_commit(struct cq_output_file *f);
 
 /* Closes and removes the fresh file; the target is left as it was. */
