@@ -22,6 +22,9 @@
 #include <unistd.h>
 
 #include "libcore/base/dynlib.h"
+#include "libcore/base/output_file.h"
+#include "libcore/base/regular_file.h"
+#include "libcore/base/write_all.h"
 #include "libcore/store/export.h"
 #include "libcore/store/store.h"
 
@@ -158,7 +161,10 @@ static struct cq_error *post(struct push *p, const char *table, const char *body
 
 static int64_t read_cursor(const char *path)
 {
-	FILE *f = fopen(path, "r");
+	int fd = cq_open_regular(path); /* a FIFO there would block */
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
 	long long v = 0;
 	if (f) {
 		if (fscanf(f, "%lld", &v) != 1 || v < 0)
@@ -168,22 +174,23 @@ static int64_t read_cursor(const char *path)
 	return v;
 }
 
+/* The cursor replaced whole: a fresh file renamed over it (output_file.h), never a link's target.
+ */
 static struct cq_error *write_cursor(const char *path, int64_t id)
 {
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp", path) < 0)
-		return &cq_error_nomem;
-	FILE *f = fopen(tmp, "w");
-	struct cq_error *err = NULL;
-	if (!f || fprintf(f, "%lld\n", (long long)id) < 0 || fflush(f) != 0 ||
-	    fsync(fileno(f)) != 0)
-		err = cq_error_errno(errno, "cannot write the cursor %s", tmp);
-	if (f && fclose(f) != 0 && !err)
-		err = cq_error_errno(errno, "cannot write the cursor %s", tmp);
-	if (!err && rename(tmp, path) != 0)
-		err = cq_error_errno(errno, "cannot replace the cursor %s", path);
-	free(tmp);
-	return err;
+	struct cq_output_file f;
+	struct cq_error *err = cq_output_file_create(path, 0666, &f);
+	if (err)
+		return cq_error_prefix(err, "cannot write the cursor %s", path);
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%lld\n", (long long)id);
+	if (!cq_write_all(f.fd, line, (size_t)n, -1) || fsync(f.fd) != 0) {
+		err = cq_error_errno(errno, "cannot write the cursor %s", path);
+		cq_output_file_discard(&f);
+		return err;
+	}
+	err = cq_output_file_commit(&f);
+	return err ? cq_error_prefix(err, "cannot replace the cursor %s", path) : NULL;
 }
 
 /* Ships one batch after *cursor; *sent 0 when there was nothing left. */
