@@ -63,9 +63,17 @@ struct stored {
 	int64_t size; /* raw bytes, as the database recorded them */
 };
 
+static void stored_free(struct stored *s)
+{
+	free(s->path);
+	free(s->exe);
+	memset(s, 0, sizeof(*s));
+}
+
 static void remember(void *ctx, const struct cq_store_core_row *c)
 {
 	struct stored *s = ctx;
+	stored_free(s); /* one row is asked for; a second would replace it */
 	/* The hook's copy when there is one: the original may be gone. */
 	const char *p =
 	    c->stored_path && access(c->stored_path, R_OK) == 0 ? c->stored_path : c->path;
@@ -120,13 +128,6 @@ static struct cq_error *open_stored(const struct stored *s, const char *exe, str
 		                       (long long)s->size);
 	}
 	return NULL;
-}
-
-static void stored_free(struct stored *s)
-{
-	free(s->path);
-	free(s->exe);
-	memset(s, 0, sizeof(*s));
 }
 
 static bool is_id(const char *arg)

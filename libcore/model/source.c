@@ -100,7 +100,7 @@ static struct cq_error *default_cap(int spool, bool in_memory, uint64_t *cap)
 }
 
 /* Streams everything libarchive decodes from in_fd into a fresh spool file. */
-static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
+static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool, bool room_too,
                                                  struct cq_source *out)
 {
 	const struct cq_archive_api *ar;
@@ -125,8 +125,13 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 	bool in_memory;
 	if ((err = spool_create(&spool, &in_memory)))
 		goto out;
-	if (max_spool == 0 && (err = default_cap(spool, in_memory, &max_spool)))
-		goto out;
+	if (max_spool == 0 || room_too) {
+		uint64_t room = 0;
+		if ((err = default_cap(spool, in_memory, &room)))
+			goto out;
+		if (max_spool == 0 || room < max_spool)
+			max_spool = room;
+	}
 	uint64_t total = 0;
 	char buf[1 << 16];
 	for (;;) {
@@ -205,7 +210,7 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regul
 			return NULL;
 		}
 	}
-	struct cq_error *err = spool_through_libarchive(fd, max_spool, out);
+	struct cq_error *err = spool_through_libarchive(fd, max_spool, regular_only, out);
 	if (!from_stdin)
 		close(fd);
 	if (!err && out->size == 0) {
