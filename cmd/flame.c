@@ -16,6 +16,7 @@
 #include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/base/hash.h"
+#include "libcore/base/output_file.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 #include "libcore/store/store.h"
@@ -32,7 +33,9 @@ static const char flame_usage[] =
     "own.  Open it in a browser: hover shows a frame and its thread count,\n"
     "click zooms in, click the root zooms out.\n"
     "\n"
-    "  -o, --output FILE   the SVG to write (- for standard output)\n"
+    "  -o, --output FILE   the SVG to write (- for standard output): a fresh\n"
+    "                      file renamed over FILE; a link, FIFO or device\n"
+    "                      there is refused\n"
     "  --bucket ID         the bucket's stored stacks (its hash or id)\n"
     "  --db P              database for --bucket (default $COREQ_DB, else\n"
     "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
@@ -49,11 +52,28 @@ enum {
 #define MAX_DEPTH 512
 #define MAX_NODES 1000000
 
-/* One box: a frame reached by one path from the root. */
-struct node {
-	char *name;
+/*
+ * One stack to draw: its frame names outermost first (owned), under an
+ * optional top box ("[suspended]"), seen count times.
+ */
+struct path {
+	const char *top;
+	char **names;
+	size_t n;
 	uint64_t count;
-	size_t first_child, next_sibling; /* indices, 0 = none (node 0 is the root) */
+};
+
+struct paths {
+	struct path *v;
+	size_t n, cap;
+	bool full; /* out of memory: some stacks are missing */
+};
+
+/* One box: a frame reached by one path from the root; its name is borrowed from a path. */
+struct node {
+	const char *name;
+	uint64_t count;
+	size_t first_child, last_child, next_sibling; /* indices, 0 = none (0 is the root) */
 	unsigned depth;
 };
 
@@ -64,11 +84,64 @@ struct tree {
 	bool full;
 };
 
-static size_t add_node(struct tree *t, size_t parent, const char *name)
+/* Takes names[0..n) (outermost first, n <= MAX_DEPTH, owned from now on) as one path. */
+static void add_path(struct paths *ps, const char *top, char **names, size_t n, uint64_t count)
 {
-	for (size_t c = t->v[parent].first_child; c; c = t->v[c].next_sibling)
-		if (strcmp(t->v[c].name, name) == 0)
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 1024;
+		struct path *v = realloc(ps->v, cap * sizeof(*v));
+		if (!v) {
+			for (size_t i = 0; i < n; i++)
+				free(names[i]);
+			free(names);
+			ps->full = true;
+			return;
+		}
+		ps->v = v;
+		ps->cap = cap;
+	}
+	ps->v[ps->n++] = (struct path){.top = top, .names = names, .n = n, .count = count};
+}
+
+static void paths_free(struct paths *ps)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		for (size_t k = 0; k < ps->v[i].n; k++)
+			free(ps->v[i].names[k]);
+		free(ps->v[i].names);
+	}
+	free(ps->v);
+}
+
+/* Paths in the order of their boxes: top, then names one by one, a prefix first. */
+static int compare_paths(const void *pa, const void *pb)
+{
+	const struct path *a = pa, *b = pb;
+	if (a->top != b->top) {
+		if (!a->top || !b->top)
+			return a->top ? 1 : -1;
+		int c = strcmp(a->top, b->top);
+		if (c)
 			return c;
+	}
+	for (size_t i = 0; i < a->n && i < b->n; i++) {
+		int c = strcmp(a->names[i], b->names[i]);
+		if (c)
+			return c;
+	}
+	return a->n < b->n ? -1 : a->n > b->n;
+}
+
+/*
+ * The child of parent called name.  Paths arrive sorted, so a child that
+ * exists is the one added last: each step is one comparison, however many
+ * siblings there are.
+ */
+static size_t child(struct tree *t, size_t parent, const char *name)
+{
+	size_t last = t->v[parent].last_child;
+	if (last && strcmp(t->v[last].name, name) == 0)
+		return last;
 	if (t->n == MAX_NODES) {
 		t->full = true;
 		return 0;
@@ -83,38 +156,39 @@ static size_t add_node(struct tree *t, size_t parent, const char *name)
 		t->v = v;
 		t->cap = cap;
 	}
-	char *copy = strdup(name);
-	if (!copy) {
-		t->full = true;
-		return 0;
-	}
 	size_t k = t->n++;
-	t->v[k] = (struct node){.name = copy,
-	                        .depth = t->v[parent].depth + 1,
-	                        .next_sibling = t->v[parent].first_child};
-	t->v[parent].first_child = k;
+	t->v[k] = (struct node){.name = name, .depth = t->v[parent].depth + 1};
+	if (last)
+		t->v[last].next_sibling = k;
+	else
+		t->v[parent].first_child = k;
+	t->v[parent].last_child = k;
 	if (t->v[k].depth > t->depth)
 		t->depth = t->v[k].depth;
 	return k;
 }
 
-/* Adds one stack (names outermost first) seen count times, under an optional top frame. */
-static void add_path(struct tree *t, const char *top, char **names, size_t n, uint64_t count)
+/* The boxes of every path: sorted first, so that building the tree is linear. */
+static void build_tree(struct tree *t, struct paths *ps)
 {
-	size_t at = 0;
-	t->v[0].count += count;
-	if (top) {
-		at = add_node(t, at, top);
-		if (!at)
-			return;
-		t->v[at].count += count;
-	}
-	for (size_t i = 0; i < n && t->v[at].depth < MAX_DEPTH; i++) {
-		size_t k = add_node(t, at, names[i]);
-		if (!k)
-			return;
-		t->v[k].count += count;
-		at = k;
+	if (ps->n > 1)
+		qsort(ps->v, ps->n, sizeof(*ps->v), compare_paths);
+	for (size_t i = 0; i < ps->n && !t->full; i++) {
+		const struct path *p = &ps->v[i];
+		size_t at = 0;
+		t->v[0].count += p->count;
+		if (p->top) {
+			if (!(at = child(t, at, p->top)))
+				continue;
+			t->v[at].count += p->count;
+		}
+		for (size_t k = 0; k < p->n; k++) {
+			size_t c = child(t, at, p->names[k]);
+			if (!c)
+				break;
+			t->v[c].count += p->count;
+			at = c;
+		}
 	}
 }
 
@@ -132,39 +206,41 @@ static void frame_name(const struct cq_stack_frame *f, char *buf, size_t size)
 		snprintf(buf, size, "0x%llx", (unsigned long long)f->pc);
 }
 
+/* Room for the names of a stack of n frames, at most MAX_DEPTH of them (the outermost). */
+static char **names_for(struct paths *ps, size_t n)
+{
+	char **names = calloc(n ? (n < MAX_DEPTH ? n : MAX_DEPTH) : 1, sizeof(*names));
+	if (!names)
+		ps->full = true;
+	return names;
+}
+
 /* Adds frames[0..n) (innermost first) as a path, count times. */
-static void add_frames(struct tree *t, const char *top, const struct cq_stack_frame *frames,
+static void add_frames(struct paths *ps, const char *top, const struct cq_stack_frame *frames,
                        size_t n, uint64_t count)
 {
-	char **names = calloc(n ? n : 1, sizeof(*names));
-	if (!names) {
-		t->full = true;
+	char **names = names_for(ps, n);
+	if (!names)
 		return;
-	}
 	size_t k = 0;
-	for (size_t i = n; i-- > 0;) {
+	for (size_t i = n; i-- > 0 && k < MAX_DEPTH;) {
 		char buf[512];
 		frame_name(&frames[i], buf, sizeof(buf));
 		if (!(names[k] = strdup(buf)))
 			break;
 		k++;
 	}
-	add_path(t, top, names, k, count);
-	for (size_t i = 0; i < k; i++)
-		free(names[i]);
-	free(names);
+	add_path(ps, top, names, k, count);
 }
 
 static void add_stored(void *ctx, const struct cq_store_stack_row *s)
 {
-	struct tree *t = ctx;
-	char **names = calloc(s->nframes ? s->nframes : 1, sizeof(*names));
-	if (!names) {
-		t->full = true;
+	struct paths *ps = ctx;
+	char **names = names_for(ps, s->nframes);
+	if (!names)
 		return;
-	}
 	size_t k = 0;
-	for (size_t i = s->nframes; i-- > 0;) {
+	for (size_t i = s->nframes; i-- > 0 && k < MAX_DEPTH;) {
 		const struct cq_store_frame_row *f = &s->frames[i];
 		char buf[512];
 		if (f->function)
@@ -179,19 +255,40 @@ static void add_stored(void *ctx, const struct cq_store_stack_row *s)
 			break;
 		k++;
 	}
-	if (s->threads)
-		add_path(t, NULL, names, k, (uint64_t)s->threads);
-	if (s->suspended)
-		add_path(t, "[suspended]", names, k, (uint64_t)s->suspended);
+	if (s->threads && s->suspended) { /* both towers: the second path gets its own copy */
+		char **again = names_for(ps, k);
+		size_t j = 0;
+		for (; again && j < k && (again[j] = strdup(names[j])); j++)
+			;
+		if (again)
+			add_path(ps, "[suspended]", again, j, (uint64_t)s->suspended);
+	}
+	if (s->threads || s->suspended) {
+		add_path(ps, s->threads ? NULL : "[suspended]", names, k,
+		         (uint64_t)(s->threads ? s->threads : s->suspended));
+		return;
+	}
 	for (size_t i = 0; i < k; i++)
 		free(names[i]);
 	free(names);
 }
 
-/* Text as SVG/XML character data. */
+/*
+ * Text as XML character data.  Bytes a text line would escape (controls,
+ * invalid UTF-8, UTF-16 surrogates) are shown as \xNN by cmd_safe; of what
+ * remains, U+FFFE and U+FFFF are valid UTF-8 but not XML characters (a
+ * browser then shows an error instead of the graph), so they are shown the
+ * same way.
+ */
 static void put_xml(FILE *out, const char *s)
 {
 	for (const char *p = cmd_safe(s); *p; p++) {
+		const unsigned char *u = (const unsigned char *)p;
+		if (u[0] == 0xef && u[1] == 0xbf && (u[2] == 0xbe || u[2] == 0xbf)) {
+			fprintf(out, "\\xef\\xbf\\x%02x", u[2]);
+			p += 2;
+			continue;
+		}
 		switch (*p) {
 		case '<':
 			fputs("&lt;", out);
@@ -280,6 +377,40 @@ static void write_svg(FILE *out, const struct tree *t, const char *title)
 	fputs("</svg>\n", out);
 }
 
+/*
+ * Writes the graph to path ("-": standard output): a fresh file beside
+ * path renamed over it, never written through a link or into another
+ * file's mode (libcore/base/output_file.h).
+ */
+static int put_svg(const char *path, const struct tree *t, const char *title)
+{
+	if (strcmp(path, "-") == 0) {
+		write_svg(stdout, t, title);
+		return fflush(stdout) == 0 ? EXIT_OK
+		                           : cmd_fail(path, cq_error_errno(errno, "cannot write"));
+	}
+	struct cq_output_file f;
+	struct cq_error *err = cq_output_file_create(path, 0666, &f);
+	if (err)
+		return cmd_fail(path, err);
+	FILE *out = fdopen(f.fd, "w");
+	if (!out) {
+		err = cq_error_errno(errno, "cannot write");
+		cq_output_file_discard(&f);
+		return cmd_fail(path, err);
+	}
+	f.fd = -1; /* the stream's now */
+	write_svg(out, t, title);
+	bool bad = ferror(out) != 0;
+	if (fclose(out) != 0 || bad) {
+		err = cq_error_errno(errno ? errno : EIO, "cannot write");
+		cq_output_file_discard(&f);
+		return cmd_fail(path, err);
+	}
+	err = cq_output_file_commit(&f);
+	return err ? cmd_fail(path, err) : EXIT_OK;
+}
+
 int cmd_flame(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -322,12 +453,7 @@ int cmd_flame(int argc, char **argv)
 		return cmd_usage_error("flame", "expected a CORE, or --bucket ID");
 	if (bucket && optind != argc)
 		return cmd_usage_error("flame", "a CORE and --bucket do not go together");
-	struct tree t = {.cap = 1024};
-	if (!(t.v = calloc(t.cap, sizeof(*t.v))) || !(t.v[0].name = strdup("all"))) {
-		free(t.v);
-		return cmd_fail("flame", &cq_error_nomem);
-	}
-	t.n = 1;
+	struct paths ps = {0};
 	char title[512];
 	struct cq_error *err = NULL;
 	const char *what = bucket ? bucket : argv[optind];
@@ -336,13 +462,10 @@ int cmd_flame(int argc, char **argv)
 		         bucket);
 		struct cq_store *store;
 		int rc = cmd_open_store_query(db, &store);
-		if (rc != EXIT_OK) {
-			free(t.v[0].name);
-			free(t.v);
+		if (rc != EXIT_OK)
 			return rc;
-		}
 		struct cq_store_stack_filter f = {.bucket = bucket};
-		err = cq_store_each_stack(store, &f, add_stored, &t);
+		err = cq_store_each_stack(store, &f, add_stored, &ps);
 		cq_store_close(store);
 	} else {
 		struct cq_stack_options so;
@@ -355,13 +478,21 @@ int cmd_flame(int argc, char **argv)
 			         "coreq flame: %s (%zu threads, %zu suspended chains)", what,
 			         stacks->nthreads, stacks->nsuspended);
 			for (size_t i = 0; i < stacks->nthreads; i++)
-				add_frames(&t, NULL, stacks->threads[i].frames,
+				add_frames(&ps, NULL, stacks->threads[i].frames,
 				           stacks->threads[i].nframes, 1);
 			for (size_t i = 0; i < stacks->nsuspended; i++)
-				add_frames(&t, "[suspended]", stacks->suspended[i].frames,
+				add_frames(&ps, "[suspended]", stacks->suspended[i].frames,
 				           stacks->suspended[i].nframes, 1);
 		}
 		cmd_analysed_core_free(&a, &so);
+	}
+	struct tree t = {.cap = 1024, .full = ps.full};
+	if (!err && !(t.v = calloc(t.cap, sizeof(*t.v))))
+		err = &cq_error_nomem;
+	if (!err) {
+		t.v[0].name = "all";
+		t.n = 1;
+		build_tree(&t, &ps);
 	}
 	int rc = EXIT_OK;
 	if (err) {
@@ -370,21 +501,12 @@ int cmd_flame(int argc, char **argv)
 		fprintf(stderr, "coreq: %s: no stacks to draw\n", cmd_safe(what));
 		rc = EXIT_INPUT;
 	} else {
-		FILE *out = strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "w");
-		if (!out) {
-			rc = cmd_fail(out_path, cq_error_errno(errno, "cannot create"));
-		} else {
-			write_svg(out, &t, title);
-			if ((out != stdout && fclose(out) != 0) ||
-			    (out == stdout && fflush(out) != 0))
-				rc = cmd_fail(out_path, cq_error_errno(errno, "cannot write"));
-		}
+		rc = put_svg(out_path, &t, title);
 		if (t.full)
 			fprintf(stderr, "coreq: %s: warning: the graph was cut at %d frames\n",
 			        cmd_safe(what), MAX_NODES);
 	}
-	for (size_t i = 0; i < t.n; i++)
-		free(t.v[i].name);
 	free(t.v);
+	paths_free(&ps);
 	return rc;
 }

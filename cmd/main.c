@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "libcore/base/config.h"
+
 struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -74,6 +76,10 @@ int main(int argc, char **argv)
 			int n = cmd_terminal_options(argc - 1, argv + 1);
 			if (n < 0)
 				return EXIT_USAGE;
+			/* A refused configuration stops every command, before it uses a default. */
+			struct cq_error *cerr = cq_config_check();
+			if (cerr)
+				return cmd_fail(cq_config_path(), cerr);
 			optind = 1;
 			/* Text of the commands that print much goes through the pager. */
 			bool paged = commands[i].paged;

@@ -3,12 +3,16 @@
  */
 #include "libcore/base/config.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
-#define MAX_CONFIG (64 * 1024)
+#include "libcore/base/regular_file.h"
 
 static bool blank(char c)
 {
@@ -75,23 +79,83 @@ void cq_config_free(struct cq_config *c)
 }
 
 static struct cq_config loaded;
+static struct cq_error *load_error;
+static const char *loaded_path;
 static bool read_once;
+
+/* The text of the file at path into *text (malloc'd), refusing what is not a small regular file. */
+static struct cq_error *read_config(const char *path, char **text, size_t *len)
+{
+	*text = NULL;
+	*len = 0;
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+		return NULL; /* /dev/null, as git takes it: no configuration */
+	int fd = cq_open_regular(path);
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return NULL; /* no configuration: the defaults */
+	if (fd < 0 && errno == EACCES && strcmp(path, CQ_CONFIG_PATH) == 0)
+		return NULL; /* the system's file, kept from this user: as if absent */
+	if (fd < 0)
+		return errno == EINVAL ? cq_error_create(CQ_ERR_USAGE, "not a regular file")
+		                       : cq_error_errno(errno, "cannot read the configuration");
+	struct cq_error *err = NULL;
+	char *buf = malloc(CQ_CONFIG_MAX + 1);
+	size_t got = 0;
+	if (!buf)
+		err = &cq_error_nomem;
+	/* One byte more than allowed is read, so a file that grew is caught too. */
+	while (!err && got <= CQ_CONFIG_MAX) {
+		ssize_t n = read(fd, buf + got, CQ_CONFIG_MAX + 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			err = cq_error_errno(errno, "cannot read the configuration");
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (!err && got > CQ_CONFIG_MAX)
+		err = cq_error_create(CQ_ERR_LIMIT, "configuration over %d bytes; not read",
+		                      CQ_CONFIG_MAX);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*text = buf;
+	*len = got;
+	return NULL;
+}
 
 static void load(void)
 {
 	read_once = true;
-	const char *path = getenv("COREQ_CONFIG");
-	if (!path || !*path)
-		path = CQ_CONFIG_PATH;
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	char *buf = malloc(MAX_CONFIG);
-	size_t n = buf ? fread(buf, 1, MAX_CONFIG, f) : 0;
-	fclose(f);
-	if (buf)
-		cq_config_parse(buf, n, &loaded);
-	free(buf);
+	loaded_path = getenv("COREQ_CONFIG");
+	if (!loaded_path || !*loaded_path)
+		loaded_path = CQ_CONFIG_PATH;
+	char *text;
+	size_t len;
+	load_error = read_config(loaded_path, &text, &len);
+	if (text)
+		cq_config_parse(text, len, &loaded);
+	free(text);
+}
+
+struct cq_error *cq_config_check(void)
+{
+	if (!read_once)
+		load();
+	struct cq_error *err = load_error;
+	load_error = NULL;
+	return err;
+}
+
+const char *cq_config_path(void)
+{
+	if (!read_once)
+		load();
+	return loaded_path;
 }
 
 const char *cq_config_get(const char *key)

@@ -14,7 +14,11 @@
 
 #include <stddef.h>
 
+#include "libcore/base/error.h"
+
 #define CQ_CONFIG_PATH "/etc/coreq/coreq.conf"
+/* A configuration file larger than this is refused, never cut. */
+#define CQ_CONFIG_MAX (64 * 1024)
 
 struct cq_config {
 	char *db, *cache, *store, *rules; /* malloc'd; NULL when not set */
@@ -27,8 +31,21 @@ void cq_config_free(struct cq_config *c);
 
 /*
  * The value of key ("db", "cache", "store", "rules") in the configuration
- * file, read once per process; NULL when it has none (or there is no file).
+ * file, read once per process; NULL when it has none (or there is no file,
+ * or the file was refused).
  */
 const char *cq_config_get(const char *key);
+
+/*
+ * Reads the configuration file if it was not yet; why it was refused, or
+ * NULL.  A file that is absent (or, for the system's file, kept from this
+ * user) is no error: the defaults apply; /dev/null is an empty file.  One that is not a regular
+ * file (a FIFO would block every command), is over CQ_CONFIG_MAX bytes or cannot be read is
+ * refused, and none of its values is used.  The error is the caller's, and handed out once.
+ */
+struct cq_error *cq_config_check(void);
+
+/* The file read: $COREQ_CONFIG when set, else CQ_CONFIG_PATH. */
+const char *cq_config_path(void);
 
 #endif

@@ -130,7 +130,8 @@ static struct cq_error *count_duplicate_tids(struct cq_core *core)
 
 static struct cq_error *core_load(struct cq_core *core)
 {
-	struct cq_error *err = cq_source_open(core->path, core->options.max_spool, &core->source);
+	struct cq_error *err = cq_source_open(core->path, core->options.max_spool,
+	                                      core->options.regular_only, &core->source);
 	if (err)
 		return err;
 	if ((err = check_ident(&core->source)))

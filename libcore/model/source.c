@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "libcore/base/archive_api.h"
+#include "libcore/base/regular_file.h"
 
 static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
 
@@ -99,7 +100,7 @@ static struct cq_error *default_cap(int spool, bool in_memory, uint64_t *cap)
 }
 
 /* Streams everything libarchive decodes from in_fd into a fresh spool file. */
-static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
+static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool, bool room_too,
                                                  struct cq_source *out)
 {
 	const struct cq_archive_api *ar;
@@ -124,8 +125,13 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool,
 	bool in_memory;
 	if ((err = spool_create(&spool, &in_memory)))
 		goto out;
-	if (max_spool == 0 && (err = default_cap(spool, in_memory, &max_spool)))
-		goto out;
+	if (max_spool == 0 || room_too) {
+		uint64_t room = 0;
+		if ((err = default_cap(spool, in_memory, &room)))
+			goto out;
+		if (max_spool == 0 || room < max_spool)
+			max_spool = room;
+	}
 	uint64_t total = 0;
 	char buf[1 << 16];
 	for (;;) {
@@ -161,15 +167,20 @@ out:
 	return err;
 }
 
-struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_source *out)
+struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regular_only,
+                                struct cq_source *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
 
-	int from_stdin = strcmp(path, "-") == 0;
-	int fd = from_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	int from_stdin = !regular_only && strcmp(path, "-") == 0;
+	int fd = from_stdin     ? STDIN_FILENO
+	         : regular_only ? cq_open_regular(path)
+	                        : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return cq_error_errno(errno, "cannot open");
+		return regular_only && errno == EINVAL
+		           ? cq_error_create(CQ_ERR_FORMAT, "not a regular file")
+		           : cq_error_errno(errno, "cannot open");
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		struct cq_error *err = cq_error_errno(errno, "cannot stat");
@@ -199,7 +210,7 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_
 			return NULL;
 		}
 	}
-	struct cq_error *err = spool_through_libarchive(fd, max_spool, out);
+	struct cq_error *err = spool_through_libarchive(fd, max_spool, regular_only, out);
 	if (!from_stdin)
 		close(fd);
 	if (!err && out->size == 0) {

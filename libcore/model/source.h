@@ -35,9 +35,13 @@ struct cq_source {
  * may grow to; 0 means the free space of the spool's file system less
  * CQ_SOURCE_KEEP_FREE, at most CQ_SOURCE_DEFAULT_MAX_SPOOL.  A longer stream
  * (a decompression bomb) is cut at the cap: the core is then as truncated,
- * and cut_at says so.
+ * and cut_at says so.  With regular_only (a path a database names rather
+ * than a person) path is a file name even when it is "-", anything but a
+ * regular file (a FIFO, a device) is refused without being opened, and a
+ * max_spool the database gave is bounded by the room as 0 would be.
  */
-struct cq_error *cq_source_open(const char *path, uint64_t max_spool, struct cq_source *out);
+struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regular_only,
+                                struct cq_source *out);
 
 void cq_source_close(struct cq_source *src);
 

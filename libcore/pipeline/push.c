@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "libcore/base/curl_api.h"
+#include "libcore/base/output_file.h"
 #include "libcore/base/parse.h"
+#include "libcore/base/regular_file.h"
+#include "libcore/base/write_all.h"
 #include "libcore/store/export.h"
 
 /* The tables of one batch, in the order they are sent. */
@@ -33,7 +36,7 @@ static const struct {
 struct cq_error *cq_push_cursor_read(const char *path, int64_t *cursor)
 {
 	*cursor = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = cq_open_regular(path); /* a FIFO there would block; a device is no cursor */
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return NULL; /* nothing pushed yet */
@@ -65,22 +68,19 @@ struct cq_error *cq_push_cursor_read(const char *path, int64_t *cursor)
 
 struct cq_error *cq_push_cursor_write(const char *path, int64_t cursor)
 {
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp", path) < 0)
-		return &cq_error_nomem;
-	FILE *f = fopen(tmp, "we");
-	struct cq_error *err = NULL;
-	if (!f || fprintf(f, "%" PRId64 "\n", cursor) < 0 || fflush(f) != 0 ||
-	    fsync(fileno(f)) != 0)
-		err = cq_error_errno(errno, "cannot write the cursor %s", tmp);
-	if (f && fclose(f) != 0 && !err)
-		err = cq_error_errno(errno, "cannot write the cursor %s", tmp);
-	if (!err && rename(tmp, path) != 0)
-		err = cq_error_errno(errno, "cannot replace the cursor %s", path);
+	/* Replaced whole: a fresh file renamed over it (output_file.h), never a link's target. */
+	struct cq_output_file f;
+	struct cq_error *err = cq_output_file_create(path, 0666, &f);
 	if (err)
-		unlink(tmp);
-	free(tmp);
-	return err;
+		return cq_error_prefix(err, "cannot write the cursor %s", path);
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%" PRId64 "\n", cursor);
+	if (!cq_write_all(f.fd, line, (size_t)n, -1) || fsync(f.fd) != 0) {
+		err = cq_error_errno(errno, "cannot write the cursor %s", path);
+		cq_output_file_discard(&f);
+		return err;
+	}
+	return cq_output_file_commit(&f);
 }
 
 /* ---- the HTTP client: one libcurl handle for the whole push ---- */

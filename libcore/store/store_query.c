@@ -321,7 +321,7 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 	    "SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
 	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, "
 	    "bucket_id, comm, source, stored_path, meta_conflicts, "
-	    "(SELECT hash FROM buckets WHERE id = cores.bucket_id) "
+	    "(SELECT hash FROM buckets WHERE id = cores.bucket_id), size "
 	    /* the newest ?8 of them (-1: all), then in the order asked for */
 	    "FROM cores WHERE id IN (SELECT id FROM cores WHERE %s "
 	    "ORDER BY coalesce(timestamp, ingested_at) DESC, id DESC LIMIT ?8) "
@@ -373,6 +373,7 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 		    .stored_path = (const char *)sqlite3_column_text(st, 20),
 		    .meta_conflicts = (const char *)sqlite3_column_text(st, 21),
 		    .bucket_hash = (const char *)sqlite3_column_text(st, 22),
+		    .size = sqlite3_column_int64(st, 23),
 		};
 		if (fn)
 			fn(ctx, &row);

@@ -54,6 +54,7 @@ struct cq_store_core_row {
 	const char *bucket_hash; /* NULL: none */
 	/* Where it came from (schema 003); NULL when unknown. */
 	const char *comm, *source, *stored_path, *meta_conflicts;
+	int64_t size; /* bytes of the raw (decompressed) core, as recorded */
 };
 
 struct cq_store_core_filter {

@@ -73,3 +73,30 @@ def with_notes(data, blob):
             struct.pack_into("<Q", out, p["hdr"] + 32, len(blob))  # p_filesz
             break
     return out
+
+
+def nt_file(desc):
+    """An NT_FILE note's desc as (page_size, [(start, end, page_offset, path bytes)])."""
+    count, page_size = struct.unpack_from("<QQ", desc, 0)
+    names = desc[16 + 24 * count:].split(b"\0")
+    return page_size, [struct.unpack_from("<QQQ", desc, 16 + 24 * i) + (names[i],) for i in range(count)]
+
+
+def nt_file_desc(page_size, entries):
+    """The NT_FILE desc of (start, end, page_offset, path bytes) entries."""
+    out = struct.pack("<QQ", len(entries), page_size)
+    out += b"".join(struct.pack("<QQQ", s, e, o) for s, e, o, _ in entries)
+    return out + b"".join(name + b"\0" for *_, name in entries)
+
+
+def with_renamed_files(data, old, new):
+    """A copy of core data whose NT_FILE names path new wherever it named old (bytes)."""
+    blob = b""
+    for n in notes(data):
+        if n["type"] == NT_FILE:
+            page_size, entries = nt_file(n["desc"])
+            entries = [(s, e, o, new if name == old else name) for s, e, o, name in entries]
+            blob += note_bytes(n["name"], NT_FILE, nt_file_desc(page_size, entries))
+        else:
+            blob += raw_note(data, n)
+    return with_notes(data, blob)

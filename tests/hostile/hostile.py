@@ -413,11 +413,258 @@ class Gen:
             twin = ["stack", "--format", "json", "--no-cache", "--debug-dir", dd, core]
         self.inputs.append(Input("build_id", f"note{size}-{i}", argv, twin, effect=printed_build_ids_ok,
                                  effect_sees_output=True))
+    # ---- programs coreq starts, files it writes and reads by path (issue 30) ---------
+    def genuine_db(self, core):
+        """A database holding core (ingested by the release build): its path and the row's bucket."""
+        db = self.path(".db")
+        subprocess.run([COREQ_RELEASE, "ingest", "--no-cache", "--db", db, core], capture_output=True)
+        con = sqlite3.connect(db)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        bucket = con.execute("SELECT b.hash FROM buckets b JOIN cores c ON c.bucket_id = b.id").fetchone()
+        con.close()
+        return db, bucket[0] if bucket else "0"
+
+    def db_copy(self, db, sql=(), args=()):
+        """A copy of db with sql run on it (each statement with its args)."""
+        out = self.path(".db")
+        shutil.copy(db, out)
+        con = sqlite3.connect(out)
+        for q, a in zip(sql, args):
+            con.execute(q, a)
+        con.commit()
+        con.close()
+        return out
+
+    def gdb_args(self):
+        """Cores whose NT_FILE names the executable as a gdb option that runs a shell command
+        (directly, or through a command file); `coreq debug` of the core, and of a database
+        row made from it or pointing at it.  Effect: the command's marker file exists."""
+        if not shutil.which("gdb"):
+            return
+        name, core, data = self.bases[0]
+        exe = elfcore.nt_file([n for n in elfcore.notes(data) if n["type"] == elfcore.NT_FILE][0]["desc"])[1][0][3]
+        clean_db, _ = self.genuine_db(core)
+        forms = ["--eval-command=shell touch {m}", "-eval-command=shell touch {m}", "--ex=shell touch {m}",
+                 "--init-eval-command=shell touch {m}", "-iex=shell touch {m}", "--command={s}", "-ix={s}",
+                 "--eval-command=python import os; os.system('touch {m}')"]
+        for i in range(max(self.n, len(forms) + 2)):
+            marker = self.path(".marker")
+            script = self.path(".gdb")
+            with open(script, "w") as f:
+                f.write(f"shell touch {marker}\n")
+            evil = forms[i % len(forms)].format(m=marker, s=script).encode()
+            crafted = self.write(elfcore.with_renamed_files(data, exe, evil))
+            way = i % 3
+            if way == 0:
+                argv = ["debug", crafted, "--", "-batch"]
+            elif way == 1:  # ingested: the row and the core both name it
+                db = self.path(".db")
+                subprocess.run([COREQ_RELEASE, "ingest", "--no-cache", "--db", db, crafted], capture_output=True)
+                argv = ["debug", "--db", db, "1", "--", "-batch"]
+            else:  # a genuine row pointed at the crafted core, its exe column the option too
+                db = self.db_copy(clean_db, ["UPDATE cores SET path = ?, stored_path = ?, exe = ?"],
+                                  [(crafted, crafted, evil.decode())])
+                argv = ["debug", "--db", db, "1", "--", "-batch"]
+
+            def gone(m=marker):
+                if os.path.exists(m):
+                    os.unlink(m)
+
+            def ran(m=marker):
+                return f"gdb ran a shell command the core named ({m} exists)" if os.path.exists(m) else None
+
+            self.inputs.append(Input("gdb_args", f"{os.path.basename(crafted)}-{way}", argv,
+                                     ["debug", core, "--", "-batch"], want_json=False, setup=gone, effect=ran))
+
+    def output_paths(self):
+        """dump -o and flame -o at a symbolic link, an existing 0666 file, a FIFO, a device; and
+        database rows whose core is a FIFO, /dev/zero, a link to it, or a regular file or zstd
+        stream holding more than the size the row records."""
+        name, core, data = self.bases[0]
+        clean_db, bucket = self.genuine_db(core)
+        kinds = ["link", "loose_mode", "fifo", "device", "row_fifo", "row_zero", "row_zero_link",
+                 "row_longer", "row_bomb"]
+        for i in range(max(self.n, 2 * len(kinds))):
+            kind = kinds[i % len(kinds)]
+            cmd = ["dump", "--db", clean_db, "1", "-o"] if i % 2 == 0 else \
+                ["flame", "--db", clean_db, "--bucket", bucket, "-o"]
+            d = self.path(".out")
+            os.makedirs(d)
+            target = os.path.join(d, "target")
+            twin = cmd + [os.path.join(d, "honest")]
+            setup = effect = None
+            if kind == "link":
+                victim = os.path.join(d, "victim")
+
+                def setup(t=target, v=victim):
+                    open(v, "w").write("precious\n")
+                    if not os.path.lexists(t):
+                        os.symlink(v, t)
+
+                def effect(v=victim):
+                    return None if open(v, "rb").read() == b"precious\n" else "wrote through a symbolic link"
+            elif kind == "loose_mode":
+                def setup(t=target):
+                    if os.path.lexists(t):
+                        os.unlink(t)
+                    open(t, "w").write("old\n")
+                    os.chmod(t, 0o666)
+
+                def effect(t=target):
+                    st = os.lstat(t)
+                    changed = open(t, "rb").read() != b"old\n"
+                    return f"the output kept mode {st.st_mode & 0o777:o}" if changed and st.st_mode & 0o066 == 0o066 \
+                        else None
+            elif kind == "fifo":
+                def setup(t=target):
+                    if not os.path.exists(t):
+                        os.mkfifo(t)
+
+                def effect(t=target):
+                    return None if stat.S_ISFIFO(os.lstat(t).st_mode) else "the FIFO was replaced"
+            elif kind == "device":
+                if os.geteuid() != 0:
+                    continue
+
+                def setup(t=target):
+                    if not os.path.lexists(t):
+                        os.mknod(t, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null
+
+                def effect(t=target):
+                    return None if stat.S_ISCHR(os.lstat(t).st_mode) else "the device node was replaced"
+            else:  # the stored core: the row points somewhere hostile
+                where = {"row_fifo": os.path.join(d, "fifo"), "row_zero": "/dev/zero",
+                         "row_zero_link": os.path.join(d, "zero")}.get(kind)
+                if kind == "row_fifo":
+                    os.mkfifo(where)
+                elif kind == "row_zero_link":
+                    os.symlink("/dev/zero", where)
+                elif kind == "row_longer":  # a regular file longer than recorded
+                    where = self.write(data + b"\0" * 65536)
+                elif kind == "row_bomb":  # a zstd stream of 256 MiB for a row of the core's size
+                    where = self.path(".zst")
+                    zeros = subprocess.run(["zstd", "-q", "-c", "-19"], input=b"\0" * (1 << 20),
+                                           capture_output=True).stdout
+                    with open(where, "wb") as f:
+                        f.write(subprocess.run(["zstd", "-q", "-c"], input=data, capture_output=True).stdout)
+                        f.write(zeros * 256)
+                db = self.db_copy(clean_db, ["UPDATE cores SET path = ?, stored_path = ?"], [(where, where)])
+                out = os.path.join(d, "dumped")
+                cmd, twin = ["dump", "--db", db, "1", "-o"], ["dump", "--db", clean_db, "1", "-o", out + ".honest"]
+                target = out
+
+                def effect(o=out, n=len(data)):
+                    return f"dumped {os.path.getsize(o)} bytes for a row of {n}" \
+                        if os.path.exists(o) and os.path.getsize(o) > n else None
+
+                def setup(o=out):
+                    if os.path.exists(o):
+                        os.unlink(o)
+            self.inputs.append(Input("output_paths", f"{kind}-{cmd[0]}-{i}", cmd + [target], twin,
+                                     want_json=False, setup=setup, effect=effect))
+
+    def svg_chars(self):
+        """Frame names and paths with characters XML forbids (U+FFFE, U+FFFF, controls,
+        surrogates, invalid UTF-8) in a database's frames, a core's module paths and the
+        core's file name; and one bucket of 50,000 distinct stacks.  Effect: the SVG does
+        not parse as XML, or does not draw every stack."""
+        name, core, data = self.bases[0]
+        clean_db, bucket = self.genuine_db(core)
+        bad = ["\ufffe", "\uffff", "\x01", "\x1b[31m", "\x0b", "\x7f", "\ud800", "\udfff",
+               b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xef\xbf\xbe", b"\xf4\x90\x80\x80", "]]>", "<&\"'>"]
+
+        def raw(v):
+            return v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v
+
+        stripped = [b for b in self.bases if "stripped" in b[0]]
+        for i in range(self.n):
+            d = self.path(".svgdir")
+            os.makedirs(d)
+            svg = os.path.join(d, "out.svg")
+            chars = b"".join(raw(self.rng.choice(bad)) for _ in range(self.rng.choice([1, 2, 4])))
+            way = i % 3
+            if way == 0:  # frames in the database
+                db = self.db_copy(clean_db, ["UPDATE frames SET function = CAST(? AS TEXT) || coalesce(function, '')"
+                                             " WHERE idx % 2 = 0"], [(b"f" + chars,)])
+                argv, twin = ["flame", "--db", db, "--bucket", bucket, "-o", svg], \
+                    ["flame", "--db", clean_db, "--bucket", bucket, "-o", svg + ".honest"]
+            elif way == 1 and stripped:  # module paths in a core: frames are named after them
+                sname, score, sdata = stripped[0]
+                exe = elfcore.nt_file([n for n in elfcore.notes(sdata) if n["type"] == elfcore.NT_FILE][0]["desc"])[1][0][3]
+                crafted = self.write(elfcore.with_renamed_files(sdata, exe, b"/nowhere/m" + chars))
+                argv, twin = ["flame", crafted, "-o", svg], ["flame", score, "-o", svg + ".honest"]
+            else:  # the core's own file name: the graph's title
+                named = os.path.join(d, os.fsdecode(b"core" + chars.replace(b"/", b"_").replace(b"\0", b"_")))
+                shutil.copy(core, named)
+                argv, twin = ["flame", named, "-o", svg], ["flame", core, "-o", svg + ".honest"]
+            self.inputs.append(Input("svg_chars", f"{os.path.basename(d)}-{way}", argv, twin, want_json=False,
+                                     effect=lambda p=svg: svg_not_xml(p)))
+        n = 50_000
+        wide = self.path(".db")
+        shutil.copy(clean_db, wide)
+        con = sqlite3.connect(wide)
+        base = con.execute("SELECT max(id) FROM stacks").fetchone()[0]
+        con.executemany("INSERT INTO stacks (id, hash, nframes) VALUES (?, ?, 2)",
+                        [(base + 1 + k, f"{0xa000000000000000 + k:016x}") for k in range(n)])
+        con.executemany("INSERT INTO frames (stack_id, idx, module_id, offset, kind, trust, function) "
+                        "VALUES (?, ?, NULL, ?, 'native', 'cfi', ?)",
+                        [r for k in range(n) for r in ((base + 1 + k, 0, k, "leaf"),
+                                                       (base + 1 + k, 1, k, f"outer_{k:06d}"))])
+        con.executemany("INSERT INTO threads (core_id, tid, idx, name, crashed, stack_id, end) "
+                        "VALUES (1, ?, ?, 't', 0, ?, 'outermost')",
+                        [(1_000_000 + k, 1000 + k, base + 1 + k) for k in range(n)])
+        con.commit()
+        con.close()
+        svg = self.path(".svg")
+        # The twin reads the same stacks from the same database: what is left is the graph's own cost.
+        self.inputs.append(Input("svg_chars", f"wide-{n}", ["flame", "--db", wide, "--bucket", bucket, "-o", svg],
+                                 ["list-stacks", "--db", wide, "--bucket", bucket, "--format", "json"],
+                                 want_json=False, effect=lambda p=svg: svg_not_xml(p, want=n)))
+
+    def config(self):
+        """$COREQ_CONFIG at a FIFO, a directory, a device, a link to a FIFO, and a file over
+        64 KiB whose cut falls inside `db = .../good.db`.  Effect: a database made at the cut path."""
+        name, core, data = self.bases[0]
+        kinds = ["fifo", "directory", "zero", "fifo_link", "oversized", "oversized_nul"]
+        for i in range(max(self.n, len(kinds))):
+            kind = kinds[i % len(kinds)]
+            d = self.path(".conf.d")
+            os.makedirs(d)
+            good = os.path.join(d, "good.db")
+            honest = os.path.join(d, "honest.conf")
+            open(honest, "w").write(f"db = {os.path.join(d, 'honest.db')}\n")
+            conf = os.path.join(d, "coreq.conf")
+            cut = None
+            if kind == "fifo":
+                os.mkfifo(conf)
+            elif kind == "directory":
+                os.makedirs(conf)
+            elif kind == "zero":
+                conf = "/dev/zero"
+            elif kind == "fifo_link":
+                os.mkfifo(conf + ".fifo")
+                os.symlink(conf + ".fifo", conf)
+            else:
+                line = f"db = {good}\n"
+                pad = 65536 - len(line) + 4 + self.rng.randrange(3)  # the cut: 4..6 bytes before the end
+                filler = ("#" * 99 + "\n") if kind == "oversized" else ("#" * 99 + "\0")
+                text = (filler * (pad // 100 + 1))[:pad - 1] + "\n" + line
+                open(conf, "w").write(text)
+                cut = text.encode()[:65536].split(b"\n")[-1].split(b"=", 1)[1].strip().decode()
+            env = {"COREQ_CONFIG": conf, "COREQ_DB": "", "XDG_STATE_HOME": d}
+
+            def effect(c=cut):
+                return f"a database was made at the cut path {c}" if c and os.path.exists(c) else None
+            self.inputs.append(Input("config", f"{kind}-{i}", ["ingest", "--no-cache", "--format", "json", core],
+                                     ["ingest", "--no-cache", "--format", "json", "--db",
+                                      os.path.join(d, "twin.db"), core],
+                                     env=env, effect=effect))
 
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
-                  self.cache_db, self.ingest_db, self.build_id):
+                  self.cache_db, self.ingest_db, self.build_id,
+                  self.gdb_args, self.output_paths, self.svg_chars, self.config):
             if not only or g.__name__ in only:
                 g()
         return self.inputs
@@ -473,6 +720,19 @@ def printed_build_ids_ok(out):
     ids += [f.get("build_id") for t in doc.get("threads", []) for f in t.get("frames", [])]
     bad = [b for b in ids if b and not VALID_BUILD_ID.match(b)]
     return f"printed build-id {bad[0][:60]!r}" if bad else None
+
+
+def svg_not_xml(path, want=None):
+    """Why the SVG at path is not what a browser can draw (not XML; fewer than want boxes), or None."""
+    if not os.path.exists(path):
+        return None
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        return f"the SVG is not well-formed XML: {e}"
+    boxes = sum(1 for _ in root.iter("{http://www.w3.org/2000/svg}g"))
+    return f"the SVG has {boxes} boxes for {want} stacks" if want and boxes < want else None
 
 
 def section(path, name):
@@ -588,7 +848,8 @@ def main():
     for cls, rows in results.items():
         for inp, bad in rows:
             for col, why in bad.items():
-                print(f"# {cls} {inp.name} {col}: coreq {' '.join(inp.argv)}\n#   " +
+                argv = " ".join(inp.argv).encode("utf-8", "backslashreplace").decode()
+                print(f"# {cls} {inp.name} {col}: coreq {argv}\n#   " +
                       why.replace("\n", "\n#   ")[:1500])
     return 1 if failed else 0
 
