@@ -51,18 +51,20 @@ static struct cq_error *db_error(sqlite3 *db, const char *what)
 
 struct cq_error *cq_store_open(const char *path, struct cq_store **out)
 {
-	return cq_store_open_mode(path, false, out);
+	return cq_store_open_mode(path, CQ_STORE_CREATE, out);
 }
 
-struct cq_error *cq_store_open_mode(const char *path, bool existing, struct cq_store **out)
+struct cq_error *cq_store_open_mode(const char *path, enum cq_store_open_how how,
+                                    struct cq_store **out)
 {
 	*out = NULL;
 	struct cq_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return &cq_error_nomem;
-	struct cq_error *err = existing
-	                           ? cq_store_open_existing(path, "db", BUSY_TIMEOUT_MS, &s->db)
-	                           : cq_store_open_sqlite(path, "db", BUSY_TIMEOUT_MS, &s->db);
+	struct cq_error *err =
+	    how == CQ_STORE_READ_ONLY ? cq_store_open_read_only(path, "db", BUSY_TIMEOUT_MS, &s->db)
+	    : how == CQ_STORE_EXISTING ? cq_store_open_existing(path, "db", BUSY_TIMEOUT_MS, &s->db)
+	                               : cq_store_open_sqlite(path, "db", BUSY_TIMEOUT_MS, &s->db);
 	if (err) {
 		free(s);
 		return err;
