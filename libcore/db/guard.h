@@ -39,7 +39,7 @@
 
 struct sqlite3;
 
-#define CQ_DB_BUDGET_BASE     100000000ull /* virtual machine steps per statement, at least */
+#define CQ_DB_BUDGET_BASE     20000000ull /* virtual machine steps per statement, at least (~1 s) */
 #define CQ_DB_BUDGET_PER_BYTE 256ull       /* more steps per byte of the open files */
 
 /*

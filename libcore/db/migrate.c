@@ -226,6 +226,36 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
 	return NULL;
 }
 
+/* Whether db holds no schema object at all (an empty file). */
+static bool is_empty(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) != SQLITE_OK)
+		return false;
+	bool empty = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == 0;
+	sqlite3_finalize(st);
+	return empty;
+}
+
+/* A database of the newest schema of set in memory, holding nothing. */
+static struct cq_error *empty_database(const char *set, sqlite3 **out)
+{
+	*out = NULL;
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return &cq_error_nomem;
+	}
+	struct cq_error *err = cq_db_guard(db);
+	if (!err)
+		err = cq_store_migrate(db, set);
+	if (err)
+		sqlite3_close(db);
+	else
+		*out = db;
+	return err;
+}
+
 struct cq_error *cq_store_open_read_only(const char *path, const char *set, int busy_ms,
                                          sqlite3 **out)
 {
@@ -242,7 +272,12 @@ struct cq_error *cq_store_open_read_only(const char *path, const char *set, int 
 		if ((err = open_guarded(path, params[i], SQLITE_OPEN_READONLY, busy_ms, &db)))
 			continue;
 		unsigned have = 0, latest = cq_schema_latest(set);
-		if (!(err = check_file(db, set, &have)) && have != latest)
+		if (!(err = check_file(db, set, &have)) && have == 0 && is_empty(db)) {
+			/* An empty file is an empty database: answered from one in memory. */
+			sqlite3_close(db);
+			return empty_database(set, out);
+		}
+		if (!err && have != latest)
 			err = have > latest
 			          ? newer(have, set)
 			          : cq_error_create(CQ_ERR_UNSUPPORTED,
