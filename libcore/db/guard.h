@@ -15,8 +15,11 @@
  *   no function that is not innocuous), triggers never fire, and a work
  *   budget: one statement may run at most CQ_DB_BUDGET_BASE virtual
  *   machine steps plus CQ_DB_BUDGET_PER_BYTE per byte of the files the
- *   connection has open, then it is interrupted.  Honest queries stay far
- *   below that; a recursive view or damaged statistics do not.
+ *   connection has open, then it is interrupted (the count restarts
+ *   with every statement that starts, one run inside another's loop
+ *   included).  Honest queries stay far below that; a recursive view or
+ *   damaged statistics do not.  This also bounds the temporary storage a
+ *   statement can fill, which SQLite offers no limit for.
  * - The schema (cq_db_schema_check): before coreq reads a file of version
  *   N it compares the file's objects with those its own migrations 1..N
  *   make (run into an in-memory database): every table coreq made must be
