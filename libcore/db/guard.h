@@ -43,7 +43,7 @@
 struct sqlite3;
 
 #define CQ_DB_BUDGET_BASE     20000000ull /* virtual machine steps per statement, at least (~1 s) */
-#define CQ_DB_BUDGET_PER_BYTE 256ull       /* more steps per byte of the open files */
+#define CQ_DB_BUDGET_PER_BYTE 256ull      /* more steps per byte of the open files */
 
 /*
  * "file:PATH" (and "?params" if params is not NULL), the path

@@ -230,7 +230,8 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
 static bool is_empty(sqlite3 *db)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) !=
+	    SQLITE_OK)
 		return false;
 	bool empty = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == 0;
 	sqlite3_finalize(st);
