@@ -105,9 +105,10 @@ static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 		cq_json_object_end(j);
 	} else {
 		printf("%sbucket %lld (%s): %lld core%s, first %s, last %s, e.g. core %lld\n",
-		       p->count ? "\n" : "", (long long)b->id, b->hash, (long long)b->count,
-		       b->count == 1 ? "" : "s", first, last, (long long)b->example_core);
-		printf("    %s\n", cmd_safe(b->signature));
+		       p->count ? "\n" : "", (long long)b->id, cmd_stored_text(b->hash),
+		       (long long)b->count, b->count == 1 ? "" : "s", first, last,
+		       (long long)b->example_core);
+		printf("    %s\n", cmd_stored_text(b->signature));
 		for (size_t i = 0; b->exes[i]; i++)
 			printf("    exe: %s\n", cmd_safe(b->exes[i]));
 	}

@@ -191,13 +191,16 @@ struct cq_stacks;
 void cmd_warn_analysis(const char *path, const struct cq_core *core,
                        const struct cq_stacks *stacks);
 
-/* Opens the database at path (NULL: the default path). */
 /*
- * Opens the database for a query command: it must exist (opened read-only
- * where it cannot be written).  On failure prints one `coreq: PATH: reason`
- * line and returns EXIT_INPUT; EXIT_OK otherwise.
+ * Opens the database for a query command (path NULL: the default path): it
+ * must exist, and is only read (never migrated, its journal mode never
+ * changed).  On failure prints one `coreq: PATH: reason` line and returns
+ * EXIT_INPUT; EXIT_OK otherwise.
  */
 int cmd_open_store_query(const char *path, struct cq_store **out);
+/* The same for a command that changes what is stored: migrated where writable. */
+int cmd_open_store_existing(const char *path, struct cq_store **out);
+/* Opens the database at path (NULL: the default path), creating it if missing. */
 struct cq_error *cmd_open_store(const char *path, struct cq_store **out);
 
 /* Formats unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into buf (21 bytes). */

@@ -336,7 +336,7 @@ struct cq_error *cmd_open_store(const char *path, struct cq_store **out)
 	return err;
 }
 
-int cmd_open_store_query(const char *path, struct cq_store **out)
+static int open_store_mode(const char *path, enum cq_store_open_how how, struct cq_store **out)
 {
 	char *def = path ? NULL : cq_store_default_path();
 	if (!path && !def) {
@@ -344,10 +344,20 @@ int cmd_open_store_query(const char *path, struct cq_store **out)
 		return EXIT_INPUT;
 	}
 	const char *use = path ? path : def;
-	struct cq_error *err = cq_store_open_mode(use, true, out);
+	struct cq_error *err = cq_store_open_mode(use, how, out);
 	int rc = err ? cmd_fail(use, err) : EXIT_OK;
 	free(def);
 	return rc;
+}
+
+int cmd_open_store_query(const char *path, struct cq_store **out)
+{
+	return open_store_mode(path, CQ_STORE_READ_ONLY, out);
+}
+
+int cmd_open_store_existing(const char *path, struct cq_store **out)
+{
+	return open_store_mode(path, CQ_STORE_EXISTING, out);
 }
 
 /* Seconds in a unit of a relative time ("7d", "2 hours"), or 0. */

@@ -126,9 +126,9 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 	if (c->has_uid)
 		snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
 	printf("%-6lld %-20s %-8lld %-6s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
-	       (long long)c->pid, uid, c->signal_name ? c->signal_name : "-",
-	       (long long)c->nthreads, c->bucket_hash ? c->bucket_hash : "-", c->status,
-	       c->exe ? cmd_safe(c->exe) : "-");
+	       (long long)c->pid, uid, cmd_stored_text(c->signal_name), (long long)c->nthreads,
+	       cmd_stored_text(c->bucket_hash), cmd_stored_text(c->status),
+	       cmd_stored_text(c->exe));
 }
 
 static struct cq_error *query_cores(struct cq_store *store, void *ctx)
@@ -260,7 +260,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	}
 	char when[32];
 	printf("core:        %lld\n", (long long)c->id);
-	printf("path:        %s\n", cmd_safe(c->path));
+	printf("path:        %s\n", cmd_stored_text(c->path));
 	printf("exe:         %s\n", c->exe ? cmd_safe(c->exe) : "-");
 	printf("cmdline:     %s\n", c->cmdline ? cmd_safe(c->cmdline) : "-");
 	if (c->comm)
@@ -269,7 +269,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	if (c->has_uid)
 		printf("uid:         %lld\n", (long long)c->uid);
 	printf("signal:      %lld (%s)", (long long)c->signal,
-	       c->signal_name ? c->signal_name : "unknown");
+	       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
 	if (c->has_si_code)
 		printf(", si_code %lld", (long long)c->si_code);
 	if (c->has_fault_address)
@@ -285,18 +285,18 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	if (c->hostname)
 		printf("hostname:    %s\n", cmd_safe(c->hostname));
 	if (c->bucket_id)
-		printf("bucket:      %s (id %lld)\n", c->bucket_hash ? c->bucket_hash : "?",
+		printf("bucket:      %s (id %lld)\n", cmd_stored_text(c->bucket_hash),
 		       (long long)c->bucket_id);
 	if (c->source)
-		printf("source:      %s\n", c->source);
+		printf("source:      %s\n", cmd_safe(c->source));
 	if (c->stored_path)
 		printf("stored as:   %s\n", cmd_safe(c->stored_path));
 	if (c->meta_conflicts)
 		printf("conflicts:   %s (the core's values are shown)\n",
 		       cmd_safe(c->meta_conflicts));
 	cmd_iso_time(c->ingested_at, when);
-	printf("ingested:    %s\nstatus:      %s%s%s\n", when, c->status, c->message ? ": " : "",
-	       c->message ? cmd_safe(c->message) : "");
+	printf("ingested:    %s\nstatus:      %s%s%s\n", when, cmd_stored_text(c->status),
+	       c->message ? ": " : "", c->message ? cmd_safe(c->message) : "");
 }
 
 static void show_module(void *ctx, const struct cq_store_module_row *m)
@@ -318,8 +318,8 @@ static void show_module(void *ctx, const struct cq_store_module_row *m)
 		cq_json_object_end(j);
 		return;
 	}
-	printf("  0x%016" PRIx64 " %-9s %-40s %s\n", m->start, m->status,
-	       m->build_id ? cmd_safe(m->build_id) : "-", cmd_safe(m->path));
+	printf("  0x%016" PRIx64 " %-9s %-40s %s\n", m->start, cmd_stored_text(m->status),
+	       cmd_stored_text(m->build_id), cmd_stored_text(m->path));
 }
 
 static void show_thread(void *ctx, const struct cq_store_thread_row *t)

@@ -245,9 +245,9 @@ static void add_stored(void *ctx, const struct cq_store_stack_row *s)
 		char buf[512];
 		if (f->function)
 			snprintf(buf, sizeof(buf), "%s%s", f->function,
-			         strcmp(f->kind, "inline") == 0  ? " [inline]"
-			         : strcmp(f->kind, "async") == 0 ? " [async]"
-			                                         : "");
+			         cq_store_text_is(f->kind, "inline")  ? " [inline]"
+			         : cq_store_text_is(f->kind, "async") ? " [async]"
+			                                              : "");
 		else
 			snprintf(buf, sizeof(buf), "%s+0x%llx", f->module ? f->module : "",
 			         (unsigned long long)f->offset);

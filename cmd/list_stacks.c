@@ -72,9 +72,9 @@ static void print_folded(const struct cq_store_stack_row *s)
 		}
 		for (const char *c = cmd_safe(name); *c; c++)
 			putchar(*c == ';' ? ':' : *c == ' ' ? '_' : *c);
-		if (strcmp(f->kind, "inline") == 0)
+		if (cq_store_text_is(f->kind, "inline"))
 			fputs("_[i]", stdout);
-		else if (strcmp(f->kind, "async") == 0)
+		else if (cq_store_text_is(f->kind, "async"))
 			fputs("_[a]", stdout);
 	}
 	printf(" %lld\n", (long long)(s->threads + s->suspended));

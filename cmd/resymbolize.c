@@ -218,7 +218,7 @@ int cmd_resymbolize(int argc, char **argv)
 	if (err)
 		return cmd_fail(rules_path ? rules_path : "rules", err);
 	struct cq_store *store;
-	int rc = cmd_open_store_query(db, &store);
+	int rc = cmd_open_store_existing(db, &store);
 	if (rc != EXIT_OK) {
 		cq_bucket_rules_free(rules);
 		return rc;

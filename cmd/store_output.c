@@ -46,6 +46,11 @@ void cmd_json_stored_frames(struct cq_json *j, const struct cq_store_frame_row *
 	cq_json_array_end(j);
 }
 
+const char *cmd_stored_text(const char *s)
+{
+	return s ? cmd_safe(s) : "-";
+}
+
 void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const char *indent)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -54,9 +59,9 @@ void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const
 		printf("%s#%-3zu %s", indent, f[i].index,
 		       f[i].function ? cmd_safe(f[i].function) : "??");
 		/* A suspended future: no code address (offset 0), its state instead. */
-		bool future = strcmp(f[i].kind, "async") == 0 && f[i].offset == 0 && base;
+		bool future = cq_store_text_is(f[i].kind, "async") && f[i].offset == 0 && base;
 		if (f[i].state)
-			printf(" [%s]", f[i].state);
+			printf(" [%s]", cmd_safe(f[i].state));
 		if (future)
 			printf(" (%s)", cmd_safe(base));
 		else if (base)
@@ -65,12 +70,12 @@ void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const
 			printf(" (0x%" PRIx64 ")", f[i].offset);
 		if (f[i].file)
 			printf(" at %s:%d", cmd_safe(f[i].file), f[i].line);
-		if (strcmp(f[i].kind, "inline") == 0)
+		if (cq_store_text_is(f[i].kind, "inline"))
 			printf(" [inline]");
-		else if (strcmp(f[i].kind, "async") == 0)
+		else if (cq_store_text_is(f[i].kind, "async"))
 			printf(" [async]");
-		else if (strcmp(f[i].trust, "fp") == 0 || strcmp(f[i].trust, "scan") == 0)
-			printf(" [%s]", f[i].trust);
+		else if (cq_store_text_is(f[i].trust, "fp") || cq_store_text_is(f[i].trust, "scan"))
+			printf(" [%s]", cmd_stored_text(f[i].trust));
 		putchar('\n');
 	}
 }

@@ -25,6 +25,13 @@ typedef struct cq_error *(*cmd_listing_query)(struct cq_store *store, void *ctx)
 int cmd_run_listing(const char *db, struct cmd_listing *l, const char *key, const char *empty,
                     cmd_listing_query query, void *ctx);
 
+/*
+ * Stored text for a line of text output: escaped (cmd_safe), "-" when
+ * NULL.  Any column of a database from elsewhere may hold NULL or control
+ * characters.
+ */
+const char *cmd_stored_text(const char *s);
+
 /* Writes a "frames" member. */
 void cmd_json_stored_frames(struct cq_json *j, const struct cq_store_frame_row *f, size_t n);
 

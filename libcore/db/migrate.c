@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "libcore/base/paths.h"
+#include "libcore/db/guard.h"
 
 unsigned cq_schema_latest(const char *set)
 {
@@ -122,7 +123,68 @@ struct cq_error *cq_db_error(sqlite3 *db, const char *what)
 		                       what ? what : "", sep, sqlite3_errmsg(db),
 		                       path && *path ? path : "FILE");
 	}
+	if ((sqlite3_errcode(db) & 0xff) == SQLITE_INTERRUPT)
+		return cq_error_create(CQ_ERR_LIMIT,
+		                       "%s%sa query ran far longer than the database's size "
+		                       "explains, and was stopped",
+		                       what ? what : "", sep);
 	return cq_error_create(CQ_ERR_DB, "%s%s%s", what ? what : "", sep, sqlite3_errmsg(db));
+}
+
+/* Opens path (never read as a URI) with flags and "?params", guarded (guard.h). */
+static struct cq_error *open_guarded(const char *path, const char *params, int flags, int busy_ms,
+                                     sqlite3 **out)
+{
+	*out = NULL;
+	char *uri = cq_db_uri(path, params);
+	if (!uri)
+		return &cq_error_nomem;
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(uri, &db, flags | SQLITE_OPEN_URI, NULL);
+	sqlite3_free(uri);
+	struct cq_error *err = NULL;
+	if (rc != SQLITE_OK)
+		err = cq_error_create(CQ_ERR_DB, "cannot open: %s",
+		                      db ? sqlite3_errmsg(db) : "out of memory");
+	else
+		err = cq_db_guard(db);
+	if (err) {
+		sqlite3_close(db);
+		return err;
+	}
+	sqlite3_busy_timeout(db, busy_ms);
+	sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0); /* only merge attaches, and says so */
+	*out = db;
+	return NULL;
+}
+
+/*
+ * The file's schema version, and its objects checked against what coreq's
+ * migrations make at that version (guard.h), read in one transaction.  A
+ * version newer than this coreq is returned unchecked.
+ */
+static struct cq_error *check_file(sqlite3 *db, const char *set, unsigned *have)
+{
+	*have = 0;
+	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return cq_db_error(db, NULL);
+	struct cq_error *err = cq_store_user_version(db, have);
+	if (!err && *have <= cq_schema_latest(set))
+		err = cq_db_schema_check(db, "main", set, *have);
+	if (err && err->code == CQ_ERR_DB && damaged(db)) {
+		cq_error_free(err);
+		err = cq_db_error(db, NULL);
+	}
+	sqlite3_exec(db, err ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
+	return err;
+}
+
+static struct cq_error *newer(unsigned have, const char *set)
+{
+	return cq_error_create(CQ_ERR_UNSUPPORTED,
+	                       "database schema version %u is newer than this coreq "
+	                       "understands (%u); upgrade coreq",
+	                       have, cq_schema_latest(set));
 }
 
 struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms, sqlite3 **out)
@@ -131,15 +193,16 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
 	struct cq_error *err = cq_path_make_parent_dirs(path);
 	if (err)
 		return err;
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
-		err = cq_error_create(CQ_ERR_DB, "cannot open: %s",
-		                      db ? sqlite3_errmsg(db) : "out of memory");
+	sqlite3 *db;
+	if ((err = open_guarded(path, NULL, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, busy_ms,
+	                        &db)))
+		return err;
+	unsigned have;
+	if ((err = check_file(db, set, &have)) ||
+	    (have > cq_schema_latest(set) && (err = newer(have, set)))) {
 		sqlite3_close(db);
 		return err;
 	}
-	sqlite3_busy_timeout(db, busy_ms);
 	bool cache = strcmp(set, "cache") == 0; /* derived data: see schema.h */
 	if (cache && sqlite3_exec(db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK) {
 		err = cq_db_error(db, NULL);
@@ -163,49 +226,72 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
 	return NULL;
 }
 
-/* Opens path read-only; a WAL file in a place without write access is read immutable. */
-static struct cq_error *open_read_only(const char *path, const char *set, int busy_ms,
-                                       sqlite3 **out)
+/* Whether db holds no schema object at all (an empty file). */
+static bool is_empty(sqlite3 *db)
 {
-	static const char *const uris[] = {"file:%s?mode=ro", "file:%s?immutable=1"};
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return false;
+	bool empty = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == 0;
+	sqlite3_finalize(st);
+	return empty;
+}
+
+/* A database of the newest schema of set in memory, holding nothing. */
+static struct cq_error *empty_database(const char *set, sqlite3 **out)
+{
+	*out = NULL;
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return &cq_error_nomem;
+	}
+	struct cq_error *err = cq_db_guard(db);
+	if (!err)
+		err = cq_store_migrate(db, set);
+	if (err)
+		sqlite3_close(db);
+	else
+		*out = db;
+	return err;
+}
+
+struct cq_error *cq_store_open_read_only(const char *path, const char *set, int busy_ms,
+                                         sqlite3 **out)
+{
+	*out = NULL;
+	if (access(path, F_OK) != 0)
+		return errno == ENOENT ? cq_error_create(CQ_ERR_NOT_FOUND, "no such database")
+		                       : cq_error_errno(errno, "cannot open");
+	/* A WAL file in a place without write access can only be read immutable. */
+	static const char *const params[] = {"mode=ro", "immutable=1"};
 	struct cq_error *err = NULL;
-	for (size_t i = 0; i < sizeof(uris) / sizeof(uris[0]); i++) {
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
 		cq_error_free(err);
-		err = NULL;
-		char *uri = sqlite3_mprintf(uris[i], path);
-		sqlite3 *db = NULL;
-		int rc =
-		    uri ? sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL)
-		        : SQLITE_NOMEM;
-		sqlite3_free(uri);
-		unsigned have = 0;
-		if (rc == SQLITE_OK) {
-			sqlite3_busy_timeout(db, busy_ms);
-			err = cq_store_user_version(db, &have);
-		} else {
-			err = cq_error_create(CQ_ERR_DB, "cannot open: %s",
-			                      db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3 *db;
+		if ((err = open_guarded(path, params[i], SQLITE_OPEN_READONLY, busy_ms, &db)))
+			continue;
+		unsigned have = 0, latest = cq_schema_latest(set);
+		if (!(err = check_file(db, set, &have)) && have == 0 && is_empty(db)) {
+			/* An empty file is an empty database: answered from one in memory. */
+			sqlite3_close(db);
+			return empty_database(set, out);
 		}
-		if (!err && have != cq_schema_latest(set))
-			err = have > cq_schema_latest(set)
-			          ? cq_store_migrate(db, set) /* says: newer than this coreq */
-			          : cq_error_create(
-			                CQ_ERR_UNSUPPORTED,
-			                "read-only database of schema %u, this coreq needs %u: "
-			                "open it once where it can be written",
-			                have, cq_schema_latest(set));
+		if (!err && have != latest)
+			err = have > latest
+			          ? newer(have, set)
+			          : cq_error_create(CQ_ERR_UNSUPPORTED,
+			                            "database schema version %u is older than this "
+			                            "coreq's (%u), and reading never upgrades it: "
+			                            "upgrade it with `coreq merge --db %s`",
+			                            have, latest, path);
 		if (!err) {
 			*out = db;
 			return NULL;
 		}
-		if (err->code == CQ_ERR_DB && damaged(db)) {
-			cq_error_free(err);
-			err = cq_db_error(db, NULL);
-			sqlite3_close(db);
-			return err;
-		}
 		sqlite3_close(db);
-		if (err->code != CQ_ERR_DB)
+		if (err->code != CQ_ERR_DB || strstr(err->message, "damaged database"))
 			return err;
 	}
 	return err;
@@ -228,5 +314,5 @@ struct cq_error *cq_store_open_existing(const char *path, const char *set, int b
 		if (dir_writable)
 			return cq_store_open_sqlite(path, set, busy_ms, out);
 	}
-	return open_read_only(path, set, busy_ms, out);
+	return cq_store_open_read_only(path, set, busy_ms, out);
 }

@@ -36,7 +36,11 @@ struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
  * to the newest version of set: busy timeout of busy_ms, WAL mode (retried
  * while another process holds the file, which the busy timeout does not
  * cover for that pragma), foreign keys on.  The database and the cache are
- * both opened this way.
+ * both opened this way.  Every open is guarded (guard.h): path is a file
+ * name, never a URI; the connection is defensive, runs no trigger and has
+ * a work budget; and the file's objects must be those coreq's migrations
+ * make at its version before anything else is read or written (a file
+ * that is not gets a CQ_ERR_FORMAT error saying which object differs).
  *
  * The "cache" set holds only what can be computed again from the modules,
  * so it trades durability for time: it is written without fsync
@@ -49,9 +53,19 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
                                       struct sqlite3 **out);
 
 /*
- * Opens an existing coreq SQLite file for queries: never creates one ("no
- * such database"), migrates it where it can be written, and opens it
- * read-only (WAL included) where it cannot, if its schema is current.
+ * Opens an existing coreq SQLite file for reading only: never creates one
+ * ("no such database"), never migrates it nor changes its journal mode,
+ * never writes it (a WAL file in a place coreq cannot write is read
+ * immutable).  A file of an older schema is refused with how to upgrade
+ * it, one of a newer schema with "upgrade coreq".  Guarded as above.
+ */
+struct cq_error *cq_store_open_read_only(const char *path, const char *set, int busy_ms,
+                                         struct sqlite3 **out);
+
+/*
+ * Opens an existing coreq SQLite file to change it: never creates one ("no
+ * such database"); where it can be written it is opened and migrated as by
+ * cq_store_open_sqlite, where it cannot it is opened read-only.
  */
 struct cq_error *cq_store_open_existing(const char *path, const char *set, int busy_ms,
                                         struct sqlite3 **out);
@@ -62,7 +76,8 @@ struct cq_error *cq_store_user_version(struct sqlite3 *db, unsigned *out);
 /*
  * The error db just reported, as "what: reason" (the caller names the file).
  * For a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) the reason says so and
- * how to recover: `sqlite3 PATH .recover`, or moving the file aside.
+ * how to recover: `sqlite3 PATH .recover`, or moving the file aside.  A
+ * statement stopped by the work budget (guard.h) says so (CQ_ERR_LIMIT).
  */
 struct cq_error *cq_db_error(struct sqlite3 *db, const char *what);
 

@@ -16,6 +16,7 @@
 #include "libcore/db/bind.h"
 #include "libcore/store/store.h"
 #include "libcore/store/store_db.h"
+#include "libcore/store/store_query.h"
 #include "libcore/triage/bucket.h"
 #include "libcore/triage/rules.h"
 
@@ -66,7 +67,7 @@ static struct cq_error *sign(sqlite3 *db, sqlite3_stmt *fst, const struct cq_buc
 		    .module = cols[2],
 		    .offset = (uint64_t)sqlite3_column_int64(fst, 3),
 		    .main = cols[2] && exe && strcmp(cols[2], exe) == 0,
-		    .scanned = strcmp((const char *)sqlite3_column_text(fst, 4), "scan") == 0};
+		    .scanned = cq_store_text_is((const char *)sqlite3_column_text(fst, 4), "scan")};
 		n++;
 	}
 	if (!err && n < MAX_FRAMES && rc != SQLITE_DONE)

@@ -2,14 +2,13 @@
  * store.c - open the analysis database and write one core into it
  * (see store.h).
  *
- * Stacks are deduplicated by a 64-bit FNV-1a hash over every frame's
- * (build-id, offset, kind): the same stack at another load address, in
- * another process or on another host hashes the same.  Within one core the
+ * Stacks are deduplicated by their hash (stack_hash.h).  Within one core the
  * hash -> stack id map is kept in memory, so 3000 threads parked in the same
  * place cost one lookup.
  */
 #include "libcore/store/store.h"
 #include "libcore/store/store_db.h"
+#include "libcore/store/stack_hash.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -52,18 +51,20 @@ static struct cq_error *db_error(sqlite3 *db, const char *what)
 
 struct cq_error *cq_store_open(const char *path, struct cq_store **out)
 {
-	return cq_store_open_mode(path, false, out);
+	return cq_store_open_mode(path, CQ_STORE_CREATE, out);
 }
 
-struct cq_error *cq_store_open_mode(const char *path, bool existing, struct cq_store **out)
+struct cq_error *cq_store_open_mode(const char *path, enum cq_store_open_how how,
+                                    struct cq_store **out)
 {
 	*out = NULL;
 	struct cq_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return &cq_error_nomem;
-	struct cq_error *err = existing
-	                           ? cq_store_open_existing(path, "db", BUSY_TIMEOUT_MS, &s->db)
-	                           : cq_store_open_sqlite(path, "db", BUSY_TIMEOUT_MS, &s->db);
+	struct cq_error *err =
+	    how == CQ_STORE_READ_ONLY ? cq_store_open_read_only(path, "db", BUSY_TIMEOUT_MS, &s->db)
+	    : how == CQ_STORE_EXISTING ? cq_store_open_existing(path, "db", BUSY_TIMEOUT_MS, &s->db)
+	                               : cq_store_open_sqlite(path, "db", BUSY_TIMEOUT_MS, &s->db);
 	if (err) {
 		free(s);
 		return err;
@@ -359,32 +360,23 @@ static struct cq_error *insert_modules(struct ingest *in, int64_t core_id)
 	return NULL;
 }
 
-/*
- * The hash that identifies a merged stack: (build-id, offset, kind) per
- * frame; for a suspended future's frame, which has no code address, also
- * its function, state and line (not its address: identical await chains of
- * different tasks and cores are one stack).
- */
+/* The hash that identifies a merged stack (stack_hash.h). */
 static uint64_t stack_hash(const struct cq_stack_frame *frames, size_t nframes)
 {
-	uint64_t h = CQ_FNV_OFFSET;
+	uint64_t h = CQ_STACK_HASH_INIT;
 	for (size_t i = 0; i < nframes; i++) {
 		const struct cq_stack_frame *f = &frames[i];
-		uint64_t where = f->module ? f->offset : f->pc;
-		uint8_t kind = (uint8_t)f->kind;
-		if (f->module)
-			h = cq_fnv1a(h, f->module->build_id, f->module->build_id_len);
-		h = cq_fnv1a(h, &where, sizeof(where));
-		h = cq_fnv1a(h, &kind, sizeof(kind));
-		if (f->object) {
-			/* A suspended future: no code address; where it waits stands in. */
-			int64_t line = f->line;
-			h = cq_fnv1a(h, f->function ? f->function : "",
-			             f->function ? strlen(f->function) + 1 : 1);
-			h = cq_fnv1a(h, f->state ? f->state : "",
-			             f->state ? strlen(f->state) + 1 : 1);
-			h = cq_fnv1a(h, &line, sizeof(line));
-		}
+		struct cq_stack_hash_frame hf = {
+		    .build_id = f->module ? f->module->build_id : NULL,
+		    .build_id_len = f->module ? f->module->build_id_len : 0,
+		    .where = f->module ? f->offset : f->pc,
+		    .kind = (uint8_t)f->kind,
+		    .future = f->object != 0,
+		    .function = f->function,
+		    .state = f->state,
+		    .line = f->line,
+		};
+		h = cq_stack_hash_add(h, &hf);
 	}
 	return h;
 }
@@ -463,8 +455,8 @@ static struct cq_error *stack_id_for(struct ingest *in, const struct cq_stack_fr
 			return NULL;
 		}
 	}
-	char key[17];
-	snprintf(key, sizeof(key), "%016llx", (unsigned long long)h);
+	char key[CQ_STACK_HASH_TEXT_LEN + 1];
+	cq_stack_hash_text(h, key);
 	struct cq_error *err = lookup_id(in, ST_FIND_STACK, key, id);
 	if (err)
 		return err;

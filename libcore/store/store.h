@@ -30,14 +30,17 @@ struct sqlite3;
 /* The default database path (malloc'd), or NULL if no home is known. */
 char *cq_store_default_path(void);
 
+/* How a command opens the database (libcore/db/schema.h has the details). */
+enum cq_store_open_how {
+	CQ_STORE_CREATE,    /* created (and its directories) if missing, migrated */
+	CQ_STORE_EXISTING,  /* must exist; migrated where it can be written, else read-only */
+	CQ_STORE_READ_ONLY, /* must exist; only read: never migrated nor written */
+};
+
 /* Opens or creates the database at path, creating directories, migrating. */
 struct cq_error *cq_store_open(const char *path, struct cq_store **out);
-/*
- * With existing set, for queries: a missing file is an error ("no such
- * database"), never created, and a file that cannot be written is opened
- * read-only (cq_store_open_existing).
- */
-struct cq_error *cq_store_open_mode(const char *path, bool existing, struct cq_store **out);
+struct cq_error *cq_store_open_mode(const char *path, enum cq_store_open_how how,
+                                    struct cq_store **out);
 void cq_store_close(struct cq_store *store);
 
 #define CQ_STORE_IDENTITY_MAX 48

@@ -11,14 +11,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "libcore/base/error.h"
 
 struct cq_store;
 
+/*
+ * Whether stored text s is want.  A database may come from elsewhere: any
+ * text a row gives may be NULL (or of another type), so rows are compared
+ * through this, never with a bare strcmp.
+ */
+static inline bool cq_store_text_is(const char *s, const char *want)
+{
+	return s && strcmp(s, want) == 0;
+}
+
 struct cq_store_frame_row {
 	size_t index;
-	const char *kind, *trust;
+	const char *kind, *trust;      /* as stored: may be NULL or anything (cq_store_text_is) */
 	const char *module, *build_id; /* NULL when the pc is in no module */
 	uint64_t offset;               /* link-time address, or the pc */
 	const char *function, *file;

@@ -244,11 +244,16 @@ struct cq_error *cq_bucket_signature_of(const struct cq_bucket_rules *r,
 			counted++;
 	}
 	strcpy(p, signame);
-	snprintf(out->hash, sizeof(out->hash), "%016llx",
-	         (unsigned long long)cq_fnv1a(CQ_FNV_OFFSET, out->text, strlen(out->text)));
+	cq_bucket_hash_of(out->text, out->hash);
 	snprintf(out->rules_version, sizeof(out->rules_version), "%s", r->version);
 	free(names);
 	return NULL;
+}
+
+void cq_bucket_hash_of(const char *text, char out[CQ_BUCKET_HASH_LEN + 1])
+{
+	snprintf(out, CQ_BUCKET_HASH_LEN + 1, "%016llx",
+	         (unsigned long long)cq_fnv1a(CQ_FNV_OFFSET, text, strlen(text)));
 }
 
 struct cq_error *cq_bucket_signature(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,

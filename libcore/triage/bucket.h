@@ -56,6 +56,13 @@ struct cq_bucket_frame {
 	bool scanned;       /* found by stack scanning: never in a signature */
 };
 
+/*
+ * The bucket's hash (buckets.hash) of a signature's text: FNV-1a, as 16
+ * lower-case hex digits.  Merge recomputes it to refuse a bucket whose
+ * stored hash is not its signature's.
+ */
+void cq_bucket_hash_of(const char *text, char out[CQ_BUCKET_HASH_LEN + 1]);
+
 /* The signature of frames (innermost first) under rules r. */
 struct cq_error *cq_bucket_signature_of(const struct cq_bucket_rules *r,
                                         const struct cq_bucket_frame *frames, size_t n, int signo,

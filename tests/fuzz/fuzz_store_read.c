@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fwrite(data, 1, size, f);
 	fclose(f);
 	struct cq_store *store;
-	struct cq_error *err = cq_store_open_mode(path, true, &store);
+	struct cq_error *err = cq_store_open_mode(path, CQ_STORE_READ_ONLY, &store);
 	if (err) {
 		cq_error_free(err);
 		remove_db(path);

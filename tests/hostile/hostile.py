@@ -40,8 +40,9 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import elfcore  # noqa: E402
 
-COREQ = os.environ.get("COREQ", "build/asan/coreq")
-COREQ_RELEASE = os.environ.get("COREQ_RELEASE", "build/coreq")
+COREQ = os.path.abspath(os.environ.get("COREQ", "build/asan/coreq"))
+COREQ_RELEASE = os.path.abspath(os.environ.get("COREQ_RELEASE", "build/coreq"))
+SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schema")
 TIME_LIMIT = 20
 SLOW_S, BIG_KIB = 2.0, 256 * 1024
 BASES = ["segv_null.O2", "abort_deep.stripped", "sighandler.O2", "fpe.O2", "rust_async.O2"]
@@ -51,9 +52,9 @@ MESSAGE = re.compile(r"^coreq: \S.*: \S")
 
 class Input:
     def __init__(self, cls, name, argv, twin, want_json=True, env=None, setup=None, effect=None,
-                 effect_sees_output=False):
+                 effect_sees_output=False, cwd=None):
         self.cls, self.name, self.argv, self.twin = cls, name, argv, twin
-        self.want_json, self.env = want_json, env or {}
+        self.want_json, self.env, self.cwd = want_json, env or {}, cwd
         # setup(): lays out the input's files before each run; effect(): None, or
         # what the run did that it must not (checked after each run); given the
         # run's standard output (bytes, b"" after a hang) when effect_sees_output.
@@ -659,12 +660,301 @@ class Gen:
                                      ["ingest", "--no-cache", "--format", "json", "--db",
                                       os.path.join(d, "twin.db"), core],
                                      env=env, effect=effect))
+    # ---- databases from elsewhere (issue 30, findings 5 and 6) ---------------------
+    def clean_db(self, cores, suffix=".db"):
+        """A database of cores made by the release build, in rollback-journal mode (as a
+        copy handed over from another host is)."""
+        db = self.path(suffix)
+        subprocess.run([COREQ_RELEASE, "ingest", "--no-cache", "--db", db, *cores], capture_output=True)
+        con = sqlite3.connect(db)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.execute("PRAGMA journal_mode=DELETE")
+        con.close()
+        return db
+
+    @staticmethod
+    def loosened(db, table, change):
+        """Runs change(con) with table's NOT NULLs lifted, then puts its declaration back:
+        NULLs where coreq's schema has NOT NULL, in a schema that is coreq's."""
+        con = sqlite3.connect(db)
+        orig = con.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                           (table,)).fetchone()[0]
+        con.execute("PRAGMA writable_schema=ON")
+        con.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?",
+                    (re.sub(r"\bNOT NULL\b", "", orig), table))
+        con.commit()
+        con.close()
+        con = sqlite3.connect(db)
+        try:
+            change(con)
+            con.commit()
+        except sqlite3.Error:
+            pass
+        con.close()
+        con = sqlite3.connect(db)
+        con.execute("PRAGMA writable_schema=ON")
+        con.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", (orig, table))
+        con.commit()
+        con.close()
+
+    @staticmethod
+    def unchanged(db):
+        """An effect check: db keeps its bytes, and nothing appears beside it."""
+        data = open(db, "rb").read()
+
+        def check():
+            if open(db, "rb").read() != data:
+                return f"{os.path.basename(db)} was changed"
+            side = [x for x in ("-wal", "-shm", "-journal") if os.path.exists(db + x)]
+            return f"{os.path.basename(db)}{side[0]} appeared" if side else None
+        return check
+
+    @staticmethod
+    def restore(pristine, db):
+        def setup():
+            for x in ("", "-wal", "-shm", "-journal"):
+                if os.path.exists(db + x):
+                    os.remove(db + x)
+            shutil.copy(pristine, db)
+        return setup
+
+    QUERIES = [["cores", "--format", "json"], ["show", "1", "--format", "json"],
+               ["list-stacks", "--format", "json"], ["list-stacks"], ["list-stacks", "--format", "folded"],
+               ["list-stacks", "--bucket", "1"], ["buckets", "--format", "json"], ["show", "2"],
+               ["flame", "--bucket", "1", "-o"], ["export"]]
+    COLUMNS = {"frames": ["kind", "trust", "offset", "function", "file", "line", "state", "sig_name",
+                          "module_id"],
+               "cores": ["identity", "path", "size", "pid", "exe", "cmdline", "signal", "signal_name",
+                         "status", "crashed_tid", "nthreads", "ingested_at", "bucket_id", "source",
+                         "timestamp", "hostname", "comm", "message", "stored_path", "fault_address"],
+               "buckets": ["hash", "signature", "count", "first_seen", "last_seen", "example_core"],
+               "stacks": ["hash", "nframes", "frames_blob"],
+               "threads": ["name", "crashed", "end", "tid", "stack_id"],
+               "modules": ["build_id", "path"],
+               "core_modules": ["path", "status", "end", "module_id"]}
+
+    def query_input(self, cls, name, pristine, q, writes=False):
+        """Input running query q on a fresh copy of pristine; a query must leave it as it was."""
+        db = self.path(".db")
+        shutil.copy(pristine, db)
+        argv = list(q)
+        if argv[-1] == "-o":
+            argv.append(self.path(".svg"))
+        want_json = "json" in argv
+        argv += ["--db", db]
+        twin = [a if a != db else self.db_clean for a in argv]
+        self.inputs.append(Input(cls, name, argv, twin, want_json=want_json,
+                                 setup=self.restore(pristine, db),
+                                 effect=None if writes else self.unchanged(db)))
+
+    def db_hostile(self):
+        """Databases handed over from elsewhere: NULLs and values of any type in any column,
+        a table declared without its NOT NULLs, views named like coreq's tables (recursive),
+        triggers, an older schema, URI-looking file names.  Queries must leave the file as it
+        was; nothing planted may run."""
+        cores = [c for _, c, _ in self.bases[:2]]
+        self.db_clean = clean = self.clean_db(cores)
+        kinds = ["values", "values", "loose", "view", "trigger", "old", "uri_ingest", "uri_merge"]
+        for i in range(self.n):
+            kind = kinds[i % len(kinds)]
+            db = self.path(f".{kind}.db")
+            shutil.copy(clean, db)
+            q = self.QUERIES[(i // len(kinds) + i) % len(self.QUERIES)]
+            if kind == "values":
+                for t, cs in self.COLUMNS.items():
+                    if self.rng.random() < 0.5:
+                        continue
+                    v = self.rng.choice([None, None, 7, -1, b"\x00\xff\x1b[31m", 1.5, "zz\x1b]0;x\x07", ""])
+                    sub = [c for c in cs if self.rng.random() < 0.4 and
+                           (v is None or c not in ("identity", "hash", "build_id"))]
+                    if sub:
+                        self.loosened(db, t, lambda con: con.execute(
+                            f"UPDATE {t} SET " + ", ".join(f"{c} = ?" for c in sub), [v] * len(sub)))
+                if i % 4 == 1:  # rebucket writes: it only must not crash
+                    self.query_input("db_hostile", f"{kind}-{i}", db, ["rebucket", "--format", "json"],
+                                     writes=True)
+                    continue
+            elif kind == "loose":  # re-declared without NOT NULL: not coreq's table
+                con = sqlite3.connect(db)
+                t = self.rng.choice(["frames", "cores", "buckets"])
+                orig = con.execute("SELECT sql FROM sqlite_master WHERE name = ?", (t,)).fetchone()[0]
+                con.execute("PRAGMA writable_schema=ON")
+                con.execute("UPDATE sqlite_master SET sql = ? WHERE name = ?",
+                            (re.sub(r"\bNOT NULL\b", "", orig), t))
+                con.commit()
+                con.close()
+                con = sqlite3.connect(db)
+                col = {"frames": "kind", "cores": "status", "buckets": "signature"}[t]
+                con.execute(f"UPDATE {t} SET {col} = NULL")
+                con.commit()
+                con.close()
+            elif kind == "view":  # a view where a table should be, endless
+                t = self.rng.choice(["cores", "buckets", "threads", "stacks", "frames"])
+                con = sqlite3.connect(db)
+                cols = [c[1] for c in con.execute(f"PRAGMA table_info({t})")]
+                con.execute(f"ALTER TABLE {t} RENAME TO {t}_gone")
+                con.execute(f"CREATE VIEW {t} AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL "
+                            f"SELECT n + 1 FROM r) SELECT " + ", ".join(f"n AS {c}" for c in cols) +
+                            " FROM r")
+                con.commit()
+                con.close()
+                if (i // len(kinds)) % 2:
+                    q = ["ingest", "--no-cache", "--format", "json", self.bases[-1][1]]
+                elif t in ("cores", "buckets"):
+                    q = [["cores", "--format", "json"], ["buckets", "--format", "json"]][t == "buckets"]
+            elif kind == "trigger":  # SQL planted to run when coreq writes
+                con = sqlite3.connect(db)
+                con.execute("CREATE TABLE planted (what TEXT)")
+                for t, ev in (("cores", "INSERT"), ("buckets", "UPDATE"), ("frames", "UPDATE"),
+                              ("buckets", "INSERT"), ("cores", "UPDATE")):
+                    con.execute(f"CREATE TRIGGER planted_{t}_{ev.lower()} AFTER {ev} ON {t} "
+                                f"BEGIN INSERT INTO planted VALUES ('{t} {ev}'); END")
+                con.commit()
+                con.close()
+                q = self.rng.choice([["ingest", "--no-cache", "--format", "json", self.bases[-1][1]],
+                                     ["rebucket", "--format", "json"], ["resymbolize", "--format", "json"]])
+
+                def planted_ran(db=db):
+                    try:
+                        con = sqlite3.connect(db)
+                        n = con.execute("SELECT count(*) FROM planted").fetchone()[0]
+                        con.close()
+                    except sqlite3.Error:
+                        return None
+                    return f"a planted trigger ran {n} times" if n else None
+                pristine = self.path(".db")
+                shutil.copy(db, pristine)
+                argv = q + ["--db", db]
+                self.inputs.append(Input("db_hostile", f"{kind}-{i}", argv,
+                                         q + ["--db", self.path(".db")],
+                                         setup=self.restore(pristine, db), effect=planted_ran))
+                continue
+            elif kind == "old":  # an older schema, as an older coreq left it
+                os.remove(db)
+                con = sqlite3.connect(db)
+                version = self.rng.randrange(1, 9)
+                for f in sorted(os.listdir(SCHEMA)):
+                    if re.match(r"\d{3}_", f) and int(f[:3]) <= version:
+                        con.executescript(open(os.path.join(SCHEMA, f)).read())
+                con.execute(f"PRAGMA user_version = {version}")
+                con.commit()
+                con.close()
+            elif kind in ("uri_ingest", "uri_merge"):  # a file name that reads as a URI
+                d = self.path(".dir")
+                os.makedirs(d)
+                other = os.path.join(d, "other.db")
+                shutil.copy(clean, other)
+                if kind == "uri_ingest":
+                    argv = ["ingest", "--no-cache", "--format", "json", "--db", "file:other.db",
+                            self.bases[-1][1]]
+                    self.inputs.append(Input("db_hostile", f"{kind}-{i}", argv, argv, cwd=d,
+                                             effect=self.unchanged(other)))
+                else:
+                    # "file:other.db?mode=ro" is a database of one genuine core; other.db holds two
+                    literal = os.path.join(d, "file:other.db?mode=ro")
+                    shutil.copy(self.clean_db(cores[:1]), literal)
+                    target = os.path.join(d, "target.db")
+                    argv = ["merge", "--format", "json", "--db", "target.db", "file:other.db?mode=ro"]
+
+                    def merged_other(target=target):
+                        con = sqlite3.connect(target)
+                        n = con.execute("SELECT count(*) FROM cores").fetchone()[0]
+                        con.close()
+                        return f"merged {n} cores from other.db, not the file named" if n != 1 else None
+                    self.inputs.append(Input("db_hostile", f"{kind}-{i}", argv, argv, cwd=d,
+                                             setup=lambda t=target: [os.remove(t + x) for x in
+                                                                     ("", "-wal", "-shm")
+                                                                     if os.path.exists(t + x)],
+                                             effect=merged_other))
+                continue
+            pristine = self.path(".db")
+            shutil.copy(db, pristine)
+            self.query_input("db_hostile", f"{kind}-{i}", pristine, q,
+                             writes=q[0] in ("ingest", "rebucket"))
+
+    def merge_poison(self):
+        """Merge sources whose rows disagree with their hashes: a bucket's hash kept under a
+        planted label, a stack's hash kept over planted frames, malformed build-ids.  After the
+        merge the genuine crash is ingested: it must be filed under its own signature, with its
+        own frames, and no malformed build-id may have come in."""
+        kinds = ["label", "frames", "kind", "drop_frame", "nframes", "build_id"]
+        refs = {}
+        for name, core, _ in self.bases[:4]:
+            ref = self.clean_db([core])
+            con = sqlite3.connect(ref)
+            refs[name] = (ref, con.execute("SELECT signature FROM buckets").fetchone()[0],
+                          con.execute("SELECT f.idx, f.offset, f.kind, f.function FROM frames f JOIN threads t "
+                                      "ON t.stack_id = f.stack_id AND t.idx = 0 ORDER BY f.idx").fetchall())
+            con.close()
+        for i in range(self.n):
+            kind = kinds[i % len(kinds)]
+            name, core, _ = self.bases[(i // len(kinds)) % len(refs)]
+            ref, signature, frames = refs[name]
+            src = self.path(f".{kind}.db")
+            shutil.copy(ref, src)
+            con = sqlite3.connect(src)
+            con.execute("UPDATE cores SET identity = 'planted-' || identity")
+            con.commit()
+            con.close()
+            twin_src = self.path(".db")
+            shutil.copy(src, twin_src)
+            if kind == "label":
+                self.loosened(src, "buckets", lambda c: c.execute(
+                    "UPDATE buckets SET signature = 'harmless_known_issue | ' || signature"))
+            elif kind == "frames":
+                self.loosened(src, "frames", lambda c: c.execute(
+                    "UPDATE frames SET offset = offset + 16, function = 'harmless_known_issue' "
+                    "WHERE idx = 0"))
+            elif kind == "kind":
+                self.loosened(src, "frames", lambda c: c.execute(
+                    "UPDATE frames SET kind = 'inline' WHERE idx = 0"))
+            elif kind == "drop_frame":
+                self.loosened(src, "frames", lambda c: c.execute(
+                    "DELETE FROM frames WHERE idx = (SELECT max(idx) FROM frames f2 "
+                    "WHERE f2.stack_id = frames.stack_id)"))
+            elif kind == "nframes":
+                self.loosened(src, "stacks", lambda c: c.execute("UPDATE stacks SET nframes = nframes + 1"))
+            else:
+                bad = self.rng.choice(["../../../../tmp/x", "zz", "", "a" * 300, "ABCD/../ef"])
+                self.loosened(src, "modules", lambda c: c.execute(
+                    "UPDATE modules SET build_id = ? WHERE rowid = (SELECT min(rowid) FROM modules "
+                    "WHERE build_id NOT LIKE 'path:%')", (bad,)))
+            target = self.path(".target.db")
+            argv = ["merge", "--format", "json", "--db", target, src]
+            twin = ["merge", "--format", "json", "--db", self.path(".twin.db"), twin_src]
+
+            def setup(target=target):
+                for x in ("", "-wal", "-shm"):
+                    if os.path.exists(target + x):
+                        os.remove(target + x)
+
+            def poisoned(target=target, core=core, signature=signature, frames=frames):
+                subprocess.run([COREQ_RELEASE, "ingest", "--no-cache", "--db", target, core],
+                               capture_output=True)
+                con = sqlite3.connect(target)
+                sig = con.execute("SELECT b.signature FROM cores c JOIN buckets b ON b.id = c.bucket_id "
+                                  "WHERE c.identity NOT LIKE 'planted-%'").fetchone()
+                got = con.execute("SELECT f.idx, f.offset, f.kind, f.function FROM cores c JOIN threads t "
+                                  "ON t.core_id = c.id AND t.idx = 0 JOIN frames f ON f.stack_id = t.stack_id "
+                                  "WHERE c.identity NOT LIKE 'planted-%' ORDER BY f.idx").fetchall()
+                ids = [b for (b,) in con.execute("SELECT build_id FROM modules")]
+                con.close()
+                if not sig or sig[0] != signature:
+                    return f"the genuine crash is filed under {sig[0] if sig else None!r}"
+                if got != frames:
+                    return "the genuine crash shows frames it does not have"
+                if any(not (b.startswith("path:") or re.fullmatch(r"[0-9a-fA-F]{2,128}", b)) for b in ids):
+                    return "a malformed build-id was merged"
+                return None
+            self.inputs.append(Input("merge_poison", f"{kind}-{name}-{i}", argv, twin, setup=setup,
+                                     effect=poisoned))
 
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.ingest_db, self.build_id,
-                  self.gdb_args, self.output_paths, self.svg_chars, self.config):
+                  self.gdb_args, self.output_paths, self.svg_chars, self.config,
+                  self.db_hostile, self.merge_poison):
             if not only or g.__name__ in only:
                 g()
         return self.inputs
@@ -744,13 +1034,13 @@ def section(path, name):
     return None
 
 
-def run(binary, argv, env, timed):
+def run(binary, argv, env, timed, cwd=None):
     cmd = [binary] + argv
     if timed:
         cmd = ["/usr/bin/time", "-f", "@@%e %M"] + cmd
     try:
         p = subprocess.run(cmd, capture_output=True, timeout=TIME_LIMIT, env=env,
-                           stdin=subprocess.DEVNULL)
+                           stdin=subprocess.DEVNULL, cwd=cwd)
     except subprocess.TimeoutExpired:
         return None
     err = p.stderr.decode("utf-8", "replace")
@@ -779,7 +1069,7 @@ def check(inp, tmp, twins):
 
     if inp.setup:
         inp.setup()
-    r = run(COREQ, inp.argv, env, False)
+    r = run(COREQ, inp.argv, env, False, inp.cwd)
     effect(r)
     if r is None:
         bad["hang"] = "no exit"
@@ -800,11 +1090,11 @@ def check(inp, tmp, twins):
                 bad["json"] = f"{e}: {out[:200]!r}"
     key = " ".join(inp.twin)
     if key not in twins:
-        t = run(COREQ_RELEASE, inp.twin, env, True)
+        t = run(COREQ_RELEASE, inp.twin, env, True, inp.cwd)
         twins[key] = t[3:] if t else (TIME_LIMIT, 0)
     if inp.setup:
         inp.setup()
-    r = run(COREQ_RELEASE, inp.argv, env, True)
+    r = run(COREQ_RELEASE, inp.argv, env, True, inp.cwd)
     effect(r)
     if r is None:
         bad.setdefault("hang", "release build: no exit")

@@ -1,0 +1,66 @@
+/*
+ * guard.h - what coreq does to every SQLite file before it reads it.  Any
+ * database or cache may come from elsewhere: handed over by a person, a
+ * merge source from another host, a copy on a shared disk.  Such a file
+ * can carry more than rows: views and triggers (SQL that runs when coreq
+ * reads or writes), a view where coreq expects a table, columns without
+ * their NOT NULL, values of any type.
+ *
+ * - Names: a path is always a file name.  SQLite reads "file:..." as a URI
+ *   (this build enables URIs globally), so coreq opens every file through
+ *   a URI it builds itself with the path percent-escaped (cq_db_uri): a
+ *   file called "file:x.db?mode=ro" is that file, not x.db.
+ * - The connection (cq_db_guard): defensive mode (no writable_schema, no
+ *   journal_mode=OFF, ...), trusted_schema off (the file's schema may call
+ *   no function that is not innocuous), triggers never fire, and a work
+ *   budget: one statement may run at most CQ_DB_BUDGET_BASE virtual
+ *   machine steps plus CQ_DB_BUDGET_PER_BYTE per byte of the files the
+ *   connection has open, then it is interrupted (the count restarts
+ *   with every statement that starts, one run inside another's loop
+ *   included).  Honest queries stay far below that; a recursive view or
+ *   damaged statistics do not.  This also bounds the temporary storage a
+ *   statement can fill, which SQLite offers no limit for.
+ * - The schema (cq_db_schema_check): before coreq reads a file of version
+ *   N it compares the file's objects with those its own migrations 1..N
+ *   make (run into an in-memory database): every table coreq made must be
+ *   a real table with the same columns (name, declared type, NOT NULL,
+ *   key), every index, view and trigger must be coreq's own, with the same
+ *   SQL, and nothing of those kinds may be added.  Tables coreq did not
+ *   make are allowed (coreq never reads them), so are SQLite's own
+ *   (sqlite_stat1, ...).
+ *
+ * Even a file that passes may hold any value in any column: readers treat
+ * every text column as possibly NULL and every value as possibly of another
+ * type.
+ *
+ * Layer: db (libcore/db/).
+ */
+#ifndef CQ_DB_GUARD_H
+#define CQ_DB_GUARD_H
+
+#include "libcore/base/error.h"
+
+struct sqlite3;
+
+#define CQ_DB_BUDGET_BASE     20000000ull /* virtual machine steps per statement, at least (~1 s) */
+#define CQ_DB_BUDGET_PER_BYTE 256ull      /* more steps per byte of the open files */
+
+/*
+ * "file:PATH" (and "?params" if params is not NULL), the path
+ * percent-escaped so that SQLite reads it as exactly that file name;
+ * sqlite3_malloc'd, NULL when out of memory.
+ */
+char *cq_db_uri(const char *path, const char *params);
+
+/* Defensive mode, trusted_schema off, triggers off, and the work budget. */
+struct cq_error *cq_db_guard(struct sqlite3 *db);
+
+/*
+ * NULL when schema ("main", or an attached database's name) of db holds
+ * what migrations 1..version of set make (see above), else a
+ * CQ_ERR_FORMAT error saying which object differs.
+ */
+struct cq_error *cq_db_schema_check(struct sqlite3 *db, const char *schema, const char *set,
+                                    unsigned version);
+
+#endif
