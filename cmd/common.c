@@ -267,12 +267,19 @@ struct cq_cache *cmd_open_cache(const char *path)
 
 void cmd_close_cache(struct cq_cache *cache)
 {
+	if (!cache)
+		return;
 	size_t n = cq_cache_rejected(cache);
+	char *path = strdup(cq_cache_path(cache));
 	if (n)
-		cmd_warn(cq_cache_path(cache),
+		cmd_warn(path ? path : "cache",
 		         "%zu damaged cache entr%s ignored and rebuilt from the modules", n,
 		         n == 1 ? "y" : "ies");
-	cq_cache_close(cache);
+	struct cq_error *err = cq_cache_close(cache);
+	if (err)
+		cmd_warn(path ? path : "cache", "%s", err->message);
+	cq_error_free(err);
+	free(path);
 }
 
 static void json_signal(struct cq_json *j, const struct cq_core *core)

@@ -22,6 +22,7 @@
 #include "libcore/base/json.h"
 #include "libcore/base/parse.h"
 #include "libcore/capture/capture.h"
+#include "libcore/capture/spool.h"
 #include "libcore/pipeline/hook.h"
 #include "libcore/store/capture_rows.h"
 
@@ -178,7 +179,7 @@ static int parse_args(struct hook *h, int argc, char **argv)
 }
 
 static void report(const struct hook *h, const struct cq_hook_result *r,
-                   const struct cq_capture_stored *s, const struct cq_store_outcome *o,
+                   const struct cq_spool_result *s, const struct cq_store_outcome *o,
                    const char *error)
 {
 	const struct cq_capture *c = &h->o.cap;

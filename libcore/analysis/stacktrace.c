@@ -123,7 +123,7 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 		cq_async_report_unsearched(&actx);
 	if (!err)
 		cq_core_target_store_tables(&ct);
-	if (!err && ct.out_of_memory)
+	if (!err && (ct.out_of_memory || !cq_symbolizer_ok(p->symbolizer)))
 		err = &cq_error_nomem;
 out:
 	if (have_target)

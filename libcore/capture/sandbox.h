@@ -102,13 +102,13 @@ struct cq_sandbox_outcome {
  * Forks the child (cfg must outlive it).  With input_file >= 0 (the core as
  * a regular file, read from its start to its end by the caller), the child
  * reads that file as the raw copy at once; else raw_memory > 0 makes a
- * memfd for the raw copy (sb->memfd, to pass to cq_capture_store).  On
+ * memfd for the raw copy (sb->memfd, to pass to cq_spool_store).  On
  * error no child runs.
  */
 struct cq_error *cq_sandbox_start(const struct cq_sandbox_config *cfg, uint64_t raw_memory,
                                   int input_file, struct cq_sandbox *sb);
 
-/* cq_capture_raw.complete: the whole core is in the memfd; arg is the cq_sandbox. */
+/* cq_spool_raw.complete: the whole core is in the memfd; arg is the cq_sandbox. */
 void cq_sandbox_raw_complete(void *arg, uint64_t size);
 
 /* The core is stored at path (NULL: it could not be, the child stops). */

@@ -6,7 +6,7 @@
  * directory never sees half a core.  See capture.h.  libarchive is loaded
  * when a core is stored (libcore/base/archive_api.h), not at start.
  */
-#include "libcore/capture/capture.h"
+#include "libcore/capture/spool.h"
 
 #include <sys/statvfs.h>
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "libcore/capture/capture.h"
 #include "libcore/base/archive_api.h"
 #include "libcore/base/write_all.h"
 
@@ -212,8 +213,8 @@ static bool input_has_more(int fd)
  * Streams in_fd into fd as zstd, at most limit bytes (0: all); with raw,
  * keeping the raw copy in raw->fd while it fits (see capture.h).
  */
-static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_capture_raw *raw,
-                                 struct cq_capture_stored *out)
+static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_spool_raw *raw,
+                                 struct cq_spool_result *out)
 {
 	const struct cq_archive_api *ar;
 	struct cq_error *err = cq_archive_api(&ar);
@@ -310,7 +311,7 @@ out:
 
 /* Renames tmp to a free systemd-style name in dir (the timestamp nudged by µs if taken). */
 static struct cq_error *place(const char *dir, const char *tmp, const struct cq_capture *c,
-                              struct cq_capture_stored *out)
+                              struct cq_spool_result *out)
 {
 	char name[512];
 	for (unsigned serial = 0; serial < NAME_TRIES; serial++) {
@@ -333,9 +334,9 @@ static struct cq_error *place(const char *dir, const char *tmp, const struct cq_
 	return cq_error_create(CQ_ERR_LIMIT, "no free file name for the core");
 }
 
-struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_capture *c,
-                                  uint64_t limit, struct cq_capture_raw *raw,
-                                  struct cq_capture_stored *out)
+struct cq_error *cq_spool_store(int in_fd, const char *dir, const struct cq_capture *c,
+                                uint64_t limit, struct cq_spool_raw *raw,
+                                struct cq_spool_result *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (raw)
@@ -376,8 +377,8 @@ struct cq_error *cq_capture_store(int in_fd, const char *dir, const struct cq_ca
 	return err;
 }
 
-uint64_t cq_capture_store_limit(const char *dir, uint64_t max_size, int64_t rlimit,
-                                uint64_t keep_free, bool *no_room)
+uint64_t cq_spool_limit(const char *dir, uint64_t max_size, int64_t rlimit, uint64_t keep_free,
+                        bool *no_room)
 {
 	uint64_t limit = max_size;
 	if (rlimit > 0 && (limit == 0 || (uint64_t)rlimit < limit))

@@ -24,6 +24,8 @@ struct cq_cache {
 	sqlite3_stmt *get_source, *put_source;
 	int in_transaction; /* writes since open are batched in one transaction */
 	size_t rejected;    /* rows a reader found damaged (cq_cache_reject) */
+	size_t failed;      /* writes SQLite refused (the batch's COMMIT included) */
+	char why[160];      /* the first refusal's message */
 	char *path;
 };
 
@@ -57,7 +59,7 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 		free(c);
 		return &cq_error_nomem;
 	}
-	struct cq_error *err = cq_store_open_sqlite(path, "cache", BUSY_TIMEOUT_MS, &c->db);
+	struct cq_error *err = cq_db_open(path, "cache", BUSY_TIMEOUT_MS, &c->db);
 	if (err) {
 		free(c->path);
 		free(c);
@@ -75,16 +77,30 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 	*out = c;
 	return NULL;
 fail:
-	cq_cache_close(c);
+	cq_error_free(cq_cache_close(c));
 	return err;
 }
 
-void cq_cache_close(struct cq_cache *c)
+/* Counts a write SQLite refused, keeping the first reason. */
+static void write_failed(struct cq_cache *c)
+{
+	if (c->failed++ == 0)
+		snprintf(c->why, sizeof(c->why), "%s", sqlite3_errmsg(c->db));
+}
+
+struct cq_error *cq_cache_close(struct cq_cache *c)
 {
 	if (!c)
-		return;
-	if (c->in_transaction && sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return NULL;
+	if (c->in_transaction && sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		write_failed(c);
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	struct cq_error *err =
+	    c->failed
+	        ? cq_error_create(CQ_ERR_DB, "%zu cache write%s failed (%s): entries not kept",
+	                          c->failed, c->failed == 1 ? "" : "s", c->why)
+	        : NULL;
 	sqlite3_finalize(c->get_table);
 	sqlite3_finalize(c->put_table);
 	sqlite3_finalize(c->get_symbols);
@@ -96,6 +112,7 @@ void cq_cache_close(struct cq_cache *c)
 	sqlite3_close(c->db);
 	free(c->path);
 	free(c);
+	return err;
 }
 
 void cq_cache_reject(struct cq_cache *c)
@@ -139,6 +156,8 @@ static bool run_write(struct cq_cache *c, sqlite3_stmt *st)
 	if (!c->in_transaction)
 		c->in_transaction = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
 	bool done = sqlite3_step(st) == SQLITE_DONE;
+	if (!done)
+		write_failed(c);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return done;

@@ -28,7 +28,13 @@ char *cq_cache_default_path(void);
 
 /* Opens (creating directories and schema as needed) the cache at path. */
 struct cq_error *cq_cache_open(const char *path, struct cq_cache **out);
-void cq_cache_close(struct cq_cache *cache);
+/*
+ * Commits the handle's writes and closes it.  The cache is best-effort, so a
+ * write SQLite refused (the disk full, the file damaged, the COMMIT itself)
+ * stops nothing, but it is counted: the error says how many and why, for
+ * the caller to warn about.
+ */
+struct cq_error *cq_cache_close(struct cq_cache *cache);
 
 /*
  * Which cached entries a run may use: a module's build-id together with the
@@ -51,7 +57,7 @@ struct cq_cache_key {
 uint8_t *cq_cache_get_table(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                             size_t *len);
 
-/* Stores (replaces) the blob; failures are ignored, the cache is best-effort. */
+/* Stores (replaces) the blob; a failure is counted for cq_cache_close. */
 void cq_cache_put_table(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                         unsigned rows, const uint8_t *blob, size_t len);
 
@@ -59,7 +65,7 @@ void cq_cache_put_table(struct cq_cache *cache, struct cq_cache_key *key, unsign
 uint8_t *cq_cache_get_symbols(struct cq_cache *cache, struct cq_cache_key *key, uint64_t address,
                               int debuginfo, unsigned format, size_t *len);
 
-/* Stores a symbol blob; best-effort like the table cache. */
+/* Stores a symbol blob; a failure is counted for cq_cache_close. */
 void cq_cache_put_symbols(struct cq_cache *cache, struct cq_cache_key *key, uint64_t address,
                           int debuginfo, unsigned format, const uint8_t *blob, size_t len);
 
@@ -67,7 +73,7 @@ void cq_cache_put_symbols(struct cq_cache *cache, struct cq_cache_key *key, uint
 uint8_t *cq_cache_get_rust_index(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                                  size_t *len);
 
-/* Stores (replaces) a Rust type index blob; best-effort like the table cache. */
+/* Stores (replaces) a Rust type index blob; a failure is counted for cq_cache_close. */
 void cq_cache_put_rust_index(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                              const uint8_t *blob, size_t len);
 

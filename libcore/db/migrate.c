@@ -26,7 +26,7 @@ unsigned cq_schema_latest(const char *set)
 	return latest;
 }
 
-struct cq_error *cq_store_user_version(sqlite3 *db, unsigned *out)
+struct cq_error *cq_db_user_version(sqlite3 *db, unsigned *out)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
@@ -48,7 +48,7 @@ static struct cq_error *apply(sqlite3 *db, const struct cq_schema_migration *m)
 		goto fail;
 	/* Another process may have migrated while we waited for the lock. */
 	unsigned now;
-	struct cq_error *err = cq_store_user_version(db, &now);
+	struct cq_error *err = cq_db_user_version(db, &now);
 	if (err) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return err;
@@ -70,10 +70,10 @@ fail:
 	return err;
 }
 
-struct cq_error *cq_store_migrate(sqlite3 *db, const char *set)
+struct cq_error *cq_db_migrate(sqlite3 *db, const char *set)
 {
 	unsigned have;
-	struct cq_error *err = cq_store_user_version(db, &have);
+	struct cq_error *err = cq_db_user_version(db, &have);
 	if (err)
 		return err;
 	unsigned latest = cq_schema_latest(set);
@@ -168,7 +168,7 @@ static struct cq_error *check_file(sqlite3 *db, const char *set, unsigned *have)
 	*have = 0;
 	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		return cq_db_error(db, NULL);
-	struct cq_error *err = cq_store_user_version(db, have);
+	struct cq_error *err = cq_db_user_version(db, have);
 	if (!err && *have <= cq_schema_latest(set))
 		err = cq_db_schema_check(db, "main", set, *have);
 	if (err && err->code == CQ_ERR_DB && damaged(db)) {
@@ -187,7 +187,7 @@ static struct cq_error *newer(unsigned have, const char *set)
 	                       have, cq_schema_latest(set));
 }
 
-struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms, sqlite3 **out)
+struct cq_error *cq_db_open(const char *path, const char *set, int busy_ms, sqlite3 **out)
 {
 	*out = NULL;
 	struct cq_error *err = cq_path_make_parent_dirs(path);
@@ -214,7 +214,7 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
 	                 cache ? "PRAGMA foreign_keys=ON"
 	                       : "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL",
 	                 NULL, NULL, NULL) != SQLITE_OK ||
-	    (err = cq_store_migrate(db, set))) {
+	    (err = cq_db_migrate(db, set))) {
 		if (!err || (err->code == CQ_ERR_DB && damaged(db))) {
 			cq_error_free(err);
 			err = cq_db_error(db, NULL);
@@ -249,7 +249,7 @@ static struct cq_error *empty_database(const char *set, sqlite3 **out)
 	}
 	struct cq_error *err = cq_db_guard(db);
 	if (!err)
-		err = cq_store_migrate(db, set);
+		err = cq_db_migrate(db, set);
 	if (err)
 		sqlite3_close(db);
 	else
@@ -257,8 +257,7 @@ static struct cq_error *empty_database(const char *set, sqlite3 **out)
 	return err;
 }
 
-struct cq_error *cq_store_open_read_only(const char *path, const char *set, int busy_ms,
-                                         sqlite3 **out)
+struct cq_error *cq_db_open_read_only(const char *path, const char *set, int busy_ms, sqlite3 **out)
 {
 	*out = NULL;
 	if (access(path, F_OK) != 0)
@@ -297,8 +296,7 @@ struct cq_error *cq_store_open_read_only(const char *path, const char *set, int 
 	return err;
 }
 
-struct cq_error *cq_store_open_existing(const char *path, const char *set, int busy_ms,
-                                        sqlite3 **out)
+struct cq_error *cq_db_open_existing(const char *path, const char *set, int busy_ms, sqlite3 **out)
 {
 	*out = NULL;
 	if (access(path, F_OK) != 0)
@@ -312,7 +310,7 @@ struct cq_error *cq_store_open_existing(const char *path, const char *set, int b
 		bool dir_writable = access(dirname(copy), W_OK) == 0;
 		free(copy);
 		if (dir_writable)
-			return cq_store_open_sqlite(path, set, busy_ms, out);
+			return cq_db_open(path, set, busy_ms, out);
 	}
-	return cq_store_open_read_only(path, set, busy_ms, out);
+	return cq_db_open_read_only(path, set, busy_ms, out);
 }

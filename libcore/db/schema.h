@@ -29,7 +29,7 @@ unsigned cq_schema_latest(const char *set);
  * Brings db up to the newest version of set, each migration in its own
  * transaction.  A database newer than this binary is an error.
  */
-struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
+struct cq_error *cq_db_migrate(struct sqlite3 *db, const char *set);
 
 /*
  * Opens (creating it and its directories) a coreq SQLite file and brings it
@@ -49,8 +49,7 @@ struct cq_error *cq_store_migrate(struct sqlite3 *db, const char *set);
  * copies it.  A power cut can leave it damaged: coreq then warns and runs
  * without it.  The crash database keeps its fsyncs.
  */
-struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int busy_ms,
-                                      struct sqlite3 **out);
+struct cq_error *cq_db_open(const char *path, const char *set, int busy_ms, struct sqlite3 **out);
 
 /*
  * Opens an existing coreq SQLite file for reading only: never creates one
@@ -59,19 +58,19 @@ struct cq_error *cq_store_open_sqlite(const char *path, const char *set, int bus
  * immutable).  A file of an older schema is refused with how to upgrade
  * it, one of a newer schema with "upgrade coreq".  Guarded as above.
  */
-struct cq_error *cq_store_open_read_only(const char *path, const char *set, int busy_ms,
-                                         struct sqlite3 **out);
+struct cq_error *cq_db_open_read_only(const char *path, const char *set, int busy_ms,
+                                      struct sqlite3 **out);
 
 /*
  * Opens an existing coreq SQLite file to change it: never creates one ("no
  * such database"); where it can be written it is opened and migrated as by
- * cq_store_open_sqlite, where it cannot it is opened read-only.
+ * cq_db_open, where it cannot it is opened read-only.
  */
-struct cq_error *cq_store_open_existing(const char *path, const char *set, int busy_ms,
-                                        struct sqlite3 **out);
+struct cq_error *cq_db_open_existing(const char *path, const char *set, int busy_ms,
+                                     struct sqlite3 **out);
 
 /* PRAGMA user_version of db. */
-struct cq_error *cq_store_user_version(struct sqlite3 *db, unsigned *out);
+struct cq_error *cq_db_user_version(struct sqlite3 *db, unsigned *out);
 
 /*
  * The error db just reported, as "what: reason" (the caller names the file).

@@ -17,6 +17,7 @@
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/base/paths.h"
 #include "libcore/capture/sandbox.h"
+#include "libcore/capture/spool.h"
 #include "libcore/db/cache.h"
 #include "libcore/model/core.h"
 #include "libcore/pipeline/ingest.h"
@@ -152,7 +153,7 @@ static struct cq_error *record_not_stored(const struct hook *h, const char *why,
 	return err;
 }
 
-static struct cq_error *record_pending(const struct hook *h, const struct cq_capture_stored *s)
+static struct cq_error *record_pending(const struct hook *h, const struct cq_spool_result *s)
 {
 	struct cq_store *store;
 	struct cq_error *err = cq_store_open(h->db, &store);
@@ -251,7 +252,7 @@ static struct cq_error *analysis_run(void *arg, const struct cq_sandbox_core *co
 	res.record_error = NULL;
 	cq_ingest_result_free(&res);
 	cq_bucket_rules_free(a->rules);
-	cq_cache_close(a->cache); /* commits what the analysis cached */
+	cq_error_free(cq_cache_close(a->cache)); /* commits what the analysis cached */
 	cq_store_close(a->store);
 	a->rules = NULL;
 	a->cache = NULL;
@@ -287,14 +288,14 @@ static struct cq_error *store_core(struct hook *h, struct cq_sandbox *sb, bool a
                                    uint64_t limit, const char *not_stored, struct cq_hook_result *r)
 {
 	struct raw_done rd = {.sb = sb, .input_fd = h->o->input_fd};
-	struct cq_capture_raw raw = {.fd = analysing ? sb->memfd : -1,
-	                             .budget = h->o->raw_memory,
-	                             .complete = raw_complete,
-	                             .arg = &rd};
+	struct cq_spool_raw raw = {.fd = analysing ? sb->memfd : -1,
+	                           .budget = h->o->raw_memory,
+	                           .complete = raw_complete,
+	                           .arg = &rd};
 	struct cq_error *err = NULL;
 	if (!not_stored)
-		err = cq_capture_store(h->o->input_fd, h->store_dir, &h->cap, limit,
-		                       analysing && !sb->from_input ? &raw : NULL, &r->stored);
+		err = cq_spool_store(h->o->input_fd, h->store_dir, &h->cap, limit,
+		                     analysing && !sb->from_input ? &raw : NULL, &r->stored);
 	/* The core is on disk (or will not be): let the kernel finish with the process. */
 	close(h->o->input_fd);
 	if (!err && not_stored) {
@@ -346,9 +347,9 @@ struct cq_error *cq_hook_run(const struct cq_hook_options *o, struct cq_hook_res
 	read_boot_id(&h.cap);
 	struct cq_error *err = resolve_paths(&h);
 	bool no_room = false;
-	uint64_t limit = err ? 0
-	                     : cq_capture_store_limit(h.store_dir, o->max_size, h.cap.rlimit,
-	                                              o->keep_free, &no_room);
+	uint64_t limit =
+	    err ? 0
+	        : cq_spool_limit(h.store_dir, o->max_size, h.cap.rlimit, o->keep_free, &no_room);
 	const char *not_stored = h.cap.rlimit == 0 ? "RLIMIT_CORE is 0: core not stored"
 	                         : no_room         ? "less than --keep-free bytes free in the store"
 	                                           : NULL;

@@ -29,6 +29,7 @@
 
 #include "libcore/base/error.h"
 #include "libcore/capture/capture.h"
+#include "libcore/capture/spool.h"
 #include "libcore/store/capture_rows.h"
 
 struct cq_hook_options {
@@ -49,7 +50,7 @@ struct cq_hook_options {
 void cq_hook_options_init(struct cq_hook_options *o);
 
 struct cq_hook_result {
-	struct cq_capture_stored stored; /* stored.path NULL: the core was not stored */
+	struct cq_spool_result stored;   /* stored.path NULL: the core was not stored */
 	struct cq_store_outcome outcome; /* what the database says of it */
 	int64_t analysed_as;             /* the uid the analysis ran as; -1: none ran */
 	const char *analysed_from;       /* "input file", "memory", "stored file"; NULL: none ran */

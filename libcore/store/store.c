@@ -62,9 +62,9 @@ struct cq_error *cq_store_open_mode(const char *path, enum cq_store_open_how how
 	if (!s)
 		return &cq_error_nomem;
 	struct cq_error *err =
-	    how == CQ_STORE_READ_ONLY ? cq_store_open_read_only(path, "db", BUSY_TIMEOUT_MS, &s->db)
-	    : how == CQ_STORE_EXISTING ? cq_store_open_existing(path, "db", BUSY_TIMEOUT_MS, &s->db)
-	                               : cq_store_open_sqlite(path, "db", BUSY_TIMEOUT_MS, &s->db);
+	    how == CQ_STORE_READ_ONLY  ? cq_db_open_read_only(path, "db", BUSY_TIMEOUT_MS, &s->db)
+	    : how == CQ_STORE_EXISTING ? cq_db_open_existing(path, "db", BUSY_TIMEOUT_MS, &s->db)
+	                               : cq_db_open(path, "db", BUSY_TIMEOUT_MS, &s->db);
 	if (err) {
 		free(s);
 		return err;

@@ -107,6 +107,7 @@ struct cq_symbolizer {
 	size_t cap, used; /* cap is 0 or a power of two */
 	struct cq_symbol_frame unknown;
 	struct prefetch *prefetch; /* by module index; NULL until the first */
+	bool out_of_memory; /* an allocation failed: names may be missing (cq_symbolizer_ok) */
 };
 
 /* Frames being assembled for one address, before they are packed. */
@@ -557,12 +558,23 @@ static void add_inline_frames(struct frame_draft *d, Dwarf_Die *cudie, Dwarf_Die
 	}
 }
 
+/*
+ * Frees err: a damaged table only costs that table (libdwfl answers
+ * instead), but running out of memory is remembered for cq_symbolizer_ok.
+ */
+static void drop_error(struct cq_symbolizer *s, struct cq_error *err)
+{
+	if (err && err->code == CQ_ERR_NOMEM)
+		s->out_of_memory = true;
+	cq_error_free(err);
+}
+
 /* The name of the symbol holding addr, through the module's symbol index (addr_symbols.h). */
 static const char *symbol_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr)
 {
 	if (sm && !sm->symbols_built) {
 		sm->symbols_built = true;
-		cq_error_free(cq_addr_symbols_build(dm, &sm->symbols));
+		drop_error(sm->owner, cq_addr_symbols_build(dm, &sm->symbols));
 	}
 	GElf_Off offset;
 	return cq_addr_symbols_find(sm ? sm->symbols : NULL, dm, addr, &offset);
@@ -582,7 +594,7 @@ static const struct cq_aranges *module_aranges(struct sym_module *sm, Dwarf *dw)
 	                   : NULL;
 	Elf_Data *data = scn && !(sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL) : NULL;
 	if (data && data->d_buf)
-		cq_error_free(cq_aranges_parse(data->d_buf, data->d_size, &sm->aranges));
+		drop_error(sm->owner, cq_aranges_parse(data->d_buf, data->d_size, &sm->aranges));
 	return &sm->aranges;
 }
 
@@ -791,7 +803,7 @@ static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, si
                             uint64_t addr)
 {
 	if (!s->dwfl_started)
-		cq_error_free(report_modules(s));
+		drop_error(s, report_modules(s));
 	Dwfl_Module *dm = s->dwfl ? dwfl_addrmodule(s->dwfl, addr) : NULL;
 	struct sym_module *sm = module_of(dm);
 	if (!sm || sm->index != index)
@@ -803,8 +815,10 @@ static bool fill_from_dwarf(struct cq_symbolizer *s, struct cache_slot *slot, si
 	struct cq_symbol_frame *frames = pack_frames(&draft);
 	for (size_t i = 0; i < draft.nowned; i++)
 		free(draft.owned[i]);
-	if (!frames)
+	if (!frames) {
+		s->out_of_memory = true;
 		return false;
+	}
 	*slot = (struct cache_slot){
 	    .addr = addr, .module = index, .frames = frames, .nframes = draft.n};
 	if (s->cache) {
@@ -836,8 +850,10 @@ size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return
 		return 1;
 	struct cache_slot *slot = s->cap ? cache_probe(s->slots, s->cap, index, addr) : NULL;
 	if (!slot || !slot->frames) {
-		if (!cache_reserve(s))
+		if (!cache_reserve(s)) {
+			s->out_of_memory = true;
 			return 1;
+		}
 		slot = cache_probe(s->slots, s->cap, index, addr);
 		bool cached = s->cache && fill_from_cache(s, slot, index, addr);
 		if (!slot || (!cached && !fill_from_dwarf(s, slot, index, addr)))
@@ -846,4 +862,9 @@ size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return
 	}
 	*frames = slot->frames;
 	return slot->nframes;
+}
+
+bool cq_symbolizer_ok(const struct cq_symbolizer *s)
+{
+	return !s || !s->out_of_memory;
 }

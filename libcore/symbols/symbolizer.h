@@ -75,4 +75,12 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s);
 size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return_address,
                             const struct cq_symbol_frame **frames);
 
+/*
+ * False when an allocation failed while naming frames: some frames then
+ * went unnamed, and the caller reports out of memory rather than a result
+ * that looks whole.  A damaged table of one module is no failure: libdwfl
+ * answers for it.
+ */
+bool cq_symbolizer_ok(const struct cq_symbolizer *s);
+
 #endif

@@ -59,7 +59,7 @@ static void test_tables_and_symbols_round_trip(void **state)
 	assert_null(cq_cache_get_symbols(c, &id, 0x1234, 0, 2, &len)); /* without debuginfo */
 	assert_null(cq_cache_get_symbols(c, &id, 0x1235, 1, 2, &len));
 	assert_null(cq_cache_get_symbols(c, &other_file, 0x1234, 1, 2, &len));
-	cq_cache_close(c);
+	assert_null(cq_cache_close(c));
 
 	assert_null(cq_cache_open(path, &c));
 	id.source = 0; /* a new handle: the sources row is found again */
@@ -68,7 +68,7 @@ static void test_tables_and_symbols_round_trip(void **state)
 	assert_int_equal(len, sizeof(sym));
 	assert_memory_equal(got, sym, sizeof(sym));
 	free(got);
-	cq_cache_close(c);
+	assert_null(cq_cache_close(c));
 
 	char p[160];
 	static const char *const files[] = {"cache.db", "cache.db-wal", "cache.db-shm"};

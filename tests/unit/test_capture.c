@@ -2,7 +2,7 @@
  * test_capture.c - crash metadata from outside the core (libcore/capture/capture.h):
  * systemd-coredump file names, valid and hostile, and the names the hook
  * gives its own stored cores, which must parse back to the same facts; and
- * cq_capture_store with the raw copy in memory, given up at every kind of
+ * cq_spool_store with the raw copy in memory, given up at every kind of
  * point (never, at the last byte, midway, at the size limit), checked by
  * libarchive reading the stored file back and by the memfd's own bytes.
  */
@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "libcore/capture/capture.h"
+#include "libcore/capture/spool.h"
 
 #define BOOT "0123456789abcdef0123456789abcdef"
 
@@ -189,13 +190,13 @@ static void store_once(const unsigned char *data, size_t len, uint64_t budget, u
 	c.timestamp_us = 1763700000000000;
 	c.known = CQ_CAPTURE_PID | CQ_CAPTURE_UID | CQ_CAPTURE_TIMESTAMP;
 	struct completion done = {0};
-	struct cq_capture_raw raw = {.fd = memfd_create("test-raw", MFD_CLOEXEC),
-	                             .budget = budget,
-	                             .complete = on_complete,
-	                             .arg = &done};
+	struct cq_spool_raw raw = {.fd = memfd_create("test-raw", MFD_CLOEXEC),
+	                           .budget = budget,
+	                           .complete = on_complete,
+	                           .arg = &done};
 	assert_true(raw.fd >= 0);
-	struct cq_capture_stored out;
-	struct cq_error *err = cq_capture_store(p[0], dir, &c, limit, &raw, &out);
+	struct cq_spool_result out;
+	struct cq_error *err = cq_spool_store(p[0], dir, &c, limit, &raw, &out);
 	close(p[0]); /* the feeder may still be writing past the limit */
 	pthread_join(t, NULL);
 	assert_null(err);

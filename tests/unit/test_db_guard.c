@@ -38,7 +38,7 @@ static sqlite3 *fresh(const char *path)
 {
 	unlink(path);
 	sqlite3 *db;
-	assert_null(cq_store_open_sqlite(path, "db", 1000, &db));
+	assert_null(cq_db_open(path, "db", 1000, &db));
 	return db;
 }
 

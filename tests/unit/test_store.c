@@ -3,7 +3,7 @@
  * capture_rows.h) on a fresh database: a placeholder the hook writes for a
  * stored core, its failure, and what the hook reads back
  * (cq_store_stored_outcome); and the disk-space policy for storing cores
- * (libcore/capture/capture.h, cq_capture_store_limit).
+ * (libcore/capture/capture.h, cq_spool_limit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "libcore/capture/capture.h"
+#include "libcore/capture/spool.h"
 #include "libcore/store/capture_rows.h"
 #include "libcore/store/store.h"
 
@@ -107,17 +108,17 @@ static void test_store_limit(void **state)
 	struct fixture *f = *state;
 	bool no_room = true;
 	/* No bounds at all. */
-	assert_true(cq_capture_store_limit(f->dir, 0, -1, 0, &no_room) == 0);
+	assert_true(cq_spool_limit(f->dir, 0, -1, 0, &no_room) == 0);
 	assert_false(no_room);
 	/* The smaller of --max-size and RLIMIT_CORE. */
-	assert_true(cq_capture_store_limit(f->dir, 1000, 500, 0, &no_room) == 500);
-	assert_true(cq_capture_store_limit(f->dir, 300, 500, 0, &no_room) == 300);
-	assert_true(cq_capture_store_limit(f->dir, 0, 700, 0, &no_room) == 700);
+	assert_true(cq_spool_limit(f->dir, 1000, 500, 0, &no_room) == 500);
+	assert_true(cq_spool_limit(f->dir, 300, 500, 0, &no_room) == 300);
+	assert_true(cq_spool_limit(f->dir, 0, 700, 0, &no_room) == 700);
 	/* Asking to keep more free than any disk has: no room at all. */
-	assert_true(cq_capture_store_limit(f->dir, 1000, -1, UINT64_MAX / 2, &no_room) == 0);
+	assert_true(cq_spool_limit(f->dir, 1000, -1, UINT64_MAX / 2, &no_room) == 0);
 	assert_true(no_room);
 	/* A small reserve leaves room, bounded by the other limits. */
-	assert_true(cq_capture_store_limit(f->dir, 1000, -1, 1, &no_room) == 1000);
+	assert_true(cq_spool_limit(f->dir, 1000, -1, 1, &no_room) == 1000);
 	assert_false(no_room);
 }
 
