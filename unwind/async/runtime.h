@@ -160,7 +160,8 @@ struct cq_async_states;
 /*
  * Runs every runtime over a core whose threads ctx->stacks holds, native
  * frames in ctx->native when cq_async_detect() said so; then every
- * runtime's report, in table order, into ctx->stacks->async and ->warnings.
+ * runtime's report into ctx->stacks->async and ->warnings, by runtime name
+ * (folly, rust, tokio, ...), whatever order they decode in.
  */
 struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_states *states);
 

@@ -83,11 +83,29 @@ const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx 
 	return ctx->shared && ctx->shared->rust_index_built ? ctx->shared->rust_index : NULL;
 }
 
+/*
+ * Every runtime's report, by runtime name: the statistics' order is then
+ * the runtimes' names', whatever order they decode in.
+ */
+static void report_all(struct cq_async_ctx *ctx, void *const *state)
+{
+	bool done[NRUNTIMES] = {false};
+	for (size_t k = 0; k < NRUNTIMES; k++) {
+		size_t next = NRUNTIMES;
+		for (size_t i = 0; i < NRUNTIMES; i++)
+			if (!done[i] &&
+			    (next == NRUNTIMES || strcmp(runtimes[i]->name, runtimes[next]->name) < 0))
+				next = i;
+		done[next] = true;
+		runtimes[next]->report(state ? state[next] : NULL, ctx, &ctx->stacks->async,
+		                       &ctx->stacks->warnings);
+	}
+}
+
 void cq_async_report_unsearched(struct cq_async_ctx *ctx)
 {
 	ctx->shared = NULL;
-	for (size_t i = 0; i < NRUNTIMES; i++)
-		runtimes[i]->report(NULL, ctx, &ctx->stacks->async, &ctx->stacks->warnings);
+	report_all(ctx, NULL);
 }
 
 struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async_states **out,
@@ -302,8 +320,8 @@ struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_state
 	for (size_t i = 0; i < NRUNTIMES && !err; i++)
 		if (s->state[i] && runtimes[i]->decode)
 			err = runtimes[i]->decode(s->state[i], ctx);
-	for (size_t i = 0; i < NRUNTIMES && !err; i++)
-		runtimes[i]->report(s->state[i], ctx, &ctx->stacks->async, &ctx->stacks->warnings);
+	if (!err)
+		report_all(ctx, s->state);
 	if (!err && (ctx->stacks->async.nomem || ctx->stacks->warnings.nomem))
 		err = &cq_error_nomem;
 	return err;
