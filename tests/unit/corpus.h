@@ -1,6 +1,6 @@
 /*
  * corpus.h - unit tests that read the corpus of crashing programs
- * (tests/corpus, built by `make corpus`): where it is ($CORPUS, which
+ * (corpus/, built by `make corpus`): where it is ($CORPUS, which
  * tests/run exports; else build/corpus), a case's core and what its expect
  * file says (the program's own account of its crash, written when the
  * corpus was built, never by coreq), and a scratch directory.  A test whose
