@@ -64,7 +64,7 @@ static void test_migrations_are_the_files_in_order(void **state)
 static unsigned version(sqlite3 *db)
 {
 	unsigned v = 0;
-	assert_null(cq_store_user_version(db, &v));
+	assert_null(cq_db_user_version(db, &v));
 	return v;
 }
 
@@ -104,15 +104,15 @@ static void test_migrate_fresh_half_and_newer(void **state)
 		const char *set = s ? "cache" : "db";
 		sqlite3 *db;
 		assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-		assert_null(cq_store_migrate(db, set));
+		assert_null(cq_db_migrate(db, set));
 		assert_int_equal(version(db), cq_schema_latest(set));
-		assert_null(cq_store_migrate(db, set)); /* again: nothing to do */
+		assert_null(cq_db_migrate(db, set)); /* again: nothing to do */
 		sqlite3_close(db);
 
 		assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
 		migrate_to(db, set, 1);
 		assert_int_equal(version(db), 1);
-		assert_null(cq_store_migrate(db, set));
+		assert_null(cq_db_migrate(db, set));
 		assert_int_equal(version(db), cq_schema_latest(set));
 		sqlite3_close(db);
 	}
@@ -122,7 +122,7 @@ static void test_migrate_fresh_half_and_newer(void **state)
 	migrate_to(db, "db", 1);
 	assert_true(has_table(db, "cores"));
 	assert_false(has_table(db, "buckets"));
-	assert_null(cq_store_migrate(db, "db"));
+	assert_null(cq_db_migrate(db, "db"));
 	assert_true(has_table(db, "buckets"));
 	sqlite3_close(db);
 
@@ -131,7 +131,7 @@ static void test_migrate_fresh_half_and_newer(void **state)
 	char pragma[64];
 	snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %u", cq_schema_latest("db") + 1);
 	assert_int_equal(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
-	struct cq_error *err = cq_store_migrate(db, "db");
+	struct cq_error *err = cq_db_migrate(db, "db");
 	assert_non_null(err);
 	assert_non_null(strstr(err->message, "upgrade coreq"));
 	cq_error_free(err);
@@ -149,11 +149,11 @@ static void test_read_only_and_existing(void **state)
 	struct stat st;
 	sqlite3 *db = NULL;
 	/* Missing: never created, by either. */
-	struct cq_error *err = cq_store_open_read_only(path, "db", 1000, &db);
+	struct cq_error *err = cq_db_open_read_only(path, "db", 1000, &db);
 	assert_non_null(err);
 	assert_non_null(strstr(err->message, "no such database"));
 	cq_error_free(err);
-	err = cq_store_open_existing(path, "db", 1000, &db);
+	err = cq_db_open_existing(path, "db", 1000, &db);
 	assert_non_null(err);
 	cq_error_free(err);
 	snprintf(side, sizeof(side), "%s/sub", dir);
@@ -164,19 +164,19 @@ static void test_read_only_and_existing(void **state)
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	migrate_to(db, "db", 3);
 	sqlite3_close(db);
-	err = cq_store_open_read_only(path, "db", 1000, &db);
+	err = cq_db_open_read_only(path, "db", 1000, &db);
 	assert_non_null(err);
 	assert_null(strstr(err->message, "upgrade coreq"));
 	cq_error_free(err);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(version(db), 3);
 	sqlite3_close(db);
-	assert_null(cq_store_open_existing(path, "db", 1000, &db));
+	assert_null(cq_db_open_existing(path, "db", 1000, &db));
 	assert_int_equal(version(db), cq_schema_latest("db"));
 	sqlite3_close(db);
 
 	/* The newest: read-only opens it and cannot write it. */
-	assert_null(cq_store_open_read_only(path, "db", 1000, &db));
+	assert_null(cq_db_open_read_only(path, "db", 1000, &db));
 	assert_int_equal(version(db), cq_schema_latest("db"));
 	assert_true(sqlite3_exec(db, "DELETE FROM cores", NULL, NULL, NULL) != SQLITE_OK);
 	sqlite3_close(db);
@@ -187,11 +187,11 @@ static void test_read_only_and_existing(void **state)
 	snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %u", cq_schema_latest("db") + 1);
 	assert_int_equal(sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	err = cq_store_open_read_only(path, "db", 1000, &db);
+	err = cq_db_open_read_only(path, "db", 1000, &db);
 	assert_non_null(err);
 	assert_non_null(strstr(err->message, "upgrade coreq"));
 	cq_error_free(err);
-	err = cq_store_open_existing(path, "db", 1000, &db);
+	err = cq_db_open_existing(path, "db", 1000, &db);
 	assert_non_null(err);
 	assert_non_null(strstr(err->message, "upgrade coreq"));
 	cq_error_free(err);
