@@ -82,7 +82,7 @@ static struct cq_error *folly_detect(const struct cq_async_ctx *ctx, void **stat
 	    [Q_COOKIE] = {.name = "__folly_suspended_frame_cookie"},
 	    [Q_STORE] = {.name = "__folly_leaf_frame_store"},
 	};
-	for (size_t m = 0; m < t->nmodules; m++)
+	for (size_t m = 0; t->ops->find_symbols && m < t->nmodules; m++)
 		if (t->ops->find_symbols(t->ctx, m, q, Q_COUNT) == Q_COUNT)
 			break;
 	if (!q[Q_KEY].found && !q[Q_COOKIE].found && !q[Q_STORE].found)

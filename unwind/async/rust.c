@@ -432,11 +432,14 @@ static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 	size_t n = 0;
 	struct cq_rust_chain decoded;
 	for (size_t i = 0; i < ncand && !err; i++) {
-		if (i > 0 && scan->items[i].data == scan->items[i - 1].data)
-			continue; /* the same future, found through another pointer */
+		/* The same future (address and type), found through another pointer. */
+		if (i > 0 && scan->items[i].data == scan->items[i - 1].data &&
+		    scan->items[i].type == scan->items[i - 1].type)
+			continue;
 		cq_rust_decode(ctx->target, m, scan->items[i].data, scan->items[i].type, &decoded);
 		if (decoded.nframes == 0 ||
-		    (n > 0 && decoded.frames[0].addr == chains[n - 1].frames[0].addr))
+		    (n > 0 && decoded.frames[0].addr == chains[n - 1].frames[0].addr &&
+		     decoded.frames[0].type == chains[n - 1].frames[0].type))
 			continue;
 		struct chain *ch = &chains[n];
 		ch->frames = malloc(decoded.nframes * sizeof(*ch->frames));

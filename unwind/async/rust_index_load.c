@@ -125,7 +125,8 @@ static struct cq_error *module_index(const struct cq_unwind_target *t, size_t m,
 			return err;
 		}
 		cq_error_free(err);
-		t->ops->cache_reject(t->ctx); /* damaged: rebuilt below and replaced */
+		if (t->ops->cache_reject)
+			t->ops->cache_reject(t->ctx); /* damaged: rebuilt below and replaced */
 	}
 	struct cq_error *err = cq_rust_index_read_module(t, m, out);
 	if (!err && *out && t->ops->cache_put) {
