@@ -368,6 +368,19 @@ static const struct cq_unwind_target_ops target_ops = {
     .cache_reject = target_cache_reject,
 };
 
+struct cq_target_module cq_core_target_module_view(const struct cq_module *mod)
+{
+	return (struct cq_target_module){.handle = mod,
+	                                 .name = mod->name,
+	                                 .file_path = mod->file_path,
+	                                 .start = mod->start,
+	                                 .end = mod->end,
+	                                 .bias = mod->bias,
+	                                 .elf = mod->elf,
+	                                 .found = mod->status == CQ_MODULE_FOUND,
+	                                 .is_vdso = mod->is_vdso};
+}
+
 struct cq_error *cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
                                      const struct cq_stack_options *o,
                                      struct cq_symbolizer *symbolizer)
@@ -393,18 +406,8 @@ struct cq_error *cq_core_target_init(struct cq_core_target *ct, struct cq_core *
 		cq_core_target_destroy(ct);
 		return &cq_error_nomem;
 	}
-	for (size_t i = 0; i < nm; i++) {
-		const struct cq_module *mod = &core->modules[i];
-		ct->modules[i] = (struct cq_target_module){.handle = mod,
-		                                           .name = mod->name,
-		                                           .file_path = mod->file_path,
-		                                           .start = mod->start,
-		                                           .end = mod->end,
-		                                           .bias = mod->bias,
-		                                           .elf = mod->elf,
-		                                           .found = mod->status == CQ_MODULE_FOUND,
-		                                           .is_vdso = mod->is_vdso};
-	}
+	for (size_t i = 0; i < nm; i++)
+		ct->modules[i] = cq_core_target_module_view(&core->modules[i]);
 	for (size_t i = 0; i < nt; i++)
 		ct->threads[i] = (struct cq_target_thread){.handle = &core->threads[i],
 		                                           .tid = core->threads[i].tid,

@@ -51,6 +51,9 @@ struct cq_core_target {
 	uint8_t page[CQ_TARGET_PAGES][CQ_TARGET_PAGE_SIZE];
 };
 
+/* How a module of the core looks to unwind/ (struct cq_target_module, unwind/target.h). */
+struct cq_target_module cq_core_target_module_view(const struct cq_module *mod);
+
 /* Fills ct; symbolizer may be NULL (frames unnamed).  Release with cq_core_target_destroy. */
 struct cq_error *cq_core_target_init(struct cq_core_target *ct, struct cq_core *core,
                                      const struct cq_stack_options *o,

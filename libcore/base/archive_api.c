@@ -4,7 +4,6 @@
  */
 #include "libcore/base/archive_api.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 
 #include "libcore/base/dynlib.h"
@@ -46,25 +45,12 @@ static const struct cq_dynlib_sym syms[] = {
 _Static_assert(sizeof(syms) / sizeof(syms[0]) == sizeof(api) / sizeof(void (*)(void)),
                "every field of struct cq_archive_api has its entry in syms");
 
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool loaded; /* set (release) once every field of api is */
-
 struct cq_error *cq_archive_api(const struct cq_archive_api **out)
 {
 	*out = NULL;
-	if (!__atomic_load_n(&loaded, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&load_lock);
-		struct cq_error *err = NULL;
-		if (!loaded) {
-			err = cq_dynlib_load("libarchive.so.13", syms,
-			                     sizeof(syms) / sizeof(syms[0]));
-			if (!err)
-				__atomic_store_n(&loaded, true, __ATOMIC_RELEASE);
-		}
-		pthread_mutex_unlock(&load_lock);
-		if (err)
-			return err;
-	}
-	*out = &api;
-	return NULL;
+	struct cq_error *err =
+	    cq_dynlib_load("libarchive.so.13", syms, sizeof(syms) / sizeof(syms[0]));
+	if (!err)
+		*out = &api;
+	return err;
 }

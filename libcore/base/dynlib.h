@@ -25,9 +25,10 @@ struct cq_dynlib_sym {
 };
 
 /*
- * Loads the library by soname (once per process; later calls return at
- * once) and fills every slot.  A library or function that is missing is
- * an error naming it (CQ_ERR_IO), and every slot is then NULL.
+ * Loads the library by soname (once per process, whichever threads ask;
+ * later calls return at once) and fills every slot, syms[0]'s last: a
+ * caller that sees it set sees them all.  A library or function that is
+ * missing is an error naming it (CQ_ERR_IO), and every slot is then NULL.
  */
 struct cq_error *cq_dynlib_load(const char *soname, const struct cq_dynlib_sym *syms, size_t n);
 

@@ -137,15 +137,7 @@ static struct cq_error *warm_rust_index(struct cq_module *mod, const struct cq_a
                                         struct cq_cache_warm_result *r)
 {
 	struct warm_target w = {.mod = mod, .debug_dirs = debug_dirs, .cache = cache};
-	struct cq_target_module view = {.handle = mod,
-	                                .name = mod->name,
-	                                .file_path = mod->file_path,
-	                                .start = mod->start,
-	                                .end = mod->end,
-	                                .bias = mod->bias,
-	                                .elf = mod->elf,
-	                                .found = mod->status == CQ_MODULE_FOUND,
-	                                .is_vdso = mod->is_vdso};
+	struct cq_target_module view = cq_core_target_module_view(mod);
 	struct cq_unwind_target t = {
 	    .ops = &warm_ops, .ctx = &w, .arch = arch, .modules = &view, .nmodules = 1};
 	struct cq_error *err = cq_rust_index_warm(&t, 0, &r->rust_types, &r->rust_cached);
