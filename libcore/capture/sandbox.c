@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "libcore/base/write_all.h"
 #include "libcore/capture/capture.h"
 
 /* Parent to child, on the channel. */
@@ -81,17 +82,7 @@ static bool read_all(int fd, void *buf, size_t len)
 /* Writes all len bytes to a pipe; false if it could not. */
 static bool write_all_fd(int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
+	return cq_write_all(fd, buf, len, -1);
 }
 
 /* A length-prefixed text after its message byte (MSG_STORED, MSG_FAILURE). */
