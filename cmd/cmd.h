@@ -203,6 +203,15 @@ int cmd_open_store_existing(const char *path, struct cq_store **out);
 /* Opens the database at path (NULL: the default path), creating it if missing. */
 struct cq_error *cmd_open_store(const char *path, struct cq_store **out);
 
+/*
+ * The bucketing rules (rules_path, else the configured or default ones) and
+ * the database to write, for ingest and rebucket; EXIT_OK, or the exit
+ * status after one line naming what could not be opened.
+ */
+struct cq_bucket_rules;
+int cmd_open_rules_and_store(const char *rules_path, const char *db, struct cq_bucket_rules **rules,
+                             struct cq_store **store);
+
 /* Formats unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into buf (21 bytes). */
 void cmd_iso_time(long long secs, char buf[32]);
 

@@ -20,6 +20,7 @@
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/store/store.h"
+#include "libcore/triage/rules.h"
 
 void cmd_core_opts_init(struct cmd_core_opts *o)
 {
@@ -263,6 +264,20 @@ struct cq_cache *cmd_open_cache(const char *path)
 	}
 	free(def);
 	return cache;
+}
+
+int cmd_open_rules_and_store(const char *rules_path, const char *db, struct cq_bucket_rules **rules,
+                             struct cq_store **store)
+{
+	struct cq_error *err = cq_bucket_rules_load(rules_path, rules);
+	if (err)
+		return cmd_fail(rules_path ? rules_path : "rules", err);
+	if ((err = cmd_open_store(db, store))) {
+		cq_bucket_rules_free(*rules);
+		*rules = NULL;
+		return cmd_fail(db ? db : "database", err);
+	}
+	return EXIT_OK;
 }
 
 void cmd_close_cache(struct cq_cache *cache)

@@ -286,14 +286,11 @@ int cmd_ingest(int argc, char **argv)
 		return cmd_usage_error("ingest", "--exe is for one core; use --sysroot");
 
 	struct cq_bucket_rules *rules;
-	struct cq_error *err = cq_bucket_rules_load(rules_path, &rules);
-	if (err)
-		return cmd_fail(rules_path ? rules_path : "rules", err);
 	struct cq_store *store;
-	if ((err = cmd_open_store(db, &store))) {
-		cq_bucket_rules_free(rules);
-		return cmd_fail(db ? db : "database", err);
-	}
+	int rc = cmd_open_rules_and_store(rules_path, db, &rules, &store);
+	if (rc != EXIT_OK)
+		return rc;
+	struct cq_error *err = NULL;
 	so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
 	so.debug_dirs = o.core.debug_dirs;
 	struct ingest_run run = {.format = o.format};

@@ -102,14 +102,11 @@ int cmd_rebucket(int argc, char **argv)
 	if (optind != argc)
 		return cmd_usage_error("rebucket", "unexpected argument '%s'", argv[optind]);
 	struct cq_bucket_rules *rules;
-	struct cq_error *err = cq_bucket_rules_load(rules_path, &rules);
-	if (err)
-		return cmd_fail(rules_path ? rules_path : "rules", err);
 	struct cq_store *store;
-	if ((err = cmd_open_store(db, &store))) {
-		cq_bucket_rules_free(rules);
-		return cmd_fail(db ? db : "database", err);
-	}
+	int rc = cmd_open_rules_and_store(rules_path, db, &rules, &store);
+	if (rc != EXIT_OK)
+		return rc;
+	struct cq_error *err = NULL;
 	struct cq_store_rebucket_result r;
 	err = cq_store_rebucket(store, rules, nframes, &r);
 	int rc = EXIT_OK;
