@@ -141,7 +141,7 @@ int cmd_debug(int argc, char **argv)
 	if (optind >= argc)
 		return cmd_usage_error("debug", "expected a core ID or a CORE file");
 	const char *arg = argv[optind++];
-	struct cq_core_handoff h;
+	struct cq_stored_core_handoff h;
 	struct cq_error *err;
 	unsigned id = 0;
 	if (is_id(arg) && access(arg, F_OK) != 0) {
@@ -150,23 +150,23 @@ int cmd_debug(int argc, char **argv)
 		int rc = cmd_open_store_query(db, &store);
 		if (rc != EXIT_OK)
 			return rc;
-		err = cq_stored_core_handoff(store, id, exe, &h);
+		err = cq_stored_core_for_debugger(store, id, exe, &h);
 		cq_store_close(store);
 	} else {
-		err = cq_core_file_handoff(arg, exe, &h);
+		err = cq_stored_core_file_for_debugger(arg, exe, &h);
 	}
 	if (err) {
 		char what[32];
 		int rc = cmd_fail(
 		    blamed(h.blame, id, h.path ? h.path : arg, NULL, what, sizeof(what)), err);
-		cq_core_handoff_free(&h);
+		cq_stored_core_handoff_free(&h);
 		return rc;
 	}
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
 	err = exec_gdb(argv + optind, (size_t)(argc - optind), h.exe, h.fd);
 	int rc = cmd_fail(err->code == CQ_ERR_NOMEM ? h.path : "gdb", err);
-	cq_core_handoff_free(&h);
+	cq_stored_core_handoff_free(&h);
 	return rc;
 }
 

@@ -129,7 +129,7 @@ struct cq_error *cq_stored_core_write(struct cq_store *store, int64_t id, const 
 
 /* Fills h from the open core: an inheritable copy of its descriptor, its executable. */
 static struct cq_error *hand_off(const struct cq_core *core, const char *exe, const char *row_exe,
-                                 struct cq_core_handoff *h)
+                                 struct cq_stored_core_handoff *h)
 {
 	const char *core_exe = exe ? exe : cq_core_exe(core, NULL);
 	if (!core_exe)
@@ -142,8 +142,8 @@ static struct cq_error *hand_off(const struct cq_core *core, const char *exe, co
 	return NULL;
 }
 
-struct cq_error *cq_stored_core_handoff(struct cq_store *store, int64_t id, const char *exe,
-                                        struct cq_core_handoff *out)
+struct cq_error *cq_stored_core_for_debugger(struct cq_store *store, int64_t id, const char *exe,
+                                             struct cq_stored_core_handoff *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
@@ -158,8 +158,8 @@ struct cq_error *cq_stored_core_handoff(struct cq_store *store, int64_t id, cons
 	return err;
 }
 
-struct cq_error *cq_core_file_handoff(const char *path, const char *exe,
-                                      struct cq_core_handoff *out)
+struct cq_error *cq_stored_core_file_for_debugger(const char *path, const char *exe,
+                                                  struct cq_stored_core_handoff *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
@@ -177,7 +177,7 @@ struct cq_error *cq_core_file_handoff(const char *path, const char *exe,
 	return err;
 }
 
-void cq_core_handoff_free(struct cq_core_handoff *h)
+void cq_stored_core_handoff_free(struct cq_stored_core_handoff *h)
 {
 	if (h->fd >= 0)
 		close(h->fd);

@@ -63,7 +63,7 @@ struct cq_error *cq_stored_core_write(struct cq_store *store, int64_t id, const 
                                       int fd, struct cq_stored_core *s);
 
 /* A core ready for a debugger that reads it through an inherited descriptor. */
-struct cq_core_handoff {
+struct cq_stored_core_handoff {
 	int fd;     /* the raw (decompressed) core, without O_CLOEXEC; -1 when none */
 	char *exe;  /* the exe asked for, else the one the core names, else the row's; or NULL */
 	char *path; /* the file the core was read from; NULL when none */
@@ -71,14 +71,14 @@ struct cq_core_handoff {
 };
 
 /* Stored core id for a debugger (as cq_stored_core_open opens it). */
-struct cq_error *cq_stored_core_handoff(struct cq_store *store, int64_t id, const char *exe,
-                                        struct cq_core_handoff *out);
+struct cq_error *cq_stored_core_for_debugger(struct cq_store *store, int64_t id, const char *exe,
+                                             struct cq_stored_core_handoff *out);
 
 /* The core file at path for a debugger, opened as coreq opens a core (cq_core_open). */
-struct cq_error *cq_core_file_handoff(const char *path, const char *exe,
-                                      struct cq_core_handoff *out);
+struct cq_error *cq_stored_core_file_for_debugger(const char *path, const char *exe,
+                                                  struct cq_stored_core_handoff *out);
 
 /* Closes the descriptor and frees the names; h may be reused after. */
-void cq_core_handoff_free(struct cq_core_handoff *h);
+void cq_stored_core_handoff_free(struct cq_stored_core_handoff *h);
 
 #endif

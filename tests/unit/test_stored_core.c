@@ -279,37 +279,37 @@ static void test_handoff(void **state)
 	struct fixture *f = *state;
 	set_row(f, f->core, NULL, f->size);
 	sql(f, "UPDATE cores SET exe='/row/exe' WHERE id=%lld", (long long)f->id);
-	struct cq_core_handoff h;
+	struct cq_stored_core_handoff h;
 	/* The core names no executable (no NT_FILE, no psinfo): the row's. */
-	assert_null(cq_stored_core_handoff(f->store, f->id, NULL, &h));
+	assert_null(cq_stored_core_for_debugger(f->store, f->id, NULL, &h));
 	check_fd(f, h.fd);
 	assert_string_equal(h.exe, "/row/exe");
 	assert_string_equal(h.path, f->core);
-	cq_core_handoff_free(&h);
+	cq_stored_core_handoff_free(&h);
 	assert_int_equal(h.fd, -1);
-	assert_null(cq_stored_core_handoff(f->store, f->id, "/asked/exe", &h));
+	assert_null(cq_stored_core_for_debugger(f->store, f->id, "/asked/exe", &h));
 	assert_string_equal(h.exe, "/asked/exe");
-	cq_core_handoff_free(&h);
+	cq_stored_core_handoff_free(&h);
 	/* A bad row: blamed on the row, nothing handed over. */
 	set_row(f, f->core, NULL, 0);
-	struct cq_error *err = cq_stored_core_handoff(f->store, f->id, NULL, &h);
+	struct cq_error *err = cq_stored_core_for_debugger(f->store, f->id, NULL, &h);
 	assert_non_null(err);
 	assert_int_equal(h.blame, CQ_STORED_CORE_ROW);
 	assert_int_equal(h.fd, -1);
 	cq_error_free(err);
-	cq_core_handoff_free(&h);
+	cq_stored_core_handoff_free(&h);
 	/* A core file by path: no row, so no executable unless asked. */
-	assert_null(cq_core_file_handoff(f->core, NULL, &h));
+	assert_null(cq_stored_core_file_for_debugger(f->core, NULL, &h));
 	check_fd(f, h.fd);
 	assert_null(h.exe);
 	assert_string_equal(h.path, f->core);
-	cq_core_handoff_free(&h);
-	err = cq_core_file_handoff("/nonexistent/x.core", NULL, &h);
+	cq_stored_core_handoff_free(&h);
+	err = cq_stored_core_file_for_debugger("/nonexistent/x.core", NULL, &h);
 	assert_non_null(err);
 	assert_int_equal(h.blame, CQ_STORED_CORE_FILE);
 	assert_string_equal(h.path, "/nonexistent/x.core");
 	cq_error_free(err);
-	cq_core_handoff_free(&h);
+	cq_stored_core_handoff_free(&h);
 }
 
 int main(void)
