@@ -10,21 +10,20 @@
  * "--eval-command=shell ..." stays a file name).  A stored core is read only
  * from a regular file (a row may point at a FIFO or /dev/zero) and only up
  * to the raw size its row records.
+ *
+ * Finding, opening and copying a core are the library's
+ * (libcore/store/stored_core.h): here are the options, the name each error
+ * goes under, and gdb's argument vector.
  */
 #include "cmd/cmd.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "libcore/base/output_file.h"
-#include "libcore/base/write_all.h"
-#include "libcore/model/core.h"
 #include "libcore/store/store.h"
-#include "libcore/store/store_query.h"
+#include "libcore/store/stored_core.h"
 
 static const char debug_usage[] =
     "Usage: coreq debug [--db P] [--exe P] ID|CORE [-- GDB-ARGS...]\n"
@@ -58,76 +57,16 @@ enum {
 	OPT_EXE_PATH,
 };
 
-struct stored {
-	char *path, *exe;
-	int64_t size; /* raw bytes, as the database recorded them */
-};
-
-static void stored_free(struct stored *s)
+/* The name an error of a stored core goes under (stored_core.h). */
+static const char *blamed(enum cq_stored_core_blame blame, unsigned id, const char *path,
+                          const char *output, char *buf, size_t cap)
 {
-	free(s->path);
-	free(s->exe);
-	memset(s, 0, sizeof(*s));
-}
-
-static void remember(void *ctx, const struct cq_store_core_row *c)
-{
-	struct stored *s = ctx;
-	stored_free(s); /* one row is asked for; a second would replace it */
-	/* The hook's copy when there is one: the original may be gone. */
-	const char *p =
-	    c->stored_path && access(c->stored_path, R_OK) == 0 ? c->stored_path : c->path;
-	s->path = p ? strdup(p) : NULL;
-	s->exe = c->exe ? strdup(c->exe) : NULL;
-	s->size = c->size;
-}
-
-/* The file of stored core id; one error line and EXIT_INPUT when there is none. */
-static int stored_core(const char *db, unsigned id, struct stored *s)
-{
-	memset(s, 0, sizeof(*s));
-	struct cq_store *store;
-	int rc = cmd_open_store_query(db, &store);
-	if (rc != EXIT_OK)
-		return rc;
-	struct cq_store_core_filter one = {.id = id};
-	struct cq_error *err = cq_store_each_core(store, &one, remember, s);
-	cq_store_close(store);
-	char what[32];
-	snprintf(what, sizeof(what), "core %u", id);
-	if (err)
-		return cmd_fail(what, err);
-	if (!s->path || access(s->path, R_OK) != 0) {
-		fprintf(stderr, "coreq: %s: its file %s is gone\n", what,
-		        s->path ? cmd_safe(s->path) : "?");
-		return EXIT_INPUT;
-	}
-	if (s->size <= 0) {
-		fprintf(stderr, "coreq: %s: the database records no size for it\n", what);
-		return EXIT_INPUT;
-	}
-	return EXIT_OK;
-}
-
-/*
- * Opens stored core s: a regular file only, decompressed to at most the
- * size its row records; a file that holds more is refused.
- */
-static struct cq_error *open_stored(const struct stored *s, const char *exe, struct cq_core **core)
-{
-	struct cq_core_options co = {
-	    .exe = exe, .max_spool = (uint64_t)s->size, .regular_only = true};
-	struct cq_error *err = cq_core_open(s->path, &co, core);
-	if (err)
-		return err;
-	if ((*core)->source.cut_at || (*core)->source.size > (uint64_t)s->size) {
-		cq_core_close(*core);
-		*core = NULL;
-		return cq_error_create(CQ_ERR_FORMAT,
-		                       "holds more than the %lld bytes the database records",
-		                       (long long)s->size);
-	}
-	return NULL;
+	if (blame == CQ_STORED_CORE_FILE)
+		return path;
+	if (blame == CQ_STORED_CORE_OUTPUT)
+		return output;
+	snprintf(buf, cap, "core %u", id);
+	return buf;
 }
 
 static bool is_id(const char *arg)
@@ -202,63 +141,33 @@ int cmd_debug(int argc, char **argv)
 	if (optind >= argc)
 		return cmd_usage_error("debug", "expected a core ID or a CORE file");
 	const char *arg = argv[optind++];
-	struct stored s = {0};
-	const char *path = arg;
-	struct cq_core *core;
+	struct cq_stored_core_handoff h;
 	struct cq_error *err;
+	unsigned id = 0;
 	if (is_id(arg) && access(arg, F_OK) != 0) {
-		int rc = stored_core(db, (unsigned)strtoul(arg, NULL, 10), &s);
-		if (rc != EXIT_OK) {
-			stored_free(&s);
+		struct cq_store *store;
+		id = (unsigned)strtoul(arg, NULL, 10);
+		int rc = cmd_open_store_query(db, &store);
+		if (rc != EXIT_OK)
 			return rc;
-		}
-		path = s.path;
-		err = open_stored(&s, exe, &core);
+		err = cq_stored_core_for_debugger(store, id, exe, &h);
+		cq_store_close(store);
 	} else {
-		/* Opened as coreq does: decompressed into an fd, and its executable named. */
-		struct cq_core_options co = {.exe = exe};
-		err = cq_core_open(path, &co, &core);
+		err = cq_stored_core_file_for_debugger(arg, exe, &h);
 	}
 	if (err) {
-		int rc = cmd_fail(path, err);
-		stored_free(&s);
+		char what[32];
+		int rc = cmd_fail(
+		    blamed(h.blame, id, h.path ? h.path : arg, NULL, what, sizeof(what)), err);
+		cq_stored_core_handoff_free(&h);
 		return rc;
 	}
-	const char *core_exe = exe ? exe : cq_core_exe(core, NULL);
-	char *exe_copy = core_exe ? strdup(core_exe) : s.exe ? strdup(s.exe) : NULL;
-	int fd = dup(core->source.fd); /* without O_CLOEXEC: gdb inherits it */
-	cq_core_close(core);
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
-	err = fd < 0 ? cq_error_errno(errno, "cannot keep the core open for gdb")
-	             : exec_gdb(argv + optind, (size_t)(argc - optind), exe_copy, fd);
-	int rc = cmd_fail(err->code == CQ_ERR_NOMEM || fd < 0 ? path : "gdb", err);
-	if (fd >= 0)
-		close(fd);
-	free(exe_copy);
-	stored_free(&s);
+	err = exec_gdb(argv + optind, (size_t)(argc - optind), h.exe, h.fd);
+	int rc = cmd_fail(err->code == CQ_ERR_NOMEM ? h.path : "gdb", err);
+	cq_stored_core_handoff_free(&h);
 	return rc;
-}
-
-/* Copies the core's raw bytes (at most its source size) to fd. */
-static struct cq_error *copy_core(const struct cq_core *core, int to)
-{
-	char buf[1 << 16];
-	for (uint64_t at = 0; at < core->source.size;) {
-		uint64_t want =
-		    core->source.size - at < sizeof(buf) ? core->source.size - at : sizeof(buf);
-		ssize_t got = pread(core->source.fd, buf, (size_t)want, (off_t)at);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return cq_error_errno(errno, "cannot read %s", core->path);
-		if (got == 0)
-			break;
-		if (!cq_write_all(to, buf, (size_t)got, -1))
-			return cq_error_errno(errno, "cannot write");
-		at += (uint64_t)got;
-	}
-	return NULL;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -287,34 +196,17 @@ int cmd_dump(int argc, char **argv)
 		return cmd_usage_error("dump", "expected exactly one core ID");
 	if (!out)
 		return cmd_usage_error("dump", "-o FILE is required (- for standard output)");
-	struct stored s;
-	int rc = stored_core(db, (unsigned)strtoul(argv[optind], NULL, 10), &s);
-	if (rc != EXIT_OK) {
-		stored_free(&s);
+	struct cq_store *store;
+	int rc = cmd_open_store_query(db, &store);
+	if (rc != EXIT_OK)
 		return rc;
-	}
-	struct cq_core *core;
-	struct cq_error *err = open_stored(&s, NULL, &core);
-	if (err) {
-		rc = cmd_fail(s.path, err);
-		stored_free(&s);
-		return rc;
-	}
-	if (strcmp(out, "-") == 0) {
-		err = copy_core(core, STDOUT_FILENO);
-	} else {
-		/* A fresh 0600 file renamed over FILE: never through a link, never another's mode.
-		 */
-		struct cq_output_file f;
-		if (!(err = cq_output_file_create(out, 0600, &f))) {
-			if ((err = copy_core(core, f.fd)))
-				cq_output_file_discard(&f);
-			else
-				err = cq_output_file_commit(&f);
-		}
-	}
-	cq_core_close(core);
-	rc = err ? cmd_fail(out, err) : EXIT_OK;
-	stored_free(&s);
+	unsigned id = (unsigned)strtoul(argv[optind], NULL, 10);
+	struct cq_stored_core s;
+	struct cq_error *err =
+	    cq_stored_core_write(store, id, strcmp(out, "-") == 0 ? NULL : out, STDOUT_FILENO, &s);
+	cq_store_close(store);
+	char what[32];
+	rc = err ? cmd_fail(blamed(s.blame, id, s.path, out, what, sizeof(what)), err) : EXIT_OK;
+	cq_stored_core_close(&s);
 	return rc;
 }

@@ -3,6 +3,10 @@
  * allocation backtraces ("~m#" lines, lws_backtrace) read, written,
  * symbolized with the ELF they came from, and stored from logs as
  * allocation sites for `coreq list-stacks --source lws`.
+ *
+ * Each flow is one library call (lws_decode.h, lws_codec.h, lws_ingest.h);
+ * here are the options, which argument is a file and which is text, and
+ * the output.
  */
 #include "cmd/cmd.h"
 
@@ -16,8 +20,8 @@
 #include "libcore/db/cache.h"
 #include "libcore/base/json.h"
 #include "libcore/formats/lws_codec.h"
+#include "libcore/pipeline/lws_decode.h"
 #include "libcore/pipeline/lws_ingest.h"
-#include "libcore/formats/lws_log.h"
 #include "libcore/store/store.h"
 
 static const char lws_usage[] =
@@ -187,6 +191,7 @@ static int open_elf(const struct lws_opts *o, struct cq_cache **cache, struct cq
 
 struct decoder {
 	enum cmd_format format;
+	const char *input; /* what is being decoded, for messages */
 	struct cq_lws_elf *elf;
 	struct cq_json j;
 	bool failed;
@@ -220,81 +225,44 @@ static void print_frames_json(struct cq_json *j, const struct cq_stack_frame *fr
 	cq_json_array_end(j);
 }
 
-static void print_record(struct decoder *d, const char *input, uint64_t lineno,
-                         const struct cq_lws_stack *s)
+/* Prints one line's outcome: the record, or `coreq: INPUT:LINE: reason`. */
+static void print_decoded(void *ctx, const struct cq_lws_decoded *r)
 {
-	char line[CQ_LWS_MAX_LINE];
-	struct cq_error *err = cq_lws_format_decoded(s, line, sizeof(line));
-	if (err) {
+	struct decoder *d = ctx;
+	if (r->error) {
 		d->failed = true;
-		fprintf(stderr, "coreq: %s:%" PRIu64 ": %s\n", input, lineno, err->message);
-		cq_error_free(err);
+		fprintf(stderr, "coreq: %s:%" PRIu64 ": %s\n", d->input, r->line,
+		        r->error->message);
 		return;
 	}
-	struct cq_stack_frame frames[CQ_LWS_MAX_FRAMES];
-	size_t n = cq_lws_elf_frames(d->elf, s, frames, CQ_LWS_MAX_FRAMES);
 	if (d->format == CMD_FORMAT_TEXT) {
-		printf("%s\n", line);
+		printf("%s\n", r->text);
 		if (d->elf)
-			print_frames_text(frames, n);
+			print_frames_text(r->frames, r->nframes);
 		return;
 	}
 	struct cq_json *j = &d->j;
 	cq_json_object_begin(j);
 	cq_json_key(j, "input");
-	cq_json_string(j, input);
+	cq_json_string(j, d->input);
 	cq_json_key(j, "line");
-	cq_json_uint(j, lineno);
+	cq_json_uint(j, r->line);
 	cq_json_key(j, "size");
-	cq_json_uint(j, s->size);
+	cq_json_uint(j, r->stack->size);
 	cq_json_key(j, "decoded");
-	cq_json_string(j, line);
-	print_frames_json(j, frames, n);
+	cq_json_string(j, r->text);
+	print_frames_json(j, r->frames, r->nframes);
 	cq_json_object_end(j);
-}
-
-/*
- * Decodes one line: its "~m#" record where it has one (where a record starts
- * and ends is lws_log.h's rule, the one `lws ingest` follows: text after it
- * is no part of it), else the whole line as bare base64.
- */
-static void decode_line(struct decoder *d, const char *input, const struct cq_lws_log_reader *rd)
-{
-	size_t start = 0, end = rd->len;
-	while (start < rd->len && strchr(" \t\v\f", rd->line[start]))
-		start++;
-	if (start == rd->len)
-		return;
-	size_t rec_start, rec_end;
-	if (cq_lws_log_find_record(rd->line, rd->len, start, &rec_start, &rec_end)) {
-		start = rec_start;
-		end = rec_end;
-	}
-	struct cq_lws_stack s;
-	struct cq_error *err =
-	    rd->truncated
-	        ? cq_error_create(CQ_ERR_FORMAT, "line longer than %d bytes", CQ_LWS_LOG_MAX_LINE)
-	        : cq_lws_decode_text(rd->line + start, end - start, &s);
-	if (err) {
-		d->failed = true;
-		fprintf(stderr, "coreq: %s:%" PRIu64 ": %s\n", input, rd->lineno, err->message);
-		cq_error_free(err);
-		return;
-	}
-	print_record(d, input, rd->lineno, &s);
 }
 
 static void decode_stream(struct decoder *d, const char *input, FILE *in)
 {
-	struct cq_lws_log_reader rd;
-	struct cq_error *err = cq_lws_log_reader_init(&rd, in);
-	while (!err && cq_lws_log_next_line(&rd, &err))
-		decode_line(d, input, &rd);
+	d->input = input;
+	struct cq_error *err = cq_lws_decode_lines(in, d->elf, print_decoded, d);
 	if (err) {
 		d->failed = true;
 		cmd_fail(input, err);
 	}
-	cq_lws_log_reader_free(&rd);
 }
 
 static int lws_decode(int argc, char **argv)
