@@ -215,4 +215,4 @@ format:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path '$(BUILD)/hostile' -prune -o -path '$(BUILD)/corpus' -prune -o -type f -name '*.d' -print 2>/dev/null)
