@@ -290,7 +290,6 @@ int cmd_ingest(int argc, char **argv)
 	int rc = cmd_open_rules_and_store(rules_path, db, &rules, &store);
 	if (rc != EXIT_OK)
 		return rc;
-	struct cq_error *err = NULL;
 	so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
 	so.debug_dirs = o.core.debug_dirs;
 	struct ingest_run run = {.format = o.format};

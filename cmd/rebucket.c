@@ -106,10 +106,8 @@ int cmd_rebucket(int argc, char **argv)
 	int rc = cmd_open_rules_and_store(rules_path, db, &rules, &store);
 	if (rc != EXIT_OK)
 		return rc;
-	struct cq_error *err = NULL;
 	struct cq_store_rebucket_result r;
-	err = cq_store_rebucket(store, rules, nframes, &r);
-	int rc = EXIT_OK;
+	struct cq_error *err = cq_store_rebucket(store, rules, nframes, &r);
 	if (err)
 		rc = cmd_fail(db ? db : "database", err);
 	else
