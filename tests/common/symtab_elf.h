@@ -72,8 +72,8 @@ static inline bool symtab_elf_write(int fd, const struct symtab_elf_sym *syms, s
 	} secs[] = {
 	    {NAME_TEXT, SHT_PROGBITS, 0, 0, SHF_ALLOC | SHF_EXECINSTR, SYMTAB_ELF_TEXT, 0, 1, text,
 	     sizeof(text), ELF_T_BYTE},
-	    {NAME_SYMTAB, SHT_SYMTAB, 3, (Elf64_Word)(nlocal + 1), 0, 0, sizeof(Elf64_Sym), 8, table,
-	     (n + 1) * sizeof(Elf64_Sym), ELF_T_SYM},
+	    {NAME_SYMTAB, SHT_SYMTAB, 3, (Elf64_Word)(nlocal + 1), 0, 0, sizeof(Elf64_Sym), 8,
+	     table, (n + 1) * sizeof(Elf64_Sym), ELF_T_SYM},
 	    {NAME_STRTAB, SHT_STRTAB, 0, 0, 0, 0, 0, 1, strtab, strtab_size, ELF_T_BYTE},
 	    {NAME_SHSTRTAB, SHT_STRTAB, 0, 0, 0, 0, 0, 1, shstr, sizeof(shstr), ELF_T_BYTE},
 	};

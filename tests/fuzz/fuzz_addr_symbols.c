@@ -26,7 +26,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const unsigned char binds[] = {STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE};
-static const unsigned char types[] = {STT_FUNC, STT_OBJECT, STT_NOTYPE, STT_SECTION,
+static const unsigned char types[] = {STT_FUNC, STT_OBJECT, STT_NOTYPE,    STT_SECTION,
                                       STT_FILE, STT_TLS,    STT_GNU_IFUNC, STT_FUNC};
 static const uint16_t shndxs[] = {1, 1, 1, SHN_ABS, SHN_UNDEF, 1, 1, 2};
 
@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *b = data + 1 + 8 * i;
 		snprintf(names[i], sizeof(names[i]), "s%zu", i);
 		uint64_t start = (uint64_t)(b[0] | b[1] << 8) % (SYMTAB_ELF_TEXT_SIZE + 0x40);
-		uint64_t len = b[3] == 0xff ? UINT64_MAX - b[2] : (uint64_t)(b[2] | (b[3] & 0x0f) << 8);
+		uint64_t len =
+		    b[3] == 0xff ? UINT64_MAX - b[2] : (uint64_t)(b[2] | (b[3] & 0x0f) << 8);
 		syms[i] = (struct symtab_elf_sym){.name = (b[4] & 0x80) ? "" : names[i],
 		                                  .value = SYMTAB_ELF_TEXT - 0x20 + start,
 		                                  .size = (b[4] & 0x40) ? 0 : len,
@@ -75,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (uint64_t a = from; a < to; a++) {
 			GElf_Off want_off = 0, got_off = 0;
 			GElf_Sym s;
-			const char *want = dwfl_module_addrinfo(m, a, &want_off, &s, NULL, NULL, NULL);
+			const char *want =
+			    dwfl_module_addrinfo(m, a, &want_off, &s, NULL, NULL, NULL);
 			const char *got = cq_addr_symbols_find(t, m, a, &got_off);
 			if ((want == NULL) != (got == NULL) ||
 			    (want && (strcmp(want, got) != 0 || want_off != got_off))) {

@@ -93,8 +93,8 @@ static void report_all(struct cq_async_ctx *ctx, void *const *state)
 	for (size_t k = 0; k < NRUNTIMES; k++) {
 		size_t next = NRUNTIMES;
 		for (size_t i = 0; i < NRUNTIMES; i++)
-			if (!done[i] &&
-			    (next == NRUNTIMES || strcmp(runtimes[i]->name, runtimes[next]->name) < 0))
+			if (!done[i] && (next == NRUNTIMES ||
+			                 strcmp(runtimes[i]->name, runtimes[next]->name) < 0))
 				next = i;
 		done[next] = true;
 		runtimes[next]->report(state ? state[next] : NULL, ctx, &ctx->stacks->async,
