@@ -59,7 +59,7 @@ ASAN_LDFLAGS = -fsanitize=address,undefined
 
 LIB_SRCS := $(sort $(wildcard libcore/*/*.c unwind/*.c unwind/async/*.c))
 CMD_SRCS := $(sort $(wildcard cmd/*.c))
-GEN_SRCS := $(BUILD)/gen/schema_sql.c $(BUILD)/gen/default_rules.c
+GEN_SRCS := $(BUILD)/gen/schema_sql.c $(BUILD)/gen/schema_snapshot.c $(BUILD)/gen/default_rules.c
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 SCHEMA_SQL := $(sort $(wildcard schema/*.sql))
@@ -107,6 +107,10 @@ $(BUILD)/gen/default_rules.c: dist/coreq.rules
 $(BUILD)/gen/schema_sql.c: $(SCHEMA_SQL) schema/embed.sh
 	@mkdir -p $(dir $@)
 	sh schema/embed.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
+# What each migration leaves in sqlite_schema (the schema check's fast path).
+$(BUILD)/gen/schema_snapshot.c: $(SCHEMA_SQL) schema/snapshot.sh
+	@mkdir -p $(dir $@)
+	sh schema/snapshot.sh $(SCHEMA_SQL) > $@.tmp && mv $@.tmp $@
 
 # ---- release ------------------------------------------------------------
 $(BUILD)/release/gen/%.o: $(BUILD)/gen/%.c

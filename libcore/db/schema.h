@@ -22,6 +22,21 @@ struct cq_schema_migration {
 extern const struct cq_schema_migration cq_schema_migrations[];
 extern const unsigned cq_schema_migration_count;
 
+/*
+ * What migrations 1..version of a set leave in sqlite_schema, one line per
+ * object ("type|name|tbl_name|sql", ordered by type and name), made at
+ * build time by schema/snapshot.sh: a file whose sqlite_schema reads the
+ * same text is coreq's at that version without further checking.
+ */
+struct cq_schema_snapshot {
+	const char *set;
+	unsigned version;
+	const char *text;
+};
+
+extern const struct cq_schema_snapshot cq_schema_snapshots[];
+extern const unsigned cq_schema_snapshot_count;
+
 /* The newest version of a set. */
 unsigned cq_schema_latest(const char *set);
 
