@@ -98,8 +98,14 @@ static void load_module(struct cq_core_target *ctx, struct cq_module *mod, struc
 {
 	unsigned nregs = ctx->core->arch->nregs;
 	struct cq_cache *cache = ctx->options->cache;
-	if (cache)
-		cq_provenance_find(&m->prov, mod, ctx->options->debug_dirs);
+	if (cache) {
+		/* The symbolizer searched this module's files already: its identity serves. */
+		const struct cq_provenance *known = cq_symbolizer_provenance(ctx->symbolizer, mod);
+		if (known)
+			cq_provenance_copy(&m->prov, known);
+		else
+			cq_provenance_find(&m->prov, mod, ctx->options->debug_dirs);
+	}
 	struct cq_cfi_table *cached = cq_core_target_cached_table(cache, &m->prov.key, nregs);
 	if (cached && (cached->flags & CQ_CFI_TABLE_COMPLETE)) {
 		m->table = cached;
@@ -317,8 +323,12 @@ static struct cq_cache_key *module_key(struct cq_core_target *ctx, size_t m)
 	if (!ctx->options->cache || !ctx->provenance)
 		return NULL;
 	if (!ctx->provenance_made[m]) {
-		cq_provenance_find(&ctx->provenance[m], &ctx->core->modules[m],
-		                   ctx->options->debug_dirs);
+		const struct cq_module *mod = &ctx->core->modules[m];
+		const struct cq_provenance *known = cq_symbolizer_provenance(ctx->symbolizer, mod);
+		if (known)
+			cq_provenance_copy(&ctx->provenance[m], known);
+		else
+			cq_provenance_find(&ctx->provenance[m], mod, ctx->options->debug_dirs);
 		ctx->provenance_made[m] = true;
 	}
 	return &ctx->provenance[m].key;

@@ -101,3 +101,16 @@ void cq_provenance_free(struct cq_provenance *p)
 	free(p->identity);
 	memset(p, 0, sizeof(*p));
 }
+
+void cq_provenance_copy(struct cq_provenance *dst, const struct cq_provenance *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst->build_id, src->build_id, sizeof(dst->build_id));
+	dst->key.build_id = dst->build_id;
+	if (src->identity_len && (dst->identity = malloc(src->identity_len))) {
+		memcpy(dst->identity, src->identity, src->identity_len);
+		dst->identity_len = src->identity_len;
+	}
+	dst->key.identity = dst->identity;
+	dst->key.identity_len = dst->identity_len;
+}

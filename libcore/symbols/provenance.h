@@ -46,6 +46,9 @@ void cq_provenance_init(struct cq_provenance *p, const struct cq_module *mod,
 void cq_provenance_find(struct cq_provenance *p, const struct cq_module *mod,
                         const char *const *debug_dirs);
 
+/* dst made a copy of src (its own identity bytes; no identity when out of memory). */
+void cq_provenance_copy(struct cq_provenance *dst, const struct cq_provenance *src);
+
 void cq_provenance_free(struct cq_provenance *p);
 
 #endif

@@ -864,6 +864,16 @@ size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return
 	return slot->nframes;
 }
 
+const struct cq_provenance *cq_symbolizer_provenance(struct cq_symbolizer *s,
+                                                     const struct cq_module *mod)
+{
+	if (!s || !s->provenance || mod < s->modules || mod >= s->modules + s->nmodules)
+		return NULL;
+	size_t index = (size_t)(mod - s->modules);
+	module_has_debuginfo(s, index); /* makes the module's provenance */
+	return &s->provenance[index];
+}
+
 bool cq_symbolizer_ok(const struct cq_symbolizer *s)
 {
 	return !s || !s->out_of_memory;

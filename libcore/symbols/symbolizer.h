@@ -76,6 +76,15 @@ size_t cq_symbolizer_lookup(struct cq_symbolizer *s, uint64_t pc, bool is_return
                             const struct cq_symbol_frame **frames);
 
 /*
+ * The identity of mod's files (provenance.h) as the symbolizer found them,
+ * for another cache user of the same run to copy instead of searching again;
+ * NULL without a cache or for a module of another core.  Valid while s is.
+ */
+struct cq_provenance;
+const struct cq_provenance *cq_symbolizer_provenance(struct cq_symbolizer *s,
+                                                     const struct cq_module *mod);
+
+/*
  * False when an allocation failed while naming frames: some frames then
  * went unnamed, and the caller reports out of memory rather than a result
  * that looks whole.  A damaged table of one module is no failure: libdwfl
