@@ -71,7 +71,7 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps test demo bench fuzz fuzz-build install format clean corpus layers hostile
+.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers hostile
 
 all: $(BUILD)/coreq $(BUILD)/layers.ok
 
@@ -83,8 +83,15 @@ $(BUILD)/layers.ok: tests/check-layers $(LAYER_FILES)
 layers: $(BUILD)/layers.ok
 
 # ---- dependencies -------------------------------------------------------
-deps:
-	@missing=""; for p in $(DEPS_PKGS); do \
+# What `make demo` runs needs far less: the build, the two corpus programs it
+# crashes (C and C++), and gdb for gcore where the kernel cannot dump a core.
+DEMO_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev libsqlite3-dev \
+	libdeflate-dev libiberty-dev gdb
+
+deps: INSTALL_PKGS = $(DEPS_PKGS)
+demo-deps: INSTALL_PKGS = $(DEMO_PKGS)
+deps demo-deps:
+	@missing=""; for p in $(INSTALL_PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
 			|| missing="$$missing $$p"; \
 	done; \
@@ -178,8 +185,11 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@tests/run $(BUILD)
 
-demo: deps
-	@$(MAKE) --no-print-directory $(BUILD)/coreq corpus
+# The demo builds and crashes only the corpus programs it shows.
+DEMO_BINS := $(abspath $(BUILD))/corpus/bin/O0/abort_deep $(abspath $(BUILD))/corpus/bin/O2key32/async_coro
+demo: demo-deps
+	@$(MAKE) --no-print-directory $(BUILD)/coreq
+	@$(MAKE) --no-print-directory -C corpus OUT=$(abspath $(BUILD))/corpus $(DEMO_BINS)
 	@corpus/demo $(BUILD)
 
 # Damaged inputs of every class at scale: N per class (tests/hostile/hostile.py;
