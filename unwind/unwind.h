@@ -13,8 +13,9 @@
  * call instruction ("scan").  Every walk is bounded by max_frames, by the
  * stack mapping, and by the rule that the CFA must increase.
  *
- * Layer: unwind (unwind/): the native walk; it includes only base, and sees a core only through
- * struct cq_unwind_target. The layer order is in the README (Layout) and tests/check-layers.
+ * Layer: unwind (unwind/, with unwind/async/): directly on base; the native walk and the async
+ * runtimes include only base and their own headers, and see a process only through
+ * struct cq_unwind_target (target.h). The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_UNWIND_H
 #define CQ_UNWIND_H

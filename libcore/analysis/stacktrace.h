@@ -17,7 +17,8 @@
  * warned of to stacks->warnings.  A program that uses no runtime costs
  * nothing extra: nothing is read or scanned.
  *
- * Layer: analysis (libcore/analysis/ and unwind/async/): stacks of a core; above symbols.
+ * Layer: analysis (libcore/analysis/): stacks of a core, and the one struct cq_unwind_target
+ * over it that unwind/ and unwind/async/ (below, on base) see it through; above symbols.
  * The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_STACKTRACE_H

@@ -16,7 +16,8 @@
  * except to build a returned struct cq_error.  The layout of the blob is
  * described at the top of lws_codec.c.
  *
- * Layer: formats (libcore/formats/): byte formats that know nothing of cores; above base.
+ * Layer: formats (libcore/formats/): byte formats that know nothing of cores; above base and
+ * unwind.
  * The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_LWS_CODEC_H

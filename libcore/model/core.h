@@ -12,8 +12,8 @@
  * memory_missing says how many dumped bytes are absent, and reads of them fail.
  * A core whose headers or notes are damaged does not open.
  *
- * Layer: model (libcore/model/): the core file and the process it describes; above base and
- * formats. The layer order is in the README (Layout) and tests/check-layers.
+ * Layer: model (libcore/model/): the core file and the process it describes; above base,
+ * unwind and formats. The layer order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_CORE_H
 #define CQ_CORE_H

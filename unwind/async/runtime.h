@@ -23,6 +23,9 @@
  * frames point to stay valid.  Errors are values: a runtime returns a
  * struct cq_error only for what stops the whole analysis (out of memory);
  * a damaged structure in the core is a partial result, not an error.
+ *
+ * Layer: unwind (unwind/async/): directly on base, like unwind/; the layer
+ * order is in the README (Layout) and tests/check-layers.
  */
 #ifndef CQ_ASYNC_RUNTIME_H
 #define CQ_ASYNC_RUNTIME_H
