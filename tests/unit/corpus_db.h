@@ -123,4 +123,58 @@ static inline void readelf_build_id(const char *path, char *out, size_t cap)
 	pclose(p);
 }
 
+/* The fixture of tests over the fleet of corpus_db_fleet, in a database named what. */
+struct fleet_fixture {
+	struct corpus_db d;
+	struct fleet f;
+	bool have; /* the corpus had the fleet's cores */
+};
+
+static inline int fleet_fixture_setup(void **state, const char *what)
+{
+	struct fleet_fixture *x = calloc(1, sizeof(*x));
+	if (!x || corpus_db_open(&x->d, what)) {
+		free(x);
+		return -1;
+	}
+	x->have = corpus_db_fleet(&x->d, &x->f);
+	*state = x;
+	return 0;
+}
+
+/* The fixture of tests over one ingested corpus case. */
+struct case_fixture {
+	struct corpus_db d;
+	struct corpus_case c;
+	int64_t id;
+};
+
+static inline int case_fixture_setup(void **state, const char *what, const char *case_name)
+{
+	struct case_fixture *x = calloc(1, sizeof(*x));
+	if (!x || corpus_db_open(&x->d, what)) {
+		free(x);
+		return -1;
+	}
+	x->id = corpus_db_ingest(&x->d, case_name, &x->c);
+	*state = x;
+	return 0;
+}
+
+/* Either fixture's teardown: both start with their struct corpus_db. */
+static inline int corpus_fixture_teardown(void **state)
+{
+	struct corpus_db *d = *state;
+	corpus_db_close(d);
+	free(d);
+	return 0;
+}
+
+/* Returns from a test when the corpus lacked the fleet's cores. */
+#define NEED_FLEET(x)                                                                              \
+	do {                                                                                       \
+		if (!(x)->have)                                                                    \
+			return;                                                                    \
+	} while (0)
+
 #endif

@@ -26,38 +26,13 @@
 #include "libcore/store/export.h"
 #include "tests/unit/corpus_db.h"
 
-struct fixture {
-	struct corpus_db d;
-	struct fleet f;
-	bool have;
-};
-
 static int setup(void **state)
 {
-	struct fixture *x = calloc(1, sizeof(*x));
-	if (corpus_db_open(&x->d, "export"))
-		return -1;
-	x->have = corpus_db_fleet(&x->d, &x->f);
-	*state = x;
-	return 0;
+	return fleet_fixture_setup(state, "export");
 }
-
-static int teardown(void **state)
-{
-	struct fixture *x = *state;
-	corpus_db_close(&x->d);
-	free(x);
-	return 0;
-}
-
-#define NEED_FLEET(x)                                                                              \
-	do {                                                                                       \
-		if (!(x)->have)                                                                    \
-			return;                                                                    \
-	} while (0)
 
 /* The export as one malloc'd string. */
-static char *export(struct fixture *x, const struct cq_export_options *o,
+static char *export(struct fleet_fixture *x, const struct cq_export_options *o,
                     struct cq_export_result *r)
 {
 	char *buf = NULL;
@@ -140,7 +115,7 @@ static void records(char *text, struct records *r)
 
 static void test_records_and_keys(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct cq_export_options o = {.host = "testhost"};
 	struct cq_export_result r;
@@ -167,7 +142,7 @@ static void test_records_and_keys(void **state)
 
 static void test_core_record_values(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct cq_export_options o = {
 	    .after_id = x->f.ids - 1, .limit = 1, .types = CQ_EXPORT_CORES, .host = "testhost"};
@@ -206,7 +181,7 @@ static void test_core_record_values(void **state)
 
 static void test_cursor_window_and_types(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct cq_export_result r;
 	/* Nothing after the last core: no records, the cursor stays. */
@@ -246,7 +221,7 @@ static void test_cursor_window_and_types(void **state)
 
 static void test_placeholders_are_not_exported(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct cq_capture cap;
 	cq_capture_init(&cap);
@@ -269,5 +244,5 @@ int main(void)
 	    cmocka_unit_test(test_cursor_window_and_types),
 	    cmocka_unit_test(test_placeholders_are_not_exported),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, corpus_fixture_teardown);
 }

@@ -31,6 +31,7 @@
 
 #include <cmocka.h>
 
+#include "async_scene.h"
 #include "libcore/base/arch.h"
 #include "libcore/base/memory.h"
 #include "unwind/async/runtime.h"
@@ -391,14 +392,7 @@ static bool scene_run(struct scene *s)
 static void scene_free(struct scene *s)
 {
 	cq_async_states_free(s->states);
-	for (size_t t = 0; t < s->stacks.nthreads; t++)
-		if (s->stacks.threads[t].owns_frames)
-			free(s->stacks.threads[t].frames);
-	for (size_t i = 0; i < s->stacks.nsuspended; i++)
-		free(s->stacks.suspended[i].frames);
-	free(s->stacks.suspended);
-	cq_stats_free(&s->stacks.async);
-	cq_stats_free(&s->stacks.warnings);
+	as_stacks_free(&s->stacks);
 	cq_mem_destroy(&F->mem);
 }
 

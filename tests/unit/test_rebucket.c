@@ -23,28 +23,9 @@
 #include "libcore/store/store_query.h"
 #include "tests/unit/corpus_db.h"
 
-struct fixture {
-	struct corpus_db d;
-	struct fleet f;
-	bool have;
-};
-
 static int setup(void **state)
 {
-	struct fixture *x = calloc(1, sizeof(*x));
-	if (corpus_db_open(&x->d, "rebucket"))
-		return -1;
-	x->have = corpus_db_fleet(&x->d, &x->f);
-	*state = x;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *x = *state;
-	corpus_db_close(&x->d);
-	free(x);
-	return 0;
+	return fleet_fixture_setup(state, "rebucket");
 }
 
 struct buckets {
@@ -63,7 +44,7 @@ static void on_bucket(void *arg, const struct cq_store_bucket_row *row)
 	b->n++;
 }
 
-static struct buckets buckets(struct fixture *x)
+static struct buckets buckets(struct fleet_fixture *x)
 {
 	struct buckets b = {0};
 	assert_null(cq_store_each_bucket(x->d.store, NULL, on_bucket, &b));
@@ -72,7 +53,7 @@ static struct buckets buckets(struct fixture *x)
 
 static void test_rebucket(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	if (!x->have)
 		return;
 	struct buckets before = buckets(x);
@@ -133,7 +114,7 @@ static void test_rebucket(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_rebucket, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rebucket, setup, corpus_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

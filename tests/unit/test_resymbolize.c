@@ -22,28 +22,9 @@
 #include "libcore/store/store_query.h"
 #include "tests/unit/corpus_db.h"
 
-struct fixture {
-	struct corpus_db d;
-	struct corpus_case c;
-	int64_t id;
-};
-
 static int setup(void **state)
 {
-	struct fixture *x = calloc(1, sizeof(*x));
-	if (corpus_db_open(&x->d, "resym"))
-		return -1;
-	x->id = corpus_db_ingest(&x->d, "abort_deep.stripped", &x->c);
-	*state = x;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *x = *state;
-	corpus_db_close(&x->d);
-	free(x);
-	return 0;
+	return case_fixture_setup(state, "resym", "abort_deep.stripped");
 }
 
 struct chain {
@@ -70,7 +51,7 @@ static void on_bucket(void *arg, const struct cq_store_bucket_row *row)
 
 static void test_from_a_debug_dir(void **state)
 {
-	struct fixture *x = *state;
+	struct case_fixture *x = *state;
 	if (!x->id)
 		return;
 	assert_true(x->c.debug_dir[0]);
@@ -125,7 +106,7 @@ static void test_from_a_debug_dir(void **state)
 
 static void test_a_tree_without_the_file(void **state)
 {
-	struct fixture *x = *state;
+	struct case_fixture *x = *state;
 	if (!x->id)
 		return;
 	const char *dirs[] = {x->d.dir, NULL}; /* an empty tree */
@@ -145,8 +126,9 @@ static void test_a_tree_without_the_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_from_a_debug_dir, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_a_tree_without_the_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_from_a_debug_dir, setup, corpus_fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_a_tree_without_the_file, setup,
+	                                    corpus_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

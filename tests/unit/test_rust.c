@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "async_scene.h"
 #include "rust_target.h"
 
 #define MOD       0x555555550000ull /* the module's bias */
@@ -58,11 +59,6 @@ struct scene {
 	struct cq_async_ctx ctx;
 	struct cq_async_states *states;
 };
-
-static void put64(uint8_t *base, uint64_t base_addr, uint64_t addr, uint64_t v)
-{
-	memcpy(base + (addr - base_addr), &v, 8);
-}
 
 static struct cq_rust_index *make_index(void)
 {
@@ -132,8 +128,8 @@ static void scene_init(struct scene *s)
 	    {HEAP + 0x408, MOD + VT_MAIN}, /* main's type is 16-aligned */
 	};
 	for (size_t i = 0; i < sizeof(fat) / sizeof(fat[0]); i++) {
-		put64(s->heap, HEAP, HEAP + 0x800 + 16 * i, fat[i][0]);
-		put64(s->heap, HEAP, HEAP + 0x808 + 16 * i, fat[i][1]);
+		as_put64(s->heap, HEAP, HEAP + 0x800 + 16 * i, fat[i][0]);
+		as_put64(s->heap, HEAP, HEAP + 0x808 + 16 * i, fat[i][1]);
 	}
 	struct cq_mem *mem = &s->fake.mem;
 	cq_mem_init(mem);
@@ -183,11 +179,7 @@ static void scene_run(struct scene *s)
 static void scene_free(struct scene *s)
 {
 	cq_async_states_free(s->states);
-	for (size_t i = 0; i < s->stacks.nsuspended; i++)
-		free(s->stacks.suspended[i].frames);
-	free(s->stacks.suspended);
-	cq_stats_free(&s->stacks.async);
-	cq_stats_free(&s->stacks.warnings);
+	as_stacks_free(&s->stacks);
 	cq_mem_destroy(&s->fake.mem);
 	cq_rust_index_free(s->index);
 	elf_end(s->elf.elf);
@@ -195,10 +187,7 @@ static void scene_free(struct scene *s)
 
 static uint64_t u(const struct scene *s, const char *key)
 {
-	const struct cq_stat *e = cq_stats_find(&s->stacks.async, key);
-	assert_non_null(e);
-	assert_int_equal(e->type, CQ_STAT_UINT);
-	return e->u;
+	return as_stat_u(&s->stacks, key);
 }
 
 /* The value of key inside the top-level object obj. */
@@ -293,7 +282,7 @@ static void test_a_future_being_polled_is_not_reported(void **state)
 	scene_init(s);
 	s->native[0] = (struct cq_stack_frame){.pc = MOD + 0x5010, .kind = CQ_FRAME_NATIVE};
 	s->thread_stack.nframes = 1;
-	put64(s->stack, STACK, STACK + 0x200, MAIN);
+	as_put64(s->stack, STACK, STACK + 0x200, MAIN);
 	scene_run(s);
 	assert_int_equal(u(s, "rust_polled"), 1);
 	assert_int_equal(s->stacks.nsuspended, 0);
@@ -305,7 +294,7 @@ static void test_a_future_being_polled_is_not_reported(void **state)
 	scene_init(s);
 	s->native[0] = (struct cq_stack_frame){.pc = MOD + 0x5010, .kind = CQ_FRAME_NATIVE};
 	s->thread_stack.nframes = 1;
-	put64(s->stack, STACK, STACK + 0x10, MAIN); /* below sp: dead */
+	as_put64(s->stack, STACK, STACK + 0x10, MAIN); /* below sp: dead */
 	scene_run(s);
 	assert_int_equal(u(s, "rust_polled"), 0);
 	assert_int_equal(s->stacks.nsuspended, 1);

@@ -24,35 +24,10 @@
 #include "libcore/store/store_query.h"
 #include "tests/unit/corpus_db.h"
 
-struct fixture {
-	struct corpus_db d;
-	struct fleet f;
-	bool have;
-};
-
 static int setup(void **state)
 {
-	struct fixture *x = calloc(1, sizeof(*x));
-	if (corpus_db_open(&x->d, "query"))
-		return -1;
-	x->have = corpus_db_fleet(&x->d, &x->f);
-	*state = x;
-	return 0;
+	return fleet_fixture_setup(state, "query");
 }
-
-static int teardown(void **state)
-{
-	struct fixture *x = *state;
-	corpus_db_close(&x->d);
-	free(x);
-	return 0;
-}
-
-#define NEED_FLEET(x)                                                                              \
-	do {                                                                                       \
-		if (!(x)->have)                                                                    \
-			return;                                                                    \
-	} while (0)
 
 /* ---- cores ---- */
 
@@ -74,7 +49,7 @@ static void on_core(void *arg, const struct cq_store_core_row *row)
 	c->n++;
 }
 
-static struct cores cores(struct fixture *x, struct cq_store_core_filter fl)
+static struct cores cores(struct fleet_fixture *x, struct cq_store_core_filter fl)
 {
 	struct cores c = {0};
 	assert_null(cq_store_each_core(x->d.store, &fl, on_core, &c));
@@ -83,7 +58,7 @@ static struct cores cores(struct fixture *x, struct cq_store_core_filter fl)
 
 static void test_cores(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct fleet *f = &x->f;
 	int64_t all[6] = {f->ida, f->idb, f->ids, f->idt, f->idg0, f->idg4};
@@ -174,7 +149,7 @@ static void on_bucket(void *arg, const struct cq_store_bucket_row *row)
 
 static void test_buckets(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct fleet *f = &x->f;
 	struct buckets b = {0};
@@ -246,7 +221,7 @@ static void on_stack(void *arg, const struct cq_store_stack_row *row)
 	s->n++;
 }
 
-static struct stacks stacks(struct fixture *x, struct cq_store_stack_filter fl)
+static struct stacks stacks(struct fleet_fixture *x, struct cq_store_stack_filter fl)
 {
 	struct stacks s = {0};
 	assert_null(cq_store_each_stack(x->d.store, &fl, on_stack, &s));
@@ -255,7 +230,7 @@ static struct stacks stacks(struct fixture *x, struct cq_store_stack_filter fl)
 
 static void test_stacks(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct fleet *f = &x->f;
 	/* a, b, s: one each; t: 9 (every worker parks under its own function); g: one for two. */
@@ -311,7 +286,7 @@ static void on_module(void *arg, const struct cq_store_module_row *row)
 
 static void test_modules(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct modules m = {.exe = x->f.a.exe};
 	readelf_build_id(x->f.a.exe, m.want_id, sizeof(m.want_id));
@@ -356,7 +331,7 @@ static void on_thread(void *arg, const struct cq_store_thread_row *row)
 
 static void test_threads(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	struct threads t = {.c = &x->f.t};
 	assert_null(cq_store_each_thread(x->d.store, x->f.idt, on_thread, &t));
@@ -405,7 +380,7 @@ static void on_any_bucket(void *arg, const struct cq_store_bucket_row *row)
 
 static void test_null_and_odd_text(void **state)
 {
-	struct fixture *x = *state;
+	struct fleet_fixture *x = *state;
 	NEED_FLEET(x);
 	cq_store_close(x->d.store);
 	x->d.store = NULL;
@@ -446,5 +421,5 @@ int main(void)
 	    cmocka_unit_test(test_stacks),  cmocka_unit_test(test_modules),
 	    cmocka_unit_test(test_threads), cmocka_unit_test(test_null_and_odd_text),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, corpus_fixture_teardown);
 }

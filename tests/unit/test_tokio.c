@@ -27,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "async_scene.h"
 #include "rust_target.h"
 
 #define MOD       0x555555550000ull /* the module's bias */
@@ -67,11 +68,6 @@ struct scene {
 	struct cq_async_ctx ctx;
 	struct cq_async_states *states;
 };
-
-static void put64(uint8_t *base, uint64_t base_addr, uint64_t addr, uint64_t v)
-{
-	memcpy(base + (addr - base_addr), &v, 8);
-}
 
 static struct cq_rust_index *make_index(bool with_block_on)
 {
@@ -140,12 +136,12 @@ static struct cq_rust_index *make_index(bool with_block_on)
 static void put_task(struct scene *s, uint64_t h, uint64_t state, uint64_t owner, uint64_t id,
                      uint64_t shared, uint64_t next)
 {
-	put64(s->heap, HEAP, h, state);
-	put64(s->heap, HEAP, h + 0x10, VTABLE);
-	put64(s->heap, HEAP, h + 0x18, owner);
-	put64(s->heap, HEAP, h + 0x20, shared);
-	put64(s->heap, HEAP, h + 0x28, id);
-	put64(s->heap, HEAP, h + 0x108, next);
+	as_put64(s->heap, HEAP, h, state);
+	as_put64(s->heap, HEAP, h + 0x10, VTABLE);
+	as_put64(s->heap, HEAP, h + 0x18, owner);
+	as_put64(s->heap, HEAP, h + 0x20, shared);
+	as_put64(s->heap, HEAP, h + 0x28, id);
+	as_put64(s->heap, HEAP, h + 0x108, next);
 }
 
 static void scene_init(struct scene *s, bool with_block_on)
@@ -157,19 +153,19 @@ static void scene_init(struct scene *s, bool with_block_on)
 	s->index = make_index(with_block_on);
 	s->fake.index = s->index;
 	/* raw::Vtable: poll first; trailer, scheduler and id offsets at the index's offsets */
-	put64(s->data, 0, 0x100, MOD + POLL);
-	put64(s->data, 0, 0x100 + 0x38, 0x100);
-	put64(s->data, 0, 0x100 + 0x40, 0x20);
-	put64(s->data, 0, 0x100 + 0x48, 0x28);
+	as_put64(s->data, 0, 0x100, MOD + POLL);
+	as_put64(s->data, 0, 0x100 + 0x38, 0x100);
+	as_put64(s->data, 0, 0x100 + 0x40, 0x20);
+	as_put64(s->data, 0, 0x100 + 0x48, 0x28);
 	/* OwnedTasks of the runtime: id and head */
-	put64(s->heap, HEAP, SHARED + 0x40 + 0x8, OWNED_ID);
-	put64(s->heap, HEAP, SHARED + 0x40 + 0x10, IDLE);
+	as_put64(s->heap, HEAP, SHARED + 0x40 + 0x8, OWNED_ID);
+	as_put64(s->heap, HEAP, SHARED + 0x40 + 0x10, IDLE);
 	put_task(s, IDLE, 0x48, OWNED_ID, 11, SHARED, RUNNING);
 	s->heap[IDLE + 0x30 + 40 - HEAP] = 3; /* its future: Suspend0, awaiting the Sleep */
 	put_task(s, RUNNING, 0x49, OWNED_ID, 5, SHARED, 0);
 	put_task(s, BLOCKING, 0x48, 0, 99, 0, 0);
 	/* thread 400 polls task 5: a frame in raw::poll, the header on its live stack */
-	put64(s->stack0, STACK0, STACK0 + 0x180, RUNNING);
+	as_put64(s->stack0, STACK0, STACK0 + 0x180, RUNNING);
 	s->frames0[0] = (struct cq_stack_frame){.pc = MOD + POLL + 0x10, .kind = CQ_FRAME_NATIVE};
 	/* thread 401 is in block_on, f at sp + 0x20: Suspend0 */
 	s->stack1[0x120 + 40] = 3;
@@ -236,11 +232,7 @@ static bool scene_run(struct scene *s)
 static void scene_free(struct scene *s)
 {
 	cq_async_states_free(s->states);
-	for (size_t i = 0; i < s->stacks.nsuspended; i++)
-		free(s->stacks.suspended[i].frames);
-	free(s->stacks.suspended);
-	cq_stats_free(&s->stacks.async);
-	cq_stats_free(&s->stacks.warnings);
+	as_stacks_free(&s->stacks);
 	cq_mem_destroy(&s->fake.mem);
 	cq_rust_index_free(s->index);
 	elf_end(s->elf.elf);
@@ -248,10 +240,7 @@ static void scene_free(struct scene *s)
 
 static uint64_t u(const struct scene *s, const char *key)
 {
-	const struct cq_stat *e = cq_stats_find(&s->stacks.async, key);
-	assert_non_null(e);
-	assert_int_equal(e->type, CQ_STAT_UINT);
-	return e->u;
+	return as_stat_u(&s->stacks, key);
 }
 
 static const struct cq_suspended_stack *find_kind(const struct scene *s, const char *kind,
@@ -339,7 +328,7 @@ static void test_task_states(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct scene *s = calloc(1, sizeof(*s));
 		scene_init(s, false);
-		put64(s->heap, HEAP, IDLE, cases[i].bits);
+		as_put64(s->heap, HEAP, IDLE, cases[i].bits);
 		scene_run(s);
 		const struct cq_suspended_stack *t = find_kind(s, "tokio", 1);
 		assert_non_null(t);
@@ -358,7 +347,7 @@ static void test_broken_list(void **state)
 	(void)state;
 	struct scene *s = calloc(1, sizeof(*s));
 	scene_init(s, false);
-	put64(s->heap, HEAP, RUNNING + 0x18, OWNED_ID + 1);
+	as_put64(s->heap, HEAP, RUNNING + 0x18, OWNED_ID + 1);
 	scene_run(s);
 	assert_int_equal(u(s, "tokio_broken_lists"), 1);
 	assert_int_equal(u(s, "tokio_tasks"), 1);
@@ -375,7 +364,7 @@ static void test_list_without_id(void **state)
 	(void)state;
 	struct scene *s = calloc(1, sizeof(*s));
 	scene_init(s, false);
-	put64(s->heap, HEAP, SHARED + 0x48, 0);
+	as_put64(s->heap, HEAP, SHARED + 0x48, 0);
 	scene_run(s);
 	assert_int_equal(u(s, "tokio_lists"), 0);
 	assert_int_equal(u(s, "tokio_tasks"), 0);
@@ -427,7 +416,7 @@ static void test_no_vtable_in_the_module(void **state)
 	(void)state;
 	struct scene *s = calloc(1, sizeof(*s));
 	scene_init(s, false);
-	put64(s->data, 0, 0x100, 0);
+	as_put64(s->data, 0, 0x100, 0);
 	scene_run(s);
 	assert_int_equal(u(s, "tokio_task_types"), 1); /* what the index holds is still told */
 	assert_int_equal(u(s, "tokio_vtables"), 0);

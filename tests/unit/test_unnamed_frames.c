@@ -22,28 +22,9 @@
 #include "libcore/store/unnamed_frames.h"
 #include "tests/unit/corpus_db.h"
 
-struct fixture {
-	struct corpus_db d;
-	struct corpus_case c;
-	int64_t id;
-};
-
 static int setup(void **state)
 {
-	struct fixture *x = calloc(1, sizeof(*x));
-	if (corpus_db_open(&x->d, "unnamed"))
-		return -1;
-	x->id = corpus_db_ingest(&x->d, "abort_deep.stripped", &x->c);
-	*state = x;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *x = *state;
-	corpus_db_close(&x->d);
-	free(x);
-	return 0;
+	return case_fixture_setup(state, "unnamed", "abort_deep.stripped");
 }
 
 struct modules {
@@ -91,7 +72,7 @@ static void on_stack(void *arg, const struct cq_store_stack_row *row)
 		snprintf(f->hash, sizeof(f->hash), "%s", row->hash);
 }
 
-static struct frames frames(struct fixture *x, const char *build_id)
+static struct frames frames(struct case_fixture *x, const char *build_id)
 {
 	struct frames f = {.build_id = build_id};
 	assert_null(cq_store_each_thread(x->d.store, x->id, on_thread, &f));
@@ -128,7 +109,7 @@ static bool namer(void *ctx, uint64_t offset, bool return_address, const char **
 
 static void test_name_the_stripped_program(void **state)
 {
-	struct fixture *x = *state;
+	struct case_fixture *x = *state;
 	if (!x->id)
 		return;
 	char exe_id[80];
@@ -174,7 +155,8 @@ static void test_name_the_stripped_program(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_name_the_stripped_program, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_name_the_stripped_program, setup,
+	                                    corpus_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
