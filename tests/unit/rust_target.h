@@ -16,6 +16,7 @@
 #include <libelf.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,38 @@ static inline struct cq_rust_variant *rt_async_fn_variants(int32_t awaitee, uint
 	v[2] = rt_variant(2, "Panicked", -1, 0, 0);
 	v[3] = rt_variant(3, "Suspend0", awaitee, offset, line);
 	return v;
+}
+
+/* A leaf future type (no state machine): name, size and alignment. */
+static inline struct cq_rust_type rt_leaf(const char *name, uint64_t size, uint64_t align)
+{
+	return (struct cq_rust_type){
+	    .name = rt_dup(name), .kind = CQ_RUST_LEAF, .size = size, .align = align, .target = -1};
+}
+
+/*
+ * An async fn's state machine `fn::{async_fn_env#0}` (resume function
+ * `fn::{async_fn#0}`), a u8 state at state_offset, whose Suspend0 awaits
+ * awaitee at awaitee_offset from line.
+ */
+static inline struct cq_rust_type rt_async_fn(const char *fn, uint64_t size, uint64_t align,
+                                              uint64_t state_offset, int32_t awaitee,
+                                              uint64_t awaitee_offset, int line)
+{
+	char env[256], resume[256];
+	snprintf(env, sizeof(env), "%s::{async_fn_env#0}", fn);
+	snprintf(resume, sizeof(resume), "%s::{async_fn#0}", fn);
+	return (struct cq_rust_type){.name = rt_dup(env),
+	                             .kind = CQ_RUST_STATE_MACHINE,
+	                             .size = size,
+	                             .align = align,
+	                             .state_offset = state_offset,
+	                             .state_size = 1,
+	                             .variants =
+	                                 rt_async_fn_variants(awaitee, awaitee_offset, line),
+	                             .nvariants = 4,
+	                             .resume_name = rt_dup(resume),
+	                             .target = -1};
 }
 
 #endif

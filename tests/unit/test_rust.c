@@ -67,31 +67,9 @@ static struct cq_rust_index *make_index(void)
 	struct cq_rust_vtable *vt = calloc(2, sizeof(*vt));
 	struct cq_rust_resume *r = calloc(2, sizeof(*r));
 	assert_true(ix && t && vt && r);
-	t[T_SLEEP] = (struct cq_rust_type){.name = rt_dup("app::leaf::Sleep"),
-	                                   .kind = CQ_RUST_LEAF,
-	                                   .size = 16,
-	                                   .align = 8,
-	                                   .target = -1};
-	t[T_SERVE] = (struct cq_rust_type){.name = rt_dup("app::serve::{async_fn_env#0}"),
-	                                   .kind = CQ_RUST_STATE_MACHINE,
-	                                   .size = 64,
-	                                   .align = 8,
-	                                   .state_offset = 40,
-	                                   .state_size = 1,
-	                                   .variants = rt_async_fn_variants(T_SLEEP, 16, 42),
-	                                   .nvariants = 4,
-	                                   .resume_name = rt_dup("app::serve::{async_fn#0}"),
-	                                   .target = -1};
-	t[T_MAIN] = (struct cq_rust_type){.name = rt_dup("app::main::{async_fn_env#0}"),
-	                                  .kind = CQ_RUST_STATE_MACHINE,
-	                                  .size = 128,
-	                                  .align = 16,
-	                                  .state_offset = 100,
-	                                  .state_size = 1,
-	                                  .variants = rt_async_fn_variants(T_SERVE, 0, 7),
-	                                  .nvariants = 4,
-	                                  .resume_name = rt_dup("app::main::{async_fn#0}"),
-	                                  .target = -1};
+	t[T_SLEEP] = rt_leaf("app::leaf::Sleep", 16, 8);
+	t[T_SERVE] = rt_async_fn("app::serve", 64, 8, 40, T_SLEEP, 16, 42);
+	t[T_MAIN] = rt_async_fn("app::main", 128, 16, 100, T_SERVE, 0, 7);
 	ix->model.types = t;
 	ix->model.ntypes = NTYPES;
 	vt[0] = (struct cq_rust_vtable){.addr = VT_SERVE, .type = T_SERVE};

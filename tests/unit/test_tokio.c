@@ -74,21 +74,8 @@ static struct cq_rust_index *make_index(bool with_block_on)
 	struct cq_rust_index *ix = calloc(1, sizeof(*ix));
 	struct cq_rust_type *t = calloc(NTYPES, sizeof(*t));
 	assert_true(ix && t);
-	t[T_SLEEP] = (struct cq_rust_type){.name = rt_dup("app::leaf::Sleep"),
-	                                   .kind = CQ_RUST_LEAF,
-	                                   .size = 16,
-	                                   .align = 8,
-	                                   .target = -1};
-	t[T_TASK] = (struct cq_rust_type){.name = rt_dup("app::worker::{async_fn_env#0}"),
-	                                  .kind = CQ_RUST_STATE_MACHINE,
-	                                  .size = 64,
-	                                  .align = 8,
-	                                  .state_offset = 40,
-	                                  .state_size = 1,
-	                                  .variants = rt_async_fn_variants(T_SLEEP, 16, 12),
-	                                  .nvariants = 4,
-	                                  .resume_name = rt_dup("app::worker::{async_fn#0}"),
-	                                  .target = -1};
+	t[T_SLEEP] = rt_leaf("app::leaf::Sleep", 16, 8);
+	t[T_TASK] = rt_async_fn("app::worker", 64, 8, 40, T_SLEEP, 16, 12);
 	ix->model.types = t;
 	ix->model.ntypes = NTYPES;
 	ix->tokio = calloc(1, sizeof(*ix->tokio));
