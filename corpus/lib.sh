@@ -20,7 +20,7 @@ CASE_TIMEOUT=${COREQ_CASE_TIMEOUT:-60}
 # Thread counts of the threads-N cases (program nthreads, variant O2).
 NTHREADS_COUNTS=(10 1000 3000)
 # Cores of real Debian programs.
-REAL_CASES=(real-sleep real-python3 real-perl)
+REAL_CASES=(real-sleep real-python3 real-perl real-python3d real-syslog-ng)
 # Crash sites of bucket_multi (a program whose manifest signal is SITE), as
 # "site signal function": `bucket_multi SITE` dies of that signal in that
 # function, called from the manifest's chain (dispatch main).  Each site is
@@ -190,6 +190,8 @@ signum() { kill -l "${1#SIG}"; }
 #   C_REALEXE   C_EXE, symlinks resolved (the expect file's exe)
 #   C_SIG       fatal signal number     C_THREADS threads at the crash
 #   C_CHAIN     crash_chain             C_DEBUG_DIR build-id tree or ""
+#   C_LAUNCH    the command to run when it is not C_EXE C_ARGS (a script
+#               that sets up and execs C_EXE)
 #   C_KILL      "" if the program crashes by itself, else it is sent C_SIG
 #               once ready: its exe is running and, if C_READY_FILE=1, it has
 #               created the file `ready` in its working directory; if
@@ -197,6 +199,7 @@ signum() { kill -l "${1#SIG}"; }
 case_setup() {
 	local case=$1 out=$2 prog variant row n
 	C_ARGS=()
+	C_LAUNCH=()
 	C_DEBUG_DIR=
 	C_KILL=
 	C_READY_FILE=
@@ -228,6 +231,15 @@ while True:
 	bucket_multi-*)
 		prog=bucket_multi variant=O2
 		C_ARGS=("${case#bucket_multi-}")
+		;;
+	real-python3d)
+		C_EXE=/usr/bin/python3.11d C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
+		C_ARGS=("$CORPUS_DIR/real/python3d-threads.py") C_THREADS=7
+		;;
+	real-syslog-ng)
+		# Worker threads come and go with the load: the count is the core's.
+		C_EXE=/usr/sbin/syslog-ng C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
+		C_LAUNCH=("$CORPUS_DIR/real/syslog-ng") C_THREADS=counted
 		;;
 	real-perl)
 		C_EXE=/usr/bin/perl C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
@@ -446,7 +458,7 @@ crash_kernel() {
 	(
 		cd "$scratch" &&
 			{ ulimit -c unlimited 2>/dev/null || ulimit -c hard; } &&
-			exec env --default-signal "$C_EXE" "${C_ARGS[@]}"
+			exec env --default-signal "${C_LAUNCH[@]:-$C_EXE}" "${C_ARGS[@]}"
 	) </dev/null >"$scratch/log" 2>&1 &
 	CASE_PID=$!
 	CHILD_PID=$CASE_PID
@@ -497,7 +509,7 @@ crash_gcore() {
 		fi
 	done
 	cmds+=(-ex run -ex 'info inferiors' -ex "gcore $scratch/core" -ex kill)
-	(cd "$scratch" && exec gdb "${cmds[@]}" --args "$C_EXE" "${C_ARGS[@]}") \
+	(cd "$scratch" && exec gdb "${cmds[@]}" --args "${C_LAUNCH[@]:-$C_EXE}" "${C_ARGS[@]}") \
 		</dev/null >"$scratch/gdb.log" 2>&1 &
 	gdbpid=$!
 	CHILD_PID=$gdbpid
@@ -580,6 +592,9 @@ generate_case() {
 	mv -f "$scratch/core" "$dest/core"
 	rm -rf "$scratch"
 	SCRATCH_DIR=
+	if [[ $C_THREADS == counted ]]; then # one NT_PRSTATUS note per thread
+		C_THREADS=$(eu-readelf -n "$dest/core" | grep -c 'CORE .* PRSTATUS')
+	fi
 	{
 		expect_line case "$case"
 		expect_line exe "$C_REALEXE"

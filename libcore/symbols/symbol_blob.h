@@ -14,7 +14,7 @@
 #include "libcore/symbols/symbolizer.h"
 
 /* The cache's `format` column for rows written by this codec. */
-#define CQ_SYMBOL_BLOB_FORMAT 3 /* 3: relative source files joined to DW_AT_comp_dir */
+#define CQ_SYMBOL_BLOB_FORMAT 4 /* 4: source files named as gdb names them (line_files.h) */
 /* Longest function or file name kept (longer ones are cut). */
 #define CQ_SYMBOL_BLOB_MAX_STRING (64u * 1024u)
 

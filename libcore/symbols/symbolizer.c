@@ -53,6 +53,7 @@
 #include "libcore/symbols/debug_image.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/symbols/demangle.h"
+#include "libcore/symbols/line_files.h"
 #include "libcore/symbols/provenance.h"
 #include "libcore/symbols/symbol_blob.h"
 #include "libcore/model/module.h"
@@ -73,6 +74,11 @@ struct sym_module {
 	bool aranges_read;
 	struct cq_addr_symbols *symbols; /* its symbol table by address, once built */
 	bool symbols_built;
+	/* The file table of the unit last asked about (line_files.h), by its line table. */
+	struct cq_line_files files;
+	Dwarf *files_dwarf;
+	uint64_t files_offset;
+	bool files_read, files_ok;
 };
 
 /* One cache entry; frames == NULL marks an empty slot. */
@@ -323,6 +329,7 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 	free(s->prefetch);
 	for (size_t i = 0; s->reported && i < s->nmodules; i++) {
 		cq_aranges_free(&s->reported[i].aranges);
+		cq_line_files_free(&s->reported[i].files);
 		cq_addr_symbols_free(s->reported[i].symbols);
 	}
 	for (size_t i = 0; i < s->cap; i++)
@@ -433,24 +440,86 @@ static int clamp_line(Dwarf_Word line)
 }
 
 /*
- * A source file as a debugger shows it: a relative name (rustc and cargo
- * write "src/main.rs") joined to its unit's DW_AT_comp_dir, as eu-addr2line
- * and gdb do.  Kept in the draft; file itself when absolute or unknown.
+ * Frees err: a damaged table only costs that table (libdwfl answers
+ * instead), but running out of memory is remembered for cq_symbolizer_ok.
  */
-static const char *absolute_file(struct frame_draft *d, const char *comp_dir, const char *file)
+static void drop_error(struct cq_symbolizer *s, struct cq_error *err)
 {
-	char *joined;
-	if (!file || file[0] == '/' || !comp_dir || !comp_dir[0])
-		return file;
-	if (asprintf(&joined, "%s/%s", comp_dir, file) < 0)
-		return file;
-	const char *kept = keep(d, joined);
-	return kept ? kept : file;
+	if (err && err->code == CQ_ERR_NOMEM)
+		s->out_of_memory = true;
+	cq_error_free(err);
+}
+
+/*
+ * The file table of the unit's line program (line_files.h), read once per
+ * unit in a row: NULL when the unit has none or it cannot be read (file
+ * names are then libdw's joined paths).
+ */
+static const struct cq_line_files *unit_files(struct sym_module *sm, Dwarf_Die *cudie)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word offset;
+	Dwarf *dw = cudie ? dwarf_cu_getdwarf(cudie->cu) : NULL;
+	if (!sm || !dw || dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &attr), &offset) != 0)
+		return NULL;
+	if (sm->files_read && sm->files_dwarf == dw && sm->files_offset == offset)
+		return sm->files_ok ? &sm->files : NULL;
+	cq_line_files_free(&sm->files);
+	sm->files_read = true;
+	sm->files_ok = false;
+	sm->files_dwarf = dw;
+	sm->files_offset = offset;
+	Elf *elf = dwarf_getelf(dw);
+	GElf_Ehdr eh;
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf && gelf_getehdr(elf, &eh) && eh.e_ident[EI_DATA] == ELFDATA2LSB
+	                   ? cq_elf_section(elf, ".debug_line", &sh)
+	                   : NULL;
+	Elf_Data *data = scn && !(sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL) : NULL;
+	if (!data || !data->d_buf)
+		return NULL;
+	struct cq_error *err = cq_line_files_parse(data->d_buf, data->d_size, offset, &sm->files);
+	sm->files_ok = !err;
+	drop_error(sm->owner, err);
+	return sm->files_ok ? &sm->files : NULL;
+}
+
+/*
+ * A source file as gdb's backtrace prints it (line_files.h): file number
+ * index of the unit's line table, whose joined path libdw gives as path.
+ */
+static const char *shown_file(struct sym_module *sm, Dwarf_Die *cudie, size_t index,
+                              const char *path)
+{
+	if (!path || !cudie)
+		return path;
+	Dwarf_Attribute attr;
+	const char *unit_name = dwarf_formstring(dwarf_attr(cudie, DW_AT_name, &attr));
+	const char *comp_dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr));
+	return cq_line_files_display(unit_files(sm, cudie), index, path, unit_name, comp_dir);
+}
+
+/* The number of the file whose joined path libdw gave as path, or SIZE_MAX. */
+static size_t file_index(Dwarf_Die *cudie, const char *path)
+{
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (!path || dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+		return SIZE_MAX;
+	for (size_t i = 0; i < nfiles; i++) /* libdw hands out its own strings */
+		if (dwarf_filesrc(files, i, NULL, NULL) == path)
+			return i;
+	for (size_t i = 0; i < nfiles; i++) {
+		const char *name = dwarf_filesrc(files, i, NULL, NULL);
+		if (name && strcmp(name, path) == 0)
+			return i;
+	}
+	return SIZE_MAX;
 }
 
 /* Where the inlined subroutine was called from: a location in its caller. */
-static void call_site(Dwarf_Die *inlined, Dwarf_Files *files, size_t nfiles, const char **file,
-                      int *line)
+static void call_site(struct sym_module *sm, Dwarf_Die *cudie, Dwarf_Die *inlined,
+                      Dwarf_Files *files, size_t nfiles, const char **file, int *line)
 {
 	Dwarf_Attribute attr;
 	Dwarf_Word value;
@@ -460,20 +529,8 @@ static void call_site(Dwarf_Die *inlined, Dwarf_Files *files, size_t nfiles, con
 		*line = clamp_line(value);
 	if (files && dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) == 0 &&
 	    value < nfiles)
-		*file = dwarf_filesrc(files, (size_t)value, NULL, NULL);
-}
-
-/* The line-table row at addr. */
-static void line_at(Dwfl_Module *dm, Dwarf_Addr addr, const char **file, int *line)
-{
-	*file = NULL;
-	*line = 0;
-	Dwfl_Line *row = dwfl_module_getsrc(dm, addr);
-	Dwarf_Addr row_addr;
-	if (row)
-		*file = dwfl_lineinfo(row, &row_addr, line, NULL, NULL, NULL);
-	if (!*file || *line < 0)
-		*line = 0;
+		*file = shown_file(sm, cudie, (size_t)value,
+		                   dwarf_filesrc(files, (size_t)value, NULL, NULL));
 }
 
 /*
@@ -533,11 +590,10 @@ static void push_frame(struct frame_draft *d, const char *function, const char *
  * *file and *line are the location at the address; on return they are the
  * location in the real function (the outermost inline's call site).
  */
-static void add_inline_frames(struct frame_draft *d, Dwarf_Die *cudie, Dwarf_Die *chain, int nchain,
-                              const char **file, int *line, Dwarf_Die **subprogram)
+static void add_inline_frames(struct frame_draft *d, struct sym_module *sm, Dwarf_Die *cudie,
+                              Dwarf_Die *chain, int nchain, const char **file, int *line,
+                              Dwarf_Die **subprogram)
 {
-	Dwarf_Attribute attr;
-	const char *comp_dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr));
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
@@ -553,20 +609,8 @@ static void add_inline_frames(struct frame_draft *d, Dwarf_Die *cudie, Dwarf_Die
 			continue;
 		if (d->n < CQ_SYMBOLIZER_MAX_INLINE)
 			push_frame(d, die_function_name(d, &chain[i]), *file, *line, true);
-		call_site(&chain[i], files, nfiles, file, line);
-		*file = absolute_file(d, comp_dir, *file);
+		call_site(sm, cudie, &chain[i], files, nfiles, file, line);
 	}
-}
-
-/*
- * Frees err: a damaged table only costs that table (libdwfl answers
- * instead), but running out of memory is remembered for cq_symbolizer_ok.
- */
-static void drop_error(struct cq_symbolizer *s, struct cq_error *err)
-{
-	if (err && err->code == CQ_ERR_NOMEM)
-		s->out_of_memory = true;
-	cq_error_free(err);
 }
 
 /* The name of the symbol holding addr, through the module's symbol index (addr_symbols.h). */
@@ -622,16 +666,75 @@ static Dwarf_Die *unit_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr add
 	return mem;
 }
 
-/* The line-table row at addr (a DWARF address) in the unit. */
+/*
+ * The line-table row for addr (a DWARF address) in the unit, chosen as gdb
+ * chooses it: the last row at the greatest address not above addr; none
+ * when that row ends a sequence (addr lies past the code the sequence
+ * covers; libdw 0.188's dwarf_getsrc_die would hand out the end row, with
+ * the file and line of the row before it); and when that row is not a
+ * statement boundary (is_stmt), the nearest one before it at the same
+ * address that is.
+ */
+static Dwarf_Line *row_at(Dwarf_Die *cudie, Dwarf_Addr addr)
+{
+	Dwarf_Lines *lines;
+	size_t n;
+	Dwarf_Addr a;
+	if (dwarf_getsrclines(cudie, &lines, &n) != 0 || n == 0)
+		return NULL;
+	size_t lo = 0, hi = n; /* the first row above addr, by binary search */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (dwarf_lineaddr(dwarf_onesrcline(lines, mid), &a) == 0 && a <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	size_t i = lo - 1;
+	Dwarf_Line *row = dwarf_onesrcline(lines, i);
+	bool flag;
+	if (!row || dwarf_lineendsequence(row, &flag) != 0 || flag)
+		return NULL;
+	Dwarf_Addr at;
+	if (dwarf_lineaddr(row, &at) != 0 || (dwarf_linebeginstatement(row, &flag) == 0 && flag))
+		return row;
+	for (size_t k = i; k > 0; k--) {
+		Dwarf_Line *prev = dwarf_onesrcline(lines, k - 1);
+		if (!prev || dwarf_lineaddr(prev, &a) != 0 || a != at ||
+		    dwarf_lineendsequence(prev, &flag) != 0 || flag)
+			break;
+		if (dwarf_linebeginstatement(prev, &flag) == 0 && flag)
+			return prev;
+	}
+	return row;
+}
+
+/* The file and line of row_at. */
 static void line_in_unit(Dwarf_Die *cudie, Dwarf_Addr addr, const char **file, int *line)
 {
 	*file = NULL;
 	*line = 0;
-	Dwarf_Line *row = dwarf_getsrc_die(cudie, addr);
+	Dwarf_Line *row = row_at(cudie, addr);
 	if (row && (*file = dwarf_linesrc(row, NULL, NULL)) && dwarf_lineno(row, line) != 0)
 		*line = 0;
 	if (!*file || *line < 0)
 		*line = 0;
+}
+
+/*
+ * True when the unit states the code it covers and addr is not in it.
+ * libdwfl 0.188's dwfl_module_addrdie answers with the unit of the nearest
+ * .debug_aranges set below addr even past that set's end (_start, right
+ * after the last function of a unit, then took that unit's last line); gdb
+ * finds no line there.  A unit with no ranges at all is taken at its word.
+ */
+static bool outside_unit(Dwarf_Die *cudie, Dwarf_Addr addr)
+{
+	if (dwarf_haspc(cudie, addr) == 1)
+		return false;
+	return dwarf_hasattr(cudie, DW_AT_ranges) || dwarf_hasattr(cudie, DW_AT_low_pc);
 }
 
 static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr)
@@ -642,21 +745,22 @@ static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *
 	Dwarf_Addr bias = 0;
 	Dwarf_Die unit_mem;
 	Dwarf_Die *cudie = unit_at(sm, dm, addr, &unit_mem, &bias);
-	if (cudie) {
-		line_in_unit(cudie, addr - bias, &file, &line);
-	} else {
-		line_at(dm, addr, &file, &line);
+	if (!cudie) {
 		cudie = dwfl_module_addrdie(dm, addr, &bias);
+		if (cudie && outside_unit(cudie, addr - bias))
+			cudie = NULL;
 	}
-	Dwarf_Attribute comp_attr;
+	file = NULL;
+	line = 0;
 	if (cudie)
-		file = absolute_file(
-		    d, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &comp_attr)), file);
+		line_in_unit(cudie, addr - bias, &file, &line);
+	if (cudie)
+		file = shown_file(sm, cudie, file_index(cudie, file), file);
 	Dwarf_Die *chain = NULL;
 	int nchain = cudie ? scope_chain(cudie, addr - bias, &chain) : 0;
 	Dwarf_Die *subprogram = NULL;
 	if (nchain > 0)
-		add_inline_frames(d, cudie, chain, nchain, &file, &line, &subprogram);
+		add_inline_frames(d, sm, cudie, chain, nchain, &file, &line, &subprogram);
 
 	const char *function = symbol_function_name(d, symbol);
 	if (!function && subprogram)
