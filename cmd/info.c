@@ -173,8 +173,12 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		printf("hostname:    %s\n", cmd_safe(cf->hostname));
 	printf("arch:        %s\n", arch->name);
 	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
-	if (core->siginfo.present)
-		printf(", si_code %d", core->siginfo.code);
+	if (core->siginfo.present) {
+		const struct cq_core_siginfo *si = &core->siginfo;
+		struct cmd_sender sender = {si->sender_pid, si->sender_uid,
+		                            cq_core_signal_from_self(core)};
+		cmd_print_si_code(si->signo, si->code, si->has_sender ? &sender : NULL);
+	}
 	if (core->siginfo.has_addr)
 		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
 	printf("\ncrashed tid: %d\n", crashed->tid);

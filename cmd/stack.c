@@ -311,8 +311,12 @@ static void print_header(const char *path, const struct cq_core *core, const str
 	if (exe)
 		printf(" (%s)", cmd_safe(exe));
 	printf(", signal %d (%s)", sig, name ? name : "unknown");
-	if (core->siginfo.present)
-		printf(", si_code %d", core->siginfo.code);
+	if (core->siginfo.present) {
+		const struct cq_core_siginfo *si = &core->siginfo;
+		struct cmd_sender sender = {si->sender_pid, si->sender_uid,
+		                            cq_core_signal_from_self(core)};
+		cmd_print_si_code(si->signo, si->code, si->has_sender ? &sender : NULL);
+	}
 	if (core->siginfo.has_addr)
 		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
 	if (cap->known & CQ_CAPTURE_TIMESTAMP) {
