@@ -213,6 +213,18 @@ def gdb_siginfo(exe, core):
             int(a.group(1), 16))
 
 
+def sender_rows(db):
+    """path -> (sender_pid, sender_uid) of the cores table; {} without those columns."""
+    con = sqlite3.connect(db)
+    try:
+        return {p: (s, u) for p, s, u in con.execute("SELECT path, sender_pid, sender_uid FROM cores")}
+    except sqlite3.Error as e:
+        ok(False, f"{db}: the cores table has sender_pid and sender_uid", str(e))
+        return {}
+    finally:
+        con.close()
+
+
 def sender_words(c):
     if c["self"]:
         return "raised by the process itself"
@@ -304,9 +316,7 @@ def main():
         db = os.path.join(tmp, "coreq.db")
         r = coreq("ingest", "--db", db, *[c["core"] for c in cases], timeout=600)
         ok(r.returncode == 0 and not sanitizer_report(r.stderr), "ingest every core", r.stderr[-2000:])
-        con = sqlite3.connect(db)
-        rows = {p: (s, u) for p, s, u in con.execute("SELECT path, sender_pid, sender_uid FROM cores")}
-        con.close()
+        rows = sender_rows(db)
         for c in cases:
             ok(rows.get(c["core"]) == (c["sender_pid"], c["sender_uid"]),
                f"{c['name']}: cores.sender_pid, sender_uid = {c['sender_pid']}, {c['sender_uid']}",
@@ -336,9 +346,7 @@ def main():
         merged = os.path.join(tmp, "merged.db")
         r = coreq("merge", "--db", merged, db)
         ok(r.returncode == 0, "merge into an empty database", r.stderr[-2000:])
-        con = sqlite3.connect(merged)
-        mrows = {p: (s, u) for p, s, u in con.execute("SELECT path, sender_pid, sender_uid FROM cores")}
-        con.close()
+        mrows = sender_rows(merged)
         ok(mrows == rows and len(rows) == len(cases), "merge carries sender_pid and sender_uid",
            f"{mrows} != {rows}")
         r = coreq("export", "--db", db, "--type", "core")
