@@ -29,6 +29,8 @@ static const char stack_usage[] =
     "with DWARF CFI (.eh_frame, .debug_frame), else frame pointers, else a\n"
     "bounded stack scan; text output marks frames not found through CFI with\n"
     "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
+    "A header first says what crashed: pid, executable, signal, its si_code by\n"
+    "name, and the fault address or who sent the signal.\n"
     "\n"
     "In programs that use folly's async stacks (folly::coro, libunifex), each\n"
     "thread's coroutine chain is spliced into its stack (frames marked [async]),\n"
