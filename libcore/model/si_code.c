@@ -2,8 +2,9 @@
  * si_code.c - the table of Linux si_codes (see si_code.h).
  *
  * Transcribed from include/uapi/asm-generic/siginfo.h (Linux 6.x), names and
- * comments alike; tests/unit/test_si_code.c checks every value against the
- * constants of this host's <signal.h>.  Which codes carry a sender follows
+ * comments alike; tests/unit/test_si_code.c checks every entry against the
+ * constants of this host's <signal.h> and of its kernel header copy
+ * (/usr/include/asm-generic/siginfo.h).  Which codes carry a sender follows
  * the kernel's siginfo_layout() (kernel/signal.c): SI_USER and SI_KERNEL
  * use the _kill layout and every other code <= 0 the _rt layout, both
  * {pid, uid} at offset 16, except SI_TIMER (_timer) and SI_SIGIO (_sigpoll).
