@@ -179,6 +179,20 @@ void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t in
  */
 void cmd_json_frame_fields(struct cq_json *j, const struct cq_stack_frame *f, size_t index);
 
+/* The process that sent a signal (si_pid, si_uid), and whether it is the crashed one. */
+struct cmd_sender {
+	int64_t pid, uid;
+	bool self;
+};
+
+/*
+ * The si_code part of a signal line, for info, stack and show:
+ * ", si_code 1 (SEGV_MAPERR: address not mapped to object)", then
+ * ", sent by pid N (uid U)" or ", raised by the process itself" when sender
+ * is not NULL.
+ */
+void cmd_print_si_code(int64_t signo, int64_t code, const struct cmd_sender *sender);
+
 /* Writes the "core" member shared by every command's JSON output. */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct cq_capture *cap);
 

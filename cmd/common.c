@@ -18,6 +18,7 @@
 #include "libcore/base/text.h"
 #include "libcore/capture/capture.h"
 #include "libcore/model/module.h"
+#include "libcore/model/si_code.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/store/store.h"
 #include "libcore/triage/rules.h"
@@ -297,6 +298,21 @@ void cmd_close_cache(struct cq_cache *cache)
 	free(path);
 }
 
+void cmd_print_si_code(int64_t signo, int64_t code, const struct cmd_sender *sender)
+{
+	const struct cq_si_code *what = cq_si_code_find(signo, code);
+	printf(", si_code %lld", (long long)code);
+	if (what)
+		printf(" (%s: %s)", what->name, what->description);
+	if (!sender)
+		return;
+	if (sender->self)
+		printf(", raised by the process itself");
+	else
+		printf(", sent by pid %lld (uid %lld)", (long long)sender->pid,
+		       (long long)sender->uid);
+}
+
 static void json_signal(struct cq_json *j, const struct cq_core *core)
 {
 	int sig = cq_core_signal(core);
@@ -304,9 +320,23 @@ static void json_signal(struct cq_json *j, const struct cq_core *core)
 	cq_json_int(j, sig);
 	cq_json_key(j, "signal_name");
 	cq_json_string(j, cq_core_signal_name(sig));
+	const struct cq_core_siginfo *si = &core->siginfo;
 	cq_json_key(j, "si_code");
-	if (core->siginfo.present)
-		cq_json_int(j, core->siginfo.code);
+	if (si->present)
+		cq_json_int(j, si->code);
+	else
+		cq_json_null(j);
+	const struct cq_si_code *what = si->present ? cq_si_code_find(si->signo, si->code) : NULL;
+	cq_json_key(j, "si_code_name");
+	cq_json_string(j, what ? what->name : NULL);
+	cq_json_key(j, "sender_pid");
+	if (si->has_sender)
+		cq_json_int(j, si->sender_pid);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "sender_uid");
+	if (si->has_sender)
+		cq_json_int(j, si->sender_uid);
 	else
 		cq_json_null(j);
 	cq_json_key(j, "fault_address");

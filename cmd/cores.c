@@ -19,8 +19,9 @@ static const char cores_usage[] =
     "                   [--format text|json]\n"
     "\n"
     "List the cores stored by `coreq ingest`: id, crash time (or ingest time),\n"
-    "pid, uid, signal, threads, crash bucket, status and executable, oldest\n"
-    "first, as coredumpctl list does.\n"
+    "pid, uid, signal, who sent it (SENDER: a pid, self, or - for the kernel),\n"
+    "threads, crash bucket, status and executable, oldest first, as\n"
+    "coredumpctl list does.\n"
     "\n"
     "  --db P              database (default $COREQ_DB, else db in\n"
     "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
@@ -120,14 +121,19 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 	char when[32];
 	cmd_iso_time(c->has_timestamp ? c->timestamp : c->ingested_at, when);
 	if (p->count++ == 0)
-		printf("%-6s %-20s %-8s %-6s %-8s %-7s %-16s %-8s %s\n", "ID", "TIME", "PID", "UID",
-		       "SIG", "THREADS", "BUCKET", "STATUS", "EXE");
-	char uid[24] = "-";
+		printf("%-6s %-20s %-8s %-6s %-8s %-8s %-7s %-16s %-8s %s\n", "ID", "TIME", "PID",
+		       "UID", "SIG", "SENDER", "THREADS", "BUCKET", "STATUS", "EXE");
+	char uid[24] = "-", sender[24] = "-";
 	if (c->has_uid)
 		snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
-	printf("%-6lld %-20s %-8lld %-6s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
-	       (long long)c->pid, uid, cmd_stored_text(c->signal_name), (long long)c->nthreads,
-	       cmd_stored_text(c->bucket_hash), cmd_stored_text(c->status),
+	/* The process that sent the signal: "self", its pid, or "-" (the kernel's). */
+	if (c->has_sender && c->sender_pid == c->pid)
+		snprintf(sender, sizeof(sender), "self");
+	else if (c->has_sender)
+		snprintf(sender, sizeof(sender), "%lld", (long long)c->sender_pid);
+	printf("%-6lld %-20s %-8lld %-6s %-8s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
+	       (long long)c->pid, uid, cmd_stored_text(c->signal_name), sender,
+	       (long long)c->nthreads, cmd_stored_text(c->bucket_hash), cmd_stored_text(c->status),
 	       cmd_stored_text(c->exe));
 }
 
@@ -270,8 +276,10 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		printf("uid:         %lld\n", (long long)c->uid);
 	printf("signal:      %lld (%s)", (long long)c->signal,
 	       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
-	if (c->has_si_code)
-		printf(", si_code %lld", (long long)c->si_code);
+	if (c->has_si_code) {
+		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid};
+		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
+	}
 	if (c->has_fault_address)
 		printf(", fault address 0x%" PRIx64, c->fault_address);
 	printf("\ncrashed tid: %lld\nthreads:     %lld\n", (long long)c->crashed_tid,

@@ -18,8 +18,9 @@ static const char info_usage[] =
     "                       [--max-core-size BYTES]\n"
     "\n"
     "Print what a core file records: pid, executable, command line, signal\n"
-    "(name, si_code, fault address), the crashing thread, every thread (tid, pc,\n"
-    "sp) and every mapped module (path, build-id, address range, and whether the\n"
+    "(name, si_code and its kernel name, fault address, or the pid and uid of\n"
+    "the process that sent it), the crashing thread, every thread (tid, pc, sp)\n"
+    "and every mapped module (path, build-id, address range, and whether the\n"
     "file on this host is found, missing, or has a different build-id).\n"
     "\n"
     "CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n"
@@ -173,8 +174,12 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		printf("hostname:    %s\n", cmd_safe(cf->hostname));
 	printf("arch:        %s\n", arch->name);
 	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
-	if (core->siginfo.present)
-		printf(", si_code %d", core->siginfo.code);
+	if (core->siginfo.present) {
+		const struct cq_core_siginfo *si = &core->siginfo;
+		struct cmd_sender sender = {si->sender_pid, si->sender_uid,
+		                            cq_core_signal_from_self(core)};
+		cmd_print_si_code(si->signo, si->code, si->has_sender ? &sender : NULL);
+	}
 	if (core->siginfo.has_addr)
 		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
 	printf("\ncrashed tid: %d\n", crashed->tid);

@@ -29,6 +29,8 @@ static const char stack_usage[] =
     "with DWARF CFI (.eh_frame, .debug_frame), else frame pointers, else a\n"
     "bounded stack scan; text output marks frames not found through CFI with\n"
     "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
+    "A header first says what crashed: pid, executable, signal, its si_code by\n"
+    "name, and the fault address or who sent the signal.\n"
     "\n"
     "In programs that use folly's async stacks (folly::coro, libunifex), each\n"
     "thread's coroutine chain is spliced into its stack (frames marked [async]),\n"
@@ -311,8 +313,12 @@ static void print_header(const char *path, const struct cq_core *core, const str
 	if (exe)
 		printf(" (%s)", cmd_safe(exe));
 	printf(", signal %d (%s)", sig, name ? name : "unknown");
-	if (core->siginfo.present)
-		printf(", si_code %d", core->siginfo.code);
+	if (core->siginfo.present) {
+		const struct cq_core_siginfo *si = &core->siginfo;
+		struct cmd_sender sender = {si->sender_pid, si->sender_uid,
+		                            cq_core_signal_from_self(core)};
+		cmd_print_si_code(si->signo, si->code, si->has_sender ? &sender : NULL);
+	}
 	if (core->siginfo.has_addr)
 		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
 	if (cap->known & CQ_CAPTURE_TIMESTAMP) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "libcore/base/json.h"
+#include "libcore/model/si_code.h"
 #include "libcore/store/store.h"
 
 void cmd_json_stored_frames(struct cq_json *j, const struct cq_store_frame_row *f, size_t n)
@@ -101,6 +102,20 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 	cq_json_key(j, "si_code");
 	if (c->has_si_code)
 		cq_json_int(j, c->si_code);
+	else
+		cq_json_null(j);
+	const struct cq_si_code *what =
+	    c->has_si_code ? cq_si_code_find(c->signal, c->si_code) : NULL;
+	cq_json_key(j, "si_code_name");
+	cq_json_string(j, what ? what->name : NULL);
+	cq_json_key(j, "sender_pid");
+	if (c->has_sender)
+		cq_json_int(j, c->sender_pid);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "sender_uid");
+	if (c->has_sender)
+		cq_json_int(j, c->sender_uid);
 	else
 		cq_json_null(j);
 	cq_json_key(j, "fault_address");

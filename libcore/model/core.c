@@ -235,6 +235,19 @@ int cq_core_signal(const struct cq_core *core)
 	return core->nthreads ? core->threads[0].cursig : 0;
 }
 
+bool cq_core_signal_from_self(const struct cq_core *core)
+{
+	const struct cq_core_siginfo *si = &core->siginfo;
+	if (!si->present || !si->has_sender)
+		return false;
+	if (core->has_psinfo)
+		return si->sender_pid == core->pid;
+	for (size_t i = 0; i < core->nthreads; i++)
+		if (core->threads[i].tid == si->sender_pid)
+			return true;
+	return false;
+}
+
 const char *cq_core_signal_name(int signo)
 {
 	const char *abbrev = signo > 0 ? sigabbrev_np(signo) : NULL;

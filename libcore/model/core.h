@@ -50,8 +50,13 @@ struct cq_core_mapping {
 struct cq_core_siginfo {
 	bool present; /* NT_SIGINFO was found */
 	int signo, code, errno_value;
-	bool has_addr; /* si_addr is meaningful (SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP) */
+	bool has_addr; /* si_addr is meaningful (SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP fault) */
 	uint64_t addr;
+	/* si_pid and si_uid: the process that sent the signal, when si_code says a
+	 * process did (SI_USER, SI_TKILL, SI_QUEUE, ...: see si_code.h). */
+	bool has_sender;
+	int32_t sender_pid;
+	uint32_t sender_uid;
 };
 
 /* How to find files that belong to the core on this host. */
@@ -133,6 +138,14 @@ const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core);
 
 /* The signal that killed the process: NT_SIGINFO's, else the crashed thread's cursig. */
 int cq_core_signal(const struct cq_core *core);
+
+/*
+ * The process sent its fatal signal to itself (abort(), raise(), kill of its
+ * own pid): the siginfo names a sender whose pid is the core's (NT_PRPSINFO)
+ * or one of its threads' (NT_PRSTATUS).  Both are in the process's own pid
+ * namespace, as si_pid is.
+ */
+bool cq_core_signal_from_self(const struct cq_core *core);
 
 /* "SIGSEGV" etc., or NULL for an unknown number. */
 const char *cq_core_signal_name(int signo);

@@ -6,7 +6,9 @@
  * interprets each note's descriptor.  Layouts (64-bit Linux): elf_prstatus
  * has pr_cursig at 12, pr_pid at 32 and pr_reg at arch->prstatus_reg_offset;
  * elf_prpsinfo has uid 16, gid 20, pid 24, ppid 28, fname[16] at 40 and
- * psargs[80] at 56; siginfo has signo 0, errno 4, code 8 and si_addr at 16.
+ * psargs[80] at 56; siginfo has signo 0, errno 4, code 8, then at 16 either
+ * si_addr (a fault: 0 < code < SI_KERNEL) or si_pid and si_uid (a signal a
+ * process sent: see si_code.h).
  */
 #include "libcore/model/notes.h"
 
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "libcore/base/bytes.h"
+#include "libcore/model/si_code.h"
 
 #define PRPSINFO_SIZE    136
 #define SIGINFO_MIN_SIZE 24
@@ -94,9 +97,16 @@ static void parse_siginfo(struct cq_core *core, const uint8_t *desc, size_t size
 	si->signo = cq_load_i32(desc);
 	si->errno_value = cq_load_i32(desc + 4);
 	si->code = cq_load_i32(desc + 8);
-	/* si_addr is meaningful only for faults raised by the kernel (si_code > 0). */
-	si->has_addr = signal_has_addr(si->signo) && si->code > 0;
+	/* si_addr is meaningful only for faults (0 < si_code < SI_KERNEL): the
+	 * kernel's own SI_KERNEL signals carry a zero pid and uid there. */
+	si->has_addr = signal_has_addr(si->signo) && si->code > 0 && si->code < SI_KERNEL;
 	si->addr = cq_load_u64(desc + 16);
+	const struct cq_si_code *what = cq_si_code_find(si->signo, si->code);
+	si->has_sender = what && what->has_sender;
+	if (si->has_sender) {
+		si->sender_pid = cq_load_i32(desc + 16);
+		si->sender_uid = cq_load_u32(desc + 20);
+	}
 }
 
 static void parse_auxv(struct cq_core *core, const uint8_t *desc, size_t size)

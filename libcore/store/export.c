@@ -13,6 +13,7 @@
 #include "libcore/base/build_id.h"
 #include "libcore/base/json.h"
 #include "libcore/db/schema.h"
+#include "libcore/model/si_code.h"
 #include "libcore/store/store_db.h"
 
 static const char select_cores[] =
@@ -29,7 +30,7 @@ static const char core_rows[] =
     "SELECT c.id, c.identity, c.hostname, c.boot_id, c.exe, c.cmdline, c.comm, c.pid, c.uid, "
     "c.gid, c.signal, c.signal_name, c.si_code, c.fault_address, c.crashed_tid, c.nthreads, "
     "coalesce(c.timestamp, c.ingested_at), c.timestamp IS NOT NULL, c.ingested_at, c.status, "
-    "b.hash, c.source, c.size "
+    "b.hash, c.source, c.size, c.sender_pid, c.sender_uid "
     "FROM cores c JOIN temp.export_cores e ON e.id = c.id "
     "LEFT JOIN buckets b ON b.id = c.bucket_id ORDER BY c.id";
 
@@ -72,6 +73,17 @@ static void put_int(struct cq_json *j, const char *key, sqlite3_stmt *st, int co
 		cq_json_null(j);
 	else
 		cq_json_int(j, sqlite3_column_int64(st, col));
+}
+
+/* The kernel's name for the si_code in column code of the signal in column sig, or NULL. */
+static const char *si_code_name(sqlite3_stmt *st, int sig, int code)
+{
+	if (sqlite3_column_type(st, sig) == SQLITE_NULL ||
+	    sqlite3_column_type(st, code) == SQLITE_NULL)
+		return NULL;
+	const struct cq_si_code *what =
+	    cq_si_code_find(sqlite3_column_int64(st, sig), sqlite3_column_int64(st, code));
+	return what ? what->name : NULL;
 }
 
 static void put_type(struct cq_json *j, FILE *out, const char *type)
@@ -134,6 +146,10 @@ static struct cq_error *export_cores(sqlite3 *db, const struct cq_export_options
 			put_int(&j, ints[i], st, 7 + i);
 		put_text(&j, "signal_name", st, 11);
 		put_int(&j, "si_code", st, 12);
+		cq_json_key(&j, "si_code_name");
+		cq_json_string(&j, si_code_name(st, 10, 12));
+		put_int(&j, "sender_pid", st, 23);
+		put_int(&j, "sender_uid", st, 24);
 		put_int(&j, "fault_address", st, 13);
 		put_int(&j, "crashed_tid", st, 14);
 		put_int(&j, "nthreads", st, 15);

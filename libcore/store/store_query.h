@@ -66,6 +66,9 @@ struct cq_store_core_row {
 	/* Where it came from (schema 003); NULL when unknown. */
 	const char *comm, *source, *stored_path, *meta_conflicts;
 	int64_t size; /* bytes of the raw (decompressed) core, as recorded */
+	/* Who sent the signal (schema 010): si_pid and si_uid, when a process did. */
+	bool has_sender;
+	int64_t sender_pid, sender_uid;
 };
 
 struct cq_store_core_filter {

@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS coreq.cores (
     signal        Nullable(Int64),
     signal_name   Nullable(String),
     si_code       Nullable(Int64),
+    si_code_name  Nullable(String),      -- the kernel's name for si_code: SEGV_MAPERR, SI_TKILL
+    sender_pid    Nullable(Int64),       -- who sent the signal (si_pid), when a process did
+    sender_uid    Nullable(Int64),       -- and its real uid (si_uid)
     fault_address Nullable(Int64),
     crashed_tid   Nullable(Int64),
     nthreads      Nullable(Int64),

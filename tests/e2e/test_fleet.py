@@ -121,11 +121,29 @@ def load(server, db, host):
     return None
 
 
-def schema(server):
-    sql = open(os.path.join(ROOT, "schema", "clickhouse", "001_tables.sql")).read()
+def schema(server, name="001_tables.sql", database="coreq"):
+    """Runs schema/clickhouse/NAME, its tables in `database` instead of coreq."""
+    sql = open(os.path.join(ROOT, "schema", "clickhouse", name)).read()
+    sql = sql.replace("coreq.", f"{database}.").replace("DATABASE IF NOT EXISTS coreq;",
+                                                        f"DATABASE IF NOT EXISTS {database};")
     r = subprocess.run([CLIENT, "--host", "127.0.0.1", "--port", str(server.tcp), "--multiquery"],
                        input=sql.encode(), capture_output=True)
     return r.returncode == 0, r.stderr.decode()
+
+
+def upgrade_check(server):
+    """A coreq.cores made before the sender columns, upgraded by 002, has
+    001's columns in 001's order."""
+    good, why = schema(server, database="coreq_old")
+    if good:
+        for col in ("sender_uid", "sender_pid", "si_code_name"):
+            server.query(f"ALTER TABLE coreq_old.cores DROP COLUMN {col}")
+        good, why = schema(server, "002_signal_sender.sql", "coreq_old")
+    if not good:
+        return False, why
+    old = server.query("DESCRIBE TABLE coreq_old.cores")
+    new = server.query("DESCRIBE TABLE coreq.cores")
+    return old == new, f"002 gives:\n{old}\n001 gives:\n{new}"
 
 
 def main():
@@ -159,6 +177,8 @@ def main():
            if os.path.exists(os.path.join(server.d, "error.log")) else "")
         good, why = schema(server)
         ok(good, "schema/clickhouse/001_tables.sql loads", why)
+        good, why = upgrade_check(server)
+        ok(good, "schema/clickhouse/002_signal_sender.sql upgrades an older coreq.cores to 001's", why)
         for rnd in (1, 2):
             errs = [load(server, db, f"host{h}") for h, db in enumerate(dbs)]
             ok(not any(errs), f"export | clickhouse-client, round {rnd}", str(errs))
@@ -166,6 +186,22 @@ def main():
         distinct = int(server.query("SELECT uniqExact(identity) FROM coreq.cores"))
         ok(n == len(cores) and distinct == len(cores),
            f"each core once after loading twice ({n} rows, {distinct} identities)")
+        # abort(), raise() and assert() signal the process itself (SI_TKILL,
+        # si_pid its own); same_segv writes to address 0 (SEGV_MAPERR, no sender).
+        signal_of = dict(zip(pids, (int(x) for x in facts["signals"].split())))
+        rows = json.loads(server.query("SELECT pid, uid, signal, si_code_name, sender_pid, sender_uid "
+                                       "FROM coreq.cores FINAL FORMAT JSONCompact"))["data"]
+        num = lambda v: None if v is None else int(v)
+        bad = []
+        for pid, uid, sig, name, spid, suid in rows:
+            pid, uid, sig = num(pid), num(uid), num(sig)
+            want = (("SI_TKILL", pid, uid) if signal_of.get(pid) == 6 else
+                    ("SEGV_MAPERR", None, None) if signal_of.get(pid) == 11 else None)
+            if sig != signal_of.get(pid) or (name, num(spid), num(suid)) != want:
+                bad.append(f"pid {pid} signal {sig}: {name} {spid} {suid}, want {want}")
+        ok(len(rows) == len(cores) and not bad,
+           "si_code_name, sender_pid, sender_uid in ClickHouse: SI_TKILL from itself for SIGABRT,"
+           " SEGV_MAPERR without a sender for SIGSEGV", bad[:10])
         threads = int(server.query("SELECT count() FROM coreq.threads FINAL"))
         ok(threads == len(cores), f"one thread per core ({threads})")
         rows = server.query("SELECT bucket, groupUniqArray(pid), count(), uniqExact(host) "

@@ -29,10 +29,12 @@ HEX = re.compile(r"0x[0-9a-f]+")
 KINDS = {"native", "inline", "async"}
 TRUSTS = {"context", "cfi", "fp", "scan", "async"}
 # bucket_id came with crash buckets (schema 002); comm, source, stored_path
-# and meta_conflicts with capture metadata (schema 003).
+# and meta_conflicts with capture metadata (schema 003); sender_pid and
+# sender_uid with the signal's sender (schema 010).
 CORE_KEYS = {"id", "path", "pid", "exe", "cmdline", "signal", "signal_name", "si_code", "fault_address",
              "crashed_tid", "threads", "timestamp", "hostname", "uid", "ingested_at", "status", "message",
-             "bucket_id", "bucket", "comm", "source", "stored_path", "meta_conflicts", "time_source"}
+             "bucket_id", "bucket", "comm", "source", "stored_path", "meta_conflicts", "time_source",
+             "si_code_name", "sender_pid", "sender_uid"}
 
 
 def diag(r):
@@ -232,7 +234,9 @@ def run(cases, tmp):
             probs.append(f"{name}: path {c.get('path')!r}, want {case['core']!r}")
         want = {"pid": int(case["pid"]), "exe": case["exe"], "signal": int(case["signal"]),
                 "threads": int(case["threads"]), "signal_name": ic.get("signal_name"),
-                "si_code": ic.get("si_code"), "fault_address": ic.get("fault_address"),
+                "si_code": ic.get("si_code"), "si_code_name": ic.get("si_code_name"),
+                "sender_pid": ic.get("sender_pid"), "sender_uid": ic.get("sender_uid"),
+                "fault_address": ic.get("fault_address"),
                 "crashed_tid": ic.get("crashed_tid"), "cmdline": ic.get("cmdline"), "status": "ok"}
         for k, v in want.items():
             if c.get(k) != v:
@@ -241,8 +245,8 @@ def run(cases, tmp):
             probs.append(f"{name}: ingested_at {c.get('ingested_at')!r}")
         if c.get("fault_address") is not None and not HEX.fullmatch(str(c["fault_address"])):
             probs.append(f"{name}: fault_address {c.get('fault_address')!r}")
-    ok(not probs, "cores JSON: path, pid, exe, signal, threads as the corpus says; si_code, fault address,"
-       " crashed tid, cmdline as `coreq info` says", probs)
+    ok(not probs, "cores JSON: path, pid, exe, signal, threads as the corpus says; si_code, its name,"
+       " sender, fault address, crashed tid, cmdline as `coreq info` says", probs)
     r = coreq("cores", "--db", db)
     lines = r.stdout.splitlines()
     missing = [n for n, cid in ids.items()

@@ -6,6 +6,7 @@
  * must fail the open with a reason rather than be half-believed.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -140,15 +141,90 @@ static void test_user_signal_has_no_address(void **state)
 	uint8_t si[128] = {0};
 	cw_put(si, 6, 4);                         /* SIGABRT */
 	cw_put(si + 8, (uint64_t)(int32_t)-6, 4); /* SI_TKILL: sent by a process */
-	cw_put(si + 16, 0x1234, 8);
+	cw_put(si + 16, 4321, 4);                 /* si_pid */
+	cw_put(si + 20, 1001, 4);                 /* si_uid */
 	cw_note(&w, "CORE", NT_SIGINFO, si, sizeof(si));
 	struct cq_core *core;
 	assert_null(open_written(&w, 0, &core));
 	assert_true(core->siginfo.present);
 	assert_int_equal(core->siginfo.code, -6);
 	assert_false(core->siginfo.has_addr);
+	assert_true(core->siginfo.has_sender);
+	assert_int_equal(core->siginfo.sender_pid, 4321);
+	assert_int_equal(core->siginfo.sender_uid, 1001);
+	assert_false(cq_core_signal_from_self(core));
 	assert_false(core->has_psinfo);
 	assert_int_equal(core->nmappings, 0);
+	cq_core_close(core);
+}
+
+/* One SIGINFO note of signo and code with bytes 16..23 set to pid, uid; opened. */
+static struct cq_core *open_siginfo(int signo, int32_t code, uint32_t pid, uint32_t uid,
+                                    bool psinfo_pid)
+{
+	static struct core_writer w;
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 7, signo, 1, 2, 3);
+	cw_prstatus(&w, 9, 0, 1, 2, 3);
+	if (psinfo_pid) {
+		uint8_t ps[136] = {0};
+		cw_put(ps + 24, 77, 4); /* pr_pid */
+		cw_note(&w, "CORE", NT_PRPSINFO, ps, sizeof(ps));
+	}
+	uint8_t si[128] = {0};
+	cw_put(si, (uint64_t)signo, 4);
+	cw_put(si + 8, (uint64_t)code, 4);
+	cw_put(si + 16, pid, 4);
+	cw_put(si + 20, uid, 4);
+	cw_note(&w, "CORE", NT_SIGINFO, si, sizeof(si));
+	struct cq_core *core;
+	assert_null(open_written(&w, 0, &core));
+	return core;
+}
+
+/*
+ * Who sent the signal: si_pid/si_uid only where si_code says a process did;
+ * the process itself when si_pid is its pid (NT_PRPSINFO) or, without one,
+ * one of its threads; a fault's bytes 16.. are its address, never a sender.
+ */
+static void test_signal_sender(void **state)
+{
+	(void)state;
+	struct cq_core *core = open_siginfo(SIGABRT, SI_USER, 77, 0, true);
+	assert_true(core->siginfo.has_sender);
+	assert_true(cq_core_signal_from_self(core));
+	cq_core_close(core);
+	/* pid 7 is a thread of the core, but NT_PRPSINFO says the process is 77. */
+	core = open_siginfo(SIGABRT, SI_QUEUE, 7, 5, true);
+	assert_true(core->siginfo.has_sender);
+	assert_false(cq_core_signal_from_self(core));
+	cq_core_close(core);
+	core = open_siginfo(SIGABRT, SI_TKILL, 9, 5, false);
+	assert_true(cq_core_signal_from_self(core));
+	cq_core_close(core);
+	/* SI_TIMER's bytes 16.. are a timer id, SI_SIGIO's a band. */
+	core = open_siginfo(SIGALRM, SI_TIMER, 77, 0, true);
+	assert_false(core->siginfo.has_sender);
+	assert_false(cq_core_signal_from_self(core));
+	cq_core_close(core);
+	core = open_siginfo(SIGIO, SI_SIGIO, 77, 0, true);
+	assert_false(core->siginfo.has_sender);
+	cq_core_close(core);
+	/* A fault: the address, no sender. */
+	core = open_siginfo(SIGSEGV, SEGV_MAPERR, 77, 0, true);
+	assert_false(core->siginfo.has_sender);
+	assert_true(core->siginfo.has_addr);
+	assert_int_equal(core->siginfo.addr, 77);
+	cq_core_close(core);
+	/* The kernel's own signal (a general protection fault's SIGSEGV): neither. */
+	core = open_siginfo(SIGSEGV, SI_KERNEL, 0, 0, true);
+	assert_false(core->siginfo.has_sender);
+	assert_false(core->siginfo.has_addr);
+	cq_core_close(core);
+	/* A negative code Linux does not define: the bytes are not believed. */
+	core = open_siginfo(SIGSEGV, -1000, 77, 0, true);
+	assert_false(core->siginfo.has_sender);
+	assert_false(core->siginfo.has_addr);
 	cq_core_close(core);
 }
 
@@ -223,6 +299,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_note_is_read),
 	    cmocka_unit_test(test_user_signal_has_no_address),
+	    cmocka_unit_test(test_signal_sender),
 	    cmocka_unit_test(test_hostile_notes_are_refused),
 	};
 	return cmocka_run_group_tests(tests, make_path, remove_path);
