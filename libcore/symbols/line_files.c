@@ -25,7 +25,7 @@
 
 /* DW_FORMs of the GNU extensions elfutils' dwarf.h may lack. */
 #define FORM_GNU_STR_INDEX 0x1f02
-#define FORM_GNU_STRP_ALT 0x1f21
+#define FORM_GNU_STRP_ALT  0x1f21
 
 /* At most this many format pairs in an entry format (the header holds a count in a byte). */
 #define MAX_FORMATS 255

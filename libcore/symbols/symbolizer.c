@@ -666,14 +666,35 @@ static Dwarf_Die *unit_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr add
 	return mem;
 }
 
+/* Flags of a row; false when libdw cannot say. */
+static bool ends_sequence(Dwarf_Line *row)
+{
+	bool flag;
+	return row && dwarf_lineendsequence(row, &flag) == 0 && flag;
+}
+
+static bool is_statement(Dwarf_Line *row)
+{
+	bool flag;
+	return row && dwarf_linebeginstatement(row, &flag) == 0 && flag;
+}
+
+/* A row gdb keeps: gdb 13 drops line-0 rows (code of no line) from its tables. */
+static bool has_line(Dwarf_Line *row)
+{
+	int line;
+	return row && dwarf_lineno(row, &line) == 0 && line != 0;
+}
+
 /*
  * The line-table row for addr (a DWARF address) in the unit, chosen as gdb
- * chooses it: the last row at the greatest address not above addr; none
- * when that row ends a sequence (addr lies past the code the sequence
- * covers; libdw 0.188's dwarf_getsrc_die would hand out the end row, with
- * the file and line of the row before it); and when that row is not a
- * statement boundary (is_stmt), the nearest one before it at the same
- * address that is.
+ * 13 chooses it, from the rows it keeps (has_line):
+ *   - the last row at the greatest address not above addr, without
+ *     crossing the end of a sequence: none when addr lies past the code
+ *     the sequence covers (libdw 0.188's dwarf_getsrc_die would hand out
+ *     the end row, with the file and line of the row before it);
+ *   - among the rows at that address, the last statement boundary
+ *     (is_stmt), when that row is not one.
  */
 static Dwarf_Line *row_at(Dwarf_Die *cudie, Dwarf_Addr addr)
 {
@@ -690,22 +711,25 @@ static Dwarf_Line *row_at(Dwarf_Die *cudie, Dwarf_Addr addr)
 		else
 			hi = mid;
 	}
-	if (lo == 0)
-		return NULL;
-	size_t i = lo - 1;
-	Dwarf_Line *row = dwarf_onesrcline(lines, i);
-	bool flag;
-	if (!row || dwarf_lineendsequence(row, &flag) != 0 || flag)
-		return NULL;
+	size_t i = lo;
+	Dwarf_Line *row = NULL;
+	while (i > 0) { /* the last kept row, within the sequence */
+		Dwarf_Line *r = dwarf_onesrcline(lines, --i);
+		if (!r || ends_sequence(r))
+			return NULL;
+		if (has_line(r)) {
+			row = r;
+			break;
+		}
+	}
 	Dwarf_Addr at;
-	if (dwarf_lineaddr(row, &at) != 0 || (dwarf_linebeginstatement(row, &flag) == 0 && flag))
+	if (!row || is_statement(row) || dwarf_lineaddr(row, &at) != 0)
 		return row;
 	for (size_t k = i; k > 0; k--) {
 		Dwarf_Line *prev = dwarf_onesrcline(lines, k - 1);
-		if (!prev || dwarf_lineaddr(prev, &a) != 0 || a != at ||
-		    dwarf_lineendsequence(prev, &flag) != 0 || flag)
+		if (!prev || dwarf_lineaddr(prev, &a) != 0 || a != at || ends_sequence(prev))
 			break;
-		if (dwarf_linebeginstatement(prev, &flag) == 0 && flag)
+		if (has_line(prev) && is_statement(prev))
 			return prev;
 	}
 	return row;

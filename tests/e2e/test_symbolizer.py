@@ -13,13 +13,17 @@ without coreq's unwinder, so only the symbolizer is under test.  The oracles:
   - eu-stack's name for the frame (from the symbol table) is the name of
     coreq's outermost (real) frame, symbol version aside;
   - `eu-addr2line -i` gives the inline chain: the same number of frames, the
-    same inlined function names, and the same file and line for each.
+    same inlined function names, and the same file and line for each, but
+    for the innermost row, whose file:line is gdb's (`info line`, see
+    gdb_lines.py: where line-table rows share an address gdb takes a
+    statement row, and it gives none past the end of a sequence).
 """
 import os
 import re
 import subprocess
 
 from coreq_test import BUILD, ROOT, done, ok, require_corpus, skip
+from gdb_lines import gdb_lines
 
 HELPER = os.path.join(BUILD, "asan", "tests", "tools", "symbolize")
 MAX_PCS_PER_CORE = 48
@@ -174,6 +178,11 @@ def check_case(case):
     ok(run.returncode == 0 and "Sanitizer" not in run.stderr,
        f"{case['case']}: the helper runs cleanly", run.stderr)
     chains = oracle_chains(case, pcs)
+    files = [case["exe"], case["core"]] if case.get("exe") else [case["core"]]
+    rows = gdb_lines(files, list(chains), case.get("debug_dir"))
+    for addr, chain in chains.items():
+        if chain and addr in rows:
+            chain[0] = (chain[0][0],) + rows[addr]
     for pc, is_ret, eu_name in pcs:
         frames = result.get((pc, is_ret), [])
         chain = chains.get(pc - 1 if is_ret else pc, [])

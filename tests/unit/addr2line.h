@@ -4,6 +4,11 @@
  * of an executable's functions (readelf -s) for an address with inlined
  * calls, for the tests of frame naming (test_frame_list.c,
  * test_lws_ingest.c).  Uses cmocka's assertions.
+ *
+ * The innermost level's line is gdb's (`info line *ADDR`): where several
+ * line-table rows share an address, gdb (and coreq) take a statement row,
+ * libdw's dwarf_getsrc_die (and so eu-addr2line) the last row.  The call
+ * sites further out are eu-addr2line's.
  */
 #ifndef CQ_TEST_ADDR2LINE_H
 #define CQ_TEST_ADDR2LINE_H
@@ -31,6 +36,22 @@ static inline void short_name(char *s)
 	if (cut)
 		*cut = 0;
 	s[strcspn(s, "(\n")] = 0;
+}
+
+/* The line gdb gives addr in exe (`info line *addr`); 0 when it gives none. */
+static inline int gdb_line(const char *exe, uint64_t addr)
+{
+	char cmd[1024], line[2048];
+	snprintf(cmd, sizeof(cmd), "gdb -nx -batch -ex 'info line *0x%llx' '%s' 2>/dev/null",
+	         (unsigned long long)addr, exe);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	int n = 0;
+	while (fgets(line, sizeof(line), p))
+		if (sscanf(line, "Line %d of", &n) == 1)
+			break;
+	pclose(p);
+	return n;
 }
 
 /* Runs eu-addr2line over [lo, hi) a step at a time; the first address with inlined levels. */
@@ -78,6 +99,8 @@ static inline bool first_inlined(const char *exe, uint64_t lo, uint64_t hi, stru
 		found = true;
 	}
 	pclose(p);
+	if (found)
+		out->line[0] = gdb_line(exe, out->addr);
 	return found;
 }
 

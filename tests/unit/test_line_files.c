@@ -176,9 +176,9 @@ static void test_dwarf5(void **state)
 	assert_int_equal(f.dir[0], 0);
 	assert_int_equal(f.dir[1], 1);
 	/* DWARF 5 names directory 0 itself: the joined path, as gdb prints it. */
-	assert_string_equal(cq_line_files_display(&f, 0, "./nptl/pthread_kill.c", "pthread_kill.c",
-	                                          "./nptl"),
-	                    "./nptl/pthread_kill.c");
+	assert_string_equal(
+	    cq_line_files_display(&f, 0, "./nptl/pthread_kill.c", "pthread_kill.c", "./nptl"),
+	    "./nptl/pthread_kill.c");
 	/* The unit's primary file, absolute: named as the unit names itself. */
 	assert_string_equal(cq_line_files_display(&f, 0, "/w/x.c", "x.c", "/w"), "x.c");
 	assert_string_equal(cq_line_files_display(&f, 0, "/w/x.c", "x.c", "/w/"), "x.c");
@@ -238,7 +238,8 @@ static void test_against_libdw(void **state)
 				const char *path = dwarf_filesrc(df, i, NULL, NULL);
 				assert_true(f.dir[i] < ndirs);
 				const char *dir = dirs[f.dir[i]];
-				if (path[0] != '/' || (dir && strncmp(path, dir, strlen(dir)) == 0)) {
+				if (path[0] != '/' ||
+				    (dir && strncmp(path, dir, strlen(dir)) == 0)) {
 					assert_non_null(dir);
 					assert_memory_equal(path, dir, strlen(dir));
 					assert_int_equal(path[strlen(dir)], '/');
