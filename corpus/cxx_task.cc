@@ -87,7 +87,8 @@ struct Event {
 	void await_resume() const noexcept {}
 };
 
-static Event event_a, event_b;
+// External linkage, so that -O2 keeps the stores to them (gdb reads them).
+Event event_a, event_b;
 
 NOINLINE static void crash_now(int depth)
 {
