@@ -27,9 +27,14 @@
 // (symmetric transfer is a call); at -O2 it is a tail call, so the native
 // stack holds inner's actor only.  Each step is printed (START / AWAIT
 // lines) for the tests to read.
+//
+// `cxx_task heap MIB` (for make bench) first writes MIB MiB of heap with
+// pseudo-random words, then leaves the same chains and crashes the same way.
 #include <coroutine>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -167,8 +172,25 @@ template <class T> NOINLINE static void start(Task<T> *keep)
 	keep->handle.resume();
 }
 
-int main()
+// MIB MiB of heap, every word written (xorshift64*, never zero).
+NOINLINE static uint64_t *fill_heap(size_t mib)
 {
+	size_t words = mib << 17;
+	uint64_t *heap = static_cast<uint64_t *>(std::malloc(words * 8));
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; heap && i < words; i++) {
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		heap[i] = (x * 0x2545f4914f6cdd1dull) | 1;
+	}
+	return heap;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && std::strcmp(argv[1], "heap") == 0)
+		(void)*(volatile uint64_t *)fill_heap(std::strtoul(argv[2], nullptr, 10));
 	static Task<int> chain_a = park_top(1);
 	std::printf("START park_top\n");
 	start(&chain_a);

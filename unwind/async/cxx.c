@@ -61,6 +61,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libcore/base/clock.h"
 #include "libcore/base/memory.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
@@ -121,6 +122,7 @@ struct cxx {
 	uint64_t scanned_bytes;
 	size_t rejected[REJECT_REASONS];
 	size_t links, cycles, running, merged, reported, over_limit, link_words;
+	double scan_seconds, decode_seconds;
 };
 
 static void cxx_destroy(void *p)
@@ -746,10 +748,14 @@ static struct cq_error *add_suspended(struct cxx *x, const struct cq_async_ctx *
 	for (size_t i = 0; i < x->nframes; i++) {
 		if (x->frames[i].has_child || x->frames[i].on_thread)
 			continue;
+		if (ctx->stacks->nsuspended >= ctx->max_suspended) {
+			x->over_limit++;
+			continue;
+		}
 		/* A chain whose outer part runs on a thread is that thread's. */
 		bool running = false;
 		size_t depth = 0;
-		for (int64_t f = (int64_t)i; f >= 0 && depth <= x->nframes;
+		for (int64_t f = (int64_t)i; f >= 0 && depth < max;
 		     f = x->frames[f].parent, depth++)
 			running |= x->frames[f].on_thread;
 		if (running)
@@ -790,6 +796,8 @@ static struct cq_error *cxx_decode(void *state, const struct cq_async_ctx *ctx)
 	struct cxx *x = state;
 	if (x->nomem)
 		return &cq_error_nomem;
+	double start = cq_clock_seconds();
+	x->scan_seconds = ctx->scan_seconds;
 	struct cq_error *err = confirm(x, ctx->target->mem);
 	if (!err)
 		err = link_frames(x, ctx->target->mem);
@@ -797,6 +805,7 @@ static struct cq_error *cxx_decode(void *state, const struct cq_async_ctx *ctx)
 		err = merge_thread(x, ctx, t);
 	if (!err)
 		err = add_suspended(x, ctx);
+	x->decode_seconds = cq_clock_seconds() - start;
 	return err;
 }
 
@@ -818,6 +827,8 @@ static void cxx_report(const void *state, const struct cq_async_ctx *ctx, struct
 	                   x->merged,  x->reported, x->over_limit};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		cq_stats_uint(out, keys[i], vals[i]);
+	cq_stats_uint(out, "cxx_scan_us", (uint64_t)(x->scan_seconds * 1e6));
+	cq_stats_uint(out, "cxx_decode_us", (uint64_t)(x->decode_seconds * 1e6));
 	cq_stats_bool(out, "cxx_scan_truncated", x->truncated);
 	cq_stats_object(out, "cxx_rejected");
 	for (unsigned i = 0; i < REJECT_REASONS; i++)
