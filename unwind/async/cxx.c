@@ -51,7 +51,8 @@
  * no frame type; an -g0 build has none).
  *
  * Bounds: at most MAX_TYPES coroutine types, MAX_CANDIDATES scan hits,
- * MAX_LINK_WORDS words read for links in all, chains of max_frames.
+ * MAX_LINK_WORDS words read for links in all, chains of max_frames and
+ * MAX_SUSPENDED_FRAMES frames in all; a frame is listed in one chain only.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -68,12 +69,13 @@
 #include "unwind/async/heap_chunks.h"
 #include "unwind/async/runtime.h"
 
-#define MAX_TYPES       (1u << 16)
-#define MAX_CANDIDATES  (1u << 18)
-#define MAX_LINK_WORDS  (1u << 23)
-#define MAX_FRAME_WORDS 4096u /* words of one frame read for links */
-#define MAX_SYMBOLS     (1u << 24)
-#define MAX_NAME        512
+#define MAX_TYPES            (1u << 16)
+#define MAX_CANDIDATES       (1u << 18)
+#define MAX_LINK_WORDS       (1u << 23)
+#define MAX_FRAME_WORDS      4096u /* words of one frame read for links */
+#define MAX_SYMBOLS          (1u << 24)
+#define MAX_NAME             512
+#define MAX_SUSPENDED_FRAMES (1u << 16) /* frames of all suspended chains */
 
 /* One coroutine, from its actor and destroy symbols and its frame type. */
 struct coro_type {
@@ -103,6 +105,7 @@ struct frame {
 	unsigned votes;    /* for parent */
 	bool has_child;    /* some frame's parent is this one */
 	bool on_thread;    /* running, or awaiting a running frame */
+	bool listed;       /* in a suspended chain already */
 	const char *state; /* "initial", "await #k", ... (names) */
 };
 
@@ -122,6 +125,7 @@ struct cxx {
 	uint64_t scanned_bytes;
 	size_t rejected[REJECT_REASONS];
 	size_t links, cycles, running, merged, reported, over_limit, link_words;
+	size_t suspended_frames;
 	double scan_seconds, decode_seconds;
 };
 
@@ -764,10 +768,20 @@ static struct cq_error *add_suspended(struct cxx *x, const struct cq_async_ctx *
 		enum cq_unwind_end end = CQ_END_OUTERMOST;
 		depth = 0;
 		for (int64_t f = (int64_t)i; f >= 0; f = x->frames[f].parent, depth++) {
-			if (depth == max) {
+			if (depth == max || x->suspended_frames == MAX_SUSPENDED_FRAMES) {
 				end = CQ_END_MAX_FRAMES;
 				break;
 			}
+			if (x->frames[f].listed) {
+				/*
+				 * Another chain holds this frame: a coroutine has
+				 * one awaiter, so the links are damaged.
+				 */
+				end = CQ_END_LOOP;
+				break;
+			}
+			x->frames[f].listed = true;
+			x->suspended_frames++;
 			struct cq_error *err = add_async(x, ctx, &fl, &x->frames[f], true);
 			if (err) {
 				free(fl.frames);
