@@ -37,7 +37,8 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg \
 	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
-	libdebuginfod-dev debuginfod bash-completion chromium librust-tokio-dev
+	libdebuginfod-dev debuginfod bash-completion chromium librust-tokio-dev \
+	libasio-dev
 # Real programs nobody on the team wrote, with their debuginfo, for the
 # corpus cases real-syslog-ng and real-python3d (corpus/real/).
 DEPS_PKGS += syslog-ng-core syslog-ng-dbg python3.11-dbg

@@ -61,7 +61,10 @@ static void put_index(FILE *out, size_t index)
 	putc_unlocked(' ', out);
 }
 
-/* A suspended future's frame: no code address; its state and its address. */
+/*
+ * A suspended future's frame (no code address) or coroutine frame (its
+ * resume function's address): its state and the object's address.
+ */
 static void print_object_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index)
 {
 	put_index(out, index);
@@ -77,7 +80,7 @@ static void print_object_frame_text(FILE *out, const struct cq_stack_frame *f, s
 		putc_unlocked(':', out);
 		put_dec(out, f->line);
 	}
-	put(out, " (future at 0x");
+	put(out, f->pc ? " (frame at 0x" : " (future at 0x");
 	put_hex(out, f->object, 1);
 	put(out, ")\n");
 }

@@ -92,6 +92,11 @@ have_crates() {
 	compgen -G '/usr/share/cargo/registry/tokio-1.*' >/dev/null
 }
 
+# have_asio: Debian's standalone Asio is installed (libasio-dev, make deps).
+have_asio() {
+	[[ -f /usr/include/asio.hpp ]]
+}
+
 # all_cases: every case name, one per line (Rust programs only when rustc is
 # available).
 all_cases() {
@@ -105,6 +110,7 @@ all_cases() {
 		[[ $threads == N+1 ]] && continue
 		is_rust_program "$prog" && [[ $rust == 0 ]] && continue
 		is_cargo_program "$prog" && [[ $crates == 0 ]] && continue
+		[[ $prog == asio_coro ]] && ! have_asio && continue
 		if [[ $sig == SITE ]]; then
 			for site in "${BUCKET_SITES[@]}"; do
 				printf '%s-%s\n' "$prog" "${site%% *}"

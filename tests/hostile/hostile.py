@@ -949,12 +949,109 @@ class Gen:
             self.inputs.append(Input("merge_poison", f"{kind}-{name}-{i}", argv, twin, setup=setup,
                                      effect=poisoned))
 
+    # ---- C++ coroutine frames (issue 33) ------------------------------------------
+    def cxx_core(self):
+        """cxx_task.O2g's core, its exe's load bias and its coroutine frames as
+        {coroutine: (vaddr, file offset)}, found from the exe's .actor/.destroy
+        symbols (nm) and the core's NT_FILE; None without the case or nm."""
+        d = os.path.join(self.corpus, "cores", "cxx_task.O2g")
+        core = os.path.join(d, "core")
+        if not os.path.isfile(core) or not shutil.which("nm"):
+            return None
+        exe = [l.split("=", 1)[1].strip() for l in open(os.path.join(d, "expect"))
+               if l.startswith("exe=")][0]
+        data = open(core, "rb").read()
+        nt = [n for n in elfcore.notes(data) if n["type"] == elfcore.NT_FILE]
+        _, files = elfcore.nt_file(nt[0]["desc"])
+        real = os.path.realpath(exe).encode()
+        bias = min((st for st, _, off, name in files if name == real), default=None)
+        if bias is None:
+            return None
+        sym = {}
+        out = subprocess.run(["nm", exe], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            m = re.match(r"([0-9a-f]+) t _Z\w*?(\d+)(_ZL\w+)\.Frame\.(actor|destroy)$", line)
+            if m:
+                sym.setdefault(m.group(3), {})[m.group(4)] = int(m.group(1), 16) + bias
+        pairs = {struct.pack("<QQ", v["actor"], v["destroy"]): k for k, v in sym.items()
+                 if "actor" in v and "destroy" in v}
+        frames = {}
+        for p in elfcore.phdrs(data):
+            if p["type"] != elfcore.PT_LOAD or not p["flags"] & 2:
+                continue
+            seg = data[p["offset"]: p["offset"] + p["filesz"]]
+            for at in range(0, len(seg) - 15, 8):
+                k = pairs.get(seg[at: at + 16])
+                if k:
+                    frames[k] = (p["vaddr"] + at, p["offset"] + at)
+        return core, data, frames, list(pairs)
+
+    def cxx_frames(self):
+        """Coroutine frames made hostile: continuation cycles, a frame whose
+        chunk is freed, resume indexes out of range, and a million fake
+        resume/destroy pairs (or 262,144 fake frames linked as a chain, a
+        cycle, a star or at random) in a 16 MiB segment of their own."""
+        found = self.cxx_core()
+        if not found:
+            return
+        core, data, frames, pairs = found
+        names = {re.sub(r"^_ZL\d+", "", k)[:-1]: k for k in frames}  # park_top -> _ZL8park_topi
+        for i in range(self.n):
+            d = bytearray(data)
+            kind = i % 5
+            if kind == 0:  # the top of each parked chain continues at its leaf
+                for top, leaf in (("park_top", "park_leaf"), ("hold_b", "wait_b"), ("outer", "mid")):
+                    if top in names and leaf in names:
+                        struct.pack_into("<Q", d, frames[names[top]][1] + 16, frames[names[leaf]][0])
+            elif kind == 1:  # a parked frame's chunk is free: the next chunk's PREV_INUSE is clear
+                victim = names.get(self.rng.choice(["park_mid", "wait_b", "mid", "park_leaf"]))
+                if victim:
+                    vaddr, off = frames[victim]
+                    size, = struct.unpack_from("<Q", d, off - 8)
+                    nxt = off - 16 + (size & ~7) + 8
+                    if 0 < size & ~7 < 1 << 20 and nxt + 8 <= len(d):
+                        struct.pack_into("<Q", d, nxt, struct.unpack_from("<Q", d, nxt)[0] & ~1)
+            elif kind == 2:  # resume indexes out of range (cxx_task's Task<int>(int) frames: +44)
+                for k in frames:
+                    struct.pack_into("<H", d, frames[k][1] + 44,
+                                     self.rng.choice([0xffff, 0x7fff, 1001, 255]))
+            else:
+                pair = self.rng.choice(pairs)
+                n = 16 << 20
+                if kind == 3:  # back to back: a million pairs
+                    blob = pair * (n // 16)
+                else:  # 64-byte fake frames, each at await #0, linked by promise continuations
+                    base, count = 0x600000000000, n // 64
+                    shape = self.rng.choice(["chain", "cycle", "star", "random"])
+                    recs = bytearray(n)
+                    for r in range(count):
+                        nxt = {"chain": r + 1, "cycle": (r + 1) % count, "star": 0,
+                               "random": self.rng.randrange(count)}[shape]
+                        struct.pack_into("<16sQ", recs, 64 * r, pair, base + 64 * nxt)
+                        struct.pack_into("<H", recs, 64 * r + 44, 4)
+                    blob = bytes(recs)
+                ph = elfcore.phdrs(data)
+                d += b"\0" * (-len(d) % 4096)
+                seg_off = len(d)
+                d += blob
+                entries = bytearray()
+                for p in ph:
+                    entries += bytes(data[p["hdr"]: p["hdr"] + 56])
+                entries += struct.pack("<IIQQQQQQ", elfcore.PT_LOAD, 6, seg_off, 0x600000000000, 0,
+                                       len(blob), len(blob), 4096)
+                d += b"\0" * (-len(d) % 8)
+                phoff = len(d)
+                d += entries
+                struct.pack_into("<Q", d, 0x20, phoff)
+                struct.pack_into("<H", d, 0x38, len(ph) + 1)
+            self.stack("cxx_frames", self.write(d), core, name=f"cxx_frames-{kind}-{i}")
+
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
-                  self.db_hostile, self.merge_poison):
+                  self.db_hostile, self.merge_poison, self.cxx_frames):
             if not only or g.__name__ in only:
                 g()
         return self.inputs

@@ -157,6 +157,13 @@ bool cq_async_live_words(const struct cq_unwind_target *t, size_t thread, uint64
 void cq_async_sort_words(uint64_t *words, size_t n);
 bool cq_async_sorted_has(const uint64_t *sorted, size_t n, uint64_t v);
 
+/*
+ * The lowest address of segment seg that may hold live data: above the
+ * dead part (below sp and its red zone) of the one thread whose stack it
+ * is; its start when no thread's sp, or several threads' sps, are in it.
+ */
+uint64_t cq_async_live_start(const struct cq_unwind_target *t, const struct cq_mem_segment *seg);
+
 /* The states of the runtimes one analysis detected; freed with the stacks. */
 struct cq_async_states;
 

@@ -7,4 +7,5 @@
 RUNTIME(cq_async_folly)
 RUNTIME(cq_async_tokio)
 RUNTIME(cq_async_rust)
+RUNTIME(cq_async_cxx)
 TEST_RUNTIME(cq_async_stub)

@@ -420,3 +420,24 @@ bool cq_async_live_words(const struct cq_unwind_target *t, size_t thread, uint64
 	*out = w;
 	return true;
 }
+
+uint64_t cq_async_live_start(const struct cq_unwind_target *tg, const struct cq_mem_segment *seg)
+{
+	uint64_t start = seg->start;
+	unsigned sp_reg = tg->arch->sp_reg;
+	size_t inside = 0;
+	uint64_t sp = 0;
+	for (size_t t = 0; t < tg->nthreads; t++) {
+		const struct cq_regs *r = tg->threads[t].regs;
+		if (cq_regs_has(r, sp_reg) && r->value[sp_reg] >= seg->start &&
+		    r->value[sp_reg] < seg->end) {
+			inside++;
+			sp = r->value[sp_reg];
+		}
+	}
+	/* Several stacks in one mapping: their dead parts interleave; scan it all. */
+	uint64_t red_zone = tg->arch->red_zone;
+	if (inside == 1 && sp - seg->start > red_zone)
+		start = (sp - red_zone) & ~(uint64_t)7;
+	return start;
+}

@@ -128,28 +128,6 @@ static void on_found(void *ctx, uint64_t where, uint64_t data, int32_t type)
 	s->items[s->n++] = (struct candidate){.data = data, .type = type};
 }
 
-/* The lowest address of seg that may hold live data: above any thread's dead stack. */
-static uint64_t live_start(const struct cq_unwind_target *tg, const struct cq_mem_segment *seg)
-{
-	uint64_t start = seg->start;
-	unsigned sp_reg = tg->arch->sp_reg;
-	size_t inside = 0;
-	uint64_t sp = 0;
-	for (size_t t = 0; t < tg->nthreads; t++) {
-		const struct cq_regs *r = tg->threads[t].regs;
-		if (cq_regs_has(r, sp_reg) && r->value[sp_reg] >= seg->start &&
-		    r->value[sp_reg] < seg->end) {
-			inside++;
-			sp = r->value[sp_reg];
-		}
-	}
-	/* Several stacks in one mapping: their dead parts interleave; scan it all. */
-	uint64_t red_zone = tg->arch->red_zone;
-	if (inside == 1 && sp - seg->start > red_zone)
-		start = (sp - red_zone) & ~(uint64_t)7;
-	return start;
-}
-
 /* The scan hook: fat pointers in the live part of each writable chunk. */
 static void rust_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
 {
@@ -157,7 +135,7 @@ static void rust_scan(void *state, const struct cq_async_ctx *ctx, const struct 
 	struct cq_rust_stats *st = &r->stats;
 	if (r->scan.full)
 		return;
-	uint64_t from = live_start(ctx->target, c->segment);
+	uint64_t from = cq_async_live_start(ctx->target, c->segment);
 	uint64_t begin = c->addr, end = c->addr + c->len;
 	if (from >= end)
 		return;

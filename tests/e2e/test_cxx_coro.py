@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""C++20 coroutines without an async-stack ABI (issue 33): the cxx runtime.
+
+Cases cxx_task.O0/O2g (corpus/cxx_task.cc, a task type written from the
+standard) and asio_coro.O0/O2g (corpus/asio_coro.cc, Debian's Asio).  What
+each must give is read from the program's source, never from coreq:
+  - each `co_await NAME(` on a line marked `// AWAIT:fn` says fn awaits the
+    coroutine NAME; an AWAIT line awaiting anything else (an event, a timer,
+    a read) makes fn a leaf;
+  - the parked chains are the leaves followed up through their awaiters; the
+    crashed chain is the one that reaches the coroutine that calls crash_now.
+Checks: every parked chain listed once with kind cxx, leaf first (frames
+of the program's own coroutines, in order, each "await #0"); no other cxx
+chain (phantom) holding a program coroutine; the crashed thread reads
+crash_now, the running coroutine, each awaiting coroutine once, then the
+native frames that resumed it (sync_wait / Asio's pump) out to main.  gdb
+confirms each reported frame address: its first word names the coroutine's
+actor, and (cxx_task) the leaf is the event's waiter and each link is the
+child's promise continuation.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+from coreq_test import CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, skip
+
+CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g"]
+
+
+def program_structure(src):
+    """(awaits: fn -> awaited coroutine or None for a leaf, crasher, coroutines)."""
+    text = open(src).read()
+    awaits = {}
+    for m in re.finditer(r"^(.*)// AWAIT:(\w+)$", text, re.M):
+        code, fn = m.group(1), m.group(2)
+        callee = re.search(r"co_await (\w+)\(", code)
+        awaits[fn] = callee.group(1) if callee and "." not in callee.group(1) else None
+    coros = set(re.findall(r"^static (?:Task<\w+>|asio::awaitable<\w+>) (\w+)\(", text, re.M))
+    crasher = None
+    for fn in coros:
+        body = re.search(r"^static [^\n]* " + fn + r"\([^)]*\)\n\{(.*?)^\}", text, re.M | re.S)
+        if body and "crash_now(" in body.group(1):
+            crasher = fn
+    for fn, callee in awaits.items():
+        if callee is not None and callee not in coros:
+            awaits[fn] = None
+    return awaits, crasher, coros
+
+
+def chains_from(awaits, crasher):
+    awaited_by = {c: fn for fn, c in awaits.items() if c}
+    parked = []
+    for fn, callee in sorted(awaits.items()):
+        if callee is None:
+            chain = [fn]
+            while chain[-1] in awaited_by:
+                chain.append(awaited_by[chain[-1]])
+            parked.append(chain)
+    crashed = [crasher]
+    while crashed[-1] in awaited_by:
+        crashed.append(awaited_by[crashed[-1]])
+    return parked, crashed
+
+
+def coro_of(frame, coros):
+    """The program coroutine a frame is, by its function name, or None."""
+    fn = frame.get("function") or ""
+    m = re.match(r"(\w+)\(", fn)
+    return m.group(1) if m and m.group(1) in coros and "[clone .actor]" in fn else None
+
+
+def gdb(exe, core, cmds):
+    args = ["gdb", "-nx", "-batch", "-q", exe, core]
+    for c in cmds:
+        args += ["-ex", c]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    return r.stdout
+
+
+def check_case(case):
+    d = os.path.join(CORPUS, "cores", case)
+    core = os.path.join(d, "core")
+    if not os.path.isfile(core):
+        skip(f"{case}: cxx chains", f"no core under {d} (corpus not built with it)")
+        return
+    prog = case.split(".")[0]
+    src = os.path.join(ROOT, "corpus", prog + ".cc")
+    awaits, crasher, coros = program_structure(src)
+    parked, crashed = chains_from(awaits, crasher)
+    ok(len(parked) == 2 and len(crashed) == 3,
+       f"{case}: the source names two parked chains and a crash three awaits deep",
+       [str(parked), str(crashed)])
+    data, r = coreq_json("stack", core, "--format", "json", "--no-cache")
+    ok(not sanitizer_report(r.stderr), f"{case}: no sanitizer report", r.stderr)
+
+    found = []
+    phantom = []
+    for s in data["suspended"]:
+        if s["kind"] != "cxx":
+            continue
+        names = [coro_of(f, coros) for f in s["frames"]]
+        mine = [n for n in names if n]
+        if not mine:
+            continue
+        if mine in parked and mine not in [c for c, _ in found]:
+            found.append((mine, s))
+        else:
+            phantom.append(mine)
+    missed = [c for c in parked if c not in [m for m, _ in found]]
+    ok(not missed and not phantom,
+       f"{case}: every parked chain listed once, leaf first, and no phantom",
+       [f"expected {parked}", f"missed {missed}", f"phantom {phantom}"])
+    for chain, s in found:
+        states = [f.get("state") for f in s["frames"] if coro_of(f, coros)]
+        ok(all(st == "await #0" for st in states),
+           f"{case}: {chain[0]} chain: each coroutine parked at its first co_await", str(states))
+
+    th = data["threads"][0]
+    names = [f.get("function") or "" for f in th["frames"]]
+    mine = [coro_of(f, coros) for f in th["frames"]]
+    seq = [n for n in mine if n]
+    i_crash = next((i for i, n in enumerate(names) if n.startswith("crash_now")), None)
+    i_main = next((i for i, n in enumerate(names) if n == "main"), None)
+    ok(i_crash == 0 and seq == crashed and i_main is not None and
+       all(i < i_main for i, n in enumerate(mine) if n),
+       f"{case}: crashed thread reads crash_now, {' < '.join(crashed)} once each, then out to main",
+       [f"{f['kind']} {f.get('function')}" for f in th["frames"]][:20])
+    resumer = "sync_wait" if prog == "cxx_task" else "awaitable_thread"
+    last = max(i for i, n in enumerate(mine) if n) if seq else 0
+    ok(any(resumer in n for n in names[last + 1:]),
+       f"{case}: the native frames that resumed the chain ({resumer}) follow it", names[:12])
+
+    if not shutil.which("gdb"):
+        skip(f"{case}: gdb confirms the frames", "gdb not installed")
+        return
+    exe = [l.split("=", 1)[1].strip() for l in open(os.path.join(d, "expect"))
+           if l.startswith("exe=")][0]
+    objs = [(coro_of(f, coros), f["object"]) for _, s in found for f in s["frames"]
+            if coro_of(f, coros)]
+    objs += [(coro_of(f, coros), f["object"]) for f in th["frames"]
+             if coro_of(f, coros) and f.get("object")]
+    out = gdb(exe, core, [f"x/a {o}" for _, o in objs])
+    lines = [l for l in out.splitlines() if l.startswith("0x") and ":" in l]
+    good = len(lines) == len(objs) and all(
+        f"<{n}(" in l and ".Frame *)>" in l for (n, _), l in zip(objs, lines))
+    ok(good, f"{case}: gdb: every reported frame starts with its coroutine's actor",
+       [str(objs)] + lines)
+    if prog != "cxx_task":
+        return
+    # The event's waiter is the leaf; each promise's continuation (the
+    # promise's first member, right after the two code pointers) is the parent.
+    cmds = ["p/x event_a.waiter._M_fr_ptr", "p/x event_b.waiter._M_fr_ptr"]
+    links = []
+    for chain, s in found:
+        fr = [f["object"] for f in s["frames"] if coro_of(f, coros)]
+        links += [(a, b) for a, b in zip(fr, fr[1:])]
+    cmds += [f"p/x *(void **)({a} + 16)" for a, _ in links]
+    out = gdb(exe, core, cmds)
+    vals = re.findall(r"^\$\d+ = (0x[0-9a-f]+)", out, re.M)
+    leaves = sorted(int(s["frames"][0]["object"], 16) for _, s in found)
+    ok(len(vals) == 2 + len(links) and sorted(int(v, 16) for v in vals[:2]) == leaves,
+       f"{case}: gdb: the leaves are event_a's and event_b's waiters", [out, str(leaves)])
+    ok(len(vals) == 2 + len(links) and
+       all(int(v, 16) == int(b, 16) for v, (_, b) in zip(vals[2:], links)),
+       f"{case}: gdb: each link is the awaited coroutine's continuation", [out, str(links)])
+
+
+def main():
+    for case in CASES:
+        check_case(case)
+    done()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,867 @@
+/*
+ * cxx.c - the "cxx" async runtime: C++20 coroutines of any library (Asio's
+ * awaitables, cppcoro- and libunifex-style tasks, in-house task types), from
+ * the coroutine frames themselves, without an async-stack ABI (issue 33).
+ *
+ * What the data offers (gcc 12, checked on the corpus's cxx_task.cc and
+ * asio_coro.cc):
+ *   - a coroutine frame starts with two code pointers, resume then destroy:
+ *     the coroutine's actor (symbol NAME.actor) and its destroy function
+ *     (NAME.destroy), where NAME ends in the frame type's mangled name;
+ *   - the actor's first parameter is a pointer to the frame's DWARF type
+ *     `_Z....Frame`, with members _Coro_resume_fn (0), _Coro_destroy_fn (8),
+ *     _Coro_promise, _Coro_resume_index (a u16: 2 is the initial suspend,
+ *     2k + 4 the k-th co_await in source order, odd values destroy paths)
+ *     and the suspend points' awaiters Is_*, Aw<k>_*, Fs_*;
+ *   - a finished coroutine's resume pointer is null (gcc clears it at final
+ *     suspend), so it is never a candidate.
+ *
+ * Frames: the one scan of writable memory looks for a word that is a known
+ * actor's address followed by the same coroutine's destroy address.  Each
+ * candidate is confirmed: 8-byte aligned, its resume index at most
+ * 2 * (suspend points) + 1, and, where glibc's heap can be walked, at the
+ * start of an in-use chunk that holds the frame's DWARF size.  What fails
+ * is counted by reason and never reported.
+ *
+ * Links, the one rule: frame A points at frame B when a word of A, at an
+ * 8-byte offset past its two code pointers, equals B's address or B's
+ * promise's address.  A pointer from inside A's promise means B is A's
+ * continuation (B awaits A: a coroutine_handle continuation, Asio's
+ * caller_); a pointer from elsewhere in A (an awaiter temporary, a local)
+ * means A awaits B.  Each pointer is one vote for "X is awaited by Y"; each
+ * frame keeps the awaiter with the most votes (both kinds agreeing is two),
+ * and a cycle loses its weakest link (Asio's bottom frame points at the top
+ * of its stack from its promise: one vote against the chain's two per link).
+ * Chains read leaf first: a frame, the frame that awaits it, and so on, each
+ * frame once.
+ *
+ * Running chains: a frame is running on a thread when the thread's native
+ * stack holds its coroutine's actor and the frame's address is in the
+ * thread's live stack words or registers.  The innermost such frame's
+ * awaiting chain is merged into the thread's stack after the actor's native
+ * frame as async frames, skipping the coroutines already on the native
+ * stack (at -O0 g++ calls the awaiting actors instead of tail-calling
+ * them), so each coroutine appears once; the native frames that resumed it
+ * (sync_wait, Asio's pump) follow.  Every other chain whose frames run on
+ * no thread is a suspended chain of kind "cxx".
+ *
+ * A process with folly's async-stack ABI (its symbols) is left to the folly
+ * runtime, which sees the same coroutines through its own records.  Without
+ * DWARF for a module its coroutines are not looked for (clang < 17 emits
+ * no frame type; an -g0 build has none).
+ *
+ * Bounds: at most MAX_TYPES coroutine types, MAX_CANDIDATES scan hits,
+ * MAX_LINK_WORDS words read for links in all, chains of max_frames and
+ * MAX_SUSPENDED_FRAMES frames in all; a frame is listed in one chain only.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libcore/base/clock.h"
+#include "libcore/base/memory.h"
+#include "libcore/base/regular_file.h"
+#include "unwind/async/dwarf_type.h"
+#include "unwind/async/heap_chunks.h"
+#include "unwind/async/runtime.h"
+
+#define MAX_TYPES            (1u << 16)
+#define MAX_CANDIDATES       (1u << 18)
+#define MAX_LINK_WORDS       (1u << 23)
+#define MAX_FRAME_WORDS      4096u /* words of one frame read for links */
+#define MAX_SYMBOLS          (1u << 24)
+#define MAX_NAME             512
+#define MAX_SUSPENDED_FRAMES (1u << 16) /* frames of all suspended chains */
+
+/* One coroutine, from its actor and destroy symbols and its frame type. */
+struct coro_type {
+	uint64_t actor, actor_end, destroy; /* runtime addresses */
+	uint64_t size, promise_off, promise_size, index_off;
+	unsigned max_index; /* highest valid _Coro_resume_index */
+};
+
+enum reject_reason {
+	REJECT_MISALIGNED,
+	REJECT_BAD_INDEX,
+	REJECT_INSIDE_CHUNK,
+	REJECT_FREE_CHUNK,
+	REJECT_CHUNK_TOO_SMALL,
+	REJECT_UNREADABLE,
+	REJECT_REASONS
+};
+
+static const char *const reject_names[REJECT_REASONS] = {
+    "misaligned", "bad_index", "inside_chunk", "free_chunk", "chunk_too_small", "unreadable"};
+
+struct frame {
+	uint64_t addr;
+	uint32_t type;
+	uint16_t index;
+	int64_t parent;    /* index of the frame awaiting this one, or -1 */
+	unsigned votes;    /* for parent */
+	bool has_child;    /* some frame's parent is this one */
+	bool on_thread;    /* running, or awaiting a running frame */
+	bool listed;       /* in a suspended chain already */
+	const char *state; /* "initial", "await #k", ... (names) */
+};
+
+struct cxx {
+	struct coro_type *types; /* sorted by actor */
+	size_t ntypes;
+	uint64_t lo, hi; /* [lowest, highest] actor address */
+	uint64_t *cand;
+	size_t ncand, cap_cand;
+	bool truncated, nomem;
+	struct frame *frames; /* confirmed, sorted by address */
+	size_t nframes;
+	char **names; /* strings the frames point to */
+	size_t nnames;
+	/* statistics */
+	size_t modules;
+	uint64_t scanned_bytes;
+	size_t rejected[REJECT_REASONS];
+	size_t links, cycles, running, merged, reported, over_limit, link_words;
+	size_t suspended_frames;
+	double scan_seconds, decode_seconds;
+};
+
+static void cxx_destroy(void *p)
+{
+	struct cxx *x = p;
+	for (size_t i = 0; i < x->nnames; i++)
+		free(x->names[i]);
+	free(x->names);
+	free(x->types);
+	free(x->cand);
+	free(x->frames);
+	free(x);
+}
+
+static const char *keep_name(struct cxx *x, const char *s)
+{
+	char **p = realloc(x->names, (x->nnames + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	x->names = p;
+	char *c = strdup(s);
+	if (c)
+		x->names[x->nnames++] = c;
+	return c;
+}
+
+/* An actor or destroy symbol: its name without the suffix, and address. */
+struct coro_sym {
+	char name[MAX_NAME];
+	uint64_t addr, size;
+	bool actor;
+};
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct coro_sym *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return (int)y->actor - (int)x->actor; /* the actor first */
+}
+
+static bool strip_suffix(const char *s, const char *suffix, char *out)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	if (n <= k || n - k >= MAX_NAME || strcmp(s + n - k, suffix) != 0)
+		return false;
+	memcpy(out, s, n - k);
+	out[n - k] = '\0';
+	return true;
+}
+
+/* The .actor and .destroy symbols of an ELF file's symbol table, appended to *syms. */
+static bool module_symbols(Elf *elf, uint64_t bias, struct coro_sym **syms, size_t *n, size_t *cap)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || sh.sh_entsize == 0)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		size_t count = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; data && i < count && i < MAX_SYMBOLS; i++) {
+			GElf_Sym sym;
+			const char *name;
+			if (!gelf_getsym(data, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 ||
+			    !(name = elf_strptr(elf, sh.sh_link, sym.st_name)))
+				continue;
+			struct coro_sym s = {.addr = sym.st_value + bias, .size = sym.st_size};
+			if (strip_suffix(name, ".Frame.actor", s.name))
+				s.actor = true;
+			else if (!strip_suffix(name, ".Frame.destroy", s.name))
+				continue;
+			if (*n == *cap) {
+				size_t c = *cap ? *cap * 2 : 64;
+				struct coro_sym *p = realloc(*syms, c * sizeof(*p));
+				if (!p)
+					return false;
+				*syms = p;
+				*cap = c;
+			}
+			(*syms)[(*n)++] = s;
+		}
+	}
+	return true;
+}
+
+/* The frame type of the actor at link-time address pc: its first parameter's pointee. */
+static bool actor_frame_type(Dwarf *dw, uint64_t pc, Dwarf_Die *out)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	if (!dwarf_addrdie(dw, pc, &cu))
+		return false;
+	int n = dwarf_getscopes(&cu, pc, &scopes);
+	bool ok = false;
+	for (int i = n - 1; i >= 0 && !ok; i--) {
+		if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+			continue;
+		Dwarf_Die child, ptr;
+		if (dwarf_child(&scopes[i], &child) != 0)
+			break;
+		do {
+			if (dwarf_tag(&child) != DW_TAG_formal_parameter)
+				continue;
+			Dwarf_Attribute a;
+			if (dwarf_formref_die(dwarf_attr_integrate(&child, DW_AT_type, &a), &ptr) &&
+			    cq_dwt_peel(&ptr) && dwarf_tag(&ptr) == DW_TAG_pointer_type &&
+			    cq_dwt_type(&ptr, out) && cq_dwt_peel(out) &&
+			    dwarf_tag(out) == DW_TAG_structure_type)
+				ok = true;
+			break;
+		} while (dwarf_siblingof(&child, &child) == 0);
+		break;
+	}
+	free(scopes);
+	return ok;
+}
+
+/* Fills t's layout from its frame type; false if it is not gcc's coroutine frame. */
+static bool frame_layout(Dwarf_Die *st, struct coro_type *t)
+{
+	const char *name = dwarf_diename(st);
+	size_t len = name ? strlen(name) : 0;
+	if (len < 6 || strcmp(name + len - 6, ".Frame") != 0)
+		return false;
+	t->size = cq_dwt_size(st);
+	Dwarf_Die m;
+	bool resume = false, destroy = false, promise = false, index = false;
+	unsigned points = 0, members = 0;
+	if (dwarf_child(st, &m) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&m) != DW_TAG_member || ++members > 4096)
+			continue;
+		const char *mn = dwarf_diename(&m);
+		uint64_t off;
+		if (!mn || !cq_dwt_member_offset(&m, &off))
+			continue;
+		if (strcmp(mn, "_Coro_resume_fn") == 0)
+			resume = off == 0;
+		else if (strcmp(mn, "_Coro_destroy_fn") == 0)
+			destroy = off == 8;
+		else if (strcmp(mn, "_Coro_resume_index") == 0) {
+			index = true;
+			t->index_off = off;
+		} else if (strcmp(mn, "_Coro_promise") == 0) {
+			Dwarf_Die pt;
+			promise = true;
+			t->promise_off = off;
+			t->promise_size = cq_dwt_type(&m, &pt) ? cq_dwt_size(&pt) : 0;
+		} else if (strncmp(mn, "Is_", 3) == 0 || strncmp(mn, "Fs_", 3) == 0 ||
+		           (mn[0] == 'A' && mn[1] == 'w' && mn[2] >= '0' && mn[2] <= '9'))
+			points++;
+	} while (dwarf_siblingof(&m, &m) == 0);
+	/* A co_await whose awaiter needs no storage has no member: allow one per member. */
+	t->max_index = 2 * (points + members) + 1;
+	return resume && destroy && promise && index && t->size >= 16 &&
+	       t->index_off + 2 <= t->size && t->promise_off + t->promise_size <= t->size;
+}
+
+static int cmp_type(const void *a, const void *b)
+{
+	const struct coro_type *x = a, *y = b;
+	return (x->actor > y->actor) - (x->actor < y->actor);
+}
+
+/* Module m's coroutine types, appended to x->types. */
+static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m, struct cxx *x,
+                                     size_t *cap)
+{
+	const struct cq_target_module *mod = &t->modules[m];
+	struct coro_sym *syms = NULL;
+	size_t n = 0, scap = 0;
+	if (!mod->elf || !module_symbols(mod->elf, mod->bias, &syms, &n, &scap)) {
+		free(syms);
+		return mod->elf ? &cq_error_nomem : NULL;
+	}
+	if (n == 0)
+		return NULL;
+	qsort(syms, n, sizeof(*syms), cmp_sym);
+	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
+	int fd = -1;
+	Elf *elf = NULL;
+	if (path && mod->file_path && strcmp(path, mod->file_path) == 0)
+		elf = mod->elf;
+	else if (path && (fd = cq_open_regular(path)) >= 0)
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	free(path);
+	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	struct cq_error *err = NULL;
+	for (size_t i = 0; dw && i + 1 < n && !err; i++) {
+		if (!syms[i].actor || syms[i + 1].actor || strcmp(syms[i].name, syms[i + 1].name))
+			continue;
+		struct coro_type ct = {.actor = syms[i].addr,
+		                       .actor_end =
+		                           syms[i].addr + (syms[i].size ? syms[i].size : 1),
+		                       .destroy = syms[i + 1].addr};
+		Dwarf_Die st;
+		if (!actor_frame_type(dw, syms[i].addr - mod->bias, &st) || !frame_layout(&st, &ct))
+			continue;
+		if (x->ntypes == MAX_TYPES)
+			break;
+		if (x->ntypes == *cap) {
+			size_t c = *cap ? *cap * 2 : 32;
+			struct coro_type *p = realloc(x->types, c * sizeof(*p));
+			if (!p) {
+				err = &cq_error_nomem;
+				break;
+			}
+			x->types = p;
+			*cap = c;
+		}
+		x->types[x->ntypes++] = ct;
+	}
+	x->modules += dw != NULL;
+	if (dw)
+		dwarf_end(dw);
+	if (elf && elf != mod->elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(syms);
+	return err;
+}
+
+static struct cq_error *cxx_detect(const struct cq_async_ctx *ctx, void **state,
+                                   struct cq_async_needs *needs)
+{
+	const struct cq_unwind_target *t = ctx->target;
+	*state = NULL;
+	struct cq_target_symbol folly[] = {{.name = "folly_async_stack_root_tls_key"},
+	                                   {.name = "__folly_suspended_frame_cookie"}};
+	for (size_t m = 0; t->ops->find_symbols && m < t->nmodules; m++)
+		if (t->ops->find_symbols(t->ctx, m, folly, 2) > 0)
+			return NULL; /* folly's runtime sees these coroutines */
+	struct cxx *x = calloc(1, sizeof(*x));
+	if (!x)
+		return &cq_error_nomem;
+	size_t cap = 0;
+	for (size_t m = 0; m < t->nmodules; m++) {
+		struct cq_error *err = index_module(t, m, x, &cap);
+		if (err) {
+			cxx_destroy(x);
+			return err;
+		}
+	}
+	if (x->ntypes == 0) {
+		cxx_destroy(x);
+		return NULL;
+	}
+	qsort(x->types, x->ntypes, sizeof(*x->types), cmp_type);
+	x->lo = x->types[0].actor;
+	x->hi = x->types[x->ntypes - 1].actor;
+	*needs = (struct cq_async_needs){.native_frames = true, .scan = true};
+	*state = x;
+	return NULL;
+}
+
+static const struct coro_type *type_of_actor(const struct cxx *x, uint64_t actor)
+{
+	struct coro_type key = {.actor = actor};
+	return bsearch(&key, x->types, x->ntypes, sizeof(key), cmp_type);
+}
+
+/* The scan hook: a resume word that is an actor, followed by its destroy word. */
+static void cxx_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
+{
+	struct cxx *x = state;
+	x->scanned_bytes += c->len - c->overlap;
+	if (x->truncated || c->len < 16)
+		return;
+	uint64_t lo = x->lo, span = x->hi - x->lo;
+	/* The dead part of a thread's stack holds stale copies: not looked at. */
+	uint64_t from = cq_async_live_start(ctx->target, c->segment), first = 0;
+	if (from > c->addr)
+		first = (from - c->addr + 7) & ~(uint64_t)7;
+	for (uint64_t off = first; off + 16 <= c->len; off += 8) {
+		uint64_t w;
+		memcpy(&w, c->data + off, 8);
+		if (w - lo > span)
+			continue;
+		const struct coro_type *ty = type_of_actor(x, w);
+		uint64_t d;
+		memcpy(&d, c->data + off + 8, 8);
+		if (!ty || d != ty->destroy)
+			continue;
+		if (x->ncand == x->cap_cand) {
+			size_t cap = x->cap_cand ? x->cap_cand * 2 : 64;
+			uint64_t *p =
+			    cap <= MAX_CANDIDATES ? realloc(x->cand, cap * sizeof(*p)) : NULL;
+			if (!p) {
+				x->truncated = true;
+				x->nomem = cap <= MAX_CANDIDATES;
+				return;
+			}
+			x->cand = p;
+			x->cap_cand = cap;
+		}
+		x->cand[x->ncand++] = c->addr + off;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Confirms the candidates into x->frames (sorted by address). */
+static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
+{
+	if (x->ncand > 1)
+		qsort(x->cand, x->ncand, sizeof(*x->cand), cmp_u64);
+	x->frames = calloc(x->ncand ? x->ncand : 1, sizeof(*x->frames));
+	struct cq_heap_query *q = calloc(x->ncand ? x->ncand : 1, sizeof(*q));
+	if (!x->frames || !q) {
+		free(q);
+		return &cq_error_nomem;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < x->ncand; i++) {
+		uint64_t a = x->cand[i], resume;
+		uint16_t index;
+		if (i > 0 && a == x->cand[i - 1])
+			continue;
+		const struct coro_type *ty;
+		if (!cq_mem_read_u64(mem, a, &resume) || !(ty = type_of_actor(x, resume)) ||
+		    !cq_mem_read(mem, a + ty->index_off, &index, 2)) {
+			x->rejected[REJECT_UNREADABLE]++;
+			continue;
+		}
+		if (a & 7) {
+			x->rejected[REJECT_MISALIGNED]++;
+			continue;
+		}
+		if (index > ty->max_index) {
+			x->rejected[REJECT_BAD_INDEX]++;
+			continue;
+		}
+		x->frames[k] = (struct frame){
+		    .addr = a, .type = (uint32_t)(ty - x->types), .index = index, .parent = -1};
+		q[k] = (struct cq_heap_query){.addr = a, .size = ty->size};
+		k++;
+	}
+	cq_heap_classify(mem, q, k);
+	size_t kept = 0;
+	for (size_t i = 0; i < k; i++) {
+		switch (q[i].verdict) {
+		case CQ_HEAP_INSIDE:
+			x->rejected[REJECT_INSIDE_CHUNK]++;
+			break;
+		case CQ_HEAP_FREE:
+			x->rejected[REJECT_FREE_CHUNK]++;
+			break;
+		case CQ_HEAP_TOO_SMALL:
+			x->rejected[REJECT_CHUNK_TOO_SMALL]++;
+			break;
+		case CQ_HEAP_OBJECT:
+		case CQ_HEAP_UNKNOWN:
+			x->frames[kept++] = x->frames[i];
+			break;
+		}
+	}
+	free(q);
+	x->nframes = kept;
+	return NULL;
+}
+
+/* The confirmed frame at addr, or at its promise; -1 if none. */
+static int64_t frame_at(const struct cxx *x, uint64_t v)
+{
+	size_t lo = 0, hi = x->nframes;
+	while (lo < hi) { /* the last frame starting at or below v */
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->frames[mid].addr <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	const struct frame *f = &x->frames[lo - 1];
+	const struct coro_type *ty = &x->types[f->type];
+	if (v == f->addr || v == f->addr + ty->promise_off)
+		return (int64_t)(lo - 1);
+	return -1;
+}
+
+/* One vote edge: child is awaited by parent. */
+struct vote {
+	uint32_t child, parent;
+};
+
+static int cmp_vote(const void *a, const void *b)
+{
+	const struct vote *x = a, *y = b;
+	if (x->child != y->child)
+		return (x->child > y->child) - (x->child < y->child);
+	return (x->parent > y->parent) - (x->parent < y->parent);
+}
+
+/* Links every frame to the frame that awaits it (see the top comment). */
+static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
+{
+	struct vote *v = NULL;
+	size_t nv = 0, cap = 0;
+	uint64_t words[MAX_FRAME_WORDS];
+	for (size_t i = 0; i < x->nframes; i++) {
+		const struct coro_type *ty = &x->types[x->frames[i].type];
+		uint64_t n = ty->size / 8;
+		if (n > MAX_FRAME_WORDS)
+			n = MAX_FRAME_WORDS;
+		if (x->link_words + n > MAX_LINK_WORDS)
+			break;
+		x->link_words += n;
+		if (n < 3 || !cq_mem_read(mem, x->frames[i].addr, words, n * 8))
+			continue;
+		for (uint64_t w = 2; w < n; w++) {
+			int64_t j = frame_at(x, words[w]);
+			if (j < 0 || (size_t)j == i)
+				continue;
+			bool in_promise =
+			    w * 8 >= ty->promise_off && w * 8 < ty->promise_off + ty->promise_size;
+			if (nv == cap) {
+				size_t c = cap ? cap * 2 : 64;
+				struct vote *p = realloc(v, c * sizeof(*p));
+				if (!p) {
+					free(v);
+					return &cq_error_nomem;
+				}
+				v = p;
+				cap = c;
+			}
+			v[nv++] = in_promise ? (struct vote){(uint32_t)i, (uint32_t)j}
+			                     : (struct vote){(uint32_t)j, (uint32_t)i};
+		}
+	}
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_vote);
+	for (size_t s = 0; s < nv;) {
+		size_t e = s;
+		while (e < nv && v[e].child == v[s].child && v[e].parent == v[s].parent)
+			e++;
+		struct frame *c = &x->frames[v[s].child];
+		if (e - s > c->votes) {
+			c->votes = (unsigned)(e - s);
+			c->parent = v[s].parent;
+		}
+		s = e;
+	}
+	free(v);
+	/* Cycles: follow parents from each frame; a frame met twice closes one. */
+	uint32_t *seen = calloc(x->nframes ? x->nframes : 1, sizeof(*seen));
+	if (!seen)
+		return &cq_error_nomem;
+	for (size_t i = 0; i < x->nframes; i++) {
+		int64_t f = (int64_t)i;
+		while (f >= 0 && seen[f] == 0) {
+			seen[f] = (uint32_t)i + 1;
+			f = x->frames[f].parent;
+		}
+		if (f < 0 || seen[f] != (uint32_t)i + 1)
+			continue;
+		/* f is on a cycle found from i: drop its weakest link. */
+		int64_t weakest = f, g = x->frames[f].parent;
+		while (g != f) {
+			if (x->frames[g].votes < x->frames[weakest].votes)
+				weakest = g;
+			g = x->frames[g].parent;
+		}
+		x->frames[weakest].parent = -1;
+		x->frames[weakest].votes = 0;
+		x->cycles++;
+	}
+	free(seen);
+	for (size_t i = 0; i < x->nframes; i++) {
+		if (x->frames[i].parent >= 0) {
+			x->frames[x->frames[i].parent].has_child = true;
+			x->links++;
+		}
+	}
+	return NULL;
+}
+
+/* "initial", "await #k", "final" or "index N": where a suspended frame is parked. */
+static const char *state_name(struct cxx *x, const struct frame *f)
+{
+	char buf[32];
+	if (f->index == 2 || f->index == 0)
+		snprintf(buf, sizeof(buf), "initial");
+	else if (f->index % 2 == 0)
+		snprintf(buf, sizeof(buf), "await #%u", (unsigned)(f->index - 4) / 2);
+	else
+		snprintf(buf, sizeof(buf), "index %u", (unsigned)f->index);
+	for (size_t i = x->nnames; i > 0 && i + 8 > x->nnames; i--)
+		if (strcmp(x->names[i - 1], buf) == 0)
+			return x->names[i - 1];
+	return keep_name(x, buf);
+}
+
+/* Appends frame f as an async frame named after its coroutine's actor. */
+static struct cq_error *add_async(struct cxx *x, const struct cq_async_ctx *ctx,
+                                  struct cq_frame_list *fl, const struct frame *f, bool with_state)
+{
+	const struct cq_unwind_target *tg = ctx->target;
+	struct cq_unwind_frame uf = {.pc = x->types[f->type].actor, .trust = CQ_TRUST_ASYNC};
+	size_t start = fl->n;
+	struct cq_error *err = tg->ops->add_frames(tg->ctx, fl, &uf, CQ_FRAME_ASYNC);
+	if (err || fl->n == start)
+		return err;
+	struct cq_stack_frame *last = &fl->frames[fl->n - 1];
+	last->object = f->addr;
+	if (with_state && !(last->state = state_name(x, f)))
+		return &cq_error_nomem;
+	return NULL;
+}
+
+static bool frame_list_push(struct cq_frame_list *fl, const struct cq_stack_frame *f)
+{
+	if (fl->n == fl->cap) {
+		size_t cap = fl->cap ? fl->cap * 2 : 32;
+		struct cq_stack_frame *p = realloc(fl->frames, cap * sizeof(*p));
+		if (!p)
+			return false;
+		fl->frames = p;
+		fl->cap = cap;
+	}
+	fl->frames[fl->n++] = *f;
+	return true;
+}
+
+/* The coroutine type whose actor holds native frame f's pc, or NULL. */
+static const struct coro_type *actor_at(const struct cxx *x, const struct cq_stack_frame *f,
+                                        bool innermost)
+{
+	if (f->kind != CQ_FRAME_NATIVE)
+		return NULL;
+	uint64_t pc = innermost ? f->pc : f->pc - 1;
+	size_t lo = 0, hi = x->ntypes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->types[mid].actor <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || pc >= x->types[lo - 1].actor_end)
+		return NULL;
+	return &x->types[lo - 1];
+}
+
+/* Merges thread t's running chain into its stack; marks its frames on_thread. */
+static struct cq_error *merge_thread(struct cxx *x, const struct cq_async_ctx *ctx, size_t t)
+{
+	struct cq_thread_stack *ts = &ctx->stacks->threads[t];
+	size_t at = SIZE_MAX; /* the innermost actor's native frame */
+	const struct coro_type *ty = NULL;
+	for (size_t i = 0; i < ts->nframes && !ty; i++)
+		if ((ty = actor_at(x, &ts->frames[i], i == 0)))
+			at = i;
+	if (!ty)
+		return NULL;
+	uint64_t *words;
+	size_t nwords;
+	if (!cq_async_live_words(ctx->target, t, &words, &nwords))
+		return &cq_error_nomem;
+	int64_t running = -1;
+	for (size_t i = 0; i < x->nframes; i++) {
+		if (&x->types[x->frames[i].type] != ty ||
+		    !cq_async_sorted_has(words, nwords, x->frames[i].addr))
+			continue;
+		/* Of several, the one no other candidate awaits (the innermost). */
+		if (running < 0 || !x->frames[i].has_child)
+			running = (int64_t)i;
+	}
+	free(words);
+	if (running < 0)
+		return NULL;
+	x->running++;
+	struct cq_frame_list fl = {0};
+	for (size_t i = 0; i <= at; i++)
+		if (!frame_list_push(&fl, &ts->frames[i]))
+			goto nomem;
+	size_t depth = 0, max = ctx->unwind->max_frames ? ctx->unwind->max_frames : 1;
+	for (int64_t f = running; f >= 0 && depth < max; f = x->frames[f].parent, depth++) {
+		struct frame *fr = &x->frames[f];
+		if (fr->on_thread)
+			break;
+		fr->on_thread = true;
+		if (f == running)
+			continue;
+		bool native = false; /* its actor is on the native stack already */
+		for (size_t i = at + 1; i < ts->nframes && !native; i++)
+			native = actor_at(x, &ts->frames[i], false) == &x->types[fr->type];
+		if (native)
+			continue;
+		struct cq_error *err = add_async(x, ctx, &fl, fr, true);
+		if (err) {
+			free(fl.frames);
+			return err;
+		}
+		x->merged++;
+	}
+	for (size_t i = at + 1; i < ts->nframes; i++)
+		if (!frame_list_push(&fl, &ts->frames[i]))
+			goto nomem;
+	if (ts->owns_frames)
+		free(ts->frames);
+	ts->frames = fl.frames;
+	ts->nframes = fl.n;
+	ts->owns_frames = true;
+	return NULL;
+nomem:
+	free(fl.frames);
+	return &cq_error_nomem;
+}
+
+/* Each chain that runs on no thread, leaf first. */
+static struct cq_error *add_suspended(struct cxx *x, const struct cq_async_ctx *ctx)
+{
+	size_t max = ctx->unwind->max_frames ? ctx->unwind->max_frames : 1;
+	for (size_t i = 0; i < x->nframes; i++) {
+		if (x->frames[i].has_child || x->frames[i].on_thread)
+			continue;
+		if (ctx->stacks->nsuspended >= ctx->max_suspended) {
+			x->over_limit++;
+			continue;
+		}
+		/* A chain whose outer part runs on a thread is that thread's. */
+		bool running = false;
+		size_t depth = 0;
+		for (int64_t f = (int64_t)i; f >= 0 && depth < max;
+		     f = x->frames[f].parent, depth++)
+			running |= x->frames[f].on_thread;
+		if (running)
+			continue;
+		struct cq_frame_list fl = {0};
+		enum cq_unwind_end end = CQ_END_OUTERMOST;
+		depth = 0;
+		for (int64_t f = (int64_t)i; f >= 0; f = x->frames[f].parent, depth++) {
+			if (depth == max || x->suspended_frames == MAX_SUSPENDED_FRAMES) {
+				end = CQ_END_MAX_FRAMES;
+				break;
+			}
+			if (x->frames[f].listed) {
+				/*
+				 * Another chain holds this frame: a coroutine has
+				 * one awaiter, so the links are damaged.
+				 */
+				end = CQ_END_LOOP;
+				break;
+			}
+			x->frames[f].listed = true;
+			x->suspended_frames++;
+			struct cq_error *err = add_async(x, ctx, &fl, &x->frames[f], true);
+			if (err) {
+				free(fl.frames);
+				return err;
+			}
+		}
+		struct cq_suspended_stack s = {.kind = "cxx",
+		                               .leaf = x->frames[i].addr,
+		                               .frames = fl.frames,
+		                               .nframes = fl.n,
+		                               .end = end};
+		bool added;
+		struct cq_error *err = cq_async_add_suspended(ctx, &s, &added);
+		if (err)
+			return err;
+		if (added)
+			x->reported++;
+		else
+			x->over_limit++;
+	}
+	return NULL;
+}
+
+static struct cq_error *cxx_decode(void *state, const struct cq_async_ctx *ctx)
+{
+	struct cxx *x = state;
+	if (x->nomem)
+		return &cq_error_nomem;
+	double start = cq_clock_seconds();
+	x->scan_seconds = ctx->scan_seconds;
+	struct cq_error *err = confirm(x, ctx->target->mem);
+	if (!err)
+		err = link_frames(x, ctx->target->mem);
+	for (size_t t = 0; t < ctx->stacks->nthreads && !err; t++)
+		err = merge_thread(x, ctx, t);
+	if (!err)
+		err = add_suspended(x, ctx);
+	x->decode_seconds = cq_clock_seconds() - start;
+	return err;
+}
+
+/* The "cxx_" keys of the async statistics. */
+static void cxx_report(const void *state, const struct cq_async_ctx *ctx, struct cq_stats *out,
+                       struct cq_stats *warnings)
+{
+	(void)ctx;
+	(void)warnings;
+	const struct cxx none = {0};
+	const struct cxx *x = state ? state : &none;
+	cq_stats_bool(out, "cxx", state != NULL);
+	const char *keys[] = {"cxx_modules",    "cxx_coroutines", "cxx_scanned_bytes",
+	                      "cxx_candidates", "cxx_frames",     "cxx_links",
+	                      "cxx_cycles",     "cxx_running",    "cxx_merged",
+	                      "cxx_reported",   "cxx_over_limit"};
+	uint64_t vals[] = {x->modules, x->ntypes,   x->scanned_bytes, x->ncand,
+	                   x->nframes, x->links,    x->cycles,        x->running,
+	                   x->merged,  x->reported, x->over_limit};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cq_stats_uint(out, keys[i], vals[i]);
+	cq_stats_uint(out, "cxx_scan_us", (uint64_t)(x->scan_seconds * 1e6));
+	cq_stats_uint(out, "cxx_decode_us", (uint64_t)(x->decode_seconds * 1e6));
+	cq_stats_bool(out, "cxx_scan_truncated", x->truncated);
+	cq_stats_object(out, "cxx_rejected");
+	for (unsigned i = 0; i < REJECT_REASONS; i++)
+		cq_stats_uint(out, reject_names[i], x->rejected[i]);
+	cq_stats_end(out);
+}
+
+static const char *const cxx_kinds[] = {"cxx", NULL};
+
+const struct cq_async_runtime cq_async_cxx = {
+    .name = "cxx",
+    .kinds = cxx_kinds,
+    .listing = CQ_ASYNC_LIST_CHAINS,
+    .heading = "Suspended C++ coroutines",
+    .noun = "chain",
+    .leaf = "leaf frame",
+    .detect = cxx_detect,
+    .scan = cxx_scan,
+    .decode = cxx_decode,
+    .report = cxx_report,
+    .destroy = cxx_destroy,
+};
