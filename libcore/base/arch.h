@@ -73,6 +73,8 @@ struct cq_arch {
 	 * above its callee's.
 	 */
 	bool leaf_may_keep_sp;
+	/* The dynamic loader's standard path (glibc's PT_INTERP string). */
+	const char *interp_path;
 	uint64_t red_zone; /* bytes below sp a leaf function may use (ABI) */
 	/*
 	 * The frame record a frame pointer points at: the caller's frame pointer
