@@ -333,7 +333,7 @@ static bool file_symbol(const char *path, const char *name, uint64_t *value)
  * (qemu-user dumps no page of a file's text): AT_BASE is where the loader
  * was mapped, its file (the architecture's standard PT_INTERP path, under
  * --sysroot) gives _r_debug's offset, and the r_debug there must have a
- * known r_version and AT_BASE as its r_ldbase.  The loader's path goes to
+ * known r_version (1; 2 since glibc 2.35) and AT_BASE as its r_ldbase.  The loader's path goes to
  * interp (cap bytes); 0 when any of this fails.
  */
 static uint64_t loader_r_debug(struct cq_core *core, uint64_t page, char *interp, size_t cap)
@@ -351,10 +351,12 @@ static uint64_t loader_r_debug(struct cq_core *core, uint64_t page, char *interp
 	            load_range(ph, n, 0, page, &lo, &hi) && file_symbol(path, "_r_debug", &value) &&
 	            value >= lo && value < hi;
 	free(path);
+	if (!good || core->at_base < lo)
+		return 0;
 	uint64_t r_debug = core->at_base - lo + value;
-	if (!good || core->at_base < lo || !cq_mem_read_u64(&core->mem, r_debug, &version) ||
-	    !cq_mem_read_u64(&core->mem, r_debug + 32, &ldbase) || (uint32_t)version == 0 ||
-	    (uint32_t)version > 15 || ldbase != core->at_base)
+	if (!cq_mem_read_u64(&core->mem, r_debug, &version) ||
+	    !cq_mem_read_u64(&core->mem, r_debug + 32, &ldbase) || (uint32_t)version < 1 ||
+	    (uint32_t)version > 2 || ldbase != core->at_base)
 		return 0;
 	snprintf(interp, cap, "%s", name);
 	return r_debug;
@@ -446,6 +448,7 @@ struct cq_error *cq_link_map_mappings(struct cq_core *core)
 		file_interp(exe_path, interp, sizeof(interp));
 		free(exe_path);
 	} else {
+		free(exe_path); /* headers from a file that did not place the executable */
 		r_debug = loader_r_debug(core, page, interp, sizeof(interp));
 	}
 	if (!err && r_debug)
