@@ -44,7 +44,7 @@ enum cq_unwind_end {
 	CQ_END_MAX_FRAMES,
 	CQ_END_NO_UNWIND_INFO, /* no CFI, no frame pointer, nothing found by scanning */
 	CQ_END_BAD_MEMORY,     /* a read failed or the return address is not code */
-	CQ_END_LOOP,           /* the CFA did not increase, or a frame repeated */
+	CQ_END_LOOP,           /* the sp did not increase (see unwinder.c), or a frame repeated */
 	CQ_END_ASYNC_DETACHED, /* an async chain ended without a parent */
 };
 

@@ -126,6 +126,7 @@ struct walk {
 	struct cq_regs regs;
 	bool is_return_address;
 	bool at_signal_frame; /* the current frame's own row is a signal frame */
+	bool sp_kept;         /* the step to the current frame left sp where it was */
 	uint8_t trust;
 	bool have_stack;
 	uint64_t stack_lo, stack_hi;
@@ -274,12 +275,21 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 		*end = CQ_END_BAD_MEMORY;
 		return false;
 	}
-	/* Signal frames may switch stacks; every other step must move up the stack. */
-	if (!cq_regs_has(&caller, arch->sp_reg) || (!signal && new_sp <= sp) ||
+	/*
+	 * Signal frames may switch stacks; every other step must move up the
+	 * stack.  Where a call leaves the return address in a register, a leaf
+	 * that keeps no stack has its caller at its own sp (its CFA): that step
+	 * may keep sp, once in a row and to another pc, as the caller it
+	 * returns to saved its own return address on the stack.
+	 */
+	bool kept = !signal && new_sp == sp;
+	if (!cq_regs_has(&caller, arch->sp_reg) || (!signal && new_sp < sp) ||
+	    (kept && (!arch->leaf_may_keep_sp || w->sp_kept || new_pc == pc)) ||
 	    (signal && new_sp == sp && new_pc == pc)) {
 		*end = CQ_END_LOOP;
 		return false;
 	}
+	w->sp_kept = kept;
 	w->regs = caller;
 	w->trust = trust;
 	w->is_return_address = !signal;

@@ -65,7 +65,17 @@ struct cq_arch {
 	uint32_t pac_mask_note; /* note holding {data_mask, insn_mask} (NT_ARM_PAC_MASK); 0: none */
 	uint64_t tp_pthread_adjust; /* 0: struct pthread at tp; else at tp - sizeof(pthread) */
 	unsigned call_max_len;      /* longest call instruction, in bytes */
-	uint64_t red_zone;          /* bytes below sp a leaf function may use (ABI) */
+	/*
+	 * A call leaves the return address in a register (aarch64's link
+	 * register), not on the stack: a frame that calls nothing may keep no
+	 * stack at all, so its CFA, its caller's sp, equals its own sp.  On
+	 * x86_64 the call pushes the return address, and every caller's sp is
+	 * above its callee's.
+	 */
+	bool leaf_may_keep_sp;
+	/* The dynamic loader's standard path (glibc's PT_INTERP string). */
+	const char *interp_path;
+	uint64_t red_zone; /* bytes below sp a leaf function may use (ABI) */
 	/*
 	 * The frame record a frame pointer points at: the caller's frame pointer
 	 * at fp, the return address at fp + frame_ra_offset, and the caller's sp

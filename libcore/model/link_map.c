@@ -18,6 +18,7 @@
 
 #include "libcore/base/regular_file.h"
 #include "libcore/model/core.h"
+#include "libcore/model/module.h"
 
 #define MAX_PHNUM    256
 #define MAX_DYN      4096
@@ -84,17 +85,6 @@ static struct cq_error *add(struct found *f, uint64_t start, uint64_t end, const
 	return NULL;
 }
 
-/* The path of an object's file on this host: --exe for the executable, else under --sysroot. */
-static char *host_path(const struct cq_core *core, const char *name, bool is_exe)
-{
-	if (is_exe && core->options.exe)
-		return strdup(core->options.exe);
-	char *p;
-	if (asprintf(&p, "%s%s", core->options.sysroot ? core->options.sysroot : "", name) < 0)
-		return NULL;
-	return p;
-}
-
 /* The PT_INTERP string of the ELF file at path into buf (cap bytes), or "". */
 static void file_interp(const char *path, char *buf, size_t cap)
 {
@@ -123,8 +113,12 @@ static void file_interp(const char *path, char *buf, size_t cap)
 	close(fd);
 }
 
-/* The program headers (and e_entry) of the ELF file at path; false if unreadable. */
-static bool file_phdrs(const char *path, Elf64_Phdr *ph, size_t *n, uint64_t *entry)
+/*
+ * The program headers (and e_entry) of the ELF file at path, built for the
+ * core's architecture; false if unreadable or another architecture's.
+ */
+static bool file_phdrs(const struct cq_core *core, const char *path, Elf64_Phdr *ph, size_t *n,
+                       uint64_t *entry)
 {
 	int fd = path ? cq_open_regular(path) : -1;
 	if (fd < 0)
@@ -133,7 +127,8 @@ static bool file_phdrs(const char *path, Elf64_Phdr *ph, size_t *n, uint64_t *en
 	GElf_Ehdr eh;
 	size_t phnum = 0;
 	bool good = elf && gelf_getehdr(elf, &eh) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-	            elf_getphdrnum(elf, &phnum) == 0 && phnum > 0 && phnum <= MAX_PHNUM;
+	            eh.e_machine == core->arch->e_machine && elf_getphdrnum(elf, &phnum) == 0 &&
+	            phnum > 0 && phnum <= MAX_PHNUM;
 	for (size_t i = 0; good && i < phnum; i++) {
 		GElf_Phdr g;
 		if (!gelf_getphdr(elf, (int)i, &g)) {
@@ -163,8 +158,8 @@ static bool file_phdrs(const char *path, Elf64_Phdr *ph, size_t *n, uint64_t *en
  * The program headers of the object whose ELF header is at base: from core
  * memory, else from its file (name, under the sysroot).
  */
-static bool object_phdrs(struct cq_core *core, uint64_t base, const char *name, bool is_exe,
-                         Elf64_Phdr *ph, size_t *n, uint64_t *entry)
+static bool object_phdrs(struct cq_core *core, uint64_t base, const char *name, Elf64_Phdr *ph,
+                         size_t *n, uint64_t *entry)
 {
 	Elf64_Ehdr eh;
 	if (cq_mem_read(&core->mem, base, &eh, sizeof(eh)) &&
@@ -176,8 +171,11 @@ static bool object_phdrs(struct cq_core *core, uint64_t base, const char *name, 
 		*entry = eh.e_entry;
 		return true;
 	}
-	char *path = host_path(core, name, is_exe);
-	bool good = file_phdrs(path, ph, n, entry);
+	char *path;
+	bool at_recorded_path;
+	if (cq_module_host_path(core, name, false, 0, &path, &at_recorded_path))
+		return false;
+	bool good = file_phdrs(core, path, ph, n, entry);
 	free(path);
 	return good;
 }
@@ -189,26 +187,65 @@ static bool object_range(struct cq_core *core, uint64_t base, const char *name, 
 	Elf64_Phdr ph[MAX_PHNUM];
 	size_t n;
 	uint64_t entry;
-	return object_phdrs(core, base, name, false, ph, &n, &entry) &&
+	return object_phdrs(core, base, name, ph, &n, &entry) &&
 	       load_range(ph, n, base, page, start, end);
+}
+
+/* Whether path is a readable ELF file (of any architecture). */
+static bool is_elf_file(const char *path)
+{
+	int fd = cq_open_regular(path);
+	if (fd < 0)
+		return false;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	bool good = elf && elf_kind(elf) == ELF_K_ELF;
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return good;
+}
+
+/*
+ * The executable's file on this host, with its program headers: the first
+ * of its candidates (cq_module_host_path) that is an ELF file decides, as
+ * in module discovery; NULL when none is, or it is for another architecture.
+ */
+static char *executable_file(struct cq_core *core, const char *exe, Elf64_Phdr *ph, size_t *n,
+                             uint64_t *entry)
+{
+	for (unsigned which = 0;; which++) {
+		char *path;
+		bool at_recorded_path;
+		if (cq_module_host_path(core, exe, true, which, &path, &at_recorded_path) || !path)
+			return NULL;
+		if (is_elf_file(path)) {
+			if (file_phdrs(core, path, ph, n, entry))
+				return path;
+			free(path);
+			return NULL;
+		}
+		free(path);
+	}
 }
 
 /*
  * The executable: its load bias (from PT_PHDR, else AT_ENTRY against its
- * header's e_entry), its range and its PT_DYNAMIC address (0: none).
+ * header's e_entry), its range and its PT_DYNAMIC address (0: none).  Its
+ * program headers are read at AT_PHDR in core memory, else from its file
+ * (*path, which the caller frees; NULL when the core held them).
  */
 static bool executable(struct cq_core *core, const char *exe, uint64_t page, uint64_t *start,
-                       uint64_t *end, uint64_t *dynamic, uint64_t *dynsz)
+                       uint64_t *end, uint64_t *dynamic, uint64_t *dynsz, char **path)
 {
 	size_t n = core->at_phnum ? (size_t)core->at_phnum : 0;
 	Elf64_Phdr ph[MAX_PHNUM];
 	uint64_t entry = 0;
 	bool from_file = false;
+	*path = NULL;
 	if (!core->at_phdr || n == 0 || n > MAX_PHNUM ||
 	    !cq_mem_read(&core->mem, core->at_phdr, ph, n * sizeof(*ph))) {
-		char *path = host_path(core, exe, true);
-		from_file = file_phdrs(path, ph, &n, &entry);
-		free(path);
+		*path = executable_file(core, exe, ph, &n, &entry);
+		from_file = *path != NULL;
 		if (!from_file)
 			return false;
 	}
@@ -249,6 +286,80 @@ static uint64_t find_r_debug(struct cq_core *core, uint64_t dynamic, uint64_t dy
 			return val;
 	}
 	return 0;
+}
+
+/* The defined symbol name's value in the ELF file at path (.dynsym, then .symtab). */
+static bool file_symbol(const char *path, const char *name, uint64_t *value)
+{
+	int fd = path ? cq_open_regular(path) : -1;
+	if (fd < 0)
+		return false;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	bool found = false;
+	for (int pass = 0; elf && pass < 2 && !found; pass++) {
+		Elf_Scn *scn = NULL;
+		while (!found && (scn = elf_nextscn(elf, scn)) != NULL) {
+			GElf_Shdr sh;
+			Elf_Data *data;
+			if (!gelf_getshdr(scn, &sh) ||
+			    sh.sh_type != (pass == 0 ? SHT_DYNSYM : SHT_SYMTAB) ||
+			    sh.sh_entsize == 0 || !(data = elf_getdata(scn, NULL)))
+				continue;
+			size_t nsyms = (size_t)(sh.sh_size / sh.sh_entsize);
+			for (size_t i = 0; i < nsyms; i++) {
+				GElf_Sym sym;
+				const char *sname;
+				if (!gelf_getsym(data, (int)i, &sym))
+					break;
+				if (sym.st_shndx != SHN_UNDEF &&
+				    (sname = elf_strptr(elf, sh.sh_link, sym.st_name)) &&
+				    strcmp(sname, name) == 0) {
+					*value = sym.st_value;
+					found = true;
+					break;
+				}
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
+/*
+ * r_debug found through the dynamic loader, for a core whose executable
+ * has its program headers neither in core memory nor in a file here
+ * (qemu-user dumps no page of a file's text): AT_BASE is where the loader
+ * was mapped, its file (the architecture's standard PT_INTERP path, under
+ * --sysroot) gives _r_debug's offset, and the r_debug there must have a
+ * known r_version (1; 2 since glibc 2.35) and AT_BASE as its r_ldbase.  The loader's path goes to
+ * interp (cap bytes); 0 when any of this fails.
+ */
+static uint64_t loader_r_debug(struct cq_core *core, uint64_t page, char *interp, size_t cap)
+{
+	const char *name = core->arch->interp_path;
+	char *path;
+	bool at_recorded_path;
+	if (!core->at_base || !name || strlen(name) >= cap ||
+	    cq_module_host_path(core, name, false, 0, &path, &at_recorded_path))
+		return 0;
+	Elf64_Phdr ph[MAX_PHNUM];
+	size_t n;
+	uint64_t entry, value, lo, hi, version, ldbase;
+	bool good = file_phdrs(core, path, ph, &n, &entry) &&
+	            load_range(ph, n, 0, page, &lo, &hi) && file_symbol(path, "_r_debug", &value) &&
+	            value >= lo && value < hi;
+	free(path);
+	if (!good || core->at_base < lo)
+		return 0;
+	uint64_t r_debug = core->at_base - lo + value;
+	if (!cq_mem_read_u64(&core->mem, r_debug, &version) ||
+	    !cq_mem_read_u64(&core->mem, r_debug + 32, &ldbase) || (uint32_t)version < 1 ||
+	    (uint32_t)version > 2 || ldbase != core->at_base)
+		return 0;
+	snprintf(interp, cap, "%s", name);
+	return r_debug;
 }
 
 /* Whether addr is inside the vdso (its extent from its headers in core memory). */
@@ -320,20 +431,28 @@ struct cq_error *cq_link_map_mappings(struct cq_core *core)
 	if (page & (page - 1))
 		page = 4096;
 	struct found f = {0};
-	uint64_t start, end, dynamic, dynsz;
+	uint64_t start = 0, end, dynamic = 0, dynsz = 0, r_debug = 0;
 	struct cq_error *err = NULL;
+	char interp[MAX_NAME] = "";
+	char *exe_path = NULL;
 	const char *exe = core->execfn[0] ? core->execfn : core->has_psinfo ? core->fname : "";
-	if (!exe[0] || !executable(core, exe, page, &start, &end, &dynamic, &dynsz))
-		return NULL;
-	err = add(&f, start, end, exe);
-	uint64_t r_debug = dynamic ? find_r_debug(core, dynamic, dynsz) : 0;
-	if (!err && r_debug) {
-		char interp[MAX_NAME];
-		char *path = host_path(core, exe, true);
-		file_interp(path, interp, sizeof(interp));
-		free(path);
-		err = walk_objects(core, r_debug, start, interp, page, &f);
+	if (exe[0] && executable(core, exe, page, &start, &end, &dynamic, &dynsz, &exe_path)) {
+		err = add(&f, start, end, exe);
+		r_debug = dynamic ? find_r_debug(core, dynamic, dynsz) : 0;
+		if (!exe_path) {
+			Elf64_Phdr ph[MAX_PHNUM];
+			size_t n;
+			uint64_t entry;
+			exe_path = executable_file(core, exe, ph, &n, &entry);
+		}
+		file_interp(exe_path, interp, sizeof(interp));
+		free(exe_path);
+	} else {
+		free(exe_path); /* headers from a file that did not place the executable */
+		r_debug = loader_r_debug(core, page, interp, sizeof(interp));
 	}
+	if (!err && r_debug)
+		err = walk_objects(core, r_debug, start, interp, page, &f);
 	if (err || f.n == 0) {
 		free(f.map);
 		free(f.path_at);

@@ -111,16 +111,30 @@ static bool file_load_bias(Elf *elf, uint64_t map_start, uint64_t page, uint64_t
 	return false;
 }
 
-/* The on-disk name: sysroot + path. */
-static char *host_path(const struct cq_core *core, const struct cq_module *mod)
+struct cq_error *cq_module_host_path(const struct cq_core *core, const char *name, bool is_main,
+                                     unsigned which, char **path, bool *at_recorded_path)
 {
-	if (mod->is_main && core->options.exe)
-		return strdup(core->options.exe);
-	const char *root = core->options.sysroot ? core->options.sysroot : "";
-	char *p;
-	if (asprintf(&p, "%s%s", root, mod->name) < 0)
+	const char *root = core->options.sysroot;
+	*path = NULL;
+	*at_recorded_path = false;
+	if (is_main && core->options.exe) {
+		if (which == 0 && !(*path = strdup(core->options.exe)))
+			return &cq_error_nomem;
 		return NULL;
-	return p;
+	}
+	if (which == 0 && root) {
+		if (asprintf(path, "%s%s", root, name) < 0) {
+			*path = NULL;
+			return &cq_error_nomem;
+		}
+		return NULL;
+	}
+	if (which == (root ? 1u : 0u) && (!root || (is_main && name[0] == '/'))) {
+		*at_recorded_path = root != NULL;
+		if (!(*path = strdup(name)))
+			return &cq_error_nomem;
+	}
+	return NULL;
 }
 
 /*
@@ -138,46 +152,74 @@ static void strip_deleted(struct cq_module *mod)
 	}
 }
 
-/* Opens the module's file and decides FOUND / MISSING / MISMATCH. */
+/*
+ * Opens one candidate file for the module: FOUND (and the module takes the
+ * file), MISSING (no readable ELF file there) or MISMATCH (another
+ * architecture's file, or a build-id other than the core's).
+ */
+static enum cq_module_status try_module_file(struct cq_core *core, struct cq_module *mod,
+                                             const struct mem_elf_info *info, uint64_t page,
+                                             char *path)
+{
+	int fd = cq_open_regular(path);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+	GElf_Ehdr eh;
+	enum cq_module_status status = CQ_MODULE_MISSING;
+	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh)) {
+		const void *id = NULL;
+		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &id);
+		bool core_has_id = info->build_id_len > 0;
+		status = CQ_MODULE_MISMATCH;
+		if (eh.e_machine == core->arch->e_machine &&
+		    (!core_has_id || (idlen == (ssize_t)info->build_id_len &&
+		                      memcmp(id, info->build_id, info->build_id_len) == 0))) {
+			if (!core_has_id && idlen > 0 && idlen <= CQ_BUILD_ID_MAX) {
+				memcpy(mod->build_id, id, (size_t)idlen);
+				mod->build_id_len = (size_t)idlen;
+			}
+			if (!info->has_bias && !file_load_bias(elf, mod->start, page, &mod->bias))
+				mod->bias = 0;
+			mod->file_path = path;
+			mod->elf = elf;
+			mod->fd = fd;
+			return CQ_MODULE_FOUND;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return status;
+}
+
+/*
+ * Finds the module's file among its candidates (cq_module_host_path): the
+ * first that is there decides, FOUND or MISMATCH (a file under --sysroot
+ * with another build-id is reported, not passed over); MISSING when none is.
+ */
 static struct cq_error *open_module_file(struct cq_core *core, struct cq_module *mod,
                                          const struct mem_elf_info *info, uint64_t page)
 {
 	mod->status = CQ_MODULE_MISSING;
-	char *path = host_path(core, mod);
-	if (!path)
-		return &cq_error_nomem;
-	int fd = cq_open_regular(path);
-	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		if (elf)
-			elf_end(elf);
-		if (fd >= 0)
-			close(fd);
-		free(path);
-		return NULL;
+	for (unsigned which = 0;; which++) {
+		bool at_recorded_path;
+		char *path;
+		struct cq_error *err = cq_module_host_path(core, mod->name, mod->is_main, which,
+		                                           &path, &at_recorded_path);
+		if (err || !path)
+			return err;
+		enum cq_module_status status = try_module_file(core, mod, info, page, path);
+		if (status == CQ_MODULE_FOUND) {
+			mod->status = CQ_MODULE_FOUND;
+			mod->file_at_recorded_path = at_recorded_path;
+			return NULL;
+		}
+		if (status == CQ_MODULE_MISMATCH) {
+			mod->status = CQ_MODULE_MISMATCH;
+			return NULL;
+		}
 	}
-	const void *id = NULL;
-	ssize_t idlen = dwelf_elf_gnu_build_id(elf, &id);
-	bool core_has_id = info->build_id_len > 0;
-	if (core_has_id && (idlen != (ssize_t)info->build_id_len ||
-	                    memcmp(id, info->build_id, info->build_id_len) != 0)) {
-		mod->status = CQ_MODULE_MISMATCH;
-		elf_end(elf);
-		close(fd);
-		free(path);
-		return NULL;
-	}
-	if (!core_has_id && idlen > 0 && idlen <= CQ_BUILD_ID_MAX) {
-		memcpy(mod->build_id, id, (size_t)idlen);
-		mod->build_id_len = (size_t)idlen;
-	}
-	if (!info->has_bias && !file_load_bias(elf, mod->start, page, &mod->bias))
-		mod->bias = 0;
-	mod->status = CQ_MODULE_FOUND;
-	mod->file_path = path;
-	mod->elf = elf;
-	mod->fd = fd;
-	return NULL;
 }
 
 /* Adds the file's bytes behind every mapping of the module as fallback memory. */

@@ -5,7 +5,8 @@ A file is used only if its build-id matches the core's.  Checked here:
 --sysroot finds every module under another root; --exe names the
 executable; a file with a different build-id is reported as `mismatch`
 (and, being unused, gives no symbols); a sysroot that lacks the files makes
-every module `missing` and info still works; build-ids agree with
+every library `missing` and info still works, while the executable is
+found at its recorded path (issue 32); build-ids agree with
 eu-readelf's reading of the files themselves; the vdso comes from core
 memory.
 """
@@ -71,12 +72,22 @@ def main():
         ok(main_mod and main_mod[0]["status"] == "found" and main_mod[0]["file"] == exe,
            "--exe overrides the executable's path", str(main_mod))
 
-        # An empty sysroot: everything missing, info still complete.
+        # An empty sysroot: every library missing, info still complete; the
+        # executable, which lies at its recorded path, is found there, and
+        # one warning says so.
         empty = os.path.join(tmp, "empty")
         os.makedirs(empty)
         got, r = coreq_json("info", "--format", "json", "--sysroot", empty, core)
-        ok(all(m["status"] == "missing" for m in got["modules"] if m["path"] != "[vdso]"),
-           "an empty sysroot leaves every file module missing and still exits 0", r.stderr)
+        libs = [m for m in got["modules"] if m["path"] != "[vdso]"
+                and os.path.realpath(m["path"]) != os.path.realpath(exe)]
+        ok(libs and all(m["status"] == "missing" for m in libs),
+           "an empty sysroot leaves every library missing and still exits 0", r.stderr)
+        main_mod = [m for m in got["modules"] if os.path.realpath(m["path"]) == os.path.realpath(exe)]
+        warn = [l for l in r.stderr.splitlines() if "not under --sysroot" in l]
+        ok(main_mod and main_mod[0]["status"] == "found" and main_mod[0]["file"] == main_mod[0]["path"]
+           and len(warn) == 1 and exe in warn[0],
+           "the executable, not under the sysroot, is found at its recorded path, and a warning says so",
+           [str(main_mod), r.stderr])
         ok(len(got["threads"]) == len(info["threads"]), "threads are all reported without files")
     finally:
         shutil.rmtree(tmp)

@@ -10,7 +10,8 @@
  * follow from the addresses the test chose: each object's PT_LOAD extent,
  * moved by its load address and rounded out to pages, sorted by start.
  * Then the walk's defences: a cycle, a static executable, unreadable
- * r_debug, no auxv.
+ * r_debug, no auxv; and a core whose executable has no program headers
+ * anywhere, whose list is found through the loader (AT_BASE, _r_debug).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,9 +29,12 @@
 #include "tests/unit/core_writer.h"
 #include "tests/unit/elf_writer.h"
 
-#define EXE_BASE 0x555500000000ull /* PIE load bias */
-#define LIBA     0x7f0000000000ull
-#define LIBB     0x7f0000100000ull
+#define EXE_BASE   0x555500000000ull /* PIE load bias */
+#define LIBA       0x7f0000000000ull
+#define LIBB       0x7f0000100000ull
+#define LDSO       0x7f0000200000ull             /* the dynamic loader (AT_BASE) */
+#define LD_R_DEBUG 0x2000                        /* _r_debug in the loader's file and memory */
+#define LDSO_PATH  "/lib64/ld-linux-x86-64.so.2" /* x86_64's standard PT_INTERP */
 
 /* Addresses inside the executable's memory (offsets from EXE_BASE). */
 #define PHDR_AT   0x40
@@ -39,12 +43,13 @@
 #define LM_EXE    0x2100
 #define LM_A      0x2140
 #define LM_B      0x2180
+#define LM_LD     0x21c0
 #define NAME_A    0x2300
 #define NAME_B    0x2340
 #define EXECFN_AT 0x2400
 
 static char dir[64], core_path[96];
-static uint8_t exe_mem[0x3000], liba_mem[0x1000];
+static uint8_t exe_mem[0x3000], liba_mem[0x1000], ldso_mem[0x1000];
 
 static void put_phdr(uint8_t *p, uint32_t type, uint64_t vaddr, uint64_t memsz)
 {
@@ -66,6 +71,9 @@ struct layout {
 	bool cycle;        /* libB's l_next points back at libA's entry */
 	bool no_auxv_phdr; /* AT_PHDR missing */
 	bool with_nt_file; /* an NT_FILE note is present */
+	/* No AT_PHDR and no executable file: r_debug found through the loader at
+	 * AT_BASE, its r_ldbase this value (LDSO is right). */
+	uint64_t loader_ldbase;
 };
 
 /* Writes the core for l to core_path. */
@@ -88,7 +96,17 @@ static void write_core(const struct layout *l)
 	cw_put(exe_mem + R_DEBUG + 8, EXE_BASE + LM_EXE, 8);
 	put_link_map(LM_EXE, EXE_BASE, 0, EXE_BASE + LM_A);
 	put_link_map(LM_A, LIBA, EXE_BASE + NAME_A, EXE_BASE + LM_B);
-	put_link_map(LM_B, LIBB, EXE_BASE + NAME_B, l->cycle ? EXE_BASE + LM_A : 0);
+	put_link_map(LM_B, LIBB, EXE_BASE + NAME_B,
+	             l->cycle           ? EXE_BASE + LM_A
+	             : l->loader_ldbase ? EXE_BASE + LM_LD
+	                                : 0);
+	/* The loader's entry names it with the executable's PT_INTERP, in a page
+	 * the core lacks. */
+	put_link_map(LM_LD, LDSO, 0x1000, 0);
+	memset(ldso_mem, 0, sizeof(ldso_mem));
+	cw_put(ldso_mem, 1, 4);
+	cw_put(ldso_mem + 8, EXE_BASE + LM_EXE, 8);
+	cw_put(ldso_mem + 32, l->loader_ldbase, 8);
 	strcpy((char *)exe_mem + NAME_A, "/lib/libA.so.1");
 	strcpy((char *)exe_mem + NAME_B, "/lib/libB.so.2");
 	strcpy((char *)exe_mem + EXECFN_AT, "/usr/bin/app");
@@ -104,12 +122,14 @@ static void write_core(const struct layout *l)
 	cw_prstatus(&w, 100, 11, EXE_BASE + 0x100, EXE_BASE + 0x2f00, 0);
 	uint8_t av[6 * 16] = {0};
 	unsigned k = 0;
+	bool no_phdr = l->no_auxv_phdr || l->loader_ldbase;
 	uint64_t pairs[][2] = {{AT_PAGESZ, 4096},
 	                       {AT_PHNUM, 3},
 	                       {AT_EXECFN, EXE_BASE + EXECFN_AT},
-	                       {l->no_auxv_phdr ? AT_IGNORE : AT_PHDR, EXE_BASE + PHDR_AT},
+	                       {no_phdr ? AT_IGNORE : AT_PHDR, EXE_BASE + PHDR_AT},
+	                       {l->loader_ldbase ? AT_BASE : AT_IGNORE, LDSO},
 	                       {AT_NULL, 0}};
-	for (; k < 5; k++) {
+	for (; k < 6; k++) {
 		cw_put(av + 16 * k, pairs[k][0], 8);
 		cw_put(av + 16 * k + 8, pairs[k][1], 8);
 	}
@@ -126,6 +146,8 @@ static void write_core(const struct layout *l)
 	}
 	cw_load(&w, EXE_BASE, exe_mem, sizeof(exe_mem), PF_R | PF_W);
 	cw_load(&w, LIBA, liba_mem, sizeof(liba_mem), PF_R);
+	if (l->loader_ldbase)
+		cw_load(&w, LDSO + LD_R_DEBUG, ldso_mem, sizeof(ldso_mem), PF_R | PF_W);
 	assert_int_equal(cw_write(&w, core_path, 0), 0);
 }
 
@@ -182,7 +204,17 @@ static int setup(void **state)
 	snprintf(lib, sizeof(lib), "%s/lib/libB.so.2", dir);
 	static const struct ew_sym f[] = {{"f", 0x1000, 0x10, STT_FUNC, STB_GLOBAL, false}};
 	struct ew_spec spec = {.dynsyms = f, .ndyn = 1, .soname = "libB.so.2"};
-	return ew_write(&spec, lib);
+	if (ew_write(&spec, lib) != 0)
+		return -1;
+	/* The loader: its file under the sysroot at the standard path, _r_debug exported. */
+	snprintf(lib, sizeof(lib), "%s/lib64", dir);
+	if (mkdir(lib, 0755) != 0)
+		return -1;
+	snprintf(lib, sizeof(lib), "%s%s", dir, LDSO_PATH);
+	static const struct ew_sym r[] = {
+	    {"_r_debug", LD_R_DEBUG, 40, STT_OBJECT, STB_GLOBAL, false}};
+	struct ew_spec ld = {.dynsyms = r, .ndyn = 1, .soname = "ld-linux-x86-64.so.2"};
+	return ew_write(&ld, lib);
 }
 
 static int teardown(void **state)
@@ -241,6 +273,29 @@ static void test_nothing_without_program_headers(void **state)
 	cq_core_close(core);
 }
 
+/*
+ * No program headers anywhere (qemu-user's cores hold no page of the
+ * executable's file, and no file stands for it here): r_debug comes from
+ * the loader at AT_BASE, whose file gives _r_debug's offset.  The libraries
+ * and the loader are found; the executable, without headers, is not.
+ */
+static void test_without_the_executable_the_loader_gives_r_debug(void **state)
+{
+	(void)state;
+	struct layout l = {.loader_ldbase = LDSO};
+	struct cq_core *core = open_core(&l);
+	assert_true(core->mappings_from_link_map);
+	const struct want ld = {LDSO, LDSO + EW_TEXT_VA + EW_TEXT_LEN, LDSO_PATH};
+	const struct want w[] = {liba, libb, ld};
+	has_mappings(core, w, 3);
+	cq_core_close(core);
+	/* An r_debug whose r_ldbase is not AT_BASE is not the loader's. */
+	l = (struct layout){.loader_ldbase = LDSO + 0x1000};
+	core = open_core(&l);
+	assert_int_equal(core->nmappings, 0);
+	cq_core_close(core);
+}
+
 static void test_nt_file_wins(void **state)
 {
 	(void)state;
@@ -259,6 +314,7 @@ int main(void)
 	    cmocka_unit_test(test_a_cycle_ends_the_walk),
 	    cmocka_unit_test(test_static_or_unreadable_list_gives_the_executable),
 	    cmocka_unit_test(test_nothing_without_program_headers),
+	    cmocka_unit_test(test_without_the_executable_the_loader_gives_r_debug),
 	    cmocka_unit_test(test_nt_file_wins),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

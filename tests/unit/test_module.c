@@ -299,6 +299,56 @@ static void test_core_build_id_note_of_odd_size(void **state)
 	cq_core_close(core);
 }
 
+/* Collects every candidate cq_module_host_path gives, joined by spaces, into out. */
+static void candidates(const struct cq_core_options *o, const char *name, bool is_main, char *out,
+                       size_t cap, unsigned *recorded)
+{
+	struct cq_core core = {.options = *o};
+	out[0] = '\0';
+	*recorded = 0;
+	for (unsigned which = 0; which < 8; which++) {
+		char *path;
+		bool at_recorded_path;
+		assert_null(
+		    cq_module_host_path(&core, name, is_main, which, &path, &at_recorded_path));
+		if (!path)
+			return;
+		if (at_recorded_path)
+			*recorded |= 1u << which;
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? " " : "", path);
+		free(path);
+	}
+	fail_msg("more than 8 candidates");
+}
+
+/*
+ * The files tried for a module: --exe alone for the executable; under
+ * --sysroot, then (the executable only, an absolute name) the recorded path.
+ */
+static void test_host_path_candidates(void **state)
+{
+	(void)state;
+	char got[512];
+	unsigned rec;
+	struct cq_core_options none = {0}, root = {.sysroot = "/r"},
+	                       exe = {.sysroot = "/r", .exe = "/x/app"};
+	candidates(&none, "/usr/bin/app", true, got, sizeof(got), &rec);
+	assert_string_equal(got, "/usr/bin/app");
+	assert_int_equal(rec, 0);
+	candidates(&root, "/usr/bin/app", true, got, sizeof(got), &rec);
+	assert_string_equal(got, "/r/usr/bin/app /usr/bin/app");
+	assert_int_equal(rec, 2);
+	candidates(&root, "/lib/libc.so.6", false, got, sizeof(got), &rec);
+	assert_string_equal(got, "/r/lib/libc.so.6");
+	candidates(&root, "app", true, got, sizeof(got), &rec); /* a command name, not a path */
+	assert_string_equal(got, "/rapp");
+	candidates(&exe, "/usr/bin/app", true, got, sizeof(got), &rec);
+	assert_string_equal(got, "/x/app");
+	assert_int_equal(rec, 0);
+	candidates(&exe, "/lib/libc.so.6", false, got, sizeof(got), &rec);
+	assert_string_equal(got, "/r/lib/libc.so.6");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +359,7 @@ int main(void)
 	    cmocka_unit_test(test_core_module_mismatch_ignores_the_file),
 	    cmocka_unit_test(test_core_module_missing_file),
 	    cmocka_unit_test(test_core_build_id_note_of_odd_size),
+	    cmocka_unit_test(test_host_path_candidates),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -586,6 +586,120 @@ static void test_cfa_decreasing_is_loop(void **state)
 	assert_int_equal(w.n, 1);
 }
 
+/* ---- aarch64: a leaf that keeps no stack ------------------------------------------ */
+
+enum { A64_X29 = 29, A64_X30 = 30, A64_SP = 31, A64_PC = 32, A64_NREGS = 33 };
+enum { A64_STRIDE = A64_NREGS + 1 };
+
+/* aarch64 rule sets: CFA = sp + cfa_off; x30 the same, or at CFA + ra_off (ra_off != 1). */
+struct a64_tb {
+	struct cq_cfi_row rows[8];
+	size_t nrows;
+	struct cq_cfi_rule rules[4 * A64_STRIDE];
+	size_t nrulesets;
+};
+
+static uint32_t a64_ruleset(struct a64_tb *b, int32_t cfa_off, int32_t ra_off)
+{
+	assert_true(b->nrulesets < 4);
+	struct cq_cfi_rule *rs = &b->rules[b->nrulesets * A64_STRIDE];
+	memset(rs, 0, A64_STRIDE * sizeof(*rs));
+	rs[0] =
+	    (struct cq_cfi_rule){.kind = CQ_CFI_CFA_REG_OFFSET, .reg = A64_SP, .value = cfa_off};
+	if (ra_off == 1) {
+		rs[1 + A64_X30].kind = CQ_CFI_SAME;
+	} else if (ra_off != 0) {
+		rs[1 + A64_X30] = (struct cq_cfi_rule){.kind = CQ_CFI_OFFSET, .value = ra_off};
+		rs[1 + A64_X29] = (struct cq_cfi_rule){.kind = CQ_CFI_OFFSET, .value = ra_off - 8};
+	}
+	return (uint32_t)b->nrulesets++;
+}
+
+static void a64_install(struct fake *f, struct a64_tb *b)
+{
+	struct cq_error *err = cq_cfi_table_from_parts(0x401000, A64_NREGS, b->rows, b->nrows,
+	                                               b->rules, b->nrulesets, NULL, 0, &f->table);
+	if (err)
+		fail_msg("cq_cfi_table_from_parts: %s", err->message);
+	f->bias = 0;
+}
+
+static void a64_walk(struct fake *f, uint64_t pc, uint64_t sp, uint64_t x30,
+                     const struct cq_arch *arch, struct walk_result *w)
+{
+	struct cq_regs regs = {.valid = 0};
+	cq_regs_set(&regs, A64_PC, pc);
+	cq_regs_set(&regs, A64_SP, sp);
+	cq_regs_set(&regs, A64_X30, x30);
+	struct cq_unwind_options o;
+	cq_unwind_options_default(&o);
+	o.allow_scan = false;
+	struct cq_unwind_target t = {.ops = &fake_ops, .ctx = f, .arch = arch};
+	memset(w, 0, sizeof(*w));
+	cq_unwind_thread(&t, &regs, &o, w->frames, &w->n, &w->end);
+}
+
+/*
+ * A recursive function as gcc -O2 shrink-wraps it on aarch64: descend's
+ * recursive path [0x402000, 0x402040) saves x29 and x30 (CFA = sp + 16),
+ * its last level [0x402040, 0x402050) keeps no stack (CFA = sp, x30 the
+ * same) and faults there; main [0x403000, 0x403100) is outermost.  The
+ * faulting level's caller is at its own sp; every level above moves up.
+ */
+static void test_aarch64_leaf_without_stack_returns_to_a_caller_at_its_sp(void **state)
+{
+	struct fake *f = *state;
+	struct a64_tb b = {.nrows = 0};
+	uint32_t framed = a64_ruleset(&b, 16, -8), leaf = a64_ruleset(&b, 0, 1);
+	uint32_t outer = a64_ruleset(&b, 0, 0);
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x1000, framed};
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x1040, leaf};
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x1050, CQ_CFI_NO_RULES};
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x2000, outer};
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x2100, CQ_CFI_NO_RULES};
+	a64_install(f, &b);
+	poke(f, S(0x108), 0x402020); /* level 2's saved x30: level 3 */
+	poke(f, S(0x118), 0x403010); /* level 3's saved x30: main */
+	struct walk_result w;
+	a64_walk(f, 0x402044, S(0x100), 0x402020, &cq_arch_aarch64, &w);
+	check_end(&w, CQ_END_OUTERMOST);
+	assert_int_equal(w.n, 4);
+	check_frame(&w, 0, 0x402044, S(0x100), CQ_TRUST_CONTEXT, false);
+	check_frame(&w, 1, 0x402020, S(0x100), CQ_TRUST_CFI, true);
+	check_frame(&w, 2, 0x402020, S(0x110), CQ_TRUST_CFI, true);
+	check_frame(&w, 3, 0x403010, S(0x120), CQ_TRUST_CFI, true);
+	/* Where calls push the return address (x86_64), the same step is a loop. */
+	struct cq_arch pushing = cq_arch_aarch64;
+	pushing.leaf_may_keep_sp = false;
+	a64_walk(f, 0x402044, S(0x100), 0x402020, &pushing, &w);
+	check_end(&w, CQ_END_LOOP);
+	assert_int_equal(w.n, 1);
+}
+
+/* A step that keeps sp is taken once in a row, and never back to the same pc. */
+static void test_aarch64_sp_kept_twice_or_to_the_same_pc_is_loop(void **state)
+{
+	struct fake *f = *state;
+	struct a64_tb b = {.nrows = 0};
+	uint32_t leaf = a64_ruleset(&b, 0, 1), odd = a64_ruleset(&b, 0, 8);
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x0000, leaf};
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x0100, CQ_CFI_NO_RULES};
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x1000, odd}; /* x30 at CFA + 8 = sp + 8 */
+	b.rows[b.nrows++] = (struct cq_cfi_row){0x1100, CQ_CFI_NO_RULES};
+	a64_install(f, &b);
+	struct walk_result w;
+	/* x30 points back into the leaf itself: same pc, same sp. */
+	a64_walk(f, 0x401010, S(0x100), 0x401010, &cq_arch_aarch64, &w);
+	check_end(&w, CQ_END_LOOP);
+	assert_int_equal(w.n, 1);
+	/* leaf -> odd at the same sp -> leaf again at the same sp: the second is refused. */
+	poke(f, S(0x108), 0x401030);
+	a64_walk(f, 0x401010, S(0x100), 0x402020, &cq_arch_aarch64, &w);
+	check_end(&w, CQ_END_LOOP);
+	assert_int_equal(w.n, 2);
+	check_frame(&w, 1, 0x402020, S(0x100), CQ_TRUST_CFI, true);
+}
+
 static void test_frame_pointer_self_loop_terminates(void **state)
 {
 	struct fake *f = *state;
@@ -1644,6 +1758,8 @@ int main(void)
 	    T(test_return_address_outside_code_is_bad_memory),
 	    T(test_cfa_not_increasing_is_loop),
 	    T(test_cfa_decreasing_is_loop),
+	    T(test_aarch64_leaf_without_stack_returns_to_a_caller_at_its_sp),
+	    T(test_aarch64_sp_kept_twice_or_to_the_same_pc_is_loop),
 	    T(test_frame_pointer_self_loop_terminates),
 	    T(test_frame_pointer_two_frame_cycle_terminates),
 	    T(test_garbage_frame_pointer_without_scan_is_no_unwind_info),
