@@ -451,6 +451,23 @@ static void drop_error(struct cq_symbolizer *s, struct cq_error *err)
 }
 
 /*
+ * A DWARF section of dw's file, as bytes this file's readers take: little
+ * endian and not compressed (libdw inflates the sections it reads itself);
+ * NULL otherwise, the caller then answering through libdw alone.
+ */
+static Elf_Data *dwarf_section(Dwarf *dw, const char *name)
+{
+	Elf *elf = dwarf_getelf(dw);
+	GElf_Ehdr eh;
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf && gelf_getehdr(elf, &eh) && eh.e_ident[EI_DATA] == ELFDATA2LSB
+	                   ? cq_elf_section(elf, name, &sh)
+	                   : NULL;
+	Elf_Data *data = scn && !(sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL) : NULL;
+	return data && data->d_buf ? data : NULL;
+}
+
+/*
  * The file table of the unit's line program (line_files.h), read once per
  * unit in a row: NULL when the unit has none or it cannot be read (file
  * names are then libdw's joined paths).
@@ -469,14 +486,8 @@ static const struct cq_line_files *unit_files(struct sym_module *sm, Dwarf_Die *
 	sm->files_ok = false;
 	sm->files_dwarf = dw;
 	sm->files_offset = offset;
-	Elf *elf = dwarf_getelf(dw);
-	GElf_Ehdr eh;
-	GElf_Shdr sh;
-	Elf_Scn *scn = elf && gelf_getehdr(elf, &eh) && eh.e_ident[EI_DATA] == ELFDATA2LSB
-	                   ? cq_elf_section(elf, ".debug_line", &sh)
-	                   : NULL;
-	Elf_Data *data = scn && !(sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL) : NULL;
-	if (!data || !data->d_buf)
+	Elf_Data *data = dwarf_section(dw, ".debug_line");
+	if (!data)
 		return NULL;
 	struct cq_error *err = cq_line_files_parse(data->d_buf, data->d_size, offset, &sm->files);
 	sm->files_ok = !err;
@@ -630,14 +641,8 @@ static const struct cq_aranges *module_aranges(struct sym_module *sm, Dwarf *dw)
 	if (sm->aranges_read)
 		return &sm->aranges;
 	sm->aranges_read = true;
-	Elf *elf = dwarf_getelf(dw);
-	GElf_Ehdr eh;
-	GElf_Shdr sh;
-	Elf_Scn *scn = elf && gelf_getehdr(elf, &eh) && eh.e_ident[EI_DATA] == ELFDATA2LSB
-	                   ? cq_elf_section(elf, ".debug_aranges", &sh)
-	                   : NULL;
-	Elf_Data *data = scn && !(sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL) : NULL;
-	if (data && data->d_buf)
+	Elf_Data *data = dwarf_section(dw, ".debug_aranges");
+	if (data)
 		drop_error(sm->owner, cq_aranges_parse(data->d_buf, data->d_size, &sm->aranges));
 	return &sm->aranges;
 }

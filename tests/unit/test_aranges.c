@@ -23,18 +23,8 @@
 #include <cmocka.h>
 
 #include "libcore/symbols/aranges.h"
+#include "byte_buf.h"
 #include "libc_debuginfo.h"
-
-struct buf {
-	uint8_t b[512];
-	size_t n;
-};
-
-static void put(struct buf *b, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++)
-		b->b[b->n++] = i < 8 ? (uint8_t)(v >> (8 * i)) : 0;
-}
 
 /* A 32-bit DWARF set at the end of b with address size 8; returns its start. */
 static size_t set32(struct buf *b, uint16_t version, uint64_t unit, uint8_t address_size,

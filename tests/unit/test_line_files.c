@@ -23,24 +23,27 @@
 
 #include "libcore/base/elf_section.h"
 #include "libcore/symbols/line_files.h"
+#include "byte_buf.h"
 #include "libc_debuginfo.h"
-
-struct buf {
-	uint8_t b[512];
-	size_t n;
-};
-
-static void put(struct buf *b, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++)
-		b->b[b->n++] = i < 8 ? (uint8_t)(v >> (8 * i)) : 0;
-}
 
 static void put_str(struct buf *b, const char *s)
 {
 	size_t n = strlen(s) + 1;
 	memcpy(b->b + b->n, s, n);
 	b->n += n;
+}
+
+/* minimum_instruction_length up to the standard opcode lengths (DWARF 4 and 5 alike). */
+static void put_program_params(struct buf *b)
+{
+	put(b, 1, 1); /* minimum_instruction_length */
+	put(b, 1, 1); /* maximum_operations_per_instruction */
+	put(b, 1, 1); /* default_is_stmt */
+	put(b, 0xfb, 1);
+	put(b, 14, 1);
+	put(b, 13, 1); /* opcode_base */
+	for (int i = 1; i < 13; i++)
+		put(b, 0, 1);
 }
 
 /* Patches the 4-byte unit and header lengths once the header is laid out. */
@@ -59,14 +62,7 @@ static size_t v4_header(struct buf *b)
 	put(b, 4, 2);
 	size_t at = b->n;
 	put(b, 0, 4); /* header_length, patched */
-	put(b, 1, 1); /* min_inst_length */
-	put(b, 1, 1); /* max_ops */
-	put(b, 1, 1); /* default_is_stmt */
-	put(b, 0xfb, 1);
-	put(b, 14, 1);
-	put(b, 13, 1); /* opcode_base */
-	for (int i = 1; i < 13; i++)
-		put(b, 0, 1);
+	put_program_params(b);
 	put_str(b, "src");
 	put_str(b, "/usr/include");
 	put_str(b, "");
@@ -130,14 +126,7 @@ static size_t v5_header64(struct buf *b)
 	put(b, 0, 1);
 	size_t header_at = b->n;
 	put(b, 0, 8);
-	put(b, 1, 1);
-	put(b, 1, 1);
-	put(b, 1, 1);
-	put(b, 0xfb, 1);
-	put(b, 14, 1);
-	put(b, 13, 1);
-	for (int i = 1; i < 13; i++)
-		put(b, 0, 1);
+	put_program_params(b);
 	put(b, 1, 1); /* directory format: path as a string */
 	put(b, DW_LNCT_path, 1);
 	put(b, DW_FORM_string, 1);
