@@ -193,6 +193,11 @@ struct cmd_sender {
  */
 void cmd_print_si_code(int64_t signo, int64_t code, const struct cmd_sender *sender);
 
+struct cq_si_code;
+/* The JSON members si_code_name, sender_pid and sender_uid (null where absent). */
+void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
+                     const struct cmd_sender *sender);
+
 /* Writes the "core" member shared by every command's JSON output. */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct cq_capture *cap);
 

@@ -323,6 +323,23 @@ void cmd_print_si_code(int64_t signo, int64_t code, const struct cmd_sender *sen
 		       (long long)sender->uid);
 }
 
+void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
+                     const struct cmd_sender *sender)
+{
+	cq_json_key(j, "si_code_name");
+	cq_json_string(j, what ? what->name : NULL);
+	cq_json_key(j, "sender_pid");
+	if (sender)
+		cq_json_int(j, sender->pid);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "sender_uid");
+	if (sender)
+		cq_json_int(j, sender->uid);
+	else
+		cq_json_null(j);
+}
+
 static void json_signal(struct cq_json *j, const struct cq_core *core)
 {
 	int sig = cq_core_signal(core);
@@ -336,19 +353,9 @@ static void json_signal(struct cq_json *j, const struct cq_core *core)
 		cq_json_int(j, si->code);
 	else
 		cq_json_null(j);
-	const struct cq_si_code *what = si->present ? cq_si_code_find(si->signo, si->code) : NULL;
-	cq_json_key(j, "si_code_name");
-	cq_json_string(j, what ? what->name : NULL);
-	cq_json_key(j, "sender_pid");
-	if (si->has_sender)
-		cq_json_int(j, si->sender_pid);
-	else
-		cq_json_null(j);
-	cq_json_key(j, "sender_uid");
-	if (si->has_sender)
-		cq_json_int(j, si->sender_uid);
-	else
-		cq_json_null(j);
+	cmd_json_sender(j, si->present ? cq_si_code_find(si->signo, si->code) : NULL,
+	                si->has_sender ? &(struct cmd_sender){si->sender_pid, si->sender_uid, false}
+	                               : NULL);
 	cq_json_key(j, "fault_address");
 	if (core->siginfo.has_addr)
 		cq_json_hex(j, core->siginfo.addr);

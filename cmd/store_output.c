@@ -104,20 +104,9 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_int(j, c->si_code);
 	else
 		cq_json_null(j);
-	const struct cq_si_code *what =
-	    c->has_si_code ? cq_si_code_find(c->signal, c->si_code) : NULL;
-	cq_json_key(j, "si_code_name");
-	cq_json_string(j, what ? what->name : NULL);
-	cq_json_key(j, "sender_pid");
-	if (c->has_sender)
-		cq_json_int(j, c->sender_pid);
-	else
-		cq_json_null(j);
-	cq_json_key(j, "sender_uid");
-	if (c->has_sender)
-		cq_json_int(j, c->sender_uid);
-	else
-		cq_json_null(j);
+	cmd_json_sender(j, c->has_si_code ? cq_si_code_find(c->signal, c->si_code) : NULL,
+	                c->has_sender ? &(struct cmd_sender){c->sender_pid, c->sender_uid, false}
+	                              : NULL);
 	cq_json_key(j, "fault_address");
 	if (c->has_fault_address)
 		cq_json_hex(j, c->fault_address);
