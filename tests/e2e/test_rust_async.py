@@ -151,8 +151,7 @@ def check_gdb(case, ours):
     norm = lambda fn: vs_gdb.KNOWN_ALIASES.get(vs_gdb.normalise(fn), vs_gdb.normalise(fn))
     mine = [(int(f["pc"], 16), norm(f["function"])) for f in crashed["frames"] if f["kind"] == "native"]
     stacks = vs_gdb.gdb_stacks(case_exe[case], case_core[case], None)
-    theirs = [(pc, norm(fn)) for pc, fn in vs_gdb.physical(stacks.get(crashed["tid"], []))
-              if vs_gdb.normalise(fn) not in vs_gdb.KNOWN_GDB_ONLY]
+    theirs = [(pc, norm(fn)) for pc, fn, _, _ in vs_gdb.physical(stacks.get(crashed["tid"], []))]
     same = len(mine) == len(theirs) and all(
         n1 == n2 and (p2 is None or p1 == p2) for (p1, n1), (p2, n2) in zip(mine, theirs))
     ok(same, f"{case}: crashing thread's native frames match gdb ({len(theirs)} frames)",
