@@ -34,6 +34,17 @@ KNOWN_MISSES = {
     ("tokio_boxmain", "O2", "BLOCK_ON", "boxed_main"):
         "block_on's DWARF location of `f` does not cover the pc at O2 (as tokio_tasks.O2's main)",
 }
+WRAPPER = "async-executor's spawn wrapper is Unresumed or running: the future it captured is not decoded"
+for v in ("O0", "O2"):
+    KNOWN_MISSES[("smol_tasks", v, "TASK", "never_polled")] = WRAPPER
+    KNOWN_MISSES[("smol_tasks", v, "RUNNING", "crasher")] = WRAPPER
+for fn in ("recv_outer", "sleeper", "locker"):
+    KNOWN_MISSES[("smol_tasks", "O2", "TASK", fn)] = \
+        "at -O2 no TaskVTable is recognised yet (the index's monomorphized functions do not cover them)"
+# A known miss whose task is still reported, under its executor's wrapper only:
+# consumed as "unnamed" (not a phantom) when a stack in that state names no
+# function of the program.
+UNNAMED_STATE = {"TASK": ("scheduled", "idle"), "RUNNING": ("running",)}
 
 
 def oracle(exe):
@@ -53,15 +64,24 @@ def oracle(exe):
     return out
 
 
+CRATE = None
+
+
 def outer(s):
-    """A reported stack's outermost frame (frames are innermost first)."""
-    return s["frames"][-1] if s.get("frames") else {}
+    """A reported stack's outermost frame of the program (frames are innermost
+    first; an executor's wrapper around the program's future is skipped)."""
+    frames = s.get("frames") or []
+    for f in reversed(frames):
+        if CRATE and (f.get("function") or "").startswith(CRATE + "::"):
+            return f
+    return frames[-1] if frames else {}
 
 
 def check_case(case, program, table):
+    global CRATE
     name = case["case"]
     variant = name.rsplit(".", 1)[-1]
-    crate = program
+    crate = CRATE = program
     src = os.path.join(ROOT, "corpus", program, "src", "main.rs")
     _, body, await_line = source_markers(src)
     lines = oracle(case["exe"])
@@ -105,6 +125,13 @@ def check_case(case, program, table):
             why = KNOWN_MISSES.get((program, variant, kind, parts[1]))
             missed += 1
             if why:
+                unnamed = next((i for i, s in enumerate(stacks) if not used[i]
+                                and s.get("task_state") in UNNAMED_STATE.get(kind, ())
+                                and not any((f.get("function") or "").startswith(crate + "::")
+                                            for f in s.get("frames") or [])), None)
+                if unnamed is not None:
+                    used[unnamed] = True
+                    why = "found unnamed: " + why
                 known.append(f"{fn}: {why}")
                 skip(f"{name}: {kind.lower()} {fn} reported", why)
             else:

@@ -13,7 +13,7 @@
  * kept "so that debuggers can decode raw task memory".  Then:
  *   1. vtables: the Rust index (rust_index.h) lists every function
  *      monomorphized over a future type; a TaskVTable is seven consecutive
- *      words of a module's data that are such functions over the same F,
+ *      words of a module's data that are such functions, most over one F,
  *      then a pointer: F is the future every task of that vtable holds, and
  *      the TaskLayout gives where (offset_f: the offset that appears twice,
  *      as offset_f and offset_r; the layout's size bounds F);
@@ -51,6 +51,7 @@
 #define MAX_WRAPPER_STEPS 8
 #define READ_CHUNK        65536
 #define VTABLE_FNS        7 /* RawTask<F, T, S> functions before layout_info */
+#define MIN_SAME_F        3 /* of them, at least this many over the task's F */
 #define LAYOUT_WORDS      5 /* TaskLayout: Layout {size, align}, offset_s, offset_f, offset_r */
 
 /* The Header's fields as rustc lays out async-task 4.3's (vtable, state, awaiter). */
@@ -149,18 +150,41 @@ static bool read_layout(const struct cq_async_ctx *ctx, uint64_t at, uint64_t *o
 	return twice && *offset >= HDR_SIZE && *offset < *size && *size <= MAX_TASK_SIZE;
 }
 
-/* A TaskVTable at addr when words[0..8) look like one; false only when out of memory. */
+/*
+ * A TaskVTable at addr when words[0..8) look like one: seven functions
+ * monomorphized over futures, most of them over one F (at -O2 rustc merges
+ * identical functions, so one that does not depend on F, drop_ref say, is
+ * shared by every task type and carries another F), and a TaskLayout that
+ * holds F.  False only when out of memory.
+ */
 static bool try_vtable(struct async_task *t, const struct cq_async_ctx *ctx, uint64_t addr,
                        const uint64_t *words)
 {
-	const struct cq_rust_mono *first = cq_rust_index_mono_at(t->index, words[0]);
-	if (!first)
-		return true;
-	for (size_t i = 1; i < VTABLE_FNS; i++) {
+	int32_t f[VTABLE_FNS];
+	for (size_t i = 0; i < VTABLE_FNS; i++) {
 		const struct cq_rust_mono *m = cq_rust_index_mono_at(t->index, words[i]);
-		if (!m || m->future != first->future || words[i] == words[i - 1])
+		if (!m)
 			return true;
+		f[i] = m->future;
 	}
+	int32_t best = -1;
+	size_t best_n = 0, second_n = 0;
+	for (size_t i = 0; i < VTABLE_FNS; i++) {
+		size_t n = 0;
+		for (size_t j = 0; j < VTABLE_FNS; j++)
+			n += f[j] == f[i];
+		if (n > best_n) {
+			if (f[i] != best)
+				second_n = best_n;
+			best_n = n;
+			best = f[i];
+		} else if (f[i] != best && n > second_n) {
+			second_n = n;
+		}
+	}
+	if (best_n < MIN_SAME_F || second_n >= best_n)
+		return true;
+	const struct cq_rust_mono *first = &(struct cq_rust_mono){.future = best};
 	struct vtable v = {.addr = addr, .future = first->future};
 	const struct cq_rust_type *ty = &t->index->model.types[first->future];
 	if (!read_layout(ctx, words[VTABLE_FNS], &v.offset, &v.size) ||
