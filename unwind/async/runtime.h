@@ -17,7 +17,12 @@
  *               (folly's merged stacks), from every thread's native frames;
  *   3. scan     ONE pass over the writable memory of the core, through the
  *               memory reader, feeds every runtime that asked for it;
- *   4. decode   each runtime appends its suspended stacks.
+ *   4. claim    every runtime that owns futures (an executor's tasks, the
+ *               future a block_on drives) claims their addresses
+ *               (cq_async_claim), before any runtime decodes;
+ *   5. decode   each runtime appends its suspended stacks; a runtime that
+ *               finds futures without an owner (the `dyn Future` scan)
+ *               leaves the claimed ones, whatever the table's order.
  *
  * A runtime's state lives until the stacks are freed, so the strings its
  * frames point to stay valid.  Errors are values: a runtime returns a
@@ -112,6 +117,11 @@ struct cq_async_runtime {
 	struct cq_error *(*threads)(void *state, const struct cq_async_ctx *ctx);
 	/* Optional: sees every chunk of writable memory once. */
 	void (*scan)(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c);
+	/*
+	 * Optional: finds what this runtime owns and claims those futures'
+	 * addresses (cq_async_claim); runs for every runtime before any decode.
+	 */
+	struct cq_error *(*claim)(void *state, const struct cq_async_ctx *ctx);
 	/* Optional: appends suspended stacks (cq_async_add_suspended). */
 	struct cq_error *(*decode)(void *state, const struct cq_async_ctx *ctx);
 	/*
@@ -138,11 +148,11 @@ struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_r
 const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx);
 
 /*
- * Futures one runtime has accounted for (a tokio task's future and every
- * future of its chain), by address: a later runtime that finds the same
- * future another way (the `dyn Future` scan finds a boxed task's future
- * through its Box) leaves it to the first.  Runtimes decode in table order.
- * False when out of memory.
+ * Futures a runtime owns (a tokio task's future and every future of its
+ * chain, the future a block_on drives), by address, claimed in the claim
+ * step: a runtime that finds the same future another way (the `dyn Future`
+ * scan finds a boxed task's future through its Box) leaves it to its owner,
+ * whichever decodes first.  False when out of memory.
  */
 bool cq_async_claim(const struct cq_async_ctx *ctx, uint64_t addr);
 bool cq_async_claimed(const struct cq_async_ctx *ctx, uint64_t addr);

@@ -6,6 +6,7 @@
  */
 RUNTIME(cq_async_folly)
 RUNTIME(cq_async_tokio)
+RUNTIME(cq_async_async_task)
 RUNTIME(cq_async_rust)
 RUNTIME(cq_async_cxx)
 TEST_RUNTIME(cq_async_stub)

@@ -24,8 +24,9 @@
 
 /*
  * Every runtime, in the order they decode and their suspended stacks are
- * listed (tokio before rust: a boxed task's future is tokio's, not a lone
- * `dyn Future`'s).  A runtime is one file and one line here.
+ * listed.  Ownership does not hang on the order: every runtime claims its
+ * futures before any decodes (a boxed task's future is tokio's, not a lone
+ * `dyn Future`'s).  A runtime is one file and one line in runtime_list.h.
  */
 #ifdef CQ_TEST_RUNTIMES
 #define TEST_RUNTIME(name) RUNTIME(name)
@@ -317,6 +318,9 @@ struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_state
 			err = runtimes[i]->threads(s->state[i], ctx);
 	if (!err)
 		err = scan_memory(ctx, s);
+	for (size_t i = 0; i < NRUNTIMES && !err; i++)
+		if (s->state[i] && runtimes[i]->claim)
+			err = runtimes[i]->claim(s->state[i], ctx);
 	for (size_t i = 0; i < NRUNTIMES && !err; i++)
 		if (s->state[i] && runtimes[i]->decode)
 			err = runtimes[i]->decode(s->state[i], ctx);

@@ -97,6 +97,12 @@ struct walk {
 	size_t ntask_types, cap_task_types;
 	Dwarf_Off *block_ons; /* CachedParkThread::block_on<F> */
 	size_t nblock_ons, cap_block_ons;
+	/* functions monomorphized over a future: entry, the type parameter's DIE */
+	struct {
+		uint64_t lo;
+		Dwarf_Off type;
+	} * monos;
+	size_t nmonos, cap_monos;
 };
 
 /* ---- what the index is built into ------------------------------------------- */
@@ -124,6 +130,8 @@ struct builder {
 	size_t ntokio, cap_tokio, tokio_unresolved;
 	struct cq_rust_block_on *block_ons;
 	size_t nblock_ons, cap_block_ons;
+	struct cq_rust_mono *monos;
+	size_t nmonos, cap_monos;
 };
 
 bool cq_rust_index_built_by_rustc(void *elf_handle)
@@ -245,6 +253,35 @@ static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
 	w->npolls++;
 }
 
+/*
+ * A concrete generic function (its name has generic arguments, one of them a
+ * coroutine environment) whose template type parameter is a future type: a
+ * coroutine environment, or a wrapper of one (Pin<Box<...{async_block_env#0}...>>).
+ */
+static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
+{
+	Dwarf_Addr lo;
+	Dwarf_Die child;
+	if (!strstr(name, "_env#") || dwarf_lowpc(die, &lo) != 0 || dwarf_child(die, &child) != 0)
+		return;
+	int n = 0;
+	do {
+		Dwarf_Attribute attr;
+		Dwarf_Die type;
+		const char *tn;
+		if (dwarf_tag(&child) != DW_TAG_template_type_parameter ||
+		    !dwarf_formref_die(dwarf_attr(&child, DW_AT_type, &attr), &type) ||
+		    !(tn = dwarf_diename(&type)) || !strstr(tn, "_env#"))
+			continue;
+		if (!grow((void **)&w->monos, &w->cap_monos, w->nmonos + 1, sizeof(*w->monos)))
+			return;
+		w->monos[w->nmonos].lo = lo;
+		w->monos[w->nmonos].type = dwarf_dieoffset(&type);
+		w->nmonos++;
+		return; /* the first future parameter: F before T */
+	} while (++n < 16 && dwarf_siblingof(&child, &child) == 0);
+}
+
 /* A concrete tokio::runtime::park::CachedParkThread::block_on<F>, by its linkage name. */
 static bool is_park_block_on(Dwarf_Die *die)
 {
@@ -302,6 +339,8 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 			         grow((void **)&w->block_ons, &w->cap_block_ons, w->nblock_ons + 1,
 			              sizeof(*w->block_ons)))
 				w->block_ons[w->nblock_ons++] = dwarf_dieoffset(&child);
+			else if (name && strchr(name, '<'))
+				add_mono(w, &child, name);
 			break;
 		default:
 			break;
@@ -951,6 +990,12 @@ static int cmp_block_on(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+static int cmp_mono(const void *a, const void *b)
+{
+	const struct cq_rust_mono *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
 static int cmp_resume(const void *a, const void *b)
 {
 	const struct cq_rust_resume *x = a, *y = b;
@@ -968,6 +1013,8 @@ void cq_rust_index_sort(struct cq_rust_index *ix)
 		qsort(ix->tokio, ix->ntokio, sizeof(*ix->tokio), cmp_tokio);
 	if (ix->nblock_ons)
 		qsort(ix->block_ons, ix->nblock_ons, sizeof(*ix->block_ons), cmp_block_on);
+	if (ix->nmonos)
+		qsort(ix->monos, ix->nmonos, sizeof(*ix->monos), cmp_mono);
 }
 
 /* Moves the builder's finds into ix: one module's index, link-time addresses, sorted. */
@@ -985,6 +1032,8 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
 	ix->tokio_unresolved = b->tokio_unresolved;
 	ix->block_ons = b->block_ons;
 	ix->nblock_ons = b->nblock_ons;
+	ix->monos = b->monos;
+	ix->nmonos = b->nmonos;
 	cq_rust_index_sort(ix);
 }
 
@@ -1026,6 +1075,14 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		add_tokio_kinds(&b, &w);
 		for (size_t i = 0; i < w.nblock_ons; i++)
 			add_block_on(&b, &w, w.block_ons[i]);
+		for (size_t i = 0; i < w.nmonos; i++) {
+			int32_t type = type_for(&b, w.monos[i].type);
+			if (type < 0 ||
+			    !grow((void **)&b.monos, &b.cap_monos, b.nmonos + 1, sizeof(*b.monos)))
+				continue;
+			b.monos[b.nmonos++] =
+			    (struct cq_rust_mono){.lo = w.monos[i].lo, .future = type};
+		}
 		while (b.nwork > 0) {
 			int32_t index = b.work[--b.nwork];
 			fill_type(&b, &w, index, b.offs[index]);
@@ -1036,6 +1093,7 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		free(w.polls);
 		free(w.task_types);
 		free(w.block_ons);
+		free(w.monos);
 	}
 	if (dwarf)
 		dwarf_end(dwarf);
@@ -1073,6 +1131,7 @@ void cq_rust_index_free(struct cq_rust_index *ix)
 	for (size_t i = 0; i < ix->nblock_ons; i++)
 		free(ix->block_ons[i].locs);
 	free(ix->block_ons);
+	free(ix->monos);
 	free(ix->tokio);
 	free(ix->resumes);
 	free(ix);
@@ -1093,6 +1152,12 @@ const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
 		return NULL;
 	const struct cq_rust_resume *r = &ix->resumes[lo - 1];
 	return pc < r->hi ? r->name : NULL;
+}
+
+const struct cq_rust_mono *cq_rust_index_mono_at(const struct cq_rust_index *ix, uint64_t addr)
+{
+	struct cq_rust_mono key = {.lo = addr};
+	return ix->nmonos ? bsearch(&key, ix->monos, ix->nmonos, sizeof(key), cmp_mono) : NULL;
 }
 
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,

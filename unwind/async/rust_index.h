@@ -80,8 +80,22 @@ struct cq_rust_block_on {
 	size_t nlocs;
 };
 
+/*
+ * A function monomorphized over a future type: a concrete instance of a
+ * generic function with a type parameter that is (or boxes) a coroutine's
+ * environment.  An executor's task vtable is made of such functions
+ * (async-task's RawTask<F, T, S>::run, ...): a function's address tells
+ * the type of the future its task holds.
+ */
+struct cq_rust_mono {
+	uint64_t lo;    /* the function's entry, runtime address */
+	int32_t future; /* the type parameter, in the model */
+};
+
 struct cq_rust_index {
 	struct cq_rust_model model;
+	struct cq_rust_mono *monos; /* sorted by lo */
+	size_t nmonos;
 	struct cq_rust_block_on *block_ons; /* sorted by lo */
 	size_t nblock_ons;
 	struct cq_tokio_kind *tokio; /* sorted by poll */
@@ -129,6 +143,9 @@ void cq_rust_index_sort(struct cq_rust_index *ix);
 /* The block_on function containing runtime pc, or NULL. */
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,
                                                          uint64_t pc);
+
+/* The function monomorphized over a future whose entry is at runtime addr, or NULL. */
+const struct cq_rust_mono *cq_rust_index_mono_at(const struct cq_rust_index *ix, uint64_t addr);
 
 /* The name of the coroutine poll function containing runtime pc, or NULL. */
 const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc);

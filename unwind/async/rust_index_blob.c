@@ -2,7 +2,7 @@
  * rust_index_blob.c - encoding and strict decoding of Rust type index cache
  * rows (see rust_index_blob.h).
  *
- * Layout (format 1), little-endian, strings as in libcore/base/wire.h:
+ * Layout (format 3), little-endian, strings as in libcore/base/wire.h:
  *   u32 counts: types, vtables, resumes, tokio kinds, block_ons; u64 tokio_unresolved;
  *   per type: name, u8 kind, u64 size, u64 align, u64 state_offset, u8 state_size,
  *     resume_name, u8 nhops, per hop (u64 offset, u8 deref), u8 is_dyn,
@@ -17,6 +17,7 @@
  *     trailer_next (u64 each), scheduler;
  *   per block_on: u64 lo, u64 hi, u32 future, u32 nlocs, per loc (u64 lo, u64 hi,
  *     u8 base, u64 offset, u8 deref, u64 add, u32 type);
+ *   u32 nmonos, per mono: u64 lo, u32 future (format 3);
  *   u32 CRC-32 of every byte before it.
  * A type reference is a u32 holding the int32 index (-1 for none where the
  * model allows it).  Origins are not stored: a row is one module's.
@@ -127,6 +128,11 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 			cq_wire_put_u64(&w, loc->add);
 			put_ref(&w, loc->type);
 		}
+	}
+	cq_wire_put_u32(&w, (uint32_t)ix->nmonos);
+	for (size_t i = 0; i < ix->nmonos; i++) {
+		cq_wire_put_u64(&w, ix->monos[i].lo);
+		put_ref(&w, ix->monos[i].future);
 	}
 	return cq_wire_seal(&w, len);
 }
@@ -316,13 +322,25 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 		get_tokio(&r, &ix->tokio[i], ntypes);
 	for (uint32_t i = 0; i < nblock_ons && !r.failed; i++, ix->nblock_ons++)
 		get_block_on(&r, &ix->block_ons[i], ntypes);
+	uint32_t nmonos = r.failed ? 0 : cq_wire_get_count(&r, 0);
+	if (!r.failed && (uint64_t)nmonos * 12 > (size_t)(r.end - r.p))
+		r.failed = true;
+	ix->monos = r.failed ? NULL : calloc(nmonos ? nmonos : 1, sizeof(*ix->monos));
+	if (!r.failed && !ix->monos)
+		nomem = r.failed = true;
+	for (uint32_t i = 0; i < nmonos && !r.failed; i++, ix->nmonos++) {
+		ix->monos[i].lo = cq_wire_get_u64(&r);
+		ix->monos[i].future = get_ref(&r, ntypes, false);
+	}
 	/* The lookups binary-search these: an unsorted row is a damaged one. */
 	if (!r.failed && (!sorted_by(vts, nvtables, sizeof(*vts),
 	                             offsetof(struct cq_rust_vtable, addr), false) ||
 	                  !sorted_by(ix->resumes, nresumes, sizeof(*ix->resumes),
 	                             offsetof(struct cq_rust_resume, lo), false) ||
 	                  !sorted_by(ix->tokio, ntokio, sizeof(*ix->tokio),
-	                             offsetof(struct cq_tokio_kind, poll), false)))
+	                             offsetof(struct cq_tokio_kind, poll), false) ||
+	                  !sorted_by(ix->monos, nmonos, sizeof(*ix->monos),
+	                             offsetof(struct cq_rust_mono, lo), false)))
 		r.failed = true;
 	if (cq_wire_done(&r)) {
 		ix->modules_indexed = 1;

@@ -18,7 +18,8 @@
 struct cq_rust_index;
 
 /* The cache's `format` column for rows written by this codec. */
-#define CQ_RUST_INDEX_BLOB_FORMAT 2 /* 2: `(dyn Future + Send)` fat pointers are wrappers */
+/* 2: `(dyn Future + Send)` fat pointers are wrappers; 3: functions monomorphized over a future */
+#define CQ_RUST_INDEX_BLOB_FORMAT 3
 
 /* A malloc'd blob of ix (one module's, origins 0); NULL when out of memory. */
 uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len);

@@ -44,7 +44,8 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 	                 sizeof(*all->resumes)) ||
 	    !append_room((void **)&all->tokio, all->ntokio, one->ntokio, sizeof(*all->tokio)) ||
 	    !append_room((void **)&all->block_ons, all->nblock_ons, one->nblock_ons,
-	                 sizeof(*all->block_ons))) {
+	                 sizeof(*all->block_ons)) ||
+	    !append_room((void **)&all->monos, all->nmonos, one->nmonos, sizeof(*all->monos))) {
 		cq_rust_index_free(one);
 		return am->ntypes + om->ntypes > CQ_RUST_INDEX_MAX_TYPES ? NULL : &cq_error_nomem;
 	}
@@ -93,6 +94,9 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 		}
 		all->block_ons[all->nblock_ons++] = bo;
 	}
+	for (size_t i = 0; i < one->nmonos; i++)
+		all->monos[all->nmonos++] = (struct cq_rust_mono){
+		    .lo = one->monos[i].lo + bias, .future = shifted(one->monos[i].future, base)};
 	all->tokio_unresolved += one->tokio_unresolved;
 	/* Everything one owned now belongs to all: free its arrays only. */
 	free((void *)om->types);
@@ -100,6 +104,7 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 	free(one->resumes);
 	free(one->tokio);
 	free(one->block_ons);
+	free(one->monos);
 	free(one);
 	return NULL;
 }

@@ -25,6 +25,9 @@
  *      task: it is the argument `f` of CachedParkThread::block_on<F>, found
  *      in that frame through its DWARF location, evaluated with the
  *      registers the unwinder recovered for the frame (kind "block_on").
+ * Steps 3 and 5 run in the driver's claim step: every future of a listed
+ * task's chain and of a block_on future's is claimed (cq_async_claim), so
+ * the `dyn Future` scan does not report a boxed one again; step 4 in decode.
  *
  * Cost: nothing for a process whose Rust modules have no raw::poll<T, S>;
  * otherwise a look at those modules' read-only data for the vtables, a
@@ -78,6 +81,15 @@ struct task {
 	uint64_t state, id;
 };
 
+/* A future a thread drives in block_on, found in the claim step. */
+struct block_on {
+	size_t thread;
+	uint64_t future;
+	int32_t type;  /* as the frame's DWARF says: F, or Pin<&mut F> */
+	int32_t named; /* what to name it when its chain is not decoded */
+	bool polling;  /* a coroutine's poll runs above the block_on frame */
+};
+
 /* What the search cost and found (its keys of the async statistics). */
 struct cq_tokio_stats {
 	size_t kinds;      /* task types (raw::poll<T, S>) indexed */
@@ -103,6 +115,10 @@ struct tokio {
 	struct candidate *cands;
 	size_t ncands, cap_cands;
 	bool full, nomem;
+	struct task *tasks; /* the listed tasks, by id: found in the claim step */
+	size_t ntasks;
+	struct block_on *block_ons;
+	size_t nblock_ons;
 	struct cq_rust_names names;
 };
 
@@ -227,6 +243,8 @@ static void tokio_destroy(void *state)
 	struct tokio *t = state;
 	free(t->vtables);
 	free(t->cands);
+	free(t->tasks);
+	free(t->block_ons);
 	cq_rust_names_free(&t->names);
 	free(t);
 }
@@ -448,40 +466,60 @@ static int32_t unwrapped(const struct cq_rust_model *m, int32_t type)
 	return type;
 }
 
-/* Adds one task as a suspended stack of kind "tokio". */
-static struct cq_error *add_task(struct tokio *t, const struct cq_async_ctx *ctx,
-                                 const struct task *task, int64_t thread)
+/*
+ * A task's future (its address returned) and its chain in *chain: decoded
+ * when the task waits; named only when it is running or complete.
+ */
+static uint64_t task_chain(const struct tokio *t, const struct cq_async_ctx *ctx,
+                           const struct task *task, struct cq_rust_chain *chain)
 {
 	const struct vtable *vt = &t->vtables[task->vtable];
 	const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
 	const struct cq_rust_model *m = &t->index->model;
 	uint64_t future = task->header + vt->id + (uint64_t)k->future_from_id;
-	struct cq_rust_chain chain = {.nframes = 0};
+	chain->nframes = 0;
+	chain->end = CQ_RUST_END_LEAF;
 	if (!(task->state & ST_COMPLETE))
-		cq_rust_decode(ctx->target, m, future, k->future, &chain);
+		cq_rust_decode(ctx->target, m, future, k->future, chain);
 	if (task->state & (ST_RUNNING | ST_COMPLETE)) {
 		/*
 		 * Its state machine's state is stale (running) or gone: name it
 		 * only, after the future a Box<dyn Future> leads to when it does.
 		 */
-		chain.frames[0] =
-		    chain.nframes > 0 && chain.frames[0].variant
-		        ? (struct cq_rust_frame){.addr = chain.frames[0].addr,
-		                                 .type = chain.frames[0].type}
+		chain->frames[0] =
+		    chain->nframes > 0 && chain->frames[0].variant
+		        ? (struct cq_rust_frame){.addr = chain->frames[0].addr,
+		                                 .type = chain->frames[0].type}
 		        : (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
-		chain.nframes = 1;
-		chain.end = CQ_RUST_END_LEAF;
-	} else if (chain.nframes == 0) {
-		chain.frames[0] =
+		chain->nframes = 1;
+		chain->end = CQ_RUST_END_LEAF;
+	} else if (chain->nframes == 0) {
+		chain->frames[0] =
 		    (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
-		chain.nframes = 1;
+		chain->nframes = 1;
 	}
-	/* The task's futures are accounted for: the dyn Future scan leaves them. */
+	return future;
+}
+
+/* Claims a future and every future of its chain: the dyn Future scan leaves them. */
+static bool claim_chain(const struct cq_async_ctx *ctx, uint64_t future,
+                        const struct cq_rust_chain *chain)
+{
 	if (!cq_async_claim(ctx, future))
-		return &cq_error_nomem;
-	for (size_t i = 0; i < chain.nframes; i++)
-		if (!cq_async_claim(ctx, chain.frames[i].addr))
-			return &cq_error_nomem;
+		return false;
+	for (size_t i = 0; i < chain->nframes; i++)
+		if (!cq_async_claim(ctx, chain->frames[i].addr))
+			return false;
+	return true;
+}
+
+/* Adds one task as a suspended stack of kind "tokio". */
+static struct cq_error *add_task(struct tokio *t, const struct cq_async_ctx *ctx,
+                                 const struct task *task, int64_t thread)
+{
+	const struct cq_rust_model *m = &t->index->model;
+	struct cq_rust_chain chain;
+	task_chain(t, ctx, task, &chain);
 	struct cq_stack_frame *frames;
 	struct cq_error *err =
 	    cq_rust_chain_frames(ctx->target, m, chain.frames, chain.nframes, &t->names, &frames);
@@ -566,16 +604,38 @@ static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust
 	return false;
 }
 
+/* A block_on future's chain: decoded unless a coroutine's poll runs above it. */
+static void block_on_chain(const struct tokio *t, const struct cq_async_ctx *ctx,
+                           const struct block_on *bo, struct cq_rust_chain *chain)
+{
+	const struct cq_rust_model *m = &t->index->model;
+	chain->nframes = 0;
+	chain->end = CQ_RUST_END_LEAF;
+	if (!bo->polling)
+		cq_rust_decode(ctx->target, m, bo->future, bo->type, chain);
+	if (chain->nframes == 0) {
+		chain->frames[0] =
+		    (struct cq_rust_frame){.addr = bo->future, .type = unwrapped(m, bo->named)};
+		chain->nframes = 1;
+	}
+}
+
 /*
  * The futures that threads drive in tokio's block_on (#[tokio::main],
- * Runtime::block_on): kind "block_on", running when the thread is inside a
- * coroutine's poll above the block_on frame, else decoded.
+ * Runtime::block_on), one per thread (the outermost block_on frame is the
+ * one driving), into t->block_ons; each claimed with its chain, so that the
+ * `dyn Future` scan leaves a boxed one (block_on(Box::pin(f))).
  */
-static struct cq_error *block_on_futures(struct tokio *t, const struct cq_async_ctx *ctx)
+static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ctx *ctx)
 {
 	const struct cq_rust_index *ix = t->index;
-	const struct cq_rust_model *m = &ix->model;
-	for (size_t th = 0; ctx->native && th < ctx->target->nthreads; th++) {
+	size_t nthreads = ctx->target->nthreads;
+	if (!ctx->native || nthreads == 0)
+		return NULL;
+	t->block_ons = calloc(nthreads, sizeof(*t->block_ons));
+	if (!t->block_ons)
+		return &cq_error_nomem;
+	for (size_t th = 0; th < nthreads; th++) {
 		const struct cq_async_native *nat = &ctx->native[th];
 		bool polling = false;
 		for (size_t i = 0; i < nat->nframes; i++) {
@@ -586,44 +646,55 @@ static struct cq_error *block_on_futures(struct tokio *t, const struct cq_async_
 				polling |= cq_rust_index_resume_at(ix, pc) != NULL;
 				continue;
 			}
-			uint64_t future;
-			int32_t type;
-			if (!block_on_future(ctx, bo, nat, i, pc, &future, &type))
+			struct block_on found = {
+			    .thread = th, .named = bo->future, .polling = polling};
+			if (!block_on_future(ctx, bo, nat, i, pc, &found.future, &found.type))
 				continue;
 			struct cq_rust_chain chain;
-			chain.nframes = 0;
-			chain.end = CQ_RUST_END_LEAF;
-			if (!polling)
-				cq_rust_decode(ctx->target, m, future, type, &chain);
-			if (chain.nframes == 0) {
-				chain.frames[0] = (struct cq_rust_frame){
-				    .addr = future, .type = unwrapped(m, bo->future)};
-				chain.nframes = 1;
-			}
-			struct cq_stack_frame *frames;
-			struct cq_error *err = cq_rust_chain_frames(
-			    ctx->target, m, chain.frames, chain.nframes, &t->names, &frames);
-			if (err)
-				return err;
-			struct cq_suspended_stack s = {.kind = "block_on",
-			                               .leaf = frames[0].object,
-			                               .frames = frames,
-			                               .nframes = chain.nframes,
-			                               .end = cq_rust_chain_end(chain.end),
-			                               .has_task = true,
-			                               .task_state = polling ? "running" : "idle",
-			                               .thread = ctx->target->threads[th].tid};
-			bool added;
-			if ((err = cq_async_add_suspended(ctx, &s, &added)))
-				return err;
-			t->stats.block_on += added;
-			break; /* one block_on per thread: the outermost is the one driving */
+			block_on_chain(t, ctx, &found, &chain);
+			if (!claim_chain(ctx, found.future, &chain))
+				return &cq_error_nomem;
+			t->block_ons[t->nblock_ons++] = found;
+			break;
 		}
 	}
 	return NULL;
 }
 
-static struct cq_error *tokio_decode(void *state, const struct cq_async_ctx *ctx)
+/* Reports the block_on futures found (kind "block_on"): running or idle. */
+static struct cq_error *report_block_ons(struct tokio *t, const struct cq_async_ctx *ctx)
+{
+	const struct cq_rust_model *m = &t->index->model;
+	for (size_t i = 0; i < t->nblock_ons; i++) {
+		const struct block_on *bo = &t->block_ons[i];
+		struct cq_rust_chain chain;
+		block_on_chain(t, ctx, bo, &chain);
+		struct cq_stack_frame *frames;
+		struct cq_error *err = cq_rust_chain_frames(ctx->target, m, chain.frames,
+		                                            chain.nframes, &t->names, &frames);
+		if (err)
+			return err;
+		struct cq_suspended_stack s = {.kind = "block_on",
+		                               .leaf = frames[0].object,
+		                               .frames = frames,
+		                               .nframes = chain.nframes,
+		                               .end = cq_rust_chain_end(chain.end),
+		                               .has_task = true,
+		                               .task_state = bo->polling ? "running" : "idle",
+		                               .thread = ctx->target->threads[bo->thread].tid};
+		bool added;
+		if ((err = cq_async_add_suspended(ctx, &s, &added)))
+			return err;
+		t->stats.block_on += added;
+	}
+	return NULL;
+}
+
+/*
+ * The claim step: the tasks of every OwnedTasks list (t->tasks, by id) and
+ * the block_on futures, each future of theirs claimed.
+ */
+static struct cq_error *tokio_claim(void *state, const struct cq_async_ctx *ctx)
 {
 	struct tokio *t = state;
 	struct cq_tokio_stats *st = &t->stats;
@@ -635,35 +706,47 @@ static struct cq_error *tokio_decode(void *state, const struct cq_async_ctx *ctx
 	if (!lists)
 		return &cq_error_nomem;
 	size_t nlists = find_lists(t, ctx, lists);
-	struct task *tasks = NULL;
-	size_t ntasks = 0, cap = 0;
+	size_t cap = 0;
 	struct cq_error *err = NULL;
 	for (size_t i = 0; i < nlists && !err; i++)
-		if (!walk_list(t, ctx, &lists[i], &tasks, &ntasks, &cap))
+		if (!walk_list(t, ctx, &lists[i], &t->tasks, &t->ntasks, &cap))
 			err = &cq_error_nomem;
 	free(lists);
-	if (!err && ntasks > 0) {
+	if (!err && t->ntasks > 0) {
 		/* A task is in one list: a header twice means a loop; keep it once. */
-		qsort(tasks, ntasks, sizeof(*tasks), cmp_task_header);
+		qsort(t->tasks, t->ntasks, sizeof(*t->tasks), cmp_task_header);
 		size_t n = 1;
-		for (size_t i = 1; i < ntasks; i++)
-			if (tasks[i].header != tasks[n - 1].header)
-				tasks[n++] = tasks[i];
-		ntasks = n;
-		st->tasks = ntasks;
+		for (size_t i = 1; i < t->ntasks; i++)
+			if (t->tasks[i].header != t->tasks[n - 1].header)
+				t->tasks[n++] = t->tasks[i];
+		t->ntasks = n;
+		st->tasks = n;
 		/* Candidates that are no listed task: freed, blocking-pool or stale copies. */
 		for (size_t i = 0; i < t->ncands; i++) {
 			struct task key = {.header = t->cands[i].header};
-			st->stale += !bsearch(&key, tasks, ntasks, sizeof(key), cmp_task_header);
+			st->stale += !bsearch(&key, t->tasks, n, sizeof(key), cmp_task_header);
 		}
-		qsort(tasks, ntasks, sizeof(*tasks), cmp_task_id);
-		err = report_tasks(t, ctx, tasks, ntasks);
+		qsort(t->tasks, n, sizeof(*t->tasks), cmp_task_id);
+		for (size_t i = 0; i < n && !err; i++) {
+			struct cq_rust_chain chain;
+			uint64_t future = task_chain(t, ctx, &t->tasks[i], &chain);
+			if (!claim_chain(ctx, future, &chain))
+				err = &cq_error_nomem;
+		}
 	} else if (!err) {
 		st->stale = t->ncands;
 	}
-	free(tasks);
 	if (!err)
-		err = block_on_futures(t, ctx);
+		err = find_block_ons(t, ctx);
+	return err;
+}
+
+static struct cq_error *tokio_decode(void *state, const struct cq_async_ctx *ctx)
+{
+	struct tokio *t = state;
+	struct cq_error *err = report_tasks(t, ctx, t->tasks, t->ntasks);
+	if (!err)
+		err = report_block_ons(t, ctx);
 	return err;
 }
 
@@ -702,6 +785,7 @@ const struct cq_async_runtime cq_async_tokio = {
     .heading = "Tokio tasks",
     .detect = tokio_detect,
     .scan = tokio_scan,
+    .claim = tokio_claim,
     .decode = tokio_decode,
     .report = tokio_report,
     .destroy = tokio_destroy,

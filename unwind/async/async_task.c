@@ -1,0 +1,552 @@
+/*
+ * async_task.c - the tasks of async-task 4.x, the task cell under
+ * async-executor (smol) and async-global-executor (async-std): the
+ * "async_task" async runtime (runtime.h).
+ *
+ * async-task keeps each task in one heap allocation: a Header {vtable,
+ * state, awaiter} (rustc puts the vtable pointer first; state.rs has the
+ * state bits), the schedule function S, then a union of the future F and
+ * its output T.  Its TaskVTable is a static of eight words: seven
+ * RawTask<F, T, S> functions (schedule, drop_future, get_output, drop_ref,
+ * destroy, run, clone_waker), monomorphized over F, then layout_info, a
+ * pointer to the task's TaskLayout {layout, offset_s, offset_f, offset_r},
+ * kept "so that debuggers can decode raw task memory".  Then:
+ *   1. vtables: the Rust index (rust_index.h) lists every function
+ *      monomorphized over a future type; a TaskVTable is seven consecutive
+ *      words of a module's data that are such functions, most over one F,
+ *      then a pointer: F is the future every task of that vtable holds, and
+ *      the TaskLayout gives where (offset_f: the offset that appears twice,
+ *      as offset_f and offset_r; the layout's size bounds F);
+ *   2. candidates: the driver's one scan of writable memory finds every word
+ *      equal to a vtable address;
+ *   3. claim: a candidate is a task when it is the start of an in-use malloc
+ *      chunk (heap_chunks.h) big enough for the layout; a completed task
+ *      (its output stored, its future gone) and a closed one (cancelled) are
+ *      no waiting task; each rejection is counted by reason.  Each task's
+ *      future and chain are claimed, so the `dyn Future` scan leaves them;
+ *   4. decode: each task as kind "async_task": its id (the header's address,
+ *      async-task has no ids), its state (running: on the thread whose live
+ *      stack holds its header; scheduled; idle) and its future's await chain
+ *      (rust_decode.h), named only when the task is running.
+ *
+ * Cost: nothing unless a module has a TaskVTable (a read of the Rust
+ * modules' data when the index lists functions monomorphized over a
+ * future), then a range compare per word in the driver's one scan.
+ */
+#include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/base/memory.h"
+#include "unwind/async/heap_chunks.h"
+#include "unwind/async/runtime.h"
+#include "unwind/async/rust_chain.h"
+#include "unwind/async/rust_index.h"
+
+#define MAX_CANDIDATES    (1u << 18)
+#define MAX_SEGMENT_SCAN  (256u << 20)
+#define MAX_TASK_SIZE     (64u << 20)
+#define MAX_WRAPPER_STEPS 8
+#define READ_CHUNK        65536
+#define VTABLE_FNS        7 /* RawTask<F, T, S> functions before layout_info */
+#define MIN_SAME_F        3 /* of them, at least this many over the task's F */
+#define LAYOUT_WORDS      5 /* TaskLayout: Layout {size, align}, offset_s, offset_f, offset_r */
+
+/* The Header's fields as rustc lays out async-task 4.3's (vtable, state, awaiter). */
+#define HDR_VTABLE 0
+#define HDR_STATE  8
+#define HDR_SIZE   32
+
+/* async-task's state bits (state.rs). */
+#define ST_SCHEDULED 1u
+#define ST_RUNNING   2u
+#define ST_COMPLETED 4u
+#define ST_CLOSED    8u
+
+/* Why a candidate header was not taken for a task (the "async_task_rejected" counts). */
+enum reject_reason {
+	REJECT_NOT_HEAP,     /* not in a heap coreq could walk: a copy on a stack, in data */
+	REJECT_INSIDE_CHUNK, /* the middle of an in-use chunk: a copy of the pointer */
+	REJECT_FREE_CHUNK,   /* a freed task */
+	REJECT_TOO_SMALL,    /* a chunk smaller than the task's layout */
+	REJECT_COMPLETED,    /* its future completed: the output is stored */
+	REJECT_CLOSED,       /* cancelled, or its output taken */
+	REJECT_REASONS
+};
+
+struct vtable {
+	uint64_t addr;
+	int32_t future;  /* F in the model */
+	uint64_t offset; /* of the future in the task */
+	uint64_t size;   /* of the whole task */
+};
+
+struct task {
+	uint64_t header;
+	size_t vtable;
+	uint64_t state;
+};
+
+struct stats {
+	size_t vtables, candidates;
+	bool truncated;
+	size_t tasks, rejected[REJECT_REASONS], reported, over_limit;
+};
+
+struct async_task {
+	struct stats stats;
+	const struct cq_rust_index *index;
+	struct vtable *vtables; /* sorted by addr */
+	size_t nvtables;
+	uint64_t vt_lo, vt_hi;
+	uint64_t *cands; /* header addresses */
+	size_t ncands, cap_cands;
+	bool full, nomem;
+	struct task *tasks;
+	size_t ntasks;
+	struct cq_rust_names names;
+};
+
+static int cmp_vtable(const void *a, const void *b)
+{
+	const struct vtable *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static const struct vtable *vtable_at(const struct async_task *t, uint64_t addr)
+{
+	if (addr < t->vt_lo || addr > t->vt_hi)
+		return NULL;
+	struct vtable key = {.addr = addr};
+	return bsearch(&key, t->vtables, t->nvtables, sizeof(key), cmp_vtable);
+}
+
+/*
+ * The future's offset and the task's size from a TaskLayout's five words:
+ * offset_f equals offset_r (the union of F and T), so it is the largest
+ * value that appears twice; the size is the largest value.
+ */
+static bool read_layout(const struct cq_async_ctx *ctx, uint64_t at, uint64_t *offset,
+                        uint64_t *size)
+{
+	uint64_t w[LAYOUT_WORDS];
+	for (size_t i = 0; i < LAYOUT_WORDS; i++)
+		if (!cq_mem_read_u64(ctx->target->mem, at + 8 * i, &w[i]))
+			return false;
+	*offset = 0;
+	*size = 0;
+	bool twice = false;
+	for (size_t i = 0; i < LAYOUT_WORDS; i++) {
+		if (w[i] > *size)
+			*size = w[i];
+		for (size_t j = i + 1; j < LAYOUT_WORDS; j++)
+			if (w[i] == w[j] && w[i] >= *offset) {
+				*offset = w[i];
+				twice = true;
+			}
+	}
+	return twice && *offset >= HDR_SIZE && *offset < *size && *size <= MAX_TASK_SIZE;
+}
+
+/*
+ * A TaskVTable at addr when words[0..8) look like one: seven functions
+ * monomorphized over futures, most of them over one F (at -O2 rustc merges
+ * identical functions, so one that does not depend on F, drop_ref say, is
+ * shared by every task type and carries another F), and a TaskLayout that
+ * holds F.  False only when out of memory.
+ */
+static bool try_vtable(struct async_task *t, const struct cq_async_ctx *ctx, uint64_t addr,
+                       const uint64_t *words)
+{
+	int32_t f[VTABLE_FNS];
+	for (size_t i = 0; i < VTABLE_FNS; i++) {
+		const struct cq_rust_mono *m = cq_rust_index_mono_at(t->index, words[i]);
+		if (!m)
+			return true;
+		f[i] = m->future;
+	}
+	int32_t best = -1;
+	size_t best_n = 0, second_n = 0;
+	for (size_t i = 0; i < VTABLE_FNS; i++) {
+		size_t n = 0;
+		for (size_t j = 0; j < VTABLE_FNS; j++)
+			n += f[j] == f[i];
+		if (n > best_n) {
+			if (f[i] != best)
+				second_n = best_n;
+			best_n = n;
+			best = f[i];
+		} else if (f[i] != best && n > second_n) {
+			second_n = n;
+		}
+	}
+	if (best_n < MIN_SAME_F || second_n >= best_n)
+		return true;
+	const struct cq_rust_mono *first = &(struct cq_rust_mono){.future = best};
+	struct vtable v = {.addr = addr, .future = first->future};
+	const struct cq_rust_type *ty = &t->index->model.types[first->future];
+	if (!read_layout(ctx, words[VTABLE_FNS], &v.offset, &v.size) ||
+	    v.offset + ty->size > v.size)
+		return true;
+	struct vtable *p = realloc(t->vtables, (t->nvtables + 1) * sizeof(*p));
+	if (!p)
+		return false;
+	t->vtables = p;
+	t->vtables[t->nvtables++] = v;
+	return true;
+}
+
+/* The TaskVTables in [start, end) of the target. */
+static bool find_vtables_in(struct async_task *t, const struct cq_async_ctx *ctx, uint64_t start,
+                            uint64_t end, uint64_t lo, uint64_t hi)
+{
+	uint64_t *buf = malloc(READ_CHUNK + 8 * VTABLE_FNS);
+	if (!buf)
+		return false;
+	start = (start + 7) & ~(uint64_t)7;
+	for (uint64_t at = start; at < end; at += READ_CHUNK) {
+		size_t want = end - at < READ_CHUNK + 8 * VTABLE_FNS ? (size_t)(end - at)
+		                                                     : READ_CHUNK + 8 * VTABLE_FNS;
+		size_t got = cq_mem_read_partial(ctx->target->mem, at, buf, want) / 8;
+		for (size_t i = 0; i + VTABLE_FNS < got && i < READ_CHUNK / 8; i++) {
+			if (buf[i] < lo || buf[i] > hi)
+				continue;
+			if (!try_vtable(t, ctx, at + 8 * i, &buf[i])) {
+				free(buf);
+				return false;
+			}
+		}
+	}
+	free(buf);
+	return true;
+}
+
+/* Every TaskVTable: in the non-executable loaded data of each Rust module. */
+static bool find_vtables(struct async_task *t, const struct cq_async_ctx *ctx)
+{
+	const struct cq_rust_index *ix = t->index;
+	uint64_t lo = ix->monos[0].lo, hi = ix->monos[ix->nmonos - 1].lo;
+	for (size_t m = 0; m < ctx->target->nmodules; m++) {
+		bool has = false;
+		for (size_t k = 0; k < ix->nmonos && !has; k++)
+			has = ix->model.types[ix->monos[k].future].origin == m;
+		const struct cq_target_module *mod = &ctx->target->modules[m];
+		size_t nph;
+		if (!has || !mod->elf || elf_getphdrnum(mod->elf, &nph) != 0)
+			continue;
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+			    (ph.p_flags & PF_X) || ph.p_memsz > MAX_SEGMENT_SCAN)
+				continue;
+			uint64_t start = ph.p_vaddr + mod->bias;
+			if (!find_vtables_in(t, ctx, start, start + ph.p_memsz, lo, hi))
+				return false;
+		}
+	}
+	if (t->nvtables == 0)
+		return true;
+	qsort(t->vtables, t->nvtables, sizeof(*t->vtables), cmp_vtable);
+	size_t n = 1;
+	for (size_t i = 1; i < t->nvtables; i++)
+		if (t->vtables[i].addr != t->vtables[n - 1].addr)
+			t->vtables[n++] = t->vtables[i];
+	t->nvtables = n;
+	t->vt_lo = t->vtables[0].addr;
+	t->vt_hi = t->vtables[n - 1].addr;
+	return true;
+}
+
+static void at_destroy(void *state)
+{
+	struct async_task *t = state;
+	free(t->vtables);
+	free(t->cands);
+	free(t->tasks);
+	cq_rust_names_free(&t->names);
+	free(t);
+}
+
+static struct cq_error *at_detect(const struct cq_async_ctx *ctx, void **state,
+                                  struct cq_async_needs *needs)
+{
+	*state = NULL;
+	struct cq_rust_index *ix;
+	struct cq_error *err = cq_async_rust_index(ctx, &ix);
+	if (err)
+		return err;
+	if (ix->nmonos == 0)
+		return NULL;
+	struct async_task *t = calloc(1, sizeof(*t));
+	if (!t)
+		return &cq_error_nomem;
+	t->index = ix;
+	if (!find_vtables(t, ctx)) {
+		at_destroy(t);
+		return &cq_error_nomem;
+	}
+	t->stats.vtables = t->nvtables;
+	if (t->nvtables == 0) {
+		at_destroy(t);
+		return NULL;
+	}
+	*needs = (struct cq_async_needs){.scan = true};
+	*state = t;
+	return NULL;
+}
+
+/* The scan hook: every word equal to a TaskVTable's address is a header candidate. */
+static void at_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
+{
+	(void)ctx;
+	struct async_task *t = state;
+	if (t->full)
+		return;
+	const uint8_t *d = c->data;
+	size_t n = c->len / 8;
+	for (size_t i = c->overlap / 8; i < n; i++) {
+		uint64_t v;
+		memcpy(&v, d + 8 * i, sizeof(v));
+		if (v < t->vt_lo || v > t->vt_hi || !vtable_at(t, v))
+			continue;
+		if (t->ncands == t->cap_cands) {
+			size_t cap = t->cap_cands ? t->cap_cands * 2 : 64;
+			uint64_t *p =
+			    cap > MAX_CANDIDATES ? NULL : realloc(t->cands, cap * sizeof(*p));
+			if (!p) {
+				t->full = true;
+				t->nomem = cap <= MAX_CANDIDATES;
+				return;
+			}
+			t->cands = p;
+			t->cap_cands = cap;
+		}
+		t->cands[t->ncands++] = c->addr + 8 * i - HDR_VTABLE;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The type a future of type `type` really is, through wrappers (Pin<Box<F>> is F). */
+static int32_t unwrapped(const struct cq_rust_model *m, int32_t type)
+{
+	for (int i = 0; i < MAX_WRAPPER_STEPS && type >= 0 && (size_t)type < m->ntypes; i++) {
+		const struct cq_rust_type *ty = &m->types[type];
+		if (ty->kind != CQ_RUST_WRAPPER || ty->is_dyn || ty->target < 0)
+			break;
+		type = ty->target;
+	}
+	return type;
+}
+
+/* A task's future (its address returned) and chain; named only while it runs. */
+static uint64_t task_chain(const struct async_task *t, const struct cq_async_ctx *ctx,
+                           const struct task *task, struct cq_rust_chain *chain)
+{
+	const struct vtable *vt = &t->vtables[task->vtable];
+	const struct cq_rust_model *m = &t->index->model;
+	uint64_t future = task->header + vt->offset;
+	chain->nframes = 0;
+	chain->end = CQ_RUST_END_LEAF;
+	if (!(task->state & ST_RUNNING))
+		cq_rust_decode(ctx->target, m, future, vt->future, chain);
+	if (chain->nframes == 0) {
+		chain->frames[0] =
+		    (struct cq_rust_frame){.addr = future, .type = unwrapped(m, vt->future)};
+		chain->nframes = 1;
+	}
+	return future;
+}
+
+/* The claim step: the candidates that are live tasks, their futures claimed. */
+static struct cq_error *at_claim(void *state, const struct cq_async_ctx *ctx)
+{
+	struct async_task *t = state;
+	struct stats *st = &t->stats;
+	st->candidates = t->ncands;
+	st->truncated = t->full && !t->nomem;
+	if (t->nomem)
+		return &cq_error_nomem;
+	if (t->ncands == 0)
+		return NULL;
+	qsort(t->cands, t->ncands, sizeof(*t->cands), cmp_u64);
+	size_t n = 1;
+	for (size_t i = 1; i < t->ncands; i++)
+		if (t->cands[i] != t->cands[n - 1])
+			t->cands[n++] = t->cands[i];
+	t->ncands = n;
+	struct cq_heap_query *q = malloc(n * sizeof(*q));
+	t->tasks = malloc(n * sizeof(*t->tasks));
+	if (!q || !t->tasks) {
+		free(q);
+		return &cq_error_nomem;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t vaddr = 0;
+		cq_mem_read_u64(ctx->target->mem, t->cands[i] + HDR_VTABLE, &vaddr);
+		const struct vtable *vt = vtable_at(t, vaddr);
+		q[i] =
+		    (struct cq_heap_query){.addr = t->cands[i], .size = vt ? vt->size : HDR_SIZE};
+	}
+	cq_heap_classify(ctx->target->mem, q, n);
+	struct cq_error *err = NULL;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint64_t vaddr = 0, state_word = 0;
+		const struct vtable *vt;
+		if (!cq_mem_read_u64(ctx->target->mem, t->cands[i] + HDR_VTABLE, &vaddr) ||
+		    !(vt = vtable_at(t, vaddr)) ||
+		    !cq_mem_read_u64(ctx->target->mem, t->cands[i] + HDR_STATE, &state_word))
+			continue;
+		enum reject_reason why = REJECT_REASONS;
+		switch (q[i].verdict) {
+		case CQ_HEAP_UNKNOWN:
+			why = REJECT_NOT_HEAP;
+			break;
+		case CQ_HEAP_INSIDE:
+			why = REJECT_INSIDE_CHUNK;
+			break;
+		case CQ_HEAP_FREE:
+			why = REJECT_FREE_CHUNK;
+			break;
+		case CQ_HEAP_TOO_SMALL:
+			why = REJECT_TOO_SMALL;
+			break;
+		case CQ_HEAP_OBJECT:
+			if (state_word & ST_COMPLETED)
+				why = REJECT_COMPLETED;
+			else if (state_word & ST_CLOSED)
+				why = REJECT_CLOSED;
+			break;
+		}
+		if (why != REJECT_REASONS) {
+			st->rejected[why]++;
+			continue;
+		}
+		struct task *task = &t->tasks[t->ntasks++];
+		*task = (struct task){.header = t->cands[i],
+		                      .vtable = (size_t)(vt - t->vtables),
+		                      .state = state_word};
+		struct cq_rust_chain chain;
+		uint64_t future = task_chain(t, ctx, task, &chain);
+		if (!cq_async_claim(ctx, future))
+			err = &cq_error_nomem;
+		for (size_t f = 0; f < chain.nframes && !err; f++)
+			if (!cq_async_claim(ctx, chain.frames[f].addr))
+				err = &cq_error_nomem;
+	}
+	free(q);
+	st->tasks = t->ntasks;
+	return err;
+}
+
+static const char *state_name(uint64_t s)
+{
+	if (s & ST_RUNNING)
+		return "running";
+	if (s & ST_SCHEDULED)
+		return "scheduled";
+	return "idle";
+}
+
+/* The thread whose live stack or registers hold a running task's header; 0: none. */
+static int64_t running_thread(const struct cq_async_ctx *ctx, uint64_t header)
+{
+	for (size_t th = 0; th < ctx->target->nthreads; th++) {
+		uint64_t *words;
+		size_t nwords;
+		if (!cq_async_live_words(ctx->target, th, &words, &nwords))
+			return -1;
+		bool has = cq_async_sorted_has(words, nwords, header);
+		free(words);
+		if (has)
+			return ctx->target->threads[th].tid;
+	}
+	return 0;
+}
+
+static struct cq_error *at_decode(void *state, const struct cq_async_ctx *ctx)
+{
+	struct async_task *t = state;
+	const struct cq_rust_model *m = &t->index->model;
+	for (size_t i = 0; i < t->ntasks; i++) {
+		const struct task *task = &t->tasks[i];
+		struct cq_rust_chain chain;
+		task_chain(t, ctx, task, &chain);
+		int64_t thread = 0;
+		if (task->state & ST_RUNNING) {
+			thread = running_thread(ctx, task->header);
+			if (thread < 0)
+				return &cq_error_nomem;
+		}
+		struct cq_stack_frame *frames;
+		struct cq_error *err = cq_rust_chain_frames(ctx->target, m, chain.frames,
+		                                            chain.nframes, &t->names, &frames);
+		if (err)
+			return err;
+		struct cq_suspended_stack s = {.kind = "async_task",
+		                               .leaf = frames[0].object,
+		                               .frames = frames,
+		                               .nframes = chain.nframes,
+		                               .end = cq_rust_chain_end(chain.end),
+		                               .has_task = true,
+		                               .task_id = task->header,
+		                               .task_state = state_name(task->state),
+		                               .thread = thread};
+		bool added;
+		if ((err = cq_async_add_suspended(ctx, &s, &added)))
+			return err;
+		if (added)
+			t->stats.reported++;
+		else
+			t->stats.over_limit++;
+	}
+	return NULL;
+}
+
+static const char *reject_name(enum reject_reason r)
+{
+	static const char *const names[REJECT_REASONS] = {
+	    "not_heap", "inside_chunk", "free_chunk", "chunk_too_small", "completed", "closed"};
+	return (unsigned)r < REJECT_REASONS ? names[r] : "?";
+}
+
+/* The "async_task_" keys of the async statistics. */
+static void at_report(const void *state, const struct cq_async_ctx *ctx, struct cq_stats *out,
+                      struct cq_stats *warnings)
+{
+	(void)ctx, (void)warnings;
+	const struct async_task *t = state;
+	struct stats none = {0};
+	const struct stats *st = t ? &t->stats : &none;
+	const char *keys[] = {"async_task_vtables", "async_task_candidates", "async_task_tasks",
+	                      "async_task_reported", "async_task_over_limit"};
+	uint64_t vals[] = {st->vtables, st->candidates, st->tasks, st->reported, st->over_limit};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cq_stats_uint(out, keys[i], vals[i]);
+	cq_stats_bool(out, "async_task_truncated", st->truncated);
+	cq_stats_object(out, "async_task_rejected");
+	for (unsigned i = 0; i < REJECT_REASONS; i++)
+		cq_stats_uint(out, reject_name(i), st->rejected[i]);
+	cq_stats_end(out);
+}
+
+static const char *const at_kinds[] = {"async_task", NULL};
+
+const struct cq_async_runtime cq_async_async_task = {
+    .name = "async_task",
+    .kinds = at_kinds,
+    .listing = CQ_ASYNC_LIST_TASKS,
+    .heading = "async-task tasks (smol, async-std)",
+    .detect = at_detect,
+    .scan = at_scan,
+    .claim = at_claim,
+    .decode = at_decode,
+    .report = at_report,
+    .destroy = at_destroy,
+};
