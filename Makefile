@@ -22,9 +22,22 @@
 #   cmd               the coreq executable: options, one call, output
 
 PREFIX   ?= /usr/local
+# `make CROSS=aarch64` builds coreq for aarch64 with Debian's cross compiler
+# into build/aarch64 (see "cross build" below); CROSS empty builds for this host.
+CROSS    ?=
+ifneq ($(CROSS),)
+BUILD    ?= build/$(CROSS)
+CROSS_TRIPLET := $(CROSS)-linux-gnu
+CC       := $(CROSS_TRIPLET)-gcc
+AR       := $(CROSS_TRIPLET)-ar
+# The target's own .pc files (its -dev packages, installed as :arm64 beside
+# the host's), never the host's include paths.
+PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/$(CROSS_TRIPLET)/pkgconfig:/usr/share/pkgconfig pkg-config
+endif
 BUILD    ?= build
 CC       ?= cc
 CXX      ?= c++
+PKG_CONFIG ?= pkg-config
 PKGS     := libelf libdw libarchive sqlite3 libdeflate libcurl libdebuginfod
 FUZZ_SECONDS ?= 30
 VERSION  := 0.1.0
@@ -41,14 +54,14 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 # libarchive, libcurl and libdebuginfod are loaded when a command needs
 # them (libcore/base/dynlib.h), not linked: their headers only.  dlopen is
 # in glibc's libc (2.34 and later), so no -ldl.
 LINK_PKGS := libelf libdw sqlite3 libdeflate
-PKG_LIBS   = $(shell pkg-config --libs $(LINK_PKGS) 2>/dev/null) -liberty -lz
+PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(LINK_PKGS) 2>/dev/null) -liberty -lz
 # The unit tests read the stored core back with libarchive directly.
-TEST_LIBS  = $(shell pkg-config --libs libarchive 2>/dev/null)
+TEST_LIBS  = $(shell $(PKG_CONFIG) --libs libarchive 2>/dev/null)
 INCLUDES := -I. -I$(BUILD)/gen
 BASE_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
@@ -127,7 +140,7 @@ $(BUILD)/release/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) -c $< -o $@
 $(BUILD)/release/libcoreq.a: $(REL_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(BUILD)/coreq: $(REL_CMD) $(BUILD)/release/libcoreq.a
 	$(CC) -o $@ $^ $(PKG_LIBS)
 
@@ -139,7 +152,7 @@ $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CFLAGS) -c $< -o $@
 $(BUILD)/asan/libcoreq.a: $(ASAN_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(BUILD)/asan/coreq: $(ASAN_CMD) $(BUILD)/asan/libcoreq.a
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(BUILD)/asan/tests/%.o: tests/unit/%.c
@@ -162,7 +175,7 @@ $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_LIB_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/fuzz/libcoreq.a: $(FUZZ_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/fuzz/libcoreq.a
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(BUILD)/fuzz/libcoreq.a $(PKG_LIBS)
