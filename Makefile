@@ -50,7 +50,14 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg \
 	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
-	libdebuginfod-dev debuginfod bash-completion chromium librust-tokio-dev
+	libdebuginfod-dev debuginfod bash-completion chromium librust-tokio-dev \
+	$(ARM64_PKGS) file dpkg-dev lintian
+# The aarch64 build's libraries, installed beside the host's (make deps runs
+# dpkg --add-architecture arm64 first); its unit tests' cmocka and sanitizer
+# runtimes, which qemu-aarch64 loads from the same multiarch directories.
+ARM64_PKGS := libelf-dev:arm64 libdw-dev:arm64 libarchive-dev:arm64 libsqlite3-dev:arm64 \
+	libdeflate-dev:arm64 libiberty-dev:arm64 zlib1g-dev:arm64 libcurl4-openssl-dev:arm64 \
+	libdebuginfod-dev:arm64 libcmocka-dev:arm64 libasan8:arm64 libubsan1:arm64
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
@@ -84,7 +91,8 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers hostile
+.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers hostile \
+	aarch64 test-aarch64 deb
 
 all: $(BUILD)/coreq $(BUILD)/layers.ok
 
@@ -111,6 +119,8 @@ deps demo-deps:
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing$$missing"; \
 		if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (or install:$$missing)"; exit 1; fi; \
+		case "$$missing" in *:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 \
+			|| dpkg --add-architecture arm64 || exit 1;; esac; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
 			|| { echo "make deps: apt-get failed"; exit 1; }; \
 	fi
@@ -142,7 +152,7 @@ $(BUILD)/release/%.o: %.c
 $(BUILD)/release/libcoreq.a: $(REL_OBJS)
 	rm -f $@ && $(AR) rcs $@ $^
 $(BUILD)/coreq: $(REL_CMD) $(BUILD)/release/libcoreq.a
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(CC) -Wl,-z,relro,-z,now -o $@ $^ $(PKG_LIBS)
 
 # ---- sanitized build for tests -------------------------------------------
 $(BUILD)/asan/gen/%.o: $(BUILD)/gen/%.c
@@ -194,9 +204,38 @@ corpus:
 
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/layers.ok $(BUILD)/asan/coreq $(UNIT_BINS) $(BUILD)/coreq
+	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq \
+		$(patsubst %,$(A64)/asan/tests/%,$(A64_UNIT_SAMPLE))
 	@$(MAKE) --no-print-directory corpus
 	@$(MAKE) --no-print-directory fuzz-build
 	@tests/run $(BUILD)
+
+# ---- aarch64 and the Debian packages --------------------------------------
+# `make CROSS=aarch64` (or `make aarch64`) builds build/aarch64/coreq with
+# aarch64-linux-gnu-gcc and the arm64 libraries (make deps installs them).
+# make test runs a sample of its unit tests and cores under qemu-aarch64
+# (tests/e2e/test_aarch64_build.py); make test-aarch64 runs all of them.
+A64 := $(BUILD)/aarch64
+A64_UNIT_SAMPLE := test_arch test_notes test_frames test_unwinder test_lws_codec \
+	test_stack_blob test_store test_capture test_bucket test_json
+aarch64:
+	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq
+test-aarch64: deps
+	@$(MAKE) --no-print-directory $(BUILD)/coreq corpus
+	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq \
+		$(patsubst tests/unit/%.c,$(A64)/asan/tests/%,$(UNIT_SRCS))
+	COREQ_AARCH64_ALL=1 COREQ_RELEASE=$(abspath $(BUILD))/coreq CORPUS=$(abspath $(BUILD))/corpus \
+		COREQ_BUILD=$(abspath $(BUILD)) COREQ_ROOT=$(CURDIR) tests/e2e/test_aarch64_build.py
+
+# `make deb`: build/deb/coreq_VERSION_amd64.deb and _arm64.deb, staged by
+# dist/debian/build-deb from the two release builds, then lintian on both.
+DEB_DATE = $(shell dpkg-parsechangelog -l dist/debian/changelog -S Timestamp)
+deb: $(BUILD)/coreq
+	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq
+	@mkdir -p $(BUILD)/deb
+	SOURCE_DATE_EPOCH=$(DEB_DATE) dist/debian/build-deb amd64 $(BUILD)/coreq $(BUILD)/deb
+	SOURCE_DATE_EPOCH=$(DEB_DATE) dist/debian/build-deb arm64 $(A64)/coreq $(BUILD)/deb
+	lintian --fail-on error,warning $(BUILD)/deb/coreq_*_amd64.deb $(BUILD)/deb/coreq_*_arm64.deb
 
 # The demo builds and crashes only the corpus programs it shows.
 DEMO_BINS := $(abspath $(BUILD))/corpus/bin/O0/abort_deep $(abspath $(BUILD))/corpus/bin/O2key32/async_coro
@@ -242,4 +281,4 @@ format:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -path '$(BUILD)/hostile' -prune -o -path '$(BUILD)/corpus' -prune -o -type f -name '*.d' -print 2>/dev/null)
+-include $(shell find $(BUILD) -path '$(BUILD)/hostile' -prune -o -path '$(BUILD)/aarch64' -prune -o -path '$(BUILD)/corpus' -prune -o -type f -name '*.d' -print 2>/dev/null)
