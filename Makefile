@@ -42,6 +42,12 @@ PKGS     := libelf libdw libarchive sqlite3 libdeflate libcurl libdebuginfod
 FUZZ_SECONDS ?= 30
 VERSION  := 0.1.0
 
+# The aarch64 build's libraries, installed beside the host's (make deps runs
+# dpkg --add-architecture arm64 first); its unit tests' cmocka and sanitizer
+# runtimes, which qemu-aarch64 loads from the same multiarch directories.
+ARM64_PKGS := libelf-dev:arm64 libdw-dev:arm64 libarchive-dev:arm64 libsqlite3-dev:arm64 \
+	libdeflate-dev:arm64 libiberty-dev:arm64 zlib1g-dev:arm64 libcurl4-openssl-dev:arm64 \
+	libdebuginfod-dev:arm64 libcmocka-dev:arm64 libasan8:arm64 libubsan1:arm64
 # Debian packages: libraries, test oracles (eu-readelf, eu-stack, gdb,
 # gdb-multiarch), the compressors the tests feed coreq, and the aarch64 cross
 # toolchain and qemu-user that make the aarch64 corpus.
@@ -52,12 +58,6 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
 	libdebuginfod-dev debuginfod bash-completion chromium librust-tokio-dev \
 	$(ARM64_PKGS) file dpkg-dev lintian
-# The aarch64 build's libraries, installed beside the host's (make deps runs
-# dpkg --add-architecture arm64 first); its unit tests' cmocka and sanitizer
-# runtimes, which qemu-aarch64 loads from the same multiarch directories.
-ARM64_PKGS := libelf-dev:arm64 libdw-dev:arm64 libarchive-dev:arm64 libsqlite3-dev:arm64 \
-	libdeflate-dev:arm64 libiberty-dev:arm64 zlib1g-dev:arm64 libcurl4-openssl-dev:arm64 \
-	libdebuginfod-dev:arm64 libcmocka-dev:arm64 libasan8:arm64 libubsan1:arm64
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
