@@ -20,6 +20,9 @@ Oracles, never coreq's own aarch64 output:
   options, except the async scan's timings (keys ending in _us, wall-clock
   microseconds), which are set to 0 on both sides first; and the crashed
   thread holds the corpus program's crash chain (its expect file);
+- the aarch64 build reading a cache the x86_64 build wrote (serialised
+  unwind tables, symbols, Rust indexes) prints what the x86_64 build
+  prints from it;
 - `ingest` into a fresh database: `list-stacks` and `buckets` as JSON equal
   the x86_64 build's on the same cores;
 - `coreq hook` fed a core through a pipe stores it (zstd -dc gives the
@@ -192,6 +195,28 @@ def check_json(picked, tmp):
        f"{timing} identical but for scan timings", differing)
 
 
+def check_shared_cache(picked, tmp):
+    """A cache (unwind tables, symbols, Rust indexes: serialised blobs)
+    written by the x86_64 build is read by the aarch64 build, which then
+    prints what the x86_64 build prints from the same warm cache."""
+    cache = os.path.join(tmp, "shared-cache.db")
+    env = dict(ENV, COREQ_CACHE=cache)
+    bad = []
+    for name, core, opts, _ in picked:
+        if name.startswith("aarch64/"):
+            continue
+        subprocess.run([COREQ_RELEASE, "stack", "--format", "json", *opts, core], capture_output=True,
+                       env=env, timeout=600)
+        rx = subprocess.run([COREQ_RELEASE, "stack", "--format", "json", *opts, core], capture_output=True,
+                            env=env, timeout=600)
+        ra = subprocess.run([QEMU, A64, "stack", "--format", "json", *opts, core], capture_output=True,
+                            env=env, timeout=600, preexec_fn=no_core)
+        if rx.returncode or ra.returncode or TIMING.sub(rb'"\1":0', rx.stdout) != TIMING.sub(rb'"\1":0', ra.stdout):
+            bad.append(f"{name}: exit {rx.returncode}/{ra.returncode}")
+    ok(os.path.isfile(cache) and not bad,
+       "the aarch64 build reads the x86_64 build's cache and prints the same stacks from it", bad)
+
+
 def check_ingest(picked, tmp):
     dbs = {}
     for who, run in (("x86_64", x86), ("aarch64", a64)):
@@ -263,6 +288,7 @@ def main():
     picked = cases()
     with tempfile.TemporaryDirectory() as tmp:
         check_json(picked, tmp)
+        check_shared_cache(picked, tmp)
         check_ingest(picked, tmp)
         # an x86_64 core (NT_FILE names its files, so the chain is named) and
         # one of qemu's aarch64 cores (no NT_FILE: the hook cannot name its
