@@ -22,13 +22,32 @@
 #   cmd               the coreq executable: options, one call, output
 
 PREFIX   ?= /usr/local
+# `make CROSS=aarch64` builds coreq for aarch64 with Debian's cross compiler
+# into build/aarch64 (see "cross build" below); CROSS empty builds for this host.
+CROSS    ?=
+ifneq ($(CROSS),)
+BUILD    ?= build/$(CROSS)
+CROSS_TRIPLET := $(CROSS)-linux-gnu
+CC       := $(CROSS_TRIPLET)-gcc
+AR       := $(CROSS_TRIPLET)-ar
+# The target's own .pc files (its -dev packages, installed as :arm64 beside
+# the host's), never the host's include paths.
+PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/$(CROSS_TRIPLET)/pkgconfig:/usr/share/pkgconfig pkg-config
+endif
 BUILD    ?= build
 CC       ?= cc
 CXX      ?= c++
+PKG_CONFIG ?= pkg-config
 PKGS     := libelf libdw libarchive sqlite3 libdeflate libcurl libdebuginfod
 FUZZ_SECONDS ?= 30
 VERSION  := 0.1.0
 
+# The aarch64 build's libraries, installed beside the host's (make deps runs
+# dpkg --add-architecture arm64 first); its unit tests' cmocka and sanitizer
+# runtimes, which qemu-aarch64 loads from the same multiarch directories.
+ARM64_PKGS := libelf-dev:arm64 libdw-dev:arm64 libarchive-dev:arm64 libsqlite3-dev:arm64 \
+	libdeflate-dev:arm64 libiberty-dev:arm64 zlib1g-dev:arm64 libcurl4-openssl-dev:arm64 \
+	libdebuginfod-dev:arm64 libcmocka-dev:arm64 libasan8:arm64 libubsan1:arm64
 # Debian packages: libraries, test oracles (eu-readelf, eu-stack, gdb,
 # gdb-multiarch), the compressors the tests feed coreq, and the aarch64 cross
 # toolchain and qemu-user that make the aarch64 corpus.
@@ -38,21 +57,21 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
 	libdebuginfod-dev debuginfod bash-completion chromium librust-tokio-dev \
-	libasio-dev librust-smol-dev
+	libasio-dev librust-smol-dev $(ARM64_PKGS) file dpkg-dev lintian
 # Real programs nobody on the team wrote, with their debuginfo, for the
 # corpus cases real-syslog-ng and real-python3d (corpus/real/).
 DEPS_PKGS += syslog-ng-core syslog-ng-dbg python3.11-dbg
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 # libarchive, libcurl and libdebuginfod are loaded when a command needs
 # them (libcore/base/dynlib.h), not linked: their headers only.  dlopen is
 # in glibc's libc (2.34 and later), so no -ldl.
 LINK_PKGS := libelf libdw sqlite3 libdeflate
-PKG_LIBS   = $(shell pkg-config --libs $(LINK_PKGS) 2>/dev/null) -liberty -lz
+PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(LINK_PKGS) 2>/dev/null) -liberty -lz
 # The unit tests read the stored core back with libarchive directly.
-TEST_LIBS  = $(shell pkg-config --libs libarchive 2>/dev/null)
+TEST_LIBS  = $(shell $(PKG_CONFIG) --libs libarchive 2>/dev/null)
 INCLUDES := -I. -I$(BUILD)/gen
 BASE_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
@@ -75,7 +94,8 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers hostile
+.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers hostile \
+	aarch64 test-aarch64 deb
 
 all: $(BUILD)/coreq $(BUILD)/layers.ok
 
@@ -102,6 +122,8 @@ deps demo-deps:
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing$$missing"; \
 		if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (or install:$$missing)"; exit 1; fi; \
+		case "$$missing" in *:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 \
+			|| dpkg --add-architecture arm64 || exit 1;; esac; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
 			|| { echo "make deps: apt-get failed"; exit 1; }; \
 	fi
@@ -131,9 +153,9 @@ $(BUILD)/release/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) -c $< -o $@
 $(BUILD)/release/libcoreq.a: $(REL_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(BUILD)/coreq: $(REL_CMD) $(BUILD)/release/libcoreq.a
-	$(CC) -o $@ $^ $(PKG_LIBS)
+	$(CC) -Wl,-z,relro,-z,now -o $@ $^ $(PKG_LIBS)
 
 # ---- sanitized build for tests -------------------------------------------
 $(BUILD)/asan/gen/%.o: $(BUILD)/gen/%.c
@@ -143,7 +165,7 @@ $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CFLAGS) -c $< -o $@
 $(BUILD)/asan/libcoreq.a: $(ASAN_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(BUILD)/asan/coreq: $(ASAN_CMD) $(BUILD)/asan/libcoreq.a
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(BUILD)/asan/tests/%.o: tests/unit/%.c
@@ -166,7 +188,7 @@ $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_LIB_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/fuzz/libcoreq.a: $(FUZZ_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/fuzz/libcoreq.a
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(BUILD)/fuzz/libcoreq.a $(PKG_LIBS)
@@ -185,9 +207,44 @@ corpus:
 
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/layers.ok $(BUILD)/asan/coreq $(UNIT_BINS) $(BUILD)/coreq
+	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq \
+		$(patsubst %,$(A64)/asan/tests/%,$(A64_UNIT_SAMPLE))
 	@$(MAKE) --no-print-directory corpus
 	@$(MAKE) --no-print-directory fuzz-build
 	@tests/run $(BUILD)
+
+# ---- aarch64 and the Debian packages --------------------------------------
+# `make CROSS=aarch64` (or `make aarch64`) builds build/aarch64/coreq with
+# aarch64-linux-gnu-gcc and the arm64 libraries (make deps installs them).
+# make test runs a sample of its unit tests and cores under qemu-aarch64
+# (tests/e2e/test_aarch64_build.py); make test-aarch64 runs all of them.
+A64 := $(BUILD)/aarch64
+A64_UNIT_SAMPLE := test_arch test_notes test_frames test_unwinder test_lws_codec \
+	test_stack_blob test_store test_capture test_bucket test_json
+# Two unit tests do not run under qemu: test_cfi_table's fixtures are
+# x86_64 assembly (functions with .cfi_* directives, read back from the test
+# binary's own .eh_frame), and test_symbolizer crashes a forked child for a
+# core, which qemu-user writes of the whole ASan address space (50 GB).  The
+# aarch64 side of both is covered by the corpus cores under qemu.
+A64_UNIT_SRCS := $(filter-out tests/unit/test_cfi_table.c tests/unit/test_symbolizer.c,$(UNIT_SRCS))
+aarch64:
+	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq
+test-aarch64: deps
+	@$(MAKE) --no-print-directory $(BUILD)/coreq corpus
+	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq \
+		$(patsubst tests/unit/%.c,$(A64)/asan/tests/%,$(A64_UNIT_SRCS))
+	COREQ_AARCH64_ALL=1 COREQ_RELEASE=$(abspath $(BUILD))/coreq CORPUS=$(abspath $(BUILD))/corpus \
+		COREQ_BUILD=$(abspath $(BUILD)) COREQ_ROOT=$(CURDIR) tests/e2e/test_aarch64_build.py
+
+# `make deb`: build/deb/coreq_VERSION_amd64.deb and _arm64.deb, staged by
+# dist/debian/build-deb from the two release builds, then lintian on both.
+DEB_DATE = $(shell dpkg-parsechangelog -l dist/debian/changelog -S Timestamp)
+deb: $(BUILD)/coreq
+	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq
+	@mkdir -p $(BUILD)/deb
+	SOURCE_DATE_EPOCH=$(DEB_DATE) dist/debian/build-deb amd64 $(BUILD)/coreq $(BUILD)/deb
+	SOURCE_DATE_EPOCH=$(DEB_DATE) dist/debian/build-deb arm64 $(A64)/coreq $(BUILD)/deb
+	lintian --fail-on error,warning $(BUILD)/deb/coreq_*_amd64.deb $(BUILD)/deb/coreq_*_arm64.deb
 
 # The demo builds and crashes only the corpus programs it shows.
 DEMO_BINS := $(abspath $(BUILD))/corpus/bin/O0/abort_deep $(abspath $(BUILD))/corpus/bin/O2key32/async_coro
@@ -235,4 +292,4 @@ format:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -path '$(BUILD)/hostile' -prune -o -path '$(BUILD)/corpus' -prune -o -type f -name '*.d' -print 2>/dev/null)
+-include $(shell find $(BUILD) -path '$(BUILD)/hostile' -prune -o -path '$(BUILD)/aarch64' -prune -o -path '$(BUILD)/corpus' -prune -o -type f -name '*.d' -print 2>/dev/null)

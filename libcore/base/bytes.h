@@ -2,12 +2,20 @@
  * bytes.h - unaligned little-endian loads from untrusted buffers.
  *
  * Callers check bounds first; these only avoid unaligned-access UB.
+ * The loads are the host's native ones, and coreq reads ELF64 cores and
+ * objects (a big-endian or 32-bit core is refused by the core model) into
+ * 64-bit offsets and sizes: it builds only for little-endian LP64 hosts
+ * (x86_64, aarch64), and says so at compile time on any other.
  */
 #ifndef CQ_BYTES_H
 #define CQ_BYTES_H
 
 #include <stdint.h>
 #include <string.h>
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "coreq reads little-endian formats with the host's own loads");
+_Static_assert(sizeof(void *) == 8 && sizeof(size_t) == 8, "coreq needs a 64-bit (LP64) host");
 
 static inline uint64_t cq_load_u64(const void *p)
 {

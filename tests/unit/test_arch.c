@@ -1,8 +1,9 @@
 /*
  * test_arch.c - the per-architecture tables (libcore/base/arch.h), checked
- * against independent sources: this host's kernel ABI headers for the
- * x86_64 NT_PRSTATUS layout (struct elf_prstatus, struct
- * user_regs_struct), <elf.h> for machine and note numbers, the psABI
+ * against independent sources: this host's kernel ABI headers for its
+ * own NT_PRSTATUS layout (struct elf_prstatus, struct user_regs_struct;
+ * x86_64 on x86_64, aarch64 on aarch64, and the other written out from the
+ * kernel's headers), <elf.h> for machine and note numbers, the psABI
  * DWARF register numbers written out here by register name, and
  * instruction encodings from the Intel and Arm manuals for the
  * "ends with a call" test on return addresses.
@@ -32,34 +33,73 @@ static void test_machine_lookup(void **state)
 	assert_string_equal(cq_arch_aarch64.name, "aarch64");
 }
 
-/* The DWARF number of the x86_64 register in pr_reg slot (offset / 8) of user_regs_struct. */
+#if defined(__x86_64__)
+/* This host's own headers describe the x86_64 layout. */
+#define X86_64_SLOT(reg)     (offsetof(struct user_regs_struct, reg) / 8)
+#define X86_64_PRSTATUS_SIZE sizeof(struct elf_prstatus)
+#define X86_64_PR_REG_OFFSET offsetof(struct elf_prstatus, pr_reg)
+#define X86_64_NREGS         (sizeof(struct user_regs_struct) / 8)
+#else
+/*
+ * Another host (an aarch64 build): the x86_64 layout written out from the
+ * kernel's arch/x86/include/asm/user_64.h, struct user_regs_struct: r15
+ * r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs
+ * eflags rsp ss fs_base gs_base ds es fs gs; elf_prstatus on LP64 puts
+ * pr_reg at 112 and pads the 27 registers and pr_fpvalid to 336 bytes.
+ */
+enum x86_64_slot {
+	x86_r15,
+	x86_r14,
+	x86_r13,
+	x86_r12,
+	x86_rbp,
+	x86_rbx,
+	x86_r11,
+	x86_r10,
+	x86_r9,
+	x86_r8,
+	x86_rax,
+	x86_rcx,
+	x86_rdx,
+	x86_rsi,
+	x86_rdi,
+	x86_orig_rax,
+	x86_rip,
+	x86_cs,
+	x86_eflags,
+	x86_rsp,
+	x86_ss,
+	x86_fs_base,
+	x86_gs_base,
+	x86_ds,
+	x86_es,
+	x86_fs,
+	x86_gs,
+	x86_nregs
+};
+#define X86_64_SLOT(reg)     ((size_t)x86_##reg)
+#define X86_64_PRSTATUS_SIZE 336
+#define X86_64_PR_REG_OFFSET 112
+#define X86_64_NREGS         ((size_t)x86_nregs)
+#endif
+
+/* The DWARF number of the x86_64 register in pr_reg slot of user_regs_struct. */
 static int x86_64_dwarf_of_slot(unsigned slot)
 {
 	/* System V AMD64 psABI, figure "DWARF Register Number Mapping". */
 	static const struct {
-		size_t offset;
+		size_t slot;
 		int dwarf;
 	} map[] = {
-	    {offsetof(struct user_regs_struct, rax), 0},
-	    {offsetof(struct user_regs_struct, rdx), 1},
-	    {offsetof(struct user_regs_struct, rcx), 2},
-	    {offsetof(struct user_regs_struct, rbx), 3},
-	    {offsetof(struct user_regs_struct, rsi), 4},
-	    {offsetof(struct user_regs_struct, rdi), 5},
-	    {offsetof(struct user_regs_struct, rbp), 6},
-	    {offsetof(struct user_regs_struct, rsp), 7},
-	    {offsetof(struct user_regs_struct, r8), 8},
-	    {offsetof(struct user_regs_struct, r9), 9},
-	    {offsetof(struct user_regs_struct, r10), 10},
-	    {offsetof(struct user_regs_struct, r11), 11},
-	    {offsetof(struct user_regs_struct, r12), 12},
-	    {offsetof(struct user_regs_struct, r13), 13},
-	    {offsetof(struct user_regs_struct, r14), 14},
-	    {offsetof(struct user_regs_struct, r15), 15},
-	    {offsetof(struct user_regs_struct, rip), 16},
+	    {X86_64_SLOT(rax), 0},  {X86_64_SLOT(rdx), 1},  {X86_64_SLOT(rcx), 2},
+	    {X86_64_SLOT(rbx), 3},  {X86_64_SLOT(rsi), 4},  {X86_64_SLOT(rdi), 5},
+	    {X86_64_SLOT(rbp), 6},  {X86_64_SLOT(rsp), 7},  {X86_64_SLOT(r8), 8},
+	    {X86_64_SLOT(r9), 9},   {X86_64_SLOT(r10), 10}, {X86_64_SLOT(r11), 11},
+	    {X86_64_SLOT(r12), 12}, {X86_64_SLOT(r13), 13}, {X86_64_SLOT(r14), 14},
+	    {X86_64_SLOT(r15), 15}, {X86_64_SLOT(rip), 16},
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (map[i].offset == 8 * slot)
+		if (map[i].slot == slot)
 			return map[i].dwarf;
 	return -1;
 }
@@ -69,13 +109,13 @@ static void test_x86_64_prstatus_layout(void **state)
 	(void)state;
 	const struct cq_arch *a = &cq_arch_x86_64;
 	assert_int_equal(a->e_machine, EM_X86_64);
-	assert_int_equal(a->prstatus_size, sizeof(struct elf_prstatus));
-	assert_int_equal(a->prstatus_reg_offset, offsetof(struct elf_prstatus, pr_reg));
-	assert_int_equal(a->prstatus_nregs, sizeof(struct user_regs_struct) / 8);
+	assert_int_equal(a->prstatus_size, X86_64_PRSTATUS_SIZE);
+	assert_int_equal(a->prstatus_reg_offset, X86_64_PR_REG_OFFSET);
+	assert_int_equal(a->prstatus_nregs, X86_64_NREGS);
 	for (unsigned slot = 0; slot < a->prstatus_nregs; slot++)
 		assert_int_equal(a->prstatus_dwarf[slot], x86_64_dwarf_of_slot(slot));
 	assert_int_equal(a->tp_source, CQ_ARCH_TP_PRSTATUS_SLOT);
-	assert_int_equal(8 * a->tp_slot, offsetof(struct user_regs_struct, fs_base));
+	assert_int_equal(a->tp_slot, X86_64_SLOT(fs_base));
 	assert_int_equal(a->pc_reg, 16);
 	assert_int_equal(a->ra_reg, 16);
 	assert_int_equal(a->sp_reg, 7);
@@ -105,6 +145,14 @@ static void test_aarch64_layout(void **state)
 	/* elf_prstatus on LP64: pr_reg at 112; 34 registers, then pr_fpvalid, padded to 8. */
 	assert_int_equal(a->prstatus_reg_offset, 112);
 	assert_int_equal(a->prstatus_size, 112 + 34 * 8 + 8);
+#if defined(__aarch64__)
+	/* This host's own headers describe the aarch64 layout. */
+	assert_int_equal(a->prstatus_size, sizeof(struct elf_prstatus));
+	assert_int_equal(a->prstatus_reg_offset, offsetof(struct elf_prstatus, pr_reg));
+	assert_int_equal(a->prstatus_nregs, sizeof(struct user_regs_struct) / 8);
+	assert_int_equal(8 * a->sp_reg, offsetof(struct user_regs_struct, sp));
+	assert_int_equal(8 * a->pc_reg, offsetof(struct user_regs_struct, pc));
+#endif
 	assert_int_equal(a->sp_reg, 31);
 	assert_int_equal(a->pc_reg, 32);
 	assert_int_equal(a->fp_reg, 29);
