@@ -22,22 +22,22 @@
 #define NONE                 SIZE_MAX
 
 /* glibc 2.36 (nptl/pthreadP.h, lowlevellock-futex.h, pthread_rwlock_common.c). */
-#define FUTEX_TID_MASK          0x3fffffffu
-#define FUTEX_OWNER_DIED        0x40000000u
-#define MUTEX_INCONSISTENT      0x7fffffff
-#define MUTEX_NOTRECOVERABLE    0x7ffffffe
-#define MUTEX_KIND_TYPE_MASK    3u
-#define MUTEX_KIND_ROBUST       16u
-#define MUTEX_KIND_PI           32u
-#define MUTEX_KIND_KNOWN_BITS   0x3ffu /* type, robust, PI, PP, pshared, elision */
-#define RWLOCK_WRPHASE          1u
-#define RWLOCK_WRLOCKED         2u
-#define RWLOCK_READER_SHIFT     3
-#define RWLOCK_FUTEX_USED       2u
-#define RWLOCK_WRPHASE_FUTEX    8
-#define RWLOCK_WRITERS_FUTEX    12
-#define RWLOCK_CUR_WRITER       24
-#define COND_G_SIGNALS          40
+#define FUTEX_TID_MASK        0x3fffffffu
+#define FUTEX_OWNER_DIED      0x40000000u
+#define MUTEX_INCONSISTENT    0x7fffffff
+#define MUTEX_NOTRECOVERABLE  0x7ffffffe
+#define MUTEX_KIND_TYPE_MASK  3u
+#define MUTEX_KIND_ROBUST     16u
+#define MUTEX_KIND_PI         32u
+#define MUTEX_KIND_KNOWN_BITS 0x3ffu /* type, robust, PI, PP, pshared, elision */
+#define RWLOCK_WRPHASE        1u
+#define RWLOCK_WRLOCKED       2u
+#define RWLOCK_READER_SHIFT   3
+#define RWLOCK_FUTEX_USED     2u
+#define RWLOCK_WRPHASE_FUTEX  8
+#define RWLOCK_WRITERS_FUTEX  12
+#define RWLOCK_CUR_WRITER     24
+#define COND_G_SIGNALS        40
 
 /* -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK, -EINTR. */
 static bool interrupted_call(int64_t ret)
@@ -77,15 +77,15 @@ static const struct {
 	enum cq_wait_kind kind;
 	bool write;
 } lock_functions[] = {
-    {"lll_lock_wait", CQ_WAIT_MUTEX, false},     {"mutex_cond_lock", CQ_WAIT_MUTEX, false},
-    {"mutex_lock", CQ_WAIT_MUTEX, false},        {"mutex_timedlock", CQ_WAIT_MUTEX, false},
-    {"mutex_clocklock", CQ_WAIT_MUTEX, false},   {"rwlock_wrlock", CQ_WAIT_RWLOCK, true},
-    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true}, {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true},
-    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false},    {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false},
+    {"lll_lock_wait", CQ_WAIT_MUTEX, false},       {"mutex_cond_lock", CQ_WAIT_MUTEX, false},
+    {"mutex_lock", CQ_WAIT_MUTEX, false},          {"mutex_timedlock", CQ_WAIT_MUTEX, false},
+    {"mutex_clocklock", CQ_WAIT_MUTEX, false},     {"rwlock_wrlock", CQ_WAIT_RWLOCK, true},
+    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true},  {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true},
+    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false},      {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false},
     {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false}, {"cond_wait", CQ_WAIT_CONDVAR, false},
-    {"cond_timedwait", CQ_WAIT_CONDVAR, false},  {"cond_clockwait", CQ_WAIT_CONDVAR, false},
-    {"pthread_join", CQ_WAIT_JOIN, false},       {"pthread_timedjoin", CQ_WAIT_JOIN, false},
-    {"pthread_clockjoin", CQ_WAIT_JOIN, false},  {"pthread_tryjoin", CQ_WAIT_JOIN, false},
+    {"cond_timedwait", CQ_WAIT_CONDVAR, false},    {"cond_clockwait", CQ_WAIT_CONDVAR, false},
+    {"pthread_join", CQ_WAIT_JOIN, false},         {"pthread_timedjoin", CQ_WAIT_JOIN, false},
+    {"pthread_clockjoin", CQ_WAIT_JOIN, false},    {"pthread_tryjoin", CQ_WAIT_JOIN, false},
 };
 
 /* Sets w's kind and function from the innermost lock function on the stack; false if none. */
@@ -167,9 +167,9 @@ static void rwlock_owner(struct cq_core *core, struct cq_wait *w)
 		w->owner = CQ_OWNER_UNREADABLE;
 		return;
 	}
-	if (w->write && f >= RWLOCK_WRPHASE_FUTEX && read_u32(core, f - RWLOCK_WRPHASE_FUTEX, &readers) &&
-	    (readers & RWLOCK_WRLOCKED) && !(readers & RWLOCK_WRPHASE) &&
-	    readers >> RWLOCK_READER_SHIFT) {
+	if (w->write && f >= RWLOCK_WRPHASE_FUTEX &&
+	    read_u32(core, f - RWLOCK_WRPHASE_FUTEX, &readers) && (readers & RWLOCK_WRLOCKED) &&
+	    !(readers & RWLOCK_WRPHASE) && readers >> RWLOCK_READER_SHIFT) {
 		w->object = f - RWLOCK_WRPHASE_FUTEX;
 		w->owner = CQ_OWNER_READERS;
 		w->count = readers >> RWLOCK_READER_SHIFT;
@@ -465,7 +465,8 @@ struct cq_error *cq_waits_graph(struct cq_waits *w, const int32_t *tids, size_t 
 		} else if (j != NONE) { /* joins a chain already walked */
 			deadlock = w->waits[j].deadlock ? w->waits[j].deadlock : w->waits[j].behind;
 			end = w->waits[j].end;
-		} else { /* ends at the last wait's owner: a thread waiting on no lock, or unknown */
+		} else { /* ends at the last wait's owner: a thread waiting on no lock, or unknown
+			  */
 			const struct cq_wait *last = &w->waits[path[len - 1]];
 			bool is_thread = last->owner == CQ_OWNER_THREAD;
 			end = is_thread ? end_of[last->owner_thread] : NONE;

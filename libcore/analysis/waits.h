@@ -58,12 +58,12 @@ enum cq_wait_kind {
 
 /* Why an edge has no owner thread. */
 enum cq_wait_owner {
-	CQ_OWNER_THREAD,     /* owner_tid is a thread of the core (owner_thread) */
+	CQ_OWNER_THREAD,      /* owner_tid is a thread of the core (owner_thread) */
 	CQ_OWNER_NOT_IN_CORE, /* owner_tid is known but no thread of the core has it */
-	CQ_OWNER_READERS,    /* an rwlock held by readers, who are only a count */
-	CQ_OWNER_NONE,       /* the primitive records no owner (condvar, bare futex) */
-	CQ_OWNER_UNREADABLE, /* the object is in memory the core does not hold */
-	CQ_OWNER_UNKNOWN,    /* the object's fields name no owner (released, damaged) */
+	CQ_OWNER_READERS,     /* an rwlock held by readers, who are only a count */
+	CQ_OWNER_NONE,        /* the primitive records no owner (condvar, bare futex) */
+	CQ_OWNER_UNREADABLE,  /* the object is in memory the core does not hold */
+	CQ_OWNER_UNKNOWN,     /* the object's fields name no owner (released, damaged) */
 };
 
 /* One blocked thread's edge: the object it waits on and who holds it. */
@@ -76,12 +76,12 @@ struct cq_wait {
 	uint64_t futex;       /* the futex word the thread sleeps on */
 	const char *function; /* the libc frame that says what it takes (NULL: none) */
 	enum cq_wait_owner owner;
-	int32_t owner_tid;    /* CQ_OWNER_THREAD, CQ_OWNER_NOT_IN_CORE */
-	size_t owner_thread;  /* CQ_OWNER_THREAD: index into core->threads */
-	uint32_t count;       /* recursive mutex: times held; rwlock readers: how many */
+	int32_t owner_tid;      /* CQ_OWNER_THREAD, CQ_OWNER_NOT_IN_CORE */
+	size_t owner_thread;    /* CQ_OWNER_THREAD: index into core->threads */
+	uint32_t count;         /* recursive mutex: times held; rwlock readers: how many */
 	const char *mutex_type; /* "normal", "recursive", "errorcheck", "adaptive"; NULL */
 	bool robust, pi;
-	bool owner_died;      /* robust mutex: FUTEX_OWNER_DIED, or marked inconsistent */
+	bool owner_died; /* robust mutex: FUTEX_OWNER_DIED, or marked inconsistent */
 	/* Filled by cq_waits_graph. */
 	size_t deadlock; /* 1 + index into deadlocks when on a cycle, else 0 */
 	size_t behind;   /* 1 + index into deadlocks its chain runs into, else 0 */
@@ -100,10 +100,10 @@ struct cq_deadlock {
  */
 struct cq_wait_end {
 	bool is_thread;
-	size_t thread;      /* is_thread: index into core->threads */
-	int32_t tid;        /* is_thread */
+	size_t thread;       /* is_thread: index into core->threads */
+	int32_t tid;         /* is_thread */
 	const char *syscall; /* is_thread: the call it is blocked in ("read"), or NULL */
-	size_t wait;        /* !is_thread: the wait (index) whose owner is unknown */
+	size_t wait;         /* !is_thread: the wait (index) whose owner is unknown */
 	size_t waiters;
 };
 
@@ -112,7 +112,7 @@ struct cq_waits {
 	size_t nwaits;
 	struct cq_deadlock *deadlocks;
 	size_t ndeadlocks;
-	size_t *cycle; /* wait indexes of every deadlock, deadlocks[k] a range of it */
+	size_t *cycle;            /* wait indexes of every deadlock, deadlocks[k] a range of it */
 	struct cq_wait_end *ends; /* most waiters first */
 	size_t nends;
 	/* Per thread of the core: the system call it is blocked in, NULL if none known. */
