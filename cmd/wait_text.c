@@ -4,6 +4,7 @@
 #include "cmd/wait_text.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 
 #include "cmd/cmd.h"
 #include "libcore/analysis/waits.h"
@@ -86,16 +87,6 @@ static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wai
 	owner_text(out, core, w);
 }
 
-static const struct cq_wait *wait_of_thread(const struct cq_waits *w, size_t t)
-{
-	for (size_t i = 0; i < w->nwaits; i++) /* waits are in thread order: stop early */
-		if (w->waits[i].thread == t)
-			return &w->waits[i];
-		else if (w->waits[i].thread > t)
-			break;
-	return NULL;
-}
-
 void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_waits *w)
 {
 	if (!w)
@@ -142,7 +133,7 @@ void cmd_waits_thread_line(FILE *out, const struct cq_core *core, const struct c
 {
 	if (!w)
 		return;
-	const struct cq_wait *wt = wait_of_thread(w, t);
+	const struct cq_wait *wt = cq_waits_of_thread(w, t);
 	if (wt) {
 		fprintf(out, "    ");
 		wait_text(out, core, wt);
@@ -151,16 +142,13 @@ void cmd_waits_thread_line(FILE *out, const struct cq_core *core, const struct c
 		fputc('\n', out);
 		return;
 	}
-	for (size_t e = 0; e < w->nends; e++) {
-		const struct cq_wait_end *end = &w->ends[e];
-		if (end->is_thread && end->thread == t) {
-			fprintf(out, "    %zu thread%s wait%s for this thread", end->waiters,
-			        plural(end->waiters), end->waiters == 1 ? "s" : "");
-			if (end->syscall)
-				fprintf(out, ", blocked in %s()", end->syscall);
-			fputc('\n', out);
-			return;
-		}
+	if (t < w->nthreads && w->thread_ends && w->thread_ends[t] != SIZE_MAX) {
+		const struct cq_wait_end *end = &w->ends[w->thread_ends[t]];
+		fprintf(out, "    %zu thread%s wait%s for this thread", end->waiters,
+		        plural(end->waiters), end->waiters == 1 ? "s" : "");
+		if (end->syscall)
+			fprintf(out, ", blocked in %s()", end->syscall);
+		fputc('\n', out);
 	}
 }
 

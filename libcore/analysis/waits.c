@@ -495,6 +495,15 @@ struct cq_error *cq_waits_graph(struct cq_waits *w, const int32_t *tids, size_t 
 		}
 	}
 	err = order_ends(w);
+	if (!err) {
+		for (size_t t = 0; t < nthreads; t++)
+			end_of[t] = NONE;
+		for (size_t e = 0; e < w->nends; e++)
+			if (w->ends[e].is_thread)
+				end_of[w->ends[e].thread] = e;
+		w->thread_ends = end_of;
+		end_of = NULL;
+	}
 out:
 	free(wait_of);
 	free(end_of);
@@ -504,10 +513,24 @@ out:
 	return err;
 }
 
+const struct cq_wait *cq_waits_of_thread(const struct cq_waits *w, size_t t)
+{
+	size_t lo = 0, hi = w ? w->nwaits : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->waits[mid].thread < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return w && lo < w->nwaits && w->waits[lo].thread == t ? &w->waits[lo] : NULL;
+}
+
 void cq_waits_free(struct cq_waits *w)
 {
 	if (!w)
 		return;
+	free(w->thread_ends);
 	free(w->waits);
 	free(w->deadlocks);
 	free(w->cycle);

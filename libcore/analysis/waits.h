@@ -115,6 +115,8 @@ struct cq_waits {
 	size_t *cycle;            /* wait indexes of every deadlock, deadlocks[k] a range of it */
 	struct cq_wait_end *ends; /* most waiters first */
 	size_t nends;
+	/* Per thread of the core: the index into ends it is, SIZE_MAX if none. */
+	size_t *thread_ends;
 	/* Per thread of the core: the system call it is blocked in, NULL if none known. */
 	const char **syscalls;
 	size_t nthreads;
@@ -132,12 +134,16 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 /*
  * The graph part, over waits already filled in (each wait's owner and
  * owner_thread, thread indexes < nthreads, at most one wait per thread):
- * sets every wait's deadlock and end, and fills deadlocks, cycle and ends.
+ * sets every wait's deadlock and end, and fills deadlocks, cycle, ends and
+ * thread_ends.
  * w->syscalls may be NULL.  Fails only for lack of memory.
  */
 struct cq_error *cq_waits_graph(struct cq_waits *w, const int32_t *tids, size_t nthreads);
 
 void cq_waits_free(struct cq_waits *w);
+
+/* Thread index t's wait (waits are in thread order), or NULL. */
+const struct cq_wait *cq_waits_of_thread(const struct cq_waits *w, size_t t);
 
 /* "mutex", "rwlock", "condvar", "thread" (a join), "futex". */
 const char *cq_wait_kind_name(enum cq_wait_kind kind);
