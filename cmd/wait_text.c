@@ -111,8 +111,11 @@ void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_wa
 		        plural(behind), behind == 1 ? "s" : "", plural(w->ndeadlocks));
 	for (size_t e = 0; e < w->nends && e < SUMMARY_MAX; e++) {
 		const struct cq_wait_end *end = &w->ends[e];
-		fprintf(out, "hung: %zu thread%s wait%s for ", end->waiters, plural(end->waiters),
-		        end->waiters == 1 ? "s" : "");
+		/* A condvar or a bare futex is waited on, not held: not by itself a hang. */
+		bool ownerless = !end->is_thread && w->waits[end->wait].owner == CQ_OWNER_NONE;
+		fprintf(out, "%s: %zu thread%s wait%s %s ", ownerless ? "waiting" : "hung",
+		        end->waiters, plural(end->waiters), end->waiters == 1 ? "s" : "",
+		        ownerless ? "on" : "for");
 		if (end->is_thread) {
 			thread_ref(out, core, end->thread);
 			if (end->syscall)

@@ -399,6 +399,61 @@ static struct cq_error *order_ends(struct cq_waits *w)
 	return NULL;
 }
 
+/* Ownerless ends by object, then kind (sort_ends and sort_waits set). */
+static const struct cq_wait *sort_waits;
+static int object_order(const void *a, const void *b)
+{
+	const struct cq_wait *x = &sort_waits[sort_ends[*(const size_t *)a].wait];
+	const struct cq_wait *y = &sort_waits[sort_ends[*(const size_t *)b].wait];
+	if (x->object != y->object)
+		return x->object < y->object ? -1 : 1;
+	return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+/*
+ * Makes the chains that end at one ownerless object (eight threads on one
+ * condvar, two writers behind one rwlock's readers) one end.
+ */
+static struct cq_error *merge_ends(struct cq_waits *w)
+{
+	size_t n = w->nends, nfree = 0;
+	size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+	size_t *map = malloc((n ? n : 1) * sizeof(*map));
+	if (!idx || !map) {
+		free(idx);
+		free(map);
+		return &cq_error_nomem;
+	}
+	for (size_t e = 0; e < n; e++) {
+		map[e] = e;
+		if (!w->ends[e].is_thread)
+			idx[nfree++] = e;
+	}
+	sort_ends = w->ends;
+	sort_waits = w->waits;
+	qsort(idx, nfree, sizeof(*idx), object_order);
+	for (size_t k = 1; k < nfree; k++)
+		if (object_order(&idx[k - 1], &idx[k]) == 0) {
+			map[idx[k]] = map[idx[k - 1]];
+			w->ends[map[idx[k]]].waiters += w->ends[idx[k]].waiters;
+		}
+	sort_ends = NULL;
+	sort_waits = NULL;
+	size_t kept = 0;
+	for (size_t e = 0; e < n; e++) /* idx becomes each kept end's new index */
+		if (map[e] == e) {
+			w->ends[kept] = w->ends[e];
+			idx[e] = kept++;
+		}
+	for (size_t i = 0; i < w->nwaits; i++)
+		if (w->waits[i].end != NONE)
+			w->waits[i].end = idx[map[w->waits[i].end]];
+	w->nends = kept;
+	free(idx);
+	free(map);
+	return NULL;
+}
+
 /* Rotates cycle[first .. first + n) so that its lowest tid comes first. */
 static void rotate_cycle(struct cq_waits *w, size_t first, size_t n)
 {
@@ -494,7 +549,9 @@ struct cq_error *cq_waits_graph(struct cq_waits *w, const int32_t *tids, size_t 
 				w->ends[end].waiters++;
 		}
 	}
-	err = order_ends(w);
+	err = merge_ends(w);
+	if (!err)
+		err = order_ends(w);
 	if (!err) {
 		for (size_t t = 0; t < nthreads; t++)
 			end_of[t] = NONE;

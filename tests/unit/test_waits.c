@@ -121,6 +121,34 @@ static void test_chains(void **state)
 	free(tids);
 }
 
+/* Three threads on one condvar and one on another: two ends, three waiters first. */
+static void test_one_end_per_object(void **state)
+{
+	(void)state;
+	int32_t tids[4] = {100, 101, 102, 103};
+	struct cq_waits *w = calloc(1, sizeof(*w));
+	assert_non_null(w);
+	w->waits = calloc(4, sizeof(*w->waits));
+	assert_non_null(w->waits);
+	for (size_t i = 0; i < 4; i++)
+		w->waits[i] = (struct cq_wait){.thread = i,
+		                               .tid = tids[i],
+		                               .kind = CQ_WAIT_CONDVAR,
+		                               .object = i == 1 ? 0x2000 : 0x1000,
+		                               .owner = CQ_OWNER_NONE};
+	w->nwaits = 4;
+	w->nthreads = 4;
+	assert_null(cq_waits_graph(w, tids, 4));
+	assert_int_equal(w->nends, 2);
+	assert_int_equal(w->ends[0].waiters, 3);
+	assert_int_equal(w->waits[w->ends[0].wait].object, 0x1000);
+	assert_int_equal(w->ends[1].waiters, 1);
+	assert_int_equal(w->waits[1].end, 1);
+	assert_int_equal(w->waits[0].end, 0);
+	assert_int_equal(w->waits[3].end, 0);
+	cq_waits_free(w);
+}
+
 static void test_owner_out_of_range(void **state)
 {
 	(void)state;
@@ -233,6 +261,7 @@ int main(void)
 	    cmocka_unit_test(test_cycle3_and_behind),
 	    cmocka_unit_test(test_self_deadlock),
 	    cmocka_unit_test(test_chains),
+	    cmocka_unit_test(test_one_end_per_object),
 	    cmocka_unit_test(test_owner_out_of_range),
 	    cmocka_unit_test(test_hundred_thousand_in_one_cycle),
 	    cmocka_unit_test(test_find_on_a_core),
