@@ -1077,7 +1077,7 @@ class Gen:
             loads = [p for p in elfcore.phdrs(data)
                      if p["type"] == elfcore.PT_LOAD and p["filesz"] >= 4096 and p["flags"] & 2]
             d = bytearray(data)
-            for n in self.rng.sample(ns, self.rng.choice([1, 2, len(ns)])):
+            for n in self.rng.sample(ns, min(len(ns), self.rng.choice([1, 2, len(ns)]))):
                 reg = n["desc_off"] + 112
                 word, = struct.unpack_from("<Q", d, reg + 8 * 14)
                 k = self.rng.randrange(4)
