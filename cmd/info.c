@@ -6,6 +6,8 @@
 #include "libcore/capture/capture.h"
 #include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/analysis/waits.h"
+#include "cmd/wait_text.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -22,6 +24,8 @@ static const char info_usage[] =
     "the process that sent it), the crashing thread, every thread (tid, pc, sp)\n"
     "and every mapped module (path, build-id, address range, and whether the\n"
     "file on this host is found, missing, or has a different build-id).\n"
+    "When threads are blocked on locks, a summary of the wait-for graph\n"
+    "(deadlocks, the threads the others wait for; see coreq stack).\n"
     "\n"
     "CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n"
     "\n"
@@ -100,7 +104,7 @@ static void capture_facts(const char *path, struct capture_facts *f)
 }
 
 static void print_json(const struct cq_core *core, const struct capture_facts *cf,
-                       const struct cq_thread_stack *crashed_stack)
+                       const struct cq_thread_stack *crashed_stack, const struct cq_waits *waits)
 {
 	const struct cq_arch *arch = core->arch;
 	struct cq_json j;
@@ -144,12 +148,13 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	cq_json_array_end(&j);
 	json_modules(&j, core);
 	json_mappings(&j, core);
+	cmd_waits_json(&j, core, waits);
 	cq_json_object_end(&j);
 	cq_json_finish(&j);
 }
 
 static void print_text(const struct cq_core *core, const struct capture_facts *cf,
-                       const struct cq_thread_stack *crashed_stack)
+                       const struct cq_thread_stack *crashed_stack, const struct cq_waits *waits)
 {
 	const struct cq_arch *arch = core->arch;
 	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
@@ -187,6 +192,10 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (core->memory_missing)
 		printf("truncated:   %" PRIu64 " of %" PRIu64 " bytes of memory missing\n",
 		       core->memory_missing, core->memory_dumped);
+	if (waits) {
+		printf("\nwaits (threads blocked on locks):\n");
+		cmd_waits_summary(stdout, core, waits);
+	}
 	printf("\nthreads (%zu):\n", core->nthreads);
 	printf("  %-3s%-10s %-18s %-18s %s\n", "", "TID", "PC", "SP", "NAME");
 	for (size_t i = 0; i < core->nthreads; i++) {
@@ -258,10 +267,17 @@ int cmd_info(int argc, char **argv)
 	capture_facts(path, &cf);
 	const struct cq_thread_stack *crashed =
 	    a.stacks && a.stacks->nthreads ? &a.stacks->threads[0] : NULL;
+	struct cq_waits *waits = NULL;
+	err = cq_waits_find(a.core, a.stacks, &waits);
+	if (err) {
+		cmd_analysed_core_free(&a, &so);
+		return cmd_fail(path, err);
+	}
 	if (o.format == CMD_FORMAT_JSON)
-		print_json(a.core, &cf, crashed);
+		print_json(a.core, &cf, crashed, waits);
 	else
-		print_text(a.core, &cf, crashed);
+		print_text(a.core, &cf, crashed, waits);
+	cq_waits_free(waits);
 	cmd_analysed_core_free(&a, &so);
 	return EXIT_OK;
 }

@@ -13,13 +13,15 @@
 #include "libcore/model/module.h"
 #include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/analysis/waits.h"
 #include "libcore/capture/capture.h"
 #include "unwind/async/runtime.h"
 #include "cmd/frames_memo.h"
 #include "cmd/stack_views.h"
+#include "cmd/wait_text.h"
 
 static const char stack_usage[] =
-    "Usage: coreq stack CORE [--format text|json|folded] [--exe P] [--sysroot D]\n"
+    "Usage: coreq stack CORE [--format text|json|folded|dot] [--exe P] [--sysroot D]\n"
     "                        [--thread TID]... [--crashed] [--group]\n"
     "                        [--debug-dir D] [--max-frames N] [--no-scan]\n"
     "                        [--no-async] [--cache P | --no-cache]\n"
@@ -31,6 +33,13 @@ static const char stack_usage[] =
     "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
     "A header first says what crashed: pid, executable, signal, its si_code by\n"
     "name, and the fault address or who sent the signal.\n"
+    "\n"
+    "Threads blocked on a lock (a futex wait under pthread_mutex_lock,\n"
+    "pthread_rwlock_*lock, pthread_cond_wait or pthread_join) make a wait-for\n"
+    "graph: the header says which threads are deadlocked (a cycle) and which\n"
+    "thread the others wait for, and each blocked thread says what it waits\n"
+    "for and who holds it (the owner glibc records in the mutex, the rwlock's\n"
+    "writer, the joined thread; an rwlock's readers and a condvar have none).\n"
     "\n"
     "In programs that use folly's async stacks (folly::coro, libunifex), each\n"
     "thread's coroutine chain is spliced into its stack (frames marked [async]),\n"
@@ -44,7 +53,8 @@ static const char stack_usage[] =
     "\n"
     "  --format text|json|folded  output format (default text); folded: one line\n"
     "                      per distinct stack, outermost frame first, ';'-joined,\n"
-    "                      and its thread count, for flame-graph tools\n"
+    "                      and its thread count, for flame-graph tools; dot: the\n"
+    "                      wait-for graph for graphviz\n"
     "  --thread TID        only this thread (repeatable)\n"
     "  --crashed           only the thread that crashed\n"
     "  --group             each distinct stack once, with how many threads and\n"
@@ -139,7 +149,8 @@ static void json_groups(struct cq_json *j, struct frames_memo *memo, const struc
 }
 
 static void print_json(const struct cq_core *core, const struct cq_capture *cap,
-                       const struct cq_stacks *stacks, const struct stack_view *v)
+                       const struct cq_stacks *stacks, const struct cq_waits *waits,
+                       const struct stack_view *v)
 {
 	struct cq_json j;
 	struct frames_memo memo;
@@ -189,6 +200,7 @@ static void print_json(const struct cq_core *core, const struct cq_capture *cap,
 	}
 	cq_json_array_end(&j);
 	json_async(&j, &stacks->async);
+	cmd_waits_json(&j, core, waits);
 	cq_json_object_end(&j);
 	cq_json_finish(&j);
 	frames_memo_free(&memo);
@@ -366,9 +378,14 @@ static void print_groups_text(struct frames_memo *memo, const struct stack_view 
 }
 
 static void print_text(const char *path, const struct cq_core *core, const struct cq_capture *cap,
-                       const struct cq_stacks *stacks, const struct stack_view *v)
+                       const struct cq_stacks *stacks, const struct cq_waits *waits,
+                       const struct stack_view *v)
 {
 	print_header(path, core, cap);
+	if (waits) {
+		cmd_waits_summary(stdout, core, waits);
+		putchar('\n');
+	}
 	struct frames_memo memo;
 	frames_memo_init(&memo);
 	if (v->group) {
@@ -393,6 +410,8 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 			if (ts->thread->crashed)
 				printf(" %s(crashed)", cmd_sgr("\033[31m"));
 			printf(":%s\n", cmd_sgr("\033[0m"));
+			cmd_waits_thread_line(stdout, core, waits,
+			                      (size_t)(ts->thread - core->threads));
 			print_stack_text(&memo, ts);
 		}
 		free(order);
@@ -418,7 +437,7 @@ int cmd_stack(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct stack_view view = {.ntids = 0};
-	bool folded = false;
+	bool folded = false, dot = false;
 	struct cmd_core_opts o;
 	struct cq_stack_options so;
 	cmd_core_opts_init(&o);
@@ -435,6 +454,10 @@ int cmd_stack(int argc, char **argv)
 		}
 		if (opt == OPT_FORMAT && strcmp(optarg, "folded") == 0) {
 			folded = true;
+			continue;
+		}
+		if (opt == OPT_FORMAT && strcmp(optarg, "dot") == 0) {
+			dot = true;
 			continue;
 		}
 		int r = cmd_core_opts_handle(&o, opt, optarg, "stack");
@@ -493,12 +516,18 @@ int cmd_stack(int argc, char **argv)
 		const struct cq_stacks *stacks = a.stacks;
 		cmd_warn_analysis(path, core, stacks);
 		int64_t missing;
-		if (stack_view_missing(&view, stacks, &missing)) {
+		struct cq_waits *waits = NULL;
+		struct cq_error *werr = cq_waits_find(a.core, a.stacks, &waits);
+		if (werr) {
+			rc = cmd_fail(path, werr);
+		} else if (stack_view_missing(&view, stacks, &missing)) {
 			fprintf(stderr, "coreq: %s: no thread %" PRId64 " in this core\n",
 			        cmd_safe(path), missing);
 			rc = EXIT_INPUT;
 		} else if (folded) {
 			stack_view_print_folded(stdout, &view, stacks);
+		} else if (dot) {
+			cmd_waits_dot(stdout, core, waits);
 		} else {
 			/* What the file's name and xattrs add to the notes (systemd, the hook). */
 			struct cq_capture cap;
@@ -506,10 +535,11 @@ int cmd_stack(int argc, char **argv)
 			if (strcmp(path, "-") != 0)
 				cq_capture_from_file(path, &cap);
 			if (o.format == CMD_FORMAT_JSON)
-				print_json(core, &cap, stacks, &view);
+				print_json(core, &cap, stacks, waits, &view);
 			else
-				print_text(path, core, &cap, stacks, &view);
+				print_text(path, core, &cap, stacks, waits, &view);
 		}
+		cq_waits_free(waits);
 	}
 	cmd_analysed_core_free(&a, &so);
 	return rc;

@@ -97,6 +97,29 @@ have_asio() {
 	[[ -f /usr/include/asio.hpp ]]
 }
 
+# Shapes of deadlock (a program whose manifest signal is SHAPE too), as
+# "shape signal threads native-chain...": `deadlock SHAPE` hangs on its locks
+# in that shape and is killed with SIGABRT from outside once every worker is
+# blocked (C_KILL); it writes its own account of who holds and waits for
+# what to ./oracle, which make-cores keeps beside the core.  Each shape is
+# the case deadlock-SHAPE.VARIANT.
+WAIT_SHAPES=(
+	"abba ABRT 3 wait_for_watchdog main"
+	"cycle3 ABRT 4 wait_for_watchdog main"
+	"chain ABRT 5 wait_for_watchdog main"
+	"recursive ABRT 3 wait_for_watchdog main"
+	"rwlock ABRT 3 wait_for_watchdog main"
+)
+
+# shape_rows PROG: the shape table of a SHAPE program, one row a line.
+shape_rows() {
+	if [[ $1 == deadlock ]]; then
+		printf '%s\n' "${WAIT_SHAPES[@]}"
+	else
+		printf '%s\n' "${ASYNC_SHAPES[@]}"
+	fi
+}
+
 # all_cases: every case name, one per line (Rust programs only when rustc is
 # available).
 all_cases() {
@@ -119,11 +142,11 @@ all_cases() {
 			continue
 		fi
 		if [[ $sig == SHAPE ]]; then
-			for site in "${ASYNC_SHAPES[@]}"; do
+			while read -r site; do
 				for v in ${variants//,/ }; do
 					printf '%s-%s.%s\n' "$prog" "${site%% *}" "$v"
 				done
-			done
+			done < <(shape_rows "$prog")
 			continue
 		fi
 		for v in ${variants//,/ }; do
@@ -176,14 +199,14 @@ bucket_order() {
 	printf '%s\n' "${order[@]}"
 }
 
-# async_shape SHAPE: set A_SIG, A_THREADS and A_CHAIN of an async_coro
-# shape.  Returns 1 if SHAPE is unknown.
+# async_shape SHAPE [PROG]: set A_SIG, A_THREADS and A_CHAIN of a shape of
+# PROG (default async_coro).  Returns 1 if SHAPE is unknown.
 async_shape() {
 	local row name
-	for row in "${ASYNC_SHAPES[@]}"; do
+	while read -r row; do
 		read -r name A_SIG A_THREADS A_CHAIN <<<"$row"
 		[[ $name == "$1" ]] && return 0
-	done
+	done < <(shape_rows "${2:-async_coro}")
 	A_SIG='' A_THREADS='' A_CHAIN=''
 	return 1
 }
@@ -258,6 +281,12 @@ while True:
 		n=${case%.*}
 		C_ARGS=("${n#async_coro-}")
 		;;
+	deadlock-*.*)
+		prog=deadlock variant=${case##*.}
+		n=${case%.*}
+		C_ARGS=("${n#deadlock-}")
+		C_KILL=1 C_READY_FILE=1
+		;;
 	tokio_tasks-boxed.*)
 		# The same tasks boxed as dyn Future, and stale fat pointers (main.rs).
 		prog=tokio_tasks variant=${case##*.}
@@ -291,7 +320,7 @@ while True:
 			chain="$B_FN $chain"
 		fi
 		if [[ $sig == SHAPE ]]; then
-			if [[ ${#C_ARGS[@]} -ne 1 ]] || ! async_shape "${C_ARGS[0]}"; then
+			if [[ ${#C_ARGS[@]} -ne 1 ]] || ! async_shape "${C_ARGS[0]}" "$prog"; then
 				C_ERROR="unknown case ($prog has no shape ${C_ARGS[0]:-})"
 				return 1
 			fi
@@ -577,7 +606,7 @@ generate_case() {
 		return 1
 	fi
 	mkdir -p "$dest"
-	rm -f "$dest/core" "$dest/expect"
+	rm -f "$dest/core" "$dest/expect" "$dest/oracle"
 	scratch=$dest/.scratch
 	rm -rf "$scratch"
 	mkdir "$scratch"
@@ -597,6 +626,10 @@ generate_case() {
 		return 1
 	fi
 	mv -f "$scratch/core" "$dest/core"
+	# A program's own account of its state (deadlock's oracle), kept beside the core.
+	if [[ -f $scratch/oracle ]]; then
+		mv -f "$scratch/oracle" "$dest/oracle"
+	fi
 	rm -rf "$scratch"
 	SCRATCH_DIR=
 	if [[ $C_THREADS == counted ]]; then # one NT_PRSTATUS note per thread

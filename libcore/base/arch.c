@@ -45,6 +45,18 @@ static bool aarch64_ends_with_call(const uint8_t *b)
 	return (insn & 0xfc000000u) == 0x94000000u || (insn & 0xfffffc1fu) == 0xd63f0000u;
 }
 
+/* From the kernel's arch/x86/entry/syscalls/syscall_64.tbl. */
+static const struct cq_arch_syscall x86_64_syscalls[] = {
+    {0, "read"},         {1, "write"},         {7, "poll"},
+    {23, "select"},      {34, "pause"},        {35, "nanosleep"},
+    {42, "connect"},     {43, "accept"},       {45, "recvfrom"},
+    {47, "recvmsg"},     {61, "wait4"},        {72, "fcntl"},
+    {73, "flock"},       {202, "futex"},       {230, "clock_nanosleep"},
+    {232, "epoll_wait"}, {257, "openat"},      {270, "pselect6"},
+    {271, "ppoll"},      {281, "epoll_pwait"}, {288, "accept4"},
+    {247, "waitid"},
+};
+
 const struct cq_arch cq_arch_x86_64 = {
     .name = "x86_64",
     .e_machine = EM_X86_64,
@@ -72,6 +84,14 @@ const struct cq_arch cq_arch_x86_64 = {
     .frame_record_size = 16,
     .glibc_specific_offset = 1296, /* FACTS.md section 3 */
     .glibc_sizeof_pthread = 2368,
+    /* orig_rax, rdi, rsi, rax */
+    .syscall = {.nr_slot = 15,
+                .arg_slots = {14, 13},
+                .ret_slot = 10,
+                .nr_is_orig = true,
+                .futex = 202,
+                .names = x86_64_syscalls,
+                .nnames = sizeof(x86_64_syscalls) / sizeof(x86_64_syscalls[0])},
     .ends_with_call = x86_64_ends_with_call,
 };
 
@@ -89,6 +109,15 @@ static const char *const aarch64_reg_names[CQ_REGS_MAX] = {
 
 /* mov x8, #139 (rt_sigreturn); svc #0 - the kernel's and qemu-user's trampoline. */
 static const uint8_t aarch64_sigreturn[8] = {0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4};
+
+/* From the kernel's include/uapi/asm-generic/unistd.h. */
+static const struct cq_arch_syscall aarch64_syscalls[] = {
+    {22, "epoll_pwait"}, {25, "fcntl"},    {32, "flock"},      {56, "openat"},
+    {63, "read"},        {64, "write"},    {72, "pselect6"},   {73, "ppoll"},
+    {95, "waitid"},      {98, "futex"},    {101, "nanosleep"}, {115, "clock_nanosleep"},
+    {202, "accept"},     {203, "connect"}, {207, "recvfrom"},  {212, "recvmsg"},
+    {242, "accept4"},    {260, "wait4"},
+};
 
 const struct cq_arch cq_arch_aarch64 = {
     .name = "aarch64",
@@ -120,6 +149,14 @@ const struct cq_arch cq_arch_aarch64 = {
     /* rt_sigframe: siginfo (128), then ucontext, whose uc_mcontext (16-aligned,
      * at 176) starts with fault_address, then regs[31], sp, pc, pstate. */
     .sigframe_regs_offset = 128 + 176 + 8,
+    /* x8, x0, x1, x0; svc #0 */
+    .syscall = {.nr_slot = 8,
+                .arg_slots = {0, 1},
+                .ret_slot = 0,
+                .svc_insn = 0xd4000001u,
+                .futex = 98,
+                .names = aarch64_syscalls,
+                .nnames = sizeof(aarch64_syscalls) / sizeof(aarch64_syscalls[0])},
     .ends_with_call = aarch64_ends_with_call,
 };
 

@@ -44,6 +44,33 @@ enum cq_arch_tp_source {
 	CQ_ARCH_TP_NOTE,          /* first 8 bytes of a per-thread note (aarch64: NT_ARM_TLS) */
 };
 
+/* A system call number and the name coreq prints for it ("read"). */
+struct cq_arch_syscall {
+	int64_t nr;
+	const char *name;
+};
+
+/*
+ * How a thread stopped in a system call shows in its NT_PRSTATUS registers.
+ * x86_64 keeps the call's number in orig_rax and its arguments in rdi, rsi;
+ * an interrupted call leaves -ERESTART* in rax (the kernel dumps the core
+ * before it rewinds the call).  aarch64's user_pt_regs has no orig_x0 nor
+ * syscallno: the number stays in x8, and the kernel, before it handles the
+ * fatal signal, puts orig_x0 back in x0 and rewinds pc onto the svc
+ * instruction (arch/arm64/kernel/signal.c, do_signal), so x0 holds the
+ * first argument again and the instruction at pc is svc #0.
+ */
+struct cq_arch_syscall_regs {
+	unsigned nr_slot;      /* pr_reg slot of the call's number */
+	unsigned arg_slots[2]; /* pr_reg slots of its first two arguments */
+	unsigned ret_slot;     /* pr_reg slot of its result */
+	bool nr_is_orig;       /* nr_slot holds -1 outside a call (orig_rax) */
+	uint32_t svc_insn;     /* aarch64: the instruction a rewound pc points at; 0: none */
+	int64_t futex;         /* the futex call's number */
+	const struct cq_arch_syscall *names; /* calls a thread commonly blocks in */
+	size_t nnames;
+};
+
 struct cq_arch {
 	const char *name;             /* "x86_64", as printed */
 	uint16_t e_machine;           /* ELF machine number */
@@ -99,6 +126,7 @@ struct cq_arch {
 	 */
 	uint64_t glibc_specific_offset;
 	uint64_t glibc_sizeof_pthread;
+	struct cq_arch_syscall_regs syscall;
 	/* True if the call_max_len bytes ending at a return address end in a call. */
 	bool (*ends_with_call)(const uint8_t *before);
 };

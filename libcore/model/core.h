@@ -38,6 +38,11 @@ struct cq_core_thread {
 	bool has_tp;
 	bool tp_recovered; /* tp found from its struct pthread, not read from a note */
 	const char *name;  /* known only for the main thread (from NT_PRPSINFO) */
+	/* The system-call registers as NT_PRSTATUS has them (arch->syscall says
+	 * which slots); whether the thread was in a call is analysis/waits.h's. */
+	int64_t syscall_nr;
+	uint64_t syscall_args[2];
+	int64_t syscall_ret;
 };
 
 /* One NT_FILE entry: a file-backed mapping. */

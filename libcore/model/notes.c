@@ -55,6 +55,10 @@ static struct cq_error *add_thread(struct cq_core *core, const uint8_t *desc, si
 		if (regno >= 0)
 			cq_regs_set(&t->regs, (unsigned)regno, cq_load_u64(reg + 8 * i));
 	}
+	t->syscall_nr = (int64_t)cq_load_u64(reg + 8 * arch->syscall.nr_slot);
+	t->syscall_args[0] = cq_load_u64(reg + 8 * arch->syscall.arg_slots[0]);
+	t->syscall_args[1] = cq_load_u64(reg + 8 * arch->syscall.arg_slots[1]);
+	t->syscall_ret = (int64_t)cq_load_u64(reg + 8 * arch->syscall.ret_slot);
 	if (arch->tp_source == CQ_ARCH_TP_PRSTATUS_SLOT) {
 		t->tp = cq_load_u64(reg + 8 * arch->tp_slot);
 		t->has_tp = true;

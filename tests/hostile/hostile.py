@@ -1046,12 +1046,77 @@ class Gen:
                 struct.pack_into("<H", d, 0x38, len(ph) + 1)
             self.stack("cxx_frames", self.write(d), core, name=f"cxx_frames-{kind}-{i}")
 
+    # ---- wait-for graph (issue 35) ---------------------------------------------------
+    WAIT_BASES = ("deadlock-abba.O2", "deadlock-chain.O0", "deadlock-rwlock.O2", "deadlock-recursive.O2")
+
+    @staticmethod
+    def file_offset(data, vaddr, n):
+        """The file offset of n bytes at vaddr in one PT_LOAD of data, or None."""
+        for p in elfcore.phdrs(data):
+            if p["type"] == elfcore.PT_LOAD and p["vaddr"] <= vaddr and vaddr + n <= p["vaddr"] + p["filesz"]:
+                return p["offset"] + vaddr - p["vaddr"]
+        return None
+
+    def waits(self):
+        """Threads forged into futex waits (orig_rax 202, rax -ERESTARTSYS, rdi the
+        word): on unmapped words, on words of writable memory made into mutexes
+        and rwlocks whose owner is no thread of the core, the waiter itself, a
+        huge or negative tid, with kinds no glibc mutex has; the deadlock corpus
+        cores (when the corpus has them) keep their lock frames, so their real
+        mutexes are damaged too.  Then one core whose 100,000 threads all wait."""
+        pool = []
+        for c in self.WAIT_BASES:
+            core = os.path.join(self.corpus, "cores", c, "core")
+            if os.path.isfile(core):
+                pool.append((core, open(core, "rb").read()))
+        pool = pool or [(core, data) for _, core, data in self.bases]
+        for _ in range(self.n):
+            core, data = self.rng.choice(pool)
+            ns = [n for n in elfcore.notes(data) if n["type"] == elfcore.NT_PRSTATUS]
+            tids = [struct.unpack_from("<i", n["desc"], elfcore.PRSTATUS_PID)[0] for n in ns]
+            loads = [p for p in elfcore.phdrs(data)
+                     if p["type"] == elfcore.PT_LOAD and p["filesz"] >= 4096 and p["flags"] & 2]
+            d = bytearray(data)
+            for n in self.rng.sample(ns, min(len(ns), self.rng.choice([1, 2, len(ns)]))):
+                reg = n["desc_off"] + 112
+                word, = struct.unpack_from("<Q", d, reg + 8 * 14)
+                k = self.rng.randrange(4)
+                if k == 0 or not loads:
+                    word = self.rng.choice([0, 1, 3, (1 << 64) - 1, 0xdead0000, (1 << 47) - 2])
+                elif k == 1:
+                    p = self.rng.choice(loads)
+                    word = (p["vaddr"] + self.rng.randrange(p["filesz"] - 64)) & ~3
+                for addr in {word, word - 8, word - 12}:  # the mutex, or the rwlock around it
+                    off = self.file_offset(d, addr, 56)
+                    if off is None or self.rng.random() < 0.3:
+                        continue
+                    for field in (0, 4, 8, 16, 24):
+                        struct.pack_into("<i", d, off + field, self.rng.choice(
+                            [0, -1, 2, 3, 0x7fffffff, 0x7ffffffe, 0x40000000 | tids[0], 1 << 30,
+                             self.rng.choice(tids), 999999, 16, 32, 1, self.rng.randrange(-(1 << 31), 1 << 31)]))
+                struct.pack_into("<Q", d, reg + 8 * 15, 202)
+                struct.pack_into("<q", d, reg + 8 * 10, self.rng.choice([-512, -516, -4]))
+                struct.pack_into("<Q", d, reg + 8 * 14, word & ((1 << 64) - 1))
+            self.stack("waits", self.write(d), core)
+        core, data = pool[0]
+        ns = elfcore.notes(data)
+        prs = [n for n in ns if n["type"] == elfcore.NT_PRSTATUS]
+        waiting = [n for n in prs if struct.unpack_from("<Q", n["desc"], 112 + 8 * 15)[0] == 202]
+        desc = bytearray((waiting or prs)[-1]["desc"])
+        struct.pack_into("<Q", desc, 112 + 8 * 15, 202)
+        struct.pack_into("<q", desc, 112 + 8 * 10, -512)
+        blob = bytearray(b"".join(elfcore.raw_note(data, n) for n in ns))
+        for i in range(100_000):
+            struct.pack_into("<i", desc, elfcore.PRSTATUS_PID, 2_000_000 + i)
+            blob += elfcore.note_bytes(b"CORE", elfcore.NT_PRSTATUS, desc)
+        self.stack("waits", self.write(elfcore.with_notes(data, bytes(blob))), core, name="waits-100000")
+
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
-                  self.db_hostile, self.merge_poison, self.cxx_frames):
+                  self.db_hostile, self.merge_poison, self.cxx_frames, self.waits):
             if not only or g.__name__ in only:
                 g()
         return self.inputs

@@ -1,0 +1,276 @@
+/*
+ * wait_text.c - the wait-for graph in text, JSON and DOT (see wait_text.h).
+ */
+#include "cmd/wait_text.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+
+#include "cmd/cmd.h"
+#include "libcore/analysis/waits.h"
+#include "libcore/base/json.h"
+#include "libcore/model/core.h"
+
+/* At most this many deadlocks, and chain ends, in the summary (JSON has all). */
+#define SUMMARY_MAX 8
+
+static void thread_ref(FILE *out, const struct cq_core *core, size_t t)
+{
+	fprintf(out, "thread %d", core->threads[t].tid);
+	if (core->threads[t].name)
+		fprintf(out, " \"%s\"", cmd_safe(core->threads[t].name));
+}
+
+/* "mutex 0x..." / "rwlock 0x..." (to write, to read) / "thread 0x..." */
+static void object_ref(FILE *out, const struct cq_wait *w)
+{
+	fprintf(out, "%s 0x%" PRIx64, cq_wait_kind_name(w->kind), w->object);
+}
+
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* Who holds w's object, as words after it: " held by thread 7", ... */
+static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wait *w)
+{
+	switch (w->owner) {
+	case CQ_OWNER_THREAD:
+		fprintf(out, " held by ");
+		thread_ref(out, core, w->owner_thread);
+		break;
+	case CQ_OWNER_NOT_IN_CORE:
+		fprintf(out, " held by tid %d, not a thread of this core", w->owner_tid);
+		break;
+	case CQ_OWNER_READERS:
+		fprintf(out, " held by %u reader%s (readers are not recorded)", w->count,
+		        plural(w->count));
+		break;
+	case CQ_OWNER_NONE:
+		fprintf(out, w->kind == CQ_WAIT_CONDVAR ? " (a condvar has no owner)"
+		                                        : " (no owner recorded)");
+		break;
+	case CQ_OWNER_UNREADABLE:
+		fprintf(out, " (owner unknown: not in the core's memory)");
+		break;
+	case CQ_OWNER_UNKNOWN:
+		fprintf(out, " (owner unknown)");
+		break;
+	}
+	if (w->owner == CQ_OWNER_THREAD || w->owner == CQ_OWNER_NOT_IN_CORE) {
+		if (w->mutex_type && w->count > 1)
+			fprintf(out, " (%s, %u times)", w->mutex_type, w->count);
+		if (w->owner_died)
+			fprintf(out, " (robust: the owner died)");
+	}
+}
+
+static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wait *w)
+{
+	if (w->kind == CQ_WAIT_JOIN) {
+		fprintf(out, "waits for ");
+		if (w->owner == CQ_OWNER_THREAD)
+			thread_ref(out, core, w->owner_thread);
+		else if (w->owner == CQ_OWNER_NOT_IN_CORE)
+			fprintf(out, "tid %d (not a thread of this core)", w->owner_tid);
+		else
+			fprintf(out, "a thread (tid unknown)");
+		fprintf(out, " to exit (pthread_join)");
+		return;
+	}
+	fprintf(out, "waits %s",
+	        w->kind == CQ_WAIT_RWLOCK    ? (w->write ? "to write " : "to read ")
+	        : w->kind == CQ_WAIT_CONDVAR ? "on "
+	                                     : "for ");
+	object_ref(out, w);
+	owner_text(out, core, w);
+}
+
+void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_waits *w)
+{
+	if (!w)
+		return;
+	for (size_t d = 0; d < w->ndeadlocks && d < SUMMARY_MAX; d++) {
+		fprintf(out, "deadlock:");
+		for (size_t k = 0; k < w->deadlocks[d].n; k++) {
+			const struct cq_wait *wt = &w->waits[w->cycle[w->deadlocks[d].first + k]];
+			fprintf(out, "%s thread %d waits for ", k ? ";" : "", wt->tid);
+			object_ref(out, wt);
+			fprintf(out, " (held by %d)", wt->owner_tid);
+		}
+		fputc('\n', out);
+	}
+	if (w->ndeadlocks > SUMMARY_MAX)
+		fprintf(out, "... and %zu more deadlocks\n", w->ndeadlocks - SUMMARY_MAX);
+	size_t behind = 0;
+	for (size_t i = 0; i < w->nwaits; i++)
+		behind += w->waits[i].behind != 0;
+	if (behind)
+		fprintf(out, "%zu more thread%s wait%s behind the deadlock%s\n", behind,
+		        plural(behind), behind == 1 ? "s" : "", plural(w->ndeadlocks));
+	for (size_t e = 0; e < w->nends && e < SUMMARY_MAX; e++) {
+		const struct cq_wait_end *end = &w->ends[e];
+		/* A condvar or a bare futex is waited on, not held: not by itself a hang. */
+		bool ownerless = !end->is_thread && w->waits[end->wait].owner == CQ_OWNER_NONE;
+		fprintf(out, "%s: %zu thread%s wait%s %s ", ownerless ? "waiting" : "hung",
+		        end->waiters, plural(end->waiters), end->waiters == 1 ? "s" : "",
+		        ownerless ? "on" : "for");
+		if (end->is_thread) {
+			thread_ref(out, core, end->thread);
+			if (end->syscall)
+				fprintf(out, ", blocked in %s()", end->syscall);
+		} else {
+			const struct cq_wait *wt = &w->waits[end->wait];
+			object_ref(out, wt);
+			owner_text(out, core, wt);
+		}
+		fputc('\n', out);
+	}
+	if (w->nends > SUMMARY_MAX)
+		fprintf(out, "... and %zu more\n", w->nends - SUMMARY_MAX);
+}
+
+void cmd_waits_thread_line(FILE *out, const struct cq_core *core, const struct cq_waits *w,
+                           size_t t)
+{
+	if (!w)
+		return;
+	const struct cq_wait *wt = cq_waits_of_thread(w, t);
+	if (wt) {
+		fprintf(out, "    ");
+		wait_text(out, core, wt);
+		if (wt->deadlock)
+			fprintf(out, " [deadlock]");
+		fputc('\n', out);
+		return;
+	}
+	if (t < w->nthreads && w->thread_ends && w->thread_ends[t] != SIZE_MAX) {
+		const struct cq_wait_end *end = &w->ends[w->thread_ends[t]];
+		fprintf(out, "    %zu thread%s wait%s for this thread", end->waiters,
+		        plural(end->waiters), end->waiters == 1 ? "s" : "");
+		if (end->syscall)
+			fprintf(out, ", blocked in %s()", end->syscall);
+		fputc('\n', out);
+	}
+}
+
+static void json_owner(struct cq_json *j, const struct cq_wait *w)
+{
+	static const char *const names[] = {"thread", "not_in_core", "readers",
+	                                    "none",   "unreadable",  "unknown"};
+	cq_json_key(j, "owner");
+	cq_json_string(j, names[w->owner]);
+	cq_json_key(j, "owner_tid");
+	if (w->owner == CQ_OWNER_THREAD || w->owner == CQ_OWNER_NOT_IN_CORE)
+		cq_json_int(j, w->owner_tid);
+	else
+		cq_json_null(j);
+}
+
+void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct cq_waits *w)
+{
+	cq_json_key(j, "waits");
+	cq_json_array_begin(j);
+	for (size_t i = 0; w && i < w->nwaits; i++) {
+		const struct cq_wait *wt = &w->waits[i];
+		cq_json_object_begin(j);
+		cq_json_key(j, "tid");
+		cq_json_int(j, wt->tid);
+		cq_json_key(j, "kind");
+		cq_json_string(j, cq_wait_kind_name(wt->kind));
+		cq_json_key(j, "access");
+		cq_json_string(j, wt->kind != CQ_WAIT_RWLOCK ? NULL : wt->write ? "write" : "read");
+		cq_json_key(j, "object");
+		cq_json_hex(j, wt->object);
+		cq_json_key(j, "futex");
+		cq_json_hex(j, wt->futex);
+		cq_json_key(j, "function");
+		cq_json_string(j, wt->function);
+		json_owner(j, wt);
+		cq_json_key(j, "count");
+		if (wt->count)
+			cq_json_uint(j, wt->count);
+		else
+			cq_json_null(j);
+		cq_json_key(j, "mutex_type");
+		cq_json_string(j, wt->mutex_type);
+		cq_json_key(j, "robust");
+		cq_json_bool(j, wt->robust);
+		cq_json_key(j, "pi");
+		cq_json_bool(j, wt->pi);
+		cq_json_key(j, "owner_died");
+		cq_json_bool(j, wt->owner_died);
+		cq_json_key(j, "deadlock");
+		if (wt->deadlock)
+			cq_json_uint(j, wt->deadlock - 1);
+		else
+			cq_json_null(j);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+	cq_json_key(j, "deadlocks");
+	cq_json_array_begin(j);
+	for (size_t d = 0; w && d < w->ndeadlocks; d++) {
+		cq_json_object_begin(j);
+		cq_json_key(j, "tids");
+		cq_json_array_begin(j);
+		for (size_t k = 0; k < w->deadlocks[d].n; k++)
+			cq_json_int(j, w->waits[w->cycle[w->deadlocks[d].first + k]].tid);
+		cq_json_array_end(j);
+		cq_json_key(j, "objects");
+		cq_json_array_begin(j);
+		for (size_t k = 0; k < w->deadlocks[d].n; k++)
+			cq_json_hex(j, w->waits[w->cycle[w->deadlocks[d].first + k]].object);
+		cq_json_array_end(j);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+	cq_json_key(j, "waited_for");
+	cq_json_array_begin(j);
+	for (size_t e = 0; w && e < w->nends; e++) {
+		const struct cq_wait_end *end = &w->ends[e];
+		cq_json_object_begin(j);
+		cq_json_key(j, "tid");
+		if (end->is_thread)
+			cq_json_int(j, end->tid);
+		else
+			cq_json_null(j);
+		cq_json_key(j, "syscall");
+		cq_json_string(j, end->is_thread ? end->syscall : NULL);
+		cq_json_key(j, "object");
+		if (end->is_thread)
+			cq_json_null(j);
+		else
+			cq_json_hex(j, w->waits[end->wait].object);
+		cq_json_key(j, "waiters");
+		cq_json_uint(j, end->waiters);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+	(void)core;
+}
+
+void cmd_waits_dot(FILE *out, const struct cq_core *core, const struct cq_waits *w)
+{
+	fprintf(out, "digraph waits {\n\tnode [shape=box];\n");
+	for (size_t i = 0; w && i < w->nwaits; i++) {
+		const struct cq_wait *wt = &w->waits[i];
+		const char *color = wt->deadlock ? " color=red" : "";
+		fprintf(out, "\tt%d [label=\"thread %d\"];\n", wt->tid, wt->tid);
+		const char *kind = cq_wait_kind_name(wt->kind);
+		fprintf(out, "\t%s_%" PRIx64 " [shape=ellipse label=\"%s 0x%" PRIx64 "\"];\n", kind,
+		        wt->object, kind, wt->object);
+		fprintf(out, "\tt%d -> %s_%" PRIx64 " [label=\"waits\"%s];\n", wt->tid, kind,
+		        wt->object, color);
+		if (wt->owner == CQ_OWNER_THREAD || wt->owner == CQ_OWNER_NOT_IN_CORE) {
+			fprintf(out, "\tt%d [label=\"thread %d%s\"];\n", wt->owner_tid,
+			        wt->owner_tid,
+			        wt->owner == CQ_OWNER_THREAD ? "" : " (not in core)");
+			fprintf(out, "\t%s_%" PRIx64 " -> t%d [label=\"held by\"%s];\n", kind,
+			        wt->object, wt->owner_tid, color);
+		}
+	}
+	fprintf(out, "}\n");
+	(void)core;
+}

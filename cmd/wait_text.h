@@ -1,0 +1,30 @@
+/*
+ * wait_text.h - the wait-for graph (libcore/analysis/waits.h) as `stack`
+ * and `info` show it: a summary (deadlocks, then the threads everyone waits
+ * for), a line on each blocked thread, the JSON `waits`, `deadlocks` and
+ * `waited_for` members, and the graph in graphviz's DOT language.
+ */
+#ifndef CQ_CMD_WAIT_TEXT_H
+#define CQ_CMD_WAIT_TEXT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct cq_core;
+struct cq_json;
+struct cq_waits;
+
+/* The summary lines ("deadlock: ...", "hung: ..."); nothing when w is NULL. */
+void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_waits *w);
+
+/* The line on thread index t (into core->threads): what it waits for, or who waits for it. */
+void cmd_waits_thread_line(FILE *out, const struct cq_core *core, const struct cq_waits *w,
+                           size_t t);
+
+/* The members "waits", "deadlocks" and "waited_for" (empty arrays when w is NULL). */
+void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct cq_waits *w);
+
+/* A digraph: threads as boxes, objects as ellipses, deadlock edges in red. */
+void cmd_waits_dot(FILE *out, const struct cq_core *core, const struct cq_waits *w);
+
+#endif

@@ -1,0 +1,614 @@
+/*
+ * waits.c - the wait-for graph of a core (see waits.h).
+ *
+ * Two passes.  cq_waits_find looks at each thread once: is it in a futex
+ * wait (registers), what is it taking (its innermost libc frames), and who
+ * holds that (one bounded read of the object).  cq_waits_graph then follows
+ * the edges: every thread has at most one, so one walk per thread, each
+ * wait visited once, finds the cycles and where the other chains end.
+ * Nothing here allocates more than a few words per thread of the core.
+ */
+#include "libcore/analysis/waits.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcore/base/bytes.h"
+#include "libcore/model/core.h"
+#include "unwind/frames.h"
+
+/* How many of a thread's innermost frames may lie between the futex call and the lock function. */
+#define MAX_LOCK_FRAME_DEPTH 12
+#define NONE                 SIZE_MAX
+
+/* glibc 2.36 (nptl/pthreadP.h, lowlevellock-futex.h, pthread_rwlock_common.c). */
+#define FUTEX_TID_MASK        0x3fffffffu
+#define FUTEX_OWNER_DIED      0x40000000u
+#define MUTEX_INCONSISTENT    0x7fffffff
+#define MUTEX_NOTRECOVERABLE  0x7ffffffe
+#define MUTEX_KIND_TYPE_MASK  3u
+#define MUTEX_KIND_ROBUST     16u
+#define MUTEX_KIND_PI         32u
+#define MUTEX_KIND_KNOWN_BITS 0x3ffu /* type, robust, PI, PP, pshared, elision */
+#define RWLOCK_WRPHASE        1u
+#define RWLOCK_WRLOCKED       2u
+#define RWLOCK_READER_SHIFT   3
+#define RWLOCK_FUTEX_USED     2u
+#define RWLOCK_WRPHASE_FUTEX  8
+#define RWLOCK_WRITERS_FUTEX  12
+#define RWLOCK_CUR_WRITER     24
+#define COND_G_SIGNALS        40
+
+/* -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK, -EINTR. */
+static bool interrupted_call(int64_t ret)
+{
+	return ret == -512 || ret == -513 || ret == -514 || ret == -516 || ret == -4;
+}
+
+/*
+ * The system call thread t was blocked in when the core was written, or -1.
+ * x86_64: orig_rax says which and rax that it was interrupted; aarch64: the
+ * kernel rewound pc onto the svc, and x8 says which (arch.h).
+ */
+static int64_t blocked_call(struct cq_core *core, const struct cq_core_thread *t)
+{
+	const struct cq_arch_syscall_regs *sr = &core->arch->syscall;
+	if (sr->nr_is_orig)
+		return t->syscall_nr >= 0 && interrupted_call(t->syscall_ret) ? t->syscall_nr : -1;
+	uint32_t insn;
+	if (sr->svc_insn && cq_regs_has(&t->regs, core->arch->pc_reg) &&
+	    cq_mem_read_u32(&core->mem, t->regs.value[core->arch->pc_reg], &insn) &&
+	    insn == sr->svc_insn)
+		return t->syscall_nr;
+	return -1;
+}
+
+static const char *syscall_name(const struct cq_arch *arch, int64_t nr)
+{
+	for (size_t i = 0; i < arch->syscall.nnames; i++)
+		if (arch->syscall.names[i].nr == nr)
+			return arch->syscall.names[i].name;
+	return "syscall";
+}
+
+/* Which primitive a libc function takes; first match wins, so "cond_lock" before "cond_". */
+static const struct {
+	const char *part;
+	enum cq_wait_kind kind;
+	bool write;
+} lock_functions[] = {
+    {"lll_lock_wait", CQ_WAIT_MUTEX, false},       {"mutex_cond_lock", CQ_WAIT_MUTEX, false},
+    {"mutex_lock", CQ_WAIT_MUTEX, false},          {"mutex_timedlock", CQ_WAIT_MUTEX, false},
+    {"mutex_clocklock", CQ_WAIT_MUTEX, false},     {"rwlock_wrlock", CQ_WAIT_RWLOCK, true},
+    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true},  {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true},
+    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false},      {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false},
+    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false}, {"cond_wait", CQ_WAIT_CONDVAR, false},
+    {"cond_timedwait", CQ_WAIT_CONDVAR, false},    {"cond_clockwait", CQ_WAIT_CONDVAR, false},
+    {"pthread_join", CQ_WAIT_JOIN, false},         {"pthread_timedjoin", CQ_WAIT_JOIN, false},
+    {"pthread_clockjoin", CQ_WAIT_JOIN, false},    {"pthread_tryjoin", CQ_WAIT_JOIN, false},
+};
+
+/* Sets w's kind and function from the innermost lock function on the stack; false if none. */
+static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w)
+{
+	size_t n = ts && ts->nframes < MAX_LOCK_FRAME_DEPTH ? ts->nframes : MAX_LOCK_FRAME_DEPTH;
+	for (size_t i = 0; ts && i < n; i++) {
+		const char *fn = ts->frames[i].function;
+		if (!fn)
+			continue;
+		for (size_t k = 0; k < sizeof(lock_functions) / sizeof(lock_functions[0]); k++)
+			if (strstr(fn, lock_functions[k].part)) {
+				w->kind = lock_functions[k].kind;
+				w->write = lock_functions[k].write;
+				w->function = fn;
+				return true;
+			}
+	}
+	return false;
+}
+
+static bool read_u32(struct cq_core *core, uint64_t addr, uint32_t *out)
+{
+	return cq_mem_read_u32(&core->mem, addr, out);
+}
+
+static void set_owner_tid(struct cq_wait *w, uint32_t tid)
+{
+	if (tid == 0 || tid > INT32_MAX) {
+		w->owner = CQ_OWNER_UNKNOWN;
+		return;
+	}
+	w->owner = CQ_OWNER_NOT_IN_CORE; /* until the tid is found among the threads */
+	w->owner_tid = (int32_t)tid;
+}
+
+static void mutex_owner(struct cq_core *core, struct cq_wait *w)
+{
+	uint8_t m[20];
+	w->object = w->futex;
+	if (!cq_mem_read(&core->mem, w->object, m, sizeof(m))) {
+		w->owner = CQ_OWNER_UNREADABLE;
+		return;
+	}
+	uint32_t lock = cq_load_u32(m), count = cq_load_u32(m + 4), kind = cq_load_u32(m + 16);
+	int32_t owner = cq_load_i32(m + 8);
+	if (kind & ~MUTEX_KIND_KNOWN_BITS) {
+		w->owner = CQ_OWNER_UNKNOWN; /* not a glibc mutex as 2.36 lays it out */
+		return;
+	}
+	static const char *const types[] = {"normal", "recursive", "errorcheck", "adaptive"};
+	w->mutex_type = types[kind & MUTEX_KIND_TYPE_MASK];
+	w->robust = kind & MUTEX_KIND_ROBUST;
+	w->pi = kind & MUTEX_KIND_PI;
+	if ((kind & MUTEX_KIND_TYPE_MASK) == 1)
+		w->count = count;
+	if (owner == MUTEX_INCONSISTENT || owner == MUTEX_NOTRECOVERABLE)
+		w->owner_died = true;
+	if (w->robust || w->pi) {
+		w->owner_died = w->owner_died || (lock & FUTEX_OWNER_DIED);
+		set_owner_tid(w, lock & FUTEX_TID_MASK);
+	} else {
+		set_owner_tid(w, owner > 0 ? (uint32_t)owner : 0);
+	}
+}
+
+/*
+ * A writer sleeps on __wrphase_futex while readers hold the lock (it is the
+ * primary writer: __readers has WRLOCKED, not WRPHASE, and a reader count),
+ * else on __writers_futex (1 | FUTEX_USED) behind the writer in __cur_writer.
+ * A reader sleeps on __wrphase_futex in a write phase, else on __readers.
+ */
+static void rwlock_owner(struct cq_core *core, struct cq_wait *w)
+{
+	uint32_t readers, word;
+	uint64_t f = w->futex;
+	w->object = f;
+	if (!read_u32(core, f, &word)) {
+		w->owner = CQ_OWNER_UNREADABLE;
+		return;
+	}
+	if (w->write && f >= RWLOCK_WRPHASE_FUTEX &&
+	    read_u32(core, f - RWLOCK_WRPHASE_FUTEX, &readers) && (readers & RWLOCK_WRLOCKED) &&
+	    !(readers & RWLOCK_WRPHASE) && readers >> RWLOCK_READER_SHIFT) {
+		w->object = f - RWLOCK_WRPHASE_FUTEX;
+		w->owner = CQ_OWNER_READERS;
+		w->count = readers >> RWLOCK_READER_SHIFT;
+		return;
+	}
+	if (w->write && f >= RWLOCK_WRITERS_FUTEX && word == (1u | RWLOCK_FUTEX_USED))
+		w->object = f - RWLOCK_WRITERS_FUTEX;
+	else if (!w->write && f >= RWLOCK_WRPHASE_FUTEX &&
+	         read_u32(core, f - RWLOCK_WRPHASE_FUTEX, &readers) && (readers & RWLOCK_WRPHASE))
+		w->object = f - RWLOCK_WRPHASE_FUTEX;
+	else if (w->write) {
+		w->owner = CQ_OWNER_UNKNOWN; /* the layout does not say which word this is */
+		return;
+	}
+	uint32_t writer;
+	if (!read_u32(core, w->object + RWLOCK_CUR_WRITER, &writer)) {
+		w->owner = CQ_OWNER_UNREADABLE;
+		return;
+	}
+	set_owner_tid(w, writer);
+}
+
+/* The condvar holding __g_signals[0] (@40) or [1] (@44): the one 8-byte aligned. */
+static void condvar_object(struct cq_wait *w)
+{
+	uint64_t off = COND_G_SIGNALS + (w->futex & 4);
+	w->object = w->futex >= off ? w->futex - off : w->futex;
+	w->owner = CQ_OWNER_NONE;
+}
+
+static void join_owner(struct cq_core *core, struct cq_wait *w)
+{
+	uint32_t tid;
+	w->object = w->futex;
+	if (!read_u32(core, w->futex, &tid))
+		w->owner = CQ_OWNER_UNREADABLE;
+	else
+		set_owner_tid(w, tid);
+}
+
+static int tid_order(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	return (*x > *y) - (*x < *y);
+}
+
+/* Index of the thread with tid in sorted (tid << 32 | index... as pairs), or NONE. */
+static size_t find_tid(const int64_t *sorted, size_t n, int32_t tid)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int32_t t = (int32_t)(sorted[mid] >> 32);
+		if (t < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && (int32_t)(sorted[lo] >> 32) == tid)
+		return (size_t)(uint32_t)sorted[lo];
+	return NONE;
+}
+
+/* Resolves owner tids to threads of the core. */
+static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, size_t nthreads)
+{
+	int64_t *sorted = malloc((nthreads ? nthreads : 1) * sizeof(*sorted));
+	if (!sorted)
+		return &cq_error_nomem;
+	for (size_t t = 0; t < nthreads; t++)
+		sorted[t] = (int64_t)tids[t] * ((int64_t)1 << 32) + (int64_t)(uint32_t)t;
+	qsort(sorted, nthreads, sizeof(*sorted), tid_order);
+	for (size_t i = 0; i < w->nwaits; i++) {
+		struct cq_wait *wt = &w->waits[i];
+		if (wt->owner != CQ_OWNER_NOT_IN_CORE)
+			continue;
+		size_t t = find_tid(sorted, nthreads, wt->owner_tid);
+		if (t != NONE) {
+			wt->owner = CQ_OWNER_THREAD;
+			wt->owner_thread = t;
+		}
+	}
+	free(sorted);
+	return NULL;
+}
+
+struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *stacks,
+                               struct cq_waits **out)
+{
+	*out = NULL;
+	size_t n = core->nthreads;
+	const struct cq_thread_stack **by_thread = calloc(n ? n : 1, sizeof(*by_thread));
+	const char **syscalls = calloc(n ? n : 1, sizeof(*syscalls));
+	struct cq_wait *waits = NULL;
+	size_t nwaits = 0;
+	struct cq_error *err = &cq_error_nomem;
+	if (!by_thread || !syscalls)
+		goto fail;
+	for (size_t s = 0; stacks && s < stacks->nthreads; s++) {
+		const struct cq_core_thread *t = stacks->threads[s].thread;
+		if (t >= core->threads && t < core->threads + n)
+			by_thread[t - core->threads] = &stacks->threads[s];
+	}
+	for (size_t t = 0; t < n; t++) {
+		int64_t nr = blocked_call(core, &core->threads[t]);
+		if (nr < 0)
+			continue;
+		syscalls[t] = syscall_name(core->arch, nr);
+		if (nr != core->arch->syscall.futex)
+			continue;
+		if (!waits && !(waits = calloc(n, sizeof(*waits))))
+			goto fail;
+		struct cq_wait *w = &waits[nwaits++];
+		w->thread = t;
+		w->tid = core->threads[t].tid;
+		w->futex = core->threads[t].syscall_args[0];
+		if (!classify(by_thread[t], w)) {
+			w->kind = CQ_WAIT_FUTEX;
+			w->object = w->futex;
+			w->owner = CQ_OWNER_NONE;
+			continue;
+		}
+		switch (w->kind) {
+		case CQ_WAIT_MUTEX:
+			mutex_owner(core, w);
+			break;
+		case CQ_WAIT_RWLOCK:
+			rwlock_owner(core, w);
+			break;
+		case CQ_WAIT_CONDVAR:
+			condvar_object(w);
+			break;
+		case CQ_WAIT_JOIN:
+			join_owner(core, w);
+			break;
+		case CQ_WAIT_FUTEX:
+			break;
+		}
+	}
+	free(by_thread);
+	by_thread = NULL;
+	if (!nwaits) {
+		free(syscalls);
+		free(waits);
+		return NULL;
+	}
+	struct cq_waits *w = calloc(1, sizeof(*w));
+	int32_t *tids = malloc(n * sizeof(*tids));
+	if (!w || !tids) {
+		free(w);
+		free(tids);
+		goto fail;
+	}
+	w->waits = waits;
+	w->nwaits = nwaits;
+	w->syscalls = syscalls;
+	w->nthreads = n;
+	for (size_t t = 0; t < n; t++)
+		tids[t] = core->threads[t].tid;
+	err = resolve_owners(w, tids, n);
+	if (!err)
+		err = cq_waits_graph(w, tids, n);
+	free(tids);
+	if (err) {
+		cq_waits_free(w);
+		return err;
+	}
+	*out = w;
+	return NULL;
+fail:
+	free(by_thread);
+	free(syscalls);
+	free(waits);
+	return err;
+}
+
+/* The wait whose thread waits for w's owner, or NONE: the next edge of the chain. */
+static size_t next_wait(const struct cq_wait *w, const size_t *wait_of)
+{
+	return w->owner == CQ_OWNER_THREAD ? wait_of[w->owner_thread] : NONE;
+}
+
+/* Most waiters first, then by tid (threads before ownerless objects). */
+static const struct cq_wait_end *sort_ends;
+static int end_order(const void *a, const void *b)
+{
+	const struct cq_wait_end *x = &sort_ends[*(const size_t *)a];
+	const struct cq_wait_end *y = &sort_ends[*(const size_t *)b];
+	if (x->waiters != y->waiters)
+		return x->waiters > y->waiters ? -1 : 1;
+	if (x->is_thread != y->is_thread)
+		return x->is_thread ? -1 : 1;
+	if (x->is_thread)
+		return (x->tid > y->tid) - (x->tid < y->tid);
+	return (x->wait > y->wait) - (x->wait < y->wait);
+}
+
+/* Sorts ends (most waiters first) and renumbers every wait's end. */
+static struct cq_error *order_ends(struct cq_waits *w)
+{
+	size_t n = w->nends;
+	size_t *order = malloc((n ? n : 1) * sizeof(*order));
+	size_t *rank = malloc((n ? n : 1) * sizeof(*rank));
+	struct cq_wait_end *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	if (!order || !rank || !sorted) {
+		free(order);
+		free(rank);
+		free(sorted);
+		return &cq_error_nomem;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	sort_ends = w->ends;
+	qsort(order, n, sizeof(*order), end_order);
+	sort_ends = NULL;
+	for (size_t i = 0; i < n; i++) {
+		sorted[i] = w->ends[order[i]];
+		rank[order[i]] = i;
+	}
+	for (size_t i = 0; i < w->nwaits; i++)
+		if (w->waits[i].end != NONE)
+			w->waits[i].end = rank[w->waits[i].end];
+	free(w->ends);
+	w->ends = sorted;
+	free(order);
+	free(rank);
+	return NULL;
+}
+
+/* Ownerless ends by object, then kind (sort_ends and sort_waits set). */
+static const struct cq_wait *sort_waits;
+static int object_order(const void *a, const void *b)
+{
+	const struct cq_wait *x = &sort_waits[sort_ends[*(const size_t *)a].wait];
+	const struct cq_wait *y = &sort_waits[sort_ends[*(const size_t *)b].wait];
+	if (x->object != y->object)
+		return x->object < y->object ? -1 : 1;
+	return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+/*
+ * Makes the chains that end at one ownerless object (eight threads on one
+ * condvar, two writers behind one rwlock's readers) one end.
+ */
+static struct cq_error *merge_ends(struct cq_waits *w)
+{
+	size_t n = w->nends, nfree = 0;
+	size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+	size_t *map = malloc((n ? n : 1) * sizeof(*map));
+	if (!idx || !map) {
+		free(idx);
+		free(map);
+		return &cq_error_nomem;
+	}
+	for (size_t e = 0; e < n; e++) {
+		map[e] = e;
+		if (!w->ends[e].is_thread)
+			idx[nfree++] = e;
+	}
+	sort_ends = w->ends;
+	sort_waits = w->waits;
+	qsort(idx, nfree, sizeof(*idx), object_order);
+	for (size_t k = 1; k < nfree; k++)
+		if (object_order(&idx[k - 1], &idx[k]) == 0) {
+			map[idx[k]] = map[idx[k - 1]];
+			w->ends[map[idx[k]]].waiters += w->ends[idx[k]].waiters;
+		}
+	sort_ends = NULL;
+	sort_waits = NULL;
+	size_t kept = 0;
+	for (size_t e = 0; e < n; e++) /* idx becomes each kept end's new index */
+		if (map[e] == e) {
+			w->ends[kept] = w->ends[e];
+			idx[e] = kept++;
+		}
+	for (size_t i = 0; i < w->nwaits; i++)
+		if (w->waits[i].end != NONE)
+			w->waits[i].end = idx[map[w->waits[i].end]];
+	w->nends = kept;
+	free(idx);
+	free(map);
+	return NULL;
+}
+
+/* Rotates cycle[first .. first + n) so that its lowest tid comes first. */
+static void rotate_cycle(struct cq_waits *w, size_t first, size_t n)
+{
+	size_t low = 0;
+	for (size_t i = 1; i < n; i++)
+		if (w->waits[w->cycle[first + i]].tid < w->waits[w->cycle[first + low]].tid)
+			low = i;
+	for (size_t r = 0; r < low; r++) {
+		size_t head = w->cycle[first];
+		memmove(&w->cycle[first], &w->cycle[first + 1], (n - 1) * sizeof(size_t));
+		w->cycle[first + n - 1] = head;
+	}
+}
+
+struct cq_error *cq_waits_graph(struct cq_waits *w, const int32_t *tids, size_t nthreads)
+{
+	size_t n = w->nwaits;
+	struct cq_error *err = &cq_error_nomem;
+	size_t *wait_of = malloc((nthreads ? nthreads : 1) * sizeof(*wait_of));
+	size_t *end_of = malloc((nthreads ? nthreads : 1) * sizeof(*end_of));
+	size_t *path = malloc((n ? n : 1) * sizeof(*path));
+	size_t *pos = malloc((n ? n : 1) * sizeof(*pos));
+	uint8_t *state = calloc(n ? n : 1, 1); /* 0 new, 1 on the walk, 2 done */
+	w->cycle = malloc((n ? n : 1) * sizeof(*w->cycle));
+	w->deadlocks = malloc((n ? n : 1) * sizeof(*w->deadlocks));
+	w->ends = malloc((n ? n : 1) * sizeof(*w->ends));
+	w->ndeadlocks = w->nends = 0;
+	if (!wait_of || !end_of || !path || !pos || !state || !w->cycle || !w->deadlocks ||
+	    !w->ends)
+		goto out;
+	for (size_t t = 0; t < nthreads; t++)
+		wait_of[t] = end_of[t] = NONE;
+	for (size_t i = 0; i < n; i++) {
+		if (w->waits[i].thread < nthreads)
+			wait_of[w->waits[i].thread] = i;
+		if (w->waits[i].owner == CQ_OWNER_THREAD && w->waits[i].owner_thread >= nthreads)
+			w->waits[i].owner = CQ_OWNER_UNKNOWN;
+	}
+	size_t ncycle = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (state[i])
+			continue;
+		size_t len = 0, j = i;
+		while (j != NONE && state[j] == 0) {
+			state[j] = 1;
+			pos[j] = len;
+			path[len++] = j;
+			j = next_wait(&w->waits[j], wait_of);
+		}
+		size_t deadlock = 0, end = NONE, upto = len;
+		if (j != NONE && state[j] == 1) { /* a new cycle: path[pos[j]] .. the end */
+			struct cq_deadlock *d = &w->deadlocks[w->ndeadlocks++];
+			d->first = ncycle;
+			d->n = len - pos[j];
+			for (size_t k = pos[j]; k < len; k++) {
+				w->cycle[ncycle++] = path[k];
+				w->waits[path[k]].deadlock = w->ndeadlocks;
+				w->waits[path[k]].end = NONE;
+				state[path[k]] = 2;
+			}
+			rotate_cycle(w, d->first, d->n);
+			deadlock = w->ndeadlocks;
+			upto = pos[j];
+		} else if (j != NONE) { /* joins a chain already walked */
+			deadlock = w->waits[j].deadlock ? w->waits[j].deadlock : w->waits[j].behind;
+			end = w->waits[j].end;
+		} else { /* ends at the last wait's owner: a thread waiting on no lock, or unknown
+			  */
+			const struct cq_wait *last = &w->waits[path[len - 1]];
+			bool is_thread = last->owner == CQ_OWNER_THREAD;
+			end = is_thread ? end_of[last->owner_thread] : NONE;
+			if (end == NONE) {
+				end = w->nends++;
+				struct cq_wait_end *e = &w->ends[end];
+				memset(e, 0, sizeof(*e));
+				e->is_thread = is_thread;
+				if (is_thread) {
+					e->thread = last->owner_thread;
+					e->tid = tids[last->owner_thread];
+					e->syscall = w->syscalls ? w->syscalls[e->thread] : NULL;
+					end_of[last->owner_thread] = end;
+				} else {
+					e->wait = path[len - 1];
+				}
+			}
+		}
+		for (size_t k = 0; k < upto; k++) {
+			struct cq_wait *pw = &w->waits[path[k]];
+			pw->behind = deadlock;
+			pw->end = deadlock ? NONE : end;
+			state[path[k]] = 2;
+			if (!deadlock)
+				w->ends[end].waiters++;
+		}
+	}
+	err = merge_ends(w);
+	if (!err)
+		err = order_ends(w);
+	if (!err) {
+		for (size_t t = 0; t < nthreads; t++)
+			end_of[t] = NONE;
+		for (size_t e = 0; e < w->nends; e++)
+			if (w->ends[e].is_thread)
+				end_of[w->ends[e].thread] = e;
+		w->thread_ends = end_of;
+		end_of = NULL;
+	}
+out:
+	free(wait_of);
+	free(end_of);
+	free(path);
+	free(pos);
+	free(state);
+	return err;
+}
+
+const struct cq_wait *cq_waits_of_thread(const struct cq_waits *w, size_t t)
+{
+	size_t lo = 0, hi = w ? w->nwaits : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->waits[mid].thread < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return w && lo < w->nwaits && w->waits[lo].thread == t ? &w->waits[lo] : NULL;
+}
+
+void cq_waits_free(struct cq_waits *w)
+{
+	if (!w)
+		return;
+	free(w->thread_ends);
+	free(w->waits);
+	free(w->deadlocks);
+	free(w->cycle);
+	free(w->ends);
+	free(w->syscalls);
+	free(w);
+}
+
+const char *cq_wait_kind_name(enum cq_wait_kind kind)
+{
+	switch (kind) {
+	case CQ_WAIT_MUTEX:
+		return "mutex";
+	case CQ_WAIT_RWLOCK:
+		return "rwlock";
+	case CQ_WAIT_CONDVAR:
+		return "condvar";
+	case CQ_WAIT_JOIN:
+		return "thread";
+	case CQ_WAIT_FUTEX:
+		return "futex";
+	}
+	return "futex";
+}

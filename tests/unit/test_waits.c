@@ -1,0 +1,270 @@
+/*
+ * test_waits.c - the wait-for graph (libcore/analysis/waits.h).
+ *
+ * The graph part on hand-built waits: a two- and a three-thread cycle, a
+ * thread waiting on a mutex it holds, chains ending at a thread and at an
+ * ownerless object, threads behind a deadlock, an owner index out of range,
+ * and one cycle of 100,000 threads (linear: it must finish at once).  Then
+ * cq_waits_find on a hand-made core: threads in a futex wait (orig_rax 202,
+ * rax -ERESTARTSYS, rdi the futex) under __lll_lock_wait, on a mutex whose
+ * owner is no thread of the core, on a futex word in unmapped memory, on a
+ * mutex held by another waiting thread, and one with no stack at all.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core_writer.h"
+#include "libcore/analysis/waits.h"
+#include "libcore/model/core.h"
+#include "unwind/frames.h"
+
+/* waits[i] is thread i's (tid 100 + i), waiting for thread owner[i] (-1: unknown). */
+static struct cq_waits *graph(const long *owner, size_t n, int32_t **tids_out)
+{
+	struct cq_waits *w = calloc(1, sizeof(*w));
+	int32_t *tids = malloc(n * sizeof(*tids));
+	assert_non_null(w);
+	assert_non_null(tids);
+	w->waits = calloc(n, sizeof(*w->waits));
+	assert_non_null(w->waits);
+	w->nwaits = 0;
+	for (size_t i = 0; i < n; i++) {
+		tids[i] = (int32_t)(100 + i);
+		if (owner[i] == -2) /* not waiting */
+			continue;
+		struct cq_wait *wt = &w->waits[w->nwaits++];
+		wt->thread = i;
+		wt->tid = tids[i];
+		wt->object = 0x1000 + 0x40 * i;
+		wt->owner = owner[i] >= 0 ? CQ_OWNER_THREAD : CQ_OWNER_UNKNOWN;
+		wt->owner_thread = owner[i] >= 0 ? (size_t)owner[i] : 0;
+		wt->owner_tid = owner[i] >= 0 ? (int32_t)(100 + owner[i]) : 0;
+	}
+	w->nthreads = n;
+	assert_null(cq_waits_graph(w, tids, n));
+	*tids_out = tids;
+	return w;
+}
+
+static void test_abba(void **state)
+{
+	(void)state;
+	int32_t *tids;
+	long owner[] = {-2, 2, 1}; /* 0 runs; 1 waits for 2, 2 for 1 */
+	struct cq_waits *w = graph(owner, 3, &tids);
+	assert_int_equal(w->ndeadlocks, 1);
+	assert_int_equal(w->deadlocks[0].n, 2);
+	assert_int_equal(w->waits[w->cycle[0]].tid, 101); /* lowest tid first */
+	assert_int_equal(w->waits[w->cycle[1]].tid, 102);
+	assert_int_equal(w->nends, 0);
+	cq_waits_free(w);
+	free(tids);
+}
+
+static void test_cycle3_and_behind(void **state)
+{
+	(void)state;
+	int32_t *tids;
+	/* 2 -> 3 -> 1 -> 2 a cycle; 0 waits for 1 (behind it); 4 waits for 0. */
+	long owner[] = {1, 2, 3, 1, 0};
+	struct cq_waits *w = graph(owner, 5, &tids);
+	assert_int_equal(w->ndeadlocks, 1);
+	assert_int_equal(w->deadlocks[0].n, 3);
+	assert_int_equal(w->waits[w->cycle[0]].tid, 101);
+	assert_int_equal(w->waits[w->cycle[1]].tid, 102);
+	assert_int_equal(w->waits[w->cycle[2]].tid, 103);
+	assert_int_equal(w->waits[0].deadlock, 0);
+	assert_int_equal(w->waits[0].behind, 1);
+	assert_int_equal(w->waits[4].behind, 1);
+	assert_int_equal(w->waits[0].end, SIZE_MAX);
+	assert_int_equal(w->nends, 0);
+	cq_waits_free(w);
+	free(tids);
+}
+
+static void test_self_deadlock(void **state)
+{
+	(void)state;
+	int32_t *tids;
+	long owner[] = {0};
+	struct cq_waits *w = graph(owner, 1, &tids);
+	assert_int_equal(w->ndeadlocks, 1);
+	assert_int_equal(w->deadlocks[0].n, 1);
+	cq_waits_free(w);
+	free(tids);
+}
+
+static void test_chains(void **state)
+{
+	(void)state;
+	int32_t *tids;
+	/* 1, 2 wait for 0 (running); 3 waits for 1; 4 waits on an ownerless object; 5 for 4. */
+	long owner[] = {-2, 0, 0, 1, -1, 4};
+	struct cq_waits *w = graph(owner, 6, &tids);
+	assert_int_equal(w->ndeadlocks, 0);
+	assert_int_equal(w->nends, 2);
+	assert_true(w->ends[0].is_thread);
+	assert_int_equal(w->ends[0].tid, 100);
+	assert_int_equal(w->ends[0].waiters, 3);
+	assert_false(w->ends[1].is_thread);
+	assert_int_equal(w->waits[w->ends[1].wait].tid, 104);
+	assert_int_equal(w->ends[1].waiters, 2);
+	for (size_t i = 0; i < w->nwaits; i++)
+		assert_int_equal(w->waits[i].end, w->waits[i].tid >= 104 ? 1 : 0);
+	cq_waits_free(w);
+	free(tids);
+}
+
+/* Three threads on one condvar and one on another: two ends, three waiters first. */
+static void test_one_end_per_object(void **state)
+{
+	(void)state;
+	int32_t tids[4] = {100, 101, 102, 103};
+	struct cq_waits *w = calloc(1, sizeof(*w));
+	assert_non_null(w);
+	w->waits = calloc(4, sizeof(*w->waits));
+	assert_non_null(w->waits);
+	for (size_t i = 0; i < 4; i++)
+		w->waits[i] = (struct cq_wait){.thread = i,
+		                               .tid = tids[i],
+		                               .kind = CQ_WAIT_CONDVAR,
+		                               .object = i == 1 ? 0x2000 : 0x1000,
+		                               .owner = CQ_OWNER_NONE};
+	w->nwaits = 4;
+	w->nthreads = 4;
+	assert_null(cq_waits_graph(w, tids, 4));
+	assert_int_equal(w->nends, 2);
+	assert_int_equal(w->ends[0].waiters, 3);
+	assert_int_equal(w->waits[w->ends[0].wait].object, 0x1000);
+	assert_int_equal(w->ends[1].waiters, 1);
+	assert_int_equal(w->waits[1].end, 1);
+	assert_int_equal(w->waits[0].end, 0);
+	assert_int_equal(w->waits[3].end, 0);
+	cq_waits_free(w);
+}
+
+static void test_owner_out_of_range(void **state)
+{
+	(void)state;
+	int32_t *tids;
+	long owner[] = {7}; /* thread 7 of a 1-thread core */
+	struct cq_waits *w = graph(owner, 1, &tids);
+	assert_int_equal(w->waits[0].owner, CQ_OWNER_UNKNOWN);
+	assert_int_equal(w->ndeadlocks, 0);
+	assert_int_equal(w->nends, 1);
+	cq_waits_free(w);
+	free(tids);
+}
+
+static void test_hundred_thousand_in_one_cycle(void **state)
+{
+	(void)state;
+	size_t n = 100000;
+	long *owner = malloc(n * sizeof(*owner));
+	assert_non_null(owner);
+	for (size_t i = 0; i < n; i++)
+		owner[i] = (long)((i + 1) % n);
+	int32_t *tids;
+	struct cq_waits *w = graph(owner, n, &tids);
+	assert_int_equal(w->ndeadlocks, 1);
+	assert_int_equal(w->deadlocks[0].n, n);
+	assert_int_equal(w->waits[w->cycle[0]].tid, 100);
+	assert_int_equal(w->waits[w->cycle[n - 1]].tid, (int)(100 + n - 1));
+	cq_waits_free(w);
+	free(tids);
+	free(owner);
+}
+
+/* NT_PRSTATUS of a thread in futex(rdi) interrupted by the fatal signal. */
+static void futex_thread(struct core_writer *cw, int32_t tid, uint64_t futex)
+{
+	uint8_t d[336] = {0};
+	cw_put(d + 32, (uint64_t)(uint32_t)tid, 4);
+	cw_put(d + 112 + 8 * 10, (uint64_t)-512, 8); /* rax: -ERESTARTSYS */
+	cw_put(d + 112 + 8 * 14, futex, 8);          /* rdi */
+	cw_put(d + 112 + 8 * 15, 202, 8);            /* orig_rax: futex */
+	cw_put(d + 112 + 8 * 16, 0x401000, 8);       /* rip */
+	cw_note(cw, "CORE", NT_PRSTATUS, d, sizeof(d));
+}
+
+static void test_find_on_a_core(void **state)
+{
+	(void)state;
+	static uint8_t mem[0x100];
+	/* mutex at 0x10000: owner tid 999 (no thread of the core), normal. */
+	cw_put(mem + 0x00, 2, 4);
+	cw_put(mem + 0x08, 999, 4);
+	/* mutex at 0x10040: recursive, held twice by thread 11. */
+	cw_put(mem + 0x40, 2, 4);
+	cw_put(mem + 0x44, 2, 4);
+	cw_put(mem + 0x48, 11, 4);
+	cw_put(mem + 0x50, 1, 4);
+	/* mutex at 0x10080: a __kind no glibc mutex has. */
+	cw_put(mem + 0x88, 10, 4);
+	cw_put(mem + 0x90, 0x7fff0000, 4);
+	struct core_writer *cw = calloc(1, sizeof(*cw));
+	assert_non_null(cw);
+	futex_thread(cw, 10, 0x10000);    /* owner not in the core */
+	futex_thread(cw, 11, 0xdead0000); /* unmapped futex word */
+	futex_thread(cw, 12, 0x10040);    /* held by 11 */
+	futex_thread(cw, 13, 0x10000);    /* no stack: a bare futex wait */
+	futex_thread(cw, 14, 0x10080);    /* a damaged mutex */
+	cw_load(cw, 0x10000, mem, sizeof(mem), PF_R | PF_W);
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/cq_test_waits.%d", (int)getpid());
+	assert_int_equal(cw_write(cw, path, 0), 0);
+	free(cw);
+	struct cq_core *core;
+	assert_null(cq_core_open(path, NULL, &core));
+	unlink(path);
+	assert_int_equal(core->nthreads, 5);
+
+	struct cq_stack_frame lock_frame = {.function = "__GI___lll_lock_wait"};
+	struct cq_thread_stack ts[5];
+	for (size_t t = 0; t < 5; t++)
+		ts[t] = (struct cq_thread_stack){.thread = &core->threads[t],
+		                                 .frames = t == 3 ? NULL : &lock_frame,
+		                                 .nframes = t == 3 ? 0 : 1};
+	struct cq_stacks stacks = {.threads = ts, .nthreads = 5};
+	struct cq_waits *w;
+	assert_null(cq_waits_find(core, &stacks, &w));
+	assert_non_null(w);
+	assert_int_equal(w->nwaits, 5);
+	assert_int_equal(w->waits[0].kind, CQ_WAIT_MUTEX);
+	assert_int_equal(w->waits[0].owner, CQ_OWNER_NOT_IN_CORE);
+	assert_int_equal(w->waits[0].owner_tid, 999);
+	assert_int_equal(w->waits[1].owner, CQ_OWNER_UNREADABLE);
+	assert_int_equal(w->waits[2].owner, CQ_OWNER_THREAD);
+	assert_int_equal(w->waits[2].owner_thread, 1);
+	assert_int_equal(w->waits[2].count, 2);
+	assert_string_equal(w->waits[2].mutex_type, "recursive");
+	assert_int_equal(w->waits[3].kind, CQ_WAIT_FUTEX);
+	assert_int_equal(w->waits[3].owner, CQ_OWNER_NONE);
+	assert_int_equal(w->waits[4].owner, CQ_OWNER_UNKNOWN);
+	assert_int_equal(w->ndeadlocks, 0);
+	/* Thread 12 waits for 11, whose own wait has no known owner: one chain end there. */
+	assert_int_equal(w->waits[2].end, w->waits[1].end);
+	cq_waits_free(w);
+	cq_core_close(core);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_abba),
+	    cmocka_unit_test(test_cycle3_and_behind),
+	    cmocka_unit_test(test_self_deadlock),
+	    cmocka_unit_test(test_chains),
+	    cmocka_unit_test(test_one_end_per_object),
+	    cmocka_unit_test(test_owner_out_of_range),
+	    cmocka_unit_test(test_hundred_thousand_in_one_cycle),
+	    cmocka_unit_test(test_find_on_a_core),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
