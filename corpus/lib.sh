@@ -614,7 +614,11 @@ generate_case() {
 	method=$(core_method)
 	if [[ $method == gcore ]]; then
 		info "$case: core_pattern is '$(read_core_pattern)' (or COREQ_CORE_METHOD=gcore): using the gdb gcore fallback"
-	elif ! crash_kernel "$scratch"; then
+	elif ! crash_kernel "$scratch" &&
+		! { info "$case: $REASON: trying once more" &&
+			rm -rf "$scratch" && mkdir "$scratch" && crash_kernel "$scratch"; }; then
+		# A kernel core is the faithful one (gcore under gdb misses pages);
+		# on a loaded machine one run in hundreds got none, so one retry first.
 		info "$case: $REASON: falling back to gdb gcore"
 		rm -rf "$scratch"
 		mkdir "$scratch"
