@@ -27,7 +27,9 @@
  *   4. decode: each task as kind "async_task": its id (the header's address,
  *      async-task has no ids), its state (running: on the thread whose live
  *      stack holds its header; scheduled; idle) and its future's await chain
- *      (rust_decode.h), named only when the task is running.
+ *      (rust_decode.h); a never-polled task's chain goes on from
+ *      async-executor's spawn wrapper into the future it captured, and a
+ *      running task is named by its types alone (its states are stale).
  *
  * Cost: nothing unless a module has a TaskVTable (a read of the Rust
  * modules' data when the index lists functions monomorphized over a
@@ -150,43 +152,59 @@ static bool read_layout(const struct cq_async_ctx *ctx, uint64_t at, uint64_t *o
 	return twice && *offset >= HDR_SIZE && *offset < *size && *size <= MAX_TASK_SIZE;
 }
 
+/* In how many of the seven slots' function sets future f appears. */
+static size_t slots_with(const struct cq_rust_mono *const at[VTABLE_FNS],
+                         const size_t n[VTABLE_FNS], int32_t f)
+{
+	size_t slots = 0;
+	for (size_t i = 0; i < VTABLE_FNS; i++)
+		for (size_t k = 0; k < n[i]; k++)
+			if (at[i][k].future == f) {
+				slots++;
+				break;
+			}
+	return slots;
+}
+
 /*
  * A TaskVTable at addr when words[0..8) look like one: seven functions
- * monomorphized over futures, most of them over one F (at -O2 rustc merges
- * identical functions, so one that does not depend on F, drop_ref say, is
- * shared by every task type and carries another F), and a TaskLayout that
- * holds F.  False only when out of memory.
+ * monomorphized over futures, and a TaskLayout that holds the task's F.
+ * At -O2 the linker folds identical functions: get_output, drop_ref,
+ * destroy, schedule of several task types share one entry, which the
+ * index lists once per future.  F is the future present in the most slots
+ * (every slot when the index knows every function), at least MIN_SAME_F of
+ * them and strictly more than any other: two futures in as many slots are
+ * ambiguous, and the vtable is left rather than its tasks misnamed.
+ * False only when out of memory.
  */
 static bool try_vtable(struct async_task *t, const struct cq_async_ctx *ctx, uint64_t addr,
                        const uint64_t *words)
 {
-	int32_t f[VTABLE_FNS];
-	for (size_t i = 0; i < VTABLE_FNS; i++) {
-		const struct cq_rust_mono *m = cq_rust_index_mono_at(t->index, words[i]);
-		if (!m)
+	const struct cq_rust_mono *at[VTABLE_FNS];
+	size_t n[VTABLE_FNS];
+	for (size_t i = 0; i < VTABLE_FNS; i++)
+		if (!(at[i] = cq_rust_index_monos_at(t->index, words[i], &n[i])))
 			return true;
-		f[i] = m->future;
-	}
 	int32_t best = -1;
 	size_t best_n = 0, second_n = 0;
-	for (size_t i = 0; i < VTABLE_FNS; i++) {
-		size_t n = 0;
-		for (size_t j = 0; j < VTABLE_FNS; j++)
-			n += f[j] == f[i];
-		if (n > best_n) {
-			if (f[i] != best)
+	for (size_t i = 0; i < VTABLE_FNS; i++)
+		for (size_t k = 0; k < n[i]; k++) {
+			int32_t f = at[i][k].future;
+			if (f == best)
+				continue;
+			size_t c = slots_with(at, n, f);
+			if (c > best_n) {
 				second_n = best_n;
-			best_n = n;
-			best = f[i];
-		} else if (f[i] != best && n > second_n) {
-			second_n = n;
+				best_n = c;
+				best = f;
+			} else if (c > second_n) {
+				second_n = c;
+			}
 		}
-	}
 	if (best_n < MIN_SAME_F || second_n >= best_n)
 		return true;
-	const struct cq_rust_mono *first = &(struct cq_rust_mono){.future = best};
-	struct vtable v = {.addr = addr, .future = first->future};
-	const struct cq_rust_type *ty = &t->index->model.types[first->future];
+	struct vtable v = {.addr = addr, .future = best};
+	const struct cq_rust_type *ty = &t->index->model.types[best];
 	if (!read_layout(ctx, words[VTABLE_FNS], &v.offset, &v.size) ||
 	    v.offset + ty->size > v.size)
 		return true;
@@ -345,7 +363,11 @@ static int32_t unwrapped(const struct cq_rust_model *m, int32_t type)
 	return type;
 }
 
-/* A task's future (its address returned) and chain; named only while it runs. */
+/*
+ * A task's future (its address returned) and chain.  A running task's
+ * states are stale: its chain is its types' (rust_decode.h), which name
+ * the program's future inside async-executor's wrapper, without lines.
+ */
 static uint64_t task_chain(const struct async_task *t, const struct cq_async_ctx *ctx,
                            const struct task *task, struct cq_rust_chain *chain)
 {
@@ -354,7 +376,9 @@ static uint64_t task_chain(const struct async_task *t, const struct cq_async_ctx
 	uint64_t future = task->header + vt->offset;
 	chain->nframes = 0;
 	chain->end = CQ_RUST_END_LEAF;
-	if (!(task->state & ST_RUNNING))
+	if (task->state & ST_RUNNING)
+		cq_rust_decode_types(m, future, vt->future, chain);
+	else
 		cq_rust_decode(ctx->target, m, future, vt->future, chain);
 	if (chain->nframes == 0) {
 		chain->frames[0] =

@@ -257,12 +257,22 @@ static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
  * A concrete generic function (its name has generic arguments, one of them a
  * coroutine environment) whose template type parameter is a future type: a
  * coroutine environment, or a wrapper of one (Pin<Box<...{async_block_env#0}...>>).
+ * At -O2 rustc emits a method's code as a unit-level DIE whose
+ * DW_AT_specification is a declaration inside its type: the name and the
+ * template parameters are the declaration's (dwarf_diename follows the
+ * link; the parameters are read from the declaration's children).
  */
 static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 {
 	Dwarf_Addr lo;
-	Dwarf_Die child;
-	if (!strstr(name, "_env#") || dwarf_lowpc(die, &lo) != 0 || dwarf_child(die, &child) != 0)
+	Dwarf_Die child, decl;
+	Dwarf_Attribute link;
+	if (!strstr(name, "_env#") || dwarf_lowpc(die, &lo) != 0)
+		return;
+	if (dwarf_formref_die(dwarf_attr(die, DW_AT_specification, &link), &decl) ||
+	    dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &link), &decl))
+		die = &decl;
+	if (dwarf_child(die, &child) != 0)
 		return;
 	int n = 0;
 	do {
@@ -518,6 +528,34 @@ static char *type_name(const struct walk *w, Dwarf_Die *die)
 	return strdup(ns_path(w, ns, name, buf, sizeof(buf)));
 }
 
+/*
+ * An Unresumed variant's captured future (rust_decode.h): the first of its
+ * upvars whose type is an async fn's, block's or closure's environment, as
+ * the awaitee of the variant.  An executor's wrapper (async-executor's
+ * `async move { let _guard = ..; future.await }`) captured the program's
+ * future this way: its never-polled task is named by that future.
+ */
+static void add_captured(struct builder *b, struct cq_rust_variant *var, Dwarf_Die *vtype,
+                         uint64_t moff)
+{
+	Dwarf_Die f;
+	if (dwarf_child(vtype, &f) != 0)
+		return;
+	do {
+		Dwarf_Die at;
+		uint64_t off;
+		const char *tn;
+		if (dwarf_tag(&f) != DW_TAG_member || !cq_dwt_type(&f, &at) || !cq_dwt_peel(&at) ||
+		    dwarf_tag(&at) != DW_TAG_structure_type || !(tn = dwarf_diename(&at)) ||
+		    !strstr(tn, "{async_") || !strstr(tn, "_env#") ||
+		    !cq_dwt_member_offset(&f, &off))
+			continue;
+		var->awaitee_offset = moff + off;
+		var->awaitee = type_for(b, dwarf_dieoffset(&at));
+		return;
+	} while (dwarf_siblingof(&f, &f) == 0);
+}
+
 static void fill_state_machine(struct builder *b, const struct walk *w, int32_t index,
                                Dwarf_Die *die, Dwarf_Die *part, Dwarf_Die *state)
 {
@@ -578,6 +616,9 @@ static void fill_state_machine(struct builder *b, const struct walk *w, int32_t 
 				break;
 			}
 		} while (dwarf_siblingof(&f, &f) == 0);
+		if (var->awaitee < 0 && discr == 0 && vname && strcmp(vname, "Unresumed") == 0)
+			add_captured(b, var, &vtype, moff);
+		ty = &b->types[index];
 	} while (dwarf_siblingof(&v, &v) == 0);
 	ty->variants = vars;
 	ty->nvariants = nvars;
@@ -1154,10 +1195,22 @@ const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
 	return pc < r->hi ? r->name : NULL;
 }
 
-const struct cq_rust_mono *cq_rust_index_mono_at(const struct cq_rust_index *ix, uint64_t addr)
+const struct cq_rust_mono *cq_rust_index_monos_at(const struct cq_rust_index *ix, uint64_t addr,
+                                                  size_t *n)
 {
-	struct cq_rust_mono key = {.lo = addr};
-	return ix->nmonos ? bsearch(&key, ix->monos, ix->nmonos, sizeof(key), cmp_mono) : NULL;
+	size_t lo = 0, hi = ix->nmonos;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->monos[mid].lo < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t end = lo;
+	while (end < ix->nmonos && ix->monos[end].lo == addr)
+		end++;
+	*n = end - lo;
+	return *n ? &ix->monos[lo] : NULL;
 }
 
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,
