@@ -29,7 +29,7 @@ import re
 import resource
 import subprocess
 
-from coreq_test import CORPUS, ROOT, coreq_json, sanitizer_report, corpus_cases, done, ok, skip, source_markers
+from coreq_test import CORPUS, ROOT, coreq, coreq_json, sanitizer_report, corpus_cases, done, ok, skip, source_markers
 
 PROGRAMS = ("tokio_boxmain", "smol_tasks")
 # (program, variant, kind, fn): missed for a known reason, said in the table.
@@ -148,6 +148,39 @@ def check_case(case, program, table):
     dups = sorted({a for a in addrs if addrs.count(a) > 1})
     ok(not dups, f"{name}: no future is reported twice (by address)", dups)
     table.append((name, expected, found, len(phantoms), missed, "; ".join(known)))
+    if program in TASK_LISTS:
+        check_task_list(case, name, crate, lines)
+
+
+# The text task list each executor's tasks are printed under.
+TASK_LISTS = {"smol_tasks": "async-task tasks (smol, async-std):"}
+
+
+def check_task_list(case, name, crate, lines):
+    """The text task list names each task by the program's future (FUTURE
+    column), not by the executor's wrapper; a never-polled one waits on
+    nothing (WAITS ON "-")."""
+    r = coreq("stack", case["core"], timeout=300)
+    rows, inside = {}, False
+    for line in r.stdout.splitlines():
+        if line == TASK_LISTS[name.split(".")[0]]:
+            inside = True
+            continue
+        if inside and not line.strip():
+            break
+        parts = line.split()
+        if inside and parts and parts[0] != "ID":
+            rows.setdefault(parts[-1], []).append(parts)
+    for parts in lines:
+        if parts[0] not in ("TASK", "RUNNING"):
+            continue
+        fn = f"{crate}::{parts[1]}"
+        got = rows.get(fn, [])
+        ok(len(got) == 1, f"{name}: the task list names one task {fn}", sorted(rows))
+        if got and len(parts) > 2 and parts[2].startswith("BODY:"):
+            ok(got[0][3] == "-", f"{name}: never-polled {fn} waits on nothing", got[0])
+        if got and parts[0] == "RUNNING":
+            ok(got[0][1] == "running", f"{name}: {fn} is listed running", got[0])
 
 
 def main():

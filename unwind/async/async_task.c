@@ -494,6 +494,30 @@ static int64_t running_thread(const struct cq_async_ctx *ctx, uint64_t header)
 	return 0;
 }
 
+/*
+ * The executors' own wrappers around a task's future: async-executor's
+ * spawn block (`async move { let _guard = ..; future.await }`).
+ */
+static const char *const wrapper_prefixes[] = {"async_executor::"};
+
+/* How many of a chain's outermost frames are an executor's wrapper (not the last frame). */
+static size_t executor_frames(const struct cq_rust_model *m, const struct cq_rust_chain *chain)
+{
+	size_t n = 0;
+	while (n + 1 < chain->nframes) {
+		const char *name = m->types[chain->frames[n].type].name;
+		bool wrapper = false;
+		for (size_t i = 0; name && i < sizeof(wrapper_prefixes) / sizeof(*wrapper_prefixes);
+		     i++)
+			wrapper |=
+			    strncmp(name, wrapper_prefixes[i], strlen(wrapper_prefixes[i])) == 0;
+		if (!wrapper)
+			break;
+		n++;
+	}
+	return n;
+}
+
 static struct cq_error *at_decode(void *state, const struct cq_async_ctx *ctx)
 {
 	struct async_task *t = state;
@@ -521,7 +545,8 @@ static struct cq_error *at_decode(void *state, const struct cq_async_ctx *ctx)
 		                               .has_task = true,
 		                               .task_id = task->header,
 		                               .task_state = state_name(task->state),
-		                               .thread = thread};
+		                               .thread = thread,
+		                               .executor_frames = executor_frames(m, &chain)};
 		bool added;
 		if ((err = cq_async_add_suspended(ctx, &s, &added)))
 			return err;
