@@ -784,8 +784,20 @@ static bool task_frame_layout(const struct walk *w, struct cq_tokio_kind *k)
 }
 
 /*
+ * A task list's type: a runtime's OwnedTasks<S>, or a LocalSet's
+ * LocalOwnedTasks<S> (S: Arc<task::local::Shared>), which has the same id
+ * and, nested, the same list head.
+ */
+static bool owned_tasks_type(Dwarf_Die *member, Dwarf_Die *type, const void *arg)
+{
+	(void)arg;
+	return cq_dwt_type_prefixed(member, type, "OwnedTasks<") ||
+	       cq_dwt_type_prefixed(member, type, "LocalOwnedTasks<");
+}
+
+/*
  * One raw::poll<T, S>: where T sits in Core<T, S> relative to task_id, and
- * where S leads to the runtime's OwnedTasks list.
+ * where S leads to the runtime's (or the LocalSet's) task list.
  */
 static bool tokio_kind(struct builder *b, const struct walk *w, Dwarf_Die *poll,
                        struct cq_tokio_kind *k)
@@ -805,8 +817,7 @@ static bool tokio_kind(struct builder *b, const struct walk *w, Dwarf_Die *poll,
 		return false;
 	if (!cq_dwt_find_member(&sched, cq_dwt_pointer, NULL, 4, &k->sched_ptr, &ptr) ||
 	    !cq_dwt_type(&ptr, &shared) || !cq_dwt_peel(&shared) ||
-	    !cq_dwt_find_member(&shared, cq_dwt_type_prefixed, "OwnedTasks<", 6, &owned_off,
-	                        &owned) ||
+	    !cq_dwt_find_member(&shared, owned_tasks_type, NULL, 6, &owned_off, &owned) ||
 	    !member_at(&owned, "id", 0, &k->owned_id, NULL) ||
 	    !member_at(&owned, "head", 6, &k->owned_head, NULL))
 		return false;

@@ -12,8 +12,9 @@
  *   2. candidates: the driver's one scan of writable memory finds every word
  *      equal to a vtable address: a header candidate, or a stale copy;
  *   3. lists: each candidate's scheduler pointer leads to its runtime's
- *      OwnedTasks.  A list is believed when its id is non-zero; it is walked
- *      from its head, and each element must have a known vtable and the
+ *      OwnedTasks (multi_thread, current_thread), or its LocalSet's
+ *      LocalOwnedTasks (spawn_local: the scheduler is the set's Shared).  A list is believed when
+ * its id is non-zero; it is walked from its head, and each element must have a known vtable and the
  *      list's id as owner_id.  Only the tasks of a list are reported, each
  *      once: a freed task, a blocking-pool task (owner_id 0) and a stale
  *      copy are not in any list;
