@@ -52,8 +52,9 @@
 #define MAX_TASK_SIZE     (64u << 20)
 #define MAX_WRAPPER_STEPS 8
 #define READ_CHUNK        65536
-#define VTABLE_FNS        7 /* RawTask<F, T, S> functions before layout_info */
-#define MIN_SAME_F        3 /* of them, at least this many over the task's F */
+#define VTABLE_FNS        7          /* RawTask<F, T, S> functions before layout_info */
+#define MIN_SAME_F        3          /* of them, at least this many over the task's F */
+#define MAX_SLOT_FUTURES  (1u << 16) /* futures listed for one vtable's seven entries */
 #define LAYOUT_WORDS      5 /* TaskLayout: Layout {size, align}, offset_s, offset_f, offset_r */
 
 /* The Header's fields as rustc lays out async-task 4.3's (vtable, state, awaiter). */
@@ -152,18 +153,18 @@ static bool read_layout(const struct cq_async_ctx *ctx, uint64_t at, uint64_t *o
 	return twice && *offset >= HDR_SIZE && *offset < *size && *size <= MAX_TASK_SIZE;
 }
 
-/* In how many of the seven slots' function sets future f appears. */
-static size_t slots_with(const struct cq_rust_mono *const at[VTABLE_FNS],
-                         const size_t n[VTABLE_FNS], int32_t f)
+/* A future type listed for one of a vtable's slots. */
+struct slot_future {
+	int32_t future;
+	uint32_t slot;
+};
+
+static int cmp_slot_future(const void *a, const void *b)
 {
-	size_t slots = 0;
-	for (size_t i = 0; i < VTABLE_FNS; i++)
-		for (size_t k = 0; k < n[i]; k++)
-			if (at[i][k].future == f) {
-				slots++;
-				break;
-			}
-	return slots;
+	const struct slot_future *x = a, *y = b;
+	if (x->future != y->future)
+		return (x->future > y->future) - (x->future < y->future);
+	return (x->slot > y->slot) - (x->slot < y->slot);
 }
 
 /*
@@ -185,28 +186,43 @@ static bool try_vtable(struct async_task *t, const struct cq_async_ctx *ctx, uin
 	for (size_t i = 0; i < VTABLE_FNS; i++)
 		if (!(at[i] = cq_rust_index_monos_at(t->index, words[i], &n[i])))
 			return true;
+	size_t total = 0;
+	for (size_t i = 0; i < VTABLE_FNS; i++)
+		total += n[i];
+	if (total > MAX_SLOT_FUTURES)
+		return true;
+	struct slot_future *sf = malloc(total * sizeof(*sf));
+	if (!sf)
+		return false;
+	size_t m = 0;
+	for (size_t i = 0; i < VTABLE_FNS; i++)
+		for (size_t k = 0; k < n[i]; k++)
+			sf[m++] =
+			    (struct slot_future){.future = at[i][k].future, .slot = (uint32_t)i};
+	qsort(sf, m, sizeof(*sf), cmp_slot_future);
+	/* Per future, the number of distinct slots it is listed for. */
 	int32_t best = -1;
 	size_t best_n = 0, second_n = 0;
-	for (size_t i = 0; i < VTABLE_FNS; i++)
-		for (size_t k = 0; k < n[i]; k++) {
-			int32_t f = at[i][k].future;
-			if (f == best)
-				continue;
-			size_t c = slots_with(at, n, f);
-			if (c > best_n) {
-				second_n = best_n;
-				best_n = c;
-				best = f;
-			} else if (c > second_n) {
-				second_n = c;
-			}
+	for (size_t i = 0; i < m;) {
+		size_t j = i, slots = 0;
+		for (; j < m && sf[j].future == sf[i].future; j++)
+			slots += j == i || sf[j].slot != sf[j - 1].slot;
+		if (slots > best_n) {
+			second_n = best_n;
+			best_n = slots;
+			best = sf[i].future;
+		} else if (slots > second_n) {
+			second_n = slots;
 		}
+		i = j;
+	}
+	free(sf);
 	if (best_n < MIN_SAME_F || second_n >= best_n)
 		return true;
 	struct vtable v = {.addr = addr, .future = best};
 	const struct cq_rust_type *ty = &t->index->model.types[best];
 	if (!read_layout(ctx, words[VTABLE_FNS], &v.offset, &v.size) ||
-	    v.offset + ty->size > v.size)
+	    ty->size > v.size - v.offset)
 		return true;
 	struct vtable *p = realloc(t->vtables, (t->nvtables + 1) * sizeof(*p));
 	if (!p)
