@@ -24,8 +24,8 @@ nothing else is reported (no phantom).  A task inside an executor's wrapper
 captured: never polled, at its `// BODY:` line; running, by name.  The
 closing note prints a table:
 case | expected | found | phantom | missed.  Known misses (the block_on
-future at O2, whose DWARF location does not cover the pc; current_thread's
-block_on future) are listed in KNOWN_MISSES with their reason and reported,
+future at O2, whose DWARF location does not cover the pc; the LocalPool task
+being polled) are listed in KNOWN_MISSES with their reason and reported,
 not failed; a known miss that is found fails, so the list stays true.
 """
 import os
@@ -41,10 +41,6 @@ KNOWN_MISSES = {
     ("tokio_boxmain", "O2", "BLOCK_ON", "boxed_main"):
         "block_on's DWARF location of `f` does not cover the pc at O2 (as tokio_tasks.O2's main)",
 }
-for v in ("O0", "O2"):
-    KNOWN_MISSES[("tokio_local", v, "BLOCK_ON", "local_main")] = \
-        "current_thread's CoreGuard::block_on moves the future into a closure and pins it there; " \
-        "the block_on finder knows CachedParkThread::block_on's `f` only"
 for v in ("O0", "O2"):
     KNOWN_MISSES[("futures_pool", v, "RUNNING", "crasher")] = \
         "LocalPool's tasks are found by the dyn Future scan, which drops a future being " \

@@ -95,7 +95,10 @@ struct walk {
 	size_t npolls, cap_polls;
 	Dwarf_Off *task_types;
 	size_t ntask_types, cap_task_types;
-	Dwarf_Off *block_ons; /* CachedParkThread::block_on<F> */
+	struct block_on_fn {
+		Dwarf_Off die;
+		const char *var; /* the future's variable: block_on_fns */
+	} * block_ons;
 	size_t nblock_ons, cap_block_ons;
 	/* functions monomorphized over a future: entry, the type parameter's DIE */
 	struct {
@@ -292,13 +295,32 @@ static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 	} while (++n < 16 && dwarf_siblingof(&child, &child) == 0);
 }
 
-/* A concrete tokio::runtime::park::CachedParkThread::block_on<F>, by its linkage name. */
-static bool is_park_block_on(Dwarf_Die *die)
+/*
+ * The functions that drive the future of tokio's block_on, by the path in
+ * their linkage names, and the variable that holds the future there (the
+ * argument, then the pinned local after pin!): CachedParkThread::block_on
+ * (multi_thread runtime, #[tokio::main]) and CurrentThread::block_on
+ * (current_thread runtime; LocalSet::block_on comes through it).
+ */
+static const struct {
+	const char *path;
+	const char *var;
+} block_on_fns[] = {
+    {"5tokio7runtime4park", "f"},
+    {"5tokio7runtime9scheduler14current_thread13CurrentThread", "future"},
+};
+
+/* A concrete block_on<F> of block_on_fns: its future's variable, or NULL. */
+static const char *block_on_var(Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
 	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-	return link && dwarf_hasattr(die, DW_AT_low_pc) && strstr(link, "5tokio7runtime4park") &&
-	       strstr(link, "8block_on17h");
+	if (!link || !dwarf_hasattr(die, DW_AT_low_pc) || !strstr(link, "8block_on17h"))
+		return NULL;
+	for (size_t i = 0; i < sizeof(block_on_fns) / sizeof(block_on_fns[0]); i++)
+		if (strstr(link, block_on_fns[i].path))
+			return block_on_fns[i].var;
+	return NULL;
 }
 
 /* Visits the children of parent (a unit or namespace node ns), recursing into namespaces. */
@@ -310,7 +332,7 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 		return;
 	do {
 		int tag = dwarf_tag(&child);
-		const char *name = dwarf_diename(&child);
+		const char *name = dwarf_diename(&child), *var;
 		switch (tag) {
 		case DW_TAG_namespace:
 			if (!name || !grow((void **)&w->ns, &w->cap_ns, w->nns + 1, sizeof(*w->ns)))
@@ -345,10 +367,11 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 			else if (name && strncmp(name, "poll<", 5) == 0 && strchr(name, ','))
 				add_raw_poll(w, &child, false);
 			else if (name && strncmp(name, "block_on<", 9) == 0 &&
-			         is_park_block_on(&child) &&
+			         (var = block_on_var(&child)) &&
 			         grow((void **)&w->block_ons, &w->cap_block_ons, w->nblock_ons + 1,
 			              sizeof(*w->block_ons)))
-				w->block_ons[w->nblock_ons++] = dwarf_dieoffset(&child);
+				w->block_ons[w->nblock_ons++] = (struct block_on_fn){
+				    .die = dwarf_dieoffset(&child), .var = var};
 			else if (name && strchr(name, '<'))
 				add_mono(w, &child, name);
 			break;
@@ -425,6 +448,25 @@ static bool is_dyn_fat_pointer(Dwarf_Die *st, uint64_t *data_off, uint64_t *vt_o
 }
 
 /* The only member of st with a non-zero size (its offset and type). */
+/*
+ * The member called name of struct st, held inline: a combinator that
+ * holds the future it drives as its `future` (tokio's LocalSet RunUntil,
+ * TaskLocalFuture) beside other state.
+ */
+static bool member_named(Dwarf_Die *st, const char *name, uint64_t *off, Dwarf_Die *type)
+{
+	Dwarf_Die child;
+	if (dwarf_child(st, &child) != 0)
+		return false;
+	int n = 0;
+	do {
+		const char *mn = dwarf_diename(&child);
+		if (dwarf_tag(&child) == DW_TAG_member && mn && strcmp(mn, name) == 0)
+			return cq_dwt_type(&child, type) && cq_dwt_member_offset(&child, off);
+	} while (++n < MAX_MEMBERS && dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
 static bool single_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type)
 {
 	Dwarf_Die child;
@@ -692,8 +734,11 @@ static void fill_other(struct builder *b, const struct walk *w, int32_t index, D
 			ty->target = target;
 			return;
 		}
-		if (!single_member(&die, &off, &die))
+		Dwarf_Die inner;
+		if (!single_member(&die, &off, &inner) &&
+		    !member_named(&die, "future", &off, &inner))
 			break;
+		die = inner;
 		pending += off;
 	}
 	/*
@@ -954,9 +999,10 @@ static void add_locations(Dwarf_Die *var, int32_t type, bool have_fb, enum cq_ru
 	}
 }
 
-/* Every `f` (parameter or local) under die, through lexical blocks, down to depth. */
-static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, unsigned depth,
-                   bool have_fb, enum cq_rust_base fb, struct cq_rust_block_on *bo, size_t *cap)
+/* Every `var` (parameter or local) under die, through lexical blocks, down to depth. */
+static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, const char *var,
+                   unsigned depth, bool have_fb, enum cq_rust_base fb, struct cq_rust_block_on *bo,
+                   size_t *cap)
 {
 	Dwarf_Die child, type;
 	if (dwarf_child(die, &child) != 0)
@@ -965,18 +1011,18 @@ static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, unsi
 		int tag = dwarf_tag(&child);
 		const char *n = dwarf_diename(&child);
 		if ((tag == DW_TAG_formal_parameter || tag == DW_TAG_variable) && n &&
-		    strcmp(n, "f") == 0 && cq_dwt_type(&child, &type) && cq_dwt_peel(&type)) {
+		    strcmp(n, var) == 0 && cq_dwt_type(&child, &type) && cq_dwt_peel(&type)) {
 			int32_t t = type_for(b, dwarf_dieoffset(&type));
 			if (t >= 0)
 				add_locations(&child, t, have_fb, fb, bo, cap);
 		} else if (tag == DW_TAG_lexical_block && depth > 0) {
-			find_f(b, w, &child, depth - 1, have_fb, fb, bo, cap);
+			find_f(b, w, &child, var, depth - 1, have_fb, fb, bo, cap);
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 }
 
-/* block_on<F>'s code and where its future `f` lives, before and after pin!(f). */
-static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off)
+/* block_on<F>'s code and where its future `var` lives, before and after pin!(var). */
+static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off, const char *var)
 {
 	Dwarf_Die fn, decl, f;
 	Dwarf_Attribute attr;
@@ -992,7 +1038,7 @@ static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off)
 	bool have_fb = frame_base(&fn, &fb);
 	struct cq_rust_block_on bo = {.lo = lo, .hi = hi};
 	size_t cap = 0;
-	find_f(b, w, &fn, 4, have_fb, fb, &bo, &cap);
+	find_f(b, w, &fn, var, 4, have_fb, fb, &bo, &cap);
 	if (bo.nlocs == 0 ||
 	    !grow((void **)&b->block_ons, &b->cap_block_ons, b->nblock_ons + 1,
 	          sizeof(*b->block_ons)) ||
@@ -1126,7 +1172,7 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		}
 		add_tokio_kinds(&b, &w);
 		for (size_t i = 0; i < w.nblock_ons; i++)
-			add_block_on(&b, &w, w.block_ons[i]);
+			add_block_on(&b, &w, w.block_ons[i].die, w.block_ons[i].var);
 		for (size_t i = 0; i < w.nmonos; i++) {
 			int32_t type = type_for(&b, w.monos[i].type);
 			if (type < 0 ||
