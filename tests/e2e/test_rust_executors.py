@@ -4,7 +4,8 @@ future a program left parked is reported once, and nothing else.
 
 The oracle is each program's own output: before it crashes it prints one
 line per future it made (corpus/tokio_boxmain, corpus/smol_tasks,
-corpus/tokio_local: tokio's current_thread runtime and LocalSets,
+corpus/async_std_tasks: async-std's SupportTaskLocals inside async-executor's
+wrapper, corpus/tokio_local: tokio's current_thread runtime and LocalSets,
 corpus/futures_pool: futures-executor's LocalPool, whose tasks the
 `dyn Future` scan finds):
   BLOCK_ON fn AWAIT:tag   the future Runtime::block_on drives
@@ -35,7 +36,7 @@ import subprocess
 
 from coreq_test import CORPUS, ROOT, coreq, coreq_json, sanitizer_report, corpus_cases, done, ok, skip, source_markers
 
-PROGRAMS = ("tokio_boxmain", "smol_tasks", "tokio_local", "futures_pool")
+PROGRAMS = ("tokio_boxmain", "smol_tasks", "async_std_tasks", "tokio_local", "futures_pool")
 # (program, variant, kind, fn): missed for a known reason, said in the table.
 KNOWN_MISSES = {
     ("tokio_boxmain", "O2", "BLOCK_ON", "boxed_main"):
@@ -161,7 +162,8 @@ def check_case(case, program, table):
 
 
 # The text task list each executor's tasks are printed under.
-TASK_LISTS = {"smol_tasks": "async-task tasks (smol, async-std):", "tokio_local": "Tokio tasks:"}
+TASK_LISTS = {"smol_tasks": "async-task tasks (smol, async-std):",
+              "async_std_tasks": "async-task tasks (smol, async-std):", "tokio_local": "Tokio tasks:"}
 
 
 def check_task_list(case, name, crate, lines):
