@@ -243,9 +243,10 @@ static void print_chains_text(const struct cq_stacks *stacks, const struct cq_as
 
 /*
  * A runtime's tasks, like tokio-console's task list: one line per task (id,
- * state, thread, the leaf it waits on, its future), then each task's await
- * chain, innermost first.  A task without an id (the future a block_on
- * drives) goes by its kind.
+ * state, thread, the leaf it waits on, its future: the frame inside the
+ * executor's own wrapper frames), then each task's await chain, innermost
+ * first.  A task without an id (the future a block_on drives) goes by its
+ * kind.
  */
 static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_async_runtime *rt)
 {
@@ -258,10 +259,13 @@ static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_asy
 			printf("\n%s:\n%8s  %-9s  %8s  %-24s  %s\n", rt->heading, "ID", "STATE",
 			       "THREAD", "WAITS ON", "FUTURE");
 		const struct cq_stack_frame *leaf = &ss->frames[0];
-		const struct cq_stack_frame *root = &ss->frames[ss->nframes - 1];
+		size_t outer = ss->executor_frames < ss->nframes ? ss->executor_frames : 0;
+		const struct cq_stack_frame *root = &ss->frames[ss->nframes - 1 - outer];
 		const char *state = ss->task_state ? ss->task_state : "?";
+		/* A future never polled (Unresumed) waits on nothing yet. */
 		bool waits = strcmp(state, "running") != 0 && strcmp(state, "complete") != 0 &&
-		             ss->nframes > 1;
+		             ss->nframes > 1 + outer &&
+		             !(leaf->state && strcmp(leaf->state, "Unresumed") == 0);
 		char thread[24] = "-", id[24];
 		snprintf(id, sizeof(id), "%s", ss->kind);
 		if (ss->thread)

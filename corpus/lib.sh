@@ -135,6 +135,8 @@ all_cases() {
 		is_cargo_program "$prog" && [[ $crates == 0 ]] && continue
 		[[ $prog == asio_coro ]] && ! have_asio && continue
 		[[ $prog == smol_tasks ]] && ! compgen -G '/usr/share/cargo/registry/smol-1.*' >/dev/null && continue
+		[[ $prog == futures_pool ]] && ! compgen -G '/usr/share/cargo/registry/futures-executor-0.3.*' >/dev/null && continue
+		[[ $prog == async_std_tasks ]] && ! compgen -G '/usr/share/cargo/registry/async-std-1.*' >/dev/null && continue
 		if [[ $sig == SITE ]]; then
 			for site in "${BUCKET_SITES[@]}"; do
 				printf '%s-%s\n' "$prog" "${site%% *}"

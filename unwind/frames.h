@@ -102,6 +102,12 @@ struct cq_suspended_stack {
 	uint64_t task_id;
 	const char *task_state;
 	int64_t thread;
+	/*
+	 * How many of the outermost frames are the executor's own wrapper
+	 * around the task's future (async-executor's spawn block): a task
+	 * list names the task by the frame inside them.  0 for most.
+	 */
+	size_t executor_frames;
 };
 
 /* A growing array of frames; the caller owns frames (free()). */

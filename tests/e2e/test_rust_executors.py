@@ -3,7 +3,11 @@
 future a program left parked is reported once, and nothing else.
 
 The oracle is each program's own output: before it crashes it prints one
-line per future it made (corpus/tokio_boxmain, corpus/smol_tasks):
+line per future it made (corpus/tokio_boxmain, corpus/smol_tasks,
+corpus/async_std_tasks: async-std's SupportTaskLocals inside async-executor's
+wrapper, corpus/tokio_local: tokio's current_thread runtime and LocalSets,
+corpus/futures_pool: futures-executor's LocalPool, whose tasks the
+`dyn Future` scan finds):
   BLOCK_ON fn AWAIT:tag   the future Runtime::block_on drives
   TASK fn AWAIT:tag       a task parked at the line marked `// AWAIT:tag`
   TASK fn BODY:tag        a task never polled (Unresumed at `// BODY:tag`)
@@ -16,31 +20,32 @@ Per case: each expected future is reported (outermost frame fn, at its
 marker line; RUNNING: state running); no future is reported twice (by
 function and by address: the boxed block_on future is also behind a
 `dyn Future` pointer, and was listed a second time as a `rust` chain);
-nothing else is reported (no phantom).  The closing note prints a table:
+nothing else is reported (no phantom).  A task inside an executor's wrapper
+(async-executor's spawn block) is named by the program's future the wrapper
+captured: never polled, at its `// BODY:` line; running, by name.  The
+closing note prints a table:
 case | expected | found | phantom | missed.  Known misses (the block_on
-future at O2, whose DWARF location does not cover the pc) are listed in
-KNOWN_MISSES and reported, not failed.
+future at O2, whose DWARF location does not cover the pc; the LocalPool task
+being polled) are listed in KNOWN_MISSES with their reason and reported,
+not failed; a known miss that is found fails, so the list stays true.
 """
 import os
 import re
 import resource
 import subprocess
 
-from coreq_test import CORPUS, ROOT, coreq_json, sanitizer_report, corpus_cases, done, ok, skip, source_markers
+from coreq_test import CORPUS, ROOT, coreq, coreq_json, sanitizer_report, corpus_cases, done, ok, skip, source_markers
 
-PROGRAMS = ("tokio_boxmain", "smol_tasks")
+PROGRAMS = ("tokio_boxmain", "smol_tasks", "async_std_tasks", "tokio_local", "futures_pool")
 # (program, variant, kind, fn): missed for a known reason, said in the table.
 KNOWN_MISSES = {
     ("tokio_boxmain", "O2", "BLOCK_ON", "boxed_main"):
         "block_on's DWARF location of `f` does not cover the pc at O2 (as tokio_tasks.O2's main)",
 }
-WRAPPER = "async-executor's spawn wrapper is Unresumed or running: the future it captured is not decoded"
 for v in ("O0", "O2"):
-    KNOWN_MISSES[("smol_tasks", v, "TASK", "never_polled")] = WRAPPER
-    KNOWN_MISSES[("smol_tasks", v, "RUNNING", "crasher")] = WRAPPER
-for fn in ("recv_outer", "sleeper", "locker"):
-    KNOWN_MISSES[("smol_tasks", "O2", "TASK", fn)] = \
-        "at -O2 no TaskVTable is recognised yet (the index's monomorphized functions do not cover them)"
+    KNOWN_MISSES[("futures_pool", v, "RUNNING", "crasher")] = \
+        "LocalPool's tasks are found by the dyn Future scan, which drops a future being " \
+        "polled (its states are stale) instead of naming it running"
 # A known miss whose task is still reported, under its executor's wrapper only:
 # consumed as "unnamed" (not a phantom) when a stack in that state names no
 # function of the program.
@@ -141,6 +146,8 @@ def check_case(case, program, table):
             continue
         used[hit] = True
         found += 1
+        if (program, variant, kind, parts[1]) in KNOWN_MISSES:
+            ok(False, f"{name}: {kind.lower()} {fn} is listed in KNOWN_MISSES but found: remove it")
         ok(True, f"{name}: {kind.lower()} {fn} reported ({stacks[hit].get('kind')}, "
            f"{stacks[hit].get('task_state')})")
     phantoms = [(s.get("kind"), outer(s).get("function"), outer(s).get("object"))
@@ -150,6 +157,40 @@ def check_case(case, program, table):
     dups = sorted({a for a in addrs if addrs.count(a) > 1})
     ok(not dups, f"{name}: no future is reported twice (by address)", dups)
     table.append((name, expected, found, len(phantoms), missed, "; ".join(known)))
+    if program in TASK_LISTS:
+        check_task_list(case, name, crate, lines)
+
+
+# The text task list each executor's tasks are printed under.
+TASK_LISTS = {"smol_tasks": "async-task tasks (smol, async-std):",
+              "async_std_tasks": "async-task tasks (smol, async-std):", "tokio_local": "Tokio tasks:"}
+
+
+def check_task_list(case, name, crate, lines):
+    """The text task list names each task by the program's future (FUTURE
+    column), not by the executor's wrapper; a never-polled one waits on
+    nothing (WAITS ON "-")."""
+    r = coreq("stack", case["core"], timeout=300)
+    rows, inside = {}, False
+    for line in r.stdout.splitlines():
+        if line == TASK_LISTS[name.split(".")[0]]:
+            inside = True
+            continue
+        if inside and not line.strip():
+            break
+        parts = line.split()
+        if inside and parts and parts[0] != "ID":
+            rows.setdefault(parts[-1], []).append(parts)
+    for parts in lines:
+        if parts[0] not in ("TASK", "RUNNING"):
+            continue
+        fn = f"{crate}::{parts[1]}"
+        got = rows.get(fn, [])
+        ok(len(got) == 1, f"{name}: the task list names one task {fn}", sorted(rows))
+        if got and len(parts) > 2 and parts[2].startswith("BODY:"):
+            ok(got[0][3] == "-", f"{name}: never-polled {fn} waits on nothing", got[0])
+        if got and parts[0] == "RUNNING":
+            ok(got[0][1] == "running", f"{name}: {fn} is listed running", got[0])
 
 
 def main():

@@ -3,7 +3,9 @@
  * (unwind/async/rust_decode.h) on synthetic types and memory: a chain through
  * dyn Future and Box, cycles, unreadable and null pointers, unknown
  * vtables, undecodable states, the depth limit, wrapper loops, the scan's
- * alignment and null checks, and the names frames are reported under.
+ * alignment and null checks, the names frames are reported under, and an
+ * executor's wrapper: decoded into the future it captured, and walked by
+ * types alone (cq_rust_decode_types).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +23,7 @@
 #define VT_SM   0x9000u
 #define VT_LEAF 0x9100u
 
-enum { T_SM, T_DYN, T_LEAF, T_BOX, T_SELF_WRAPPER, NTYPES };
+enum { T_SM, T_DYN, T_LEAF, T_BOX, T_SELF_WRAPPER, T_SPAWN, T_SELF_CAPTURE, T_BOX_CAPTURE, NTYPES };
 
 static uint8_t mem[MEMSIZE];
 
@@ -51,7 +53,46 @@ static const struct cq_rust_variant sm_variants[] = {
      .awaitee_offset = 8},
 };
 
+/*
+ * An executor's spawn wrapper (`async move { future.await }`): its state at
+ * +40; Unresumed captured T_SM at +8 (the index gives the upvar as the
+ * variant's awaitee), Suspend0 awaits it at +8 too.
+ */
+static const struct cq_rust_variant spawn_variants[] = {
+    {.discr = 0, .name = "Unresumed", .line = 137, .awaitee = T_SM, .awaitee_offset = 8},
+    {.discr = 3, .name = "Suspend0", .line = 139, .awaitee = T_SM, .awaitee_offset = 8},
+};
+/* A wrapper that captured itself (a damaged index): the type walk must end. */
+static const struct cq_rust_variant self_capture_variants[] = {
+    {.discr = 0, .name = "Unresumed", .awaitee = T_SELF_CAPTURE},
+};
+/* A wrapper that captured a Box: the type walk cannot go on without memory. */
+static const struct cq_rust_variant box_capture_variants[] = {
+    {.discr = 0, .name = "Unresumed", .awaitee = T_BOX, .awaitee_offset = 8},
+};
+
 static const struct cq_rust_type types[NTYPES] = {
+    [T_SPAWN] = {.name = "exec::spawn::{async_block_env#0}<app::a::{async_fn_env#0}>",
+                 .kind = CQ_RUST_STATE_MACHINE,
+                 .size = 48,
+                 .state_offset = 40,
+                 .state_size = 1,
+                 .variants = spawn_variants,
+                 .nvariants = 2},
+    [T_SELF_CAPTURE] = {.name = "x::{async_block_env#0}",
+                        .kind = CQ_RUST_STATE_MACHINE,
+                        .size = 8,
+                        .state_offset = 0,
+                        .state_size = 1,
+                        .variants = self_capture_variants,
+                        .nvariants = 1},
+    [T_BOX_CAPTURE] = {.name = "y::{async_block_env#0}",
+                       .kind = CQ_RUST_STATE_MACHINE,
+                       .size = 16,
+                       .state_offset = 0,
+                       .state_size = 1,
+                       .variants = box_capture_variants,
+                       .nvariants = 1},
     [T_SM] = {.name = "app::a::{async_fn_env#0}",
               .kind = CQ_RUST_STATE_MACHINE,
               .size = SM_SIZE,
@@ -281,6 +322,52 @@ static void test_names(void **st)
 	assert_false(cq_rust_is_env_name("Pin<&mut u8>"));
 }
 
+/* A never-polled wrapper's chain goes on into the future it captured. */
+static void test_unresumed_wrapper_decodes_its_capture(void **st)
+{
+	(void)st;
+	mem[40] = 0;               /* the wrapper at BASE: Unresumed (state at +40) */
+	put_sm(BASE + 8, 0, 0, 0); /* its captured future: Unresumed */
+	struct cq_rust_chain c;
+	cq_rust_decode(&target, &model, BASE, T_SPAWN, &c);
+	assert_int_equal(c.end, CQ_RUST_END_NO_AWAITEE);
+	assert_int_equal(c.nframes, 2);
+	assert_int_equal(c.frames[0].variant->line, 137);
+	assert_int_equal(c.frames[1].type, T_SM);
+	assert_int_equal(c.frames[1].addr, BASE + 8);
+	assert_string_equal(c.frames[1].variant->name, "Unresumed");
+	assert_int_equal(c.frames[1].variant->line, 10);
+}
+
+/* The chain the types imply reads no memory: a running task's is stale. */
+static void test_types_chain(void **st)
+{
+	(void)st;
+	struct cq_rust_chain c;
+	/* No memory at 0x500000: nothing is read. */
+	cq_rust_decode_types(&model, 0x500000, T_SPAWN, &c);
+	assert_int_equal(c.end, CQ_RUST_END_LEAF);
+	assert_int_equal(c.nframes, 2);
+	assert_int_equal(c.frames[0].type, T_SPAWN);
+	assert_null(c.frames[0].variant);
+	assert_int_equal(c.frames[1].type, T_SM);
+	assert_int_equal(c.frames[1].addr, 0x500008);
+	assert_null(c.frames[1].variant);
+	/* A future that captured itself: the walk ends at the repeat. */
+	cq_rust_decode_types(&model, 0x500000, T_SELF_CAPTURE, &c);
+	assert_int_equal(c.end, CQ_RUST_END_LOOP);
+	assert_int_equal(c.nframes, 1);
+	/* A capture behind a pointer: where it is needs memory; the walk stops. */
+	cq_rust_decode_types(&model, 0x500000, T_BOX_CAPTURE, &c);
+	assert_int_equal(c.end, CQ_RUST_END_LEAF);
+	assert_int_equal(c.nframes, 1);
+	assert_int_equal(c.frames[0].type, T_BOX_CAPTURE);
+	/* A bad type index. */
+	cq_rust_decode_types(&model, 0x500000, NTYPES, &c);
+	assert_int_equal(c.end, CQ_RUST_END_BAD_TYPE);
+	assert_int_equal(c.nframes, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +380,8 @@ int main(void)
 	    cmocka_unit_test_setup(test_wrapper_loop_terminates, setup),
 	    cmocka_unit_test_setup(test_scan, setup),
 	    cmocka_unit_test_setup(test_names, setup),
+	    cmocka_unit_test_setup(test_unresumed_wrapper_decodes_its_capture, setup),
+	    cmocka_unit_test_setup(test_types_chain, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,9 @@
  *   4. decode: each task as kind "async_task": its id (the header's address,
  *      async-task has no ids), its state (running: on the thread whose live
  *      stack holds its header; scheduled; idle) and its future's await chain
- *      (rust_decode.h), named only when the task is running.
+ *      (rust_decode.h); a never-polled task's chain goes on from
+ *      async-executor's spawn wrapper into the future it captured, and a
+ *      running task is named by its types alone (its states are stale).
  *
  * Cost: nothing unless a module has a TaskVTable (a read of the Rust
  * modules' data when the index lists functions monomorphized over a
@@ -50,8 +52,9 @@
 #define MAX_TASK_SIZE     (64u << 20)
 #define MAX_WRAPPER_STEPS 8
 #define READ_CHUNK        65536
-#define VTABLE_FNS        7 /* RawTask<F, T, S> functions before layout_info */
-#define MIN_SAME_F        3 /* of them, at least this many over the task's F */
+#define VTABLE_FNS        7          /* RawTask<F, T, S> functions before layout_info */
+#define MIN_SAME_F        3          /* of them, at least this many over the task's F */
+#define MAX_SLOT_FUTURES  (1u << 16) /* futures listed for one vtable's seven entries */
 #define LAYOUT_WORDS      5 /* TaskLayout: Layout {size, align}, offset_s, offset_f, offset_r */
 
 /* The Header's fields as rustc lays out async-task 4.3's (vtable, state, awaiter). */
@@ -150,45 +153,76 @@ static bool read_layout(const struct cq_async_ctx *ctx, uint64_t at, uint64_t *o
 	return twice && *offset >= HDR_SIZE && *offset < *size && *size <= MAX_TASK_SIZE;
 }
 
+/* A future type listed for one of a vtable's slots. */
+struct slot_future {
+	int32_t future;
+	uint32_t slot;
+};
+
+static int cmp_slot_future(const void *a, const void *b)
+{
+	const struct slot_future *x = a, *y = b;
+	if (x->future != y->future)
+		return (x->future > y->future) - (x->future < y->future);
+	return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
 /*
  * A TaskVTable at addr when words[0..8) look like one: seven functions
- * monomorphized over futures, most of them over one F (at -O2 rustc merges
- * identical functions, so one that does not depend on F, drop_ref say, is
- * shared by every task type and carries another F), and a TaskLayout that
- * holds F.  False only when out of memory.
+ * monomorphized over futures, and a TaskLayout that holds the task's F.
+ * At -O2 the linker folds identical functions: get_output, drop_ref,
+ * destroy, schedule of several task types share one entry, which the
+ * index lists once per future.  F is the future present in the most slots
+ * (every slot when the index knows every function), at least MIN_SAME_F of
+ * them and strictly more than any other: two futures in as many slots are
+ * ambiguous, and the vtable is left rather than its tasks misnamed.
+ * False only when out of memory.
  */
 static bool try_vtable(struct async_task *t, const struct cq_async_ctx *ctx, uint64_t addr,
                        const uint64_t *words)
 {
-	int32_t f[VTABLE_FNS];
-	for (size_t i = 0; i < VTABLE_FNS; i++) {
-		const struct cq_rust_mono *m = cq_rust_index_mono_at(t->index, words[i]);
-		if (!m)
+	const struct cq_rust_mono *at[VTABLE_FNS];
+	size_t n[VTABLE_FNS];
+	for (size_t i = 0; i < VTABLE_FNS; i++)
+		if (!(at[i] = cq_rust_index_monos_at(t->index, words[i], &n[i])))
 			return true;
-		f[i] = m->future;
-	}
+	size_t total = 0;
+	for (size_t i = 0; i < VTABLE_FNS; i++)
+		total += n[i];
+	if (total > MAX_SLOT_FUTURES)
+		return true;
+	struct slot_future *sf = malloc(total * sizeof(*sf));
+	if (!sf)
+		return false;
+	size_t m = 0;
+	for (size_t i = 0; i < VTABLE_FNS; i++)
+		for (size_t k = 0; k < n[i]; k++)
+			sf[m++] =
+			    (struct slot_future){.future = at[i][k].future, .slot = (uint32_t)i};
+	qsort(sf, m, sizeof(*sf), cmp_slot_future);
+	/* Per future, the number of distinct slots it is listed for. */
 	int32_t best = -1;
 	size_t best_n = 0, second_n = 0;
-	for (size_t i = 0; i < VTABLE_FNS; i++) {
-		size_t n = 0;
-		for (size_t j = 0; j < VTABLE_FNS; j++)
-			n += f[j] == f[i];
-		if (n > best_n) {
-			if (f[i] != best)
-				second_n = best_n;
-			best_n = n;
-			best = f[i];
-		} else if (f[i] != best && n > second_n) {
-			second_n = n;
+	for (size_t i = 0; i < m;) {
+		size_t j = i, slots = 0;
+		for (; j < m && sf[j].future == sf[i].future; j++)
+			slots += j == i || sf[j].slot != sf[j - 1].slot;
+		if (slots > best_n) {
+			second_n = best_n;
+			best_n = slots;
+			best = sf[i].future;
+		} else if (slots > second_n) {
+			second_n = slots;
 		}
+		i = j;
 	}
+	free(sf);
 	if (best_n < MIN_SAME_F || second_n >= best_n)
 		return true;
-	const struct cq_rust_mono *first = &(struct cq_rust_mono){.future = best};
-	struct vtable v = {.addr = addr, .future = first->future};
-	const struct cq_rust_type *ty = &t->index->model.types[first->future];
+	struct vtable v = {.addr = addr, .future = best};
+	const struct cq_rust_type *ty = &t->index->model.types[best];
 	if (!read_layout(ctx, words[VTABLE_FNS], &v.offset, &v.size) ||
-	    v.offset + ty->size > v.size)
+	    ty->size > v.size - v.offset)
 		return true;
 	struct vtable *p = realloc(t->vtables, (t->nvtables + 1) * sizeof(*p));
 	if (!p)
@@ -345,7 +379,11 @@ static int32_t unwrapped(const struct cq_rust_model *m, int32_t type)
 	return type;
 }
 
-/* A task's future (its address returned) and chain; named only while it runs. */
+/*
+ * A task's future (its address returned) and chain.  A running task's
+ * states are stale: its chain is its types' (rust_decode.h), which name
+ * the program's future inside async-executor's wrapper, without lines.
+ */
 static uint64_t task_chain(const struct async_task *t, const struct cq_async_ctx *ctx,
                            const struct task *task, struct cq_rust_chain *chain)
 {
@@ -354,7 +392,9 @@ static uint64_t task_chain(const struct async_task *t, const struct cq_async_ctx
 	uint64_t future = task->header + vt->offset;
 	chain->nframes = 0;
 	chain->end = CQ_RUST_END_LEAF;
-	if (!(task->state & ST_RUNNING))
+	if (task->state & ST_RUNNING)
+		cq_rust_decode_types(m, future, vt->future, chain);
+	else
 		cq_rust_decode(ctx->target, m, future, vt->future, chain);
 	if (chain->nframes == 0) {
 		chain->frames[0] =
@@ -470,6 +510,30 @@ static int64_t running_thread(const struct cq_async_ctx *ctx, uint64_t header)
 	return 0;
 }
 
+/*
+ * The executors' own wrappers around a task's future: async-executor's
+ * spawn block (`async move { let _guard = ..; future.await }`).
+ */
+static const char *const wrapper_prefixes[] = {"async_executor::"};
+
+/* How many of a chain's outermost frames are an executor's wrapper (not the last frame). */
+static size_t executor_frames(const struct cq_rust_model *m, const struct cq_rust_chain *chain)
+{
+	size_t n = 0;
+	while (n + 1 < chain->nframes) {
+		const char *name = m->types[chain->frames[n].type].name;
+		bool wrapper = false;
+		for (size_t i = 0; name && i < sizeof(wrapper_prefixes) / sizeof(*wrapper_prefixes);
+		     i++)
+			wrapper |=
+			    strncmp(name, wrapper_prefixes[i], strlen(wrapper_prefixes[i])) == 0;
+		if (!wrapper)
+			break;
+		n++;
+	}
+	return n;
+}
+
 static struct cq_error *at_decode(void *state, const struct cq_async_ctx *ctx)
 {
 	struct async_task *t = state;
@@ -497,7 +561,8 @@ static struct cq_error *at_decode(void *state, const struct cq_async_ctx *ctx)
 		                               .has_task = true,
 		                               .task_id = task->header,
 		                               .task_state = state_name(task->state),
-		                               .thread = thread};
+		                               .thread = thread,
+		                               .executor_frames = executor_frames(m, &chain)};
 		bool added;
 		if ((err = cq_async_add_suspended(ctx, &s, &added)))
 			return err;

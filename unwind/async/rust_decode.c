@@ -165,6 +165,61 @@ void cq_rust_decode(const struct cq_unwind_target *t, const struct cq_rust_model
 	}
 }
 
+/* A state machine's Unresumed variant when it holds a captured future, else NULL. */
+static const struct cq_rust_variant *captured(const struct cq_rust_type *ty)
+{
+	if (ty->kind != CQ_RUST_STATE_MACHINE)
+		return NULL;
+	for (size_t i = 0; i < ty->nvariants; i++)
+		if (ty->variants[i].discr == 0 && ty->variants[i].awaitee >= 0 &&
+		    ty->variants[i].name && strcmp(ty->variants[i].name, "Unresumed") == 0)
+			return &ty->variants[i];
+	return NULL;
+}
+
+void cq_rust_decode_types(const struct cq_rust_model *m, uint64_t addr, int32_t type,
+                          struct cq_rust_chain *out)
+{
+	out->nframes = 0;
+	out->end = CQ_RUST_END_MAX_DEPTH;
+	for (unsigned step = 0; step < MAX_STEPS; step++) {
+		if (type < 0 || (size_t)type >= m->ntypes) {
+			out->end = CQ_RUST_END_BAD_TYPE;
+			return;
+		}
+		const struct cq_rust_type *ty = &m->types[type];
+		if (ty->kind == CQ_RUST_WRAPPER) {
+			/* Only a wrapper that holds its future inline: no pointer to read. */
+			uint64_t a = addr;
+			bool inline_only = !ty->is_dyn && ty->target >= 0;
+			for (unsigned i = 0; i < ty->nhops && inline_only; i++)
+				inline_only =
+				    !ty->hops[i].deref && (a += ty->hops[i].offset) >= addr;
+			if (!inline_only) {
+				out->end = CQ_RUST_END_LEAF;
+				return;
+			}
+			addr = a;
+			type = ty->target;
+			continue;
+		}
+		if (out->nframes >= CQ_RUST_MAX_DEPTH)
+			return;
+		if (seen_in_chain(out, addr, type)) {
+			out->end = CQ_RUST_END_LOOP;
+			return;
+		}
+		out->frames[out->nframes++] = (struct cq_rust_frame){.addr = addr, .type = type};
+		const struct cq_rust_variant *v = captured(ty);
+		if (!v || addr + v->awaitee_offset < addr) {
+			out->end = CQ_RUST_END_LEAF;
+			return;
+		}
+		addr += v->awaitee_offset;
+		type = v->awaitee;
+	}
+}
+
 size_t cq_rust_scan(const struct cq_rust_model *m, const uint8_t *bytes, uint64_t start,
                     uint64_t len, cq_rust_found_fn found, void *ctx)
 {

@@ -6,7 +6,11 @@
  * `{async_fn_env#N}`, `{async_block_env#N}`, ...) with a variant part on the
  * one-byte field `__state`: 0 Unresumed, 1 Returned, 2 Panicked, 3+k
  * SuspendK.  A SuspendK variant holds `__awaitee`, the future it waits on,
- * stored inline (FACTS.md section 6).  A `dyn Future` is a fat pointer
+ * stored inline (FACTS.md section 6).  The Unresumed variant of a future
+ * that captured another one (an upvar whose type is an async environment:
+ * an executor's `async move { future.await }` wrapper) gives that captured
+ * future as its awaitee, so a never-polled wrapper's chain goes on into
+ * the program's own future.  A `dyn Future` is a fat pointer
  * {data, vtable}; each vtable is a named variable whose type says which
  * concrete type it is for.
  *
@@ -132,6 +136,15 @@ struct cq_rust_chain {
  */
 void cq_rust_decode(const struct cq_unwind_target *t, const struct cq_rust_model *m, uint64_t addr,
                     int32_t type, struct cq_rust_chain *out);
+
+/*
+ * The chain the types alone imply, reading no memory: the future of type
+ * `type` at addr, then each Unresumed variant's captured future (frames
+ * without a variant).  For a future being polled, whose states are stale:
+ * it names the program's future inside an executor's wrapper.
+ */
+void cq_rust_decode_types(const struct cq_rust_model *m, uint64_t addr, int32_t type,
+                          struct cq_rust_chain *out);
 
 /* Called by the scan for each fat pointer found: data pointer and its type. */
 typedef void (*cq_rust_found_fn)(void *ctx, uint64_t where, uint64_t data, int32_t type);

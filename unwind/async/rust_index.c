@@ -95,7 +95,10 @@ struct walk {
 	size_t npolls, cap_polls;
 	Dwarf_Off *task_types;
 	size_t ntask_types, cap_task_types;
-	Dwarf_Off *block_ons; /* CachedParkThread::block_on<F> */
+	struct block_on_fn {
+		Dwarf_Off die;
+		const char *var; /* the future's variable: block_on_fns */
+	} * block_ons;
 	size_t nblock_ons, cap_block_ons;
 	/* functions monomorphized over a future: entry, the type parameter's DIE */
 	struct {
@@ -257,12 +260,22 @@ static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
  * A concrete generic function (its name has generic arguments, one of them a
  * coroutine environment) whose template type parameter is a future type: a
  * coroutine environment, or a wrapper of one (Pin<Box<...{async_block_env#0}...>>).
+ * At -O2 rustc emits a method's code as a unit-level DIE whose
+ * DW_AT_specification is a declaration inside its type: the name and the
+ * template parameters are the declaration's (dwarf_diename follows the
+ * link; the parameters are read from the declaration's children).
  */
 static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 {
 	Dwarf_Addr lo;
-	Dwarf_Die child;
-	if (!strstr(name, "_env#") || dwarf_lowpc(die, &lo) != 0 || dwarf_child(die, &child) != 0)
+	Dwarf_Die child, decl;
+	Dwarf_Attribute link;
+	if (!strstr(name, "_env#") || dwarf_lowpc(die, &lo) != 0)
+		return;
+	if (dwarf_formref_die(dwarf_attr(die, DW_AT_specification, &link), &decl) ||
+	    dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &link), &decl))
+		die = &decl;
+	if (dwarf_child(die, &child) != 0)
 		return;
 	int n = 0;
 	do {
@@ -282,13 +295,32 @@ static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 	} while (++n < 16 && dwarf_siblingof(&child, &child) == 0);
 }
 
-/* A concrete tokio::runtime::park::CachedParkThread::block_on<F>, by its linkage name. */
-static bool is_park_block_on(Dwarf_Die *die)
+/*
+ * The functions that drive the future of tokio's block_on, by the path in
+ * their linkage names, and the variable that holds the future there (the
+ * argument, then the pinned local after pin!): CachedParkThread::block_on
+ * (multi_thread runtime, #[tokio::main]) and CurrentThread::block_on
+ * (current_thread runtime; LocalSet::block_on comes through it).
+ */
+static const struct {
+	const char *path;
+	const char *var;
+} block_on_fns[] = {
+    {"5tokio7runtime4park", "f"},
+    {"5tokio7runtime9scheduler14current_thread13CurrentThread", "future"},
+};
+
+/* A concrete block_on<F> of block_on_fns: its future's variable, or NULL. */
+static const char *block_on_var(Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
 	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-	return link && dwarf_hasattr(die, DW_AT_low_pc) && strstr(link, "5tokio7runtime4park") &&
-	       strstr(link, "8block_on17h");
+	if (!link || !dwarf_hasattr(die, DW_AT_low_pc) || !strstr(link, "8block_on17h"))
+		return NULL;
+	for (size_t i = 0; i < sizeof(block_on_fns) / sizeof(block_on_fns[0]); i++)
+		if (strstr(link, block_on_fns[i].path))
+			return block_on_fns[i].var;
+	return NULL;
 }
 
 /* Visits the children of parent (a unit or namespace node ns), recursing into namespaces. */
@@ -300,7 +332,7 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 		return;
 	do {
 		int tag = dwarf_tag(&child);
-		const char *name = dwarf_diename(&child);
+		const char *name = dwarf_diename(&child), *var;
 		switch (tag) {
 		case DW_TAG_namespace:
 			if (!name || !grow((void **)&w->ns, &w->cap_ns, w->nns + 1, sizeof(*w->ns)))
@@ -335,10 +367,11 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 			else if (name && strncmp(name, "poll<", 5) == 0 && strchr(name, ','))
 				add_raw_poll(w, &child, false);
 			else if (name && strncmp(name, "block_on<", 9) == 0 &&
-			         is_park_block_on(&child) &&
+			         (var = block_on_var(&child)) &&
 			         grow((void **)&w->block_ons, &w->cap_block_ons, w->nblock_ons + 1,
 			              sizeof(*w->block_ons)))
-				w->block_ons[w->nblock_ons++] = dwarf_dieoffset(&child);
+				w->block_ons[w->nblock_ons++] = (struct block_on_fn){
+				    .die = dwarf_dieoffset(&child), .var = var};
 			else if (name && strchr(name, '<'))
 				add_mono(w, &child, name);
 			break;
@@ -415,6 +448,25 @@ static bool is_dyn_fat_pointer(Dwarf_Die *st, uint64_t *data_off, uint64_t *vt_o
 }
 
 /* The only member of st with a non-zero size (its offset and type). */
+/*
+ * The member called name of struct st, held inline: a combinator that
+ * holds the future it drives as its `future` (tokio's LocalSet RunUntil,
+ * TaskLocalFuture) beside other state.
+ */
+static bool member_named(Dwarf_Die *st, const char *name, uint64_t *off, Dwarf_Die *type)
+{
+	Dwarf_Die child;
+	if (dwarf_child(st, &child) != 0)
+		return false;
+	int n = 0;
+	do {
+		const char *mn = dwarf_diename(&child);
+		if (dwarf_tag(&child) == DW_TAG_member && mn && strcmp(mn, name) == 0)
+			return cq_dwt_type(&child, type) && cq_dwt_member_offset(&child, off);
+	} while (++n < MAX_MEMBERS && dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
 static bool single_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type)
 {
 	Dwarf_Die child;
@@ -518,6 +570,34 @@ static char *type_name(const struct walk *w, Dwarf_Die *die)
 	return strdup(ns_path(w, ns, name, buf, sizeof(buf)));
 }
 
+/*
+ * An Unresumed variant's captured future (rust_decode.h): the first of its
+ * upvars whose type is an async fn's, block's or closure's environment, as
+ * the awaitee of the variant.  An executor's wrapper (async-executor's
+ * `async move { let _guard = ..; future.await }`) captured the program's
+ * future this way: its never-polled task is named by that future.
+ */
+static void add_captured(struct builder *b, struct cq_rust_variant *var, Dwarf_Die *vtype,
+                         uint64_t moff)
+{
+	Dwarf_Die f;
+	if (dwarf_child(vtype, &f) != 0)
+		return;
+	do {
+		Dwarf_Die at;
+		uint64_t off;
+		const char *tn;
+		if (dwarf_tag(&f) != DW_TAG_member || !cq_dwt_type(&f, &at) || !cq_dwt_peel(&at) ||
+		    dwarf_tag(&at) != DW_TAG_structure_type || !(tn = dwarf_diename(&at)) ||
+		    !strstr(tn, "{async_") || !strstr(tn, "_env#") ||
+		    !cq_dwt_member_offset(&f, &off))
+			continue;
+		var->awaitee_offset = moff + off;
+		var->awaitee = type_for(b, dwarf_dieoffset(&at));
+		return;
+	} while (dwarf_siblingof(&f, &f) == 0);
+}
+
 static void fill_state_machine(struct builder *b, const struct walk *w, int32_t index,
                                Dwarf_Die *die, Dwarf_Die *part, Dwarf_Die *state)
 {
@@ -578,6 +658,9 @@ static void fill_state_machine(struct builder *b, const struct walk *w, int32_t 
 				break;
 			}
 		} while (dwarf_siblingof(&f, &f) == 0);
+		if (var->awaitee < 0 && discr == 0 && vname && strcmp(vname, "Unresumed") == 0)
+			add_captured(b, var, &vtype, moff);
+		ty = &b->types[index];
 	} while (dwarf_siblingof(&v, &v) == 0);
 	ty->variants = vars;
 	ty->nvariants = nvars;
@@ -651,8 +734,11 @@ static void fill_other(struct builder *b, const struct walk *w, int32_t index, D
 			ty->target = target;
 			return;
 		}
-		if (!single_member(&die, &off, &die))
+		Dwarf_Die inner;
+		if (!single_member(&die, &off, &inner) &&
+		    !member_named(&die, "future", &off, &inner))
 			break;
+		die = inner;
 		pending += off;
 	}
 	/*
@@ -743,8 +829,20 @@ static bool task_frame_layout(const struct walk *w, struct cq_tokio_kind *k)
 }
 
 /*
+ * A task list's type: a runtime's OwnedTasks<S>, or a LocalSet's
+ * LocalOwnedTasks<S> (S: Arc<task::local::Shared>), which has the same id
+ * and, nested, the same list head.
+ */
+static bool owned_tasks_type(Dwarf_Die *member, Dwarf_Die *type, const void *arg)
+{
+	(void)arg;
+	return cq_dwt_type_prefixed(member, type, "OwnedTasks<") ||
+	       cq_dwt_type_prefixed(member, type, "LocalOwnedTasks<");
+}
+
+/*
  * One raw::poll<T, S>: where T sits in Core<T, S> relative to task_id, and
- * where S leads to the runtime's OwnedTasks list.
+ * where S leads to the runtime's (or the LocalSet's) task list.
  */
 static bool tokio_kind(struct builder *b, const struct walk *w, Dwarf_Die *poll,
                        struct cq_tokio_kind *k)
@@ -764,8 +862,7 @@ static bool tokio_kind(struct builder *b, const struct walk *w, Dwarf_Die *poll,
 		return false;
 	if (!cq_dwt_find_member(&sched, cq_dwt_pointer, NULL, 4, &k->sched_ptr, &ptr) ||
 	    !cq_dwt_type(&ptr, &shared) || !cq_dwt_peel(&shared) ||
-	    !cq_dwt_find_member(&shared, cq_dwt_type_prefixed, "OwnedTasks<", 6, &owned_off,
-	                        &owned) ||
+	    !cq_dwt_find_member(&shared, owned_tasks_type, NULL, 6, &owned_off, &owned) ||
 	    !member_at(&owned, "id", 0, &k->owned_id, NULL) ||
 	    !member_at(&owned, "head", 6, &k->owned_head, NULL))
 		return false;
@@ -902,9 +999,10 @@ static void add_locations(Dwarf_Die *var, int32_t type, bool have_fb, enum cq_ru
 	}
 }
 
-/* Every `f` (parameter or local) under die, through lexical blocks, down to depth. */
-static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, unsigned depth,
-                   bool have_fb, enum cq_rust_base fb, struct cq_rust_block_on *bo, size_t *cap)
+/* Every `var` (parameter or local) under die, through lexical blocks, down to depth. */
+static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, const char *var,
+                   unsigned depth, bool have_fb, enum cq_rust_base fb, struct cq_rust_block_on *bo,
+                   size_t *cap)
 {
 	Dwarf_Die child, type;
 	if (dwarf_child(die, &child) != 0)
@@ -913,18 +1011,18 @@ static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, unsi
 		int tag = dwarf_tag(&child);
 		const char *n = dwarf_diename(&child);
 		if ((tag == DW_TAG_formal_parameter || tag == DW_TAG_variable) && n &&
-		    strcmp(n, "f") == 0 && cq_dwt_type(&child, &type) && cq_dwt_peel(&type)) {
+		    strcmp(n, var) == 0 && cq_dwt_type(&child, &type) && cq_dwt_peel(&type)) {
 			int32_t t = type_for(b, dwarf_dieoffset(&type));
 			if (t >= 0)
 				add_locations(&child, t, have_fb, fb, bo, cap);
 		} else if (tag == DW_TAG_lexical_block && depth > 0) {
-			find_f(b, w, &child, depth - 1, have_fb, fb, bo, cap);
+			find_f(b, w, &child, var, depth - 1, have_fb, fb, bo, cap);
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 }
 
-/* block_on<F>'s code and where its future `f` lives, before and after pin!(f). */
-static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off)
+/* block_on<F>'s code and where its future `var` lives, before and after pin!(var). */
+static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off, const char *var)
 {
 	Dwarf_Die fn, decl, f;
 	Dwarf_Attribute attr;
@@ -940,7 +1038,7 @@ static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off)
 	bool have_fb = frame_base(&fn, &fb);
 	struct cq_rust_block_on bo = {.lo = lo, .hi = hi};
 	size_t cap = 0;
-	find_f(b, w, &fn, 4, have_fb, fb, &bo, &cap);
+	find_f(b, w, &fn, var, 4, have_fb, fb, &bo, &cap);
 	if (bo.nlocs == 0 ||
 	    !grow((void **)&b->block_ons, &b->cap_block_ons, b->nblock_ons + 1,
 	          sizeof(*b->block_ons)) ||
@@ -1074,7 +1172,7 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		}
 		add_tokio_kinds(&b, &w);
 		for (size_t i = 0; i < w.nblock_ons; i++)
-			add_block_on(&b, &w, w.block_ons[i]);
+			add_block_on(&b, &w, w.block_ons[i].die, w.block_ons[i].var);
 		for (size_t i = 0; i < w.nmonos; i++) {
 			int32_t type = type_for(&b, w.monos[i].type);
 			if (type < 0 ||
@@ -1154,10 +1252,22 @@ const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
 	return pc < r->hi ? r->name : NULL;
 }
 
-const struct cq_rust_mono *cq_rust_index_mono_at(const struct cq_rust_index *ix, uint64_t addr)
+const struct cq_rust_mono *cq_rust_index_monos_at(const struct cq_rust_index *ix, uint64_t addr,
+                                                  size_t *n)
 {
-	struct cq_rust_mono key = {.lo = addr};
-	return ix->nmonos ? bsearch(&key, ix->monos, ix->nmonos, sizeof(key), cmp_mono) : NULL;
+	size_t lo = 0, hi = ix->nmonos;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->monos[mid].lo < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t end = lo;
+	while (end < ix->nmonos && ix->monos[end].lo == addr)
+		end++;
+	*n = end - lo;
+	return *n ? &ix->monos[lo] : NULL;
 }
 
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,

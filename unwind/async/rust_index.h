@@ -144,8 +144,13 @@ void cq_rust_index_sort(struct cq_rust_index *ix);
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,
                                                          uint64_t pc);
 
-/* The function monomorphized over a future whose entry is at runtime addr, or NULL. */
-const struct cq_rust_mono *cq_rust_index_mono_at(const struct cq_rust_index *ix, uint64_t addr);
+/*
+ * The functions monomorphized over a future whose entry is at runtime addr
+ * (*n of them, consecutive), or NULL: at -O2 the linker's identical-code
+ * folding gives one entry to the instances over several futures.
+ */
+const struct cq_rust_mono *cq_rust_index_monos_at(const struct cq_rust_index *ix, uint64_t addr,
+                                                  size_t *n);
 
 /* The name of the coroutine poll function containing runtime pc, or NULL. */
 const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc);

@@ -2,9 +2,9 @@
  * rust_index_blob.c - encoding and strict decoding of Rust type index cache
  * rows (see rust_index_blob.h).
  *
- * Layout (format 3), little-endian, strings as in libcore/base/wire.h:
- *   u32 counts: types, vtables, resumes, tokio kinds, block_ons; u64 tokio_unresolved;
- *   per type: name, u8 kind, u64 size, u64 align, u64 state_offset, u8 state_size,
+ * Layout (format 7; formats 3 to 6 had the same bytes, less content), little-endian, strings as in
+ * libcore/base/wire.h: u32 counts: types, vtables, resumes, tokio kinds, block_ons; u64
+ * tokio_unresolved; per type: name, u8 kind, u64 size, u64 align, u64 state_offset, u8 state_size,
  *     resume_name, u8 nhops, per hop (u64 offset, u8 deref), u8 is_dyn,
  *     u64 dyn_data_offset, u64 dyn_vtable_offset, u32 target,
  *     u32 nvariants, per variant (u64 discr, name, file, u32 line, u32 awaitee,

@@ -12,8 +12,9 @@
  *   2. candidates: the driver's one scan of writable memory finds every word
  *      equal to a vtable address: a header candidate, or a stale copy;
  *   3. lists: each candidate's scheduler pointer leads to its runtime's
- *      OwnedTasks.  A list is believed when its id is non-zero; it is walked
- *      from its head, and each element must have a known vtable and the
+ *      OwnedTasks (multi_thread, current_thread), or its LocalSet's
+ *      LocalOwnedTasks (spawn_local: the scheduler is the set's Shared).  A list is believed when
+ * its id is non-zero; it is walked from its head, and each element must have a known vtable and the
  *      list's id as owner_id.  Only the tasks of a list are reported, each
  *      once: a freed task, a blocking-pool task (owner_id 0) and a stale
  *      copy are not in any list;
@@ -51,6 +52,7 @@
 #define MAX_SEGMENT_SCAN  (256u << 20)
 #define MAX_WRAPPER_STEPS 8
 #define READ_CHUNK        65536
+#define MAX_RUNNING       32 /* coroutine polls above a block_on frame, remembered */
 
 /* tokio's state bits (FACTS.md section 9). */
 #define ST_RUNNING   1u
@@ -88,6 +90,9 @@ struct block_on {
 	int32_t type;  /* as the frame's DWARF says: F, or Pin<&mut F> */
 	int32_t named; /* what to name it when its chain is not decoded */
 	bool polling;  /* a coroutine's poll runs above the block_on frame */
+	/* the coroutines whose poll runs above it (their resume functions) */
+	const char *running[MAX_RUNNING];
+	size_t nrunning;
 };
 
 /* What the search cost and found (its keys of the async statistics). */
@@ -604,15 +609,67 @@ static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust
 	return false;
 }
 
-/* A block_on future's chain: decoded unless a coroutine's poll runs above it. */
+/* Whether a chain frame's coroutine is being polled above the block_on frame. */
+static bool in_poll(const struct cq_rust_model *m, const struct block_on *bo,
+                    const struct cq_rust_frame *f)
+{
+	const char *resume = m->types[f->type].resume_name;
+	size_t len = resume ? strlen(resume) : 0;
+	/* The poll function of a generic coroutine is named with its arguments. */
+	for (size_t i = 0; resume && i < bo->nrunning; i++)
+		if (strncmp(bo->running[i], resume, len) == 0 &&
+		    (bo->running[i][len] == '\0' || bo->running[i][len] == '<'))
+			return true;
+	return false;
+}
+
+/*
+ * A polled block_on future's chain: the states of the coroutines being
+ * polled (their poll on the stack) are stale, so those frames keep their
+ * names only; the futures they await that are not being polled (LocalSet's
+ * run_until polled the program's future, which returned Pending, and now
+ * runs a local task) were left by their last poll and are decoded.  A
+ * future past its end (Returned, Panicked: the polled one moved on) ends
+ * the chain before it.  Without the poll of any of its coroutines on the
+ * stack (they were all inlined, or none is) the chain is not believed.
+ */
+static void polled_chain(const struct cq_rust_model *m, const struct block_on *bo,
+                         struct cq_rust_chain *chain)
+{
+	size_t last = chain->nframes;
+	for (size_t i = 0; i < chain->nframes; i++)
+		if (in_poll(m, bo, &chain->frames[i]))
+			last = i;
+	if (last == chain->nframes) {
+		chain->nframes = 0;
+		return;
+	}
+	for (size_t i = 0; i <= last; i++)
+		chain->frames[i].variant = NULL;
+	for (size_t i = last + 1; i < chain->nframes; i++) {
+		const struct cq_rust_variant *v = chain->frames[i].variant;
+		if (v && v->name &&
+		    (strcmp(v->name, "Returned") == 0 || strcmp(v->name, "Panicked") == 0)) {
+			chain->nframes = i;
+			chain->end = CQ_RUST_END_NO_AWAITEE;
+			break;
+		}
+	}
+}
+
+/*
+ * A block_on future's chain: decoded; while a coroutine's poll runs above
+ * it, only the part no poll is running in (polled_chain).
+ */
 static void block_on_chain(const struct tokio *t, const struct cq_async_ctx *ctx,
                            const struct block_on *bo, struct cq_rust_chain *chain)
 {
 	const struct cq_rust_model *m = &t->index->model;
 	chain->nframes = 0;
 	chain->end = CQ_RUST_END_LEAF;
-	if (!bo->polling)
-		cq_rust_decode(ctx->target, m, bo->future, bo->type, chain);
+	cq_rust_decode(ctx->target, m, bo->future, bo->type, chain);
+	if (bo->polling)
+		polled_chain(m, bo, chain);
 	if (chain->nframes == 0) {
 		chain->frames[0] =
 		    (struct cq_rust_frame){.addr = bo->future, .type = unwrapped(m, bo->named)};
@@ -637,17 +694,19 @@ static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ct
 		return &cq_error_nomem;
 	for (size_t th = 0; th < nthreads; th++) {
 		const struct cq_async_native *nat = &ctx->native[th];
-		bool polling = false;
+		struct block_on found = {.thread = th};
 		for (size_t i = 0; i < nat->nframes; i++) {
 			const struct cq_unwind_frame *f = &nat->frames[i];
 			uint64_t pc = f->is_return_address ? f->pc - 1 : f->pc;
 			const struct cq_rust_block_on *bo = cq_rust_index_block_on_at(ix, pc);
 			if (!bo) {
-				polling |= cq_rust_index_resume_at(ix, pc) != NULL;
+				const char *r = cq_rust_index_resume_at(ix, pc);
+				found.polling |= r != NULL;
+				if (r && found.nrunning < MAX_RUNNING)
+					found.running[found.nrunning++] = r;
 				continue;
 			}
-			struct block_on found = {
-			    .thread = th, .named = bo->future, .polling = polling};
+			found.named = bo->future;
 			if (!block_on_future(ctx, bo, nat, i, pc, &found.future, &found.type))
 				continue;
 			struct cq_rust_chain chain;
