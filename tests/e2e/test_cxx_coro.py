@@ -28,6 +28,16 @@ from coreq_test import CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, ski
 CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g"]
 
 
+def await_lines(src):
+    """fn -> the source line of its marked co_await (1-based)."""
+    lines = {}
+    for n, l in enumerate(open(src).read().splitlines(), 1):
+        m = re.search(r"co_await .*// AWAIT:(\w+)$", l)
+        if m:
+            lines[m.group(1)] = n
+    return lines
+
+
 def program_structure(src):
     """(awaits: fn -> awaited coroutine or None for a leaf, crasher, coroutines)."""
     text = open(src).read()
@@ -115,6 +125,19 @@ def check_case(case):
         states = [f.get("state") for f in s["frames"] if coro_of(f, coros)]
         ok(all(st == "await #0" for st in states),
            f"{case}: {chain[0]} chain: each coroutine parked at its first co_await", str(states))
+    # Await lines: each parked or merged async coroutine frame is reported
+    # at its co_await's source line (the line marked AWAIT:fn), not at the
+    # coroutine's first line.
+    want_line = await_lines(src)
+    got = [(coro_of(f, coros), f.get("file"), f.get("line"))
+           for _, s in found for f in s["frames"] if coro_of(f, coros)]
+    got += [(coro_of(f, coros), f.get("file"), f.get("line"))
+            for f in data["threads"][0]["frames"]
+            if coro_of(f, coros) and f["kind"] == "async"]
+    expect = [(n, os.path.basename(src), want_line.get(n)) for n, _, _ in got]
+    ok(got and [(n, os.path.basename(fl or ""), ln) for n, fl, ln in got] == expect,
+       f"{case}: each suspended coroutine is at its co_await's line ({len(got)} frames)",
+       [f"expected {expect}", f"got {got}"])
 
     th = data["threads"][0]
     names = [f.get("function") or "" for f in th["frames"]]

@@ -45,6 +45,16 @@
  * (sync_wait, Asio's pump) follow.  Every other chain whose frames run on
  * no thread is a suspended chain of kind "cxx".
  *
+ * Await lines: a frame parked at co_await #k (resume index 2k + 4) is
+ * shown at that co_await's source line, read from the actor's code and
+ * line table (x86-64): the actor's dispatch (`cmp $index; je target`)
+ * gives the resume target, whose line is the awaiter's await_resume on the
+ * co_await's line, and the index's store on the way to suspend gives a
+ * second line, used when gcc did not give it the coroutine's artificial
+ * location (see await_pc).  Where neither is found (a dispatch compiled to
+ * a jump table, another architecture) the frame keeps its coroutine's
+ * first line; its state "await #k" says where it is parked either way.
+ *
  * A process with folly's async-stack ABI (its symbols) is left to the folly
  * runtime, which sees the same coroutines through its own records.  Without
  * DWARF for a module its coroutines are not looked for (clang < 17 emits
@@ -76,12 +86,18 @@
 #define MAX_SYMBOLS          (1u << 24)
 #define MAX_NAME             512
 #define MAX_SUSPENDED_FRAMES (1u << 16) /* frames of all suspended chains */
+#define DISPATCH_BYTES       1024u      /* an actor's code read for its dispatch */
 
 /* One coroutine, from its actor and destroy symbols and its frame type. */
 struct coro_type {
 	uint64_t actor, actor_end, destroy; /* runtime addresses */
 	uint64_t size, promise_off, promise_size, index_off;
 	unsigned max_index; /* highest valid _Coro_resume_index */
+	uint32_t module;    /* index in the target's modules */
+	/* The last resume target looked up (resume_target), for last_index. */
+	uint64_t last_target;
+	uint16_t last_index;
+	bool looked_up;
 };
 
 enum reject_reason {
@@ -324,7 +340,8 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 		struct coro_type ct = {.actor = syms[i].addr,
 		                       .actor_end =
 		                           syms[i].addr + (syms[i].size ? syms[i].size : 1),
-		                       .destroy = syms[i + 1].addr};
+		                       .destroy = syms[i + 1].addr,
+		                       .module = (uint32_t)m};
 		Dwarf_Die st;
 		if (!actor_frame_type(dw, syms[i].addr - mod->bias, &st) || !frame_layout(&st, &ct))
 			continue;
@@ -628,16 +645,212 @@ static const char *state_name(struct cxx *x, const struct frame *f)
 	return keep_name(x, buf);
 }
 
+/* Up to n bytes of mod's code at runtime address addr, from its file; how many. */
+static size_t code_bytes(const struct cq_target_module *mod, uint64_t addr, uint8_t *buf, size_t n)
+{
+	Elf *elf = mod->elf;
+	GElf_Ehdr eh;
+	if (!elf || !gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || addr < mod->bias)
+		return 0;
+	uint64_t a = addr - mod->bias;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || a < sh.sh_addr ||
+		    a - sh.sh_addr >= sh.sh_size)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		uint64_t off = a - sh.sh_addr;
+		if (!d || !d->d_buf || off >= d->d_size)
+			return 0;
+		size_t k = d->d_size - off < n ? (size_t)(d->d_size - off) : n;
+		memcpy(buf, (const uint8_t *)d->d_buf + off, k);
+		return k;
+	}
+	return 0;
+}
+
+/*
+ * Where gcc's actor continues when resumed at index (x86-64), or 0.  The
+ * actor opens with its dispatch: it loads _Coro_resume_index (movzwl
+ * index_off(%reg)) and compares it with each suspend point's index, each
+ * compare followed by a je to that point's resume label (gcc 12 at -O0 and
+ * -O2 with a few suspend points; many compile to a jump table, not read).
+ * The first `cmp $index, %reg; je target` after the load, with the target
+ * inside the actor, is taken.  The code at the target is the awaiter's
+ * await_resume, on the co_await's source line.
+ */
+static uint64_t dispatch_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
+                                uint64_t index_off, unsigned index, size_t *load)
+{
+	size_t i = 0;
+	for (; i + 4 <= n; i++) { /* movzwl disp(%reg), %reg: 0f b7 modrm [sib] disp */
+		if (code[i] != 0x0f || code[i + 1] != 0xb7)
+			continue;
+		uint8_t modrm = code[i + 2], mod = modrm >> 6;
+		size_t d = i + 3 + ((modrm & 7) == 4); /* a SIB byte */
+		uint64_t disp = UINT64_MAX;
+		if (mod == 1 && d < n)
+			disp = code[d];
+		else if (mod == 2 && d + 4 <= n) {
+			uint32_t v;
+			memcpy(&v, code + d, 4);
+			disp = v;
+		}
+		if (disp == index_off)
+			break;
+	}
+	*load = i;
+	for (; i + 4 <= n; i++) {
+		size_t p = i;
+		bool word = code[p] == 0x66;
+		p += word;
+		uint64_t imm;
+		if (p + 3 <= n && code[p] == 0x83 && (code[p + 1] & 0xf8) == 0xf8) {
+			imm = code[p + 2] < 0x80 ? code[p + 2] : UINT64_MAX;
+			p += 3;
+		} else if (p + 1 < n && (code[p] == 0x3d || (code[p] == 0x81 && p + 2 < n &&
+		                                             (code[p + 1] & 0xf8) == 0xf8))) {
+			p += code[p] == 0x81 ? 2 : 1;
+			if (p + (word ? 2 : 4) > n)
+				continue;
+			uint16_t v16 = 0;
+			uint32_t v32 = 0;
+			if (word)
+				memcpy(&v16, code + p, 2);
+			else
+				memcpy(&v32, code + p, 4);
+			imm = word ? v16 : v32;
+			p += word ? 2 : 4;
+		} else
+			continue;
+		if (imm != index)
+			continue;
+		int64_t rel;
+		if (p + 2 <= n && code[p] == 0x74) {
+			rel = (int8_t)code[p + 1];
+			p += 2;
+		} else if (p + 6 <= n && code[p] == 0x0f && code[p + 1] == 0x84) {
+			int32_t r;
+			memcpy(&r, code + p + 2, 4);
+			rel = r;
+			p += 6;
+		} else
+			continue;
+		uint64_t t = base + p + (uint64_t)rel;
+		if (t > base && t < end)
+			return t;
+	}
+	return 0;
+}
+
+/*
+ * Where the actor stores index into _Coro_resume_index on its way to
+ * suspend (x86-64): `mov $index, %reg32` then, within 96 bytes, `mov %reg16,
+ * index_off(...)`, or `movw $index, index_off(...)`; the offset in code, or
+ * SIZE_MAX.
+ */
+static size_t index_store(const uint8_t *code, size_t n, size_t from, uint64_t index_off,
+                          unsigned index)
+{
+	for (size_t i = from; i + 6 <= n; i++) {
+		uint32_t imm;
+		if (code[i] >= 0xb8 && code[i] <= 0xbf &&
+		    (memcpy(&imm, code + i + 1, 4), imm == index)) {
+			unsigned reg = code[i] & 7;
+			for (size_t j = i + 5; j + 4 <= n && j < i + 96; j++) {
+				size_t p =
+				    j + (code[j + 1] >= 0x40 && code[j + 1] <= 0x4f); /* REX */
+				if (code[j] != 0x66 || p + 3 >= n || code[p + 1] != 0x89)
+					continue;
+				uint8_t modrm = code[p + 2];
+				if (((modrm >> 3) & 7) != reg || (modrm & 7) == 4)
+					continue;
+				if ((modrm >> 6 == 1 && code[p + 3] == index_off) ||
+				    (modrm >> 6 == 2 && p + 7 <= n &&
+				     code[p + 3] == (index_off & 0xff) &&
+				     code[p + 4] == ((index_off >> 8) & 0xff) && code[p + 5] == 0 &&
+				     code[p + 6] == 0))
+					return i;
+			}
+		}
+		if (code[i] == 0x66 && code[i + 1] == 0xc7 && ((code[i + 2] >> 3) & 7) == 0 &&
+		    (code[i + 2] & 7) != 4 && code[i + 2] >> 6 == 1 && code[i + 3] == index_off &&
+		    code[i + 4] == (index & 0xff) && code[i + 5] == (index >> 8))
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+/* The source line of the actor's own frame at pc (through inlined calls), or 0. */
+static int actor_line(const struct cq_async_ctx *ctx, uint64_t pc)
+{
+	const struct cq_unwind_target *tg = ctx->target;
+	struct cq_frame_list fl = {0};
+	struct cq_unwind_frame uf = {.pc = pc, .trust = CQ_TRUST_ASYNC};
+	int line = 0;
+	if (!tg->ops->add_frames(tg->ctx, &fl, &uf, CQ_FRAME_ASYNC) && fl.n > 0)
+		line = fl.frames[fl.n - 1].line;
+	free(fl.frames);
+	return line;
+}
+
+/*
+ * A code address of the actor on frame f's co_await's source line, or 0;
+ * cached per type.  Two places carry that line (gcc 12, checked at -O0 and
+ * -O2 on the corpus): the resume target (the awaiter's await_resume, on
+ * the co_await's line, unless it is empty and optimised away, when the
+ * target's line is the next statement's), and the store of the index on
+ * the way to suspend (on the co_await's line at -O2, unless gcc gives it
+ * the coroutine's artificial location, the line of the dispatch's load).
+ * The store is taken when its line is not the dispatch's, else the target.
+ */
+static uint64_t await_pc(struct cxx *x, const struct cq_async_ctx *ctx, const struct frame *f)
+{
+	struct coro_type *ty = &x->types[f->type];
+	if (f->index < 4 || f->index % 2 != 0)
+		return 0; /* not parked at a co_await */
+	if (ty->looked_up && ty->last_index == f->index)
+		return ty->last_target;
+	uint8_t code[DISPATCH_BYTES];
+	size_t n = 0, load = 0;
+	if (ty->module < ctx->target->nmodules)
+		n = code_bytes(&ctx->target->modules[ty->module], ty->actor, code,
+		               ty->actor_end - ty->actor < sizeof(code) ? ty->actor_end - ty->actor
+		                                                        : sizeof(code));
+	uint64_t pc =
+	    dispatch_target(code, n, ty->actor, ty->actor_end, ty->index_off, f->index, &load);
+	if (pc) {
+		size_t st = index_store(code, n, load, ty->index_off, f->index);
+		int ls = st != SIZE_MAX ? actor_line(ctx, ty->actor + st) : 0;
+		if (ls > 0 && ls != actor_line(ctx, ty->actor + load))
+			pc = ty->actor + st;
+	}
+	ty->last_target = pc;
+	ty->last_index = f->index;
+	ty->looked_up = true;
+	return pc;
+}
+
 /* Appends frame f as an async frame named after its coroutine's actor. */
 static struct cq_error *add_async(struct cxx *x, const struct cq_async_ctx *ctx,
                                   struct cq_frame_list *fl, const struct frame *f, bool with_state)
 {
 	const struct cq_unwind_target *tg = ctx->target;
-	struct cq_unwind_frame uf = {.pc = x->types[f->type].actor, .trust = CQ_TRUST_ASYNC};
+	uint64_t resume = with_state ? await_pc(x, ctx, f) : 0;
+	struct cq_unwind_frame uf = {.pc = resume ? resume : x->types[f->type].actor,
+	                             .trust = CQ_TRUST_ASYNC};
 	size_t start = fl->n;
 	struct cq_error *err = tg->ops->add_frames(tg->ctx, fl, &uf, CQ_FRAME_ASYNC);
 	if (err || fl->n == start)
 		return err;
+	if (resume && fl->n > start + 1) {
+		/* Only the actor's frame, at the co_await's line: not the awaiter's inlined calls.
+		 */
+		fl->frames[start] = fl->frames[fl->n - 1];
+		fl->n = start + 1;
+	}
 	struct cq_stack_frame *last = &fl->frames[fl->n - 1];
 	last->object = f->addr;
 	if (with_state && !(last->state = state_name(x, f)))
