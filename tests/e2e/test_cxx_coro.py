@@ -2,7 +2,9 @@
 """C++20 coroutines without an async-stack ABI (issue 33): the cxx runtime.
 
 Cases cxx_task.O0/O2g (corpus/cxx_task.cc, a task type written from the
-standard) and asio_coro.O0/O2g (corpus/asio_coro.cc, Debian's Asio).  What
+standard), asio_coro.O0/O2g (corpus/asio_coro.cc, Debian's Asio) and
+asio_threads.O0/O2g (corpus/asio_threads.cc: two threads, each with its own
+io_context and co_spawn, one running and one parked chain each).  What
 each must give is read from the program's source, never from coreq:
   - each `co_await NAME(` on a line marked `// AWAIT:fn` says fn awaits the
     coroutine NAME; an AWAIT line awaiting anything else (an event, a timer,
@@ -38,8 +40,9 @@ def await_lines(src):
     return lines
 
 
-def program_structure(src):
-    """(awaits: fn -> awaited coroutine or None for a leaf, crasher, coroutines)."""
+def program_structure(src, stopper="crash_now"):
+    """(awaits: fn -> awaited coroutine or None for a leaf, the coroutine
+    that calls stopper, coroutines)."""
     text = open(src).read()
     awaits = {}
     for m in re.finditer(r"^(.*)// AWAIT:(\w+)$", text, re.M):
@@ -50,7 +53,7 @@ def program_structure(src):
     crasher = None
     for fn in coros:
         body = re.search(r"^static [^\n]* " + fn + r"\([^)]*\)\n\{(.*?)^\}", text, re.M | re.S)
-        if body and "crash_now(" in body.group(1):
+        if body and stopper + "(" in body.group(1):
             crasher = fn
     for fn, callee in awaits.items():
         if callee is not None and callee not in coros:
@@ -189,9 +192,73 @@ def check_case(case):
        f"{case}: gdb: each link is the awaited coroutine's continuation", [out, str(links)])
 
 
+def thread_chain(th, coros):
+    """The program coroutines on a thread's stack, in order, and where the
+    resumer (Asio's pump) and the thread's outermost program frame are."""
+    return [coro_of(f, coros) for f in th["frames"] if coro_of(f, coros)]
+
+
+def check_threads_case(case):
+    """asio_threads: coroutines on two threads, each with its io_context;
+    co_spawn called on each.  The crashed thread (main) and io-b (blocked in
+    block_now inside a coroutine) each read their own running chain; the
+    parked chains of both threads are listed once; no coroutine twice."""
+    d = os.path.join(CORPUS, "cores", case)
+    core = os.path.join(d, "core")
+    if not os.path.isfile(core):
+        skip(f"{case}: cxx chains on two threads", f"no core under {d} (corpus not built with it)")
+        return
+    src = os.path.join(ROOT, "corpus", "asio_threads.cc")
+    awaits, crasher, coros = program_structure(src)
+    _, blocker, _ = program_structure(src, "block_now")
+    parked, crashed = chains_from(awaits, crasher)
+    _, blocked = chains_from(awaits, blocker)
+    ok(len(parked) == 2 and len(crashed) == 3 and len(blocked) == 2,
+       f"{case}: the source names two parked chains and running chains of 3 and 2",
+       [str(parked), str(crashed), str(blocked)])
+    data, r = coreq_json("stack", core, "--format", "json", "--no-cache")
+    ok(not sanitizer_report(r.stderr), f"{case}: no sanitizer report", r.stderr)
+    lists = []
+    for s in data["suspended"]:
+        mine = [coro_of(f, coros) for f in s["frames"] if coro_of(f, coros)]
+        if s["kind"] == "cxx" and mine:
+            lists.append(mine)
+    ok(sorted(lists) == sorted(parked),
+       f"{case}: both threads' parked chains listed once each, leaf first, no phantom",
+       [f"expected {parked}", f"got {lists}"])
+    ths = data["threads"]
+    names = lambda th: [f.get("function") or "" for f in th["frames"]]
+    crash_th = [th for th in ths if names(th) and names(th)[0].startswith("crash_now")]
+    block_th = [th for th in ths if any(n.startswith("block_now") for n in names(th))]
+    ok(len(crash_th) == 1 and thread_chain(crash_th[0], coros) == crashed and
+       any("awaitable_thread" in n for n in names(crash_th[0])) and "main" in names(crash_th[0]),
+       f"{case}: crashed thread reads crash_now, {' < '.join(crashed)} once each, pump, main",
+       [str(thread_chain(t, coros)) for t in ths])
+    ok(len(block_th) == 1 and block_th[0] is not (crash_th or [None])[0] and
+       thread_chain(block_th[0], coros) == blocked and
+       any("awaitable_thread" in n for n in names(block_th[0])) and
+       any(n.startswith("run_b") for n in names(block_th[0])),
+       f"{case}: io-b reads block_now, {' < '.join(blocked)} once each, pump, run_b",
+       [str(thread_chain(t, coros)) for t in ths])
+    everywhere = [c for l in lists for c in l] + [c for t in ths for c in thread_chain(t, coros)]
+    ok(len(everywhere) == len(set(everywhere)) and
+       set(everywhere) == {c for ch in parked + [crashed, blocked] for c in ch},
+       f"{case}: each program coroutine shown once in all", str(everywhere))
+    want_line = await_lines(src)
+    got = [(coro_of(f, coros), f.get("line")) for s in data["suspended"] for f in s["frames"]
+           if coro_of(f, coros)]
+    got += [(coro_of(f, coros), f.get("line")) for t in ths for f in t["frames"]
+            if coro_of(f, coros) and f["kind"] == "async"]
+    ok(got and all(ln == want_line.get(n) for n, ln in got),
+       f"{case}: each suspended coroutine is at its co_await's line ({len(got)} frames)",
+       [f"expected {[(n, want_line.get(n)) for n, _ in got]}", f"got {got}"])
+
+
 def main():
     for case in CASES:
         check_case(case)
+    for case in ["asio_threads.O0", "asio_threads.O2g"]:
+        check_threads_case(case)
     done()
 
 
