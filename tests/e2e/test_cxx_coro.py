@@ -4,7 +4,9 @@
 Cases cxx_task.O0/O2g (corpus/cxx_task.cc, a task type written from the
 standard), asio_coro.O0/O2g (corpus/asio_coro.cc, Debian's Asio) and
 asio_threads.O0/O2g (corpus/asio_threads.cc: two threads, each with its own
-io_context and co_spawn, one running and one parked chain each).  What
+io_context and co_spawn, one running and one parked chain each) and
+cxx_hop.O0/O2g (corpus/cxx_hop.cc: the task type hopping to two worker
+threads, the same coroutines running on both).  What
 each must give is read from the program's source, never from coreq:
   - each `co_await NAME(` on a line marked `// AWAIT:fn` says fn awaits the
     coroutine NAME; an AWAIT line awaiting anything else (an event, a timer,
@@ -254,11 +256,78 @@ def check_threads_case(case):
        [f"expected {[(n, want_line.get(n)) for n, _ in got]}", f"got {got}"])
 
 
+def check_hop_case(case):
+    """cxx_hop: the same coroutines hop to two worker threads (one crashes,
+    one blocks); each worker's stack reads its own chain, frames distinct;
+    the parked chain listed once; gdb names worker 2's outer frame."""
+    d = os.path.join(CORPUS, "cores", case)
+    core = os.path.join(d, "core")
+    if not os.path.isfile(core):
+        skip(f"{case}: cxx chains after a thread hop", f"no core under {d} (corpus not built with it)")
+        return
+    src = os.path.join(ROOT, "corpus", "cxx_hop.cc")
+    awaits, crasher, coros = program_structure(src)
+    _, blocker, _ = program_structure(src, "block_now")
+    parked, running = chains_from(awaits, crasher)
+    ok(crasher == blocker and len(parked) == 1 and len(running) == 3,
+       f"{case}: the source names one parked chain and a running chain of 3 on each worker",
+       [str(parked), str(running), str(blocker)])
+    data, r = coreq_json("stack", core, "--format", "json", "--no-cache")
+    ok(not sanitizer_report(r.stderr), f"{case}: no sanitizer report", r.stderr)
+    lists = [[coro_of(f, coros) for f in s["frames"] if coro_of(f, coros)]
+             for s in data["suspended"] if s["kind"] == "cxx"]
+    lists = [l for l in lists if l]
+    ok(lists == parked, f"{case}: the parked chain listed once, leaf first, no phantom",
+       [f"expected {parked}", f"got {lists}"])
+    ths = data["threads"]
+    names = lambda th: [f.get("function") or "" for f in th["frames"]]
+    objs = {}
+    for stop in ("crash_now", "block_now"):
+        th = [t for t in ths if any(n.startswith(stop) for n in names(t))]
+        ok(len(th) == 1 and thread_chain(th[0], coros) == running and
+           any(n.startswith("Worker::run") for n in names(th[0])[names(th[0]).index(
+               next(n for n in names(th[0]) if n.startswith(stop))):]),
+           f"{case}: the worker in {stop} reads {' < '.join(running)} once each, then Worker::run",
+           [str(thread_chain(t, coros)) for t in ths])
+        if th:
+            objs[stop] = [f.get("object") for f in th[0]["frames"]
+                          if coro_of(f, coros) and f["kind"] == "async"]
+    allobj = [o for v in objs.values() for o in v]
+    ok(len(allobj) == 4 and len(set(allobj)) == 4,
+       f"{case}: the two workers' async frames are four distinct frames", str(objs))
+    main_th = [t for t in ths if "main" in names(t)]
+    ok(len(main_th) == 1 and not thread_chain(main_th[0], coros),
+       f"{case}: main (in sync_wait) shows no coroutine of the workers", names(main_th[0])[:10]
+       if main_th else "no main thread")
+    want_line = await_lines(src)
+    got = [(coro_of(f, coros), f.get("line")) for s in data["suspended"] for f in s["frames"]
+           if coro_of(f, coros)]
+    got += [(coro_of(f, coros), f.get("line")) for t in ths for f in t["frames"]
+            if coro_of(f, coros) and f["kind"] == "async"]
+    ok(got and all(ln == want_line.get(n) for n, ln in got),
+       f"{case}: each suspended coroutine is at its co_await's line ({len(got)} frames)",
+       [f"expected {[(n, want_line.get(n)) for n, _ in got]}", f"got {got}"])
+    if not shutil.which("gdb") or "block_now" not in objs:
+        skip(f"{case}: gdb confirms worker 2's chain", "gdb not installed or no chain")
+        return
+    exe = [l.split("=", 1)[1].strip() for l in open(os.path.join(d, "expect"))
+           if l.startswith("exe=")][0]
+    out = gdb(exe, core, ["p/x 'main::chain_2'.handle._M_fr_ptr", "p/x event_b.waiter._M_fr_ptr"])
+    vals = re.findall(r"^\$\d+ = (0x[0-9a-f]+)", out, re.M)
+    leaf = [s["frames"][0].get("object") for s in data["suspended"] if s["kind"] == "cxx"]
+    ok(len(vals) == 2 and objs["block_now"] and int(objs["block_now"][-1], 16) == int(vals[0], 16)
+       and leaf and int(leaf[0], 16) == int(vals[1], 16),
+       f"{case}: gdb: worker 2's outer frame is chain_2's, the parked leaf is event_b's waiter",
+       [out, str(objs), str(leaf)])
+
+
 def main():
     for case in CASES:
         check_case(case)
     for case in ["asio_threads.O0", "asio_threads.O2g"]:
         check_threads_case(case)
+    for case in ["cxx_hop.O0", "cxx_hop.O2g"]:
+        check_hop_case(case)
     done()
 
 
