@@ -142,7 +142,8 @@ struct Worker {
 			std::coroutine_handle<> h;
 			{
 				std::unique_lock<std::mutex> l(m);
-				cv.wait(l, [this] { return !q.empty(); });
+				while (q.empty())
+					cv.wait(l);
 				h = q.front();
 				q.pop_front();
 			}
@@ -237,14 +238,26 @@ template <class T> NOINLINE static T sync_wait(Task<T> task)
 {
 	task.handle.resume();
 	std::unique_lock<std::mutex> l(done_m);
-	done_cv.wait(l, [&] { return task.handle.done(); });
+	while (!task.handle.done())
+		done_cv.wait(l);
 	return task.handle.promise().value;
+}
+
+static Worker w1, w2;
+
+NOINLINE static void run_w1()
+{
+	w1.run();
+}
+
+NOINLINE static void run_w2()
+{
+	w2.run();
 }
 
 int main()
 {
-	static Worker w1, w2;
-	std::thread t1([] { w1.run(); }), t2([] { w2.run(); });
+	std::thread t1(run_w1), t2(run_w2);
 	static Task<int> chain_b = hold_b(7);
 	std::printf("START hold_b\n");
 	start(&chain_b);
