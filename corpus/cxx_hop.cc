@@ -124,6 +124,7 @@ struct Event {
 // External linkage, so that -O2 keeps the stores (gdb reads them).
 Event event_b;
 std::atomic<bool> blocked{false};
+std::atomic<bool> main_waiting{false}; // main is back in sync_wait, out of the chain
 
 // A thread that resumes the coroutines queued on it, in order.
 struct Worker {
@@ -203,6 +204,8 @@ static Task<int> hop_leaf(Worker &w, int x, bool crash)
 {
 	std::printf("HOP hop_leaf\n");
 	co_await Hop{w};
+	while (crash && !main_waiting)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	if (crash)
 		crash_now(x);
 	else
@@ -238,6 +241,7 @@ template <class T> NOINLINE static T sync_wait(Task<T> task)
 {
 	task.handle.resume();
 	std::unique_lock<std::mutex> l(done_m);
+	main_waiting = true;
 	while (!task.handle.done())
 		done_cv.wait(l);
 	return task.handle.promise().value;
