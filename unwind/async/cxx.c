@@ -84,7 +84,7 @@
 #define MAX_LINK_WORDS       (1u << 23)
 #define MAX_FRAME_WORDS      4096u /* words of one frame read for links */
 #define MAX_SYMBOLS          (1u << 24)
-#define MAX_NAME             512
+#define MAX_NAME             (1u << 16) /* a symbol name's length */
 #define MAX_SUSPENDED_FRAMES (1u << 16) /* frames of all suspended chains */
 #define DISPATCH_BYTES       1024u      /* an actor's code read for its dispatch */
 
@@ -169,30 +169,42 @@ static const char *keep_name(struct cxx *x, const char *s)
 	return c;
 }
 
-/* An actor or destroy symbol: its name without the suffix, and address. */
+/*
+ * An actor or destroy symbol: its name without the suffix (len bytes of the
+ * symbol table's string, which lives as long as the Elf), and address.
+ * Names are long: Boost.Asio's, with any_executor's template arguments,
+ * pass 1,000 bytes.
+ */
 struct coro_sym {
-	char name[MAX_NAME];
+	const char *name;
+	size_t len;
 	uint64_t addr, size;
 	bool actor;
 };
 
+static bool same_name(const struct coro_sym *x, const struct coro_sym *y)
+{
+	return x->len == y->len && memcmp(x->name, y->name, x->len) == 0;
+}
+
 static int cmp_sym(const void *a, const void *b)
 {
 	const struct coro_sym *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
 	if (c)
 		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
 	return (int)y->actor - (int)x->actor; /* the actor first */
 }
 
-static bool strip_suffix(const char *s, const char *suffix, char *out)
+/* s's length without suffix, or 0 when s does not end in it. */
+static size_t strip_suffix(const char *s, const char *suffix)
 {
-	size_t n = strlen(s), k = strlen(suffix);
-	if (n <= k || n - k >= MAX_NAME || strcmp(s + n - k, suffix) != 0)
-		return false;
-	memcpy(out, s, n - k);
-	out[n - k] = '\0';
-	return true;
+	size_t n = strnlen(s, MAX_NAME + 1), k = strlen(suffix);
+	if (n <= k || n > MAX_NAME || strcmp(s + n - k, suffix) != 0)
+		return 0;
+	return n - k;
 }
 
 /* The .actor and .destroy symbols of an ELF file's symbol table, appended to *syms. */
@@ -212,10 +224,11 @@ static bool module_symbols(Elf *elf, uint64_t bias, struct coro_sym **syms, size
 			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 ||
 			    !(name = elf_strptr(elf, sh.sh_link, sym.st_name)))
 				continue;
-			struct coro_sym s = {.addr = sym.st_value + bias, .size = sym.st_size};
-			if (strip_suffix(name, ".Frame.actor", s.name))
+			struct coro_sym s = {
+			    .name = name, .addr = sym.st_value + bias, .size = sym.st_size};
+			if ((s.len = strip_suffix(name, ".Frame.actor")))
 				s.actor = true;
-			else if (!strip_suffix(name, ".Frame.destroy", s.name))
+			else if (!(s.len = strip_suffix(name, ".Frame.destroy")))
 				continue;
 			if (*n == *cap) {
 				size_t c = *cap ? *cap * 2 : 64;
@@ -335,7 +348,7 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
 	struct cq_error *err = NULL;
 	for (size_t i = 0; dw && i + 1 < n && !err; i++) {
-		if (!syms[i].actor || syms[i + 1].actor || strcmp(syms[i].name, syms[i + 1].name))
+		if (!syms[i].actor || syms[i + 1].actor || !same_name(&syms[i], &syms[i + 1]))
 			continue;
 		struct coro_type ct = {.actor = syms[i].addr,
 		                       .actor_end =
