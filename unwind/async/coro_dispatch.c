@@ -10,64 +10,74 @@
 
 #include "unwind/async/coro_dispatch.h"
 
+/* movzwl index_off(%reg), %reg (0f b7 modrm [sib] disp8/disp32) at code + i. */
+static bool index_load(const uint8_t *code, size_t n, size_t i, uint64_t index_off)
+{
+	if (i + 4 > n || code[i] != 0x0f || code[i + 1] != 0xb7)
+		return false;
+	uint8_t modrm = code[i + 2], mod = modrm >> 6;
+	size_t d = i + 3 + ((modrm & 7) == 4); /* a SIB byte */
+	if (mod == 1 && d < n)
+		return code[d] == index_off;
+	if (mod == 2 && d + 4 <= n) {
+		uint32_t v;
+		memcpy(&v, code + d, 4);
+		return v == index_off;
+	}
+	return false;
+}
+
+/* `cmp $imm, %reg` (16 or 32 bits) at code + i: its immediate and length, or false. */
+static bool cmp_imm(const uint8_t *code, size_t n, size_t i, uint64_t *imm, size_t *len)
+{
+	size_t p = i;
+	bool word = p < n && code[p] == 0x66;
+	p += word;
+	if (p + 3 <= n && code[p] == 0x83 && (code[p + 1] & 0xf8) == 0xf8) {
+		*imm = code[p + 2] < 0x80 ? code[p + 2] : UINT64_MAX;
+		*len = p + 3 - i;
+		return true;
+	}
+	size_t op = 0;
+	if (p < n && code[p] == 0x3d)
+		op = 1;
+	else if (p + 2 <= n && code[p] == 0x81 && (code[p + 1] & 0xf8) == 0xf8)
+		op = 2;
+	if (!op || p + op + (word ? 2 : 4) > n)
+		return false;
+	uint16_t v16 = 0;
+	uint32_t v32 = 0;
+	if (word)
+		memcpy(&v16, code + p + op, 2);
+	else
+		memcpy(&v32, code + p + op, 4);
+	*imm = word ? v16 : v32;
+	*len = p + op + (word ? 2 : 4) - i;
+	return true;
+}
+
 /*
  * Where gcc's actor continues when resumed at index (x86-64), or 0.  The
  * actor opens with its dispatch: it loads _Coro_resume_index (movzwl
  * index_off(%reg)) and compares it with each suspend point's index, each
  * compare followed by a je to that point's resume label (gcc 12 at -O0 and
- * -O2 with a few suspend points; many compile to a jump table, not read).
- * The first `cmp $index, %reg; je target` after the load, with the target
- * inside the actor, is taken.  The code at the target is the awaiter's
- * await_resume, on the co_await's source line.
+ * -O2 with a few suspend points; many compile to a jump table, read by
+ * cq_coro_jump_table_target).  The first `cmp $index, %reg; je target`
+ * within CQ_CORO_WINDOW bytes after a load, with the target inside the
+ * actor, is taken.  The code at the target is the awaiter's await_resume,
+ * on the co_await's source line.
  */
-uint64_t cq_coro_dispatch_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
-                                 uint64_t index_off, unsigned index, size_t *load)
+uint64_t cq_coro_branch_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
+                               uint64_t index_off, size_t from, unsigned index)
 {
-	size_t i = 0;
-	for (; i + 4 <= n; i++) { /* movzwl disp(%reg), %reg: 0f b7 modrm [sib] disp */
-		if (code[i] != 0x0f || code[i + 1] != 0xb7)
-			continue;
-		uint8_t modrm = code[i + 2], mod = modrm >> 6;
-		size_t d = i + 3 + ((modrm & 7) == 4); /* a SIB byte */
-		uint64_t disp = UINT64_MAX;
-		if (mod == 1 && d < n)
-			disp = code[d];
-		else if (mod == 2 && d + 4 <= n) {
-			uint32_t v;
-			memcpy(&v, code + d, 4);
-			disp = v;
-		}
-		if (disp == index_off)
-			break;
-	}
-	if (i + 4 > n)
-		i = n; /* no load: no dispatch */
-	*load = i;
-	for (; i + 4 <= n; i++) {
-		size_t p = i;
-		bool word = code[p] == 0x66;
-		p += word;
+	for (size_t i = from, last = from; i < n && i <= last + CQ_CORO_WINDOW; i++) {
+		if (index_load(code, n, i, index_off))
+			last = i; /* -O0 loads it again on each branch */
 		uint64_t imm;
-		if (p + 3 <= n && code[p] == 0x83 && (code[p + 1] & 0xf8) == 0xf8) {
-			imm = code[p + 2] < 0x80 ? code[p + 2] : UINT64_MAX;
-			p += 3;
-		} else if (p + 1 < n && (code[p] == 0x3d || (code[p] == 0x81 && p + 2 < n &&
-		                                             (code[p + 1] & 0xf8) == 0xf8))) {
-			p += code[p] == 0x81 ? 2 : 1;
-			if (p + (word ? 2 : 4) > n)
-				continue;
-			uint16_t v16 = 0;
-			uint32_t v32 = 0;
-			if (word)
-				memcpy(&v16, code + p, 2);
-			else
-				memcpy(&v32, code + p, 4);
-			imm = word ? v16 : v32;
-			p += word ? 2 : 4;
-		} else
+		size_t len;
+		if (!cmp_imm(code, n, i, &imm, &len) || imm != index)
 			continue;
-		if (imm != index)
-			continue;
+		size_t p = i + len;
 		int64_t rel;
 		if (p + 2 <= n && code[p] == 0x74) {
 			rel = (int8_t)code[p + 1];
@@ -82,6 +92,40 @@ uint64_t cq_coro_dispatch_target(const uint8_t *code, size_t n, uint64_t base, u
 		uint64_t t = base + p + (uint64_t)rel;
 		if (t > base && t < end)
 			return t;
+	}
+	return 0;
+}
+
+uint64_t cq_coro_dispatch_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
+                                 uint64_t index_off, unsigned index, size_t *load)
+{
+	size_t i = 0;
+	while (i < n && !index_load(code, n, i, index_off))
+		i++;
+	*load = i;
+	return i < n ? cq_coro_branch_target(code, n, base, end, index_off, i, index) : 0;
+}
+
+uint64_t cq_coro_even_branch(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
+                             size_t load)
+{
+	for (size_t i = load; i + 4 <= n && i <= load + CQ_CORO_WINDOW; i++) {
+		if (code[i] != 0xa8 || code[i + 1] != 0x01) /* test $1, %al */
+			continue;
+		size_t p = i + 2;
+		int64_t rel;
+		if (code[p] == 0x74) {
+			rel = (int8_t)code[p + 1];
+			p += 2;
+		} else if (p + 6 <= n && code[p] == 0x0f && code[p + 1] == 0x84) {
+			int32_t r;
+			memcpy(&r, code + p + 2, 4);
+			rel = r;
+			p += 6;
+		} else
+			continue;
+		uint64_t t = base + p + (uint64_t)rel;
+		return t > base && t < end ? t : 0;
 	}
 	return 0;
 }
@@ -122,4 +166,61 @@ size_t cq_coro_index_store(const uint8_t *code, size_t n, size_t from, uint64_t 
 			return i;
 	}
 	return SIZE_MAX;
+}
+
+uint64_t cq_coro_jump_table_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
+                                   uint64_t index_off, size_t load, unsigned index,
+                                   cq_coro_read_fn read, void *ctx)
+{
+	for (size_t i = load, last = load; i < n && i <= last + CQ_CORO_WINDOW; i++) {
+		if (index_load(code, n, i, index_off))
+			last = i;
+		uint64_t bound;
+		size_t len;
+		if (!cmp_imm(code, n, i, &bound, &len) || bound > CQ_CORO_MAX_TABLE ||
+		    index > bound || bound < 4)
+			continue;
+		size_t p = i + len;
+		if (p + 2 <= n && code[p] == 0x77)
+			p += 2;
+		else if (p + 6 <= n && code[p] == 0x0f && code[p + 1] == 0x87)
+			p += 6;
+		else
+			continue;
+		/* lea disp32(%rip), %reg within 48 bytes, then jmp *%reg within 32. */
+		uint64_t table = 0;
+		size_t after = 0;
+		for (size_t j = p; j + 7 <= n && j < p + 48 && !table; j++) {
+			if ((code[j] != 0x48 && code[j] != 0x4c) || code[j + 1] != 0x8d ||
+			    (code[j + 2] & 0xc7) != 0x05)
+				continue;
+			int32_t disp;
+			memcpy(&disp, code + j + 3, 4);
+			table = base + j + 7 + (uint64_t)(int64_t)disp;
+			after = j + 7;
+		}
+		bool jumps = false;
+		for (size_t j = after; table && j + 2 <= n && j < after + 32 && !jumps; j++)
+			jumps = code[j] == 0xff && code[j + 1] >= 0xe0 && code[j + 1] <= 0xe7;
+		if (!jumps)
+			continue;
+		int32_t entry[CQ_CORO_MAX_TABLE + 1];
+		size_t want = (size_t)(bound + 1) * 4;
+		if (read(ctx, table, (uint8_t *)entry, want) != want)
+			continue;
+		/*
+		 * The resume table: its even entries from 2 on are distinct resume
+		 * labels (the destroy table sends every even index to its default).
+		 */
+		bool distinct = true;
+		for (uint64_t a = 2; a <= bound && distinct; a += 2)
+			for (uint64_t b = a + 2; b <= bound && distinct; b += 2)
+				distinct = entry[a] != entry[b];
+		if (!distinct)
+			continue;
+		uint64_t t = table + (uint64_t)(int64_t)entry[index];
+		if (t > base && t < end)
+			return t;
+	}
+	return 0;
 }

@@ -659,8 +659,12 @@ static const char *state_name(struct cxx *x, const struct frame *f)
 	return keep_name(x, buf);
 }
 
-/* Up to n bytes of mod's code at runtime address addr, from its file; how many. */
-static size_t code_bytes(const struct cq_target_module *mod, uint64_t addr, uint8_t *buf, size_t n)
+/*
+ * Up to n bytes of mod's image at runtime address addr, from its file (an
+ * allocated section with contents; code only when exec); how many.
+ */
+static size_t image_bytes(const struct cq_target_module *mod, uint64_t addr, uint8_t *buf, size_t n,
+                          bool exec)
 {
 	Elf *elf = mod->elf;
 	GElf_Ehdr eh;
@@ -671,8 +675,8 @@ static size_t code_bytes(const struct cq_target_module *mod, uint64_t addr, uint
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    !(sh.sh_flags & SHF_EXECINSTR) || a < sh.sh_addr ||
-		    a - sh.sh_addr >= sh.sh_size)
+		    !(sh.sh_flags & SHF_ALLOC) || (exec && !(sh.sh_flags & SHF_EXECINSTR)) ||
+		    a < sh.sh_addr || a - sh.sh_addr >= sh.sh_size)
 			continue;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		uint64_t off = a - sh.sh_addr;
@@ -683,6 +687,12 @@ static size_t code_bytes(const struct cq_target_module *mod, uint64_t addr, uint
 		return k;
 	}
 	return 0;
+}
+
+/* cq_coro_read_fn over a module's file. */
+static size_t read_image(void *ctx, uint64_t addr, uint8_t *buf, size_t n)
+{
+	return image_bytes(ctx, addr, buf, n, false);
 }
 
 /* The source line of the actor's own frame at pc (through inlined calls), or 0. */
@@ -717,12 +727,34 @@ static uint64_t await_pc(struct cxx *x, const struct cq_async_ctx *ctx, const st
 		return ty->last_target;
 	uint8_t code[DISPATCH_BYTES];
 	size_t n = 0, load = 0;
-	if (ty->module < ctx->target->nmodules)
-		n = code_bytes(&ctx->target->modules[ty->module], ty->actor, code,
-		               ty->actor_end - ty->actor < sizeof(code) ? ty->actor_end - ty->actor
-		                                                        : sizeof(code));
-	uint64_t pc = cq_coro_dispatch_target(code, n, ty->actor, ty->actor_end, ty->index_off,
-	                                      f->index, &load);
+	const struct cq_target_module *mod =
+	    ty->module < ctx->target->nmodules ? &ctx->target->modules[ty->module] : NULL;
+	if (mod)
+		n = image_bytes(mod, ty->actor, code,
+		                ty->actor_end - ty->actor < sizeof(code) ? ty->actor_end - ty->actor
+		                                                         : sizeof(code),
+		                true);
+	uint64_t pc = 0;
+	if (n)
+		pc = cq_coro_dispatch_target(code, n, ty->actor, ty->actor_end, ty->index_off,
+		                             f->index, &load);
+	if (!pc && n)
+		pc = cq_coro_jump_table_target(code, n, ty->actor, ty->actor_end, ty->index_off,
+		                               load, f->index, read_image, (void *)mod);
+	uint64_t even = pc || !n ? 0 : cq_coro_even_branch(code, n, ty->actor, ty->actor_end, load);
+	if (even) { /* the resume half of the dispatch, maybe beyond the bytes read */
+		uint8_t half[DISPATCH_BYTES];
+		size_t k = image_bytes(mod, even, half,
+		                       ty->actor_end - even < sizeof(half) ? ty->actor_end - even
+		                                                           : sizeof(half),
+		                       true);
+		if (k)
+			pc = cq_coro_branch_target(half, k, even, ty->actor_end, ty->index_off, 0,
+			                           f->index);
+		if (!pc && k)
+			pc = cq_coro_jump_table_target(half, k, even, ty->actor_end, ty->index_off,
+			                               0, f->index, read_image, (void *)mod);
+	}
 	if (pc) {
 		size_t st = cq_coro_index_store(code, n, load, ty->index_off, f->index);
 		int ls = st != SIZE_MAX ? actor_line(ctx, ty->actor + st) : 0;
