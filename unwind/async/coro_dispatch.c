@@ -67,8 +67,8 @@ static bool cmp_imm(const uint8_t *code, size_t n, size_t i, uint64_t *imm, size
  * actor, is taken.  The code at the target is the awaiter's await_resume,
  * on the co_await's source line.
  */
-uint64_t cq_coro_branch_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
-                               uint64_t index_off, size_t from, unsigned index)
+uint64_t cq_coro_branch_target(const uint8_t *code, size_t n, uint64_t base, uint64_t actor,
+                               uint64_t end, uint64_t index_off, size_t from, unsigned index)
 {
 	for (size_t i = from, last = from; i < n && i <= last + CQ_CORO_WINDOW; i++) {
 		if (index_load(code, n, i, index_off))
@@ -90,7 +90,7 @@ uint64_t cq_coro_branch_target(const uint8_t *code, size_t n, uint64_t base, uin
 		} else
 			continue;
 		uint64_t t = base + p + (uint64_t)rel;
-		if (t > base && t < end)
+		if (t > actor && t < end)
 			return t;
 	}
 	return 0;
@@ -103,7 +103,7 @@ uint64_t cq_coro_dispatch_target(const uint8_t *code, size_t n, uint64_t base, u
 	while (i < n && !index_load(code, n, i, index_off))
 		i++;
 	*load = i;
-	return i < n ? cq_coro_branch_target(code, n, base, end, index_off, i, index) : 0;
+	return i < n ? cq_coro_branch_target(code, n, base, base, end, index_off, i, index) : 0;
 }
 
 uint64_t cq_coro_even_branch(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
@@ -168,8 +168,8 @@ size_t cq_coro_index_store(const uint8_t *code, size_t n, size_t from, uint64_t 
 	return SIZE_MAX;
 }
 
-uint64_t cq_coro_jump_table_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
-                                   uint64_t index_off, size_t load, unsigned index,
+uint64_t cq_coro_jump_table_target(const uint8_t *code, size_t n, uint64_t base, uint64_t actor,
+                                   uint64_t end, uint64_t index_off, size_t load, unsigned index,
                                    cq_coro_read_fn read, void *ctx)
 {
 	for (size_t i = load, last = load; i < n && i <= last + CQ_CORO_WINDOW; i++) {
@@ -219,7 +219,7 @@ uint64_t cq_coro_jump_table_target(const uint8_t *code, size_t n, uint64_t base,
 		if (!distinct)
 			continue;
 		uint64_t t = table + (uint64_t)(int64_t)entry[index];
-		if (t > base && t < end)
+		if (t > actor && t < end)
 			return t;
 	}
 	return 0;

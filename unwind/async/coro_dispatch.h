@@ -24,10 +24,11 @@ uint64_t cq_coro_dispatch_target(const uint8_t *code, size_t n, uint64_t base, u
 
 /*
  * The same search from offset from on, with no load needed first (code
- * reached by a branch of the dispatch, the index still in its register).
+ * reached by a branch of the dispatch, the index still in its register);
+ * code starts at base, inside the actor that starts at actor.
  */
-uint64_t cq_coro_branch_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
-                               uint64_t index_off, size_t from, unsigned index);
+uint64_t cq_coro_branch_target(const uint8_t *code, size_t n, uint64_t base, uint64_t actor,
+                               uint64_t end, uint64_t index_off, size_t from, unsigned index);
 
 /*
  * Where the dispatch sends even indexes (the resume points) when it first
@@ -63,8 +64,8 @@ typedef size_t (*cq_coro_read_fn)(void *ctx, uint64_t addr, uint8_t *buf, size_t
  * lands in (base, end), is the target; 0 otherwise.  At most CQ_CORO_MAX_TABLE + 1 entries are
  * read.
  */
-uint64_t cq_coro_jump_table_target(const uint8_t *code, size_t n, uint64_t base, uint64_t end,
-                                   uint64_t index_off, size_t load, unsigned index,
+uint64_t cq_coro_jump_table_target(const uint8_t *code, size_t n, uint64_t base, uint64_t actor,
+                                   uint64_t end, uint64_t index_off, size_t load, unsigned index,
                                    cq_coro_read_fn read, void *ctx);
 
 #endif

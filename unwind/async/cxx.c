@@ -739,8 +739,9 @@ static uint64_t await_pc(struct cxx *x, const struct cq_async_ctx *ctx, const st
 		pc = cq_coro_dispatch_target(code, n, ty->actor, ty->actor_end, ty->index_off,
 		                             f->index, &load);
 	if (!pc && n)
-		pc = cq_coro_jump_table_target(code, n, ty->actor, ty->actor_end, ty->index_off,
-		                               load, f->index, read_image, (void *)mod);
+		pc = cq_coro_jump_table_target(code, n, ty->actor, ty->actor, ty->actor_end,
+		                               ty->index_off, load, f->index, read_image,
+		                               (void *)mod);
 	uint64_t even = pc || !n ? 0 : cq_coro_even_branch(code, n, ty->actor, ty->actor_end, load);
 	if (even) { /* the resume half of the dispatch, maybe beyond the bytes read */
 		uint8_t half[DISPATCH_BYTES];
@@ -749,11 +750,12 @@ static uint64_t await_pc(struct cxx *x, const struct cq_async_ctx *ctx, const st
 		                                                           : sizeof(half),
 		                       true);
 		if (k)
-			pc = cq_coro_branch_target(half, k, even, ty->actor_end, ty->index_off, 0,
-			                           f->index);
+			pc = cq_coro_branch_target(half, k, even, ty->actor, ty->actor_end,
+			                           ty->index_off, 0, f->index);
 		if (!pc && k)
-			pc = cq_coro_jump_table_target(half, k, even, ty->actor_end, ty->index_off,
-			                               0, f->index, read_image, (void *)mod);
+			pc = cq_coro_jump_table_target(half, k, even, ty->actor, ty->actor_end,
+			                               ty->index_off, 0, f->index, read_image,
+			                               (void *)mod);
 	}
 	if (pc) {
 		size_t st = cq_coro_index_store(code, n, load, ty->index_off, f->index);
