@@ -4,11 +4,14 @@
  * index in the shapes g++ 12 emits at -O2 (`cmp $k, %ax; je rel8`) and -O0
  * (`cmp $k, %eax; je rel32`), only after the load of the index's own
  * offset, only inside the actor; the index's store (`mov $k, %ecx` ...
- * `mov %cx, off(%rbx)`, or `movw $k, off(%rax)`); and that no truncation
+ * `mov %cx, off(%rbx)`, or `movw $k, off(%rax)`); the jump-table dispatch
+ * (the resume table told from the destroy table by its distinct even
+ * entries) and -O2's even half; and that no truncation
  * of the code or random bytes make either read past the bytes given or
  * answer outside the actor.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +24,8 @@
 
 #define BASE 0x1000u
 #define OFF  0x2cu /* _Coro_resume_index's offset in the frame */
+
+static size_t read_table(void *ctx, uint64_t addr, uint8_t *buf, size_t n);
 
 /* g++ -O2's shape (cxx_task.cc's mid actor, shortened). */
 static const uint8_t o2[] = {
@@ -157,9 +162,111 @@ static void random_bytes(void **state)
 		assert_true(load <= n);
 		size_t st = cq_coro_index_store(code, n, load, OFF, 4);
 		assert_true(st == SIZE_MAX || st < n);
+		t = cq_coro_jump_table_target(code, n, BASE, BASE, BASE + n, OFF, load, 4,
+		                              read_table, NULL);
+		assert_true(t == 0 || (t > BASE && t < BASE + n));
+		t = cq_coro_even_branch(code, n, BASE, BASE + n, load);
+		assert_true(t == 0 || (t > BASE && t < BASE + n));
+		t = cq_coro_branch_target(code, n, BASE, BASE, BASE + n, OFF, 0, 4);
+		assert_true(t == 0 || (t > BASE && t < BASE + n));
 		free(code);
 		x += 0x632be59bd9b4e019ull;
 	}
+}
+
+/* A jump-table dispatch: the table lives at TABLE, read through read_table. */
+#define TABLE 0x9000u
+static int32_t table[10];
+static bool table_readable = true;
+
+static size_t read_table(void *ctx, uint64_t addr, uint8_t *buf, size_t n)
+{
+	(void)ctx;
+	if (!table_readable || addr < TABLE || addr - TABLE > sizeof(table) ||
+	    n > sizeof(table) - (addr - TABLE))
+		return 0;
+	memcpy(buf, (const uint8_t *)table + (addr - TABLE), n);
+	return n;
+}
+
+/* g++'s table dispatch: load; cmp $8,%ax; ja; lea table(%rip),%rdx; movslq; add; jmp *%rax. */
+static void table_code(uint8_t *code, size_t n)
+{
+	memset(code, 0x90, n);
+	const uint8_t head[] = {0x0f, 0xb7, 0x47, OFF,  0x66, 0x83, 0xf8, 0x08, 0x77,
+	                        0x10, 0x48, 0x8d, 0x15, 0,    0,    0,    0,    0x48,
+	                        0x63, 0x04, 0x82, 0x48, 0x01, 0xd0, 0xff, 0xe0};
+	memcpy(code, head, sizeof(head));
+	int32_t disp = (int32_t)(TABLE - (BASE + 17)); /* rip after the lea */
+	memcpy(code + 13, &disp, 4);
+}
+
+static void set_table(bool resume)
+{
+	for (int k = 0; k < 10; k++) /* odd: the default; even: label k */
+		table[k] =
+		    (int32_t)((resume && k % 2 == 0 ? BASE + 0x40 + 4u * k : BASE + 0x80) - TABLE);
+}
+
+static void jump_table(void **state)
+{
+	(void)state;
+	uint8_t code[0x100];
+	table_code(code, sizeof(code));
+	uint64_t end = BASE + sizeof(code);
+	size_t load;
+	set_table(true);
+	assert_int_equal(cq_coro_dispatch_target(code, sizeof(code), BASE, end, OFF, 6, &load), 0);
+	assert_int_equal(load, 0);
+	assert_int_equal(cq_coro_jump_table_target(code, sizeof(code), BASE, BASE, end, OFF, load,
+	                                           6, read_table, NULL),
+	                 BASE + 0x40 + 24);
+	/* Past the bound: no answer. */
+	assert_int_equal(cq_coro_jump_table_target(code, sizeof(code), BASE, BASE, end, OFF, load,
+	                                           10, read_table, NULL),
+	                 0);
+	/* The destroy table (every even index to one default): not the resume table. */
+	set_table(false);
+	assert_int_equal(cq_coro_jump_table_target(code, sizeof(code), BASE, BASE, end, OFF, load,
+	                                           6, read_table, NULL),
+	                 0);
+	/* An unreadable table. */
+	set_table(true);
+	table_readable = false;
+	assert_int_equal(cq_coro_jump_table_target(code, sizeof(code), BASE, BASE, end, OFF, load,
+	                                           6, read_table, NULL),
+	                 0);
+	table_readable = true;
+	/* Every truncation reads only what it is given. */
+	for (size_t n = 0; n <= 40; n++) {
+		uint8_t *copy = malloc(n ? n : 1);
+		assert_non_null(copy);
+		memcpy(copy, code, n);
+		uint64_t t = cq_coro_jump_table_target(copy, n, BASE, BASE, end, OFF, 0, 6,
+		                                       read_table, NULL);
+		assert_true(t == 0 || t == BASE + 0x40 + 24);
+		free(copy);
+	}
+}
+
+/* -O2's split on the low bit: the even half far away, its target anywhere in the actor. */
+static void even_half(void **state)
+{
+	(void)state;
+	const uint8_t code[] = {0x0f, 0xb7, 0x47, OFF,  /* 0: movzwl */
+	                        0xa8, 0x01,             /* 4: test $1,%al */
+	                        0x0f, 0x84, 0x00, 0x02, /* 6: je +0x200 -> 0x20c */
+	                        0x00, 0x00, 0x90, 0x90, 0x90, 0x90};
+	uint64_t end = BASE + 0x400;
+	assert_int_equal(cq_coro_even_branch(code, sizeof(code), BASE, end, 0), BASE + 0x20c);
+	assert_int_equal(cq_coro_even_branch(code, sizeof(code), BASE, BASE + 0x20c, 0), 0);
+	/* The half: cmp $4,%ax; je -0x100 (back before the half, inside the actor). */
+	const uint8_t half[] = {0x66, 0x83, 0xf8, 0x04, 0x0f, 0x84, 0x00, 0xff, 0xff, 0xff};
+	uint64_t h = BASE + 0x20c;
+	assert_int_equal(cq_coro_branch_target(half, sizeof(half), h, BASE, end, OFF, 0, 4),
+	                 h + sizeof(half) - 0x100);
+	/* Before the actor: none. */
+	assert_int_equal(cq_coro_branch_target(half, sizeof(half), h, h - 0x10, end, OFF, 0, 4), 0);
 }
 
 int main(void)
@@ -167,7 +274,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(o2_shape),       cmocka_unit_test(o0_shape),
 	    cmocka_unit_test(target_outside), cmocka_unit_test(truncated),
-	    cmocka_unit_test(random_bytes),
+	    cmocka_unit_test(random_bytes),   cmocka_unit_test(jump_table),
+	    cmocka_unit_test(even_half),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
