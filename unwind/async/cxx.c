@@ -47,13 +47,15 @@
  *
  * Await lines: a frame parked at co_await #k (resume index 2k + 4) is
  * shown at that co_await's source line, read from the actor's code and
- * line table (x86-64): the actor's dispatch (`cmp $index; je target`)
- * gives the resume target, whose line is the awaiter's await_resume on the
- * co_await's line, and the index's store on the way to suspend gives a
- * second line, used when gcc did not give it the coroutine's artificial
- * location (see await_pc).  Where neither is found (a dispatch compiled to
- * a jump table, another architecture) the frame keeps its coroutine's
- * first line; its state "await #k" says where it is parked either way.
+ * line table (x86-64, coro_dispatch.h): the actor's dispatch (`cmp
+ * $index; je target`, or a jump table when there are many suspend points,
+ * maybe behind a split on the index's low bit) gives the resume target,
+ * whose line is the awaiter's await_resume on the co_await's line, and the
+ * index's store on the way to suspend gives a second line, used when gcc
+ * did not give it the coroutine's artificial location (see await_pc).
+ * Where neither is found (another dispatch shape, another architecture)
+ * the frame keeps its coroutine's first line; its state "await #k" says
+ * where it is parked either way.
  *
  * A process with folly's async-stack ABI (its symbols) is left to the folly
  * runtime, which sees the same coroutines through its own records.  Without
