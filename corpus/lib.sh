@@ -120,6 +120,11 @@ shape_rows() {
 	fi
 }
 
+# have_boost_asio: Boost.Asio is installed (libboost1.74-dev, make deps).
+have_boost_asio() {
+	[[ -f /usr/include/boost/asio.hpp ]]
+}
+
 # all_cases: every case name, one per line (Rust programs only when rustc is
 # available).
 all_cases() {
@@ -133,7 +138,8 @@ all_cases() {
 		[[ $threads == N+1 ]] && continue
 		is_rust_program "$prog" && [[ $rust == 0 ]] && continue
 		is_cargo_program "$prog" && [[ $crates == 0 ]] && continue
-		[[ $prog == asio_coro ]] && ! have_asio && continue
+		[[ $prog == asio_coro || $prog == asio_threads ]] && ! have_asio && continue
+		[[ $prog == boost_coro ]] && ! have_boost_asio && continue
 		[[ $prog == smol_tasks ]] && ! compgen -G '/usr/share/cargo/registry/smol-1.*' >/dev/null && continue
 		[[ $prog == futures_pool ]] && ! compgen -G '/usr/share/cargo/registry/futures-executor-0.3.*' >/dev/null && continue
 		[[ $prog == async_std_tasks ]] && ! compgen -G '/usr/share/cargo/registry/async-std-1.*' >/dev/null && continue

@@ -2,7 +2,11 @@
 """C++20 coroutines without an async-stack ABI (issue 33): the cxx runtime.
 
 Cases cxx_task.O0/O2g (corpus/cxx_task.cc, a task type written from the
-standard) and asio_coro.O0/O2g (corpus/asio_coro.cc, Debian's Asio).  What
+standard), asio_coro.O0/O2g (corpus/asio_coro.cc, Debian's Asio) and
+asio_threads.O0/O2g (corpus/asio_threads.cc: two threads, each with its own
+io_context and co_spawn, one running and one parked chain each) and
+cxx_hop.O0/O2g (corpus/cxx_hop.cc: the task type hopping to two worker
+threads, the same coroutines running on both).  What
 each must give is read from the program's source, never from coreq:
   - each `co_await NAME(` on a line marked `// AWAIT:fn` says fn awaits the
     coroutine NAME; an AWAIT line awaiting anything else (an event, a timer,
@@ -25,11 +29,25 @@ import subprocess
 
 from coreq_test import CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, skip
 
-CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g"]
+CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g",
+         "boost_coro.O0", "boost_coro.O2g"]
+# boost_coro.cc is asio_coro.cc's program built against Boost.Asio.
+SOURCE = {"boost_coro": "asio_coro"}
 
 
-def program_structure(src):
-    """(awaits: fn -> awaited coroutine or None for a leaf, crasher, coroutines)."""
+def await_lines(src):
+    """fn -> the source line of its marked co_await (1-based)."""
+    lines = {}
+    for n, l in enumerate(open(src).read().splitlines(), 1):
+        m = re.search(r"co_await .*// AWAIT:(\w+)$", l)
+        if m:
+            lines[m.group(1)] = n
+    return lines
+
+
+def program_structure(src, stopper="crash_now"):
+    """(awaits: fn -> awaited coroutine or None for a leaf, the coroutine
+    that calls stopper, coroutines)."""
     text = open(src).read()
     awaits = {}
     for m in re.finditer(r"^(.*)// AWAIT:(\w+)$", text, re.M):
@@ -40,7 +58,7 @@ def program_structure(src):
     crasher = None
     for fn in coros:
         body = re.search(r"^static [^\n]* " + fn + r"\([^)]*\)\n\{(.*?)^\}", text, re.M | re.S)
-        if body and "crash_now(" in body.group(1):
+        if body and stopper + "(" in body.group(1):
             crasher = fn
     for fn, callee in awaits.items():
         if callee is not None and callee not in coros:
@@ -85,7 +103,7 @@ def check_case(case):
         skip(f"{case}: cxx chains", f"no core under {d} (corpus not built with it)")
         return
     prog = case.split(".")[0]
-    src = os.path.join(ROOT, "corpus", prog + ".cc")
+    src = os.path.join(ROOT, "corpus", SOURCE.get(prog, prog) + ".cc")
     awaits, crasher, coros = program_structure(src)
     parked, crashed = chains_from(awaits, crasher)
     ok(len(parked) == 2 and len(crashed) == 3,
@@ -115,6 +133,32 @@ def check_case(case):
         states = [f.get("state") for f in s["frames"] if coro_of(f, coros)]
         ok(all(st == "await #0" for st in states),
            f"{case}: {chain[0]} chain: each coroutine parked at its first co_await", str(states))
+    # Await lines: each parked or merged async coroutine frame is reported
+    # at its co_await's source line (the line marked AWAIT:fn), not at the
+    # coroutine's first line.
+    want_line = await_lines(src)
+    got = [(coro_of(f, coros), f.get("file"), f.get("line"))
+           for _, s in found for f in s["frames"] if coro_of(f, coros)]
+    got += [(coro_of(f, coros), f.get("file"), f.get("line"))
+            for f in data["threads"][0]["frames"]
+            if coro_of(f, coros) and f["kind"] == "async"]
+    expect = [(n, os.path.basename(src), want_line.get(n)) for n, _, _ in got]
+    ok(got and [(n, os.path.basename(fl or ""), ln) for n, fl, ln in got] == expect,
+       f"{case}: each suspended coroutine is at its co_await's line ({len(got)} frames)",
+       [f"expected {expect}", f"got {got}"])
+    if prog != "cxx_task":
+        # Asio's own co_spawn_entry_point is parked at `co_await f();` (its
+        # dispatch is a jump table, reached at -O2 through the even half):
+        # the line is read from the installed header itself.
+        spawn = [f for _, s in found for f in s["frames"]
+                 if "co_spawn_entry_point" in (f.get("function") or "") and
+                 (f.get("file") or "").endswith("co_spawn.hpp")]
+        hdr = spawn[0]["file"] if spawn else ""
+        want = [n for n, l in enumerate(open(hdr).read().splitlines(), 1)
+                if l.strip() == "co_await f();"] if os.path.isfile(hdr) else []
+        ok(len(spawn) == 2 and len(want) == 1 and all(f["line"] == want[0] for f in spawn),
+           f"{case}: Asio's co_spawn_entry_point frames are at its `co_await f();` line",
+           [f"header {hdr} line {want}", str([f.get("line") for f in spawn])])
 
     th = data["threads"][0]
     names = [f.get("function") or "" for f in th["frames"]]
@@ -166,9 +210,140 @@ def check_case(case):
        f"{case}: gdb: each link is the awaited coroutine's continuation", [out, str(links)])
 
 
+def thread_chain(th, coros):
+    """The program coroutines on a thread's stack, in order, and where the
+    resumer (Asio's pump) and the thread's outermost program frame are."""
+    return [coro_of(f, coros) for f in th["frames"] if coro_of(f, coros)]
+
+
+def check_threads_case(case):
+    """asio_threads: coroutines on two threads, each with its io_context;
+    co_spawn called on each.  The crashed thread (main) and io-b (blocked in
+    block_now inside a coroutine) each read their own running chain; the
+    parked chains of both threads are listed once; no coroutine twice."""
+    d = os.path.join(CORPUS, "cores", case)
+    core = os.path.join(d, "core")
+    if not os.path.isfile(core):
+        skip(f"{case}: cxx chains on two threads", f"no core under {d} (corpus not built with it)")
+        return
+    src = os.path.join(ROOT, "corpus", "asio_threads.cc")
+    awaits, crasher, coros = program_structure(src)
+    _, blocker, _ = program_structure(src, "block_now")
+    parked, crashed = chains_from(awaits, crasher)
+    _, blocked = chains_from(awaits, blocker)
+    ok(len(parked) == 2 and len(crashed) == 3 and len(blocked) == 2,
+       f"{case}: the source names two parked chains and running chains of 3 and 2",
+       [str(parked), str(crashed), str(blocked)])
+    data, r = coreq_json("stack", core, "--format", "json", "--no-cache")
+    ok(not sanitizer_report(r.stderr), f"{case}: no sanitizer report", r.stderr)
+    lists = []
+    for s in data["suspended"]:
+        mine = [coro_of(f, coros) for f in s["frames"] if coro_of(f, coros)]
+        if s["kind"] == "cxx" and mine:
+            lists.append(mine)
+    ok(sorted(lists) == sorted(parked),
+       f"{case}: both threads' parked chains listed once each, leaf first, no phantom",
+       [f"expected {parked}", f"got {lists}"])
+    ths = data["threads"]
+    names = lambda th: [f.get("function") or "" for f in th["frames"]]
+    crash_th = [th for th in ths if names(th) and names(th)[0].startswith("crash_now")]
+    block_th = [th for th in ths if any(n.startswith("block_now") for n in names(th))]
+    ok(len(crash_th) == 1 and thread_chain(crash_th[0], coros) == crashed and
+       any("awaitable_thread" in n for n in names(crash_th[0])) and "main" in names(crash_th[0]),
+       f"{case}: crashed thread reads crash_now, {' < '.join(crashed)} once each, pump, main",
+       [str(thread_chain(t, coros)) for t in ths])
+    ok(len(block_th) == 1 and block_th[0] is not (crash_th or [None])[0] and
+       thread_chain(block_th[0], coros) == blocked and
+       any("awaitable_thread" in n for n in names(block_th[0])) and
+       any(n.startswith("run_b") for n in names(block_th[0])),
+       f"{case}: io-b reads block_now, {' < '.join(blocked)} once each, pump, run_b",
+       [str(thread_chain(t, coros)) for t in ths])
+    everywhere = [c for l in lists for c in l] + [c for t in ths for c in thread_chain(t, coros)]
+    ok(len(everywhere) == len(set(everywhere)) and
+       set(everywhere) == {c for ch in parked + [crashed, blocked] for c in ch},
+       f"{case}: each program coroutine shown once in all", str(everywhere))
+    want_line = await_lines(src)
+    got = [(coro_of(f, coros), f.get("line")) for s in data["suspended"] for f in s["frames"]
+           if coro_of(f, coros)]
+    got += [(coro_of(f, coros), f.get("line")) for t in ths for f in t["frames"]
+            if coro_of(f, coros) and f["kind"] == "async"]
+    ok(got and all(ln == want_line.get(n) for n, ln in got),
+       f"{case}: each suspended coroutine is at its co_await's line ({len(got)} frames)",
+       [f"expected {[(n, want_line.get(n)) for n, _ in got]}", f"got {got}"])
+
+
+def check_hop_case(case):
+    """cxx_hop: the same coroutines hop to two worker threads (one crashes,
+    one blocks); each worker's stack reads its own chain, frames distinct;
+    the parked chain listed once; gdb names worker 2's outer frame."""
+    d = os.path.join(CORPUS, "cores", case)
+    core = os.path.join(d, "core")
+    if not os.path.isfile(core):
+        skip(f"{case}: cxx chains after a thread hop", f"no core under {d} (corpus not built with it)")
+        return
+    src = os.path.join(ROOT, "corpus", "cxx_hop.cc")
+    awaits, crasher, coros = program_structure(src)
+    _, blocker, _ = program_structure(src, "block_now")
+    parked, running = chains_from(awaits, crasher)
+    ok(crasher == blocker and len(parked) == 1 and len(running) == 3,
+       f"{case}: the source names one parked chain and a running chain of 3 on each worker",
+       [str(parked), str(running), str(blocker)])
+    data, r = coreq_json("stack", core, "--format", "json", "--no-cache")
+    ok(not sanitizer_report(r.stderr), f"{case}: no sanitizer report", r.stderr)
+    lists = [[coro_of(f, coros) for f in s["frames"] if coro_of(f, coros)]
+             for s in data["suspended"] if s["kind"] == "cxx"]
+    lists = [l for l in lists if l]
+    ok(lists == parked, f"{case}: the parked chain listed once, leaf first, no phantom",
+       [f"expected {parked}", f"got {lists}"])
+    ths = data["threads"]
+    names = lambda th: [f.get("function") or "" for f in th["frames"]]
+    objs = {}
+    for stop in ("crash_now", "block_now"):
+        th = [t for t in ths if any(n.startswith(stop) for n in names(t))]
+        ok(len(th) == 1 and thread_chain(th[0], coros) == running and
+           any(n.startswith("Worker::run") for n in names(th[0])[names(th[0]).index(
+               next(n for n in names(th[0]) if n.startswith(stop))):]),
+           f"{case}: the worker in {stop} reads {' < '.join(running)} once each, then Worker::run",
+           [str(thread_chain(t, coros)) for t in ths])
+        if th:
+            objs[stop] = [f.get("object") for f in th[0]["frames"]
+                          if coro_of(f, coros) and f["kind"] == "async"]
+    allobj = [o for v in objs.values() for o in v]
+    ok(len(allobj) == 4 and len(set(allobj)) == 4,
+       f"{case}: the two workers' async frames are four distinct frames", str(objs))
+    main_th = [t for t in ths if "main" in names(t)]
+    ok(len(main_th) == 1 and not thread_chain(main_th[0], coros),
+       f"{case}: main (in sync_wait) shows no coroutine of the workers", names(main_th[0])[:10]
+       if main_th else "no main thread")
+    want_line = await_lines(src)
+    got = [(coro_of(f, coros), f.get("line")) for s in data["suspended"] for f in s["frames"]
+           if coro_of(f, coros)]
+    got += [(coro_of(f, coros), f.get("line")) for t in ths for f in t["frames"]
+            if coro_of(f, coros) and f["kind"] == "async"]
+    ok(got and all(ln == want_line.get(n) for n, ln in got),
+       f"{case}: each suspended coroutine is at its co_await's line ({len(got)} frames)",
+       [f"expected {[(n, want_line.get(n)) for n, _ in got]}", f"got {got}"])
+    if not shutil.which("gdb") or "block_now" not in objs:
+        skip(f"{case}: gdb confirms worker 2's chain", "gdb not installed or no chain")
+        return
+    exe = [l.split("=", 1)[1].strip() for l in open(os.path.join(d, "expect"))
+           if l.startswith("exe=")][0]
+    out = gdb(exe, core, ["p/x 'main::chain_2'.handle._M_fr_ptr", "p/x event_b.waiter._M_fr_ptr"])
+    vals = re.findall(r"^\$\d+ = (0x[0-9a-f]+)", out, re.M)
+    leaf = [s["frames"][0].get("object") for s in data["suspended"] if s["kind"] == "cxx"]
+    ok(len(vals) == 2 and objs["block_now"] and int(objs["block_now"][-1], 16) == int(vals[0], 16)
+       and leaf and int(leaf[0], 16) == int(vals[1], 16),
+       f"{case}: gdb: worker 2's outer frame is chain_2's, the parked leaf is event_b's waiter",
+       [out, str(objs), str(leaf)])
+
+
 def main():
     for case in CASES:
         check_case(case)
+    for case in ["asio_threads.O0", "asio_threads.O2g"]:
+        check_threads_case(case)
+    for case in ["cxx_hop.O0", "cxx_hop.O2g"]:
+        check_hop_case(case)
     done()
 
 

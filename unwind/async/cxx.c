@@ -45,6 +45,18 @@
  * (sync_wait, Asio's pump) follow.  Every other chain whose frames run on
  * no thread is a suspended chain of kind "cxx".
  *
+ * Await lines: a frame parked at co_await #k (resume index 2k + 4) is
+ * shown at that co_await's source line, read from the actor's code and
+ * line table (x86-64, coro_dispatch.h): the actor's dispatch (`cmp
+ * $index; je target`, or a jump table when there are many suspend points,
+ * maybe behind a split on the index's low bit) gives the resume target,
+ * whose line is the awaiter's await_resume on the co_await's line, and the
+ * index's store on the way to suspend gives a second line, used when gcc
+ * did not give it the coroutine's artificial location (see await_pc).
+ * Where neither is found (another dispatch shape, another architecture)
+ * the frame keeps its coroutine's first line; its state "await #k" says
+ * where it is parked either way.
+ *
  * A process with folly's async-stack ABI (its symbols) is left to the folly
  * runtime, which sees the same coroutines through its own records.  Without
  * DWARF for a module its coroutines are not looked for (clang < 17 emits
@@ -65,6 +77,7 @@
 #include "libcore/base/clock.h"
 #include "libcore/base/memory.h"
 #include "libcore/base/regular_file.h"
+#include "unwind/async/coro_dispatch.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/heap_chunks.h"
 #include "unwind/async/runtime.h"
@@ -74,14 +87,20 @@
 #define MAX_LINK_WORDS       (1u << 23)
 #define MAX_FRAME_WORDS      4096u /* words of one frame read for links */
 #define MAX_SYMBOLS          (1u << 24)
-#define MAX_NAME             512
+#define MAX_NAME             (1u << 16) /* a symbol name's length */
 #define MAX_SUSPENDED_FRAMES (1u << 16) /* frames of all suspended chains */
+#define DISPATCH_BYTES       1024u      /* an actor's code read for its dispatch */
 
 /* One coroutine, from its actor and destroy symbols and its frame type. */
 struct coro_type {
 	uint64_t actor, actor_end, destroy; /* runtime addresses */
 	uint64_t size, promise_off, promise_size, index_off;
 	unsigned max_index; /* highest valid _Coro_resume_index */
+	uint32_t module;    /* index in the target's modules */
+	/* The last resume target looked up (resume_target), for last_index. */
+	uint64_t last_target;
+	uint16_t last_index;
+	bool looked_up;
 };
 
 enum reject_reason {
@@ -153,30 +172,42 @@ static const char *keep_name(struct cxx *x, const char *s)
 	return c;
 }
 
-/* An actor or destroy symbol: its name without the suffix, and address. */
+/*
+ * An actor or destroy symbol: its name without the suffix (len bytes of the
+ * symbol table's string, which lives as long as the Elf), and address.
+ * Names are long: Boost.Asio's, with any_executor's template arguments,
+ * pass 1,000 bytes.
+ */
 struct coro_sym {
-	char name[MAX_NAME];
+	const char *name;
+	size_t len;
 	uint64_t addr, size;
 	bool actor;
 };
 
+static bool same_name(const struct coro_sym *x, const struct coro_sym *y)
+{
+	return x->len == y->len && memcmp(x->name, y->name, x->len) == 0;
+}
+
 static int cmp_sym(const void *a, const void *b)
 {
 	const struct coro_sym *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
 	if (c)
 		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
 	return (int)y->actor - (int)x->actor; /* the actor first */
 }
 
-static bool strip_suffix(const char *s, const char *suffix, char *out)
+/* s's length without suffix, or 0 when s does not end in it. */
+static size_t strip_suffix(const char *s, const char *suffix)
 {
-	size_t n = strlen(s), k = strlen(suffix);
-	if (n <= k || n - k >= MAX_NAME || strcmp(s + n - k, suffix) != 0)
-		return false;
-	memcpy(out, s, n - k);
-	out[n - k] = '\0';
-	return true;
+	size_t n = strnlen(s, MAX_NAME + 1), k = strlen(suffix);
+	if (n <= k || n > MAX_NAME || strcmp(s + n - k, suffix) != 0)
+		return 0;
+	return n - k;
 }
 
 /* The .actor and .destroy symbols of an ELF file's symbol table, appended to *syms. */
@@ -196,10 +227,11 @@ static bool module_symbols(Elf *elf, uint64_t bias, struct coro_sym **syms, size
 			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 ||
 			    !(name = elf_strptr(elf, sh.sh_link, sym.st_name)))
 				continue;
-			struct coro_sym s = {.addr = sym.st_value + bias, .size = sym.st_size};
-			if (strip_suffix(name, ".Frame.actor", s.name))
+			struct coro_sym s = {
+			    .name = name, .addr = sym.st_value + bias, .size = sym.st_size};
+			if ((s.len = strip_suffix(name, ".Frame.actor")))
 				s.actor = true;
-			else if (!strip_suffix(name, ".Frame.destroy", s.name))
+			else if (!(s.len = strip_suffix(name, ".Frame.destroy")))
 				continue;
 			if (*n == *cap) {
 				size_t c = *cap ? *cap * 2 : 64;
@@ -319,12 +351,13 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
 	struct cq_error *err = NULL;
 	for (size_t i = 0; dw && i + 1 < n && !err; i++) {
-		if (!syms[i].actor || syms[i + 1].actor || strcmp(syms[i].name, syms[i + 1].name))
+		if (!syms[i].actor || syms[i + 1].actor || !same_name(&syms[i], &syms[i + 1]))
 			continue;
 		struct coro_type ct = {.actor = syms[i].addr,
 		                       .actor_end =
 		                           syms[i].addr + (syms[i].size ? syms[i].size : 1),
-		                       .destroy = syms[i + 1].addr};
+		                       .destroy = syms[i + 1].addr,
+		                       .module = (uint32_t)m};
 		Dwarf_Die st;
 		if (!actor_frame_type(dw, syms[i].addr - mod->bias, &st) || !frame_layout(&st, &ct))
 			continue;
@@ -628,16 +661,134 @@ static const char *state_name(struct cxx *x, const struct frame *f)
 	return keep_name(x, buf);
 }
 
+/*
+ * Up to n bytes of mod's image at runtime address addr, from its file (an
+ * allocated section with contents; code only when exec); how many.
+ */
+static size_t image_bytes(const struct cq_target_module *mod, uint64_t addr, uint8_t *buf, size_t n,
+                          bool exec)
+{
+	Elf *elf = mod->elf;
+	GElf_Ehdr eh;
+	if (!elf || !gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || addr < mod->bias)
+		return 0;
+	uint64_t a = addr - mod->bias;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || (exec && !(sh.sh_flags & SHF_EXECINSTR)) ||
+		    a < sh.sh_addr || a - sh.sh_addr >= sh.sh_size)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		uint64_t off = a - sh.sh_addr;
+		if (!d || !d->d_buf || off >= d->d_size)
+			return 0;
+		size_t k = d->d_size - off < n ? (size_t)(d->d_size - off) : n;
+		memcpy(buf, (const uint8_t *)d->d_buf + off, k);
+		return k;
+	}
+	return 0;
+}
+
+/* cq_coro_read_fn over a module's file. */
+static size_t read_image(void *ctx, uint64_t addr, uint8_t *buf, size_t n)
+{
+	return image_bytes(ctx, addr, buf, n, false);
+}
+
+/* The source line of the actor's own frame at pc (through inlined calls), or 0. */
+static int actor_line(const struct cq_async_ctx *ctx, uint64_t pc)
+{
+	const struct cq_unwind_target *tg = ctx->target;
+	struct cq_frame_list fl = {0};
+	struct cq_unwind_frame uf = {.pc = pc, .trust = CQ_TRUST_ASYNC};
+	int line = 0;
+	if (!tg->ops->add_frames(tg->ctx, &fl, &uf, CQ_FRAME_ASYNC) && fl.n > 0)
+		line = fl.frames[fl.n - 1].line;
+	free(fl.frames);
+	return line;
+}
+
+/*
+ * A code address of the actor on frame f's co_await's source line, or 0;
+ * cached per type.  Two places carry that line (gcc 12, checked at -O0 and
+ * -O2 on the corpus): the resume target (the awaiter's await_resume, on
+ * the co_await's line, unless it is empty and optimised away, when the
+ * target's line is the next statement's), and the store of the index on
+ * the way to suspend (on the co_await's line at -O2, unless gcc gives it
+ * the coroutine's artificial location, the line of the dispatch's load).
+ * The store is taken when its line is not the dispatch's, else the target.
+ */
+static uint64_t await_pc(struct cxx *x, const struct cq_async_ctx *ctx, const struct frame *f)
+{
+	struct coro_type *ty = &x->types[f->type];
+	if (f->index < 4 || f->index % 2 != 0)
+		return 0; /* not parked at a co_await */
+	if (ty->looked_up && ty->last_index == f->index)
+		return ty->last_target;
+	uint8_t code[DISPATCH_BYTES];
+	size_t n = 0, load = 0;
+	const struct cq_target_module *mod =
+	    ty->module < ctx->target->nmodules ? &ctx->target->modules[ty->module] : NULL;
+	if (mod)
+		n = image_bytes(mod, ty->actor, code,
+		                ty->actor_end - ty->actor < sizeof(code) ? ty->actor_end - ty->actor
+		                                                         : sizeof(code),
+		                true);
+	uint64_t pc = 0;
+	if (n)
+		pc = cq_coro_dispatch_target(code, n, ty->actor, ty->actor_end, ty->index_off,
+		                             f->index, &load);
+	if (!pc && n)
+		pc = cq_coro_jump_table_target(code, n, ty->actor, ty->actor, ty->actor_end,
+		                               ty->index_off, load, f->index, read_image,
+		                               (void *)mod);
+	uint64_t even = pc || !n ? 0 : cq_coro_even_branch(code, n, ty->actor, ty->actor_end, load);
+	if (even) { /* the resume half of the dispatch, maybe beyond the bytes read */
+		uint8_t half[DISPATCH_BYTES];
+		size_t k = image_bytes(mod, even, half,
+		                       ty->actor_end - even < sizeof(half) ? ty->actor_end - even
+		                                                           : sizeof(half),
+		                       true);
+		if (k)
+			pc = cq_coro_branch_target(half, k, even, ty->actor, ty->actor_end,
+			                           ty->index_off, 0, f->index);
+		if (!pc && k)
+			pc = cq_coro_jump_table_target(half, k, even, ty->actor, ty->actor_end,
+			                               ty->index_off, 0, f->index, read_image,
+			                               (void *)mod);
+	}
+	if (pc) {
+		size_t st = cq_coro_index_store(code, n, load, ty->index_off, f->index);
+		int ls = st != SIZE_MAX ? actor_line(ctx, ty->actor + st) : 0;
+		if (ls > 0 && ls != actor_line(ctx, ty->actor + load))
+			pc = ty->actor + st;
+	}
+	ty->last_target = pc;
+	ty->last_index = f->index;
+	ty->looked_up = true;
+	return pc;
+}
+
 /* Appends frame f as an async frame named after its coroutine's actor. */
 static struct cq_error *add_async(struct cxx *x, const struct cq_async_ctx *ctx,
                                   struct cq_frame_list *fl, const struct frame *f, bool with_state)
 {
 	const struct cq_unwind_target *tg = ctx->target;
-	struct cq_unwind_frame uf = {.pc = x->types[f->type].actor, .trust = CQ_TRUST_ASYNC};
+	uint64_t resume = with_state ? await_pc(x, ctx, f) : 0;
+	struct cq_unwind_frame uf = {.pc = resume ? resume : x->types[f->type].actor,
+	                             .trust = CQ_TRUST_ASYNC};
 	size_t start = fl->n;
 	struct cq_error *err = tg->ops->add_frames(tg->ctx, fl, &uf, CQ_FRAME_ASYNC);
 	if (err || fl->n == start)
 		return err;
+	if (resume && fl->n > start + 1) {
+		/* Only the actor's frame, at the co_await's line: not the awaiter's inlined calls.
+		 */
+		fl->frames[start] = fl->frames[fl->n - 1];
+		fl->n = start + 1;
+	}
 	struct cq_stack_frame *last = &fl->frames[fl->n - 1];
 	last->object = f->addr;
 	if (with_state && !(last->state = state_name(x, f)))
