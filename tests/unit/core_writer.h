@@ -1,6 +1,7 @@
 /*
  * core_writer.h - builds small x86_64 ELF core files by hand for the unit
- * tests of the core model (test_notes.c, test_module.c).  Layouts follow the
+ * tests of the core model (test_notes.c, test_module.c); aarch64 ones too
+ * (machine, cw_prstatus_aarch64) where a test puts its own code in the core.  Layouts follow the
  * kernel's ELF core format (elf(5), linux/elfcore.h): an ET_CORE header, one
  * PT_NOTE segment of 4-byte-aligned notes, and optional PT_LOAD segments.
  */
@@ -22,6 +23,7 @@ struct core_writer {
 	Elf64_Phdr loads[4];
 	const uint8_t *load_bytes[4];
 	unsigned nloads;
+	uint16_t machine; /* e_machine; 0: EM_X86_64 */
 };
 
 static inline void cw_put(uint8_t *p, uint64_t v, unsigned n)
@@ -59,6 +61,18 @@ static inline void cw_prstatus(struct core_writer *w, int32_t tid, int sig, uint
 	cw_note(w, "CORE", NT_PRSTATUS, d, sizeof(d));
 }
 
+/* aarch64's NT_PRSTATUS: pr_reg (34 words: x0..x30, sp, pc, pstate) at 112. */
+static inline void cw_prstatus_aarch64(struct core_writer *w, int32_t tid, int sig, uint64_t pc,
+                                       uint64_t sp)
+{
+	uint8_t d[392] = {0};
+	cw_put(d + 12, (uint64_t)sig, 2);
+	cw_put(d + 32, (uint64_t)(uint32_t)tid, 4);
+	cw_put(d + 112 + 8 * 31, sp, 8);
+	cw_put(d + 112 + 8 * 32, pc, 8);
+	cw_note(w, "CORE", NT_PRSTATUS, d, sizeof(d));
+}
+
 /* A loadable segment whose bytes are written after the notes. */
 static inline void cw_load(struct core_writer *w, uint64_t vaddr, const uint8_t *bytes,
                            uint64_t len, uint32_t flags)
@@ -83,7 +97,7 @@ static inline int cw_write(const struct core_writer *w, const char *path, uint64
 	eh.e_ident[EI_DATA] = ELFDATA2LSB;
 	eh.e_ident[EI_VERSION] = EV_CURRENT;
 	eh.e_type = ET_CORE;
-	eh.e_machine = EM_X86_64;
+	eh.e_machine = w->machine ? w->machine : EM_X86_64;
 	eh.e_version = EV_CURRENT;
 	eh.e_phoff = sizeof(eh);
 	eh.e_ehsize = sizeof(eh);

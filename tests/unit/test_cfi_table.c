@@ -13,7 +13,9 @@
  * known instruction boundaries (every boundary has an exported label), and
  * check the rule kinds, registers and values; the PLT and signal rows are
  * also stepped with cq_unwind_step_cfi over synthetic memory.  The fixtures
- * are never executed.
+ * are never executed.  Each has an aarch64 twin with the same CFI shapes
+ * (the aarch64 build runs this test under qemu-aarch64); the tests name
+ * registers by their part (FX_SP, FX_RA ...), not by x86_64 name.
  *
  * Then the serialised form: round trips, and blobs damaged in one way each,
  * which must be rejected with CQ_ERR_FORMAT (never a crash: this runs under
@@ -45,13 +47,58 @@
 
 #include "tests/unit/x86_64_regs.h"
 
+/*
+ * The DWARF registers the fixtures name, by their part.  The serialised-form
+ * tests build small tables by hand in x86_64's numbering (x86_64_regs.h) on
+ * both architectures; the fixture tests read this binary's own .eh_frame, in
+ * its architecture's.
+ */
+#if defined(__x86_64__)
+#define FX_ARCH cq_arch_x86_64
+enum {
+	FX_NREGS = NREGS,
+	FX_SP = RSP,
+	FX_FP = RBP,
+	FX_RA = RIP, /* the return-address column */
+	FX_PC = RIP,
+	FX_CFA_REG = R10,   /* cq_fx_realign's CFA register */
+	FX_SAVED = RBX,     /* cq_fx_rules: held in FX_HOLDER, then same value */
+	FX_HOLDER = R12,    /* callee-saved */
+	FX_VAL = R13,       /* val_offset */
+	FX_UNDEF = R14,     /* callee-saved, then undefined */
+	FX_CLOBBERED = R11, /* call-clobbered */
+	FX_ENTRY_CFA = 8,   /* CFA - sp where a function starts: the call pushed */
+	FX_SIG_CFA = 160,   /* the saved sp's slot from the trampoline's sp */
+};
+#elif defined(__aarch64__)
+#define FX_ARCH cq_arch_aarch64
+enum {
+	FX_NREGS = 33,
+	FX_SP = 31,
+	FX_FP = 29,
+	FX_RA = 30,
+	FX_PC = 32,
+	FX_CFA_REG = 9,
+	FX_SAVED = 19,
+	FX_HOLDER = 20,
+	FX_VAL = 21,
+	FX_UNDEF = 22,
+	FX_CLOBBERED = 10,
+	FX_ENTRY_CFA = 0, /* the return address is in x30 */
+	FX_SIG_CFA = 560,
+};
+#endif
+
 /* ---- fixtures ------------------------------------------------------------------ */
 
 /*
  * Every fixture is .globl .hidden so C can take its (PC-relative) address;
  * labels inside mark instruction boundaries where a new CFI row starts.
- * cq_fx_gap is padding between FDEs that no FDE covers.
+ * cq_fx_gap is padding between FDEs that no FDE covers.  The labels keep
+ * the x86_64 register names (cq_fx_realign_r10, cq_fx_restore_rt) on both
+ * architectures.
  */
+#if defined(__x86_64__)
 __asm__(".text\n"
         ".p2align 4\n"
 
@@ -202,6 +249,186 @@ __asm__(".text\n"
         "	syscall\n"
         "	.cfi_endproc\n"
         ".size cq_fx_sigframe, .-cq_fx_sigframe\n");
+#elif defined(__aarch64__)
+/*
+ * The aarch64 twins: the same CFI shapes in A64.  A call leaves the return
+ * address in x30 (the return-address column), so a function's entry row has
+ * CFA = sp + 0 and no rule for x30; the frame record is stp x29, x30.
+ */
+__asm__(".text\n"
+        ".p2align 4\n"
+
+        /* A frame-pointer prologue and epilogue (stp/ldp of the frame record). */
+        ".globl cq_fx_frame\n .hidden cq_fx_frame\n .type cq_fx_frame, %function\n"
+        ".globl cq_fx_frame_pushed\n .hidden cq_fx_frame_pushed\n"
+        ".globl cq_fx_frame_body\n .hidden cq_fx_frame_body\n"
+        ".globl cq_fx_frame_popped\n .hidden cq_fx_frame_popped\n"
+        ".globl cq_fx_frame_end\n .hidden cq_fx_frame_end\n"
+        "cq_fx_frame:\n"
+        "	.cfi_startproc\n"
+        "	stp x29, x30, [sp, #-16]!\n"
+        "cq_fx_frame_pushed:\n"
+        "	.cfi_def_cfa_offset 16\n"
+        "	.cfi_offset x29, -16\n"
+        "	.cfi_offset x30, -8\n"
+        "	mov x29, sp\n"
+        "cq_fx_frame_body:\n"
+        "	.cfi_def_cfa_register x29\n"
+        "	nop\n"
+        "	nop\n"
+        "	nop\n"
+        "	ldp x29, x30, [sp], #16\n"
+        "cq_fx_frame_popped:\n"
+        "	.cfi_restore x29\n"
+        "	.cfi_restore x30\n"
+        "	.cfi_def_cfa sp, 0\n"
+        "	ret\n"
+        "	.cfi_endproc\n"
+        "cq_fx_frame_end:\n"
+        ".size cq_fx_frame, .-cq_fx_frame\n"
+
+        /* No FDE covers these bytes. */
+        ".globl cq_fx_gap\n .hidden cq_fx_gap\n"
+        "cq_fx_gap:\n"
+        "	.skip 32, 0\n"
+
+        /*
+         * The realigning prologue's shape: CFA = x9 + 0, then x29 saved by a
+         * DW_CFA_expression, then CFA = *(x29 - 8) by DW_CFA_def_cfa_expression.
+         */
+        ".globl cq_fx_realign\n .hidden cq_fx_realign\n .type cq_fx_realign, %function\n"
+        ".globl cq_fx_realign_r10\n .hidden cq_fx_realign_r10\n"
+        ".globl cq_fx_realign_rbp\n .hidden cq_fx_realign_rbp\n"
+        ".globl cq_fx_realign_expr\n .hidden cq_fx_realign_expr\n"
+        "cq_fx_realign:\n"
+        "	.cfi_startproc\n"
+        "	mov x9, sp\n"
+        "cq_fx_realign_r10:\n"
+        "	.cfi_def_cfa x9, 0\n"
+        "	and x10, x9, #-16\n"
+        "	mov sp, x10\n"
+        "	stp x29, x30, [sp, #-16]!\n"
+        "	mov x29, sp\n"
+        "cq_fx_realign_rbp:\n"
+        "	.cfi_escape 0x10, 0x1d, 0x02, 0x8d, 0x00\n" /* x29 at breg29 0 */
+        "	str x9, [sp, #-16]!\n"
+        "cq_fx_realign_expr:\n"
+        "	.cfi_escape 0x0f, 0x03, 0x8d, 0x78, 0x06\n" /* CFA = *(x29 - 8) */
+        "	nop\n"
+        "	nop\n"
+        "	brk #0\n"
+        "	.cfi_endproc\n"
+        ".size cq_fx_realign, .-cq_fx_realign\n"
+
+        /* DW_CFA_register, val_offset, same_value and undefined (not x30). */
+        ".globl cq_fx_rules\n .hidden cq_fx_rules\n .type cq_fx_rules, %function\n"
+        ".globl cq_fx_rules_reg\n .hidden cq_fx_rules_reg\n"
+        ".globl cq_fx_rules_val\n .hidden cq_fx_rules_val\n"
+        ".globl cq_fx_rules_same\n .hidden cq_fx_rules_same\n"
+        "cq_fx_rules:\n"
+        "	.cfi_startproc\n"
+        "	mov x20, x19\n"
+        "cq_fx_rules_reg:\n"
+        "	.cfi_register x19, x20\n"
+        "	sub x21, sp, #24\n"
+        "cq_fx_rules_val:\n"
+        "	.cfi_val_offset x21, -32\n"
+        "	mov x19, x20\n"
+        "cq_fx_rules_same:\n"
+        "	.cfi_same_value x19\n"
+        "	.cfi_undefined x22\n"
+        "	ret\n"
+        "	.cfi_endproc\n"
+        ".size cq_fx_rules, .-cq_fx_rules\n"
+
+        /* A thread's first function, like _start: the return address is undefined. */
+        ".globl cq_fx_outermost\n .hidden cq_fx_outermost\n .type cq_fx_outermost, %function\n"
+        "cq_fx_outermost:\n"
+        "	.cfi_startproc\n"
+        "	.cfi_undefined x30\n"
+        "	mov x29, #0\n"
+        "	nop\n"
+        "	brk #0\n"
+        "	.cfi_endproc\n"
+        ".size cq_fx_outermost, .-cq_fx_outermost\n"
+
+        /*
+         * The PLT rule's shape: a CFA expression of the stack pointer and the
+         * pc, breg31 8; bregx 32 0; lit15; and; lit11; ge; lit3; shl; plus,
+         * with the return address at CFA - 8.
+         */
+        ".p2align 4\n"
+        ".globl cq_fx_plt\n .hidden cq_fx_plt\n .type cq_fx_plt, %function\n"
+        ".globl cq_fx_plt_end\n .hidden cq_fx_plt_end\n"
+        "cq_fx_plt:\n"
+        "	.cfi_startproc\n"
+        "	.cfi_escape 0x0f, 0x0c, 0x8f, 0x08, 0x92, 0x20, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, "
+        "0x33, 0x24, 0x22\n"
+        "	.cfi_offset x30, -8\n"
+        "	ldr x17, [x16]\n"
+        "	br x17\n"
+        "	nop\n"
+        "	nop\n"
+        "	.cfi_endproc\n"
+        "cq_fx_plt_end:\n"
+        ".size cq_fx_plt, .-cq_fx_plt\n"
+
+        /*
+         * A signal trampoline's: "zRS" CIE; CFA = *(sp + 560) (the
+         * ucontext's saved sp), every register by DW_CFA_expression breg31 N
+         * into the rt_sigframe: x0..x29 in uc_mcontext.regs at sp + 312, sp
+         * at sp + 560, and the return-address column x30 from the saved pc
+         * at sp + 568, so the caller's pc is the interrupted instruction.
+         * The FDE starts one instruction (a nop) before the trampoline so
+         * that its return-address lookup at pc - 1 hits it.
+         */
+        ".globl cq_fx_sigframe\n .hidden cq_fx_sigframe\n .type cq_fx_sigframe, %function\n"
+        ".globl cq_fx_restore_rt\n .hidden cq_fx_restore_rt\n"
+        "cq_fx_sigframe:\n"
+        "	.cfi_startproc\n"
+        "	.cfi_signal_frame\n"
+        "	.cfi_escape 0x0f, 0x04, 0x8f, 0xb0, 0x04, 0x06\n"
+        "	.cfi_escape 0x10, 0x00, 0x03, 0x8f, 0xb8, 0x02\n" /* x0  sp+312 */
+        "	.cfi_escape 0x10, 0x01, 0x03, 0x8f, 0xc0, 0x02\n" /* x1  sp+320 */
+        "	.cfi_escape 0x10, 0x02, 0x03, 0x8f, 0xc8, 0x02\n" /* x2  sp+328 */
+        "	.cfi_escape 0x10, 0x03, 0x03, 0x8f, 0xd0, 0x02\n" /* x3  sp+336 */
+        "	.cfi_escape 0x10, 0x04, 0x03, 0x8f, 0xd8, 0x02\n" /* x4  sp+344 */
+        "	.cfi_escape 0x10, 0x05, 0x03, 0x8f, 0xe0, 0x02\n" /* x5  sp+352 */
+        "	.cfi_escape 0x10, 0x06, 0x03, 0x8f, 0xe8, 0x02\n" /* x6  sp+360 */
+        "	.cfi_escape 0x10, 0x07, 0x03, 0x8f, 0xf0, 0x02\n" /* x7  sp+368 */
+        "	.cfi_escape 0x10, 0x08, 0x03, 0x8f, 0xf8, 0x02\n" /* x8  sp+376 */
+        "	.cfi_escape 0x10, 0x09, 0x03, 0x8f, 0x80, 0x03\n" /* x9  sp+384 */
+        "	.cfi_escape 0x10, 0x0a, 0x03, 0x8f, 0x88, 0x03\n" /* x10 sp+392 */
+        "	.cfi_escape 0x10, 0x0b, 0x03, 0x8f, 0x90, 0x03\n" /* x11 sp+400 */
+        "	.cfi_escape 0x10, 0x0c, 0x03, 0x8f, 0x98, 0x03\n" /* x12 sp+408 */
+        "	.cfi_escape 0x10, 0x0d, 0x03, 0x8f, 0xa0, 0x03\n" /* x13 sp+416 */
+        "	.cfi_escape 0x10, 0x0e, 0x03, 0x8f, 0xa8, 0x03\n" /* x14 sp+424 */
+        "	.cfi_escape 0x10, 0x0f, 0x03, 0x8f, 0xb0, 0x03\n" /* x15 sp+432 */
+        "	.cfi_escape 0x10, 0x10, 0x03, 0x8f, 0xb8, 0x03\n" /* x16 sp+440 */
+        "	.cfi_escape 0x10, 0x11, 0x03, 0x8f, 0xc0, 0x03\n" /* x17 sp+448 */
+        "	.cfi_escape 0x10, 0x12, 0x03, 0x8f, 0xc8, 0x03\n" /* x18 sp+456 */
+        "	.cfi_escape 0x10, 0x13, 0x03, 0x8f, 0xd0, 0x03\n" /* x19 sp+464 */
+        "	.cfi_escape 0x10, 0x14, 0x03, 0x8f, 0xd8, 0x03\n" /* x20 sp+472 */
+        "	.cfi_escape 0x10, 0x15, 0x03, 0x8f, 0xe0, 0x03\n" /* x21 sp+480 */
+        "	.cfi_escape 0x10, 0x16, 0x03, 0x8f, 0xe8, 0x03\n" /* x22 sp+488 */
+        "	.cfi_escape 0x10, 0x17, 0x03, 0x8f, 0xf0, 0x03\n" /* x23 sp+496 */
+        "	.cfi_escape 0x10, 0x18, 0x03, 0x8f, 0xf8, 0x03\n" /* x24 sp+504 */
+        "	.cfi_escape 0x10, 0x19, 0x03, 0x8f, 0x80, 0x04\n" /* x25 sp+512 */
+        "	.cfi_escape 0x10, 0x1a, 0x03, 0x8f, 0x88, 0x04\n" /* x26 sp+520 */
+        "	.cfi_escape 0x10, 0x1b, 0x03, 0x8f, 0x90, 0x04\n" /* x27 sp+528 */
+        "	.cfi_escape 0x10, 0x1c, 0x03, 0x8f, 0x98, 0x04\n" /* x28 sp+536 */
+        "	.cfi_escape 0x10, 0x1d, 0x03, 0x8f, 0xa0, 0x04\n" /* x29 sp+544 */
+        "	.cfi_escape 0x10, 0x1f, 0x03, 0x8f, 0xb0, 0x04\n" /* sp  sp+560 */
+        "	.cfi_escape 0x10, 0x1e, 0x03, 0x8f, 0xb8, 0x04\n" /* x30 sp+568 (pc) */
+        "	nop\n"
+        "cq_fx_restore_rt:\n"
+        "	mov x8, #139\n"
+        "	svc #0\n"
+        "	.cfi_endproc\n"
+        ".size cq_fx_sigframe, .-cq_fx_sigframe\n");
+#else
+#error "test_cfi_table has fixtures for x86_64 and aarch64 only"
+#endif
 
 extern const char cq_fx_frame[], cq_fx_frame_pushed[], cq_fx_frame_body[], cq_fx_frame_popped[],
     cq_fx_frame_end[], cq_fx_gap[];
@@ -268,7 +495,7 @@ static int self_setup(void **state)
 	s->elf = elf_begin(s->fd, ELF_C_READ_MMAP, NULL);
 	if (!s->elf)
 		return -1;
-	struct cq_error *err = cq_cfi_table_build(s->elf, NULL, cq_arch_x86_64.nregs, &s->table);
+	struct cq_error *err = cq_cfi_table_build(s->elf, NULL, FX_ARCH.nregs, &s->table);
 	if (err) {
 		fprintf(stderr, "cq_cfi_table_build: %s\n", err->message);
 		cq_error_free(err);
@@ -326,6 +553,19 @@ static void check_rule(const struct cq_cfi_rule *rs, unsigned regno, enum cq_cfi
 		fail_msg("register %u: rule kind %u, expected %u", regno, r->kind, kind);
 	if (kind == CQ_CFI_OFFSET || kind == CQ_CFI_VAL_OFFSET)
 		assert_int_equal(r->value, value);
+}
+
+/*
+ * Where a function starts: x86_64's call pushed the return address (at CFA
+ * - 8); aarch64's is still in x30, whose rule no CIE instruction sets.
+ */
+static void check_entry_ra(const struct cq_cfi_rule *rs)
+{
+#if defined(__x86_64__)
+	check_rule(rs, FX_RA, CQ_CFI_OFFSET, -8);
+#else
+	check_rule(rs, FX_RA, CQ_CFI_SAME, 0);
+#endif
 }
 
 /* The expression ops of a rule; fails if the rule has none. */
@@ -411,12 +651,24 @@ static void put_u64(struct mem *m, uint64_t addr, uint64_t v)
 #define MEM_BASE  0x7ff000000000ull
 #define MEM_WORDS 128
 
+/* A return address where a function that starts at sp finds it. */
+static void put_entry_ra(struct mem *m, struct cq_regs *regs, uint64_t sp, uint64_t ra)
+{
+#if defined(__x86_64__)
+	(void)regs;
+	put_u64(m, sp, ra);
+#else
+	(void)m, (void)sp;
+	cq_regs_set(regs, FX_RA, ra);
+#endif
+}
+
 /* ---- rows of the fixtures -------------------------------------------------------- */
 
 static void test_table_has_rows_and_fixture_fdes(void **state)
 {
 	const struct cq_cfi_table *t = self_table(state);
-	assert_int_equal(t->nregs, NREGS);
+	assert_int_equal(t->nregs, FX_NREGS);
 	assert_true(t->nrows > 10);
 	assert_true(t->nrulesets > 0);
 	for (uint32_t i = 1; i < t->nrows; i++)
@@ -430,26 +682,26 @@ static void test_frame_pointer_prologue_rows(void **state)
 {
 	const struct cq_cfi_table *t = self_table(state);
 
-	/* Entry: CFA = rsp + 8, return address at CFA - 8. */
+	/* Entry: CFA = rsp + 8, return address at CFA - 8 (aarch64: sp + 0, in x30). */
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_frame, 0);
-	check_cfa_reg(rs, RSP, 8);
+	check_cfa_reg(rs, FX_SP, FX_ENTRY_CFA);
 	assert_int_equal(rs[0].flags, 0);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
-	assert_int_not_equal(rs[1 + RBP].kind, CQ_CFI_OFFSET);
+	check_entry_ra(rs);
+	assert_int_not_equal(rs[1 + FX_FP].kind, CQ_CFI_OFFSET);
 
-	/* After push rbp: CFA = rsp + 16, rbp at CFA - 16. */
+	/* After push rbp (stp x29, x30): CFA = sp + 16, the frame pointer at CFA - 16. */
 	rs = rules_at(t, cq_fx_frame_pushed, 0);
-	check_cfa_reg(rs, RSP, 16);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
-	check_rule(rs, RBP, CQ_CFI_OFFSET, -16);
-	/* The whole 3-byte mov belongs to that row. */
+	check_cfa_reg(rs, FX_SP, 16);
+	check_rule(rs, FX_RA, CQ_CFI_OFFSET, -8);
+	check_rule(rs, FX_FP, CQ_CFI_OFFSET, -16);
+	/* The whole mov (3 bytes; 4 on aarch64) belongs to that row. */
 	assert_ptr_equal(rules_at(t, cq_fx_frame_pushed, 2), rs);
 
-	/* After mov rsp, rbp: CFA = rbp + 16. */
+	/* After mov rsp, rbp (mov x29, sp): CFA = fp + 16. */
 	rs = rules_at(t, cq_fx_frame_body, 0);
-	check_cfa_reg(rs, RBP, 16);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
-	check_rule(rs, RBP, CQ_CFI_OFFSET, -16);
+	check_cfa_reg(rs, FX_FP, 16);
+	check_rule(rs, FX_RA, CQ_CFI_OFFSET, -8);
+	check_rule(rs, FX_FP, CQ_CFI_OFFSET, -16);
 	assert_ptr_equal(rules_at(t, cq_fx_frame_body, 3), rs);
 }
 
@@ -468,12 +720,15 @@ static void test_row_boundaries_are_exact(void **state)
 static void test_epilogue_row_is_interned_with_entry_row(void **state)
 {
 	const struct cq_cfi_table *t = self_table(state);
-	/* After pop rbp / .cfi_restore rbp / .cfi_def_cfa rsp, 8 the rules equal the entry's. */
+	/*
+	 * After pop rbp / .cfi_restore rbp / .cfi_def_cfa rsp, 8 (ldp; restore
+	 * x29, x30; def_cfa sp, 0) the rules equal the entry's.
+	 */
 	const struct cq_cfi_rule *entry = rules_at(t, cq_fx_frame, 0);
 	const struct cq_cfi_rule *popped = rules_at(t, cq_fx_frame_popped, 0);
-	check_cfa_reg(popped, RSP, 8);
-	check_rule(popped, RIP, CQ_CFI_OFFSET, -8);
-	assert_memory_equal(entry, popped, (NREGS + 1) * sizeof(*entry));
+	check_cfa_reg(popped, FX_SP, FX_ENTRY_CFA);
+	check_entry_ra(popped);
+	assert_memory_equal(entry, popped, (FX_NREGS + 1) * sizeof(*entry));
 	assert_ptr_equal(entry, popped);
 }
 
@@ -496,74 +751,74 @@ static void test_lookup_outside_any_fde_is_null(void **state)
 static void test_cfa_based_on_r10_then_expression(void **state)
 {
 	const struct cq_cfi_table *t = self_table(state);
-	check_cfa_reg(rules_at(t, cq_fx_realign, 0), RSP, 8);
+	check_cfa_reg(rules_at(t, cq_fx_realign, 0), FX_SP, FX_ENTRY_CFA);
 
-	/* lea 8(%rsp), %r10; .cfi_def_cfa r10, 0 */
+	/* lea 8(%rsp), %r10; .cfi_def_cfa r10, 0 (mov x9, sp; .cfi_def_cfa x9, 0) */
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_realign_r10, 0);
-	check_cfa_reg(rs, R10, 0);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
+	check_cfa_reg(rs, FX_CFA_REG, 0);
+	check_entry_ra(rs);
 
-	/* rbp saved by DW_CFA_expression (breg6 0): an EXPR rule. */
+	/* The frame pointer saved by DW_CFA_expression (breg6 0; breg29 0): an EXPR rule. */
 	rs = rules_at(t, cq_fx_realign_rbp, 0);
-	check_cfa_reg(rs, R10, 0);
-	assert_int_equal(rs[1 + RBP].kind, CQ_CFI_EXPR);
+	check_cfa_reg(rs, FX_CFA_REG, 0);
+	assert_int_equal(rs[1 + FX_FP].kind, CQ_CFI_EXPR);
 	size_t n;
-	const struct cq_cfi_op *ops = expr_body(t, &rs[1 + RBP], &n);
+	const struct cq_cfi_op *ops = expr_body(t, &rs[1 + FX_FP], &n);
 	assert_int_equal(n, 1);
-	assert_int_equal(ops[0].atom, DW_OP_breg6);
+	assert_int_equal(ops[0].atom, DW_OP_breg0 + FX_FP);
 	assert_int_equal(ops[0].number, 0);
 
-	/* CFA = *(rbp - 8): a CFA expression; rbp's rule is unchanged. */
+	/* CFA = *(fp - 8): a CFA expression; the frame pointer's rule is unchanged. */
 	rs = rules_at(t, cq_fx_realign_expr, 0);
 	assert_int_equal(rs[0].kind, CQ_CFI_CFA_EXPR);
 	ops = expr_of(t, &rs[0], &n);
 	assert_int_equal(n, 2);
-	assert_int_equal(ops[0].atom, DW_OP_breg6);
+	assert_int_equal(ops[0].atom, DW_OP_breg0 + FX_FP);
 	assert_int_equal((int64_t)ops[0].number, -8);
 	assert_int_equal(ops[1].atom, DW_OP_deref);
-	assert_int_equal(rs[1 + RBP].kind, CQ_CFI_EXPR);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
+	assert_int_equal(rs[1 + FX_FP].kind, CQ_CFI_EXPR);
+	check_entry_ra(rs);
 }
 
 static void test_cfi_register_rule_is_register_kind(void **state)
 {
 	const struct cq_cfi_table *t = self_table(state);
-	/* .cfi_register rbx, r12: caller's rbx is this frame's r12. */
+	/* .cfi_register rbx, r12 (x19, x20): caller's rbx is this frame's r12. */
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_rules_reg, 0);
-	check_cfa_reg(rs, RSP, 8);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
-	if (rs[1 + RBX].kind != CQ_CFI_REGISTER)
-		fail_msg("DW_CFA_register rbx, r12 compiled to rule kind %u, not CQ_CFI_REGISTER",
-		         rs[1 + RBX].kind);
-	assert_int_equal(rs[1 + RBX].reg, R12);
-	assert_int_equal(rules_at(t, cq_fx_rules_val, 0)[1 + RBX].kind, CQ_CFI_REGISTER);
+	check_cfa_reg(rs, FX_SP, FX_ENTRY_CFA);
+	check_entry_ra(rs);
+	if (rs[1 + FX_SAVED].kind != CQ_CFI_REGISTER)
+		fail_msg("DW_CFA_register %u, %u compiled to rule kind %u, not CQ_CFI_REGISTER",
+		         FX_SAVED, FX_HOLDER, rs[1 + FX_SAVED].kind);
+	assert_int_equal(rs[1 + FX_SAVED].reg, FX_HOLDER);
+	assert_int_equal(rules_at(t, cq_fx_rules_val, 0)[1 + FX_SAVED].kind, CQ_CFI_REGISTER);
 }
 
 static void test_val_offset_same_value_and_undefined_rules(void **state)
 {
 	const struct cq_cfi_table *t = self_table(state);
-	/* .cfi_val_offset r13, -32: caller's r13 = CFA - 32. */
+	/* .cfi_val_offset r13 (x21), -32: caller's r13 = CFA - 32. */
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_rules_val, 0);
-	check_cfa_reg(rs, RSP, 8);
-	check_rule(rs, R13, CQ_CFI_VAL_OFFSET, -32);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
+	check_cfa_reg(rs, FX_SP, FX_ENTRY_CFA);
+	check_rule(rs, FX_VAL, CQ_CFI_VAL_OFFSET, -32);
+	check_entry_ra(rs);
 
-	/* .cfi_same_value rbx (after a register rule), .cfi_undefined r14. */
+	/* .cfi_same_value rbx (x19) after a register rule, .cfi_undefined r14 (x22). */
 	rs = rules_at(t, cq_fx_rules_same, 0);
-	check_rule(rs, RBX, CQ_CFI_SAME, 0);
-	check_rule(rs, R14, CQ_CFI_UNDEFINED, 0);
-	check_rule(rs, R13, CQ_CFI_VAL_OFFSET, -32);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
+	check_rule(rs, FX_SAVED, CQ_CFI_SAME, 0);
+	check_rule(rs, FX_UNDEF, CQ_CFI_UNDEFINED, 0);
+	check_rule(rs, FX_VAL, CQ_CFI_VAL_OFFSET, -32);
+	check_entry_ra(rs);
 	/* Before .cfi_undefined, r14 was callee-saved: same value. */
-	check_rule(rules_at(t, cq_fx_rules_val, 0), R14, CQ_CFI_SAME, 0);
+	check_rule(rules_at(t, cq_fx_rules_val, 0), FX_UNDEF, CQ_CFI_SAME, 0);
 }
 
 static void test_outermost_row_has_undefined_return_address(void **state)
 {
 	const struct cq_cfi_table *t = self_table(state);
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_outermost, 0);
-	check_cfa_reg(rs, RSP, 8);
-	check_rule(rs, RIP, CQ_CFI_UNDEFINED, 0);
+	check_cfa_reg(rs, FX_SP, FX_ENTRY_CFA);
+	check_rule(rs, FX_RA, CQ_CFI_UNDEFINED, 0);
 	assert_ptr_equal(rules_at(t, cq_fx_outermost, 3), rs);
 }
 
@@ -572,42 +827,53 @@ static void test_plt_row_is_cfa_expression(void **state)
 	const struct cq_cfi_table *t = self_table(state);
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_plt, 0);
 	assert_int_equal(rs[0].kind, CQ_CFI_CFA_EXPR);
-	check_rule(rs, RIP, CQ_CFI_OFFSET, -8);
+	check_rule(rs, FX_RA, CQ_CFI_OFFSET, -8);
 	assert_ptr_equal(rules_at(t, cq_fx_plt_end, (uint64_t)-1), rs);
 
 	size_t n;
 	const struct cq_cfi_op *ops = expr_of(t, &rs[0], &n);
+#if defined(__x86_64__)
 	static const uint8_t atoms[] = {DW_OP_breg7, DW_OP_breg16, DW_OP_lit15,
 	                                DW_OP_and,   DW_OP_lit11,  DW_OP_ge,
 	                                DW_OP_lit3,  DW_OP_shl,    DW_OP_plus};
+#else
+	static const uint8_t atoms[] = {DW_OP_breg31, DW_OP_bregx, DW_OP_lit15,
+	                                DW_OP_and,    DW_OP_lit11, DW_OP_ge,
+	                                DW_OP_lit3,   DW_OP_shl,   DW_OP_plus};
+#endif
 	assert_int_equal(n, sizeof(atoms));
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(ops[i].atom, atoms[i]);
 	assert_int_equal(ops[0].number, 8);
+#if defined(__x86_64__)
 	assert_int_equal(ops[1].number, 0);
+#else
+	assert_int_equal(ops[1].number, FX_PC); /* bregx: register, then offset */
+	assert_int_equal(ops[1].number2, 0);
+#endif
 }
 
-/* Steps the PLT row with rsp and rip, returning the CFA and checking the caller. */
+/* Steps the PLT row with sp and pc, returning the CFA and checking the caller. */
 static uint64_t step_plt(const struct cq_cfi_table *t, const struct cq_cfi_rule *rs, uint64_t rip)
 {
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &FX_ARCH};
 	uint64_t rsp = MEM_BASE + 0x100;
 	/* Return addresses where either CFA would find them. */
 	put_u64(&m, rsp + 0, 0x1111);
 	put_u64(&m, rsp + 8, 0x2222);
 	struct cq_regs regs = {.valid = 0};
-	cq_regs_set(&regs, RSP, rsp);
-	cq_regs_set(&regs, RIP, rip);
-	cq_regs_set(&regs, RBX, 0xb0b0);
+	cq_regs_set(&regs, FX_SP, rsp);
+	cq_regs_set(&regs, FX_PC, rip);
+	cq_regs_set(&regs, FX_SAVED, 0xb0b0);
 	struct cq_regs caller;
 	uint64_t cfa = 0;
 	assert_true(cq_unwind_step_cfi(&target, t, rs, &regs, &caller, &cfa));
-	assert_true(cq_regs_has(&caller, RSP));
-	assert_int_equal(caller.value[RSP], cfa);
-	assert_true(cq_regs_has(&caller, RIP));
-	assert_int_equal(caller.value[RIP], cfa == rsp + 8 ? 0x1111 : 0x2222);
+	assert_true(cq_regs_has(&caller, FX_SP));
+	assert_int_equal(caller.value[FX_SP], cfa);
+	assert_true(cq_regs_has(&caller, FX_PC));
+	assert_int_equal(caller.value[FX_PC], cfa == rsp + 8 ? 0x1111 : 0x2222);
 	return cfa - rsp;
 }
 
@@ -615,7 +881,7 @@ static void test_plt_cfa_depends_on_rip(void **state)
 {
 	const struct cq_cfi_table *t = self_table(state);
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_plt, 0);
-	/* CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0) */
+	/* CFA = sp + 8 + ((pc & 15) >= 11 ? 8 : 0) */
 	for (uint64_t low = 0; low < 16; low++) {
 		uint64_t rip = 0x401230 + low;
 		uint64_t want = low >= 11 ? 16 : 8;
@@ -635,16 +901,36 @@ static void test_plt_step_fails_without_rip(void **state)
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_plt, 0);
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &FX_ARCH};
 	struct cq_regs regs = {.valid = 0}, caller;
-	cq_regs_set(&regs, RSP, MEM_BASE + 0x100);
+	cq_regs_set(&regs, FX_SP, MEM_BASE + 0x100);
 	uint64_t cfa;
 	assert_false(cq_unwind_step_cfi(&target, t, rs, &regs, &caller, &cfa));
 }
 
+/* The saved registers' slots in the signal frame, from the trampoline's sp. */
+struct greg {
+	unsigned regno, offset;
+};
+#if defined(__x86_64__)
 /* glibc's uc_mcontext.gregs order (at sp + 40), as DWARF numbers. */
 static const unsigned gregs_dwarf[17] = {R8,  R9,  R10, R11, R12, R13, R14, R15, RDI,
                                          RSI, RBP, RBX, RDX, RAX, RCX, RSP, RIP};
+enum { NGREGS = 17 };
+static struct greg greg(unsigned i)
+{
+	return (struct greg){gregs_dwarf[i], 40 + 8 * i};
+}
+#else
+/* uc_mcontext.regs at sp + 312: x0..x29, then sp at 560; x30's column from the pc at 568. */
+enum { NGREGS = 32 };
+static struct greg greg(unsigned i)
+{
+	if (i < 30)
+		return (struct greg){i, 312 + 8 * i};
+	return i == 30 ? (struct greg){FX_SP, 560} : (struct greg){FX_RA, 568};
+}
+#endif
 
 static void test_signal_frame_row(void **state)
 {
@@ -659,18 +945,18 @@ static void test_signal_frame_row(void **state)
 	size_t n;
 	const struct cq_cfi_op *ops = expr_of(t, &rs[0], &n);
 	assert_int_equal(n, 2);
-	assert_int_equal(ops[0].atom, DW_OP_breg7);
-	assert_int_equal(ops[0].number, 160);
+	assert_int_equal(ops[0].atom, DW_OP_breg0 + FX_SP);
+	assert_int_equal(ops[0].number, FX_SIG_CFA);
 	assert_int_equal(ops[1].atom, DW_OP_deref);
 
-	for (unsigned i = 0; i < 17; i++) {
-		unsigned regno = gregs_dwarf[i];
+	for (unsigned i = 0; i < NGREGS; i++) {
+		unsigned regno = greg(i).regno;
 		if (rs[1 + regno].kind != CQ_CFI_EXPR)
 			fail_msg("register %u: kind %u, not EXPR", regno, rs[1 + regno].kind);
 		ops = expr_body(t, &rs[1 + regno], &n);
 		assert_int_equal(n, 1);
-		assert_int_equal(ops[0].atom, DW_OP_breg7);
-		assert_int_equal(ops[0].number, 40 + 8 * i);
+		assert_int_equal(ops[0].atom, DW_OP_breg0 + FX_SP);
+		assert_int_equal(ops[0].number, greg(i).offset);
 	}
 
 	/* Ordinary rows are not signal frames. */
@@ -685,28 +971,29 @@ static void test_signal_frame_step_restores_ucontext(void **state)
 
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &FX_ARCH};
 	uint64_t sp = MEM_BASE + 0x80;
-	uint64_t want[NREGS];
-	for (unsigned i = 0; i < 17; i++) {
-		unsigned regno = gregs_dwarf[i];
+	uint64_t want[FX_NREGS];
+	for (unsigned i = 0; i < NGREGS; i++) {
+		unsigned regno = greg(i).regno;
 		want[regno] = 0x5a5a000000000000ull | (uint64_t)regno << 8 | i;
-		if (regno == RSP)
+		if (regno == FX_SP)
 			want[regno] = MEM_BASE + 0x300; /* the interrupted stack */
-		if (regno == RIP)
+		if (regno == FX_RA)
 			want[regno] = 0x401777; /* the interrupted instruction */
-		put_u64(&m, sp + 40 + 8 * i, want[regno]);
+		put_u64(&m, sp + greg(i).offset, want[regno]);
 	}
+	want[FX_PC] = want[FX_RA]; /* the caller's pc is its return-address column */
 	struct cq_regs regs = {.valid = 0};
-	cq_regs_set(&regs, RSP, sp);
-	cq_regs_set(&regs, RIP, link_addr(cq_fx_restore_rt));
-	cq_regs_set(&regs, RBX, 0x1234); /* the handler's values must not leak through */
-	cq_regs_set(&regs, RBP, 0x5678);
+	cq_regs_set(&regs, FX_SP, sp);
+	cq_regs_set(&regs, FX_PC, link_addr(cq_fx_restore_rt));
+	cq_regs_set(&regs, FX_SAVED, 0x1234); /* the handler's values must not leak through */
+	cq_regs_set(&regs, FX_FP, 0x5678);
 	struct cq_regs caller;
 	uint64_t cfa = 0;
 	assert_true(cq_unwind_step_cfi(&target, t, rs, &regs, &caller, &cfa));
 	assert_int_equal(cfa, MEM_BASE + 0x300);
-	for (unsigned regno = 0; regno < NREGS; regno++) {
+	for (unsigned regno = 0; regno < FX_NREGS; regno++) {
 		if (!cq_regs_has(&caller, regno))
 			fail_msg("register %u not restored", regno);
 		if (caller.value[regno] != want[regno])
@@ -722,11 +1009,11 @@ static void test_signal_frame_step_fails_on_unreadable_ucontext(void **state)
 	const struct cq_cfi_rule *rs = rules_at(t, cq_fx_restore_rt, 0);
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &FX_ARCH};
 	struct cq_regs regs = {.valid = 0}, caller;
-	/* The ucontext's rsp slot (sp + 160) lies past the readable window. */
-	cq_regs_set(&regs, RSP, MEM_BASE + sizeof(words) - 64);
-	cq_regs_set(&regs, RIP, link_addr(cq_fx_restore_rt));
+	/* The ucontext's saved sp slot (sp + 160; 560) lies past the readable window. */
+	cq_regs_set(&regs, FX_SP, MEM_BASE + sizeof(words) - 64);
+	cq_regs_set(&regs, FX_PC, link_addr(cq_fx_restore_rt));
 	uint64_t cfa;
 	assert_false(cq_unwind_step_cfi(&target, t, rs, &regs, &caller, &cfa));
 }
@@ -736,54 +1023,61 @@ static void test_frame_pointer_rows_step(void **state)
 	const struct cq_cfi_table *t = self_table(state);
 	uint64_t words[MEM_WORDS] = {0};
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
-	/* In the body: rbp = rsp + 0x20, saved rbp at [rbp], return address at [rbp + 8]. */
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &FX_ARCH};
+	/*
+	 * In the body: fp = sp + 0x20, saved fp at [fp], return address at
+	 * [fp + 8] (aarch64's frame record has the same layout).
+	 */
 	uint64_t rsp = MEM_BASE + 0x100, rbp = rsp + 0x20;
 	put_u64(&m, rbp, 0xcafe0000);
 	put_u64(&m, rbp + 8, 0x401999);
 	struct cq_regs regs = {.valid = 0}, caller;
-	cq_regs_set(&regs, RSP, rsp);
-	cq_regs_set(&regs, RBP, rbp);
-	cq_regs_set(&regs, RIP, link_addr(cq_fx_frame_body));
-	cq_regs_set(&regs, R12, 0x12);
-	cq_regs_set(&regs, R11, 0xaa);
+	cq_regs_set(&regs, FX_SP, rsp);
+	cq_regs_set(&regs, FX_FP, rbp);
+	cq_regs_set(&regs, FX_PC, link_addr(cq_fx_frame_body));
+	cq_regs_set(&regs, FX_HOLDER, 0x12);
+	cq_regs_set(&regs, FX_CLOBBERED, 0xaa);
 	uint64_t cfa;
 	assert_true(
 	    cq_unwind_step_cfi(&target, t, rules_at(t, cq_fx_frame_body, 0), &regs, &caller, &cfa));
 	assert_int_equal(cfa, rbp + 16);
-	assert_int_equal(caller.value[RSP], rbp + 16);
-	assert_int_equal(caller.value[RIP], 0x401999);
-	assert_int_equal(caller.value[RBP], 0xcafe0000);
-	/* r12 is callee-saved and untouched: same value (libdw's x86_64 ABI default). */
-	assert_true(cq_regs_has(&caller, R12));
-	assert_int_equal(caller.value[R12], 0x12);
+	assert_int_equal(caller.value[FX_SP], rbp + 16);
+	assert_int_equal(caller.value[FX_PC], 0x401999);
+	assert_int_equal(caller.value[FX_FP], 0xcafe0000);
+	/* r12 (x20) is callee-saved and untouched: same value (libdw's ABI default). */
+	assert_true(cq_regs_has(&caller, FX_HOLDER));
+	assert_int_equal(caller.value[FX_HOLDER], 0x12);
 	/*
-	 * r11 is call-clobbered: unknown in the caller.  (Not rax: libdw 0.188's
-	 * x86_64 ABI defaults say "same value" for rax and "undefined" for rbx.)
+	 * r11 (x10) is call-clobbered: unknown in the caller.  (Not rax: libdw
+	 * 0.188's x86_64 ABI defaults say "same value" for rax and "undefined"
+	 * for rbx.)
 	 */
-	assert_false(cq_regs_has(&caller, R11));
+	assert_false(cq_regs_has(&caller, FX_CLOBBERED));
 }
 
-/* Steps the row at a cq_fx_rules label: rsp, rbx = 0x1111, r12 = 0x2222, r13 = 0x3333. */
+/*
+ * Steps the row at a cq_fx_rules label: sp, rbx = 0x1111, r12 = 0x2222,
+ * r13 = 0x3333 (x19, x20, x21), and the return address 0x401abc.
+ */
 static bool step_rules_row(const struct cq_cfi_table *t, const void *label, struct cq_regs *caller,
                            uint64_t *rsp)
 {
 	static uint64_t words[MEM_WORDS];
 	memset(words, 0, sizeof(words));
 	struct mem m = {MEM_BASE, (uint8_t *)words, sizeof(words)};
-	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &cq_arch_x86_64};
+	struct cq_unwind_target target = {.ops = &mem_ops, .ctx = &m, .arch = &FX_ARCH};
 	*rsp = MEM_BASE + 0x100;
-	put_u64(&m, *rsp, 0x401abc);
 	struct cq_regs regs = {.valid = 0};
-	cq_regs_set(&regs, RSP, *rsp);
-	cq_regs_set(&regs, RIP, link_addr(label));
-	cq_regs_set(&regs, RBX, 0x1111);
-	cq_regs_set(&regs, R12, 0x2222);
-	cq_regs_set(&regs, R13, 0x3333);
+	put_entry_ra(&m, &regs, *rsp, 0x401abc);
+	cq_regs_set(&regs, FX_SP, *rsp);
+	cq_regs_set(&regs, FX_PC, link_addr(label));
+	cq_regs_set(&regs, FX_SAVED, 0x1111);
+	cq_regs_set(&regs, FX_HOLDER, 0x2222);
+	cq_regs_set(&regs, FX_VAL, 0x3333);
 	uint64_t cfa;
 	bool ok = cq_unwind_step_cfi(&target, t, rules_at(t, label, 0), &regs, caller, &cfa);
 	if (ok)
-		assert_int_equal(cfa, *rsp + 8);
+		assert_int_equal(cfa, *rsp + FX_ENTRY_CFA);
 	return ok;
 }
 
@@ -793,9 +1087,9 @@ static void test_cfi_register_rule_step(void **state)
 	struct cq_regs caller;
 	uint64_t rsp;
 	assert_true(step_rules_row(t, cq_fx_rules_reg, &caller, &rsp));
-	assert_int_equal(caller.value[RIP], 0x401abc);
-	assert_true(cq_regs_has(&caller, RBX));
-	assert_int_equal(caller.value[RBX], 0x2222); /* from r12 */
+	assert_int_equal(caller.value[FX_PC], 0x401abc);
+	assert_true(cq_regs_has(&caller, FX_SAVED));
+	assert_int_equal(caller.value[FX_SAVED], 0x2222); /* from r12 */
 }
 
 static void test_val_offset_and_same_value_step(void **state)
@@ -804,12 +1098,12 @@ static void test_val_offset_and_same_value_step(void **state)
 	struct cq_regs caller;
 	uint64_t rsp;
 	assert_true(step_rules_row(t, cq_fx_rules_same, &caller, &rsp));
-	assert_int_equal(caller.value[RIP], 0x401abc);
-	assert_int_equal(caller.value[RSP], rsp + 8);
-	assert_int_equal(caller.value[RBX], 0x1111);       /* same value */
-	assert_int_equal(caller.value[R13], rsp + 8 - 32); /* CFA - 32 */
-	assert_int_equal(caller.value[R12], 0x2222);       /* callee-saved, untouched */
-	assert_false(cq_regs_has(&caller, R14));           /* undefined */
+	assert_int_equal(caller.value[FX_PC], 0x401abc);
+	assert_int_equal(caller.value[FX_SP], rsp + FX_ENTRY_CFA);
+	assert_int_equal(caller.value[FX_SAVED], 0x1111);                /* same value */
+	assert_int_equal(caller.value[FX_VAL], rsp + FX_ENTRY_CFA - 32); /* CFA - 32 */
+	assert_int_equal(caller.value[FX_HOLDER], 0x2222); /* callee-saved, untouched */
+	assert_false(cq_regs_has(&caller, FX_UNDEF));      /* undefined */
 }
 
 /* ---- the whole table against libdw ------------------------------------------------- */
@@ -991,7 +1285,7 @@ static void check_lazy_agrees(void **state, bool backwards)
 	const struct self *s = *state;
 	const struct cq_cfi_table *full = self_table(state);
 	struct cq_cfi_lazy *l;
-	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, NREGS, NULL, &l));
+	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, FX_NREGS, NULL, &l));
 	assert_false(cq_cfi_lazy_grew(l));
 	size_t checked = 0;
 	for (uint32_t j = 0; j + 1 < full->nrows; j++) {
@@ -1042,7 +1336,7 @@ static void test_lazy_table_remembers_pcs_without_cfi(void **state)
 	const struct self *s = *state;
 	struct cq_cfi_lazy *l;
 	debug_elf_calls = 0;
-	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, NREGS, NULL, &l));
+	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, FX_NREGS, NULL, &l));
 	const struct cq_cfi_table *t;
 	assert_non_null(lazy_rules(l, link_addr(cq_fx_frame), &t));
 	assert_null(lazy_rules(l, link_addr(cq_fx_gap), &t));
@@ -1067,7 +1361,7 @@ static void test_partial_table_round_trips_and_grows(void **state)
 	const struct self *s = *state;
 	const struct cq_cfi_table *full = self_table(state);
 	struct cq_cfi_lazy *l;
-	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, NREGS, NULL, &l));
+	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, FX_NREGS, NULL, &l));
 	const struct cq_cfi_table *t;
 	assert_non_null(lazy_rules(l, link_addr(cq_fx_frame_pushed), &t));
 	assert_null(lazy_rules(l, link_addr(cq_fx_gap), &t));
@@ -1080,7 +1374,7 @@ static void test_partial_table_round_trips_and_grows(void **state)
 	free(blob);
 	assert_int_equal(back->flags, 0);
 	debug_elf_calls = 0;
-	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, NREGS, back, &l));
+	check_ok(cq_cfi_lazy_create(s->elf, no_debug_elf, NULL, FX_NREGS, back, &l));
 	assert_non_null(lazy_rules(l, link_addr(cq_fx_frame_pushed), &t));
 	assert_null(lazy_rules(l, link_addr(cq_fx_gap), &t));
 	assert_false(cq_cfi_lazy_grew(l)); /* both were in the seed */
@@ -1157,7 +1451,7 @@ static void test_debug_elf_without_debug_frame_changes_nothing(void **state)
 {
 	const struct self *s = *state;
 	struct cq_cfi_table *t2;
-	check_ok(cq_cfi_table_build(s->elf, s->elf, NREGS, &t2));
+	check_ok(cq_cfi_table_build(s->elf, s->elf, FX_NREGS, &t2));
 	assert_int_equal(t2->base, s->table->base);
 	assert_int_equal(t2->nrows, s->table->nrows);
 	assert_memory_equal(t2->rows, s->table->rows, t2->nrows * sizeof(*t2->rows));

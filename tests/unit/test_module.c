@@ -186,7 +186,13 @@ static struct cq_core *core_of_self_note(const char *file_name, bool id_flip, in
 	}
 	uint64_t start = (uint64_t)(uintptr_t)self.first_load;
 	uint64_t end = ((start + len + 4095) & ~4095ull) + 4096;
+	/* A core of this program's architecture: its own file is the module's. */
+#if defined(__aarch64__)
+	w.machine = EM_AARCH64;
+	cw_prstatus_aarch64(&w, 1, 11, start, 0);
+#else
 	cw_prstatus(&w, 1, 11, start, 0, 0);
+#endif
 	uint8_t av[48] = {0};
 	cw_put(av, AT_PAGESZ, 8);
 	cw_put(av + 8, 4096, 8);
