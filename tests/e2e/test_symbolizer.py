@@ -141,9 +141,12 @@ def base(path):
 
 
 def short(name):
-    """A C or C++ name without arguments, templates and qualifiers."""
+    """A C or C++ name without arguments, templates and qualifiers, and
+    without glibc's internal-alias prefix (eu-addr2line names an inlined
+    __libc_read by its linkage name __GI___libc_read)."""
     if not name:
         return None
+    name = re.sub(r"^__GI_", "", name)
     name = re.sub(r"\(.*$", "", name)
     while re.search(r"<[^<>]*>", name):
         name = re.sub(r"<[^<>]*>", "", name)
