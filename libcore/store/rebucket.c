@@ -103,7 +103,10 @@ static int by_old(const void *a, const void *b)
 static const char *const sql_cores =
     "SELECT c.id, c.signal, c.exe, coalesce(c.bucket_id, 0), "
     "coalesce(c.timestamp, c.ingested_at), t.stack_id FROM cores c "
-    "JOIN threads t ON t.core_id = c.id AND t.idx = 0 ORDER BY c.id";
+    "JOIN threads t ON t.core_id = c.id AND t.idx = 0 "
+    /* A hang's bucket (deadlock: , hang: ) is the wait-for graph's, not the crashed stack's. */
+    "WHERE NOT EXISTS (SELECT 1 FROM buckets b WHERE b.id = c.bucket_id AND "
+    "(b.signature LIKE 'deadlock: %' OR b.signature LIKE 'hang: %')) ORDER BY c.id";
 static const char *const sql_frames =
     "SELECT f.function, f.sig_name, m.path, f.offset, f.trust FROM frames f "
     "LEFT JOIN modules m ON m.id = f.module_id WHERE f.stack_id = ? ORDER BY f.idx";
