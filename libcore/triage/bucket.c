@@ -332,17 +332,20 @@ static bool lock_machinery(const struct cq_stack_frame *sf, const char *name)
 	return false;
 }
 
-/* "mutex f < g": the kind of lock and the frames that take it, malloc'd. */
-static char *lock_taker(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
-                        const struct cq_thread_stack *ts, const struct cq_wait *w)
+/*
+ * "KIND f < g": from frame `from` (the one whose function is from_fn, else
+ * the innermost) outwards, the first LOCK_TAKER_FRAMES frames outside the
+ * lock machinery and the C library; malloc'd.
+ */
+static char *program_frames(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
+                            const struct cq_thread_stack *ts, const char *from_fn, const char *kind)
 {
 	char text[2 * NAME_MAX_LEN + 64];
-	int o = snprintf(text, sizeof(text), "%s%s", cq_wait_kind_name(w->kind),
-	                 w->kind == CQ_WAIT_RWLOCK ? (w->write ? "-write" : "-read") : "");
+	int o = snprintf(text, sizeof(text), "%s", kind);
 	size_t n = ts && ts->nframes < LOCK_SEARCH_FRAMES ? ts->nframes : LOCK_SEARCH_FRAMES;
 	size_t i = 0;
-	for (size_t k = 0; w->function && k < n; k++)
-		if (ts->frames[k].function == w->function)
+	for (size_t k = 0; from_fn && k < n; k++)
+		if (ts->frames[k].function == from_fn)
 			i = k;
 	unsigned taken = 0;
 	char alt[NAME_MAX_LEN];
@@ -371,6 +374,16 @@ static char *lock_taker(const struct cq_bucket_rules *r, struct cq_bucket_namer 
 	if (!taken)
 		snprintf(text + o, sizeof(text) - (size_t)o, " ??");
 	return strdup(text);
+}
+
+/* "mutex f < g": the kind of lock and the frames that take it, malloc'd. */
+static char *lock_taker(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
+                        const struct cq_thread_stack *ts, const struct cq_wait *w)
+{
+	char kind[32];
+	snprintf(kind, sizeof(kind), "%s%s", cq_wait_kind_name(w->kind),
+	         w->kind == CQ_WAIT_RWLOCK ? (w->write ? "-write" : "-read") : "");
+	return program_frames(r, nm, ts, w->function, kind);
 }
 
 static int cmp_text(const void *a, const void *b)
@@ -495,8 +508,7 @@ done:
 struct cq_error *cq_bucket_wait_signature(const struct cq_bucket_rules *r,
                                           struct cq_bucket_namer *nm,
                                           const struct cq_stacks *stacks, const struct cq_waits *w,
-                                          unsigned nframes, struct cq_bucket_signature *out,
-                                          bool *made)
+                                          struct cq_bucket_signature *out, bool *made)
 {
 	*made = false;
 	if (!w || !stacks)
@@ -509,23 +521,15 @@ struct cq_error *cq_bucket_wait_signature(const struct cq_bucket_rules *r,
 	} else {
 		/* The thread most others wait for, when it is a thread (not an ownerless object).
 		 */
-		if (!w->nends || !w->ends[0].is_thread || !w->ends[0].waiters ||
-		    w->ends[0].thread >= stacks->nthreads)
+		const struct cq_wait_end *end = w->nends ? &w->ends[0] : NULL;
+		if (!end || !end->is_thread || !end->waiters || end->thread >= stacks->nthreads)
 			return NULL;
-		struct cq_bucket_signature t;
-		struct cq_error *err =
-		    cq_bucket_signature(r, nm, &stacks->threads[w->ends[0].thread], 0, nframes, &t);
-		if (err)
-			return err;
-		char *cut =
-		    strrchr(t.text, '|'); /* the signal: a watchdog's choice, not the bug's */
-		if (cut && cut > t.text)
-			cut[-1] = '\0';
-		sig.text = malloc(sizeof(hang_prefix) + strlen(t.text));
-		if (sig.text)
-			sprintf(sig.text, "%s%s", hang_prefix, t.text);
-		cq_bucket_signature_free(&t);
-		if (!sig.text)
+		char call[96];
+		if (end->syscall)
+			snprintf(call, sizeof(call), "%sin %s() from", hang_prefix, end->syscall);
+		else
+			snprintf(call, sizeof(call), "%srunning in", hang_prefix);
+		if (!(sig.text = program_frames(r, nm, &stacks->threads[end->thread], NULL, call)))
 			return &cq_error_nomem;
 	}
 	cq_bucket_hash_of(sig.text, sig.hash);

@@ -100,18 +100,19 @@ struct cq_waits;
  *
  *   deadlock: mutex take < cycle_worker | mutex take < cycle_worker
  *
- * A hang with no cycle signs as the stack of the thread most others wait
- * for (as a crash signature of that thread, without the signal):
+ * A hang with no cycle signs as what the thread most others wait for is
+ * blocked in, and its first two frames outside the C library:
  *
- *   hang: read | block_in_read | chain_worker
+ *   hang: in read() from block_in_read < chain_worker
+ *
+ * Neither includes the signal: which one a watchdog sends is not the bug.
  *
  * *made is false (and out untouched) when w shows neither.
  */
 struct cq_error *cq_bucket_wait_signature(const struct cq_bucket_rules *r,
                                           struct cq_bucket_namer *nm,
                                           const struct cq_stacks *stacks, const struct cq_waits *w,
-                                          unsigned nframes, struct cq_bucket_signature *out,
-                                          bool *made);
+                                          struct cq_bucket_signature *out, bool *made);
 
 /* "deadlock" or "hang" when signature is one of cq_bucket_wait_signature's, else NULL. */
 const char *cq_bucket_wait_kind(const char *signature);

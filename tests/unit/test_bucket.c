@@ -320,7 +320,7 @@ static char *hang_text(const char *const *fn, const int *order, size_t n)
 	hang_make(&h, fn, order, n);
 	struct cq_bucket_signature sig = {0};
 	bool made = false;
-	assert_null(cq_bucket_wait_signature(rules, NULL, &h.stacks, h.w, 5, &sig, &made));
+	assert_null(cq_bucket_wait_signature(rules, NULL, &h.stacks, h.w, &sig, &made));
 	assert_true(made);
 	assert_string_equal(cq_bucket_wait_kind(sig.text), "deadlock");
 	char hash[CQ_BUCKET_HASH_LEN + 1];
@@ -392,7 +392,7 @@ static void test_no_wait_no_hang_signature(void **state)
 	struct cq_bucket_signature sig = {0};
 	bool made = true;
 	struct cq_stacks stacks = {0};
-	assert_null(cq_bucket_wait_signature(rules, NULL, &stacks, NULL, 5, &sig, &made));
+	assert_null(cq_bucket_wait_signature(rules, NULL, &stacks, NULL, &sig, &made));
 	assert_false(made);
 	assert_null(sig.text);
 	assert_null(cq_bucket_wait_kind("f | main | SIGABRT"));
