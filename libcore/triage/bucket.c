@@ -294,7 +294,8 @@ void cq_bucket_signature_free(struct cq_bucket_signature *sig)
 /* ---- hangs: deadlocks and the thread everyone waits for -------------------- */
 
 #define LOCK_SEARCH_FRAMES 64 /* how deep a lock-taking frame is looked for */
-#define LOCK_TAKER_FRAMES  2  /* frames per thread of a cycle in its signature */
+#define LOCK_TAKER_FRAMES  1  /* frames per thread of a cycle in its signature */
+#define AWAITED_FRAMES     2  /* frames of the thread a hang waits for */
 #define CYCLE_SHOWN        16 /* threads of one cycle a signature names */
 #define CYCLES_SHOWN       8  /* cycles a signature names */
 
@@ -334,11 +335,12 @@ static bool lock_machinery(const struct cq_stack_frame *sf, const char *name)
 
 /*
  * "KIND f < g": from frame `from` (the one whose function is from_fn, else
- * the innermost) outwards, the first LOCK_TAKER_FRAMES frames outside the
- * lock machinery and the C library; malloc'd.
+ * the innermost) outwards, the first `want` named frames outside the lock
+ * machinery and the C library; malloc'd.
  */
 static char *program_frames(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
-                            const struct cq_thread_stack *ts, const char *from_fn, const char *kind)
+                            const struct cq_thread_stack *ts, const char *from_fn, const char *kind,
+                            unsigned want)
 {
 	char text[2 * NAME_MAX_LEN + 64];
 	int o = snprintf(text, sizeof(text), "%s", kind);
@@ -349,7 +351,7 @@ static char *program_frames(const struct cq_bucket_rules *r, struct cq_bucket_na
 			i = k;
 	unsigned taken = 0;
 	char alt[NAME_MAX_LEN];
-	for (; i < n && taken < LOCK_TAKER_FRAMES; i++) {
+	for (; i < n && taken < want; i++) {
 		const struct cq_stack_frame *sf = &ts->frames[i];
 		if (sf->trust == CQ_TRUST_SCAN)
 			continue;
@@ -361,8 +363,8 @@ static char *program_frames(const struct cq_bucket_rules *r, struct cq_bucket_na
 		                            .main = sf->module && sf->module->is_main};
 		struct named x;
 		name_frame(r, &f, &x);
-		if (lock_machinery(sf, x.name) || is_kind(r, &x, CQ_RULE_SKIP))
-			continue;
+		if (x.weak || lock_machinery(sf, x.name) || is_kind(r, &x, CQ_RULE_SKIP))
+			continue; /* an unnamed library frame is not the program's either */
 		if (is_kind(r, &x, CQ_RULE_STARTUP))
 			break;
 		o += snprintf(text + o, sizeof(text) - (size_t)o, "%s%s", taken ? " < " : " ",
@@ -383,7 +385,7 @@ static char *lock_taker(const struct cq_bucket_rules *r, struct cq_bucket_namer 
 	char kind[32];
 	snprintf(kind, sizeof(kind), "%s%s", cq_wait_kind_name(w->kind),
 	         w->kind == CQ_WAIT_RWLOCK ? (w->write ? "-write" : "-read") : "");
-	return program_frames(r, nm, ts, w->function, kind);
+	return program_frames(r, nm, ts, w->function, kind, LOCK_TAKER_FRAMES);
 }
 
 static int cmp_text(const void *a, const void *b)
@@ -529,7 +531,8 @@ struct cq_error *cq_bucket_wait_signature(const struct cq_bucket_rules *r,
 			snprintf(call, sizeof(call), "%sin %s() from", hang_prefix, end->syscall);
 		else
 			snprintf(call, sizeof(call), "%srunning in", hang_prefix);
-		if (!(sig.text = program_frames(r, nm, &stacks->threads[end->thread], NULL, call)))
+		if (!(sig.text = program_frames(r, nm, &stacks->threads[end->thread], NULL, call,
+		                                AWAITED_FRAMES)))
 			return &cq_error_nomem;
 	}
 	cq_bucket_hash_of(sig.text, sig.hash);

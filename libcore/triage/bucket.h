@@ -93,12 +93,14 @@ struct cq_waits;
  * The signature of a hang (bucket.c): for a core whose process was killed
  * from outside (signo sent by another process, or no signal), with a
  * wait-for graph w.  A deadlock signs as its cycles' lock-taking frames:
- * on each thread of a cycle, the first two frames outside the lock
- * machinery (libc, std:: wrappers) above the frame that takes the lock,
- * with the kind of lock, in the rotation that sorts first (so neither
- * thread ids, addresses nor which thread the core lists first matter):
+ * on each thread of a cycle, the kind of lock and the first named frame
+ * outside the lock machinery (libc, std:: and __gthread wrappers) above the
+ * frame that takes the lock (one frame: a caller inlined in one build and
+ * not in another does not split the bucket), in the rotation that sorts
+ * first (so neither thread ids, addresses nor which thread the core lists
+ * first matter):
  *
- *   deadlock: mutex take < cycle_worker | mutex take < cycle_worker
+ *   deadlock: mutex lock_ab | mutex lock_ba
  *
  * A hang with no cycle signs as what the thread most others wait for is
  * blocked in, and its first two frames outside the C library:

@@ -7,11 +7,16 @@ O2 (separate runs: other tids, other addresses) and writes its own account to
 `oracle` beside the core.  Expected values come from that file and from the
 program's source:
 
-- abba and cycle3: every worker runs cycle_worker, which calls take(), which
-  calls pthread_mutex_lock; so a deadlock's signature is
-  "deadlock: mutex take < cycle_worker" once per thread of the cycle (2 for
-  abba, 3 for cycle3), the same at O0 and O2 (one bucket each), and abba and
-  cycle3 are two buckets;
+- abba and cycle3: every worker calls take(), which calls
+  pthread_mutex_lock; so a deadlock's signature is "deadlock: mutex take"
+  once per thread of the cycle (2 for abba, 3 for cycle3), the same at O0 and
+  O2 (one bucket each), and abba and cycle3 are two buckets;
+- the C++ ABBA (corpus/deadlock_cxx.cc): lock_ab() and lock_ba() take two
+  std::mutex through std::lock_guard, std::mutex::lock and
+  __gthread_mutex_lock, which are not the program's frames: the signature is
+  "deadlock: mutex lock_ab | mutex lock_ba", at O0 (where the std::thread
+  lambda has a frame) and O2 (where it has none) alike; its stored waits are
+  its oracle's;
 - chain and recursive: no cycle; the thread everyone waits for (the oracle's
   verdict) sits in block_in_read() called from chain_worker (resp.
   recursive_worker), blocked in read(): the signature is
@@ -32,11 +37,12 @@ import tempfile
 from coreq_test import CORPUS, coreq, done, ok
 
 CASES = {  # shape: (kind, signature prefix, frames the signature must name)
-    "abba": ("deadlock", "deadlock: " + " | ".join(["mutex take < cycle_worker"] * 2), None),
-    "cycle3": ("deadlock", "deadlock: " + " | ".join(["mutex take < cycle_worker"] * 3), None),
+    "abba": ("deadlock", "deadlock: " + " | ".join(["mutex take"] * 2), None),
+    "cycle3": ("deadlock", "deadlock: " + " | ".join(["mutex take"] * 3), None),
     "chain": ("hang", "hang: in read() from block_in_read < chain_worker", None),
     "recursive": ("hang", "hang: in read() from block_in_read < recursive_worker", None),
 }
+CXX = {"deadlock_cxx-abba": "deadlock: mutex lock_ab | mutex lock_ba"}
 VARIANTS = ["O0", "O2"]
 
 
@@ -64,9 +70,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="coreq-wait-buckets-")
     db, cache = os.path.join(tmp, "w.db"), os.path.join(tmp, "cache.db")
     cases = {}
-    for shape in CASES:
+    for shape in list(CASES) + list(CXX):
         for v in VARIANTS:
-            name = f"deadlock-{shape}.{v}"
+            name = f"deadlock-{shape}.{v}" if shape in CASES else f"{shape}.{v}"
             d = os.path.join(CORPUS, "cores", name)
             if ok(os.path.isfile(os.path.join(d, "oracle")), f"{name}: core and oracle exist",
                   f"no {d}/oracle: run corpus/make-cores {CORPUS} {name}"):
@@ -83,20 +89,22 @@ def main():
     bucket = {}
     for n in names:
         shape = cases[n][0]
-        kind, prefix, frames = CASES[shape]
+        kind, prefix, frames = CASES.get(shape) or ("deadlock", CXX[shape], None)
         sig = (by.get(n) or {}).get("signature") or ""
         bucket[n] = (by.get(n) or {}).get("bucket_id")
         what = ("deadlock signature from the lock-taking frames" if kind == "deadlock" else
                 "hang signature from the awaited thread's call and frames")
         ok(sig == prefix, f"{n}: {what}", [sig, prefix])
-    for shape in CASES:
-        o0, o2 = f"deadlock-{shape}.O0", f"deadlock-{shape}.O2"
+    for shape in list(CASES) + list(CXX):
+        pre = "deadlock-" if shape in CASES else ""
+        o0, o2 = f"{pre}{shape}.O0", f"{pre}{shape}.O2"
         if o0 in bucket and o2 in bucket:
             ok(bucket[o0] is not None and bucket[o0] == bucket[o2],
                f"{shape}: O0 and O2 (other tids, addresses, code) are one bucket",
                [str(bucket[o0]), str(bucket[o2])])
-    for a, b in (("abba", "cycle3"), ("chain", "recursive"), ("abba", "chain")):
-        x, y = f"deadlock-{a}.O0", f"deadlock-{b}.O0"
+    for a, b in (("abba", "cycle3"), ("chain", "recursive"), ("abba", "chain"),
+                 ("abba", "_cxx-abba")):
+        x, y = f"deadlock-{a}.O0", f"deadlock{b if b[0] == '_' else '-' + b}.O0"
         if x in bucket and y in bucket:
             ok(bucket[x] != bucket[y], f"{a} and {b}: different buckets", [str(bucket[x]), str(bucket[y])])
 
@@ -124,11 +132,11 @@ def main():
 
     kinds = marked()
     for n in names:
-        want = CASES[cases[n][0]][0]
+        want = CASES.get(cases[n][0], ("deadlock",))[0]
         ok(kinds.get(bucket[n]) == want, f"{n}: coreq buckets marks its bucket {want}",
            str(kinds.get(bucket[n])))
     r = coreq("buckets", "--db", db)
-    ndead = len({bucket[n] for n in names if CASES[cases[n][0]][0] == "deadlock"})
+    ndead = len({bucket[n] for n in names if CASES.get(cases[n][0], ("deadlock",))[0] == "deadlock"})
     ok(r.stdout.count("deadlock bucket ") == ndead,
        f"coreq buckets (text): {ndead} deadlock buckets marked", r.stdout.splitlines()[:12])
     r = coreq("rebucket", "--db", db)
