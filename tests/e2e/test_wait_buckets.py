@@ -27,7 +27,8 @@ program's source:
   holder, on a deadlock (rows with a deadlock number) exactly for abba and
   cycle3;
 - `coreq buckets` marks the deadlock buckets (kind "deadlock" in JSON, a
-  "deadlock bucket" line in text), and `coreq rebucket` leaves them.
+  "deadlock bucket" line in text), `coreq merge` copies the stored waits and
+  the marked buckets, and `coreq rebucket` leaves them.
 """
 import json
 import os
@@ -139,6 +140,27 @@ def main():
     ndead = len({bucket[n] for n in names if CASES.get(cases[n][0], ("deadlock",))[0] == "deadlock"})
     ok(r.stdout.count("deadlock bucket ") == ndead,
        f"coreq buckets (text): {ndead} deadlock buckets marked", r.stdout.splitlines()[:12])
+    # merge carries the graph and the marks to another database.
+    merged = os.path.join(tmp, "merged.db")
+    r = coreq("merge", "--db", merged, db)
+    try:
+        con = sqlite3.connect(merged)
+        nw = con.execute("SELECT count(*) FROM waits").fetchone()[0]
+        nd = con.execute("SELECT count(*) FROM waits WHERE deadlock IS NOT NULL").fetchone()[0]
+        con.close()
+    except sqlite3.Error as e:
+        nw, nd = str(e), None
+    want_w = sum(len(read_oracle(os.path.join(cases[n][1], "oracle"))["waits"]) for n in names)
+    want_d = sum(len(read_oracle(os.path.join(cases[n][1], "oracle"))["waits"]) for n in names
+                 if read_oracle(os.path.join(cases[n][1], "oracle"))["verdict"] == "deadlock")
+    ok(r.returncode == 0 and (nw, nd) == (want_w, want_d),
+       "coreq merge copies every stored wait, deadlocks marked",
+       [f"exit {r.returncode}", f"waits {nw} deadlock rows {nd}, want {want_w} {want_d}", r.stderr[:300]])
+    r2 = coreq("buckets", "--db", merged, "--format", "json")
+    mk = sorted((b.get("signature"), b.get("kind")) for b in js(r2).get("buckets", []))
+    r3 = coreq("buckets", "--db", db, "--format", "json")
+    mine = sorted((b.get("signature"), b.get("kind")) for b in js(r3).get("buckets", []))
+    ok(mk == mine and mk, "the merged database has the same marked buckets", [str(mk), str(mine)])
     r = coreq("rebucket", "--db", db)
     ok(r.returncode == 0 and marked() == kinds, "coreq rebucket leaves the hang buckets",
        [f"exit {r.returncode}", r.stderr[:400]])
