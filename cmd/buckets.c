@@ -13,6 +13,7 @@
 #include "libcore/base/json.h"
 #include "libcore/store/store.h"
 #include "libcore/store/store_query.h"
+#include "libcore/triage/bucket.h"
 #include "libcore/triage/rules.h"
 
 static const char buckets_usage[] =
@@ -23,7 +24,10 @@ static const char buckets_usage[] =
     "List crash buckets, most cores first.  A bucket is a crash signature: the\n"
     "crashed thread's first frames after the crash machinery (abort, raise,\n"
     "assert, the C++ throw path, Rust panics), names normalised so that a\n"
-    "rebuild does not change them, and the signal.\n"
+    "rebuild does not change them, and the signal.  A process killed from outside\n"
+    "while its threads wait on locks is a deadlock bucket (its cycle's lock-taking\n"
+    "frames, in canonical order) or a hang bucket (the awaited thread's call and\n"
+    "frames), marked as such.\n"
     "\n"
     "  --db P              database (default $COREQ_DB, else db in\n"
     "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
@@ -78,6 +82,7 @@ static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 	char first[32], last[32];
 	cmd_iso_time(b->first_seen, first);
 	cmd_iso_time(b->last_seen, last);
+	const char *wait_kind = cq_bucket_wait_kind(b->signature);
 	if (p->format == CMD_FORMAT_JSON) {
 		struct cq_json *j = &p->j;
 		cq_json_object_begin(j);
@@ -89,6 +94,8 @@ static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 		cq_json_string(j, b->rules_version);
 		cq_json_key(j, "signature");
 		cq_json_string(j, b->signature);
+		cq_json_key(j, "kind");
+		cq_json_string(j, wait_kind ? wait_kind : "crash");
 		cq_json_key(j, "count");
 		cq_json_int(j, b->count);
 		cq_json_key(j, "first_seen");
@@ -104,10 +111,11 @@ static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 		cq_json_int(j, b->example_core);
 		cq_json_object_end(j);
 	} else {
-		printf("%sbucket %lld (%s): %lld core%s, first %s, last %s, e.g. core %lld\n",
-		       p->count ? "\n" : "", (long long)b->id, cmd_stored_text(b->hash),
-		       (long long)b->count, b->count == 1 ? "" : "s", first, last,
-		       (long long)b->example_core);
+		printf("%s%sbucket %lld (%s): %lld core%s, first %s, last %s, e.g. core %lld\n",
+		       p->count ? "\n" : "",
+		       wait_kind ? (wait_kind[0] == 'd' ? "deadlock " : "hang ") : "",
+		       (long long)b->id, cmd_stored_text(b->hash), (long long)b->count,
+		       b->count == 1 ? "" : "s", first, last, (long long)b->example_core);
 		printf("    %s\n", cmd_stored_text(b->signature));
 		for (size_t i = 0; b->exes[i]; i++)
 			printf("    exe: %s\n", cmd_safe(b->exes[i]));

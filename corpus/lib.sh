@@ -111,10 +111,18 @@ WAIT_SHAPES=(
 	"rwlock ABRT 3 wait_for_watchdog main"
 )
 
+# The C++ deadlock (deadlock_cxx.cc): ABBA on two std::mutex with
+# std::lock_guard, from std::thread workers; the case deadlock_cxx-abba.VARIANT.
+CXX_WAIT_SHAPES=(
+	"abba ABRT 3 wait_for_watchdog main"
+)
+
 # shape_rows PROG: the shape table of a SHAPE program, one row a line.
 shape_rows() {
 	if [[ $1 == deadlock ]]; then
 		printf '%s\n' "${WAIT_SHAPES[@]}"
+	elif [[ $1 == deadlock_cxx ]]; then
+		printf '%s\n' "${CXX_WAIT_SHAPES[@]}"
 	else
 		printf '%s\n' "${ASYNC_SHAPES[@]}"
 	fi
@@ -293,6 +301,12 @@ while True:
 		prog=deadlock variant=${case##*.}
 		n=${case%.*}
 		C_ARGS=("${n#deadlock-}")
+		C_KILL=1 C_READY_FILE=1
+		;;
+	deadlock_cxx-*.*)
+		prog=deadlock_cxx variant=${case##*.}
+		n=${case%.*}
+		C_ARGS=("${n#deadlock_cxx-}")
 		C_KILL=1 C_READY_FILE=1
 		;;
 	tokio_tasks-boxed.*)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/analysis/waits.h"
 #include "libcore/capture/capture.h"
 #include "libcore/model/core.h"
 #include "libcore/store/capture_rows.h"
@@ -44,6 +45,21 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 		err =
 		    cq_bucket_signature(o->rules, namer, &stacks->threads[0], cq_core_signal(core),
 		                        o->signature_frames, &out->signature);
+	struct cq_waits *waits = NULL;
+	if (!err && !duplicate)
+		err = cq_waits_find(core, stacks, &waits);
+	/*
+	 * A process killed from outside (a watchdog's signal, or none: gcore)
+	 * while its threads wait on locks buckets by why it hung.
+	 */
+	bool killed =
+	    core && (!core->siginfo.present || (core->siginfo.has_sender && core->has_psinfo &&
+	                                        core->siginfo.sender_pid != core->pid));
+	if (!err && waits && killed) {
+		bool made;
+		err = cq_bucket_wait_signature(o->rules, namer, stacks, waits, &out->signature,
+		                               &made);
+	}
 	if (stdin_core && o->await_stored) {
 		/* Nothing is written before the core is stored, a failure included. */
 		free(abs);
@@ -56,8 +72,11 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 			abs = NULL;
 		}
 	}
-	struct cq_store_meta meta = {
-	    .capture = &cap, .stored_path = abs, .signature = &out->signature, .namer = namer};
+	struct cq_store_meta meta = {.capture = &cap,
+	                             .stored_path = abs,
+	                             .signature = &out->signature,
+	                             .namer = namer,
+	                             .waits = waits};
 	if (!err) {
 		/* A duplicate drops a placeholder the hook left for this copy, if any. */
 		err = cq_store_ingest(store, core, identity, duplicate ? NULL : stacks, &meta,
@@ -70,6 +89,7 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 		    cq_store_placeholder_failed(store, abs, err->message, false, &out->failed_row);
 	free(abs);
 	cq_bucket_namer_destroy(namer);
+	cq_waits_free(waits);
 	cq_stacks_free(stacks);
 	cq_core_close(core);
 	return err;

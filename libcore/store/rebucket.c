@@ -103,7 +103,10 @@ static int by_old(const void *a, const void *b)
 static const char *const sql_cores =
     "SELECT c.id, c.signal, c.exe, coalesce(c.bucket_id, 0), "
     "coalesce(c.timestamp, c.ingested_at), t.stack_id FROM cores c "
-    "JOIN threads t ON t.core_id = c.id AND t.idx = 0 ORDER BY c.id";
+    "JOIN threads t ON t.core_id = c.id AND t.idx = 0 "
+    /* A hang's bucket (deadlock: , hang: ) is the wait-for graph's, not the crashed stack's. */
+    "WHERE NOT EXISTS (SELECT 1 FROM buckets b WHERE b.id = c.bucket_id AND "
+    "(b.signature LIKE 'deadlock: %' OR b.signature LIKE 'hang: %')) ORDER BY c.id";
 static const char *const sql_frames =
     "SELECT f.function, f.sig_name, m.path, f.offset, f.trust FROM frames f "
     "LEFT JOIN modules m ON m.id = f.module_id WHERE f.stack_id = ? ORDER BY f.idx";
@@ -163,7 +166,9 @@ static struct cq_error *write_buckets(sqlite3 *db, const char *version, struct r
                                       struct cq_store_rebucket_result *res)
 {
 	static const char *const sql[] = {
-	    "UPDATE cores SET bucket_id = NULL",
+	    "UPDATE cores SET bucket_id = NULL WHERE NOT EXISTS (SELECT 1 FROM buckets b WHERE "
+	    "b.id = cores.bucket_id AND (b.signature LIKE 'deadlock: %' OR "
+	    "b.signature LIKE 'hang: %'))",
 	    "SELECT id FROM buckets WHERE hash = ?",
 	    "UPDATE buckets SET signature = ?2, count = ?3, first_seen = ?4, last_seen = ?5, "
 	    "example_core = ?6, rules_version = ?7 WHERE id = ?1",
@@ -244,7 +249,8 @@ struct cq_error *cq_store_rebucket(struct cq_store *store, const struct cq_bucke
 	struct cq_error *err = read_rows(db, rules, nframes, &rows, &n);
 	if (!err) {
 		out->cores = n;
-		qsort(rows, n, sizeof(*rows), by_old);
+		if (n) /* every core may be a hang's, which keeps its bucket */
+			qsort(rows, n, sizeof(*rows), by_old);
 		for (size_t i = 0; i < n;) {
 			size_t j = i, news = 0;
 			for (; j < n && rows[j].old_bucket == rows[i].old_bucket; j++)
@@ -253,7 +259,8 @@ struct cq_error *cq_store_rebucket(struct cq_store *store, const struct cq_bucke
 			out->split += rows[i].old_bucket != 0 && news > 1;
 			i = j;
 		}
-		qsort(rows, n, sizeof(*rows), by_hash);
+		if (n)
+			qsort(rows, n, sizeof(*rows), by_hash);
 		err = write_buckets(db, rules->version, rows, n, out);
 	}
 	for (size_t i = 0; i < n; i++)

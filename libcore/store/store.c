@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "libcore/triage/bucket.h"
+#include "libcore/analysis/waits.h"
 #include "libcore/triage/frame_names.h"
 #include "libcore/capture/capture.h"
 #include "libcore/model/core.h"
@@ -147,6 +148,7 @@ enum stmt {
 	ST_COUNT_BUCKET,
 	ST_SET_CORE_BUCKET,
 	ST_INSERT_SUSPENDED,
+	ST_INSERT_WAIT,
 	ST_COUNT,
 };
 
@@ -179,6 +181,9 @@ static const char *const sql[ST_COUNT] = {
     [ST_SET_CORE_BUCKET] = "UPDATE cores SET bucket_id = ? WHERE id = ?",
     [ST_INSERT_SUSPENDED] = "INSERT INTO suspended (core_id, idx, kind, stack_id, end) "
                             "VALUES (?,?,?,?,?)",
+    [ST_INSERT_WAIT] = "INSERT INTO waits (core_id, idx, tid, kind, write, object, futex, "
+                       "function, owner, owner_tid, count, deadlock) "
+                       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
 };
 
 /* Everything one ingest needs; freed by ingest_end. */
@@ -538,6 +543,50 @@ static struct cq_error *insert_suspended(struct ingest *in, int64_t core_id,
 	return NULL;
 }
 
+static const char *owner_name(enum cq_wait_owner o)
+{
+	switch (o) {
+	case CQ_OWNER_THREAD:
+		return "thread";
+	case CQ_OWNER_NOT_IN_CORE:
+		return "not-in-core";
+	case CQ_OWNER_READERS:
+		return "readers";
+	case CQ_OWNER_NONE:
+		return "none";
+	case CQ_OWNER_UNREADABLE:
+		return "unreadable";
+	case CQ_OWNER_UNKNOWN:
+		break;
+	}
+	return "unknown";
+}
+
+/* The wait-for graph: one row per waiting thread. */
+static struct cq_error *insert_waits(struct ingest *in, int64_t core_id, const struct cq_waits *w)
+{
+	for (size_t i = 0; w && i < w->nwaits; i++) {
+		const struct cq_wait *wt = &w->waits[i];
+		sqlite3_stmt *st = in->st[ST_INSERT_WAIT];
+		bool has_owner = wt->owner == CQ_OWNER_THREAD || wt->owner == CQ_OWNER_NOT_IN_CORE;
+		sqlite3_bind_int64(st, 1, core_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)wt->thread);
+		sqlite3_bind_int64(st, 3, wt->tid);
+		sqlite3_bind_text(st, 4, cq_wait_kind_name(wt->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 5, wt->write);
+		sqlite3_bind_int64(st, 6, (sqlite3_int64)wt->object);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)wt->futex);
+		cq_db_bind_text(st, 8, wt->function);
+		sqlite3_bind_text(st, 9, owner_name(wt->owner), -1, SQLITE_STATIC);
+		cq_db_bind_int_if(st, 10, has_owner, wt->owner_tid);
+		sqlite3_bind_int64(st, 11, wt->count);
+		cq_db_bind_int_if(st, 12, wt->deadlock != 0, (int64_t)wt->deadlock);
+		if (step_reset(st) != SQLITE_DONE)
+			return db_error(in->store->db, "insert wait");
+	}
+	return NULL;
+}
+
 /* Files the core in its signature's bucket, creating the bucket if new. */
 static struct cq_error *insert_bucket(struct ingest *in, int64_t core_id,
                                       const struct cq_store_meta *meta, struct cq_store_result *r)
@@ -619,6 +668,7 @@ static struct cq_error *ingest_body(struct ingest *in, const char *identity,
 	    (err = insert_modules(in, r->core_id)) ||
 	    (err = insert_threads(in, r->core_id, stacks, r)) ||
 	    (err = insert_suspended(in, r->core_id, stacks, r)) ||
+	    (err = insert_waits(in, r->core_id, meta ? meta->waits : NULL)) ||
 	    (err = insert_bucket(in, r->core_id, meta, r)))
 		return err;
 	return NULL;

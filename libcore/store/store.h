@@ -25,6 +25,7 @@
 struct cq_core;
 struct cq_stacks;
 struct cq_store;
+struct cq_waits;
 struct sqlite3;
 
 /* The default database path (malloc'd), or NULL if no home is known. */
@@ -63,6 +64,8 @@ struct cq_store_meta {
 	const struct cq_bucket_signature *signature; /* its crash bucket, if computed */
 	/* Names frames for later rebucketing (frames.sig_name); may be NULL. */
 	struct cq_bucket_namer *namer;
+	/* The wait-for graph (table waits, schema 011); NULL: no thread blocked on a lock. */
+	const struct cq_waits *waits;
 };
 
 struct cq_store_result {

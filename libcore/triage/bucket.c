@@ -20,6 +20,7 @@
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/analysis/waits.h"
 
 #define NAME_MAX_LEN 512
 
@@ -288,4 +289,256 @@ void cq_bucket_signature_free(struct cq_bucket_signature *sig)
 {
 	free(sig->text);
 	sig->text = NULL;
+}
+
+/* ---- hangs: deadlocks and the thread everyone waits for -------------------- */
+
+#define LOCK_SEARCH_FRAMES 64 /* how deep a lock-taking frame is looked for */
+#define LOCK_TAKER_FRAMES  1  /* frames per thread of a cycle in its signature */
+#define AWAITED_FRAMES     2  /* frames of the thread a hang waits for */
+#define CYCLE_SHOWN        16 /* threads of one cycle a signature names */
+#define CYCLES_SHOWN       8  /* cycles a signature names */
+
+static const char deadlock_prefix[] = "deadlock: ";
+static const char hang_prefix[] = "hang: ";
+
+const char *cq_bucket_wait_kind(const char *signature)
+{
+	if (!signature)
+		return NULL;
+	if (strncmp(signature, deadlock_prefix, sizeof(deadlock_prefix) - 1) == 0)
+		return "deadlock";
+	if (strncmp(signature, hang_prefix, sizeof(hang_prefix) - 1) == 0)
+		return "hang";
+	return NULL;
+}
+
+/* The C library and the lock wrappers between a program and its futex wait. */
+static bool lock_machinery(const struct cq_stack_frame *sf, const char *name)
+{
+	static const char *const prefixes[] = {
+	    "std::",  "__gthread", "__gthrw", "pthread_", "__pthread", "___pthread",
+	    "__lll_", "lll_",      "__futex", "futex_",   "__GI_",
+	};
+	if (sf->module) {
+		const char *base = strrchr(sf->module->name, '/');
+		base = base ? base + 1 : sf->module->name;
+		if (strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0 ||
+		    strncmp(base, "libpthread", 10) == 0)
+			return true;
+	}
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * "KIND f < g": from frame `from` (the one whose function is from_fn, else
+ * the innermost) outwards, the first `want` named frames outside the lock
+ * machinery and the C library; malloc'd.
+ */
+static char *program_frames(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
+                            const struct cq_thread_stack *ts, const char *from_fn, const char *kind,
+                            unsigned want)
+{
+	char text[2 * NAME_MAX_LEN + 64];
+	int o = snprintf(text, sizeof(text), "%s", kind);
+	size_t n = ts && ts->nframes < LOCK_SEARCH_FRAMES ? ts->nframes : LOCK_SEARCH_FRAMES;
+	size_t i = 0;
+	for (size_t k = 0; from_fn && k < n; k++)
+		if (ts->frames[k].function == from_fn)
+			i = k;
+	unsigned taken = 0;
+	char alt[NAME_MAX_LEN];
+	for (; i < n && taken < want; i++) {
+		const struct cq_stack_frame *sf = &ts->frames[i];
+		if (sf->trust == CQ_TRUST_SCAN)
+			continue;
+		struct cq_bucket_frame f = {.function = sf->function,
+		                            .alt_name =
+		                                cq_bucket_alt_name(nm, sf, alt, sizeof(alt)),
+		                            .module = sf->module ? sf->module->name : NULL,
+		                            .offset = sf->offset,
+		                            .main = sf->module && sf->module->is_main};
+		struct named x;
+		name_frame(r, &f, &x);
+		if (x.weak || lock_machinery(sf, x.name) || is_kind(r, &x, CQ_RULE_SKIP))
+			continue; /* an unnamed library frame is not the program's either */
+		if (is_kind(r, &x, CQ_RULE_STARTUP))
+			break;
+		o += snprintf(text + o, sizeof(text) - (size_t)o, "%s%s", taken ? " < " : " ",
+		              x.name);
+		if ((size_t)o >= sizeof(text))
+			o = (int)sizeof(text) - 1;
+		taken++;
+	}
+	if (!taken)
+		snprintf(text + o, sizeof(text) - (size_t)o, " ??");
+	return strdup(text);
+}
+
+/* "mutex f < g": the kind of lock and the frames that take it, malloc'd. */
+static char *lock_taker(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
+                        const struct cq_thread_stack *ts, const struct cq_wait *w)
+{
+	char kind[32];
+	snprintf(kind, sizeof(kind), "%s%s", cq_wait_kind_name(w->kind),
+	         w->kind == CQ_WAIT_RWLOCK ? (w->write ? "-write" : "-read") : "");
+	return program_frames(r, nm, ts, w->function, kind, LOCK_TAKER_FRAMES);
+}
+
+static int cmp_text(const void *a, const void *b)
+{
+	return strcmp(**(char *const *const *)a, **(char *const *const *)b);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Booth's algorithm: the start of the rotation of s[0..n) that sorts first. */
+static size_t least_rotation(const size_t *s, size_t n, long *f)
+{
+	size_t k = 0;
+	for (size_t j = 0; j < 2 * n; j++)
+		f[j] = -1;
+	for (size_t j = 1; j < 2 * n; j++) {
+		size_t sj = s[j % n];
+		long i = f[j - k - 1];
+		while (i != -1 && sj != s[(k + (size_t)i + 1) % n]) {
+			if (sj < s[(k + (size_t)i + 1) % n])
+				k = j - (size_t)i - 1;
+			i = f[i];
+		}
+		if (sj != s[(k + (size_t)i + 1) % n]) { /* i == -1 */
+			if (sj < s[k % n])
+				k = j;
+			f[j - k] = -1;
+		} else {
+			f[j - k] = i + 1;
+		}
+	}
+	return k % n;
+}
+
+/* One cycle's text, its threads' lock takers in their least rotation; malloc'd. */
+static char *cycle_text(const struct cq_bucket_rules *r, struct cq_bucket_namer *nm,
+                        const struct cq_stacks *stacks, const struct cq_waits *w,
+                        const struct cq_deadlock *d)
+{
+	size_t n = d->n;
+	char **texts = calloc(n, sizeof(*texts));
+	char ***order = calloc(n, sizeof(*order));
+	size_t *rank = calloc(n, sizeof(*rank));
+	long *f = calloc(2 * n, sizeof(*f));
+	char *out = NULL;
+	if (!texts || !order || !rank || !f)
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		const struct cq_wait *wt = &w->waits[w->cycle[d->first + i]];
+		const struct cq_thread_stack *ts =
+		    stacks && wt->thread < stacks->nthreads ? &stacks->threads[wt->thread] : NULL;
+		if (!(texts[i] = lock_taker(r, nm, ts, wt)))
+			goto done;
+		order[i] = &texts[i];
+	}
+	qsort(order, n, sizeof(*order), cmp_text);
+	for (size_t i = 0, v = 0; i < n; i++) {
+		if (i && strcmp(*order[i], *order[i - 1]) != 0)
+			v++;
+		rank[order[i] - texts] = v;
+	}
+	size_t start = least_rotation(rank, n, f);
+	size_t shown = n < CYCLE_SHOWN ? n : CYCLE_SHOWN, len = 64;
+	for (size_t i = 0; i < shown; i++)
+		len += strlen(texts[(start + i) % n]) + 3;
+	if (!(out = malloc(len)))
+		goto done;
+	char *p = out;
+	for (size_t i = 0; i < shown; i++)
+		p += sprintf(p, "%s%s", i ? " | " : "", texts[(start + i) % n]);
+	if (shown < n)
+		sprintf(p, " | ... (%zu threads)", n);
+done:
+	for (size_t i = 0; texts && i < n; i++)
+		free(texts[i]);
+	free(texts);
+	free(order);
+	free(rank);
+	free(f);
+	return out;
+}
+
+static struct cq_error *deadlock_signature(const struct cq_bucket_rules *r,
+                                           struct cq_bucket_namer *nm,
+                                           const struct cq_stacks *stacks, const struct cq_waits *w,
+                                           struct cq_bucket_signature *out)
+{
+	size_t nc = w->ndeadlocks < CYCLES_SHOWN ? w->ndeadlocks : CYCLES_SHOWN;
+	char **cycles = calloc(nc, sizeof(*cycles));
+	struct cq_error *err = NULL;
+	if (!cycles)
+		return &cq_error_nomem;
+	size_t len = sizeof(deadlock_prefix) + 64;
+	for (size_t i = 0; i < nc; i++) {
+		if (!(cycles[i] = cycle_text(r, nm, stacks, w, &w->deadlocks[i]))) {
+			err = &cq_error_nomem;
+			goto done;
+		}
+		len += strlen(cycles[i]) + 3;
+	}
+	/* Which cycle the graph found first depends on thread order: sort them. */
+	qsort(cycles, nc, sizeof(*cycles), cmp_str);
+	if (!(out->text = malloc(len))) {
+		err = &cq_error_nomem;
+		goto done;
+	}
+	char *p = out->text + sprintf(out->text, "%s", deadlock_prefix);
+	for (size_t i = 0; i < nc; i++)
+		p += sprintf(p, "%s%s", i ? " + " : "", cycles[i]);
+	if (nc < w->ndeadlocks)
+		sprintf(p, " + ... (%zu deadlocks)", w->ndeadlocks);
+done:
+	for (size_t i = 0; i < nc; i++)
+		free(cycles[i]);
+	free(cycles);
+	return err;
+}
+
+struct cq_error *cq_bucket_wait_signature(const struct cq_bucket_rules *r,
+                                          struct cq_bucket_namer *nm,
+                                          const struct cq_stacks *stacks, const struct cq_waits *w,
+                                          struct cq_bucket_signature *out, bool *made)
+{
+	*made = false;
+	if (!w || !stacks)
+		return NULL;
+	struct cq_bucket_signature sig = {0};
+	if (w->ndeadlocks) {
+		struct cq_error *err = deadlock_signature(r, nm, stacks, w, &sig);
+		if (err)
+			return err;
+	} else {
+		/* The thread most others wait for, when it is a thread (not an ownerless object).
+		 */
+		const struct cq_wait_end *end = w->nends ? &w->ends[0] : NULL;
+		if (!end || !end->is_thread || !end->waiters || end->thread >= stacks->nthreads)
+			return NULL;
+		char call[96];
+		if (end->syscall)
+			snprintf(call, sizeof(call), "%sin %s() from", hang_prefix, end->syscall);
+		else
+			snprintf(call, sizeof(call), "%srunning in", hang_prefix);
+		if (!(sig.text = program_frames(r, nm, &stacks->threads[end->thread], NULL, call,
+		                                AWAITED_FRAMES)))
+			return &cq_error_nomem;
+	}
+	cq_bucket_hash_of(sig.text, sig.hash);
+	snprintf(sig.rules_version, sizeof(sig.rules_version), "%s", r->version);
+	cq_bucket_signature_free(out);
+	*out = sig;
+	*made = true;
+	return NULL;
 }

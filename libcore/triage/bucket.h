@@ -25,6 +25,7 @@
 struct cq_bucket_namer;
 struct cq_bucket_rules;
 struct cq_core;
+struct cq_stacks;
 struct cq_stack_frame;
 struct cq_thread_stack;
 
@@ -85,5 +86,37 @@ void cq_bucket_signature_free(struct cq_bucket_signature *sig);
  * prefix, into out (always NUL-terminated).
  */
 void cq_bucket_normalize_name(const char *name, char *out, size_t cap);
+
+struct cq_waits;
+
+/*
+ * The signature of a hang (bucket.c): for a core whose process was killed
+ * from outside (signo sent by another process, or no signal), with a
+ * wait-for graph w.  A deadlock signs as its cycles' lock-taking frames:
+ * on each thread of a cycle, the kind of lock and the first named frame
+ * outside the lock machinery (libc, std:: and __gthread wrappers) above the
+ * frame that takes the lock (one frame: a caller inlined in one build and
+ * not in another does not split the bucket), in the rotation that sorts
+ * first (so neither thread ids, addresses nor which thread the core lists
+ * first matter):
+ *
+ *   deadlock: mutex lock_ab | mutex lock_ba
+ *
+ * A hang with no cycle signs as what the thread most others wait for is
+ * blocked in, and its first two frames outside the C library:
+ *
+ *   hang: in read() from block_in_read < chain_worker
+ *
+ * Neither includes the signal: which one a watchdog sends is not the bug.
+ *
+ * *made is false (and out untouched) when w shows neither.
+ */
+struct cq_error *cq_bucket_wait_signature(const struct cq_bucket_rules *r,
+                                          struct cq_bucket_namer *nm,
+                                          const struct cq_stacks *stacks, const struct cq_waits *w,
+                                          struct cq_bucket_signature *out, bool *made);
+
+/* "deadlock" or "hang" when signature is one of cq_bucket_wait_signature's, else NULL. */
+const char *cq_bucket_wait_kind(const char *signature);
 
 #endif

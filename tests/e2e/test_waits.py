@@ -5,7 +5,8 @@ says it did, and against gdb.
 The corpus program deadlock (corpus/deadlock.c) hangs in five shapes (an ABBA
 deadlock, a three-thread cycle, a chain of waits ending at a thread blocked in
 read(), a recursive mutex held twice while another thread waits, an rwlock
-writer behind a reader), at O0 and O2, and is killed with SIGABRT from
+writer behind a reader), at O0 and O2 (and deadlock_cxx, the ABBA shape on
+two std::mutex through std::lock_guard), and is killed with SIGABRT from
 another process once every worker is blocked.  Before that it writes its own
 account to `oracle` beside the core: each worker's tid, which locks it holds
 (and how many times), which lock it waits for, and the verdict (a deadlock,
@@ -148,6 +149,13 @@ def main():
                       f"{name}: core and oracle exist",
                       f"no {d}/oracle: run corpus/make-cores {CORPUS} {name}"):
                 continue
+            check_case(name, d)
+    # The same ABBA through C++: std::mutex and std::lock_guard (corpus/deadlock_cxx.cc).
+    for v in VARIANTS:
+        name = f"deadlock_cxx-abba.{v}"
+        d = os.path.join(CORPUS, "cores", name)
+        if ok(os.path.isfile(os.path.join(d, "oracle")), f"{name}: core and oracle exist",
+              f"no {d}/oracle: run corpus/make-cores {CORPUS} {name}"):
             check_case(name, d)
     done()
 

@@ -1,6 +1,9 @@
 /*
  * test_bucket.c - crash signatures (libcore/triage/bucket.h): name normalisation
- * on real demangler output, and which frames a signature keeps.
+ * on real demangler output, and which frames a signature keeps.  Hang
+ * signatures (cq_bucket_wait_signature) on hand-built wait-for graphs: the
+ * lock wrappers skipped, the same cycle listed from any thread one text,
+ * another lock order another text, a 100,000-thread cycle bounded.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -16,6 +19,8 @@
 #include "libcore/triage/rules.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/analysis/waits.h"
+#include "unwind/frames.h"
 
 static void check_name(const char *in, const char *want)
 {
@@ -256,6 +261,143 @@ static int free_rules(void **state)
 	return 0;
 }
 
+/* ---- hang signatures ---------------------------------------------------------- */
+
+#define MAX_HANG_THREADS 100000
+
+struct hang {
+	struct cq_stack_frame (*frames)[6];
+	struct cq_thread_stack *ts;
+	struct cq_stacks stacks;
+	struct cq_waits *w;
+	int32_t *tids;
+};
+
+/*
+ * Thread i (tid 1000 + order[i]) takes a mutex in fn[i] through
+ * std::mutex::lock and glibc, and waits for thread (i + 1) % n: one cycle.
+ */
+static void hang_make(struct hang *h, const char *const *fn, const int *order, size_t n)
+{
+	h->frames = calloc(n, sizeof(*h->frames));
+	h->ts = calloc(n, sizeof(*h->ts));
+	h->tids = calloc(n, sizeof(*h->tids));
+	h->w = calloc(1, sizeof(*h->w));
+	assert_true(h->frames && h->ts && h->tids && h->w);
+	h->w->waits = calloc(n, sizeof(*h->w->waits));
+	assert_non_null(h->w->waits);
+	static const char *const libc[] = {"__lll_lock_wait", "___pthread_mutex_lock",
+	                                   "std::mutex::lock()"};
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < 3; k++)
+			h->frames[i][k].function = libc[k];
+		h->frames[i][3].function = fn[i];
+		h->frames[i][4].function = "worker";
+		h->frames[i][5].function = "start_thread";
+		h->ts[i] = (struct cq_thread_stack){.frames = h->frames[i], .nframes = 6};
+		h->tids[i] = 1000 + (order ? order[i] : (int)i);
+		struct cq_wait *wt = &h->w->waits[i];
+		*wt = (struct cq_wait){
+		    .thread = i,
+		    .tid = h->tids[i],
+		    .kind = CQ_WAIT_MUTEX,
+		    .object = 0x5000 + 0x40 * ((i + 1) % n),
+		    .function = h->frames[i][0].function,
+		    .owner = CQ_OWNER_THREAD,
+		    .owner_thread = (i + 1) % n,
+		    .owner_tid = 1000 + (order ? order[(i + 1) % n] : (int)((i + 1) % n))};
+	}
+	h->w->nwaits = n;
+	h->w->nthreads = n;
+	h->stacks = (struct cq_stacks){.threads = h->ts, .nthreads = n};
+	assert_null(cq_waits_graph(h->w, h->tids, n));
+	assert_int_equal(h->w->ndeadlocks, 1);
+}
+
+static char *hang_text(const char *const *fn, const int *order, size_t n)
+{
+	struct hang h;
+	hang_make(&h, fn, order, n);
+	struct cq_bucket_signature sig = {0};
+	bool made = false;
+	assert_null(cq_bucket_wait_signature(rules, NULL, &h.stacks, h.w, &sig, &made));
+	assert_true(made);
+	assert_string_equal(cq_bucket_wait_kind(sig.text), "deadlock");
+	char hash[CQ_BUCKET_HASH_LEN + 1];
+	cq_bucket_hash_of(sig.text, hash);
+	assert_string_equal(hash, sig.hash);
+	cq_waits_free(h.w);
+	free(h.frames);
+	free(h.ts);
+	free(h.tids);
+	return sig.text;
+}
+
+static void test_deadlock_signature_lock_takers(void **state)
+{
+	(void)state;
+	const char *fn[] = {"lock_ab", "lock_ba"};
+	char *t = hang_text(fn, NULL, 2);
+	/* glibc's and libstdc++'s lock frames are not the program's: the taker is. */
+	assert_string_equal(t, "deadlock: mutex lock_ab | mutex lock_ba");
+	free(t);
+}
+
+static void test_deadlock_signature_rotation(void **state)
+{
+	(void)state;
+	/* One ring a -> b -> c; the lowest tid on another thread each time. */
+	const char *ring[] = {"take_a", "take_b", "take_c"};
+	const char *ring1[] = {"take_b", "take_c", "take_a"};
+	const char *ring2[] = {"take_c", "take_a", "take_b"};
+	const int tids0[] = {0, 1, 2}, tids1[] = {2, 0, 1}, tids2[] = {1, 2, 0};
+	char *a = hang_text(ring, tids0, 3);
+	char *b = hang_text(ring1, tids1, 3);
+	char *c = hang_text(ring2, tids2, 3);
+	char *d = hang_text(ring1, tids0, 3);
+	assert_string_equal(a, "deadlock: mutex take_a | mutex take_b | mutex take_c");
+	assert_string_equal(a, b);
+	assert_string_equal(a, c);
+	assert_string_equal(a, d);
+	/* The other order a -> c -> b is another bug. */
+	const char *other[] = {"take_a", "take_c", "take_b"};
+	char *e = hang_text(other, tids0, 3);
+	assert_string_not_equal(a, e);
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+	free(e);
+}
+
+static void test_deadlock_signature_huge_cycle(void **state)
+{
+	(void)state;
+	const char **fn = malloc(MAX_HANG_THREADS * sizeof(*fn));
+	assert_non_null(fn);
+	for (size_t i = 0; i < MAX_HANG_THREADS; i++)
+		fn[i] = i % 2 ? "odd" : "even";
+	char *t = hang_text(fn, NULL, MAX_HANG_THREADS);
+	assert_true(strlen(t) < 2000);
+	assert_non_null(strstr(t, "(100000 threads)"));
+	assert_int_equal(strncmp(t, "deadlock: mutex even | mutex odd | mutex even", 45), 0);
+	free(t);
+	free(fn);
+}
+
+static void test_no_wait_no_hang_signature(void **state)
+{
+	(void)state;
+	struct cq_bucket_signature sig = {0};
+	bool made = true;
+	struct cq_stacks stacks = {0};
+	assert_null(cq_bucket_wait_signature(rules, NULL, &stacks, NULL, &sig, &made));
+	assert_false(made);
+	assert_null(sig.text);
+	assert_null(cq_bucket_wait_kind("f | main | SIGABRT"));
+	assert_string_equal(cq_bucket_wait_kind("hang: read | f"), "hang");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +410,10 @@ int main(void)
 	    cmocka_unit_test(test_rust_panics_start_at_the_app),
 	    cmocka_unit_test(test_prefix_skip_recursion_and_in_app),
 	    cmocka_unit_test(test_rules_files),
+	    cmocka_unit_test(test_deadlock_signature_lock_takers),
+	    cmocka_unit_test(test_deadlock_signature_rotation),
+	    cmocka_unit_test(test_deadlock_signature_huge_cycle),
+	    cmocka_unit_test(test_no_wait_no_hang_signature),
 	};
 	return cmocka_run_group_tests(tests, load_rules, free_rules);
 }
