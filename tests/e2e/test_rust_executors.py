@@ -148,6 +148,10 @@ def check_case(case, program, table):
             continue
         used[hit] = True
         found += 1
+        if kind == "RUNNING":  # every program crashes inside its running task
+            crashed = next((t["tid"] for t in rep["threads"] if t.get("crashed")), None)
+            ok(stacks[hit].get("thread") == crashed,
+               f"{name}: running {fn} is on the crashing thread {crashed}", stacks[hit].get("thread"))
         if (program, variant, kind, parts[1]) in KNOWN_MISSES:
             ok(False, f"{name}: {kind.lower()} {fn} is listed in KNOWN_MISSES but found: remove it")
         ok(True, f"{name}: {kind.lower()} {fn} reported ({stacks[hit].get('kind')}, "
