@@ -57,7 +57,7 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
 	libdebuginfod-dev debuginfod bash-completion chromium librust-tokio-dev \
-	libasio-dev libboost1.74-dev librust-smol-dev librust-futures-executor-dev \
+	libasio-dev libboost1.74-dev librust-smol-dev librust-futures-executor-dev librust-num-cpus-dev \
 	librust-async-std-dev $(ARM64_PKGS) file dpkg-dev lintian
 # Real programs nobody on the team wrote, with their debuginfo, for the
 # corpus cases real-syslog-ng and real-python3d (corpus/real/).

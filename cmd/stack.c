@@ -231,8 +231,14 @@ static void print_chains_text(const struct cq_stacks *stacks, const struct cq_as
 				continue;
 			if (shown++ == 0)
 				printf("\n%s:\n", rt->heading);
-			printf("\nSuspended %s %s %zu (%s 0x%" PRIx64 "):\n", ss->kind, rt->noun,
-			       ++n, rt->leaf, ss->leaf);
+			printf("\nSuspended %s %s %zu (%s 0x%" PRIx64, ss->kind, rt->noun, ++n,
+			       rt->leaf, ss->leaf);
+			/* A chain being polled at the crash (rust.c): running, on its thread. */
+			if (ss->has_task && ss->task_state && ss->thread)
+				printf("; %s on thread %" PRId64, ss->task_state, ss->thread);
+			else if (ss->has_task && ss->task_state)
+				printf("; %s", ss->task_state);
+			printf("):\n");
 			for (size_t i = 0; i < ss->nframes; i++)
 				cmd_print_frame_text(stdout, &ss->frames[i], i);
 			if (ss->end != CQ_END_OUTERMOST)

@@ -12,7 +12,8 @@ polled is Unresumed at its BODY line.
 - opt-level 0: every expected chain is reported with the right functions,
   states, files and lines, as many times as the program made it, and
   nothing else (the task being polled when the process aborted is not
-  reported: its state is stale).
+  reported as suspended, its state being stale: at most once, as running on
+  the crashing thread, named by its type, with no state or line).
 - opt-level 2: whatever is reported is true: every frame is a function of
   the program at one of its own await lines in the right state, or a leaf
   the program awaits; no chain includes the polled task.
@@ -81,7 +82,7 @@ def parse_source():
 def reported(ours):
     out = []
     for s in ours["suspended"]:
-        if s["kind"] != "rust":
+        if s["kind"] != "rust" or s.get("task_state") == "running":
             continue
         out.append([(f["function"], f["state"], f["line"]) for f in s["frames"]])
     return out
@@ -136,9 +137,19 @@ def check_shape(case, ours):
 
 
 def check_not_polled(case, ours):
-    names = [f["function"] for s in ours["suspended"] for f in s["frames"]]
+    names = [f["function"] for s in ours["suspended"] if s.get("task_state") != "running"
+             for f in s["frames"]]
     ok(not any("crash_task" in n for n in names),
        f"{case}: the task being polled at the abort is not reported as suspended", names)
+    crashed = next(t["tid"] for t in ours["threads"] if t["crashed"])
+    running = [s for s in ours["suspended"] if s.get("task_state") == "running"]
+    bad = [(s.get("thread"), [(f["function"], f["state"], f["line"]) for f in s["frames"]])
+           for s in running
+           if s.get("thread") != crashed or any(f["state"] or f["line"] for f in s["frames"])
+           or s["frames"][-1]["function"] != "rust_async::crash_task"]
+    ok(len(running) <= 1 and not bad,
+       f"{case}: a task reported running is the polled one, on the crashing thread, without states",
+       bad or [len(running)])
 
 
 def check_gdb(case, ours):
@@ -174,7 +185,8 @@ def check_ingest(core, expected):
              "WHERE u.kind = 'rust' GROUP BY s.id"],
             capture_output=True, text=True)
         counts = sorted(int(line.split("|")[1]) for line in rows.stdout.split())
-        want = sorted({repr(c): expected.count(c) for c in expected}.values())
+        # and the task polled at the abort (crash_task), stored once, running
+        want = sorted(list({repr(c): expected.count(c) for c in expected}.values()) + [1])
         ok(rows.returncode == 0 and counts == want,
            "ingest stores each distinct await chain once, counted per task",
            [f"want counts {want}", f"got {rows.stdout!r} {rows.stderr}"])

@@ -5,7 +5,8 @@
  * The input is decoded (as is, and with its trailing CRC-32 made right so
  * that the structural checks behind it are reached).  An index that is
  * accepted must encode back to the same bytes; every type reference in it
- * must be in range; and the lookups and the await-chain decoder must run
+ * must be in range; every function monomorphized over a future (format 7)
+ * must be found at its address; and the lookups and the await-chain decoder must run
  * over it (memory of 0x5a bytes: every state and pointer read succeeds)
  * without tripping.
  */
@@ -78,6 +79,14 @@ static void check(const uint8_t *data, size_t size)
 		for (size_t l = 0; l < ix->block_ons[i].nlocs; l++)
 			in_range(ix->block_ons[i].locs[l].type, m->ntypes, 0);
 		(void)cq_rust_index_block_on_at(ix, ix->block_ons[i].lo);
+	}
+	for (size_t i = 0; i < ix->nmonos; i++) {
+		in_range(ix->monos[i].future, m->ntypes, 0);
+		size_t n;
+		const struct cq_rust_mono *at = cq_rust_index_monos_at(ix, ix->monos[i].lo, &n);
+		if (!at || n == 0 || at > &ix->monos[i] || &ix->monos[i] >= at + n)
+			abort();
+		cq_rust_decode(&tg, m, 0x30000, ix->monos[i].future, &chain);
 	}
 	cq_rust_index_free(ix);
 }

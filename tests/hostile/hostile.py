@@ -1046,6 +1046,149 @@ class Gen:
                 struct.pack_into("<H", d, 0x38, len(ph) + 1)
             self.stack("cxx_frames", self.write(d), core, name=f"cxx_frames-{kind}-{i}")
 
+    # ---- async-task TaskVTables (issue 34) -----------------------------------------
+    TASK_BASES = ("smol_tasks.O2", "smol_tasks.O0")
+
+    def task_core(self, case):
+        """A smol core, its TaskVTables as [(vaddr, file offset)] and the file
+        offsets of the words that point at one (its tasks' headers and their
+        copies), found from the exe's RawTask<F,T,S>::run symbols (nm: run is
+        a TaskVTable's sixth word) and the core's NT_FILE; None without them."""
+        d = os.path.join(self.corpus, "cores", case)
+        core = os.path.join(d, "core")
+        if not os.path.isfile(core) or not shutil.which("nm"):
+            return None
+        exe = [l.split("=", 1)[1].strip() for l in open(os.path.join(d, "expect"))
+               if l.startswith("exe=")][0]
+        data = open(core, "rb").read()
+        nt = [n for n in elfcore.notes(data) if n["type"] == elfcore.NT_FILE]
+        if not nt or not os.path.isfile(exe):
+            return None
+        _, files = elfcore.nt_file(nt[0]["desc"])
+        real = os.path.realpath(exe).encode()
+        bias = min((st for st, _, off, name in files if name == real), default=None)
+        if bias is None:
+            return None
+        out = subprocess.run(["nm", exe], capture_output=True, text=True).stdout
+        runs = {struct.pack("<Q", int(m.group(1), 16) + bias)
+                for m in re.finditer(r"^([0-9a-f]+) [tT] _ZN10async_task3raw\S*RawTask\S*3run17h", out, re.M)}
+        vtables, loads = [], [p for p in elfcore.phdrs(data)
+                              if p["type"] == elfcore.PT_LOAD and p["filesz"]]
+        for p in loads:
+            seg = data[p["offset"]: p["offset"] + p["filesz"]]
+            for at in range(40, len(seg) - 23, 8):
+                if seg[at: at + 8] in runs:
+                    vtables.append((p["vaddr"] + at - 40, p["offset"] + at - 40))
+        if not vtables:
+            return None
+        addrs = {struct.pack("<Q", v): v for v, _ in vtables}
+        refs = []
+        for p in loads:
+            seg = data[p["offset"]: p["offset"] + p["filesz"]]
+            refs += [p["offset"] + at for at in range(0, len(seg) - 7, 8) if seg[at: at + 8] in addrs]
+        return core, data, vtables, refs
+
+    @staticmethod
+    def add_segment(data, blob, vaddr, flags=6):
+        """data with blob appended as a new PT_LOAD at vaddr (the program headers moved to the end)."""
+        ph = elfcore.phdrs(data)
+        d = bytearray(data)
+        d += b"\0" * (-len(d) % 4096)
+        seg_off = len(d)
+        d += blob
+        entries = bytearray()
+        for p in ph:
+            entries += bytes(data[p["hdr"]: p["hdr"] + 56])
+        entries += struct.pack("<IIQQQQQQ", elfcore.PT_LOAD, flags, seg_off, vaddr, 0, len(blob), len(blob), 4096)
+        d += b"\0" * (-len(d) % 8)
+        phoff = len(d)
+        d += entries
+        struct.pack_into("<Q", d, 0x20, phoff)
+        struct.pack_into("<H", d, 0x38, len(ph) + 1)
+        return d
+
+    def task_vtables(self):
+        """async-task's TaskVTables and tasks made hostile (issue 34): layout_info
+        pointing anywhere (null, unmapped, at the vtable, into a task, unaligned);
+        forged TaskLayouts (huge, size below the offsets, offsets in the header,
+        all equal, the future overlapping the next chunk) in a segment of their
+        own; vtable slots that disagree (swapped between vtables, one function
+        in every slot, garbage); every task header's state and vtable garbled;
+        vtables overlapping their neighbours; and 2 million fake vtable pointers
+        (bare, or as headers with any state) in a 16 MiB segment or over the heap."""
+        pool = [f for f in (self.task_core(c) for c in self.TASK_BASES) if f]
+        if not pool:
+            return
+        seg_at = 0x600000000000
+        for i in range(self.n):
+            core, data, vtables, refs = self.rng.choice(pool)
+            d = bytearray(data)
+            kind = i % 7
+            word = lambda off: struct.unpack_from("<Q", d, off)[0]
+            if kind == 0:  # layout_info points anywhere
+                for va, off in self.rng.sample(vtables, min(len(vtables), self.rng.choice([1, 3, len(vtables)]))):
+                    target = self.rng.choice(
+                        [0, 1, (1 << 64) - 1, 0xdead0000, (1 << 47) - 8, va, va + 3, va + 56, word(off + 56) + 4,
+                         word(off + 56) - 8, self.rng.choice(vtables)[0] + 8 * self.rng.randrange(8)]
+                        + [self.rng.choice(refs) - self.rng.randrange(0, 64, 8)] * bool(refs))
+                    struct.pack_into("<Q", d, off + 56, target & ((1 << 64) - 1))
+            elif kind == 1:  # forged TaskLayouts {size, align, offset_s, offset_f, offset_r}
+                layouts = bytearray()
+                for _ in range(64):
+                    size = self.rng.choice([0, 8, 32, 33, 1 << 26, (1 << 26) + 1, 1 << 40, (1 << 63), (1 << 64) - 1,
+                                            self.rng.randrange(1 << 16)])
+                    off_f = self.rng.choice([0, 8, 16, 31, 32, size, size - 8, size + 8, (1 << 64) - 1,
+                                             self.rng.randrange(1 << 12)]) & ((1 << 64) - 1)
+                    other = self.rng.choice([off_f, 0, 8, size, self.rng.randrange(1 << 64)])
+                    w = [size & ((1 << 64) - 1), self.rng.choice([0, 1, 8, 3, 1 << 63]), other, off_f,
+                         self.rng.choice([off_f, off_f, other])]
+                    layouts += struct.pack("<5Q", *w)
+                for va, off in vtables:
+                    struct.pack_into("<Q", d, off + 56, seg_at + 40 * self.rng.randrange(64))
+                d = self.add_segment(d, bytes(layouts) + b"\0" * (-len(layouts) % 4096), seg_at, flags=4)
+            elif kind == 2:  # slots that disagree
+                slots = [word(off + 8 * s) for _, off in vtables for s in range(7)]
+                how = self.rng.choice(["swap", "same", "garbage", "shift"])
+                for va, off in vtables:
+                    for s in range(7):
+                        if how == "swap" or (how == "garbage" and self.rng.random() < 0.5):
+                            v = self.rng.choice(slots) if how == "swap" else self.rng.randrange(1 << 64)
+                        elif how == "same":
+                            v = word(off + 40)
+                        else:
+                            v = slots[(slots.index(word(off + 8 * s)) + 7 * self.rng.randrange(1, 4)) % len(slots)]
+                        struct.pack_into("<Q", d, off + 8 * s, v)
+            elif kind == 3:  # every task header garbled: state bits, another vtable
+                for off in refs:
+                    if self.rng.random() < 0.5:
+                        struct.pack_into("<Q", d, off, self.rng.choice(vtables)[0])
+                    if off + 16 <= len(d):
+                        struct.pack_into("<Q", d, off + 8, self.rng.choice(
+                            [0, 1, 2, 3, 4, 8, 0x10, 0x20, 0x100, (1 << 64) - 1, self.rng.randrange(1 << 64)]))
+            elif kind == 4:  # vtables copied over their neighbours, overlapping by a word or more
+                for va, off in vtables:
+                    shift = 8 * self.rng.choice([-7, -3, -1, 1, 2, 8])
+                    if 0 <= off + shift and off + shift + 64 <= len(d):
+                        d[off + shift: off + shift + 64] = bytes(data[off: off + 64])
+            elif kind == 5:  # 2 million fake vtable pointers in a segment of their own
+                n = 16 << 20
+                if self.rng.random() < 0.5:
+                    recs = b"".join(struct.pack("<Q", v) for v, _ in vtables)
+                    blob = (recs * (n // len(recs) + 1))[:n]
+                else:
+                    va = self.rng.choice(vtables)[0]
+                    blob = struct.pack("<QQ", va, self.rng.choice([0, 1, 2, 0x100])) * (n // 16)
+                d = self.add_segment(d, blob, seg_at)
+            else:  # the heap's words made fake vtable pointers
+                heaps = [p for p in elfcore.phdrs(data) if p["type"] == elfcore.PT_LOAD and p["flags"] & 2
+                         and any(p["offset"] <= r < p["offset"] + p["filesz"] for r in refs)]
+                for p in heaps:
+                    step = self.rng.choice([8, 16, 64])
+                    for at in range(p["offset"], p["offset"] + p["filesz"] - 8, step):
+                        if self.rng.random() < 0.5:
+                            struct.pack_into("<Q", d, at, self.rng.choice(vtables)[0])
+            self.stack("task_vtables", self.write(d), core, name=f"task_vtables-{kind}-{i}")
+
     # ---- wait-for graph (issue 35) ---------------------------------------------------
     WAIT_BASES = ("deadlock-abba.O2", "deadlock-chain.O0", "deadlock-rwlock.O2", "deadlock-recursive.O2")
 
@@ -1116,7 +1259,7 @@ class Gen:
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
-                  self.db_hostile, self.merge_poison, self.cxx_frames, self.waits):
+                  self.db_hostile, self.merge_poison, self.cxx_frames, self.waits, self.task_vtables):
             if not only or g.__name__ in only:
                 g()
         return self.inputs

@@ -252,8 +252,12 @@ static void test_statistics(void **state)
 	free(s);
 }
 
-/* A thread polling main's resume function, main's address on its live stack: main is running. */
-static void test_a_future_being_polled_is_not_reported(void **state)
+/*
+ * A thread polling main's resume function, main's address on its live
+ * stack: main is running, reported once as running on that thread, its
+ * chain from its types (no stale state).
+ */
+static void test_a_future_being_polled_is_reported_running(void **state)
 {
 	(void)state;
 	struct scene *s = calloc(1, sizeof(*s));
@@ -263,7 +267,13 @@ static void test_a_future_being_polled_is_not_reported(void **state)
 	as_put64(s->stack, STACK, STACK + 0x200, MAIN);
 	scene_run(s);
 	assert_int_equal(u(s, "rust_polled"), 1);
-	assert_int_equal(s->stacks.nsuspended, 0);
+	assert_int_equal(s->stacks.nsuspended, 1);
+	const struct cq_suspended_stack *ss = &s->stacks.suspended[0];
+	assert_true(ss->has_task);
+	assert_string_equal(ss->task_state, "running");
+	assert_int_equal(ss->thread, 300);
+	for (size_t i = 0; i < ss->nframes; i++)
+		assert_null(ss->frames[i].state);
 	scene_free(s);
 	free(s);
 
@@ -276,8 +286,45 @@ static void test_a_future_being_polled_is_not_reported(void **state)
 	scene_run(s);
 	assert_int_equal(u(s, "rust_polled"), 0);
 	assert_int_equal(s->stacks.nsuspended, 1);
+	assert_false(s->stacks.suspended[0].has_task);
 	scene_free(s);
 	free(s);
+}
+
+/*
+ * Two mains on the polling thread's live stack: one thread polls one of
+ * them.  The one resumed before (Suspend0) is running and the Unresumed one
+ * is dropped; when both are Unresumed nothing decides, and both are dropped.
+ */
+static void test_two_futures_polled_in_one_function(void **state)
+{
+	(void)state;
+	const uint64_t main2 = HEAP + 0x300;
+	for (int both_unresumed = 0; both_unresumed < 2; both_unresumed++) {
+		struct scene *s = calloc(1, sizeof(*s));
+		scene_init(s);
+		as_put64(s->heap, HEAP, HEAP + 0x800 + 16 * 6, main2);
+		as_put64(s->heap, HEAP, HEAP + 0x808 + 16 * 6, MOD + VT_MAIN);
+		if (both_unresumed)
+			s->heap[MAIN - HEAP + 100] = 0;
+		s->native[0] = (struct cq_stack_frame){.pc = MOD + 0x5010, .kind = CQ_FRAME_NATIVE};
+		s->thread_stack.nframes = 1;
+		as_put64(s->stack, STACK, STACK + 0x200, MAIN);
+		as_put64(s->stack, STACK, STACK + 0x208, main2);
+		scene_run(s);
+		assert_int_equal(u(s, "rust_polled"), 2);
+		size_t running = 0;
+		for (size_t i = 0; i < s->stacks.nsuspended; i++)
+			running += s->stacks.suspended[i].has_task;
+		assert_int_equal(running, both_unresumed ? 0 : 1);
+		for (size_t i = 0; i < s->stacks.nsuspended; i++) {
+			const struct cq_suspended_stack *ss = &s->stacks.suspended[i];
+			if (ss->has_task) /* the one resumed before */
+				assert_int_equal(ss->frames[ss->nframes - 1].object, MAIN);
+		}
+		scene_free(s);
+		free(s);
+	}
 }
 
 static void test_bound_on_suspended_stacks(void **state)
@@ -355,7 +402,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_one_waiting_task_reported_from_its_outermost_future),
 	    cmocka_unit_test(test_statistics),
-	    cmocka_unit_test(test_a_future_being_polled_is_not_reported),
+	    cmocka_unit_test(test_a_future_being_polled_is_reported_running),
+	    cmocka_unit_test(test_two_futures_polled_in_one_function),
 	    cmocka_unit_test(test_bound_on_suspended_stacks),
 	    cmocka_unit_test(test_module_not_built_by_rustc),
 	    cmocka_unit_test(test_damaged_cache_row),

@@ -113,6 +113,12 @@ static struct cq_rust_index *sample(void)
 	ix->block_ons[0] = (struct cq_rust_block_on){
 	    .lo = 0x800, .hi = 0x900, .future = 0, .locs = loc, .nlocs = 1};
 	ix->nblock_ons = 1;
+	/* Functions monomorphized over a future (format 7): 0x3000 folded, over two futures. */
+	ix->monos = calloc(3, sizeof(*ix->monos));
+	ix->monos[0] = (struct cq_rust_mono){.lo = 0x3000, .future = 0};
+	ix->monos[1] = (struct cq_rust_mono){.lo = 0x3000, .future = 3};
+	ix->monos[2] = (struct cq_rust_mono){.lo = 0x3040, .future = 1};
+	ix->nmonos = 3;
 	return ix;
 }
 
@@ -167,6 +173,16 @@ static void test_round_trip(void **state)
 	assert_int_equal(bo->locs[0].offset, -96);
 	assert_true(bo->locs[0].deref);
 	assert_int_equal(bo->locs[0].type, 2);
+	size_t n;
+	const struct cq_rust_mono *mo = cq_rust_index_monos_at(back, 0x3000, &n);
+	assert_non_null(mo);
+	assert_int_equal(n, 2);
+	assert_int_equal(mo[0].future + mo[1].future, 3);
+	mo = cq_rust_index_monos_at(back, 0x3040, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(mo[0].future, 1);
+	assert_null(cq_rust_index_monos_at(back, 0x3008, &n));
+	assert_int_equal(n, 0);
 	size_t len2;
 	uint8_t *again = cq_rust_index_blob_encode(back, &len2);
 	assert_int_equal(len2, len);
@@ -236,6 +252,25 @@ static void test_damage_is_rejected(void **state)
 	}
 	assert_true(off > 0);
 	b[off] = 4;
+	reseal(b, len);
+	assert_false(accepted(b, len));
+	/* The monos: the last one's future reference out of range, then out of order. */
+	size_t mono = 0;
+	for (size_t i = 0; i + 12 <= len - 4; i++) {
+		uint64_t a;
+		memcpy(&a, blob + i, 8);
+		if (a == 0x3040)
+			mono = i;
+	}
+	assert_true(mono > 0);
+	memcpy(b, blob, len);
+	assert_true(accepted(b, len));
+	b[mono + 8] = 4;
+	reseal(b, len);
+	assert_false(accepted(b, len));
+	memcpy(b, blob, len);
+	uint64_t early = 0x2fff;
+	memcpy(b + mono, &early, 8);
 	reseal(b, len);
 	assert_false(accepted(b, len));
 	free(b);

@@ -11,10 +11,13 @@
  *   - it is no other chain's awaitee, by (address, type) (so a task is
  *     reported once, from its outermost future), and each future is
  *     reported once however many fat pointers lead to it;
- *   - it is not being polled right now: a chain is dropped when a thread
- *     is running the poll function of one of its state machines and that
- *     state machine's address is on the thread's live stack or in its
- *     registers (its __state is stale while it runs).
+ *   - a chain being polled right now (a thread is running the poll
+ *     function of one of its state machines and that state machine's
+ *     address is on the thread's live stack or in its registers) is
+ *     reported as running on that thread, its chain named from its types
+ *     alone (its __state is stale while it runs): the task an executor
+ *     without a task list of coreq's (futures' LocalPool, ThreadPool)
+ *     is polling at the crash.
  * The dead part of each thread's stack (below sp and its red zone) is not
  * scanned: it holds stale copies of pointers.
  *
@@ -70,7 +73,7 @@ struct cq_rust_stats {
 	size_t futures;      /* distinct futures decoded */
 	size_t awaited;      /* dropped: another chain's awaitee */
 	size_t claimed;      /* dropped: another runtime's (a boxed tokio task's future) */
-	size_t polled;       /* dropped: being polled on a thread */
+	size_t polled;       /* being polled on a thread: reported running */
 	size_t not_waiting;  /* dropped: Returned, Panicked or undecodable */
 	size_t rejected[CQ_RUST_REJECT_REASONS]; /* dropped before decoding, by reason */
 	struct cq_rust_reject rejects[CQ_RUST_REJECT_SAMPLES];
@@ -90,6 +93,8 @@ struct chain {
 	size_t nframes;
 	enum cq_rust_chain_end end;
 	bool dropped;
+	int64_t running;    /* the tid of the thread polling it; 0: none */
+	const char *polled; /* then: the poll function it was seen in */
 };
 
 struct scan_state {
@@ -281,8 +286,61 @@ static struct cq_error *drop_awaited(struct chain *chains, size_t n, struct cq_r
 	return NULL;
 }
 
-/* Drops chains one of whose state machines a thread is polling right now. */
-static struct cq_error *drop_polled(const struct cq_unwind_target *tg,
+static int cmp_polled(const void *a, const void *b)
+{
+	const struct chain *x = *(const struct chain *const *)a,
+	                   *y = *(const struct chain *const *)b;
+	if (x->running != y->running)
+		return (x->running > y->running) - (x->running < y->running);
+	return strcmp(x->polled, y->polled);
+}
+
+/*
+ * One thread polls one future of a poll function at a time (an async fn
+ * cannot await itself unboxed): of several chains seen polled in the same
+ * function on the same thread, the one whose outermost state machine was
+ * resumed before (not Unresumed: a never-run copy left on the stack is)
+ * is kept running, when it is the only such one; the others are dropped
+ * (counted as "polled"), all of them when that does not decide.
+ */
+static struct cq_error *one_polled(struct chain *chains, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += chains[i].running != 0;
+	if (k < 2)
+		return NULL;
+	struct chain **p = malloc(k * sizeof(*p));
+	if (!p)
+		return &cq_error_nomem;
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (chains[i].running)
+			p[k++] = &chains[i];
+	qsort(p, k, sizeof(*p), cmp_polled);
+	for (size_t i = 0; i < k;) {
+		size_t j = i + 1;
+		while (j < k && cmp_polled(&p[i], &p[j]) == 0)
+			j++;
+		if (j - i > 1) {
+			size_t resumed = 0, keep = 0;
+			for (size_t m = i; m < j; m++)
+				if (p[m]->frames[0].state != 0) {
+					resumed++;
+					keep = m;
+				}
+			for (size_t m = i; m < j; m++)
+				if (resumed != 1 || m != keep)
+					p[m]->dropped = true;
+		}
+		i = j;
+	}
+	free(p);
+	return NULL;
+}
+
+/* Marks the chains one of whose state machines a thread is polling right now. */
+static struct cq_error *mark_polled(const struct cq_unwind_target *tg,
                                     const struct cq_stacks *stacks, const struct cq_rust_index *ix,
                                     struct chain *chains, size_t n, struct cq_rust_stats *st)
 {
@@ -305,14 +363,18 @@ static struct cq_error *drop_polled(const struct cq_unwind_target *tg,
 		if (!cq_async_live_words(tg, t, &words, &nwords))
 			return &cq_error_nomem;
 		for (size_t c = 0; c < n; c++) {
-			for (size_t f = 0; !chains[c].dropped && f < chains[c].nframes; f++) {
+			for (size_t f = 0;
+			     !chains[c].dropped && !chains[c].running && f < chains[c].nframes;
+			     f++) {
 				const struct cq_rust_frame *fr = &chains[c].frames[f];
 				const char *resume = ix->model.types[fr->type].resume_name;
 				if (!resume || !cq_async_sorted_has(words, nwords, fr->addr))
 					continue;
 				for (size_t r = 0; r < nrunning; r++) {
 					if (strcmp(running[r], resume) == 0) {
-						chains[c].dropped = true;
+						chains[c].running =
+						    tg->threads[t].tid ? tg->threads[t].tid : -1;
+						chains[c].polled = resume;
 						st->polled++;
 						break;
 					}
@@ -321,7 +383,7 @@ static struct cq_error *drop_polled(const struct cq_unwind_target *tg,
 		}
 		free(words);
 	}
-	return NULL;
+	return one_polled(chains, n);
 }
 
 /* Appends one chain to stacks->suspended, innermost frame first. */
@@ -329,16 +391,34 @@ static struct cq_error *add_chain(const struct cq_async_ctx *ctx, struct rust_dy
                                   const struct chain *c, bool *added)
 {
 	*added = false;
+	const struct cq_rust_model *m = &t->index->model;
+	const struct cq_rust_frame *fr = c->frames;
+	size_t nframes = c->nframes;
+	enum cq_rust_chain_end end = c->end;
+	struct cq_rust_chain typed;
+	if (c->running) {
+		typed.nframes = 0;
+		typed.end = CQ_RUST_END_LEAF;
+		cq_rust_decode_types(m, c->frames[0].addr, c->frames[0].type, &typed);
+		if (typed.nframes > 0) {
+			fr = typed.frames;
+			nframes = typed.nframes;
+			end = typed.end;
+		}
+	}
 	struct cq_stack_frame *frames;
-	struct cq_error *err = cq_rust_chain_frames(ctx->target, &t->index->model, c->frames,
-	                                            c->nframes, &t->names, &frames);
+	struct cq_error *err =
+	    cq_rust_chain_frames(ctx->target, m, fr, nframes, &t->names, &frames);
 	if (err)
 		return err;
 	struct cq_suspended_stack s = {.kind = "rust",
 	                               .leaf = frames[0].object,
 	                               .frames = frames,
-	                               .nframes = c->nframes,
-	                               .end = cq_rust_chain_end(c->end)};
+	                               .nframes = nframes,
+	                               .end = cq_rust_chain_end(end),
+	                               .has_task = c->running != 0,
+	                               .task_state = c->running ? "running" : NULL,
+	                               .thread = c->running > 0 ? c->running : 0};
 	return cq_async_add_suspended(ctx, &s, added);
 }
 
@@ -444,7 +524,7 @@ static struct cq_error *rust_decode(void *state, const struct cq_async_ctx *ctx)
 	if (!err)
 		err = drop_awaited(chains, n, st);
 	if (!err)
-		err = drop_polled(ctx->target, ctx->stacks, r->index, chains, n, st);
+		err = mark_polled(ctx->target, ctx->stacks, r->index, chains, n, st);
 	for (size_t i = 0; i < n && !err; i++) {
 		if (chains[i].dropped)
 			continue;

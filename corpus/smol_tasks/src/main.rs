@@ -81,6 +81,7 @@ fn main() {
     println!("TASK never_polled BODY:never_polled");
     println!("RUNNING crasher");
     println!("CLOSED cancelled");
+    println!("DONE done_task");
     let ex: &'static Executor<'static> = Box::leak(Box::new(Executor::new()));
     let idle: &'static Executor<'static> = Box::leak(Box::new(Executor::new()));
     let mutex: &'static Mutex<u32> = Box::leak(Box::new(Mutex::new(0)));
@@ -92,10 +93,11 @@ fn main() {
     tasks.push(ex.spawn(recv_outer(rx)));
     tasks.push(ex.spawn(sleeper(3600)));
     tasks.push(ex.spawn(locker(mutex)));
+    let _done = ex.spawn(done_task(13));
     for _ in 0..2 {
         std::thread::spawn(move || smol::block_on(ex.run(smol::future::pending::<()>())));
     }
-    while PARKED.load(Ordering::SeqCst) < PARKING {
+    while PARKED.load(Ordering::SeqCst) < PARKING || DONE.load(Ordering::SeqCst) < 1 {
         std::thread::sleep(Duration::from_millis(5));
     }
     let crash = ex.spawn(crasher());
@@ -103,4 +105,13 @@ fn main() {
     drop(guard);
     let _ = tx.try_send(r);
     std::process::exit(r as i32);
+}
+
+// DONE fn (an oracle line): completed, its Task (the JoinHandle) held, so
+// async-task keeps the allocation with its output: not a waiting task.
+static DONE: AtomicUsize = AtomicUsize::new(0);
+
+async fn done_task(id: u32) -> u32 {
+    DONE.fetch_add(1, Ordering::SeqCst);
+    id
 }
