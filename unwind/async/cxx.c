@@ -90,10 +90,13 @@
 #define MAX_NAME             (1u << 16) /* a symbol name's length */
 #define MAX_SUSPENDED_FRAMES (1u << 16) /* frames of all suspended chains */
 #define DISPATCH_BYTES       1024u      /* an actor's code read for its dispatch */
+#define CLANG_FRAME_GUESS    256u       /* a clang frame's size off glibc's heap */
 
 /* One coroutine, from its actor and destroy symbols and its frame type. */
 struct coro_type {
 	uint64_t actor, actor_end, destroy; /* runtime addresses */
+	uint64_t destroy2;                  /* clang: .cleanup, the other destroy word */
+	bool clang;                         /* from clang's symbols alone, no layout */
 	uint64_t size, promise_off, promise_size, index_off;
 	unsigned max_index; /* highest valid _Coro_resume_index */
 	uint32_t module;    /* index in the target's modules */
@@ -120,6 +123,7 @@ struct frame {
 	uint64_t addr;
 	uint32_t type;
 	uint16_t index;
+	uint32_t size;     /* bytes read for links */
 	int64_t parent;    /* index of the frame awaiting this one, or -1 */
 	unsigned votes;    /* for parent */
 	bool has_child;    /* some frame's parent is this one */
@@ -178,11 +182,14 @@ static const char *keep_name(struct cxx *x, const char *s)
  * Names are long: Boost.Asio's, with any_executor's template arguments,
  * pass 1,000 bytes.
  */
+enum sym_kind { SYM_ACTOR, SYM_DESTROY, SYM_CLEANUP };
+
 struct coro_sym {
 	const char *name;
 	size_t len;
 	uint64_t addr, size;
-	bool actor;
+	enum sym_kind kind;
+	bool clang; /* NAME.resume / NAME.destroy / NAME.cleanup */
 };
 
 static bool same_name(const struct coro_sym *x, const struct coro_sym *y)
@@ -198,7 +205,9 @@ static int cmp_sym(const void *a, const void *b)
 		return c;
 	if (x->len != y->len)
 		return x->len < y->len ? -1 : 1;
-	return (int)y->actor - (int)x->actor; /* the actor first */
+	if (x->clang != y->clang)
+		return (int)x->clang - (int)y->clang;
+	return (int)x->kind - (int)y->kind; /* the actor first */
 }
 
 /* s's length without suffix, or 0 when s does not end in it. */
@@ -230,8 +239,16 @@ static bool module_symbols(Elf *elf, uint64_t bias, struct coro_sym **syms, size
 			struct coro_sym s = {
 			    .name = name, .addr = sym.st_value + bias, .size = sym.st_size};
 			if ((s.len = strip_suffix(name, ".Frame.actor")))
-				s.actor = true;
-			else if (!(s.len = strip_suffix(name, ".Frame.destroy")))
+				s.kind = SYM_ACTOR;
+			else if ((s.len = strip_suffix(name, ".Frame.destroy")))
+				s.kind = SYM_DESTROY;
+			else if ((s.len = strip_suffix(name, ".resume")))
+				s.clang = true, s.kind = SYM_ACTOR;
+			else if ((s.len = strip_suffix(name, ".destroy")))
+				s.clang = true, s.kind = SYM_DESTROY;
+			else if ((s.len = strip_suffix(name, ".cleanup")))
+				s.clang = true, s.kind = SYM_CLEANUP;
+			else
 				continue;
 			if (*n == *cap) {
 				size_t c = *cap ? *cap * 2 : 64;
@@ -350,17 +367,34 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	free(path);
 	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
 	struct cq_error *err = NULL;
-	for (size_t i = 0; dw && i + 1 < n && !err; i++) {
-		if (!syms[i].actor || syms[i + 1].actor || !same_name(&syms[i], &syms[i + 1]))
+	for (size_t i = 0; i + 1 < n && !err; i++) {
+		if (syms[i].kind != SYM_ACTOR || syms[i + 1].kind == SYM_ACTOR ||
+		    syms[i].clang != syms[i + 1].clang || !same_name(&syms[i], &syms[i + 1]))
 			continue;
 		struct coro_type ct = {.actor = syms[i].addr,
 		                       .actor_end =
 		                           syms[i].addr + (syms[i].size ? syms[i].size : 1),
 		                       .destroy = syms[i + 1].addr,
+		                       .clang = syms[i].clang,
 		                       .module = (uint32_t)m};
-		Dwarf_Die st;
-		if (!actor_frame_type(dw, syms[i].addr - mod->bias, &st) || !frame_layout(&st, &ct))
-			continue;
+		if (ct.clang) {
+			/* .destroy then .cleanup, either alone: clang stores either. */
+			if (syms[i + 1].kind == SYM_CLEANUP)
+				ct.destroy2 = ct.destroy;
+			else if (i + 2 < n && syms[i + 2].kind == SYM_CLEANUP &&
+			         syms[i + 2].clang && same_name(&syms[i], &syms[i + 2]))
+				ct.destroy2 = syms[i + 2].addr;
+			/* The frame's layout is not read (see the top comment). */
+			ct.promise_off = 16;
+			ct.promise_size = 8;
+			ct.size = 16;
+			ct.max_index = UINT16_MAX;
+		} else {
+			Dwarf_Die st;
+			if (!dw || !actor_frame_type(dw, syms[i].addr - mod->bias, &st) ||
+			    !frame_layout(&st, &ct))
+				continue;
+		}
 		if (x->ntypes == MAX_TYPES)
 			break;
 		if (x->ntypes == *cap) {
@@ -445,7 +479,7 @@ static void cxx_scan(void *state, const struct cq_async_ctx *ctx, const struct c
 		const struct coro_type *ty = type_of_actor(x, w);
 		uint64_t d;
 		memcpy(&d, c->data + off + 8, 8);
-		if (!ty || d != ty->destroy)
+		if (!ty || (d != ty->destroy && (d != ty->destroy2 || !d)))
 			continue;
 		if (x->ncand == x->cap_cand) {
 			size_t cap = x->cap_cand ? x->cap_cand * 2 : 64;
@@ -469,6 +503,39 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * A clang frame's size, which no DWARF gives here: its heap chunk's usable
+ * bytes (the chunk's size word, less the next chunk's prev_size word), else
+ * CLANG_FRAME_GUESS bytes.
+ */
+static uint32_t clang_frame_size(struct cq_mem *mem, uint64_t addr, enum cq_heap_verdict v)
+{
+	uint64_t w;
+	if (v != CQ_HEAP_OBJECT || !cq_mem_read_u64(mem, addr - 8, &w) || (w & ~7ull) < 32)
+		return CLANG_FRAME_GUESS;
+	w = (w & ~7ull) - 8;
+	return w > MAX_FRAME_WORDS * 8 ? MAX_FRAME_WORDS * 8 : (uint32_t)w;
+}
+
+/*
+ * Whether clang frame f lies inside one of the first n confirmed frames
+ * (sorted by address): clang's CoroElide puts an awaited coroutine's frame
+ * inside its awaiter's frame.  f's size becomes what is left of that frame.
+ */
+static bool elided(const struct cxx *x, size_t n, struct frame *f)
+{
+	for (size_t k = n, tries = 0; k > 0 && tries < 64; k--, tries++) {
+		const struct frame *o = &x->frames[k - 1];
+		if (o->addr < f->addr && f->addr + 16 <= o->addr + o->size) {
+			uint64_t left = o->addr + o->size - f->addr;
+			if (left < f->size || f->size <= 16)
+				f->size = (uint32_t)left;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Confirms the candidates into x->frames (sorted by address). */
 static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 {
@@ -488,7 +555,7 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 			continue;
 		const struct coro_type *ty;
 		if (!cq_mem_read_u64(mem, a, &resume) || !(ty = type_of_actor(x, resume)) ||
-		    !cq_mem_read(mem, a + ty->index_off, &index, 2)) {
+		    (!ty->clang && !cq_mem_read(mem, a + ty->index_off, &index, 2))) {
 			x->rejected[REJECT_UNREADABLE]++;
 			continue;
 		}
@@ -500,8 +567,13 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 			x->rejected[REJECT_BAD_INDEX]++;
 			continue;
 		}
-		x->frames[k] = (struct frame){
-		    .addr = a, .type = (uint32_t)(ty - x->types), .index = index, .parent = -1};
+		if (ty->clang)
+			index = 0;
+		x->frames[k] = (struct frame){.addr = a,
+		                              .type = (uint32_t)(ty - x->types),
+		                              .index = index,
+		                              .size = (uint32_t)ty->size,
+		                              .parent = -1};
 		q[k] = (struct cq_heap_query){.addr = a, .size = ty->size};
 		k++;
 	}
@@ -510,7 +582,10 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 	for (size_t i = 0; i < k; i++) {
 		switch (q[i].verdict) {
 		case CQ_HEAP_INSIDE:
-			x->rejected[REJECT_INSIDE_CHUNK]++;
+			if (x->types[x->frames[i].type].clang && elided(x, kept, &x->frames[i]))
+				x->frames[kept++] = x->frames[i];
+			else
+				x->rejected[REJECT_INSIDE_CHUNK]++;
 			break;
 		case CQ_HEAP_FREE:
 			x->rejected[REJECT_FREE_CHUNK]++;
@@ -520,6 +595,8 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 			break;
 		case CQ_HEAP_OBJECT:
 		case CQ_HEAP_UNKNOWN:
+			if (x->types[x->frames[i].type].clang)
+				x->frames[i].size = clang_frame_size(mem, q[i].addr, q[i].verdict);
 			x->frames[kept++] = x->frames[i];
 			break;
 		}
@@ -570,7 +647,7 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 	uint64_t words[MAX_FRAME_WORDS];
 	for (size_t i = 0; i < x->nframes; i++) {
 		const struct coro_type *ty = &x->types[x->frames[i].type];
-		uint64_t n = ty->size / 8;
+		uint64_t n = x->frames[i].size / 8;
 		if (n > MAX_FRAME_WORDS)
 			n = MAX_FRAME_WORDS;
 		if (x->link_words + n > MAX_LINK_WORDS)
@@ -649,7 +726,9 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 static const char *state_name(struct cxx *x, const struct frame *f)
 {
 	char buf[32];
-	if (f->index == 2 || f->index == 0)
+	if (x->types[f->type].clang)
+		snprintf(buf, sizeof(buf), "suspended");
+	else if (f->index == 2 || f->index == 0)
 		snprintf(buf, sizeof(buf), "initial");
 	else if (f->index % 2 == 0)
 		snprintf(buf, sizeof(buf), "await #%u", (unsigned)(f->index - 4) / 2);
@@ -723,8 +802,8 @@ static int actor_line(const struct cq_async_ctx *ctx, uint64_t pc)
 static uint64_t await_pc(struct cxx *x, const struct cq_async_ctx *ctx, const struct frame *f)
 {
 	struct coro_type *ty = &x->types[f->type];
-	if (f->index < 4 || f->index % 2 != 0)
-		return 0; /* not parked at a co_await */
+	if (ty->clang || f->index < 4 || f->index % 2 != 0)
+		return 0; /* not parked at a co_await, or not known where */
 	if (ty->looked_up && ty->last_index == f->index)
 		return ty->last_target;
 	uint8_t code[DISPATCH_BYTES];
