@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""C++20 coroutines built with clang (issue 33): the cxx runtime's clang path.
+
+corpus/cxx_task.cc is built here with clang++ -std=c++20 at -O0 and at
+-O2 -g (into COREQ_BUILD/cxx-clang; the shared corpus is gcc's) and crashed
+into a kernel core.  clang names a coroutine's resume and destroy functions
+NAME.resume and NAME.destroy / NAME.cleanup; coreq finds the frames from
+that pair alone (no frame layout, no resume index).  Expected results come
+from the program's source (its `// AWAIT:fn` markers, as in
+test_cxx_coro.py), and gdb reading the core confirms each frame: its first
+word is its coroutine's .resume function, and its promise's first word
+(the continuation, at frame + 16) is the awaiting frame.
+Checks per build: every parked chain listed once, leaf first, no phantom;
+the crashed thread reads crash_now, inner, mid, outer once each, then
+sync_wait and main.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from coreq_test import BUILD, ROOT, coreq_json, done, ok, sanitizer_report, skip  # noqa: E402
+from test_cxx_coro import chains_from, gdb, program_structure  # noqa: E402
+
+BUILDS = {"O0": ["-O0", "-g", "-fno-omit-frame-pointer"], "O2g": ["-O2", "-g"]}
+
+
+def coro_of(frame, coros):
+    fn = frame.get("function") or ""
+    m = re.match(r"(\w+)\(", fn)
+    return m.group(1) if m and m.group(1) in coros and "[clone .resume]" in fn else None
+
+
+def make_core(variant, src):
+    """(exe, core) of cxx_task built by clang++ at variant, or (None, why)."""
+    clang = shutil.which("clang++")
+    if not clang:
+        return None, "clang++ not installed"
+    try:
+        pattern = open("/proc/sys/kernel/core_pattern").read().strip()
+    except OSError:
+        pattern = ""
+    if pattern != "core":
+        return None, f"core_pattern is {pattern!r}, not 'core'"
+    d = os.path.abspath(os.path.join(BUILD, "cxx-clang", variant))
+    os.makedirs(d, exist_ok=True)
+    exe, core = os.path.join(d, "cxx_task"), os.path.join(d, "core")
+    if not (os.path.isfile(core) and os.path.getmtime(core) > os.path.getmtime(src)):
+        r = subprocess.run([clang, "-std=c++20", "-D_GNU_SOURCE", "-w"] + BUILDS[variant] +
+                           ["-o", exe, src, "-pthread", "-Wl,--build-id"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            return None, "clang++ failed: " + r.stderr[-300:]
+        if os.path.exists(core):
+            os.unlink(core)
+        subprocess.run(["sh", "-c", "ulimit -c unlimited; exec " + exe], cwd=d,
+                       capture_output=True, timeout=60)
+        if not os.path.isfile(core):
+            return None, "no core written"
+    return exe, core
+
+
+def check(variant):
+    src = os.path.join(ROOT, "corpus", "cxx_task.cc")
+    case = f"cxx_task clang {variant}"
+    exe, core = make_core(variant, src)
+    if not exe:
+        skip(f"{case}: cxx chains", core)
+        return
+    awaits, crasher, coros = program_structure(src)
+    parked, crashed = chains_from(awaits, crasher)
+    ok(len(parked) == 2 and len(crashed) == 3,
+       f"{case}: the source names two parked chains and a crash three awaits deep",
+       [str(parked), str(crashed)])
+    data, r = coreq_json("stack", core, "--exe", exe, "--format", "json", "--no-cache")
+    ok(not sanitizer_report(r.stderr), f"{case}: no sanitizer report", r.stderr)
+    found, phantom = [], []
+    for s in data["suspended"]:
+        if s["kind"] != "cxx":
+            continue
+        mine = [n for n in (coro_of(f, coros) for f in s["frames"]) if n]
+        if mine in parked and mine not in [c for c, _ in found]:
+            found.append((mine, s))
+        elif mine:
+            phantom.append(mine)
+    missed = [c for c in parked if c not in [m for m, _ in found]]
+    ok(not missed and not phantom,
+       f"{case}: every parked chain listed once, leaf first, and no phantom",
+       [f"expected {parked}", f"missed {missed}", f"phantom {phantom}"])
+
+    th = data["threads"][0]
+    names = [f.get("function") or "" for f in th["frames"]]
+    seq = [n for n in (coro_of(f, coros) for f in th["frames"]) if n]
+    i_main = next((i for i, n in enumerate(names) if n == "main"), None)
+    i_sync = next((i for i, n in enumerate(names) if "sync_wait" in n), None)
+    ok(names and names[0].startswith("crash_now") and seq == crashed and
+       i_sync is not None and i_main is not None and i_sync < i_main,
+       f"{case}: crashed thread reads crash_now, {' < '.join(crashed)} once each, "
+       "then sync_wait and main", [f"{f['kind']} {f.get('function')}" for f in th["frames"]][:16])
+
+    if not shutil.which("gdb"):
+        skip(f"{case}: gdb confirms the frames", "gdb not installed")
+        return
+    chains = [[f["object"] for f in s["frames"] if coro_of(f, coros)] for _, s in found]
+    chains.append([f["object"] for f in th["frames"] if coro_of(f, coros) and f.get("object")])
+    objs = [(coro_of(f, coros), f["object"]) for _, s in found for f in s["frames"]
+            if coro_of(f, coros)]
+    objs += [(coro_of(f, coros), f["object"]) for f in th["frames"]
+             if coro_of(f, coros) and f.get("object")]
+    out = gdb(exe, core, [f"info symbol *(long *){o}" for _, o in objs])
+    lines = [l for l in out.splitlines() if " in section " in l]
+    ok(len(lines) == len(objs) and all(re.match(rf"(_ZL{len(n)}{n}i\.resume|{n}\(int\) \[clone \.resume\]) in section", l)
+                                       for (n, _), l in zip(objs, lines)),
+       f"{case}: gdb: every reported frame starts with its coroutine's .resume",
+       [str(objs)] + lines)
+    pairs = [(c[i], c[i + 1]) for c in chains for i in range(len(c) - 1)]
+    out = gdb(exe, core, [f"x/gx {int(child, 0) + 16}" for child, _ in pairs])
+    vals = [int(l.split(":")[1].split()[0], 16) for l in out.splitlines()
+            if l.startswith("0x") and ":" in l]
+    ok(pairs and vals == [int(p, 0) for _, p in pairs],
+       f"{case}: gdb: each link is the child's continuation ({len(pairs)} links)",
+       [str(pairs), str(vals)])
+
+
+for v in BUILDS:
+    check(v)
+done()
