@@ -111,7 +111,7 @@ def check(variant):
              if coro_of(f, coros) and f.get("object")]
     out = gdb(exe, core, [f"info symbol *(long *){o}" for _, o in objs])
     lines = [l for l in out.splitlines() if " in section " in l]
-    ok(len(lines) == len(objs) and all(re.match(rf"(_ZL{len(n)}{n}i\.resume|{n}\(int\) \[clone \.resume\]) in section", l)
+    ok(objs and len(lines) == len(objs) and all(re.match(rf"(_ZL{len(n)}{n}i\.resume|{n}\(int\) \[clone \.resume\]) in section", l)
                                        for (n, _), l in zip(objs, lines)),
        f"{case}: gdb: every reported frame starts with its coroutine's .resume",
        [str(objs)] + lines)
