@@ -59,8 +59,29 @@
  *
  * A process with folly's async-stack ABI (its symbols) is left to the folly
  * runtime, which sees the same coroutines through its own records.  Without
- * DWARF for a module its coroutines are not looked for (clang < 17 emits
- * no frame type; an -g0 build has none).
+ * DWARF for a module its gcc coroutines are not looked for (an -g0 build).
+ *
+ * clang (checked with Debian's clang 14.0.6 at -O0 and -O2 -g on
+ * cxx_task.cc): a coroutine's functions are NAME.resume, NAME.destroy and
+ * NAME.cleanup (the destroy of a frame whose allocation was elided; at -O2
+ * one of the two may be the only symbol), and a frame starts with the
+ * .resume address, then the .destroy or the .cleanup address.  clang 14
+ * does describe the frame (`__coro_frame_ty`: __resume_fn, __destroy_fn,
+ * __promise, __coro_index as a bit-field), but only as an artificial local
+ * of the ramp function NAME (an abstract instance at -O2), not of
+ * NAME.resume; that is not read yet, so clang frames come from the symbol
+ * pair alone, in the same scan, and what the layout would give is lost:
+ *   - the size: the frame's heap chunk's usable bytes; off glibc's heap
+ *     (a frame in a caller's stack frame) CLANG_FRAME_GUESS bytes are read;
+ *   - the resume index: no bad_index check, no await line, no "await #k":
+ *     the state is "suspended" and the line the coroutine's first;
+ *   - the promise: taken at offset 16 (its place when aligned to at most
+ *     16), and only its first word counts as inside it for the link rule,
+ *     so a continuation further into the promise votes the other way (a
+ *     tie with the awaiter's pointer, then a cycle broken arbitrarily).
+ * At -O2 clang's CoroElide puts an awaited coroutine's frame inside its
+ * awaiter's frame: a clang frame inside a heap chunk is kept when it lies
+ * inside another confirmed frame, whose rest is its size.
  *
  * Bounds: at most MAX_TYPES coroutine types, MAX_CANDIDATES scan hits,
  * MAX_LINK_WORDS words read for links in all, chains of max_frames and
