@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """C++20 coroutines built with clang (issue 33): the cxx runtime's clang path.
 
-corpus/cxx_task.cc is built here with clang++ -std=c++20 at -O0 and at
--O2 -g (into COREQ_BUILD/cxx-clang; the shared corpus is gcc's) and crashed
-into a kernel core.  clang names a coroutine's resume and destroy functions
+The cores are the corpus cases cxx_task.clangO0 and cxx_task.clangO2g
+(corpus/cxx_task.cc built by clang++ -std=c++20 at -O0 and at -O2 -g); for
+a corpus built without them this test builds the same into
+COREQ_BUILD/cxx-clang and crashes it into a kernel core itself.  clang names a coroutine's resume and destroy functions
 NAME.resume and NAME.destroy / NAME.cleanup; coreq finds the frames from
 that pair alone (no frame layout, no resume index).  Expected results come
 from the program's source (its `// AWAIT:fn` markers, as in
@@ -21,10 +22,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from coreq_test import BUILD, ROOT, coreq_json, done, ok, sanitizer_report, skip  # noqa: E402
+from coreq_test import BUILD, CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, skip  # noqa: E402
 from test_cxx_coro import chains_from, gdb, program_structure  # noqa: E402
 
-BUILDS = {"O0": ["-O0", "-g", "-fno-omit-frame-pointer"], "O2g": ["-O2", "-g"]}
+BUILDS = {"clangO0": ["-O0", "-g", "-fno-omit-frame-pointer"], "clangO2g": ["-O2", "-g"]}
 
 
 def coro_of(frame, coros):
@@ -35,6 +36,12 @@ def coro_of(frame, coros):
 
 def make_core(variant, src):
     """(exe, core) of cxx_task built by clang++ at variant, or (None, why)."""
+    d = os.path.join(CORPUS, "cores", f"cxx_task.{variant}")
+    if os.path.isfile(os.path.join(d, "core")) and os.path.isfile(os.path.join(d, "expect")):
+        exe = [l.split("=", 1)[1].strip() for l in open(os.path.join(d, "expect"))
+               if l.startswith("exe=")]
+        if exe and os.path.isfile(exe[0]):
+            return exe[0], os.path.join(d, "core")
     clang = shutil.which("clang++")
     if not clang:
         return None, "clang++ not installed"
@@ -64,7 +71,7 @@ def make_core(variant, src):
 
 def check(variant):
     src = os.path.join(ROOT, "corpus", "cxx_task.cc")
-    case = f"cxx_task clang {variant}"
+    case = f"cxx_task.{variant}"
     exe, core = make_core(variant, src)
     if not exe:
         skip(f"{case}: cxx chains", core)
