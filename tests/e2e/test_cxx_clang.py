@@ -6,7 +6,7 @@ The cores are the corpus cases cxx_task.clangO0 and cxx_task.clangO2g
 a corpus built without them this test builds the same into
 COREQ_BUILD/cxx-clang and crashes it into a kernel core itself.  clang names a coroutine's resume and destroy functions
 NAME.resume and NAME.destroy / NAME.cleanup; coreq finds the frames from
-that pair alone (no frame layout, no resume index).  Expected results come
+that pair and reads their layout from clang's `__coro_frame_ty`.  Expected results come
 from the program's source (its `// AWAIT:fn` markers, as in
 test_cxx_coro.py), and gdb reading the core confirms each frame: its first
 word is its coroutine's .resume function, and its promise's first word
@@ -96,6 +96,14 @@ def check(variant):
     ok(not missed and not phantom,
        f"{case}: every parked chain listed once, leaf first, and no phantom",
        [f"expected {parked}", f"missed {missed}", f"phantom {phantom}"])
+
+    # Each parked or merged coroutine waits at its first co_await (the
+    # source has one per coroutine): clang's __coro_index 1, "await #0".
+    states = [f.get("state") for _, s in found for f in s["frames"] if coro_of(f, coros)]
+    states += [f.get("state") for f in data["threads"][0]["frames"]
+               if coro_of(f, coros) and f["kind"] == "async"]
+    ok(states and all(st == "await #0" for st in states),
+       f"{case}: each coroutine parked at its first co_await ({len(states)} frames)", str(states))
 
     th = data["threads"][0]
     names = [f.get("function") or "" for f in th["frames"]]

@@ -112,12 +112,16 @@
 #define MAX_SUSPENDED_FRAMES (1u << 16) /* frames of all suspended chains */
 #define DISPATCH_BYTES       1024u      /* an actor's code read for its dispatch */
 #define CLANG_FRAME_GUESS    256u       /* a clang frame's size off glibc's heap */
+#define CLANG_CU_DIES        (1u << 20) /* a compile unit's top DIEs read for a ramp */
+#define CLANG_CUS            (1u << 16) /* compile units looked through for a pc */
 
 /* One coroutine, from its actor and destroy symbols and its frame type. */
 struct coro_type {
 	uint64_t actor, actor_end, destroy; /* runtime addresses */
 	uint64_t destroy2;                  /* clang: .cleanup, the other destroy word */
-	bool clang;                         /* from clang's symbols alone, no layout */
+	bool clang;                         /* clang's NAME.resume / .destroy / .cleanup */
+	bool layout;                        /* clang: __coro_frame_ty was read */
+	uint8_t index_bytes, index_shift, index_bits; /* clang's __coro_index bit-field */
 	uint64_t size, promise_off, promise_size, index_off;
 	unsigned max_index; /* highest valid _Coro_resume_index */
 	uint32_t module;    /* index in the target's modules */
@@ -358,6 +362,150 @@ static bool frame_layout(Dwarf_Die *st, struct coro_type *t)
 	       t->index_off + 2 <= t->size && t->promise_off + t->promise_size <= t->size;
 }
 
+/* Fills t's layout from clang's `__coro_frame_ty` st; false if it is not one. */
+static bool clang_layout(Dwarf_Die *st, struct coro_type *t)
+{
+	const char *name = dwarf_diename(st);
+	if (!name || strcmp(name, "__coro_frame_ty") != 0)
+		return false;
+	uint64_t size = cq_dwt_size(st);
+	Dwarf_Die m;
+	bool resume = false, destroy = false, promise = false, index = false;
+	unsigned members = 0;
+	if (dwarf_child(st, &m) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&m) != DW_TAG_member || ++members > 4096)
+			continue;
+		const char *mn = dwarf_diename(&m);
+		uint64_t off;
+		if (!mn || !cq_dwt_member_offset(&m, &off))
+			continue;
+		if (strcmp(mn, "__resume_fn") == 0)
+			resume = off == 0;
+		else if (strcmp(mn, "__destroy_fn") == 0)
+			destroy = off == 8;
+		else if (strcmp(mn, "__promise") == 0) {
+			Dwarf_Die pt;
+			promise = true;
+			t->promise_off = off;
+			t->promise_size = cq_dwt_type(&m, &pt) ? cq_dwt_size(&pt) : 0;
+		} else if (strcmp(mn, "__coro_index") == 0) {
+			/* A bit-field: byte_size bytes at off, bit_size bits; DWARF 2's
+			 * bit_offset counts from the storage's most significant bit. */
+			Dwarf_Attribute a;
+			Dwarf_Word bytes = 0, bits = 0, boff = 0, dboff = 0;
+			if (dwarf_formudata(dwarf_attr(&m, DW_AT_byte_size, &a), &bytes) != 0) {
+				Dwarf_Die it;
+				bytes = cq_dwt_type(&m, &it) ? cq_dwt_size(&it) : 0;
+			}
+			if (dwarf_formudata(dwarf_attr(&m, DW_AT_bit_size, &a), &bits) != 0)
+				bits = bytes * 8;
+			if (dwarf_attr(&m, DW_AT_data_bit_offset, &a)) {
+				if (dwarf_formudata(&a, &dboff) != 0)
+					continue;
+				off += dboff / 8;
+				boff = dboff % 8;
+			} else if (dwarf_formudata(dwarf_attr(&m, DW_AT_bit_offset, &a), &boff) ==
+			           0) {
+				if (boff + bits > bytes * 8)
+					continue;
+				boff = bytes * 8 - boff - bits;
+			}
+			if (bytes == 0 || bytes > 2 || bits == 0 || bits > 16 ||
+			    boff + bits > bytes * 8)
+				continue;
+			index = true;
+			t->index_off = off;
+			t->index_bytes = (uint8_t)bytes;
+			t->index_shift = (uint8_t)boff;
+			t->index_bits = (uint8_t)bits;
+			t->max_index = (1u << bits) - 1;
+		}
+	} while (dwarf_siblingof(&m, &m) == 0);
+	if (!(resume && destroy && promise && index && size >= 16 && t->index_off + 2 <= size &&
+	      t->promise_off + t->promise_size <= size))
+		return false;
+	t->size = size;
+	return true;
+}
+
+/* sub's variable `__coro_frame`'s type, if it is clang's frame type: into *t. */
+static bool clang_frame_var(Dwarf_Die *sub, struct coro_type *t)
+{
+	Dwarf_Die c, st;
+	if (dwarf_child(sub, &c) != 0)
+		return false;
+	unsigned n = 0;
+	do {
+		const char *name;
+		Dwarf_Attribute a;
+		if (dwarf_tag(&c) == DW_TAG_variable && (name = dwarf_diename(&c)) &&
+		    strcmp(name, "__coro_frame") == 0)
+			return dwarf_formref_die(dwarf_attr_integrate(&c, DW_AT_type, &a), &st) &&
+			       cq_dwt_peel(&st) && dwarf_tag(&st) == DW_TAG_structure_type &&
+			       clang_layout(&st, t);
+	} while (++n < 4096 && dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
+/*
+ * The compile unit whose ranges hold pc, read unit by unit: clang emits no
+ * .debug_aranges, which dwarf_addrdie needs.  At most CLANG_CUS units.
+ */
+static bool cu_of_pc(Dwarf *dw, uint64_t pc, Dwarf_Die *out)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	for (unsigned k = 0;
+	     k < CLANG_CUS && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0;
+	     k++, off = next)
+		if (dwarf_offdie(dw, off + hsize, out) && dwarf_haspc(out, pc) > 0)
+			return true;
+	return false;
+}
+
+/*
+ * clang's frame type for the coroutine whose NAME.resume is at link-time
+ * address pc: clang gives .resume its coroutine's subprogram (linkage name
+ * NAME), and describes the frame as the artificial variable __coro_frame
+ * of the ramp's (or its abstract instance's) subprogram NAME, at the top
+ * of the same compile unit (clang 14 here).
+ */
+static bool clang_frame_type(Dwarf *dw, uint64_t pc, struct coro_type *t)
+{
+	Dwarf_Die cu, *scopes = NULL, sub;
+	if (!dwarf_addrdie(dw, pc, &cu) && !cu_of_pc(dw, pc, &cu))
+		return false;
+	int n = dwarf_getscopes(&cu, pc, &scopes);
+	bool found = false;
+	for (int i = n - 1; i >= 0 && !found; i--)
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
+			sub = scopes[i];
+			found = true;
+		}
+	free(scopes);
+	Dwarf_Attribute a;
+	const char *link =
+	    found ? dwarf_formstring(dwarf_attr_integrate(&sub, DW_AT_linkage_name, &a)) : NULL;
+	if (!link)
+		return false;
+	if (clang_frame_var(&sub, t))
+		return true;
+	Dwarf_Die c;
+	if (dwarf_child(&cu, &c) != 0)
+		return false;
+	unsigned k = 0;
+	do {
+		const char *l;
+		if (dwarf_tag(&c) == DW_TAG_subprogram &&
+		    (l = dwarf_formstring(dwarf_attr_integrate(&c, DW_AT_linkage_name, &a))) &&
+		    strcmp(l, link) == 0 && clang_frame_var(&c, t))
+			return true;
+	} while (++k < CLANG_CU_DIES && dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
 static int cmp_type(const void *a, const void *b)
 {
 	const struct coro_type *x = a, *y = b;
@@ -405,11 +553,13 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 			else if (i + 2 < n && syms[i + 2].kind == SYM_CLEANUP &&
 			         syms[i + 2].clang && same_name(&syms[i], &syms[i + 2]))
 				ct.destroy2 = syms[i + 2].addr;
-			/* The frame's layout is not read (see the top comment). */
+			/* Without __coro_frame_ty, see the top comment. */
 			ct.promise_off = 16;
 			ct.promise_size = 8;
 			ct.size = 16;
 			ct.max_index = UINT16_MAX;
+			if (dw && clang_frame_type(dw, syms[i].addr - mod->bias, &ct))
+				ct.layout = true;
 		} else {
 			Dwarf_Die st;
 			if (!dw || !actor_frame_type(dw, syms[i].addr - mod->bias, &st) ||
@@ -575,8 +725,10 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 		if (i > 0 && a == x->cand[i - 1])
 			continue;
 		const struct coro_type *ty;
+		index = 0;
 		if (!cq_mem_read_u64(mem, a, &resume) || !(ty = type_of_actor(x, resume)) ||
-		    (!ty->clang && !cq_mem_read(mem, a + ty->index_off, &index, 2))) {
+		    ((!ty->clang || ty->layout) && !cq_mem_read(mem, a + ty->index_off, &index,
+		                                                ty->clang ? ty->index_bytes : 2))) {
 			x->rejected[REJECT_UNREADABLE]++;
 			continue;
 		}
@@ -589,7 +741,8 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 			continue;
 		}
 		if (ty->clang)
-			index = 0;
+			index =
+			    (uint16_t)((index >> ty->index_shift) & ((1u << ty->index_bits) - 1));
 		x->frames[k] = (struct frame){.addr = a,
 		                              .type = (uint32_t)(ty - x->types),
 		                              .index = index,
@@ -616,7 +769,8 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 			break;
 		case CQ_HEAP_OBJECT:
 		case CQ_HEAP_UNKNOWN:
-			if (x->types[x->frames[i].type].clang)
+			if (x->types[x->frames[i].type].clang &&
+			    !x->types[x->frames[i].type].layout)
 				x->frames[i].size = clang_frame_size(mem, q[i].addr, q[i].verdict);
 			x->frames[kept++] = x->frames[i];
 			break;
@@ -747,8 +901,13 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 static const char *state_name(struct cxx *x, const struct frame *f)
 {
 	char buf[32];
-	if (x->types[f->type].clang)
+	const struct coro_type *ty = &x->types[f->type];
+	if (ty->clang && !ty->layout)
 		snprintf(buf, sizeof(buf), "suspended");
+	else if (ty->clang && f->index == 0)
+		snprintf(buf, sizeof(buf), "initial");
+	else if (ty->clang)
+		snprintf(buf, sizeof(buf), "await #%u", (unsigned)f->index - 1);
 	else if (f->index == 2 || f->index == 0)
 		snprintf(buf, sizeof(buf), "initial");
 	else if (f->index % 2 == 0)
