@@ -25,7 +25,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from coreq_test import BUILD, CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, skip  # noqa: E402
 from test_cxx_coro import chains_from, gdb, program_structure  # noqa: E402
 
-BUILDS = {"clangO0": ["-O0", "-g", "-fno-omit-frame-pointer"], "clangO2g": ["-O2", "-g"]}
+# clangO2g0 (no debug info: frames from the symbol pair alone, state
+# "suspended") is never in the corpus: built here.
+BUILDS = {"clangO0": ["-O0", "-g", "-fno-omit-frame-pointer"], "clangO2g": ["-O2", "-g"],
+          "clangO2g0": ["-O2", "-g0"]}
 
 
 def coro_of(frame, coros):
@@ -98,11 +101,13 @@ def check(variant):
        [f"expected {parked}", f"missed {missed}", f"phantom {phantom}"])
 
     # Each parked or merged coroutine waits at its first co_await (the
-    # source has one per coroutine): clang's __coro_index 1, "await #0".
+    # source has one per coroutine): clang's __coro_index 1, "await #0";
+    # without debug info the index is unknown: "suspended".
     states = [f.get("state") for _, s in found for f in s["frames"] if coro_of(f, coros)]
     states += [f.get("state") for f in data["threads"][0]["frames"]
                if coro_of(f, coros) and f["kind"] == "async"]
-    ok(states and all(st == "await #0" for st in states),
+    want = "suspended" if variant == "clangO2g0" else "await #0"
+    ok(states and all(st == want for st in states),
        f"{case}: each coroutine parked at its first co_await ({len(states)} frames)", str(states))
 
     th = data["threads"][0]
