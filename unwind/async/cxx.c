@@ -61,27 +61,33 @@
  * runtime, which sees the same coroutines through its own records.  Without
  * DWARF for a module its gcc coroutines are not looked for (an -g0 build).
  *
- * clang (checked with Debian's clang 14.0.6 at -O0 and -O2 -g on
+ * clang (checked with Debian's clang 14.0.6 at -O0, -O2 -g and -O2 -g0 on
  * cxx_task.cc): a coroutine's functions are NAME.resume, NAME.destroy and
  * NAME.cleanup (the destroy of a frame whose allocation was elided; at -O2
  * one of the two may be the only symbol), and a frame starts with the
- * .resume address, then the .destroy or the .cleanup address.  clang 14
- * does describe the frame (`__coro_frame_ty`: __resume_fn, __destroy_fn,
- * __promise, __coro_index as a bit-field), but only as an artificial local
- * of the ramp function NAME (an abstract instance at -O2), not of
- * NAME.resume; that is not read yet, so clang frames come from the symbol
- * pair alone, in the same scan, and what the layout would give is lost:
+ * .resume address, then the .destroy or the .cleanup address: the same
+ * scan takes either.  clang 14 already describes the frame (issue 33
+ * expected it from clang 17 only): a structure `__coro_frame_ty`
+ * (__resume_fn, __destroy_fn, __promise, __coro_index, a bit-field: 0 the
+ * initial suspend, k + 1 the k-th co_await) as the type of the artificial
+ * variable __coro_frame of the ramp function NAME, or of its abstract
+ * instance at -O2, at the top of the compile unit whose ranges hold
+ * NAME.resume (clang writes no .debug_aranges, so units are searched by
+ * their ranges).  With it a clang frame is confirmed and linked as a gcc
+ * one (size, promise, index), and shown "await #k"; but no await line is
+ * read (coro_dispatch.c knows gcc's dispatch only): the coroutine's first
+ * line.  Without it (-g0) the frame comes from the symbol pair alone:
  *   - the size: the frame's heap chunk's usable bytes; off glibc's heap
  *     (a frame in a caller's stack frame) CLANG_FRAME_GUESS bytes are read;
- *   - the resume index: no bad_index check, no await line, no "await #k":
- *     the state is "suspended" and the line the coroutine's first;
+ *   - no resume index: no bad_index check, state "suspended";
  *   - the promise: taken at offset 16 (its place when aligned to at most
  *     16), and only its first word counts as inside it for the link rule,
  *     so a continuation further into the promise votes the other way (a
  *     tie with the awaiter's pointer, then a cycle broken arbitrarily).
  * At -O2 clang's CoroElide puts an awaited coroutine's frame inside its
  * awaiter's frame: a clang frame inside a heap chunk is kept when it lies
- * inside another confirmed frame, whose rest is its size.
+ * inside another confirmed frame (its size, without the type, the rest
+ * of that frame).
  *
  * Bounds: at most MAX_TYPES coroutine types, MAX_CANDIDATES scan hits,
  * MAX_LINK_WORDS words read for links in all, chains of max_frames and
