@@ -478,11 +478,16 @@ static bool cu_of_pc(Dwarf *dw, uint64_t pc, Dwarf_Die *out)
  * of the ramp's (or its abstract instance's) subprogram NAME, at the top
  * of the same compile unit (clang 14 here).
  */
-static bool clang_frame_type(Dwarf *dw, uint64_t pc, struct coro_type *t)
+static bool clang_frame_type(Dwarf *dw, uint64_t pc, struct coro_type *t, Dwarf_Die *last_cu,
+                             bool *have_last)
 {
 	Dwarf_Die cu, *scopes = NULL, sub;
-	if (!dwarf_addrdie(dw, pc, &cu) && !cu_of_pc(dw, pc, &cu))
+	if (*have_last && dwarf_haspc(last_cu, pc) > 0)
+		cu = *last_cu;
+	else if (!dwarf_addrdie(dw, pc, &cu) && !cu_of_pc(dw, pc, &cu))
 		return false;
+	*last_cu = cu;
+	*have_last = true;
 	int n = dwarf_getscopes(&cu, pc, &scopes);
 	bool found = false;
 	for (int i = n - 1; i >= 0 && !found; i--)
@@ -542,6 +547,8 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	free(path);
 	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
 	struct cq_error *err = NULL;
+	Dwarf_Die last_cu; /* the compile unit of the last clang coroutine */
+	bool have_last = false;
 	for (size_t i = 0; i + 1 < n && !err; i++) {
 		if (syms[i].kind != SYM_ACTOR || syms[i + 1].kind == SYM_ACTOR ||
 		    syms[i].clang != syms[i + 1].clang || !same_name(&syms[i], &syms[i + 1]))
@@ -564,7 +571,8 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 			ct.promise_size = 8;
 			ct.size = 16;
 			ct.max_index = UINT16_MAX;
-			if (dw && clang_frame_type(dw, syms[i].addr - mod->bias, &ct))
+			if (dw && clang_frame_type(dw, syms[i].addr - mod->bias, &ct, &last_cu,
+			                           &have_last))
 				ct.layout = true;
 		} else {
 			Dwarf_Die st;
