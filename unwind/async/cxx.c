@@ -120,6 +120,7 @@
 #define CLANG_FRAME_GUESS    256u       /* a clang frame's size off glibc's heap */
 #define CLANG_CU_DIES        (1u << 20) /* a compile unit's top DIEs read for a ramp */
 #define CLANG_CUS            (1u << 16) /* compile units looked through for a pc */
+#define CLANG_CODE_BYTES     4096u      /* a .resume's code read for its index stores */
 
 /* One coroutine, from its actor and destroy symbols and its frame type. */
 struct coro_type {
@@ -984,6 +985,31 @@ static int actor_line(const struct cq_async_ctx *ctx, uint64_t pc)
 }
 
 /*
+ * For clang: the address of NAME.resume's store of frame f's index into
+ * its one-byte __coro_index on the way to suspend (clang 14 gives it the
+ * co_await's line at -O0 and -O2), or 0; cached per type.
+ */
+static uint64_t clang_await_pc(const struct cq_async_ctx *ctx, struct coro_type *ty,
+                               const struct frame *f)
+{
+	if (!ty->layout || f->index == 0 || ty->index_bytes != 1 || ty->index_shift != 0)
+		return 0;
+	if (ty->looked_up && ty->last_index == f->index)
+		return ty->last_target;
+	uint8_t code[CLANG_CODE_BYTES];
+	const struct cq_target_module *mod =
+	    ty->module < ctx->target->nmodules ? &ctx->target->modules[ty->module] : NULL;
+	uint64_t len =
+	    ty->actor_end - ty->actor < sizeof(code) ? ty->actor_end - ty->actor : sizeof(code);
+	size_t n = mod ? image_bytes(mod, ty->actor, code, len, true) : 0;
+	size_t at = n ? cq_coro_byte_store(code, n, ty->index_off, f->index) : SIZE_MAX;
+	ty->last_target = at != SIZE_MAX ? ty->actor + at : 0;
+	ty->last_index = f->index;
+	ty->looked_up = true;
+	return ty->last_target;
+}
+
+/*
  * A code address of the actor on frame f's co_await's source line, or 0;
  * cached per type.  Two places carry that line (gcc 12, checked at -O0 and
  * -O2 on the corpus): the resume target (the awaiter's await_resume, on
@@ -996,8 +1022,10 @@ static int actor_line(const struct cq_async_ctx *ctx, uint64_t pc)
 static uint64_t await_pc(struct cxx *x, const struct cq_async_ctx *ctx, const struct frame *f)
 {
 	struct coro_type *ty = &x->types[f->type];
-	if (ty->clang || f->index < 4 || f->index % 2 != 0)
-		return 0; /* not parked at a co_await, or not known where */
+	if (ty->clang)
+		return clang_await_pc(ctx, ty, f);
+	if (f->index < 4 || f->index % 2 != 0)
+		return 0; /* not parked at a co_await */
 	if (ty->looked_up && ty->last_index == f->index)
 		return ty->last_target;
 	uint8_t code[DISPATCH_BYTES];
