@@ -23,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from coreq_test import BUILD, CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, skip  # noqa: E402
-from test_cxx_coro import chains_from, gdb, program_structure  # noqa: E402
+from test_cxx_coro import await_lines, chains_from, gdb, program_structure  # noqa: E402
 
 # clangO2g0 (no debug info: frames from the symbol pair alone, state
 # "suspended") is never in the corpus: built here.
@@ -109,6 +109,26 @@ def check(variant):
     want = "suspended" if variant == "clangO2g0" else "await #0"
     ok(states and all(st == want for st in states),
        f"{case}: each coroutine parked at its first co_await ({len(states)} frames)", str(states))
+
+    # Lines: each parked or merged coroutine at its co_await's line (the
+    # line marked AWAIT:fn; not without debug info), and crash_now at the
+    # line of its write to address 0 (clang writes no .debug_aranges).
+    if variant != "clangO2g0":
+        want_line = await_lines(src)
+        got = [(coro_of(f, coros), f.get("line")) for _, s in found for f in s["frames"]
+               if coro_of(f, coros)]
+        got += [(coro_of(f, coros), f.get("line")) for f in data["threads"][0]["frames"]
+                if coro_of(f, coros) and f["kind"] == "async"]
+        ok(got and all(ln == want_line.get(n) for n, ln in got),
+           f"{case}: each suspended coroutine is at its co_await's line ({len(got)} frames)",
+           [f"expected {want_line}", f"got {got}"])
+        crash = [n for n, l in enumerate(open(src).read().splitlines(), 1)
+                 if "*(volatile int *)nullptr" in l]
+        top = data["threads"][0]["frames"][0]
+        ok(len(crash) == 1 and top.get("line") == crash[0] and
+           (top.get("file") or "").endswith("cxx_task.cc"),
+           f"{case}: crash_now at its write to address 0, cxx_task.cc:{crash}",
+           f"{top.get('file')}:{top.get('line')}")
 
     th = data["threads"][0]
     names = [f.get("function") or "" for f in th["frames"]]
