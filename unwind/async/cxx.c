@@ -74,9 +74,11 @@
  * instance at -O2, at the top of the compile unit whose ranges hold
  * NAME.resume (clang writes no .debug_aranges, so units are searched by
  * their ranges).  With it a clang frame is confirmed and linked as a gcc
- * one (size, promise, index), and shown "await #k"; but no await line is
- * read (coro_dispatch.c knows gcc's dispatch only): the coroutine's first
- * line.  Without it (-g0) the frame comes from the symbol pair alone:
+ * one (size, promise, index), and shown "await #k" at the line of
+ * NAME.resume's `movb $k+1, __coro_index` on the way to that suspend
+ * (clang_await_pc; a one-byte index only), which clang 14 puts on the
+ * co_await's line at -O0 and -O2.  Without it (-g0) the frame comes from
+ * the symbol pair alone:
  *   - the size: the frame's heap chunk's usable bytes; off glibc's heap
  *     (a frame in a caller's stack frame) CLANG_FRAME_GUESS bytes are read;
  *   - no resume index: no bad_index check, state "suspended";
