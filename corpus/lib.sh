@@ -166,6 +166,7 @@ all_cases() {
 			continue
 		fi
 		for v in ${variants//,/ }; do
+			[[ $v == clang* ]] && ! command -v clang++ >/dev/null && continue
 			printf '%s.%s\n' "$prog" "$v"
 			[[ $prog == tokio_tasks ]] && printf '%s-boxed.%s\n' "$prog" "$v"
 		done

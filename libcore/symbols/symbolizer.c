@@ -647,9 +647,36 @@ static const struct cq_aranges *module_aranges(struct sym_module *sm, Dwarf *dw)
 	return &sm->aranges;
 }
 
+/* At most this many units are walked for an address when there is no .debug_aranges. */
+#define MAX_UNITS_WALKED (1u << 16)
+
+/*
+ * The compile unit whose own ranges hold a (a DWARF address), unit by unit:
+ * for a module without .debug_aranges (clang writes none), where libdw
+ * 0.188's dwfl_module_addrdie finds nothing.  NULL when none does.
+ */
+static Dwarf_Die *unit_by_ranges(Dwarf *dw, Dwarf_Addr a, Dwarf_Die *mem)
+{
+	Dwarf_Off off = 0, next;
+	size_t header_size;
+	for (unsigned k = 0;
+	     k < MAX_UNITS_WALKED &&
+	     dwarf_next_unit(dw, off, &next, &header_size, NULL, NULL, NULL, NULL, NULL, NULL) == 0;
+	     k++, off = next) {
+		if (!dwarf_offdie(dw, off + header_size, mem))
+			continue;
+		int tag = dwarf_tag(mem);
+		if ((tag == DW_TAG_compile_unit || tag == DW_TAG_partial_unit) &&
+		    dwarf_haspc(mem, a) == 1)
+			return mem;
+	}
+	return NULL;
+}
+
 /*
  * The unit DIE holding addr, through the module's own .debug_aranges: libdw
- * then reads the units up to that one only (see aranges.h).  NULL when the
+ * then reads the units up to that one only (see aranges.h); without that
+ * section, the unit whose ranges hold addr (unit_by_ranges).  NULL when the
  * table has no answer or the unit does not hold addr.
  */
 static Dwarf_Die *unit_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr, Dwarf_Die *mem,
@@ -659,6 +686,8 @@ static Dwarf_Die *unit_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr add
 	uint64_t unit;
 	Dwarf_Off next;
 	size_t header_size;
+	if (dw && module_aranges(sm, dw)->n == 0 && !dwarf_section(dw, ".debug_aranges"))
+		return unit_by_ranges(dw, addr - *bias, mem);
 	if (!dw || !cq_aranges_find(module_aranges(sm, dw), addr - *bias, &unit) ||
 	    dwarf_next_unit(dw, unit, &next, &header_size, NULL, NULL, NULL, NULL, NULL, NULL) !=
 	        0 ||

@@ -950,11 +950,12 @@ class Gen:
                                      effect=poisoned))
 
     # ---- C++ coroutine frames (issue 33) ------------------------------------------
-    def cxx_core(self):
-        """cxx_task.O2g's core, its exe's load bias and its coroutine frames as
+    def cxx_core(self, case="cxx_task.O2g"):
+        """case's core, its exe's load bias and its coroutine frames as
         {coroutine: (vaddr, file offset)}, found from the exe's .actor/.destroy
-        symbols (nm) and the core's NT_FILE; None without the case or nm."""
-        d = os.path.join(self.corpus, "cores", "cxx_task.O2g")
+        symbols (gcc; clang's .resume and .destroy or .cleanup) (nm) and the
+        core's NT_FILE; None without the case or nm."""
+        d = os.path.join(self.corpus, "cores", case)
         core = os.path.join(d, "core")
         if not os.path.isfile(core) or not shutil.which("nm"):
             return None
@@ -971,10 +972,14 @@ class Gen:
         out = subprocess.run(["nm", exe], capture_output=True, text=True).stdout
         for line in out.splitlines():
             m = re.match(r"([0-9a-f]+) t _Z\w*?(\d+)(_ZL\w+)\.Frame\.(actor|destroy)$", line)
+            c = re.match(r"([0-9a-f]+) t (_ZL\w+)\.(resume|destroy|cleanup)$", line)
             if m:
                 sym.setdefault(m.group(3), {})[m.group(4)] = int(m.group(1), 16) + bias
-        pairs = {struct.pack("<QQ", v["actor"], v["destroy"]): k for k, v in sym.items()
-                 if "actor" in v and "destroy" in v}
+            elif c:
+                kind = {"resume": "actor", "cleanup": "cleanup"}.get(c.group(3), "destroy")
+                sym.setdefault(c.group(2), {})[kind] = int(c.group(1), 16) + bias
+        pairs = {struct.pack("<QQ", v["actor"], v[dk]): k for k, v in sym.items()
+                 for dk in ("destroy", "cleanup") if "actor" in v and dk in v}
         frames = {}
         for p in elfcore.phdrs(data):
             if p["type"] != elfcore.PT_LOAD or not p["flags"] & 2:
@@ -1189,6 +1194,71 @@ class Gen:
                             struct.pack_into("<Q", d, at, self.rng.choice(vtables)[0])
             self.stack("task_vtables", self.write(d), core, name=f"task_vtables-{kind}-{i}")
 
+    def cxx_clang_frames(self):
+        """clang's coroutine frames (cxx_task.clangO2g: no layout, sizes from
+        heap chunks, elided frames inside their awaiter's) made hostile:
+        continuation cycles, a frame's chunk freed or its size word
+        damaged, fake .resume/.destroy pairs at every 16 bytes inside the
+        real frames (nested elision), and a million fake pairs (or 262,144
+        fake 64-byte frames linked as a chain, a cycle, a star or at random)
+        in a 16 MiB segment of their own."""
+        found = self.cxx_core("cxx_task.clangO2g")
+        if not found:
+            return
+        core, data, frames, pairs = found
+        names = {re.sub(r"^_ZL\d+", "", k)[:-1]: k for k in frames}
+        for i in range(self.n):
+            d = bytearray(data)
+            kind = i % 6
+            if kind == 0:  # the top of each chain continues at its leaf (the promise's first word)
+                for top, leaf in (("park_top", "park_leaf"), ("hold_b", "wait_b"), ("outer", "mid")):
+                    if top in names and leaf in names:
+                        struct.pack_into("<Q", d, frames[names[top]][1] + 16, frames[names[leaf]][0])
+            elif kind in (1, 2):  # a frame's chunk freed, or its size word damaged
+                victim = names.get(self.rng.choice(["park_top", "hold_b"]))
+                if victim:
+                    vaddr, off = frames[victim]
+                    size, = struct.unpack_from("<Q", d, off - 8)
+                    nxt = off - 16 + (size & ~7) + 8
+                    if kind == 1 and 0 < size & ~7 < 1 << 20 and nxt + 8 <= len(d):
+                        struct.pack_into("<Q", d, nxt, struct.unpack_from("<Q", d, nxt)[0] & ~1)
+                    elif kind == 2:
+                        struct.pack_into("<Q", d, off - 8, self.rng.choice(
+                            [0, 1, 7, 16, 17, 1 << 40, (1 << 64) - 1, 0x100001, 0x31]))
+            elif kind == 3:  # fake pairs every 16 bytes inside each real frame's first 512 bytes
+                for k, (vaddr, off) in frames.items():
+                    for at in range(off + 16, min(off + 512, len(d) - 16), 16):
+                        d[at: at + 16] = self.rng.choice(pairs)
+            else:
+                pair = self.rng.choice(pairs)
+                n = 16 << 20
+                if kind == 4:
+                    blob = pair * (n // 16)
+                else:
+                    base, count = 0x600000000000, n // 64
+                    shape = self.rng.choice(["chain", "cycle", "star", "random"])
+                    recs = bytearray(n)
+                    for r in range(count):
+                        nxt = {"chain": r + 1, "cycle": (r + 1) % count, "star": 0,
+                               "random": self.rng.randrange(count)}[shape]
+                        struct.pack_into("<16sQ", recs, 64 * r, pair, base + 64 * nxt)
+                    blob = bytes(recs)
+                ph = elfcore.phdrs(data)
+                d += b"\0" * (-len(d) % 4096)
+                seg_off = len(d)
+                d += blob
+                entries = bytearray()
+                for p in ph:
+                    entries += bytes(data[p["hdr"]: p["hdr"] + 56])
+                entries += struct.pack("<IIQQQQQQ", elfcore.PT_LOAD, 6, seg_off, 0x600000000000, 0,
+                                       len(blob), len(blob), 4096)
+                d += b"\0" * (-len(d) % 8)
+                phoff = len(d)
+                d += entries
+                struct.pack_into("<Q", d, 0x20, phoff)
+                struct.pack_into("<H", d, 0x38, len(ph) + 1)
+            self.stack("cxx_clang_frames", self.write(d), core, name=f"cxx_clang_frames-{kind}-{i}")
+
     # ---- wait-for graph (issue 35) ---------------------------------------------------
     WAIT_BASES = ("deadlock-abba.O2", "deadlock-chain.O0", "deadlock-rwlock.O2", "deadlock-recursive.O2")
 
@@ -1259,7 +1329,7 @@ class Gen:
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
-                  self.db_hostile, self.merge_poison, self.cxx_frames, self.waits, self.task_vtables):
+                  self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.task_vtables):
             if not only or g.__name__ in only:
                 g()
         return self.inputs

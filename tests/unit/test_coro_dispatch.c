@@ -269,13 +269,43 @@ static void even_half(void **state)
 	assert_int_equal(cq_coro_branch_target(half, sizeof(half), h, h - 0x10, end, OFF, 0, 4), 0);
 }
 
+/* clang's byte store of its index: disp8, REX, SIB, disp32; others refused. */
+static void byte_store(void **state)
+{
+	(void)state;
+	const uint8_t clang_o0[] = {0x90, 0xc6, 0x40, 0x30, 0x01};  /* movb $1,0x30(%rax) */
+	const uint8_t clang_o2[] = {0xc6, 0x43, 0x74, 0x02};        /* movb $2,0x74(%rbx) */
+	const uint8_t rex[] = {0x41, 0xc6, 0x46, 0x30, 0x01};       /* movb $1,0x30(%r14) */
+	const uint8_t sib[] = {0xc6, 0x44, 0x24, 0x30, 0x01};       /* movb $1,0x30(%rsp) */
+	const uint8_t d32[] = {0xc6, 0x83, 0x00, 0x01, 0, 0, 0x01}; /* movb $1,0x100(%rbx) */
+	const uint8_t other[] = {0xc6, 0x43, 0x74, 0x01, 0xc6, 0x03, 0x01, 0xc6, 0x4b, 0x74, 0x01};
+	assert_int_equal(cq_coro_byte_store(clang_o0, sizeof(clang_o0), 0x30, 1), 1);
+	assert_int_equal(cq_coro_byte_store(clang_o0, sizeof(clang_o0), 0x30, 2), SIZE_MAX);
+	assert_int_equal(cq_coro_byte_store(clang_o0, sizeof(clang_o0), 0x31, 1), SIZE_MAX);
+	assert_int_equal(cq_coro_byte_store(clang_o2, sizeof(clang_o2), 0x74, 2), 0);
+	assert_int_equal(cq_coro_byte_store(rex, sizeof(rex), 0x30, 1), 0);
+	assert_int_equal(cq_coro_byte_store(sib, sizeof(sib), 0x30, 1), 0);
+	assert_int_equal(cq_coro_byte_store(d32, sizeof(d32), 0x100, 1), 0);
+	/* Another index, no displacement (mod 0), another opcode extension (reg 1). */
+	assert_int_equal(cq_coro_byte_store(other, sizeof(other), 0x74, 2), SIZE_MAX);
+	assert_int_equal(cq_coro_byte_store(clang_o2, sizeof(clang_o2), 0x74, 0x100), SIZE_MAX);
+	/* Every truncation reads only what it is given. */
+	for (size_t n = 0; n < sizeof(d32); n++) {
+		uint8_t *copy = malloc(n ? n : 1);
+		assert_non_null(copy);
+		memcpy(copy, d32, n);
+		assert_int_equal(cq_coro_byte_store(copy, n, 0x100, 1), SIZE_MAX);
+		free(copy);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(o2_shape),       cmocka_unit_test(o0_shape),
 	    cmocka_unit_test(target_outside), cmocka_unit_test(truncated),
 	    cmocka_unit_test(random_bytes),   cmocka_unit_test(jump_table),
-	    cmocka_unit_test(even_half),
+	    cmocka_unit_test(even_half),      cmocka_unit_test(byte_store),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

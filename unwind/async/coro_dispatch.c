@@ -1,8 +1,8 @@
 /*
  * coro_dispatch.c - where gcc's coroutine actor resumes, read from its
  * x86-64 machine code: the target of its dispatch on _Coro_resume_index and
- * the store of an index on the way to suspend (for the cxx runtime's await
- * lines, issue 33).  Only the bytes given are read.
+ * the store of an index on the way to suspend; and clang's store of its
+ * __coro_index (for the cxx runtime's await lines, issue 33).  Only the bytes given are read.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -163,6 +163,28 @@ size_t cq_coro_index_store(const uint8_t *code, size_t n, size_t from, uint64_t 
 		if (code[i] == 0x66 && code[i + 1] == 0xc7 && ((code[i + 2] >> 3) & 7) == 0 &&
 		    (code[i + 2] & 7) != 4 && code[i + 2] >> 6 == 1 && code[i + 3] == index_off &&
 		    code[i + 4] == (index & 0xff) && code[i + 5] == (index >> 8))
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+size_t cq_coro_byte_store(const uint8_t *code, size_t n, uint64_t index_off, unsigned index)
+{
+	if (index > 0xff || index_off > INT32_MAX)
+		return SIZE_MAX;
+	for (size_t i = 0; i + 4 <= n; i++) {
+		size_t p = i + (code[i] >= 0x40 && code[i] <= 0x4f); /* REX */
+		if (p + 3 > n || code[p] != 0xc6)
+			continue;
+		uint8_t modrm = code[p + 1], mod = modrm >> 6;
+		if (((modrm >> 3) & 7) != 0 || mod == 0 || mod == 3)
+			continue;
+		size_t d = p + 2 + ((modrm & 7) == 4); /* a SIB byte */
+		if (mod == 1 && d + 2 <= n && code[d] == index_off && code[d + 1] == index)
+			return i;
+		uint32_t v;
+		if (mod == 2 && d + 5 <= n && (memcpy(&v, code + d, 4), v == index_off) &&
+		    code[d + 4] == index)
 			return i;
 	}
 	return SIZE_MAX;

@@ -1,6 +1,7 @@
 /*
  * coro_dispatch.h - where gcc's coroutine actor resumes, read from its
- * x86-64 machine code (unwind/async/coro_dispatch.c).
+ * x86-64 machine code, and where clang's resume function stores the index
+ * it suspends at (unwind/async/coro_dispatch.c).
  */
 #ifndef CQ_CORO_DISPATCH_H
 #define CQ_CORO_DISPATCH_H
@@ -47,6 +48,14 @@ uint64_t cq_coro_even_branch(const uint8_t *code, size_t n, uint64_t base, uint6
  */
 size_t cq_coro_index_store(const uint8_t *code, size_t n, size_t from, uint64_t index_off,
                            unsigned index);
+
+/*
+ * The offset in code of clang's store of index into its one-byte
+ * __coro_index at index_off on the way to suspend (x86-64: `movb $index,
+ * index_off(%reg)`, disp8 or disp32, maybe behind a REX or SIB byte), the
+ * first one in the n bytes; SIZE_MAX when none.
+ */
+size_t cq_coro_byte_store(const uint8_t *code, size_t n, uint64_t index_off, unsigned index);
 
 /* Reads n bytes of the program's image at addr into buf; how many it read. */
 typedef size_t (*cq_coro_read_fn)(void *ctx, uint64_t addr, uint8_t *buf, size_t n);

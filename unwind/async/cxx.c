@@ -59,8 +59,37 @@
  *
  * A process with folly's async-stack ABI (its symbols) is left to the folly
  * runtime, which sees the same coroutines through its own records.  Without
- * DWARF for a module its coroutines are not looked for (clang < 17 emits
- * no frame type; an -g0 build has none).
+ * DWARF for a module its gcc coroutines are not looked for (an -g0 build).
+ *
+ * clang (checked with Debian's clang 14.0.6 at -O0, -O2 -g and -O2 -g0 on
+ * cxx_task.cc): a coroutine's functions are NAME.resume, NAME.destroy and
+ * NAME.cleanup (the destroy of a frame whose allocation was elided; at -O2
+ * one of the two may be the only symbol), and a frame starts with the
+ * .resume address, then the .destroy or the .cleanup address: the same
+ * scan takes either.  clang 14 already describes the frame (issue 33
+ * expected it from clang 17 only): a structure `__coro_frame_ty`
+ * (__resume_fn, __destroy_fn, __promise, __coro_index, a bit-field: 0 the
+ * initial suspend, k + 1 the k-th co_await) as the type of the artificial
+ * variable __coro_frame of the ramp function NAME, or of its abstract
+ * instance at -O2, at the top of the compile unit whose ranges hold
+ * NAME.resume (clang writes no .debug_aranges, so units are searched by
+ * their ranges).  With it a clang frame is confirmed and linked as a gcc
+ * one (size, promise, index), and shown "await #k" at the line of
+ * NAME.resume's `movb $k+1, __coro_index` on the way to that suspend
+ * (clang_await_pc; a one-byte index only), which clang 14 puts on the
+ * co_await's line at -O0 and -O2.  Without it (-g0) the frame comes from
+ * the symbol pair alone:
+ *   - the size: the frame's heap chunk's usable bytes; off glibc's heap
+ *     (a frame in a caller's stack frame) CLANG_FRAME_GUESS bytes are read;
+ *   - no resume index: no bad_index check, state "suspended";
+ *   - the promise: taken at offset 16 (its place when aligned to at most
+ *     16), and only its first word counts as inside it for the link rule,
+ *     so a continuation further into the promise votes the other way (a
+ *     tie with the awaiter's pointer, then a cycle broken arbitrarily).
+ * At -O2 clang's CoroElide puts an awaited coroutine's frame inside its
+ * awaiter's frame: a clang frame inside a heap chunk is kept when it lies
+ * inside another confirmed frame (its size, without the type, the rest
+ * of that frame).
  *
  * Bounds: at most MAX_TYPES coroutine types, MAX_CANDIDATES scan hits,
  * MAX_LINK_WORDS words read for links in all, chains of max_frames and
@@ -90,10 +119,18 @@
 #define MAX_NAME             (1u << 16) /* a symbol name's length */
 #define MAX_SUSPENDED_FRAMES (1u << 16) /* frames of all suspended chains */
 #define DISPATCH_BYTES       1024u      /* an actor's code read for its dispatch */
+#define CLANG_FRAME_GUESS    256u       /* a clang frame's size off glibc's heap */
+#define CLANG_CU_DIES        (1u << 20) /* a compile unit's top DIEs read for a ramp */
+#define CLANG_CUS            (1u << 16) /* compile units looked through for a pc */
+#define CLANG_CODE_BYTES     4096u      /* a .resume's code read for its index stores */
 
 /* One coroutine, from its actor and destroy symbols and its frame type. */
 struct coro_type {
 	uint64_t actor, actor_end, destroy; /* runtime addresses */
+	uint64_t destroy2;                  /* clang: .cleanup, the other destroy word */
+	bool clang;                         /* clang's NAME.resume / .destroy / .cleanup */
+	bool layout;                        /* clang: __coro_frame_ty was read */
+	uint8_t index_bytes, index_shift, index_bits; /* clang's __coro_index bit-field */
 	uint64_t size, promise_off, promise_size, index_off;
 	unsigned max_index; /* highest valid _Coro_resume_index */
 	uint32_t module;    /* index in the target's modules */
@@ -120,6 +157,7 @@ struct frame {
 	uint64_t addr;
 	uint32_t type;
 	uint16_t index;
+	uint32_t size;     /* bytes read for links */
 	int64_t parent;    /* index of the frame awaiting this one, or -1 */
 	unsigned votes;    /* for parent */
 	bool has_child;    /* some frame's parent is this one */
@@ -178,11 +216,14 @@ static const char *keep_name(struct cxx *x, const char *s)
  * Names are long: Boost.Asio's, with any_executor's template arguments,
  * pass 1,000 bytes.
  */
+enum sym_kind { SYM_ACTOR, SYM_DESTROY, SYM_CLEANUP };
+
 struct coro_sym {
 	const char *name;
 	size_t len;
 	uint64_t addr, size;
-	bool actor;
+	enum sym_kind kind;
+	bool clang; /* NAME.resume / NAME.destroy / NAME.cleanup */
 };
 
 static bool same_name(const struct coro_sym *x, const struct coro_sym *y)
@@ -198,7 +239,9 @@ static int cmp_sym(const void *a, const void *b)
 		return c;
 	if (x->len != y->len)
 		return x->len < y->len ? -1 : 1;
-	return (int)y->actor - (int)x->actor; /* the actor first */
+	if (x->clang != y->clang)
+		return (int)x->clang - (int)y->clang;
+	return (int)x->kind - (int)y->kind; /* the actor first */
 }
 
 /* s's length without suffix, or 0 when s does not end in it. */
@@ -230,8 +273,16 @@ static bool module_symbols(Elf *elf, uint64_t bias, struct coro_sym **syms, size
 			struct coro_sym s = {
 			    .name = name, .addr = sym.st_value + bias, .size = sym.st_size};
 			if ((s.len = strip_suffix(name, ".Frame.actor")))
-				s.actor = true;
-			else if (!(s.len = strip_suffix(name, ".Frame.destroy")))
+				s.kind = SYM_ACTOR;
+			else if ((s.len = strip_suffix(name, ".Frame.destroy")))
+				s.kind = SYM_DESTROY;
+			else if ((s.len = strip_suffix(name, ".resume")))
+				s.clang = true, s.kind = SYM_ACTOR;
+			else if ((s.len = strip_suffix(name, ".destroy")))
+				s.clang = true, s.kind = SYM_DESTROY;
+			else if ((s.len = strip_suffix(name, ".cleanup")))
+				s.clang = true, s.kind = SYM_CLEANUP;
+			else
 				continue;
 			if (*n == *cap) {
 				size_t c = *cap ? *cap * 2 : 64;
@@ -320,6 +371,155 @@ static bool frame_layout(Dwarf_Die *st, struct coro_type *t)
 	       t->index_off + 2 <= t->size && t->promise_off + t->promise_size <= t->size;
 }
 
+/* Fills t's layout from clang's `__coro_frame_ty` st; false if it is not one. */
+static bool clang_layout(Dwarf_Die *st, struct coro_type *t)
+{
+	const char *name = dwarf_diename(st);
+	if (!name || strcmp(name, "__coro_frame_ty") != 0)
+		return false;
+	uint64_t size = cq_dwt_size(st);
+	Dwarf_Die m;
+	bool resume = false, destroy = false, promise = false, index = false;
+	unsigned members = 0;
+	if (dwarf_child(st, &m) != 0)
+		return false;
+	do {
+		if (dwarf_tag(&m) != DW_TAG_member || ++members > 4096)
+			continue;
+		const char *mn = dwarf_diename(&m);
+		uint64_t off;
+		if (!mn || !cq_dwt_member_offset(&m, &off))
+			continue;
+		if (strcmp(mn, "__resume_fn") == 0)
+			resume = off == 0;
+		else if (strcmp(mn, "__destroy_fn") == 0)
+			destroy = off == 8;
+		else if (strcmp(mn, "__promise") == 0) {
+			Dwarf_Die pt;
+			promise = true;
+			t->promise_off = off;
+			t->promise_size = cq_dwt_type(&m, &pt) ? cq_dwt_size(&pt) : 0;
+		} else if (strcmp(mn, "__coro_index") == 0) {
+			/* A bit-field: byte_size bytes at off, bit_size bits; DWARF 2's
+			 * bit_offset counts from the storage's most significant bit. */
+			Dwarf_Attribute a;
+			Dwarf_Word bytes = 0, bits = 0, boff = 0, dboff = 0;
+			if (dwarf_formudata(dwarf_attr(&m, DW_AT_byte_size, &a), &bytes) != 0) {
+				Dwarf_Die it;
+				bytes = cq_dwt_type(&m, &it) ? cq_dwt_size(&it) : 0;
+			}
+			if (dwarf_formudata(dwarf_attr(&m, DW_AT_bit_size, &a), &bits) != 0)
+				bits = bytes * 8;
+			if (dwarf_attr(&m, DW_AT_data_bit_offset, &a)) {
+				if (dwarf_formudata(&a, &dboff) != 0)
+					continue;
+				off += dboff / 8;
+				boff = dboff % 8;
+			} else if (dwarf_formudata(dwarf_attr(&m, DW_AT_bit_offset, &a), &boff) ==
+			           0) {
+				if (boff + bits > bytes * 8)
+					continue;
+				boff = bytes * 8 - boff - bits;
+			}
+			if (bytes == 0 || bytes > 2 || bits == 0 || bits > 16 ||
+			    boff + bits > bytes * 8)
+				continue;
+			index = true;
+			t->index_off = off;
+			t->index_bytes = (uint8_t)bytes;
+			t->index_shift = (uint8_t)boff;
+			t->index_bits = (uint8_t)bits;
+			t->max_index = (1u << bits) - 1;
+		}
+	} while (dwarf_siblingof(&m, &m) == 0);
+	if (!(resume && destroy && promise && index && size >= 16 && t->index_off + 2 <= size &&
+	      t->promise_off + t->promise_size <= size))
+		return false;
+	t->size = size;
+	return true;
+}
+
+/* sub's variable `__coro_frame`'s type, if it is clang's frame type: into *t. */
+static bool clang_frame_var(Dwarf_Die *sub, struct coro_type *t)
+{
+	Dwarf_Die c, st;
+	if (dwarf_child(sub, &c) != 0)
+		return false;
+	unsigned n = 0;
+	do {
+		const char *name;
+		Dwarf_Attribute a;
+		if (dwarf_tag(&c) == DW_TAG_variable && (name = dwarf_diename(&c)) &&
+		    strcmp(name, "__coro_frame") == 0)
+			return dwarf_formref_die(dwarf_attr_integrate(&c, DW_AT_type, &a), &st) &&
+			       cq_dwt_peel(&st) && dwarf_tag(&st) == DW_TAG_structure_type &&
+			       clang_layout(&st, t);
+	} while (++n < 4096 && dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
+/*
+ * The compile unit whose ranges hold pc, read unit by unit: clang emits no
+ * .debug_aranges, which dwarf_addrdie needs.  At most CLANG_CUS units.
+ */
+static bool cu_of_pc(Dwarf *dw, uint64_t pc, Dwarf_Die *out)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	for (unsigned k = 0;
+	     k < CLANG_CUS && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0;
+	     k++, off = next)
+		if (dwarf_offdie(dw, off + hsize, out) && dwarf_haspc(out, pc) > 0)
+			return true;
+	return false;
+}
+
+/*
+ * clang's frame type for the coroutine whose NAME.resume is at link-time
+ * address pc: clang gives .resume its coroutine's subprogram (linkage name
+ * NAME), and describes the frame as the artificial variable __coro_frame
+ * of the ramp's (or its abstract instance's) subprogram NAME, at the top
+ * of the same compile unit (clang 14 here).
+ */
+static bool clang_frame_type(Dwarf *dw, uint64_t pc, struct coro_type *t, Dwarf_Die *last_cu,
+                             bool *have_last)
+{
+	Dwarf_Die cu, *scopes = NULL, sub;
+	if (*have_last && dwarf_haspc(last_cu, pc) > 0)
+		cu = *last_cu;
+	else if (!dwarf_addrdie(dw, pc, &cu) && !cu_of_pc(dw, pc, &cu))
+		return false;
+	*last_cu = cu;
+	*have_last = true;
+	int n = dwarf_getscopes(&cu, pc, &scopes);
+	bool found = false;
+	for (int i = n - 1; i >= 0 && !found; i--)
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
+			sub = scopes[i];
+			found = true;
+		}
+	free(scopes);
+	Dwarf_Attribute a;
+	const char *link =
+	    found ? dwarf_formstring(dwarf_attr_integrate(&sub, DW_AT_linkage_name, &a)) : NULL;
+	if (!link)
+		return false;
+	if (clang_frame_var(&sub, t))
+		return true;
+	Dwarf_Die c;
+	if (dwarf_child(&cu, &c) != 0)
+		return false;
+	unsigned k = 0;
+	do {
+		const char *l;
+		if (dwarf_tag(&c) == DW_TAG_subprogram &&
+		    (l = dwarf_formstring(dwarf_attr_integrate(&c, DW_AT_linkage_name, &a))) &&
+		    strcmp(l, link) == 0 && clang_frame_var(&c, t))
+			return true;
+	} while (++k < CLANG_CU_DIES && dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
 static int cmp_type(const void *a, const void *b)
 {
 	const struct coro_type *x = a, *y = b;
@@ -350,17 +550,39 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	free(path);
 	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
 	struct cq_error *err = NULL;
-	for (size_t i = 0; dw && i + 1 < n && !err; i++) {
-		if (!syms[i].actor || syms[i + 1].actor || !same_name(&syms[i], &syms[i + 1]))
+	Dwarf_Die last_cu; /* the compile unit of the last clang coroutine */
+	bool have_last = false;
+	for (size_t i = 0; i + 1 < n && !err; i++) {
+		if (syms[i].kind != SYM_ACTOR || syms[i + 1].kind == SYM_ACTOR ||
+		    syms[i].clang != syms[i + 1].clang || !same_name(&syms[i], &syms[i + 1]))
 			continue;
 		struct coro_type ct = {.actor = syms[i].addr,
 		                       .actor_end =
 		                           syms[i].addr + (syms[i].size ? syms[i].size : 1),
 		                       .destroy = syms[i + 1].addr,
+		                       .clang = syms[i].clang,
 		                       .module = (uint32_t)m};
-		Dwarf_Die st;
-		if (!actor_frame_type(dw, syms[i].addr - mod->bias, &st) || !frame_layout(&st, &ct))
-			continue;
+		if (ct.clang) {
+			/* .destroy then .cleanup, either alone: clang stores either. */
+			if (syms[i + 1].kind == SYM_CLEANUP)
+				ct.destroy2 = ct.destroy;
+			else if (i + 2 < n && syms[i + 2].kind == SYM_CLEANUP &&
+			         syms[i + 2].clang && same_name(&syms[i], &syms[i + 2]))
+				ct.destroy2 = syms[i + 2].addr;
+			/* Without __coro_frame_ty, see the top comment. */
+			ct.promise_off = 16;
+			ct.promise_size = 8;
+			ct.size = 16;
+			ct.max_index = UINT16_MAX;
+			if (dw && clang_frame_type(dw, syms[i].addr - mod->bias, &ct, &last_cu,
+			                           &have_last))
+				ct.layout = true;
+		} else {
+			Dwarf_Die st;
+			if (!dw || !actor_frame_type(dw, syms[i].addr - mod->bias, &st) ||
+			    !frame_layout(&st, &ct))
+				continue;
+		}
 		if (x->ntypes == MAX_TYPES)
 			break;
 		if (x->ntypes == *cap) {
@@ -445,7 +667,7 @@ static void cxx_scan(void *state, const struct cq_async_ctx *ctx, const struct c
 		const struct coro_type *ty = type_of_actor(x, w);
 		uint64_t d;
 		memcpy(&d, c->data + off + 8, 8);
-		if (!ty || d != ty->destroy)
+		if (!ty || (d != ty->destroy && (d != ty->destroy2 || !d)))
 			continue;
 		if (x->ncand == x->cap_cand) {
 			size_t cap = x->cap_cand ? x->cap_cand * 2 : 64;
@@ -469,6 +691,39 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * A clang frame's size, which no DWARF gives here: its heap chunk's usable
+ * bytes (the chunk's size word, less the next chunk's prev_size word), else
+ * CLANG_FRAME_GUESS bytes.
+ */
+static uint32_t clang_frame_size(struct cq_mem *mem, uint64_t addr, enum cq_heap_verdict v)
+{
+	uint64_t w;
+	if (v != CQ_HEAP_OBJECT || !cq_mem_read_u64(mem, addr - 8, &w) || (w & ~7ull) < 32)
+		return CLANG_FRAME_GUESS;
+	w = (w & ~7ull) - 8;
+	return w > MAX_FRAME_WORDS * 8 ? MAX_FRAME_WORDS * 8 : (uint32_t)w;
+}
+
+/*
+ * Whether clang frame f lies inside one of the first n confirmed frames
+ * (sorted by address): clang's CoroElide puts an awaited coroutine's frame
+ * inside its awaiter's frame.  f's size becomes what is left of that frame.
+ */
+static bool elided(const struct cxx *x, size_t n, struct frame *f)
+{
+	for (size_t k = n, tries = 0; k > 0 && tries < 64; k--, tries++) {
+		const struct frame *o = &x->frames[k - 1];
+		if (o->addr < f->addr && f->addr + 16 <= o->addr + o->size) {
+			uint64_t left = o->addr + o->size - f->addr;
+			if (left < f->size || f->size <= 16)
+				f->size = (uint32_t)left;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Confirms the candidates into x->frames (sorted by address). */
 static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 {
@@ -487,8 +742,10 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 		if (i > 0 && a == x->cand[i - 1])
 			continue;
 		const struct coro_type *ty;
+		index = 0;
 		if (!cq_mem_read_u64(mem, a, &resume) || !(ty = type_of_actor(x, resume)) ||
-		    !cq_mem_read(mem, a + ty->index_off, &index, 2)) {
+		    ((!ty->clang || ty->layout) && !cq_mem_read(mem, a + ty->index_off, &index,
+		                                                ty->clang ? ty->index_bytes : 2))) {
 			x->rejected[REJECT_UNREADABLE]++;
 			continue;
 		}
@@ -500,8 +757,14 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 			x->rejected[REJECT_BAD_INDEX]++;
 			continue;
 		}
-		x->frames[k] = (struct frame){
-		    .addr = a, .type = (uint32_t)(ty - x->types), .index = index, .parent = -1};
+		if (ty->clang)
+			index =
+			    (uint16_t)((index >> ty->index_shift) & ((1u << ty->index_bits) - 1));
+		x->frames[k] = (struct frame){.addr = a,
+		                              .type = (uint32_t)(ty - x->types),
+		                              .index = index,
+		                              .size = (uint32_t)ty->size,
+		                              .parent = -1};
 		q[k] = (struct cq_heap_query){.addr = a, .size = ty->size};
 		k++;
 	}
@@ -510,7 +773,10 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 	for (size_t i = 0; i < k; i++) {
 		switch (q[i].verdict) {
 		case CQ_HEAP_INSIDE:
-			x->rejected[REJECT_INSIDE_CHUNK]++;
+			if (x->types[x->frames[i].type].clang && elided(x, kept, &x->frames[i]))
+				x->frames[kept++] = x->frames[i];
+			else
+				x->rejected[REJECT_INSIDE_CHUNK]++;
 			break;
 		case CQ_HEAP_FREE:
 			x->rejected[REJECT_FREE_CHUNK]++;
@@ -520,6 +786,9 @@ static struct cq_error *confirm(struct cxx *x, struct cq_mem *mem)
 			break;
 		case CQ_HEAP_OBJECT:
 		case CQ_HEAP_UNKNOWN:
+			if (x->types[x->frames[i].type].clang &&
+			    !x->types[x->frames[i].type].layout)
+				x->frames[i].size = clang_frame_size(mem, q[i].addr, q[i].verdict);
 			x->frames[kept++] = x->frames[i];
 			break;
 		}
@@ -570,7 +839,7 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 	uint64_t words[MAX_FRAME_WORDS];
 	for (size_t i = 0; i < x->nframes; i++) {
 		const struct coro_type *ty = &x->types[x->frames[i].type];
-		uint64_t n = ty->size / 8;
+		uint64_t n = x->frames[i].size / 8;
 		if (n > MAX_FRAME_WORDS)
 			n = MAX_FRAME_WORDS;
 		if (x->link_words + n > MAX_LINK_WORDS)
@@ -649,7 +918,14 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 static const char *state_name(struct cxx *x, const struct frame *f)
 {
 	char buf[32];
-	if (f->index == 2 || f->index == 0)
+	const struct coro_type *ty = &x->types[f->type];
+	if (ty->clang && !ty->layout)
+		snprintf(buf, sizeof(buf), "suspended");
+	else if (ty->clang && f->index == 0)
+		snprintf(buf, sizeof(buf), "initial");
+	else if (ty->clang)
+		snprintf(buf, sizeof(buf), "await #%u", (unsigned)f->index - 1);
+	else if (f->index == 2 || f->index == 0)
 		snprintf(buf, sizeof(buf), "initial");
 	else if (f->index % 2 == 0)
 		snprintf(buf, sizeof(buf), "await #%u", (unsigned)(f->index - 4) / 2);
@@ -711,6 +987,31 @@ static int actor_line(const struct cq_async_ctx *ctx, uint64_t pc)
 }
 
 /*
+ * For clang: the address of NAME.resume's store of frame f's index into
+ * its one-byte __coro_index on the way to suspend (clang 14 gives it the
+ * co_await's line at -O0 and -O2), or 0; cached per type.
+ */
+static uint64_t clang_await_pc(const struct cq_async_ctx *ctx, struct coro_type *ty,
+                               const struct frame *f)
+{
+	if (!ty->layout || f->index == 0 || ty->index_bytes != 1 || ty->index_shift != 0)
+		return 0;
+	if (ty->looked_up && ty->last_index == f->index)
+		return ty->last_target;
+	uint8_t code[CLANG_CODE_BYTES];
+	const struct cq_target_module *mod =
+	    ty->module < ctx->target->nmodules ? &ctx->target->modules[ty->module] : NULL;
+	uint64_t len =
+	    ty->actor_end - ty->actor < sizeof(code) ? ty->actor_end - ty->actor : sizeof(code);
+	size_t n = mod ? image_bytes(mod, ty->actor, code, len, true) : 0;
+	size_t at = n ? cq_coro_byte_store(code, n, ty->index_off, f->index) : SIZE_MAX;
+	ty->last_target = at != SIZE_MAX ? ty->actor + at : 0;
+	ty->last_index = f->index;
+	ty->looked_up = true;
+	return ty->last_target;
+}
+
+/*
  * A code address of the actor on frame f's co_await's source line, or 0;
  * cached per type.  Two places carry that line (gcc 12, checked at -O0 and
  * -O2 on the corpus): the resume target (the awaiter's await_resume, on
@@ -723,6 +1024,8 @@ static int actor_line(const struct cq_async_ctx *ctx, uint64_t pc)
 static uint64_t await_pc(struct cxx *x, const struct cq_async_ctx *ctx, const struct frame *f)
 {
 	struct coro_type *ty = &x->types[f->type];
+	if (ty->clang)
+		return clang_await_pc(ctx, ty, f);
 	if (f->index < 4 || f->index % 2 != 0)
 		return 0; /* not parked at a co_await */
 	if (ty->looked_up && ty->last_index == f->index)
