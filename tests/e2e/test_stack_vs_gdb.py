@@ -63,8 +63,13 @@ KNOWN_ALIASES = {
 def same_name(gdb_name, coreq_name):
     """Equal names, or glibc's 64-bit-time implementation of a function:
     DWARF names it ___NAME64 (gdb's name), the symbol table exports it as
-    NAME (coreq's name, which is there without debuginfo too)."""
-    return gdb_name == coreq_name or gdb_name == coreq_name + "64"
+    NAME (coreq's name, which is there without debuginfo too); and a C++
+    lambda's operator(), which gdb names without its lambda."""
+    if gdb_name == coreq_name or gdb_name == coreq_name + "64":
+        return True
+    # A C++ lambda's call operator: gdb names it by its DWARF name alone
+    # (operator()), the symbol says whose lambda (main::{lambda()#1}::operator()).
+    return gdb_name == "operator()" and re.search(r"\{lambda\}::operator\(\)$", coreq_name) is not None
 
 
 def cut_at_depth0(name, stop):
@@ -108,6 +113,7 @@ def normalise(name):
     if not name or name == "??":
         return "??"
     name = re.sub(r"\{(closure|async_fn|async_block|coroutine)#\d+\}", "{{closure}}", name)
+    name = re.sub(r"\{lambda\([^{}]*\)#\d+\}", "{lambda}", name)
     name = re.sub(r"\s*\[clone [^\]]*\]", "", name)
     name = name.split("@")[0]
     name = cut_at_depth0(name, "(").strip()

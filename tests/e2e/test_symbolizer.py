@@ -172,7 +172,21 @@ def check_pc(case, pc, is_ret, eu_name, frames, chain):
     return ok(good, f"{where} is {frames[-1][0]} with {len(frames) - 1} inline frame(s)", diag)
 
 
+def has_aranges(exe):
+    r = subprocess.run(["readelf", "-S", "-W", exe], capture_output=True, text=True)
+    return ".debug_aranges" in r.stdout
+
+
 def check_case(case):
+    exe = case.get("exe")
+    if exe and os.path.isfile(exe) and not has_aranges(exe) and "clang" in case["case"]:
+        # clang writes no .debug_aranges, and libdwfl 0.188 then finds no unit
+        # for eu-addr2line -i's inline chain (it names the function from the
+        # symbol table alone); test_stack_vs_gdb.py compares these frames,
+        # inline ones included, with gdb instead.
+        skip(f"{case['case']}: symbolized like elfutils",
+             "eu-addr2line finds no unit without .debug_aranges (clang); gdb is the oracle there")
+        return
     pcs = stack_pcs(case)
     if not pcs:
         skip(f"{case['case']}: symbolized like elfutils", "eu-stack found no frames")
