@@ -47,15 +47,14 @@
 #include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_index.h"
 
-#define MAX_CANDIDATES    (1u << 18)
-#define MAX_SEGMENT_SCAN  (256u << 20)
-#define MAX_TASK_SIZE     (64u << 20)
-#define MAX_WRAPPER_STEPS 8
-#define READ_CHUNK        65536
-#define VTABLE_FNS        7          /* RawTask<F, T, S> functions before layout_info */
-#define MIN_SAME_F        3          /* of them, at least this many over the task's F */
-#define MAX_SLOT_FUTURES  (1u << 16) /* futures listed for one vtable's seven entries */
-#define LAYOUT_WORDS      5 /* TaskLayout: Layout {size, align}, offset_s, offset_f, offset_r */
+#define MAX_CANDIDATES   (1u << 18)
+#define MAX_SEGMENT_SCAN (256u << 20)
+#define MAX_TASK_SIZE    (64u << 20)
+#define READ_CHUNK       65536
+#define VTABLE_FNS       7          /* RawTask<F, T, S> functions before layout_info */
+#define MIN_SAME_F       3          /* of them, at least this many over the task's F */
+#define MAX_SLOT_FUTURES (1u << 16) /* futures listed for one vtable's seven entries */
+#define LAYOUT_WORDS     5 /* TaskLayout: Layout {size, align}, offset_s, offset_f, offset_r */
 
 /* The Header's fields as rustc lays out async-task 4.3's (vtable, state, awaiter). */
 #define HDR_VTABLE 0
@@ -367,18 +366,6 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The type a future of type `type` really is, through wrappers (Pin<Box<F>> is F). */
-static int32_t unwrapped(const struct cq_rust_model *m, int32_t type)
-{
-	for (int i = 0; i < MAX_WRAPPER_STEPS && type >= 0 && (size_t)type < m->ntypes; i++) {
-		const struct cq_rust_type *ty = &m->types[type];
-		if (ty->kind != CQ_RUST_WRAPPER || ty->is_dyn || ty->target < 0)
-			break;
-		type = ty->target;
-	}
-	return type;
-}
-
 /*
  * A task's future (its address returned) and chain.  A running task's
  * states are stale: its chain is its types' (rust_decode.h), which name
@@ -397,8 +384,8 @@ static uint64_t task_chain(const struct async_task *t, const struct cq_async_ctx
 	else
 		cq_rust_decode(ctx->target, m, future, vt->future, chain);
 	if (chain->nframes == 0) {
-		chain->frames[0] =
-		    (struct cq_rust_frame){.addr = future, .type = unwrapped(m, vt->future)};
+		chain->frames[0] = (struct cq_rust_frame){.addr = future,
+		                                          .type = cq_rust_unwrapped(m, vt->future)};
 		chain->nframes = 1;
 	}
 	return future;

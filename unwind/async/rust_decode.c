@@ -31,6 +31,17 @@ static const struct {
     {"{generator_env#", "{generator#", false},
 };
 
+int32_t cq_rust_unwrapped(const struct cq_rust_model *m, int32_t type)
+{
+	for (int i = 0; i < 8 && type >= 0 && (size_t)type < m->ntypes; i++) {
+		const struct cq_rust_type *ty = &m->types[type];
+		if (ty->kind != CQ_RUST_WRAPPER || ty->is_dyn || ty->target < 0)
+			break;
+		type = ty->target;
+	}
+	return type;
+}
+
 int32_t cq_rust_vtable_type(const struct cq_rust_model *m, uint64_t addr)
 {
 	size_t lo = 0, hi = m->nvtables;

@@ -102,6 +102,13 @@ struct cq_rust_model {
 /* The type whose vtable is at addr, or -1. */
 int32_t cq_rust_vtable_type(const struct cq_rust_model *m, uint64_t addr);
 
+/*
+ * The type a future of type `type` really is, through wrappers (Pin<Box<F>>
+ * is F; a dyn wrapper ends the walk), at most 8 steps; type itself when it
+ * is no wrapper or out of range.
+ */
+int32_t cq_rust_unwrapped(const struct cq_rust_model *m, int32_t type);
+
 /* One future of a chain. */
 struct cq_rust_frame {
 	uint64_t addr; /* where the future lives */

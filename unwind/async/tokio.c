@@ -50,7 +50,6 @@
 #define MAX_LIST_TASKS    (1u << 18)
 #define MAX_VTABLE_OFFSET (1u << 20)
 #define MAX_SEGMENT_SCAN  (256u << 20)
-#define MAX_WRAPPER_STEPS 8
 #define READ_CHUNK        65536
 #define MAX_RUNNING       32 /* coroutine polls above a block_on frame, remembered */
 
@@ -459,18 +458,6 @@ static int64_t running_thread(const struct cq_async_ctx *ctx, const struct cq_to
 	return n == 1 ? only : 0;
 }
 
-/* The type a future of type `type` really is, through wrappers (Pin<Box<F>> is F). */
-static int32_t unwrapped(const struct cq_rust_model *m, int32_t type)
-{
-	for (int i = 0; i < MAX_WRAPPER_STEPS && type >= 0 && (size_t)type < m->ntypes; i++) {
-		const struct cq_rust_type *ty = &m->types[type];
-		if (ty->kind != CQ_RUST_WRAPPER || ty->is_dyn || ty->target < 0)
-			break;
-		type = ty->target;
-	}
-	return type;
-}
-
 /*
  * A task's future (its address returned) and its chain in *chain: decoded
  * when the task waits; named only when it is running or complete.
@@ -495,12 +482,13 @@ static uint64_t task_chain(const struct tokio *t, const struct cq_async_ctx *ctx
 		    chain->nframes > 0 && chain->frames[0].variant
 		        ? (struct cq_rust_frame){.addr = chain->frames[0].addr,
 		                                 .type = chain->frames[0].type}
-		        : (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
+		        : (struct cq_rust_frame){.addr = future,
+		                                 .type = cq_rust_unwrapped(m, k->future)};
 		chain->nframes = 1;
 		chain->end = CQ_RUST_END_LEAF;
 	} else if (chain->nframes == 0) {
 		chain->frames[0] =
-		    (struct cq_rust_frame){.addr = future, .type = unwrapped(m, k->future)};
+		    (struct cq_rust_frame){.addr = future, .type = cq_rust_unwrapped(m, k->future)};
 		chain->nframes = 1;
 	}
 	return future;
@@ -671,8 +659,8 @@ static void block_on_chain(const struct tokio *t, const struct cq_async_ctx *ctx
 	if (bo->polling)
 		polled_chain(m, bo, chain);
 	if (chain->nframes == 0) {
-		chain->frames[0] =
-		    (struct cq_rust_frame){.addr = bo->future, .type = unwrapped(m, bo->named)};
+		chain->frames[0] = (struct cq_rust_frame){.addr = bo->future,
+		                                          .type = cq_rust_unwrapped(m, bo->named)};
 		chain->nframes = 1;
 	}
 }
