@@ -35,7 +35,6 @@
  * modules' data when the index lists functions monomorphized over a
  * future), then a range compare per word in the driver's one scan.
  */
-#include <gelf.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -48,7 +47,6 @@
 #include "unwind/async/rust_index.h"
 
 #define MAX_CANDIDATES   (1u << 18)
-#define MAX_SEGMENT_SCAN (256u << 20)
 #define MAX_TASK_SIZE    (64u << 20)
 #define READ_CHUNK       65536
 #define VTABLE_FNS       7          /* RawTask<F, T, S> functions before layout_info */
@@ -257,27 +255,28 @@ static bool find_vtables_in(struct async_task *t, const struct cq_async_ctx *ctx
 }
 
 /* Every TaskVTable: in the non-executable loaded data of each Rust module. */
+struct segment_scan {
+	struct async_task *t;
+	const struct cq_async_ctx *ctx;
+	uint64_t lo, hi;
+};
+
+static bool scan_segment(void *arg, uint64_t start, uint64_t end)
+{
+	struct segment_scan *s = arg;
+	return find_vtables_in(s->t, s->ctx, start, end, s->lo, s->hi);
+}
+
 static bool find_vtables(struct async_task *t, const struct cq_async_ctx *ctx)
 {
 	const struct cq_rust_index *ix = t->index;
-	uint64_t lo = ix->monos[0].lo, hi = ix->monos[ix->nmonos - 1].lo;
+	struct segment_scan scan = {t, ctx, ix->monos[0].lo, ix->monos[ix->nmonos - 1].lo};
 	for (size_t m = 0; m < ctx->target->nmodules; m++) {
 		bool has = false;
 		for (size_t k = 0; k < ix->nmonos && !has; k++)
 			has = ix->model.types[ix->monos[k].future].origin == m;
-		const struct cq_target_module *mod = &ctx->target->modules[m];
-		size_t nph;
-		if (!has || !mod->elf || elf_getphdrnum(mod->elf, &nph) != 0)
-			continue;
-		for (size_t i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-			if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
-			    (ph.p_flags & PF_X) || ph.p_memsz > MAX_SEGMENT_SCAN)
-				continue;
-			uint64_t start = ph.p_vaddr + mod->bias;
-			if (!find_vtables_in(t, ctx, start, start + ph.p_memsz, lo, hi))
-				return false;
-		}
+		if (has && !cq_async_module_data(ctx, m, scan_segment, &scan))
+			return false;
 	}
 	if (t->nvtables == 0)
 		return true;

@@ -144,6 +144,14 @@ const struct cq_async_runtime *const *cq_async_runtimes(size_t *n);
  */
 struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out);
 
+/*
+ * Calls each(arg, start, end) on every loaded, non-executable segment of
+ * module m (its data, where vtables lie) of at most 256 MiB; false as soon
+ * as each returns false.  A module without its file has none.
+ */
+bool cq_async_module_data(const struct cq_async_ctx *ctx, size_t m,
+                          bool (*each)(void *arg, uint64_t start, uint64_t end), void *arg);
+
 /* The Rust type index if a runtime has built it, else NULL (never builds it). */
 const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx);
 

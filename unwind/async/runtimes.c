@@ -13,6 +13,7 @@
  */
 #include "unwind/async/runtime.h"
 
+#include <gelf.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,4 +445,25 @@ uint64_t cq_async_live_start(const struct cq_unwind_target *tg, const struct cq_
 	if (inside == 1 && sp - seg->start > red_zone)
 		start = (sp - red_zone) & ~(uint64_t)7;
 	return start;
+}
+
+#define MAX_DATA_SEGMENT (256u << 20)
+
+bool cq_async_module_data(const struct cq_async_ctx *ctx, size_t m,
+                          bool (*each)(void *arg, uint64_t start, uint64_t end), void *arg)
+{
+	const struct cq_target_module *mod = &ctx->target->modules[m];
+	size_t nph;
+	if (!mod->elf || elf_getphdrnum(mod->elf, &nph) != 0)
+		return true;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    (ph.p_flags & PF_X) || ph.p_memsz > MAX_DATA_SEGMENT)
+			continue;
+		uint64_t start = ph.p_vaddr + mod->bias;
+		if (!each(arg, start, start + ph.p_memsz))
+			return false;
+	}
+	return true;
 }

@@ -34,7 +34,6 @@
  * otherwise a look at those modules' read-only data for the vtables, a
  * range compare per word in the driver's one scan, and reads along the lists.
  */
-#include <gelf.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -49,7 +48,6 @@
 #define MAX_LISTS         1024
 #define MAX_LIST_TASKS    (1u << 18)
 #define MAX_VTABLE_OFFSET (1u << 20)
-#define MAX_SEGMENT_SCAN  (256u << 20)
 #define READ_CHUNK        65536
 #define MAX_RUNNING       32 /* coroutine polls above a block_on frame, remembered */
 
@@ -206,28 +204,28 @@ static bool find_vtables_in(struct tokio *t, const struct cq_async_ctx *ctx, uin
 }
 
 /* Every task vtable: in the non-executable loaded data of each module with task types. */
+struct segment_scan {
+	struct tokio *t;
+	const struct cq_async_ctx *ctx;
+	uint64_t poll_lo, poll_hi;
+};
+
+static bool scan_segment(void *arg, uint64_t start, uint64_t end)
+{
+	struct segment_scan *s = arg;
+	return find_vtables_in(s->t, s->ctx, start, end, s->poll_lo, s->poll_hi);
+}
+
 static bool find_vtables(struct tokio *t, const struct cq_async_ctx *ctx)
 {
 	const struct cq_rust_index *ix = t->index;
-	uint64_t poll_lo = ix->tokio[0].poll, poll_hi = ix->tokio[ix->ntokio - 1].poll;
+	struct segment_scan scan = {t, ctx, ix->tokio[0].poll, ix->tokio[ix->ntokio - 1].poll};
 	for (size_t m = 0; m < ctx->target->nmodules; m++) {
 		bool has = false;
 		for (size_t k = 0; k < ix->ntokio && !has; k++)
 			has = ix->tokio[k].origin == m;
-		const struct cq_target_module *mod = &ctx->target->modules[m];
-		Elf *elf = mod->elf;
-		size_t nph;
-		if (!has || !elf || elf_getphdrnum(elf, &nph) != 0)
-			continue;
-		for (size_t i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
-			    (ph.p_flags & PF_X) || ph.p_memsz > MAX_SEGMENT_SCAN)
-				continue;
-			uint64_t lo = ph.p_vaddr + mod->bias;
-			if (!find_vtables_in(t, ctx, lo, lo + ph.p_memsz, poll_lo, poll_hi))
-				return false;
-		}
+		if (has && !cq_async_module_data(ctx, m, scan_segment, &scan))
+			return false;
 	}
 	if (t->nvtables == 0)
 		return true;
