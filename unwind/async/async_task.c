@@ -48,7 +48,6 @@
 
 #define MAX_CANDIDATES   (1u << 18)
 #define MAX_TASK_SIZE    (64u << 20)
-#define READ_CHUNK       65536
 #define VTABLE_FNS       7          /* RawTask<F, T, S> functions before layout_info */
 #define MIN_SAME_F       3          /* of them, at least this many over the task's F */
 #define MAX_SLOT_FUTURES (1u << 16) /* futures listed for one vtable's seven entries */
@@ -229,65 +228,37 @@ static bool try_vtable(struct async_task *t, const struct cq_async_ctx *ctx, uin
 	return true;
 }
 
-/* The TaskVTables in [start, end) of the target. */
-static bool find_vtables_in(struct async_task *t, const struct cq_async_ctx *ctx, uint64_t start,
-                            uint64_t end, uint64_t lo, uint64_t hi)
+/* A word of module data that is a vtable function: a TaskVTable there, once confirmed. */
+struct vtable_scan {
+	struct async_task *t;
+	const struct cq_async_ctx *ctx;
+};
+
+static bool function_word(void *arg, uint64_t addr, const uint64_t *words)
 {
-	uint64_t *buf = malloc(READ_CHUNK + 8 * VTABLE_FNS);
-	if (!buf)
-		return false;
-	start = (start + 7) & ~(uint64_t)7;
-	for (uint64_t at = start; at < end; at += READ_CHUNK) {
-		size_t want = end - at < READ_CHUNK + 8 * VTABLE_FNS ? (size_t)(end - at)
-		                                                     : READ_CHUNK + 8 * VTABLE_FNS;
-		size_t got = cq_mem_read_partial(ctx->target->mem, at, buf, want) / 8;
-		for (size_t i = 0; i + VTABLE_FNS < got && i < READ_CHUNK / 8; i++) {
-			if (buf[i] < lo || buf[i] > hi)
-				continue;
-			if (!try_vtable(t, ctx, at + 8 * i, &buf[i])) {
-				free(buf);
-				return false;
-			}
-		}
-	}
-	free(buf);
-	return true;
+	struct vtable_scan *s = arg;
+	return try_vtable(s->t, s->ctx, addr, words);
 }
 
 /* Every TaskVTable: in the non-executable loaded data of each Rust module. */
-struct segment_scan {
-	struct async_task *t;
-	const struct cq_async_ctx *ctx;
-	uint64_t lo, hi;
-};
-
-static bool scan_segment(void *arg, uint64_t start, uint64_t end)
-{
-	struct segment_scan *s = arg;
-	return find_vtables_in(s->t, s->ctx, start, end, s->lo, s->hi);
-}
-
 static bool find_vtables(struct async_task *t, const struct cq_async_ctx *ctx)
 {
 	const struct cq_rust_index *ix = t->index;
-	struct segment_scan scan = {t, ctx, ix->monos[0].lo, ix->monos[ix->nmonos - 1].lo};
+	struct vtable_scan scan = {t, ctx};
 	for (size_t m = 0; m < ctx->target->nmodules; m++) {
 		bool has = false;
 		for (size_t k = 0; k < ix->nmonos && !has; k++)
 			has = ix->model.types[ix->monos[k].future].origin == m;
-		if (has && !cq_async_module_data(ctx, m, scan_segment, &scan))
+		if (has &&
+		    !cq_async_data_words(ctx, m, ix->monos[0].lo, ix->monos[ix->nmonos - 1].lo,
+		                         VTABLE_FNS, function_word, &scan))
 			return false;
 	}
-	if (t->nvtables == 0)
-		return true;
-	qsort(t->vtables, t->nvtables, sizeof(*t->vtables), cmp_vtable);
-	size_t n = 1;
-	for (size_t i = 1; i < t->nvtables; i++)
-		if (t->vtables[i].addr != t->vtables[n - 1].addr)
-			t->vtables[n++] = t->vtables[i];
-	t->nvtables = n;
-	t->vt_lo = t->vtables[0].addr;
-	t->vt_hi = t->vtables[n - 1].addr;
+	t->nvtables = cq_async_sort_unique(t->vtables, t->nvtables, sizeof(*t->vtables));
+	if (t->nvtables) {
+		t->vt_lo = t->vtables[0].addr;
+		t->vt_hi = t->vtables[t->nvtables - 1].addr;
+	}
 	return true;
 }
 

@@ -145,12 +145,22 @@ const struct cq_async_runtime *const *cq_async_runtimes(size_t *n);
 struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out);
 
 /*
- * Calls each(arg, start, end) on every loaded, non-executable segment of
- * module m (its data, where vtables lie) of at most 256 MiB; false as soon
- * as each returns false.  A module without its file has none.
+ * Calls hit(arg, addr, words) for every 8-byte-aligned word of module m's
+ * loaded, non-executable segments (its data, where vtables lie; each at
+ * most 256 MiB) whose value is in [lo, hi]: addr is the word's address,
+ * words the word and the `after` words that follow it (a word without them
+ * all is skipped).  false as soon as hit is, or when out of memory.  A
+ * module without its file has no data.
  */
-bool cq_async_module_data(const struct cq_async_ctx *ctx, size_t m,
-                          bool (*each)(void *arg, uint64_t start, uint64_t end), void *arg);
+bool cq_async_data_words(const struct cq_async_ctx *ctx, size_t m, uint64_t lo, uint64_t hi,
+                         size_t after, bool (*hit)(void *arg, uint64_t addr, const uint64_t *words),
+                         void *arg);
+
+/*
+ * Sorts n elements of `size` bytes that each start with their uint64_t
+ * address, keeps one element of each address, and returns how many remain.
+ */
+size_t cq_async_sort_unique(void *base, size_t n, size_t size);
 
 /* The Rust type index if a runtime has built it, else NULL (never builds it). */
 const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx);

@@ -448,9 +448,34 @@ uint64_t cq_async_live_start(const struct cq_unwind_target *tg, const struct cq_
 }
 
 #define MAX_DATA_SEGMENT (256u << 20)
+#define DATA_READ_CHUNK  65536
 
-bool cq_async_module_data(const struct cq_async_ctx *ctx, size_t m,
-                          bool (*each)(void *arg, uint64_t start, uint64_t end), void *arg)
+/* The words of [start, end) with values in [lo, hi], to hit (cq_async_data_words). */
+static bool data_words_in(const struct cq_async_ctx *ctx, uint64_t start, uint64_t end, uint64_t lo,
+                          uint64_t hi, size_t after,
+                          bool (*hit)(void *arg, uint64_t addr, const uint64_t *words), void *arg)
+{
+	uint64_t *buf = malloc(DATA_READ_CHUNK + 8 * after);
+	if (!buf)
+		return false;
+	start = (start + 7) & ~(uint64_t)7;
+	for (uint64_t at = start; at < end; at += DATA_READ_CHUNK) {
+		size_t want = end - at < DATA_READ_CHUNK + 8 * after ? (size_t)(end - at)
+		                                                     : DATA_READ_CHUNK + 8 * after;
+		size_t got = cq_mem_read_partial(ctx->target->mem, at, buf, want) / 8;
+		for (size_t i = 0; i + after < got && i < DATA_READ_CHUNK / 8; i++)
+			if (buf[i] >= lo && buf[i] <= hi && !hit(arg, at + 8 * i, &buf[i])) {
+				free(buf);
+				return false;
+			}
+	}
+	free(buf);
+	return true;
+}
+
+bool cq_async_data_words(const struct cq_async_ctx *ctx, size_t m, uint64_t lo, uint64_t hi,
+                         size_t after, bool (*hit)(void *arg, uint64_t addr, const uint64_t *words),
+                         void *arg)
 {
 	const struct cq_target_module *mod = &ctx->target->modules[m];
 	size_t nph;
@@ -462,8 +487,32 @@ bool cq_async_module_data(const struct cq_async_ctx *ctx, size_t m,
 		    (ph.p_flags & PF_X) || ph.p_memsz > MAX_DATA_SEGMENT)
 			continue;
 		uint64_t start = ph.p_vaddr + mod->bias;
-		if (!each(arg, start, start + ph.p_memsz))
+		if (!data_words_in(ctx, start, start + ph.p_memsz, lo, hi, after, hit, arg))
 			return false;
 	}
 	return true;
+}
+
+static int cmp_leading_addr(const void *a, const void *b)
+{
+	uint64_t x, y;
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	return (x > y) - (x < y);
+}
+
+size_t cq_async_sort_unique(void *base, size_t n, size_t size)
+{
+	if (n == 0)
+		return 0;
+	qsort(base, n, size, cmp_leading_addr);
+	char *v = base;
+	size_t kept = 1;
+	for (size_t i = 1; i < n; i++)
+		if (cmp_leading_addr(v + i * size, v + (kept - 1) * size) != 0) {
+			if (kept != i)
+				memcpy(v + kept * size, v + i * size, size);
+			kept++;
+		}
+	return kept;
 }

@@ -48,7 +48,6 @@
 #define MAX_LISTS         1024
 #define MAX_LIST_TASKS    (1u << 18)
 #define MAX_VTABLE_OFFSET (1u << 20)
-#define READ_CHUNK        65536
 #define MAX_RUNNING       32 /* coroutine polls above a block_on frame, remembered */
 
 /* tokio's state bits (FACTS.md section 9). */
@@ -177,66 +176,38 @@ static bool add_vtable(struct tokio *t, const struct cq_async_ctx *ctx, size_t k
 	return true;
 }
 
-/* The words of [start, end) of the target that hold a raw::poll address: vtables. */
-static bool find_vtables_in(struct tokio *t, const struct cq_async_ctx *ctx, uint64_t start,
-                            uint64_t end, uint64_t poll_lo, uint64_t poll_hi)
+/* A word of module data that is a task kind's poll function: its vtable, once confirmed. */
+struct vtable_scan {
+	struct tokio *t;
+	const struct cq_async_ctx *ctx;
+};
+
+static bool poll_word(void *arg, uint64_t addr, const uint64_t *words)
 {
-	uint64_t *buf = malloc(READ_CHUNK);
-	if (!buf)
-		return false;
-	start = (start + 7) & ~(uint64_t)7;
-	for (uint64_t at = start; at < end; at += READ_CHUNK) {
-		size_t want = end - at < READ_CHUNK ? (size_t)(end - at) : READ_CHUNK;
-		size_t got = cq_mem_read_partial(ctx->target->mem, at, buf, want);
-		for (size_t i = 0; i < got / 8; i++) {
-			if (buf[i] < poll_lo || buf[i] > poll_hi)
-				continue;
-			ptrdiff_t k = kind_of_poll(t->index, buf[i]);
-			if (k >= 0 && !add_vtable(t, ctx, (size_t)k,
-			                          at + 8 * i - t->index->tokio[k].vt_poll)) {
-				free(buf);
-				return false;
-			}
-		}
-	}
-	free(buf);
-	return true;
+	struct vtable_scan *s = arg;
+	ptrdiff_t k = kind_of_poll(s->t->index, words[0]);
+	return k < 0 || add_vtable(s->t, s->ctx, (size_t)k, addr - s->t->index->tokio[k].vt_poll);
 }
 
 /* Every task vtable: in the non-executable loaded data of each module with task types. */
-struct segment_scan {
-	struct tokio *t;
-	const struct cq_async_ctx *ctx;
-	uint64_t poll_lo, poll_hi;
-};
-
-static bool scan_segment(void *arg, uint64_t start, uint64_t end)
-{
-	struct segment_scan *s = arg;
-	return find_vtables_in(s->t, s->ctx, start, end, s->poll_lo, s->poll_hi);
-}
-
 static bool find_vtables(struct tokio *t, const struct cq_async_ctx *ctx)
 {
 	const struct cq_rust_index *ix = t->index;
-	struct segment_scan scan = {t, ctx, ix->tokio[0].poll, ix->tokio[ix->ntokio - 1].poll};
+	struct vtable_scan scan = {t, ctx};
 	for (size_t m = 0; m < ctx->target->nmodules; m++) {
 		bool has = false;
 		for (size_t k = 0; k < ix->ntokio && !has; k++)
 			has = ix->tokio[k].origin == m;
-		if (has && !cq_async_module_data(ctx, m, scan_segment, &scan))
+		if (has &&
+		    !cq_async_data_words(ctx, m, ix->tokio[0].poll, ix->tokio[ix->ntokio - 1].poll,
+		                         0, poll_word, &scan))
 			return false;
 	}
-	if (t->nvtables == 0)
-		return true;
-	qsort(t->vtables, t->nvtables, sizeof(*t->vtables), cmp_vtable);
-	size_t n = 1; /* one entry per address */
-	for (size_t i = 1; i < t->nvtables; i++)
-		if (t->vtables[i].addr != t->vtables[n - 1].addr)
-			t->vtables[n++] = t->vtables[i];
-	t->nvtables = n;
-	t->vt_lo = t->vtables[0].addr;
-	t->vt_hi = t->vtables[n - 1].addr;
+	t->nvtables = cq_async_sort_unique(t->vtables, t->nvtables, sizeof(*t->vtables));
+	if (t->nvtables) {
+		t->vt_lo = t->vtables[0].addr;
+		t->vt_hi = t->vtables[t->nvtables - 1].addr;
+	}
 	return true;
 }
 
