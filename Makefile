@@ -46,13 +46,13 @@ VERSION  := 0.1.0
 # dpkg --add-architecture arm64 first); its unit tests' cmocka and sanitizer
 # runtimes, which qemu-aarch64 loads from the same multiarch directories.
 ARM64_PKGS := libelf-dev:arm64 libdw-dev:arm64 libarchive-dev:arm64 libsqlite3-dev:arm64 \
-	libdeflate-dev:arm64 libiberty-dev:arm64 zlib1g-dev:arm64 libcurl4-openssl-dev:arm64 \
+	libdeflate-dev:arm64 libzstd-dev:arm64 libiberty-dev:arm64 zlib1g-dev:arm64 libcurl4-openssl-dev:arm64 \
 	libdebuginfod-dev:arm64 libcmocka-dev:arm64 libasan8:arm64 libubsan1:arm64
 # Debian packages: libraries, test oracles (eu-readelf, eu-stack, gdb,
 # gdb-multiarch), the compressors the tests feed coreq, and the aarch64 cross
 # toolchain and qemu-user that make the aarch64 corpus.
 DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
-	libsqlite3-dev libdeflate-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
+	libsqlite3-dev libdeflate-dev libzstd-dev libiberty-dev libcmocka-dev elfutils gdb zstd xz-utils \
 	lz4 bzip2 attr python3 clang libclang-rt-14-dev binutils sqlite3 time libc6-dbg \
 	systemd gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
@@ -69,7 +69,7 @@ PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 # libarchive, libcurl and libdebuginfod are loaded when a command needs
 # them (libcore/base/dynlib.h), not linked: their headers only.  dlopen is
 # in glibc's libc (2.34 and later), so no -ldl.
-LINK_PKGS := libelf libdw sqlite3 libdeflate
+LINK_PKGS := libelf libdw sqlite3 libdeflate libzstd
 PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(LINK_PKGS) 2>/dev/null) -liberty -lz
 # The unit tests read the stored core back with libarchive directly.
 TEST_LIBS  = $(shell $(PKG_CONFIG) --libs libarchive 2>/dev/null)
@@ -111,7 +111,7 @@ layers: $(BUILD)/layers.ok
 # What `make demo` runs needs far less: the build, the two corpus programs it
 # crashes (C and C++), and gdb for gcore where the kernel cannot dump a core.
 DEMO_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev libsqlite3-dev \
-	libdeflate-dev libiberty-dev gdb
+	libdeflate-dev libzstd-dev libiberty-dev gdb
 
 deps: INSTALL_PKGS = $(DEPS_PKGS)
 demo-deps: INSTALL_PKGS = $(DEMO_PKGS)

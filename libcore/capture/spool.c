@@ -1,10 +1,16 @@
 /*
- * spool.c - keep an incoming core before anything else happens to
- * it: stream it from a pipe into a zstd-compressed file (libarchive's raw
- * format), named as systemd-coredump names its cores, created atomically
+ * spool.c - keep an incoming core before anything else happens to it:
+ * stream it from a pipe into a zstd file in zstd's seekable format
+ * (libcore/formats/zstd_seek.h: independent frames of 2 MiB and a seek
+ * table), named as systemd-coredump names its cores, created atomically
  * (temporary file, fsync, rename without replacing) so that a reader of the
- * directory never sees half a core.  See capture.h.  libarchive is loaded
- * when a core is stored (libcore/base/archive_api.h), not at start.
+ * directory never sees half a core.  See capture.h.
+ *
+ * The frames are compressed by libzstd directly, one worker per CPU, each
+ * frame on its own: the store compresses at the speed of `zstd -T0`, and
+ * every later read (libcore/model/source.c) decompresses only the frames
+ * that hold the pages it wants.  `zstd -d` and coredumpctl read the file as
+ * any .zst (the seek table is a skippable frame).
  */
 #include "libcore/capture/spool.h"
 
@@ -18,43 +24,32 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "libcore/capture/capture.h"
-#include "libcore/base/archive_api.h"
 #include "libcore/base/write_all.h"
+#include "libcore/formats/zstd_seek.h"
 
 #define NAME_TRIES 100
-
-static struct cq_error *archive_fail(const struct cq_archive_api *ar, struct archive *a,
-                                     const char *what)
-{
-	const char *why = ar->error_string(a);
-	return cq_error_create(CQ_ERR_IO, "%s: %s", what, why ? why : "failed");
-}
+#define LEVEL      3 /* zstd's default, as systemd-coredump and `zstd -T0` use */
 
 /*
- * The stored file as libarchive's output.  Writes go out in big blocks, and
- * each WRITEBACK_STEP bytes written are sent to the disk at once (and the one
- * before that waited for and dropped from the page cache): the final fsync
- * then has little left to do, and a big core never piles up as dirty pages
- * that throttle every writer on the host.
+ * The stored file.  Each WRITEBACK_STEP bytes written are sent to the disk
+ * at once (and the step before that waited for and dropped from the page
+ * cache): the final fsync then has little left to do, and a big core never
+ * piles up as dirty pages that throttle every writer on the host.
  */
-#define OUT_BLOCK      (1u << 20)
 #define WRITEBACK_STEP (32u << 20)
 
 struct out_file {
-	const struct cq_archive_api *ar;
 	int fd;
 	uint64_t written, sent; /* sent: bytes whose writeback has started */
 };
 
-static la_ssize_t out_write(struct archive *a, void *arg, const void *buf, size_t len)
+static bool out_write(struct out_file *o, const void *buf, size_t len)
 {
-	struct out_file *o = arg;
-	if (!cq_write_all(o->fd, buf, len, -1)) {
-		o->ar->set_error(a, errno, "%s", strerror(errno));
-		return -1;
-	}
+	if (!cq_write_all(o->fd, buf, len, -1))
+		return false;
 	o->written += len;
 	while (o->written - o->sent >= WRITEBACK_STEP) {
 		sync_file_range(o->fd, (off_t)o->sent, WRITEBACK_STEP, SYNC_FILE_RANGE_WRITE);
@@ -67,119 +62,218 @@ static la_ssize_t out_write(struct archive *a, void *arg, const void *buf, size_
 		}
 		o->sent += WRITEBACK_STEP;
 	}
-	return (la_ssize_t)len;
+	return true;
 }
 
 /*
- * The reader and the compressor thread share a ring of a few buffers, reused
- * for the whole core: the reader fills a buffer from the input (and writes
- * it into the raw copy, if one is kept), the compressor hands it to zstd.
- * Reading and compressing overlap, the bytes are in the cache when zstd
- * takes them, and neither side maps, faults in or frees memory per byte of
- * core: the raw copy grows through plain writes into the memfd, whose pages
- * are never mapped here, so they cost no page-table work and no RSS.
+ * The reader and the compressors share a ring of frame buffers, reused for
+ * the whole core: the reader fills slot k from the input (and writes it into
+ * the raw copy, if one is kept); a free worker compresses it into the slot's
+ * own output buffer; whichever worker finds the oldest slot compressed
+ * writes the finished slots out in order.  Neither side maps, faults in or
+ * frees memory per byte of core: the raw copy grows through plain writes
+ * into the memfd, whose pages are never mapped here.
  */
-#define RING_SLOTS 4
-#define SLOT_BYTES (4u << 20)
+#define FRAME      CQ_ZSEEK_WRITE_FRAME
+#define MAX_WORKER 16
+
+struct slot {
+	char *raw, *comp;
+	size_t len, comp_len;
+	bool done;
+};
 
 struct ring {
 	pthread_mutex_t lock;
 	pthread_cond_t moved;
-	pthread_t thread;
-	const struct cq_archive_api *ar;
-	struct archive *a;
-	char *slot[RING_SLOTS];
-	size_t len[RING_SLOTS];
-	uint64_t filled, drained; /* buffers handed over and buffers compressed */
-	bool stop;                /* the reader is done: drain and return */
-	struct cq_error *err;     /* the compressor's */
+	pthread_t thread[MAX_WORKER];
+	size_t nworkers, nslots;
+	struct slot *slot;
+	uint64_t filled, claimed, written; /* frames read, taken by a worker, written out */
+	bool writing, stop;
+	struct out_file *out;
+	uint32_t *comp_size, *raw_size; /* per frame written, for the seek table */
+	size_t nframes, cap;
+	struct cq_error *err; /* the first failure of a worker */
 };
 
-static void *ring_compress(void *arg)
+static bool record_frame(struct ring *r, size_t comp, size_t raw)
+{
+	if (r->nframes == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 1024;
+		uint32_t *c = realloc(r->comp_size, cap * sizeof(*c));
+		if (c)
+			r->comp_size = c;
+		uint32_t *w = c ? realloc(r->raw_size, cap * sizeof(*w)) : NULL;
+		if (!w)
+			return false;
+		r->raw_size = w;
+		r->cap = cap;
+	}
+	r->comp_size[r->nframes] = (uint32_t)comp;
+	r->raw_size[r->nframes++] = (uint32_t)raw;
+	return true;
+}
+
+/* Called with the lock held: writes every finished slot from the oldest on. */
+static void write_finished(struct ring *r)
+{
+	r->writing = true;
+	while (!r->err && r->written < r->claimed && r->slot[r->written % r->nslots].done) {
+		struct slot *s = &r->slot[r->written % r->nslots];
+		pthread_mutex_unlock(&r->lock);
+		struct cq_error *err = NULL;
+		if (!out_write(r->out, s->comp, s->comp_len))
+			err = cq_error_errno(errno, "cannot write the core");
+		else if (!record_frame(r, s->comp_len, s->len))
+			err = &cq_error_nomem;
+		pthread_mutex_lock(&r->lock);
+		if (err && !r->err)
+			r->err = err;
+		s->done = false;
+		r->written++;
+		pthread_cond_broadcast(&r->moved);
+	}
+	r->writing = false;
+}
+
+static void *ring_work(void *arg)
 {
 	struct ring *r = arg;
-	struct cq_error *err = NULL;
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	pthread_mutex_lock(&r->lock);
+	if (!cctx && !r->err)
+		r->err = &cq_error_nomem;
 	for (;;) {
-		pthread_mutex_lock(&r->lock);
-		while (r->drained == r->filled && !r->stop)
+		while (r->claimed == r->filled && !r->stop && !r->err)
 			pthread_cond_wait(&r->moved, &r->lock);
-		bool empty = r->drained == r->filled;
-		size_t i = (size_t)(r->drained % RING_SLOTS);
+		if (r->err || r->claimed == r->filled)
+			break; /* failed, or stopped and every frame taken */
+		struct slot *s = &r->slot[r->claimed++ % r->nslots];
 		pthread_mutex_unlock(&r->lock);
-		if (empty)
-			break; /* stopped and drained */
-		if (r->ar->write_data(r->a, r->slot[i], r->len[i]) != (la_ssize_t)r->len[i])
-			err = archive_fail(r->ar, r->a, "cannot write the core");
+		size_t got = ZSTD_compressCCtx(cctx, s->comp, ZSTD_compressBound(FRAME), s->raw,
+		                               s->len, LEVEL);
 		pthread_mutex_lock(&r->lock);
-		r->drained++;
-		r->err = err;
-		pthread_cond_broadcast(&r->moved);
-		pthread_mutex_unlock(&r->lock);
-		if (err)
+		if (ZSTD_isError(got)) {
+			if (!r->err)
+				r->err = cq_error_create(CQ_ERR_IO, "cannot compress the core: %s",
+				                         ZSTD_getErrorName(got));
 			break;
+		}
+		s->comp_len = got;
+		s->done = true;
+		if (!r->writing)
+			write_finished(r);
 	}
+	pthread_cond_broadcast(&r->moved);
+	pthread_mutex_unlock(&r->lock);
+	ZSTD_freeCCtx(cctx);
 	return NULL;
 }
 
-static struct cq_error *ring_start(struct ring *r, const struct cq_archive_api *ar,
-                                   struct archive *a)
+static void ring_free_slots(struct ring *r)
+{
+	for (size_t i = 0; i < r->nslots; i++) {
+		free(r->slot[i].raw);
+		free(r->slot[i].comp);
+	}
+	free(r->slot);
+}
+
+static struct cq_error *ring_start(struct ring *r, struct out_file *out)
 {
 	memset(r, 0, sizeof(*r));
-	r->ar = ar;
-	r->a = a;
-	for (size_t i = 0; i < RING_SLOTS; i++)
-		if (!(r->slot[i] = malloc(SLOT_BYTES))) {
-			while (i > 0)
-				free(r->slot[--i]);
+	r->out = out;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	r->nworkers = cpus > 1 ? (cpus < MAX_WORKER ? (size_t)cpus : MAX_WORKER) : 1;
+	r->nslots = 2 * r->nworkers + 2;
+	if (!(r->slot = calloc(r->nslots, sizeof(*r->slot))))
+		return &cq_error_nomem;
+	for (size_t i = 0; i < r->nslots; i++)
+		if (!(r->slot[i].raw = malloc(FRAME)) ||
+		    !(r->slot[i].comp = malloc(ZSTD_compressBound(FRAME)))) {
+			ring_free_slots(r);
 			return &cq_error_nomem;
 		}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->moved, NULL);
-	int rc = pthread_create(&r->thread, NULL, ring_compress, r);
-	if (rc) {
+	size_t started = 0;
+	int rc = 0;
+	while (started < r->nworkers &&
+	       !(rc = pthread_create(&r->thread[started], NULL, ring_work, r)))
+		started++;
+	if (started == 0) {
 		pthread_cond_destroy(&r->moved);
 		pthread_mutex_destroy(&r->lock);
-		for (size_t i = 0; i < RING_SLOTS; i++)
-			free(r->slot[i]);
-		return cq_error_errno(rc, "cannot start the compression thread");
+		ring_free_slots(r);
+		return cq_error_errno(rc, "cannot start the compression threads");
 	}
+	r->nworkers = started;
 	return NULL;
 }
 
-/* The next free buffer, waiting for one; NULL once the compressor has failed. */
+/* The next free buffer, waiting for one; NULL once a worker has failed. */
 static char *ring_take(struct ring *r)
 {
 	pthread_mutex_lock(&r->lock);
-	while (r->filled - r->drained == RING_SLOTS && !r->err)
+	while (r->filled - r->written == r->nslots && !r->err)
 		pthread_cond_wait(&r->moved, &r->lock);
-	char *slot = r->err ? NULL : r->slot[r->filled % RING_SLOTS];
+	char *buf = r->err ? NULL : r->slot[r->filled % r->nslots].raw;
 	pthread_mutex_unlock(&r->lock);
-	return slot;
+	return buf;
 }
 
-/* Hands the buffer ring_take gave, now holding len bytes, to the compressor. */
+/* Hands the buffer ring_take gave, now holding len bytes, to the workers. */
 static void ring_give(struct ring *r, size_t len)
 {
 	pthread_mutex_lock(&r->lock);
-	r->len[r->filled % RING_SLOTS] = len;
+	r->slot[r->filled % r->nslots].len = len;
 	r->filled++;
 	pthread_cond_broadcast(&r->moved);
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* Lets the compressor drain what it has and ends it; its error, if any. */
-static struct cq_error *ring_finish(struct ring *r)
+/*
+ * Lets the workers compress and write what they have, ends them, and
+ * appends the seek table; the first error, if any.
+ */
+static struct cq_error *ring_finish(struct ring *r, bool table)
 {
 	pthread_mutex_lock(&r->lock);
 	r->stop = true;
 	pthread_cond_broadcast(&r->moved);
 	pthread_mutex_unlock(&r->lock);
-	pthread_join(r->thread, NULL);
+	for (size_t i = 0; i < r->nworkers; i++)
+		pthread_join(r->thread[i], NULL);
+	pthread_mutex_lock(&r->lock);
+	if (!r->err && r->written < r->claimed)
+		write_finished(r);
+	pthread_mutex_unlock(&r->lock);
 	pthread_cond_destroy(&r->moved);
 	pthread_mutex_destroy(&r->lock);
-	for (size_t i = 0; i < RING_SLOTS; i++)
-		free(r->slot[i]);
-	return r->err;
+	struct cq_error *err = r->err;
+	if (!err && table && r->nframes == 0) {
+		/* An empty core still makes a valid, empty zstd file: one empty frame. */
+		struct slot *s = &r->slot[0];
+		size_t got = ZSTD_compress(s->comp, ZSTD_compressBound(FRAME), "", 0, LEVEL);
+		if (ZSTD_isError(got) || !out_write(r->out, s->comp, got))
+			err = cq_error_create(CQ_ERR_IO, "cannot write the core");
+	} else if (!err && table) {
+		size_t size = cq_zseek_encoded_size(r->nframes);
+		uint8_t *buf = malloc(size);
+		if (!buf)
+			err = &cq_error_nomem;
+		else {
+			cq_zseek_encode(r->comp_size, r->raw_size, r->nframes, buf);
+			if (!out_write(r->out, buf, size))
+				err = cq_error_errno(errno, "cannot write the seek table");
+			free(buf);
+		}
+	}
+	ring_free_slots(r);
+	free(r->comp_size);
+	free(r->raw_size);
+	return err;
 }
 
 /* Reads up to len bytes (fewer only at end of input); -1 with errno on error. */
@@ -210,53 +304,22 @@ static bool input_has_more(int fd)
 }
 
 /*
- * Streams in_fd into fd as zstd, at most limit bytes (0: all); with raw,
- * keeping the raw copy in raw->fd while it fits (see capture.h).
+ * Streams in_fd into fd as seekable zstd, at most limit bytes (0: all); with
+ * raw, keeping the raw copy in raw->fd while it fits (see capture.h).
  */
 static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_spool_raw *raw,
                                  struct cq_spool_result *out)
 {
-	const struct cq_archive_api *ar;
-	struct cq_error *err = cq_archive_api(&ar);
+	struct out_file of = {.fd = fd};
+	struct ring ring;
+	struct cq_error *err = ring_start(&ring, &of);
 	if (err)
 		return err;
-	struct archive *a = ar->write_new();
-	struct archive_entry *e = ar->entry_new();
-	struct ring ring;
-	bool running = false;
-	struct out_file of = {.ar = ar, .fd = fd};
-	if (!a || !e) {
-		err = &cq_error_nomem;
-		goto out;
-	}
-	/* libzstd's own workers, one per CPU: a big core compresses at disk speed */
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	char threads[16];
-	snprintf(threads, sizeof(threads), "%ld", cpus > 1 ? (cpus < 64 ? cpus : 64) : 1);
-	if (ar->write_add_filter_zstd(a) != ARCHIVE_OK ||
-	    ar->write_set_filter_option(a, "zstd", "threads", threads) != ARCHIVE_OK ||
-	    ar->write_set_format_raw(a) != ARCHIVE_OK ||
-	    ar->write_set_bytes_per_block(a, OUT_BLOCK) != ARCHIVE_OK ||
-	    ar->write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-	    ar->write_open2(a, &of, NULL, out_write, NULL, NULL) != ARCHIVE_OK) {
-		err = archive_fail(ar, a, "cannot start zstd stream");
-		goto out;
-	}
-	ar->entry_set_pathname(e, "core");
-	ar->entry_set_filetype(e, AE_IFREG);
-	ar->entry_set_perm(e, 0600);
-	if (ar->write_header(a, e) != ARCHIVE_OK) {
-		err = archive_fail(ar, a, "cannot start zstd stream");
-		goto out;
-	}
-	if ((err = ring_start(&ring, ar, a)))
-		goto out;
-	running = true;
 	/* Fewer, bigger reads from the kernel's pipe (a regular file just refuses). */
 	fcntl(in_fd, F_SETPIPE_SZ, 1 << 20);
 	bool teeing = raw && raw->fd >= 0 && raw->budget > 0;
 	for (;;) {
-		size_t want = SLOT_BYTES;
+		size_t want = FRAME;
 		if (limit && limit - out->raw_bytes < want)
 			want = (size_t)(limit - out->raw_bytes);
 		if (want == 0) {
@@ -266,13 +329,13 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_sp
 		}
 		char *buf = ring_take(&ring);
 		if (!buf) {
-			teeing = false; /* the compressor failed; ring_finish below says why */
+			teeing = false; /* a worker failed; ring_finish below says why */
 			break;
 		}
 		ssize_t n = read_full(in_fd, buf, want);
 		if (n < 0) {
 			err = cq_error_errno(errno, "cannot read the core");
-			goto out;
+			break;
 		}
 		if (n == 0)
 			break;
@@ -288,25 +351,17 @@ static struct cq_error *compress(int in_fd, int fd, uint64_t limit, struct cq_sp
 		if ((size_t)n < want)
 			break; /* end of input */
 	}
-	if (teeing) {
+	if (teeing && !err) {
 		raw->kept = true;
 		raw->complete(raw->arg, out->raw_bytes);
 	}
-	running = false;
-	if ((err = ring_finish(&ring)))
-		goto out;
-	if (ar->write_close(a) != ARCHIVE_OK)
-		err = archive_fail(ar, a, "cannot finish the core");
-out:
-	if (running) {
-		struct cq_error *rerr = ring_finish(&ring);
+	struct cq_error *rerr = ring_finish(&ring, err == NULL);
+	if (err) {
 		if (rerr && rerr != err)
 			cq_error_free(rerr);
+		return err;
 	}
-	ar->entry_free(e);
-	if (a)
-		ar->write_free(a);
-	return err;
+	return rerr;
 }
 
 /* Renames tmp to a free systemd-style name in dir (the timestamp nudged by µs if taken). */

@@ -29,7 +29,10 @@
 static struct cq_error *check_ident(const struct cq_source *src)
 {
 	unsigned char id[sizeof(Elf64_Ehdr)];
-	ssize_t n = pread(src->fd, id, sizeof(id), 0);
+	ssize_t n = src->image ? (ssize_t)(src->size < sizeof(id) ? src->size : sizeof(id))
+	                       : pread(src->fd, id, sizeof(id), 0);
+	if (src->image)
+		memcpy(id, src->image, (size_t)n);
 	if (n < 0)
 		return cq_error_errno(errno, "cannot read");
 	size_t got = (size_t)n, magic_len = got < SELFMAG ? got : SELFMAG;
@@ -130,14 +133,17 @@ static struct cq_error *count_duplicate_tids(struct cq_core *core)
 
 static struct cq_error *core_load(struct cq_core *core)
 {
-	struct cq_error *err = cq_source_open(core->path, core->options.max_spool,
-	                                      core->options.regular_only, &core->source);
+	struct cq_error *err =
+	    cq_source_open(core->path, core->options.max_spool, core->options.regular_only,
+	                   core->options.want_fd, &core->source);
 	if (err)
 		return err;
 	if ((err = check_ident(&core->source)))
 		return err;
 	elf_version(EV_CURRENT);
-	core->elf = elf_begin(core->source.fd, ELF_C_READ_MMAP, NULL);
+	core->elf = core->source.image
+	                ? elf_memory((char *)core->source.image, (size_t)core->source.size)
+	                : elf_begin(core->source.fd, ELF_C_READ_MMAP, NULL);
 	if (!core->elf)
 		return cq_error_create(CQ_ERR_FORMAT, "cannot read as ELF: %s", elf_errmsg(-1));
 	size_t size;
@@ -209,6 +215,8 @@ void cq_core_close(struct cq_core *core)
 
 void cq_core_trim(struct cq_core *core)
 {
+	if (core->source.frames)
+		return; /* a lazy image keeps its own budget (source.h) */
 	uintptr_t start = (uintptr_t)core->image & ~(uintptr_t)4095;
 	size_t len = core->image_size + ((uintptr_t)core->image - start);
 	madvise((void *)start, len, MADV_DONTNEED);
@@ -220,6 +228,8 @@ int cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, i
 	uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)4095;
 	if (p < core->image || p + len > core->image + core->image_size || hi <= lo)
 		return 0;
+	if (core->source.frames && advice == MADV_DONTNEED)
+		return 0; /* a lazy image drops frames by its own budget (source.h) */
 	return madvise((void *)lo, hi - lo, advice);
 }
 

@@ -71,6 +71,7 @@ struct cq_core_options {
 	const char *const *debug_dirs; /* NULL-terminated list of build-id tree roots */
 	uint64_t max_spool;            /* cap on decompressed size, 0 = from free space */
 	bool regular_only; /* path comes from a database: a regular file only (cq_source_open) */
+	bool want_fd;      /* source.fd is needed (handed to a debugger): no lazy image */
 };
 
 struct cq_core {

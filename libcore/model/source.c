@@ -17,8 +17,13 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "libcore/base/archive_api.h"
+#include "libcore/base/bytes.h"
+#include "libcore/base/lazy_map.h"
 #include "libcore/base/regular_file.h"
+#include "libcore/formats/zstd_seek.h"
 
 static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
 
@@ -167,8 +172,158 @@ out:
 	return err;
 }
 
+/* ---- a seekable zstd core: frames decompressed on touch ---- */
+
+struct cq_source_frames {
+	int fd;        /* the compressed file */
+	uint8_t *comp; /* one compressed frame, read from fd */
+	struct cq_zseek table;
+	ZSTD_DCtx *dctx;
+	struct cq_lazy_map *map;
+};
+
+static bool frame_fill(void *arg, size_t i, uint8_t *dst, size_t len)
+{
+	struct cq_source_frames *f = arg;
+	const struct cq_zseek_frame *fr = &f->table.frame[i];
+	/* Read, not mapped: the compressed file then costs no resident memory. */
+	ssize_t r = pread(f->fd, f->comp, fr->comp_size, (off_t)fr->comp_off);
+	if (r != (ssize_t)fr->comp_size)
+		return false;
+	size_t got = ZSTD_decompressDCtx(f->dctx, dst, len, f->comp, fr->comp_size);
+	return !ZSTD_isError(got) && got == len;
+}
+
+static void frames_free(struct cq_source_frames *f)
+{
+	if (!f)
+		return;
+	cq_lazy_map_destroy(f->map);
+	ZSTD_freeDCtx(f->dctx);
+	cq_zseek_free(&f->table);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->comp);
+	free(f);
+}
+
+/*
+ * The seek table at the end of fd (size bytes), when there is one.  Returns
+ * NULL and leaves out->n 0 when the file has no seekable footer; an error
+ * when it has one that lies.
+ */
+static struct cq_error *read_seek_table(int fd, uint64_t size, struct cq_zseek *out)
+{
+	memset(out, 0, sizeof(*out));
+	uint8_t foot[CQ_ZSEEK_FOOTER];
+	if (size < CQ_ZSEEK_FOOTER ||
+	    pread(fd, foot, sizeof(foot), (off_t)(size - sizeof(foot))) != (ssize_t)sizeof(foot) ||
+	    !cq_zseek_has_footer(foot, sizeof(foot)))
+		return NULL;
+	uint64_t tsize = cq_zseek_table_size(foot, size);
+	if (tsize == 0)
+		return cq_error_create(
+		    CQ_ERR_FORMAT, "seek table: its footer claims more frames than the file holds");
+	uint8_t *t = malloc((size_t)tsize);
+	if (!t)
+		return &cq_error_nomem;
+	struct cq_error *err = NULL;
+	if (pread(fd, t, (size_t)tsize, (off_t)(size - tsize)) != (ssize_t)tsize)
+		err = cq_error_errno(errno, "cannot read the seek table");
+	else
+		err = cq_zseek_parse(t, (size_t)tsize, size, 0, out);
+	free(t);
+	return err;
+}
+
+/*
+ * Serves a seekable zstd file (fd, size bytes) through a lazy map.  *done is
+ * false (and nothing is set) when the file is not one this path reads: no
+ * seek table, frames not cut on pages, or no userfaultfd here; the caller
+ * then spools it.
+ */
+static struct cq_error *open_frames(int fd, uint64_t size, uint64_t max_raw, struct cq_source *out,
+                                    bool *done)
+{
+	*done = false;
+	struct cq_source_frames *f = calloc(1, sizeof(*f));
+	if (!f)
+		return &cq_error_nomem;
+	f->fd = -1;
+	uint64_t *bound = NULL;
+	struct cq_error *err = read_seek_table(fd, size, &f->table);
+	if (err || f->table.n == 0) {
+		/* A table that lies is no index: the frames are streamed like any zstd. */
+		cq_error_free(err);
+		err = NULL;
+		goto out;
+	}
+	/* A table promising more than the cap is cut there, as a stream would be. */
+	size_t n = f->table.n;
+	if (max_raw && f->table.raw_size > max_raw) {
+		n = cq_zseek_find(&f->table, max_raw - 1) + 1;
+		out->cut_at = max_raw;
+	}
+	if (!(bound = malloc((n + 1) * sizeof(*bound)))) {
+		err = &cq_error_nomem;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		bound[i] = f->table.frame[i].raw_off;
+	bound[n] = f->table.frame[n - 1].raw_off + f->table.frame[n - 1].raw_size;
+	size_t most = 0;
+	for (size_t i = 0; i < n; i++)
+		if (f->table.frame[i].comp_size > most)
+			most = f->table.frame[i].comp_size;
+	if (!(f->comp = malloc(most))) {
+		err = &cq_error_nomem;
+		goto out;
+	}
+	if ((f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		err = cq_error_errno(errno, "cannot keep the compressed core open");
+		goto out;
+	}
+	if (!(f->dctx = ZSTD_createDCtx())) {
+		err = &cq_error_nomem;
+		goto out;
+	}
+	err =
+	    cq_lazy_map_create(bound[n], bound, n, CQ_SOURCE_FRAME_BUDGET, frame_fill, f, &f->map);
+	if (err && err->code == CQ_ERR_UNSUPPORTED) {
+		cq_error_free(err);
+		err = NULL;
+		out->cut_at = 0;
+		goto out;
+	}
+	if (err)
+		goto out;
+	out->image = cq_lazy_map_data(f->map);
+	out->size = bound[n];
+	out->frames = f;
+	out->compression = "zstd";
+	f = NULL;
+	*done = true;
+out:
+	free(bound);
+	frames_free(f);
+	return err;
+}
+
+struct cq_source_frame_stats cq_source_frame_stats(const struct cq_source *src)
+{
+	struct cq_source_frame_stats s = {0};
+	if (!src->frames)
+		return s;
+	struct cq_lazy_map_stats m = cq_lazy_map_stats(src->frames->map);
+	s.frames = src->frames->table.n;
+	s.fills = m.fills;
+	s.bad = m.bad_chunks;
+	s.peak_bytes = m.peak_bytes;
+	return s;
+}
+
 struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regular_only,
-                                struct cq_source *out)
+                                bool want_fd, struct cq_source *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
@@ -209,6 +364,18 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regul
 			out->compression = "none";
 			return NULL;
 		}
+		if (!want_fd && n == (ssize_t)sizeof(magic) &&
+		    cq_load_u32(magic) == ZSTD_MAGICNUMBER) {
+			bool done;
+			struct cq_error *err = open_frames(
+			    fd, (uint64_t)st.st_size,
+			    max_spool ? max_spool : CQ_SOURCE_DEFAULT_MAX_SPOOL, out, &done);
+			if (err || done) {
+				if (!from_stdin)
+					close(fd);
+				return err;
+			}
+		}
 	}
 	struct cq_error *err = spool_through_libarchive(fd, max_spool, regular_only, out);
 	if (!from_stdin)
@@ -225,6 +392,9 @@ void cq_source_close(struct cq_source *src)
 	if (src->fd >= 0)
 		close(src->fd);
 	src->fd = -1;
+	frames_free(src->frames);
+	src->frames = NULL;
+	src->image = NULL;
 }
 
 bool cq_source_looks_like_core(const unsigned char *b, size_t n)

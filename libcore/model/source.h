@@ -7,6 +7,13 @@
  * is not a seekable raw file is decompressed/spooled through libarchive's raw
  * format into an unlinked temporary file, so the rest of coreq always sees a
  * seekable, mmappable file descriptor and never holds the whole core in memory.
+ *
+ * A zstd file in zstd's seekable format (independent frames and a seek
+ * table: what coreq's own store writes, libcore/capture/spool.c) is not
+ * spooled: image points at memory whose frames are decompressed when first
+ * touched and dropped again beyond CQ_SOURCE_FRAME_BUDGET bytes
+ * (libcore/base/lazy_map.h), so reading a few stacks of a 4 GiB core costs
+ * a few frames, in time and in memory.
  */
 #ifndef CQ_SOURCE_H
 #define CQ_SOURCE_H
@@ -17,13 +24,20 @@
 
 #include "libcore/base/error.h"
 
+struct cq_source_frames;
+
 struct cq_source {
-	int fd;                  /* seekable, readable; owned */
-	uint64_t size;           /* bytes of raw core */
-	const char *compression; /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
-	int spooled;             /* fd is a temporary copy */
-	uint64_t cut_at;         /* nonzero: the stream went on past this cap and was cut */
+	int fd;               /* seekable, readable; owned; -1 when image is set */
+	const uint8_t *image; /* a seekable zstd core: its bytes, decompressed on touch */
+	struct cq_source_frames *frames; /* what serves image (source.c) */
+	uint64_t size;                   /* bytes of raw core */
+	const char *compression;         /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
+	int spooled;                     /* fd is a temporary copy */
+	uint64_t cut_at;                 /* nonzero: the stream went on past this cap and was cut */
 };
+
+/* Decompressed frames of a seekable core kept in memory at once. */
+#define CQ_SOURCE_FRAME_BUDGET (128ull << 20)
 
 /* Upper bound for a spooled (decompressed or piped) core: 64 GiB. */
 #define CQ_SOURCE_DEFAULT_MAX_SPOOL (64ull << 30)
@@ -39,9 +53,20 @@ struct cq_source {
  * than a person) path is a file name even when it is "-", anything but a
  * regular file (a FIFO, a device) is refused without being opened, and a
  * max_spool the database gave is bounded by the room as 0 would be.
+ * want_fd: the caller needs fd (a debugger inherits it), so a seekable core
+ * is spooled like any other.
  */
 struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regular_only,
-                                struct cq_source *out);
+                                bool want_fd, struct cq_source *out);
+
+/* How a seekable core's frames were read; all 0 for any other source. */
+struct cq_source_frame_stats {
+	uint64_t frames;     /* in the file */
+	uint64_t fills;      /* decompressed (again after being dropped: counted again) */
+	uint64_t bad;        /* that would not decompress to their size: read as zeros */
+	uint64_t peak_bytes; /* most decompressed bytes held at once */
+};
+struct cq_source_frame_stats cq_source_frame_stats(const struct cq_source *src);
 
 void cq_source_close(struct cq_source *src);
 

@@ -49,7 +49,7 @@ static struct cq_error *find_row(struct cq_store *store, int64_t id, struct cq_s
 static struct cq_error *open_bounded(struct cq_stored_core *s, const char *exe)
 {
 	struct cq_core_options co = {
-	    .exe = exe, .max_spool = (uint64_t)s->size, .regular_only = true};
+	    .exe = exe, .max_spool = (uint64_t)s->size, .regular_only = true, .want_fd = true};
 	struct cq_error *err = cq_core_open(s->path, &co, &s->core);
 	if (err) {
 		s->core = NULL;
@@ -167,7 +167,7 @@ struct cq_error *cq_stored_core_file_for_debugger(const char *path, const char *
 	if (!(out->path = strdup(path)))
 		return &cq_error_nomem;
 	/* Opened as coreq opens a core: decompressed into an fd, its executable named. */
-	struct cq_core_options co = {.exe = exe};
+	struct cq_core_options co = {.exe = exe, .want_fd = true};
 	struct cq_core *core;
 	struct cq_error *err = cq_core_open(path, &co, &core);
 	if (err)
