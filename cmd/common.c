@@ -534,6 +534,12 @@ void cmd_warn_analysis(const char *path, const struct cq_core *core, const struc
 	for (size_t i = 0; i < stacks->warnings.n; i++)
 		if (stacks->warnings.v[i].type == CQ_STAT_STRING && stacks->warnings.v[i].s)
 			cmd_warn(path, "%s", stacks->warnings.v[i].s);
+	struct cq_source_frame_stats fs = cq_source_frame_stats(&core->source);
+	if (fs.bad)
+		cmd_warn(path,
+		         "%llu of the %llu frames of the compressed core would not decompress to "
+		         "the size its seek table gives: their bytes read as zeros",
+		         (unsigned long long)fs.bad, (unsigned long long)fs.frames);
 }
 
 void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index, int64_t thread)

@@ -23,22 +23,6 @@ static const struct cq_dynlib_sym syms[] = {
     {"archive_read_next_header", (void **)&api.read_next_header},
     {"archive_read_data", (void **)&api.read_data},
     {"archive_read_free", (void **)&api.read_free},
-    {"archive_write_new", (void **)&api.write_new},
-    {"archive_write_add_filter_zstd", (void **)&api.write_add_filter_zstd},
-    {"archive_write_set_filter_option", (void **)&api.write_set_filter_option},
-    {"archive_write_set_format_raw", (void **)&api.write_set_format_raw},
-    {"archive_write_set_bytes_per_block", (void **)&api.write_set_bytes_per_block},
-    {"archive_write_set_bytes_in_last_block", (void **)&api.write_set_bytes_in_last_block},
-    {"archive_write_open2", (void **)&api.write_open2},
-    {"archive_write_header", (void **)&api.write_header},
-    {"archive_write_data", (void **)&api.write_data},
-    {"archive_write_close", (void **)&api.write_close},
-    {"archive_write_free", (void **)&api.write_free},
-    {"archive_entry_new", (void **)&api.entry_new},
-    {"archive_entry_set_pathname", (void **)&api.entry_set_pathname},
-    {"archive_entry_set_filetype", (void **)&api.entry_set_filetype},
-    {"archive_entry_set_perm", (void **)&api.entry_set_perm},
-    {"archive_entry_free", (void **)&api.entry_free},
 };
 
 /* A field added to the table without a name here would stay NULL. */

@@ -1,8 +1,8 @@
 /*
  * archive_api.h - libarchive, loaded when first needed, not at start.
  *
- * libarchive decompresses a compressed core (libcore/model/source.c) and
- * compresses the core the hook stores (libcore/capture/spool.c).  Linked,
+ * libarchive decompresses a compressed core that is not seekable zstd
+ * (libcore/model/source.c): xz, lz4, gzip, bzip2 and a single zstd frame.  Linked,
  * it maps libxml2, two ICU libraries, libstdc++, nettle, acl and lz4 into
  * every coreq process: 1.6 ms more at each start, for every command, even
  * the many that never see a compressed core.  So it is loaded with
@@ -32,23 +32,6 @@ struct cq_archive_api {
 	__typeof__(archive_read_next_header) *read_next_header;
 	__typeof__(archive_read_data) *read_data;
 	__typeof__(archive_read_free) *read_free;
-	/* writing (spool.c) */
-	__typeof__(archive_write_new) *write_new;
-	__typeof__(archive_write_add_filter_zstd) *write_add_filter_zstd;
-	__typeof__(archive_write_set_filter_option) *write_set_filter_option;
-	__typeof__(archive_write_set_format_raw) *write_set_format_raw;
-	__typeof__(archive_write_set_bytes_per_block) *write_set_bytes_per_block;
-	__typeof__(archive_write_set_bytes_in_last_block) *write_set_bytes_in_last_block;
-	__typeof__(archive_write_open2) *write_open2;
-	__typeof__(archive_write_header) *write_header;
-	__typeof__(archive_write_data) *write_data;
-	__typeof__(archive_write_close) *write_close;
-	__typeof__(archive_write_free) *write_free;
-	__typeof__(archive_entry_new) *entry_new;
-	__typeof__(archive_entry_set_pathname) *entry_set_pathname;
-	__typeof__(archive_entry_set_filetype) *entry_set_filetype;
-	__typeof__(archive_entry_set_perm) *entry_set_perm;
-	__typeof__(archive_entry_free) *entry_free;
 };
 
 /*

@@ -187,6 +187,12 @@ struct cq_error *cq_core_open(const char *path, const struct cq_core_options *op
 		return &cq_error_nomem;
 	}
 	struct cq_error *err = core_load(core);
+	struct cq_source_frame_stats fs = cq_source_frame_stats(&core->source);
+	if (err && fs.bad)
+		err = cq_error_prefix(err,
+		                      "%llu of the %llu frames of the compressed core would not "
+		                      "decompress to the size its seek table gives",
+		                      (unsigned long long)fs.bad, (unsigned long long)fs.frames);
 	if (err) {
 		cq_core_close(core);
 		return err;
