@@ -27,6 +27,7 @@ static const struct {
     {CQ_EXPORT_STACKS, "stacks"},
     {CQ_EXPORT_BUCKETS, "buckets"},
     {CQ_EXPORT_THREADS, "threads"},
+    {CQ_EXPORT_WAITS, "waits"},
     {CQ_EXPORT_CORES, "cores"},
 };
 
@@ -221,6 +222,7 @@ static struct cq_error *push_batch(struct cq_store *store, const struct cq_push_
 		r->threads += er.threads;
 		r->stacks += er.stacks;
 		r->buckets += er.buckets;
+		r->waits += er.waits;
 		*sent_cores += er.cores;
 	}
 	if (!err && last > r->cursor && !(err = cq_push_cursor_write(o->cursor_path, last)))
