@@ -24,7 +24,10 @@ static void thread_ref(FILE *out, const struct cq_core *core, size_t t)
 /* "mutex 0x..." / "rwlock 0x..." (to write, to read) / "thread 0x..." */
 static void object_ref(FILE *out, const struct cq_wait *w)
 {
-	fprintf(out, "%s 0x%" PRIx64, cq_wait_kind_name(w->kind), w->object);
+	if (w->pi_refused && !w->object)
+		fprintf(out, "a PI mutex (which one: not known)");
+	else
+		fprintf(out, "%s 0x%" PRIx64, cq_wait_kind_name(w->kind), w->object);
 }
 
 static const char *plural(uint64_t n)
@@ -64,6 +67,10 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		if (w->owner_died)
 			fprintf(out, " (robust: the owner died)");
 	}
+	if (w->pi_refused)
+		fprintf(out, " (PI: the kernel refused the lock as a deadlock, EDEADLK, and glibc "
+		             "parked the thread for ever%s)",
+		        w->object ? "; the mutex is the one its lock frames point to" : "");
 }
 
 static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wait *w)
@@ -201,6 +208,8 @@ void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct 
 		cq_json_bool(j, wt->pi);
 		cq_json_key(j, "owner_died");
 		cq_json_bool(j, wt->owner_died);
+		cq_json_key(j, "pi_refused");
+		cq_json_bool(j, wt->pi_refused);
 		cq_json_key(j, "deadlock");
 		if (wt->deadlock)
 			cq_json_uint(j, wt->deadlock - 1);

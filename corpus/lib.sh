@@ -109,6 +109,10 @@ WAIT_SHAPES=(
 	"chain ABRT 5 wait_for_watchdog main"
 	"recursive ABRT 3 wait_for_watchdog main"
 	"rwlock ABRT 3 wait_for_watchdog main"
+	"pi ABRT 3 wait_for_watchdog main"
+	"robust ABRT 3 wait_for_watchdog main"
+	"join ABRT 3 wait_for_watchdog main"
+	"condvar ABRT 3 wait_for_watchdog main"
 )
 
 # The C++ deadlock (deadlock_cxx.cc): ABBA on two std::mutex with

@@ -122,6 +122,96 @@ static void set_owner_tid(struct cq_wait *w, uint32_t tid)
 	w->owner_tid = (int32_t)tid;
 }
 
+/* How far above the stack pointer a parked PI waiter's frames are searched. */
+#define PI_PARK_WINDOW 1024
+
+/*
+ * Is the mutex at addr, read as glibc 2.36 lays it out, a PI mutex held by
+ * a thread other than self?  Its owner's tid then goes to *owner.
+ */
+static bool pi_mutex_held_by_other(struct cq_core *core, uint64_t addr, int32_t self,
+                                   uint32_t *owner)
+{
+	uint8_t m[20];
+	if ((addr & 3) || !cq_mem_read(&core->mem, addr, m, sizeof(m)))
+		return false;
+	uint32_t lock = cq_load_u32(m), kind = cq_load_u32(m + 16);
+	uint32_t tid = lock & FUTEX_TID_MASK;
+	if ((kind & ~MUTEX_KIND_KNOWN_BITS) || !(kind & MUTEX_KIND_PI) || tid == 0 ||
+	    tid > INT32_MAX || (int32_t)tid == self)
+		return false;
+	*owner = tid;
+	return true;
+}
+
+/* Offset of __kind in pthread_mutex_t: glibc's lock code keeps &mutex->__data.__kind live. */
+#define MUTEX_KIND_OFFSET 16
+
+/*
+ * One candidate for a parked PI waiter's mutex: word, as a pointer to the
+ * mutex or to its __kind.  Returns false when a second, different mutex
+ * turns up (then which one is not known).
+ */
+static bool pi_candidate(struct cq_core *core, struct cq_wait *w, uint64_t word, uint64_t *found,
+                         uint32_t *owner)
+{
+	uint64_t at[2] = {word, word - MUTEX_KIND_OFFSET};
+	for (int i = 0; i < 2; i++) {
+		uint32_t tid;
+		if (at[i] == *found || at[i] > word || !pi_mutex_held_by_other(core, at[i], w->tid, &tid))
+			continue;
+		if (*found)
+			return false;
+		*found = at[i];
+		*owner = tid;
+	}
+	return true;
+}
+
+/*
+ * glibc's answer to EDEADLK from FUTEX_LOCK_PI (pthread_mutex_lock.c:
+ * "Delay the thread indefinitely"): a futex wait on a zero word of the
+ * waiter's own stack, in its mutex lock frame.  The word is near the stack
+ * pointer and holds 0; a mutex a thread really sleeps on holds its owner or
+ * 2.  The mutex is still where the lock frames keep it: in a callee-saved
+ * register (glibc 2.36 at -O2 keeps &mutex->__data.__kind in r14, gdb's
+ * location of `mutex`) or among the words their frames saved.  The
+ * thread's registers and the words from the stack pointer to just above the
+ * parked word are searched for a pointer to a PI mutex (or its __kind) held
+ * by another thread; one is used only when it is the only one.
+ */
+static bool pi_refused(struct cq_core *core, const struct cq_core_thread *t, struct cq_wait *w)
+{
+	unsigned sp_reg = core->arch->sp_reg;
+	uint32_t word;
+	if (!cq_regs_has(&t->regs, sp_reg))
+		return false;
+	uint64_t sp = t->regs.value[sp_reg];
+	if (w->futex < sp || w->futex - sp >= PI_PARK_WINDOW || !read_u32(core, w->futex, &word) ||
+	    word != 0)
+		return false;
+	w->pi_refused = true;
+	w->pi = true;
+	w->object = 0;
+	w->owner = CQ_OWNER_UNKNOWN;
+	uint64_t found = 0, end = w->futex + 256;
+	uint32_t owner = 0;
+	for (unsigned r = 0; r < CQ_REGS_MAX; r++)
+		if (cq_regs_has(&t->regs, r) && r != sp_reg &&
+		    !pi_candidate(core, w, t->regs.value[r], &found, &owner))
+			return true;
+	for (uint64_t a = sp & ~(uint64_t)7; a + 8 <= end; a += 8) {
+		uint64_t p;
+		if (cq_mem_read_u64(&core->mem, a, &p) && !pi_candidate(core, w, p, &found, &owner))
+			return true;
+	}
+	if (found) {
+		w->object = found;
+		set_owner_tid(w, owner);
+	}
+	return true;
+}
+
 static void mutex_owner(struct cq_core *core, struct cq_wait *w)
 {
 	uint8_t m[20];
@@ -294,7 +384,8 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 		}
 		switch (w->kind) {
 		case CQ_WAIT_MUTEX:
-			mutex_owner(core, w);
+			if (!pi_refused(core, &core->threads[t], w))
+				mutex_owner(core, w);
 			break;
 		case CQ_WAIT_RWLOCK:
 			rwlock_owner(core, w);

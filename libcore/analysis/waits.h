@@ -20,6 +20,9 @@
  *                     __wrphase_futex for readers (who are only a count: no
  *                     owner) or on __writers_futex for the writer in
  *                     __cur_writer; a reader waits for __cur_writer
+ *                     (a PI lock the kernel refuses with EDEADLK: glibc parks
+ *                     the thread on a zero word of its own stack; the mutex
+ *                     is then found among the pointers its frames hold)
  *   pthread_cond_t    the futex is __g_signals[0 or 1] (@40, @44): no owner
  *   pthread_join      the futex is the joined thread's tid field: its value
  *                     is the tid, the thread waited for
@@ -82,6 +85,15 @@ struct cq_wait {
 	const char *mutex_type; /* "normal", "recursive", "errorcheck", "adaptive"; NULL */
 	bool robust, pi;
 	bool owner_died; /* robust mutex: FUTEX_OWNER_DIED, or marked inconsistent */
+	/*
+	 * A PI mutex lock the kernel refused as a deadlock (EDEADLK): glibc
+	 * then parks the thread for ever in a futex wait on a zero word of its
+	 * own stack, not on the mutex.  The mutex is the one PI mutex held by
+	 * another thread that the parked frames hold a pointer to (object, its
+	 * owner); when there is not exactly one, object is 0 and the owner
+	 * unknown.  futex is the stack word.
+	 */
+	bool pi_refused;
 	/* Filled by cq_waits_graph. */
 	size_t deadlock; /* 1 + index into deadlocks when on a cycle, else 0 */
 	size_t behind;   /* 1 + index into deadlocks its chain runs into, else 0 */
