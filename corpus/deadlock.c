@@ -30,6 +30,7 @@
  *   waits TID KIND ADDR      TID is blocked taking the lock at ADDR
  *   blocked TID read         TID is blocked in read(), holding what it holds
  *   joins TID TID2           TID is blocked in pthread_join of thread TID2
+ *   pthread TID ADDR         TID's pthread_t (its struct pthread)
  *   exited TID               a worker that has exited (robust's "dead")
  *   died ADDR TID            the robust mutex at ADDR was held by TID when it
  *                            died; its heir got EOWNERDEAD
@@ -396,8 +397,10 @@ int main(int argc, char **argv)
 		wait_all_blocked(want);
 		write_threads();
 		fact("waits %d condvar %p", (int)workers[0].tid, (void *)&cv);
-		if (join)
+		if (join) {
 			fact("joins %d %d", (int)workers[1].tid, (int)workers[0].tid);
+			fact("pthread %d %p", (int)workers[0].tid, (void *)workers[0].thread);
+		}
 		else
 			fact("waits %d condvar %p", (int)workers[1].tid, (void *)&cv);
 		fact("verdict waiting %p", (void *)&cv);
