@@ -51,8 +51,9 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		        plural(w->count));
 		break;
 	case CQ_OWNER_NONE:
-		fprintf(out, w->kind == CQ_WAIT_CONDVAR ? " (a condvar has no owner)"
-		                                        : " (no owner recorded)");
+		fprintf(out, w->kind == CQ_WAIT_CONDVAR     ? " (a condvar has no owner)"
+		             : w->kind == CQ_WAIT_SEMAPHORE ? " (a semaphore has no owner)"
+		                                            : " (no owner recorded)");
 		break;
 	case CQ_OWNER_UNREADABLE:
 		fprintf(out, " (owner unknown: not in the core's memory)");
@@ -88,8 +89,8 @@ static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wai
 	}
 	fprintf(out, "waits %s",
 	        w->kind == CQ_WAIT_RWLOCK    ? (w->write ? "to write " : "to read ")
-	        : w->kind == CQ_WAIT_CONDVAR ? "on "
-	                                     : "for ");
+	        : w->kind == CQ_WAIT_CONDVAR || w->kind == CQ_WAIT_SEMAPHORE ? "on "
+	                                                                     : "for ");
 	object_ref(out, w);
 	owner_text(out, core, w);
 }

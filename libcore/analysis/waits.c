@@ -86,6 +86,8 @@ static const struct {
     {"cond_timedwait", CQ_WAIT_CONDVAR, false},    {"cond_clockwait", CQ_WAIT_CONDVAR, false},
     {"pthread_join", CQ_WAIT_JOIN, false},         {"pthread_timedjoin", CQ_WAIT_JOIN, false},
     {"pthread_clockjoin", CQ_WAIT_JOIN, false},    {"pthread_tryjoin", CQ_WAIT_JOIN, false},
+    {"sem_wait", CQ_WAIT_SEMAPHORE, false},        {"sem_timedwait", CQ_WAIT_SEMAPHORE, false},
+    {"sem_clockwait", CQ_WAIT_SEMAPHORE, false},
 };
 
 /* Sets w's kind and function from the innermost lock function on the stack; false if none. */
@@ -396,6 +398,10 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 		case CQ_WAIT_JOIN:
 			join_owner(core, w);
 			break;
+		case CQ_WAIT_SEMAPHORE: /* a count: whoever posts it, no owner */
+			w->object = w->futex;
+			w->owner = CQ_OWNER_NONE;
+			break;
 		case CQ_WAIT_FUTEX:
 			break;
 		}
@@ -700,6 +706,8 @@ const char *cq_wait_kind_name(enum cq_wait_kind kind)
 		return "thread";
 	case CQ_WAIT_FUTEX:
 		return "futex";
+	case CQ_WAIT_SEMAPHORE:
+		return "semaphore";
 	}
 	return "futex";
 }

@@ -24,6 +24,8 @@
  *                     the thread on a zero word of its own stack; the mutex
  *                     is then found among the pointers its frames hold)
  *   pthread_cond_t    the futex is __g_signals[0 or 1] (@40, @44): no owner
+ *   sem_t             the futex is the semaphore's value word (@0): a count,
+ *                     no owner (CPython's threading.Lock is one)
  *   pthread_join      the futex is the joined thread's tid field: its value
  *                     is the tid, the thread waited for
  *
@@ -57,6 +59,7 @@ enum cq_wait_kind {
 	CQ_WAIT_CONDVAR, /* pthread_cond_t: no owner */
 	CQ_WAIT_JOIN,    /* pthread_join: the owner is the joined thread */
 	CQ_WAIT_FUTEX,   /* a futex wait no libc frame explains */
+	CQ_WAIT_SEMAPHORE, /* sem_t (sem_wait...; CPython's threading.Lock): no owner */
 };
 
 /* Why an edge has no owner thread. */
@@ -157,7 +160,7 @@ void cq_waits_free(struct cq_waits *w);
 /* Thread index t's wait (waits are in thread order), or NULL. */
 const struct cq_wait *cq_waits_of_thread(const struct cq_waits *w, size_t t);
 
-/* "mutex", "rwlock", "condvar", "thread" (a join), "futex". */
+/* "mutex", "rwlock", "condvar", "thread" (a join), "futex", "semaphore". */
 const char *cq_wait_kind_name(enum cq_wait_kind kind);
 
 #endif
