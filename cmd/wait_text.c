@@ -51,6 +51,11 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		        plural(w->count));
 		break;
 	case CQ_OWNER_NONE:
+		if (w->rust_std && w->kind != CQ_WAIT_CONDVAR) {
+			fprintf(out, " (Rust std::sync::%s: no owner recorded)",
+			        w->kind == CQ_WAIT_MUTEX ? "Mutex" : "RwLock");
+			break;
+		}
 		fprintf(out, w->kind == CQ_WAIT_CONDVAR     ? " (a condvar has no owner)"
 		             : w->kind == CQ_WAIT_SEMAPHORE ? " (a semaphore has no owner)"
 		                                            : " (no owner recorded)");
@@ -69,8 +74,9 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 			fprintf(out, " (robust: the owner died)");
 	}
 	if (w->pi_refused)
-		fprintf(out, " (PI: the kernel refused the lock as a deadlock, EDEADLK, and glibc "
-		             "parked the thread for ever%s)",
+		fprintf(out,
+		        " (PI: the kernel refused the lock as a deadlock, EDEADLK, and glibc "
+		        "parked the thread for ever%s)",
 		        w->object ? "; the mutex is the one its lock frames point to" : "");
 }
 
@@ -88,7 +94,7 @@ static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wai
 		return;
 	}
 	fprintf(out, "waits %s",
-	        w->kind == CQ_WAIT_RWLOCK    ? (w->write ? "to write " : "to read ")
+	        w->kind == CQ_WAIT_RWLOCK ? (w->write ? "to write " : "to read ")
 	        : w->kind == CQ_WAIT_CONDVAR || w->kind == CQ_WAIT_SEMAPHORE ? "on "
 	                                                                     : "for ");
 	object_ref(out, w);
@@ -211,6 +217,8 @@ void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct 
 		cq_json_bool(j, wt->owner_died);
 		cq_json_key(j, "pi_refused");
 		cq_json_bool(j, wt->pi_refused);
+		cq_json_key(j, "rust_std");
+		cq_json_bool(j, wt->rust_std);
 		cq_json_key(j, "deadlock");
 		if (wt->deadlock)
 			cq_json_uint(j, wt->deadlock - 1);

@@ -320,6 +320,12 @@ while True:
 		C_ARGS=("${n#deadlock_cxx-}")
 		C_KILL=1 C_READY_FILE=1
 		;;
+	rust_deadlock.*)
+		# ABBA on two std::sync::Mutex; killed from outside once both
+		# workers are blocked, its oracle beside the core.
+		prog=rust_deadlock variant=${case##*.}
+		C_KILL=1 C_READY_FILE=1
+		;;
 	tokio_tasks-boxed.*)
 		# The same tasks boxed as dyn Future, and stale fat pointers (main.rs).
 		prog=tokio_tasks variant=${case##*.}

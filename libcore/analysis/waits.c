@@ -71,23 +71,46 @@ static const char *syscall_name(const struct cq_arch *arch, int64_t nr)
 	return "syscall";
 }
 
-/* Which primitive a libc function takes; first match wins, so "cond_lock" before "cond_". */
+/*
+ * Which primitive a function takes; first match wins, so "cond_lock" before
+ * "cond_".  rust: Rust's std::sync (a futex word and a poison flag: no
+ * owner), named <std::sys::sync::mutex::futex::Mutex>::lock_contended since
+ * Rust 1.84, std::sys::unix::locks::futex_mutex::Mutex::lock_contended before.
+ */
 static const struct {
 	const char *part;
 	enum cq_wait_kind kind;
-	bool write;
+	bool write, rust;
 } lock_functions[] = {
-    {"lll_lock_wait", CQ_WAIT_MUTEX, false},       {"mutex_cond_lock", CQ_WAIT_MUTEX, false},
-    {"mutex_lock", CQ_WAIT_MUTEX, false},          {"mutex_timedlock", CQ_WAIT_MUTEX, false},
-    {"mutex_clocklock", CQ_WAIT_MUTEX, false},     {"rwlock_wrlock", CQ_WAIT_RWLOCK, true},
-    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true},  {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true},
-    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false},      {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false},
-    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false}, {"cond_wait", CQ_WAIT_CONDVAR, false},
-    {"cond_timedwait", CQ_WAIT_CONDVAR, false},    {"cond_clockwait", CQ_WAIT_CONDVAR, false},
-    {"pthread_join", CQ_WAIT_JOIN, false},         {"pthread_timedjoin", CQ_WAIT_JOIN, false},
-    {"pthread_clockjoin", CQ_WAIT_JOIN, false},    {"pthread_tryjoin", CQ_WAIT_JOIN, false},
-    {"sem_wait", CQ_WAIT_SEMAPHORE, false},        {"sem_timedwait", CQ_WAIT_SEMAPHORE, false},
-    {"sem_clockwait", CQ_WAIT_SEMAPHORE, false},
+    {"Mutex>::lock_contended", CQ_WAIT_MUTEX, false, true},
+    {"futex_mutex::Mutex::lock_contended", CQ_WAIT_MUTEX, false, true},
+    {"RwLock>::write_contended", CQ_WAIT_RWLOCK, true, true},
+    {"futex_rwlock::RwLock::write_contended", CQ_WAIT_RWLOCK, true, true},
+    {"RwLock>::read_contended", CQ_WAIT_RWLOCK, false, true},
+    {"futex_rwlock::RwLock::read_contended", CQ_WAIT_RWLOCK, false, true},
+    {"Condvar>::wait", CQ_WAIT_CONDVAR, false, true},
+    {"futex_condvar::Condvar::wait", CQ_WAIT_CONDVAR, false, true},
+    {"lll_lock_wait", CQ_WAIT_MUTEX, false, false},
+    {"mutex_cond_lock", CQ_WAIT_MUTEX, false, false},
+    {"mutex_lock", CQ_WAIT_MUTEX, false, false},
+    {"mutex_timedlock", CQ_WAIT_MUTEX, false, false},
+    {"mutex_clocklock", CQ_WAIT_MUTEX, false, false},
+    {"rwlock_wrlock", CQ_WAIT_RWLOCK, true, false},
+    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true, false},
+    {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true, false},
+    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false, false},
+    {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false, false},
+    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false, false},
+    {"cond_wait", CQ_WAIT_CONDVAR, false, false},
+    {"cond_timedwait", CQ_WAIT_CONDVAR, false, false},
+    {"cond_clockwait", CQ_WAIT_CONDVAR, false, false},
+    {"pthread_join", CQ_WAIT_JOIN, false, false},
+    {"pthread_timedjoin", CQ_WAIT_JOIN, false, false},
+    {"pthread_clockjoin", CQ_WAIT_JOIN, false, false},
+    {"pthread_tryjoin", CQ_WAIT_JOIN, false, false},
+    {"sem_wait", CQ_WAIT_SEMAPHORE, false, false},
+    {"sem_timedwait", CQ_WAIT_SEMAPHORE, false, false},
+    {"sem_clockwait", CQ_WAIT_SEMAPHORE, false, false},
 };
 
 /* Sets w's kind and function from the innermost lock function on the stack; false if none. */
@@ -102,6 +125,7 @@ static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w)
 			if (strstr(fn, lock_functions[k].part)) {
 				w->kind = lock_functions[k].kind;
 				w->write = lock_functions[k].write;
+				w->rust_std = lock_functions[k].rust;
 				w->function = fn;
 				return true;
 			}
@@ -160,7 +184,8 @@ static bool pi_candidate(struct cq_core *core, struct cq_wait *w, uint64_t word,
 	uint64_t at[2] = {word, word - MUTEX_KIND_OFFSET};
 	for (int i = 0; i < 2; i++) {
 		uint32_t tid;
-		if (at[i] == *found || at[i] > word || !pi_mutex_held_by_other(core, at[i], w->tid, &tid))
+		if (at[i] == *found || at[i] > word ||
+		    !pi_mutex_held_by_other(core, at[i], w->tid, &tid))
 			continue;
 		if (*found)
 			return false;
@@ -380,6 +405,11 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 		w->futex = core->threads[t].syscall_args[0];
 		if (!classify(by_thread[t], w)) {
 			w->kind = CQ_WAIT_FUTEX;
+			w->object = w->futex;
+			w->owner = CQ_OWNER_NONE;
+			continue;
+		}
+		if (w->rust_std) { /* a futex word: no owner, the object is the word's */
 			w->object = w->futex;
 			w->owner = CQ_OWNER_NONE;
 			continue;

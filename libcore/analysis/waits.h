@@ -26,6 +26,8 @@
  *   pthread_cond_t    the futex is __g_signals[0 or 1] (@40, @44): no owner
  *   sem_t             the futex is the semaphore's value word (@0): a count,
  *                     no owner (CPython's threading.Lock is one)
+ *   Rust std::sync    Mutex, RwLock, Condvar: a futex word (Mutex: 0, 1
+ *                     locked, 2 contended) and a poison flag: no owner
  *   pthread_join      the futex is the joined thread's tid field: its value
  *                     is the tid, the thread waited for
  *
@@ -97,6 +99,11 @@ struct cq_wait {
 	 * unknown.  futex is the stack word.
 	 */
 	bool pi_refused;
+	/*
+	 * Rust's std::sync Mutex, RwLock or Condvar (a futex word, a poison
+	 * flag): the owner is not recorded (CQ_OWNER_NONE), object is the word.
+	 */
+	bool rust_std;
 	/* Filled by cq_waits_graph. */
 	size_t deadlock; /* 1 + index into deadlocks when on a cycle, else 0 */
 	size_t behind;   /* 1 + index into deadlocks its chain runs into, else 0 */
