@@ -104,7 +104,7 @@ CREATE TABLE IF NOT EXISTS coreq.waits (
     crash_time UInt32,
     idx        Int64,                    -- the waiting thread's place (coreq.threads.idx)
     tid        Int64,
-    kind       String,                   -- mutex, rwlock, condvar, thread (a join), futex
+    kind       String,                   -- mutex, rwlock, condvar, thread (a join), futex, semaphore
     write      UInt8,                    -- rwlock: 1 waits to write, 0 to read
     object     Int64,                    -- the lock's address
     futex      Int64,                    -- the futex word's address
