@@ -24,7 +24,8 @@ from that file and from gdb reading the same core, never from coreq:
   other edge, and no deadlock;
 - condvar: two threads on one condvar: both wait on it, no owner, no edge
   to any thread, the summary says `waiting:` not `hung:`.
-The stored waits and `coreq export --type wait` carry the same edges.
+The stored waits and `coreq export --type wait` carry the same edges; pi
+files as a deadlock bucket and robust as a hang bucket, O0 and O2 alike.
 """
 import json
 import os
@@ -190,9 +191,22 @@ def main():
     tmp = tempfile.mkdtemp(prefix="coreq-wait-primitives-")
     db = os.path.join(tmp, "w.db")
     names = sorted(cases)
-    r = coreq("ingest", "--db", db, "--no-cache", *[os.path.join(cases[n], "core") for n in names],
-              timeout=600)
+    r = coreq("ingest", "--db", db, "--no-cache", "--format", "json",
+              *[os.path.join(cases[n], "core") for n in names], timeout=600)
     ok(r.returncode == 0, "every core is ingested", r.stderr[-500:])
+    try:
+        results = json.loads(r.stdout).get("results", [])
+    except ValueError:
+        results = []
+    by = dict(zip(names, results)) if len(results) == len(names) else {}
+    pi = [by.get(f"deadlock-pi.{v}", {}) for v in VARIANTS]
+    ok(all((x.get("signature") or "").startswith("deadlock: ") for x in pi)
+       and pi[0].get("bucket_id") is not None and pi[0].get("bucket_id") == pi[1].get("bucket_id"),
+       "pi: a deadlock bucket, O0 and O2 one bucket", [x.get("signature") for x in pi])
+    rb = [by.get(f"deadlock-robust.{v}", {}) for v in VARIANTS]
+    ok(all((x.get("signature") or "").startswith("hang: in read()") for x in rb)
+       and rb[0].get("bucket_id") is not None and rb[0].get("bucket_id") == rb[1].get("bucket_id"),
+       "robust: a hang bucket (the heir in read()), O0 and O2 one bucket", [x.get("signature") for x in rb])
     r = coreq("export", "--db", db, "--type", "core,wait")
     recs = [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
     pid_of = {c["identity"]: c["pid"] for c in recs if c.get("type") == "core"}
