@@ -71,7 +71,10 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		if (w->mutex_type && w->count > 1)
 			fprintf(out, " (%s, %u times)", w->mutex_type, w->count);
 		if (w->owner_died)
-			fprintf(out, " (robust: the owner died)");
+			fprintf(out, " (robust: a previous owner died; taken with EOWNERDEAD, "
+			             "not made consistent)");
+	} else if (w->owner_died) {
+		fprintf(out, " (robust: the owner died)");
 	}
 	if (w->pi_refused)
 		fprintf(out,

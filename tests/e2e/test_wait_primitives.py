@@ -145,6 +145,11 @@ def check_case(name, d, join_objects):
         ws = [w for w in waits.values() if w["object"] == hex(addr)]
         ok(ws and all(w.get("robust") and w.get("owner_died") for w in ws),
            f"{name}: the robust mutex's waiter is told its owner died (was thread {dead})", ws)
+        heir = o["holds"][addr]
+        lines = [text.split(f"Thread {t}:\n", 1)[-1].splitlines()[0].strip() for t in o["waits"]]
+        ok(all(ln.startswith(f"waits for mutex {hex(addr)} held by thread {heir} (robust: a previous "
+                             "owner died; taken with EOWNERDEAD, not made consistent)") for ln in lines),
+           f"{name}: the waiter's line names the heir and says the previous owner died", lines)
         ok(dead not in waits and f"Thread {dead}" not in text,
            f"{name}: the dead owner {dead} is in no edge and not a thread of the core")
     # gdb reads the owners from the same core: PI and robust keep them in __lock.
