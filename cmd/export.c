@@ -141,10 +141,11 @@ int cmd_export(int argc, char **argv)
 			break;
 		case OPT_TYPE:
 			if (!parse_types(optarg, &o.types))
-				return cmd_usage_error("export",
-				                       "--type takes core, thread, stack, bucket, wait "
-				                       "(comma-separated), not '%s'",
-				                       optarg);
+				return cmd_usage_error(
+				    "export",
+				    "--type takes core, thread, stack, bucket, wait "
+				    "(comma-separated), not '%s'",
+				    optarg);
 			break;
 		case OPT_HOST:
 			host_name = optarg;

@@ -146,7 +146,8 @@ int cmd_push(int argc, char **argv)
 	} else {
 		if (format == CMD_FORMAT_JSON) {
 			printf("{\"cores\":%lld,\"threads\":%lld,\"stacks\":%lld,\"buckets\":%lld,"
-			       "\"waits\":%lld,\"cursor_before\":%lld,\"cursor\":%lld,\"complete\":%s}\n",
+			       "\"waits\":%lld,\"cursor_before\":%lld,\"cursor\":%lld,\"complete\":"
+			       "%s}\n",
 			       (long long)r.cores, (long long)r.threads, (long long)r.stacks,
 			       (long long)r.buckets, (long long)r.waits, (long long)r.cursor_before,
 			       (long long)r.cursor, err ? "false" : "true");
@@ -154,7 +155,8 @@ int cmd_push(int argc, char **argv)
 			printf("pushed %lld cores (%lld threads, %lld stacks, %lld buckets, %lld "
 			       "waits) to %s; cursor %lld\n",
 			       (long long)r.cores, (long long)r.threads, (long long)r.stacks,
-			       (long long)r.buckets, (long long)r.waits, p.url, (long long)r.cursor);
+			       (long long)r.buckets, (long long)r.waits, p.url,
+			       (long long)r.cursor);
 		}
 		rc = err ? cmd_fail(p.url, err) : EXIT_OK;
 	}

@@ -400,8 +400,7 @@ int main(int argc, char **argv)
 		if (join) {
 			fact("joins %d %d", (int)workers[1].tid, (int)workers[0].tid);
 			fact("pthread %d %p", (int)workers[0].tid, (void *)workers[0].thread);
-		}
-		else
+		} else
 			fact("waits %d condvar %p", (int)workers[1].tid, (void *)&cv);
 		fact("verdict waiting %p", (void *)&cv);
 	} else {

@@ -56,11 +56,11 @@ struct cq_core;
 struct cq_stacks;
 
 enum cq_wait_kind {
-	CQ_WAIT_MUTEX,   /* pthread_mutex_t (and C++ std::mutex over it) */
-	CQ_WAIT_RWLOCK,  /* pthread_rwlock_t; access says read or write */
-	CQ_WAIT_CONDVAR, /* pthread_cond_t: no owner */
-	CQ_WAIT_JOIN,    /* pthread_join: the owner is the joined thread */
-	CQ_WAIT_FUTEX,   /* a futex wait no libc frame explains */
+	CQ_WAIT_MUTEX,     /* pthread_mutex_t (and C++ std::mutex over it) */
+	CQ_WAIT_RWLOCK,    /* pthread_rwlock_t; access says read or write */
+	CQ_WAIT_CONDVAR,   /* pthread_cond_t: no owner */
+	CQ_WAIT_JOIN,      /* pthread_join: the owner is the joined thread */
+	CQ_WAIT_FUTEX,     /* a futex wait no libc frame explains */
 	CQ_WAIT_SEMAPHORE, /* sem_t (sem_wait...; CPython's threading.Lock): no owner */
 };
 

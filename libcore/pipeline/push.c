@@ -24,11 +24,8 @@ static const struct {
 	unsigned type;
 	const char *table;
 } batch_order[] = {
-    {CQ_EXPORT_STACKS, "stacks"},
-    {CQ_EXPORT_BUCKETS, "buckets"},
-    {CQ_EXPORT_THREADS, "threads"},
-    {CQ_EXPORT_WAITS, "waits"},
-    {CQ_EXPORT_CORES, "cores"},
+    {CQ_EXPORT_STACKS, "stacks"}, {CQ_EXPORT_BUCKETS, "buckets"}, {CQ_EXPORT_THREADS, "threads"},
+    {CQ_EXPORT_WAITS, "waits"},   {CQ_EXPORT_CORES, "cores"},
 };
 
 /* A cursor file is one id and a newline: more than this is not one. */

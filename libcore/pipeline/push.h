@@ -54,8 +54,8 @@ struct cq_push_options {
 
 struct cq_push_result {
 	int64_t cores, threads, stacks, buckets, waits; /* records sent */
-	unsigned batches;                        /* batches sent whole */
-	int64_t cursor_before, cursor;           /* the cursor read, and the cursor now */
+	unsigned batches;                               /* batches sent whole */
+	int64_t cursor_before, cursor;                  /* the cursor read, and the cursor now */
 	/*
 	 * False when the push failed before sending anything: the cursor could
 	 * not be read, or the HTTP client could not start; cursor is then

@@ -309,7 +309,8 @@ static struct cq_error *export_waits(sqlite3 *db, FILE *out, struct cq_export_re
 		put_int(&j, "count", st, 11);
 		put_int(&j, "deadlock", st, 12);
 		cq_json_key(&j, "verdict");
-		cq_json_string(&j, sqlite3_column_type(st, 12) == SQLITE_NULL ? "waits" : "deadlock");
+		cq_json_string(&j,
+		               sqlite3_column_type(st, 12) == SQLITE_NULL ? "waits" : "deadlock");
 		end_record(&j);
 		r->waits++;
 	}
