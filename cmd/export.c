@@ -21,7 +21,7 @@ static const char export_usage[] =
     "Write the stored crash records to standard output, one JSON object per\n"
     "line, for a fleet store such as ClickHouse (schema/clickhouse/, `FORMAT\n"
     "JSONEachRow`).  Record types: core, thread (threads and suspended async\n"
-    "chains), stack (frames as build-id + offset + kind + trust, with names)\n"
+    "chains), stack (frames as build-id + offset + kind + trust, with names),\n"
     "bucket, and wait (one per thread blocked on a lock: its tid, the primitive,\n"
     "the lock's address, the owner's tid or why it is unknown, the deadlock it\n"
     "is on); each has a natural key (a core's content identity, a stack's or\n"
