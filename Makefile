@@ -283,6 +283,8 @@ install: $(BUILD)/coreq
 	install -D -m 0644 schema/clickhouse/001_tables.sql $(DESTDIR)$(PREFIX)/share/coreq/clickhouse/001_tables.sql
 	install -D -m 0644 schema/clickhouse/002_signal_sender.sql \
 		$(DESTDIR)$(PREFIX)/share/coreq/clickhouse/002_signal_sender.sql
+	install -D -m 0644 schema/clickhouse/003_waits.sql \
+		$(DESTDIR)$(PREFIX)/share/coreq/clickhouse/003_waits.sql
 	install -D -m 0644 'dist/systemd/systemd-coredump@.service.d/coreq.conf' \
 		'$(DESTDIR)$(UNITDIR)/systemd-coredump@.service.d/coreq.conf'
 

@@ -15,14 +15,18 @@
 
 static const char export_usage[] =
     "Usage: coreq export [--db P] [--since TIME | --after-id N] [--limit N]\n"
-    "                    [--type core,thread,stack,bucket] [--host NAME] [--format ndjson]\n"
+    "                    [--type core,thread,stack,bucket,wait] [--host NAME]\n"
+    "                    [--format ndjson]\n"
     "\n"
     "Write the stored crash records to standard output, one JSON object per\n"
     "line, for a fleet store such as ClickHouse (schema/clickhouse/, `FORMAT\n"
     "JSONEachRow`).  Record types: core, thread (threads and suspended async\n"
-    "chains), stack (frames as build-id + offset + kind + trust, with names)\n"
-    "and bucket; each has a natural key (a core's content identity, a stack's\n"
-    "or bucket's hash), so loading the same records twice changes nothing.\n"
+    "chains), stack (frames as build-id + offset + kind + trust, with names),\n"
+    "bucket, and wait (one per thread blocked on a lock: its tid, the primitive,\n"
+    "the lock's address, the owner's tid or why it is unknown, the deadlock it\n"
+    "is on); each has a natural key (a core's content identity, a stack's or\n"
+    "bucket's hash, a thread's core and place), so loading the same records\n"
+    "twice changes nothing.\n"
     "Only analysed cores (status ok or partial) are exported.  Every core\n"
     "record carries local_id: give the highest one seen to --after-id next\n"
     "time to ship only what is new (standard error says it).\n"
@@ -34,7 +38,8 @@ static const char export_usage[] =
     "                      YYYY-MM-DDTHH:MM:SS (UTC), unix seconds, -7d, 2h ago,\n"
     "                      today or yesterday\n"
     "  --after-id N        cores whose local id is above N\n"
-    "  --limit N           at most N cores (with their threads, stacks, buckets)\n"
+    "  --limit N           at most N cores (with their threads, stacks, buckets,\n"
+    "                      waits)\n"
     "  --type LIST         only these record types (comma-separated)\n"
     "  --host NAME         host name for cores that do not record theirs (default:\n"
     "                      this host's)\n"
@@ -58,7 +63,8 @@ static bool parse_types(const char *arg, unsigned *out)
 	} names[] = {{"core", CQ_EXPORT_CORES},
 	             {"thread", CQ_EXPORT_THREADS},
 	             {"stack", CQ_EXPORT_STACKS},
-	             {"bucket", CQ_EXPORT_BUCKETS}};
+	             {"bucket", CQ_EXPORT_BUCKETS},
+	             {"wait", CQ_EXPORT_WAITS}};
 	*out = 0;
 	for (const char *p = arg; *p;) {
 		size_t n = strcspn(p, ",");
@@ -135,10 +141,11 @@ int cmd_export(int argc, char **argv)
 			break;
 		case OPT_TYPE:
 			if (!parse_types(optarg, &o.types))
-				return cmd_usage_error("export",
-				                       "--type takes core, thread, stack, bucket "
-				                       "(comma-separated), not '%s'",
-				                       optarg);
+				return cmd_usage_error(
+				    "export",
+				    "--type takes core, thread, stack, bucket, wait "
+				    "(comma-separated), not '%s'",
+				    optarg);
 			break;
 		case OPT_HOST:
 			host_name = optarg;
@@ -163,9 +170,9 @@ int cmd_export(int argc, char **argv)
 	if (err)
 		return cmd_fail(db ? db : "database", err);
 	fprintf(stderr,
-	        "coreq export: %lld cores, %lld threads, %lld stacks, %lld buckets; last id "
-	        "%lld\n",
+	        "coreq export: %lld cores, %lld threads, %lld stacks, %lld buckets, %lld waits; "
+	        "last id %lld\n",
 	        (long long)r.cores, (long long)r.threads, (long long)r.stacks, (long long)r.buckets,
-	        (long long)r.last_id);
+	        (long long)r.waits, (long long)r.last_id);
 	return EXIT_OK;
 }

@@ -27,7 +27,8 @@ static const char push_usage[] =
     "nothing: the next one resends from there, and re-sent rows replace\n"
     "themselves.  A cursor file that cannot be read, or holds no core id, is\n"
     "an error (remove it to push every core again).  Failed requests are\n"
-    "retried with exponential backoff.\n"
+    "retried with exponential backoff.  A store made before coreq.waits needs\n"
+    "schema/clickhouse/003_waits.sql run once.\n"
     "Prints what was sent; exit 1 when the server could not take it.\n"
     "\n"
     "  --clickhouse URL   the server's HTTP endpoint (required)\n"
@@ -145,15 +146,17 @@ int cmd_push(int argc, char **argv)
 	} else {
 		if (format == CMD_FORMAT_JSON) {
 			printf("{\"cores\":%lld,\"threads\":%lld,\"stacks\":%lld,\"buckets\":%lld,"
-			       "\"cursor_before\":%lld,\"cursor\":%lld,\"complete\":%s}\n",
+			       "\"waits\":%lld,\"cursor_before\":%lld,\"cursor\":%lld,\"complete\":"
+			       "%s}\n",
 			       (long long)r.cores, (long long)r.threads, (long long)r.stacks,
-			       (long long)r.buckets, (long long)r.cursor_before,
+			       (long long)r.buckets, (long long)r.waits, (long long)r.cursor_before,
 			       (long long)r.cursor, err ? "false" : "true");
 		} else {
-			printf("pushed %lld cores (%lld threads, %lld stacks, %lld buckets) to %s; "
-			       "cursor %lld\n",
+			printf("pushed %lld cores (%lld threads, %lld stacks, %lld buckets, %lld "
+			       "waits) to %s; cursor %lld\n",
 			       (long long)r.cores, (long long)r.threads, (long long)r.stacks,
-			       (long long)r.buckets, p.url, (long long)r.cursor);
+			       (long long)r.buckets, (long long)r.waits, p.url,
+			       (long long)r.cursor);
 		}
 		rc = err ? cmd_fail(p.url, err) : EXIT_OK;
 	}

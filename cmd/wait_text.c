@@ -24,7 +24,10 @@ static void thread_ref(FILE *out, const struct cq_core *core, size_t t)
 /* "mutex 0x..." / "rwlock 0x..." (to write, to read) / "thread 0x..." */
 static void object_ref(FILE *out, const struct cq_wait *w)
 {
-	fprintf(out, "%s 0x%" PRIx64, cq_wait_kind_name(w->kind), w->object);
+	if (w->pi_refused && !w->object)
+		fprintf(out, "a PI mutex (which one: not known)");
+	else
+		fprintf(out, "%s 0x%" PRIx64, cq_wait_kind_name(w->kind), w->object);
 }
 
 static const char *plural(uint64_t n)
@@ -48,8 +51,14 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		        plural(w->count));
 		break;
 	case CQ_OWNER_NONE:
-		fprintf(out, w->kind == CQ_WAIT_CONDVAR ? " (a condvar has no owner)"
-		                                        : " (no owner recorded)");
+		if (w->rust_std && w->kind != CQ_WAIT_CONDVAR) {
+			fprintf(out, " (Rust std::sync::%s: no owner recorded)",
+			        w->kind == CQ_WAIT_MUTEX ? "Mutex" : "RwLock");
+			break;
+		}
+		fprintf(out, w->kind == CQ_WAIT_CONDVAR     ? " (a condvar has no owner)"
+		             : w->kind == CQ_WAIT_SEMAPHORE ? " (a semaphore has no owner)"
+		                                            : " (no owner recorded)");
 		break;
 	case CQ_OWNER_UNREADABLE:
 		fprintf(out, " (owner unknown: not in the core's memory)");
@@ -62,8 +71,16 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		if (w->mutex_type && w->count > 1)
 			fprintf(out, " (%s, %u times)", w->mutex_type, w->count);
 		if (w->owner_died)
-			fprintf(out, " (robust: the owner died)");
+			fprintf(out, " (robust: a previous owner died; taken with EOWNERDEAD, "
+			             "not made consistent)");
+	} else if (w->owner_died) {
+		fprintf(out, " (robust: the owner died)");
 	}
+	if (w->pi_refused)
+		fprintf(out,
+		        " (PI: the kernel refused the lock as a deadlock, EDEADLK, and glibc "
+		        "parked the thread for ever%s)",
+		        w->object ? "; the mutex is the one its lock frames point to" : "");
 }
 
 static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wait *w)
@@ -80,9 +97,9 @@ static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wai
 		return;
 	}
 	fprintf(out, "waits %s",
-	        w->kind == CQ_WAIT_RWLOCK    ? (w->write ? "to write " : "to read ")
-	        : w->kind == CQ_WAIT_CONDVAR ? "on "
-	                                     : "for ");
+	        w->kind == CQ_WAIT_RWLOCK ? (w->write ? "to write " : "to read ")
+	        : w->kind == CQ_WAIT_CONDVAR || w->kind == CQ_WAIT_SEMAPHORE ? "on "
+	                                                                     : "for ");
 	object_ref(out, w);
 	owner_text(out, core, w);
 }
@@ -201,6 +218,10 @@ void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct 
 		cq_json_bool(j, wt->pi);
 		cq_json_key(j, "owner_died");
 		cq_json_bool(j, wt->owner_died);
+		cq_json_key(j, "pi_refused");
+		cq_json_bool(j, wt->pi_refused);
+		cq_json_key(j, "rust_std");
+		cq_json_bool(j, wt->rust_std);
 		cq_json_key(j, "deadlock");
 		if (wt->deadlock)
 			cq_json_uint(j, wt->deadlock - 1);

@@ -10,6 +10,14 @@
  *              "waiter" waits for R
  *   rwlock     "reader" read-locks L and blocks in read(); "writer" waits to
  *              write-lock L
+ *   pi         abba on two priority-inheritance mutexes (PTHREAD_PRIO_INHERIT:
+ *              the owner's tid is in __lock, and the kernel sees the chain)
+ *   robust     a robust mutex whose owner died: "dead" takes it and exits;
+ *              "heir" takes it (EOWNERDEAD: it owns it, marked inconsistent)
+ *              and blocks in read(); "waiter" waits for it
+ *   join       "stuck" waits on a condvar nobody signals; "joiner" joins it
+ *   condvar    "cv-0" and "cv-1" wait on a condvar nobody signals (its
+ *              mutex, released by the wait, is free)
  *
  * Once every worker is blocked in the kernel (its /proc/self/task/TID/syscall
  * says futex or read), main writes the oracle to ./oracle, creates ./ready
@@ -21,11 +29,20 @@
  *                            or rwlock; for an rwlock, N readers or writer 1)
  *   waits TID KIND ADDR      TID is blocked taking the lock at ADDR
  *   blocked TID read         TID is blocked in read(), holding what it holds
- *   verdict deadlock | verdict hang TID   a cycle, or everyone waits for TID
+ *   joins TID TID2           TID is blocked in pthread_join of thread TID2
+ *   pthread TID ADDR         TID's pthread_t (its struct pthread)
+ *   exited TID               a worker that has exited (robust's "dead")
+ *   died ADDR TID            the robust mutex at ADDR was held by TID when it
+ *                            died; its heir got EOWNERDEAD
+ *   pi ADDR | robust ADDR    the mutex at ADDR is of that protocol
+ *   verdict deadlock | verdict hang TID | verdict waiting ADDR
+ *                            a cycle, everyone waits for TID, or every chain
+ *                            ends at the condvar at ADDR (no owner)
  */
 #include "common.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -43,6 +60,12 @@ static int nworkers;
 static pthread_mutex_t mx[3] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
                                 PTHREAD_MUTEX_INITIALIZER};
 static pthread_mutex_t rec;
+static pthread_mutex_t pim[2]; /* PTHREAD_PRIO_INHERIT */
+static pthread_mutex_t rob;    /* PTHREAD_MUTEX_ROBUST */
+static pthread_mutex_t *cycle_set = mx;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t cvm = PTHREAD_MUTEX_INITIALIZER;
+static volatile int heir_rc = -1; /* robust: what the heir's lock returned */
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_barrier_t first_locks;
 static int never_written[2]; /* a pipe: read() on [0] blocks for ever */
@@ -80,13 +103,58 @@ CHAIN static void take_write(pthread_rwlock_t *l)
 	KEEP_FRAME();
 }
 
-/* The cycle shapes: worker i takes mx[i], waits at the barrier, then takes mx[(i+1) % n]. */
+/*
+ * The cycle shapes: worker i takes cycle_set[i], waits at the barrier, then
+ * takes cycle_set[(i+1) % n] (cycle_set: mx, or pim for pi).
+ */
 CHAIN static void *cycle_worker(void *arg)
 {
 	int i = (int)(long)arg, n = nworkers;
-	take(&mx[i]);
+	take(&cycle_set[i]);
 	pthread_barrier_wait(&first_locks);
-	take(&mx[(i + 1) % n]);
+	take(&cycle_set[(i + 1) % n]);
+	return NULL;
+}
+
+/* robust: 0 dead (takes it and exits), 1 heir (EOWNERDEAD, then read), 2 waiter. */
+CHAIN static void *robust_worker(void *arg)
+{
+	switch ((int)(long)arg) {
+	case 0:
+		take(&rob);
+		pthread_barrier_wait(&first_locks);
+		return NULL; /* exits holding it: the kernel marks it FUTEX_OWNER_DIED */
+	case 1:
+		pthread_barrier_wait(&first_locks);
+		heir_rc = pthread_mutex_lock(&rob);
+		block_in_read();
+		break;
+	default:
+		pthread_barrier_wait(&first_locks);
+		while (heir_rc < 0)
+			corpus_sleep_ms(1);
+		take(&rob);
+		break;
+	}
+	return NULL;
+}
+
+CHAIN static void wait_on_condvar(void)
+{
+	pthread_mutex_lock(&cvm);
+	for (;;) /* nobody signals */
+		pthread_cond_wait(&cv, &cvm);
+	KEEP_FRAME();
+}
+
+/* join: 0 stuck (on the condvar), 1 joiner; condvar: both wait on it. */
+CHAIN static void *condvar_worker(void *arg)
+{
+	if ((long)arg == 1 && strcmp(shape, "join") == 0)
+		pthread_join(workers[0].thread, NULL);
+	else
+		wait_on_condvar();
+	KEEP_FRAME();
 	return NULL;
 }
 
@@ -226,10 +294,14 @@ int main(int argc, char **argv)
 	static const char *const chn[] = {"holder", "mid", "tail", "also"};
 	static const char *const recn[] = {"owner", "waiter"};
 	static const char *const rwn[] = {"reader", "writer"};
+	static const char *const robn[] = {"dead", "heir", "waiter"};
+	static const char *const joinn[] = {"stuck", "joiner"};
+	static const char *const cvn[] = {"cv-0", "cv-1"};
 	const long F = SYS_futex, R = SYS_read;
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: deadlock abba|cycle3|chain|recursive|rwlock\n");
+		fprintf(stderr, "usage: deadlock "
+		                "abba|cycle3|chain|recursive|rwlock|pi|robust|join|condvar\n");
 		return 2;
 	}
 	shape = argv[1];
@@ -239,20 +311,36 @@ int main(int argc, char **argv)
 	pthread_mutexattr_init(&ra);
 	pthread_mutexattr_settype(&ra, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&rec, &ra);
+	pthread_mutexattr_t pa;
+	pthread_mutexattr_init(&pa);
+	pthread_mutexattr_setprotocol(&pa, PTHREAD_PRIO_INHERIT);
+	for (int i = 0; i < 2; i++)
+		pthread_mutex_init(&pim[i], &pa);
+	pthread_mutexattr_t ba;
+	pthread_mutexattr_init(&ba);
+	pthread_mutexattr_setrobust(&ba, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&rob, &ba);
 
 	oracle = fopen("oracle.tmp", "w");
 	if (!oracle)
 		return 3;
 	fact("shape %s", shape);
-	if (strcmp(shape, "abba") == 0 || strcmp(shape, "cycle3") == 0) {
-		int n = shape[0] == 'a' ? 2 : 3;
+	if (strcmp(shape, "abba") == 0 || strcmp(shape, "cycle3") == 0 ||
+	    strcmp(shape, "pi") == 0) {
+		int n = shape[0] == 'c' ? 3 : 2;
+		if (shape[0] == 'p') {
+			cycle_set = pim;
+			for (int i = 0; i < n; i++)
+				fact("pi %p", (void *)&pim[i]);
+		}
 		long want[3] = {F, F, F};
 		spawn(n, cycle_worker, cyc);
 		wait_all_blocked(want);
 		write_threads();
 		for (int i = 0; i < n; i++) {
-			fact("holds %d mutex %p 1", (int)workers[i].tid, (void *)&mx[i]);
-			fact("waits %d mutex %p", (int)workers[i].tid, (void *)&mx[(i + 1) % n]);
+			fact("holds %d mutex %p 1", (int)workers[i].tid, (void *)&cycle_set[i]);
+			fact("waits %d mutex %p", (int)workers[i].tid,
+			     (void *)&cycle_set[(i + 1) % n]);
 		}
 		fact("verdict deadlock");
 	} else if (strcmp(shape, "chain") == 0) {
@@ -286,6 +374,35 @@ int main(int argc, char **argv)
 		fact("waits %d rwlock %p", (int)workers[1].tid, (void *)&rw);
 		/* Readers are only a count: the core cannot say which thread reads. */
 		fact("verdict readers");
+	} else if (strcmp(shape, "robust") == 0) {
+		long want[3] = {-1, R, F};
+		spawn(3, robust_worker, robn);
+		wait_all_blocked(want);
+		if (heir_rc != EOWNERDEAD) {
+			fprintf(stderr, "deadlock: the heir's lock returned %d\n", heir_rc);
+			return 3;
+		}
+		write_threads();
+		fact("robust %p", (void *)&rob);
+		fact("exited %d", (int)workers[0].tid);
+		fact("died %p %d", (void *)&rob, (int)workers[0].tid);
+		fact("holds %d mutex %p 1", (int)workers[1].tid, (void *)&rob);
+		fact("blocked %d read", (int)workers[1].tid);
+		fact("waits %d mutex %p", (int)workers[2].tid, (void *)&rob);
+		fact("verdict hang %d", (int)workers[1].tid);
+	} else if (strcmp(shape, "join") == 0 || strcmp(shape, "condvar") == 0) {
+		long want[2] = {F, F};
+		bool join = shape[0] == 'j';
+		spawn(2, condvar_worker, join ? joinn : cvn);
+		wait_all_blocked(want);
+		write_threads();
+		fact("waits %d condvar %p", (int)workers[0].tid, (void *)&cv);
+		if (join) {
+			fact("joins %d %d", (int)workers[1].tid, (int)workers[0].tid);
+			fact("pthread %d %p", (int)workers[0].tid, (void *)workers[0].thread);
+		} else
+			fact("waits %d condvar %p", (int)workers[1].tid, (void *)&cv);
+		fact("verdict waiting %p", (void *)&cv);
 	} else {
 		fprintf(stderr, "deadlock: unknown shape %s\n", shape);
 		return 2;

@@ -20,7 +20,7 @@ CASE_TIMEOUT=${COREQ_CASE_TIMEOUT:-60}
 # Thread counts of the threads-N cases (program nthreads, variant O2).
 NTHREADS_COUNTS=(10 1000 3000)
 # Cores of real Debian programs.
-REAL_CASES=(real-sleep real-python3 real-perl real-python3d real-syslog-ng)
+REAL_CASES=(real-sleep real-python3 real-perl real-python3d real-syslog-ng real-python3-deadlock)
 # Crash sites of bucket_multi (a program whose manifest signal is SITE), as
 # "site signal function": `bucket_multi SITE` dies of that signal in that
 # function, called from the manifest's chain (dispatch main).  Each site is
@@ -109,6 +109,10 @@ WAIT_SHAPES=(
 	"chain ABRT 5 wait_for_watchdog main"
 	"recursive ABRT 3 wait_for_watchdog main"
 	"rwlock ABRT 3 wait_for_watchdog main"
+	"pi ABRT 3 wait_for_watchdog main"
+	"robust ABRT 3 wait_for_watchdog main"
+	"join ABRT 3 wait_for_watchdog main"
+	"condvar ABRT 3 wait_for_watchdog main"
 )
 
 # The C++ deadlock (deadlock_cxx.cc): ABBA on two std::mutex with
@@ -283,6 +287,12 @@ while True:
 		C_EXE=/usr/bin/python3.11d C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
 		C_ARGS=("$CORPUS_DIR/real/python3d-threads.py") C_THREADS=7
 		;;
+	real-python3-deadlock)
+		# Two threads in an ABBA deadlock on threading.Lock; the script
+		# writes its own oracle (who holds and waits for which lock).
+		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
+		C_ARGS=("$CORPUS_DIR/real/python3-deadlock.py") C_THREADS=3
+		;;
 	real-syslog-ng)
 		# Worker threads come and go with the load: the count is the core's.
 		C_EXE=/usr/sbin/syslog-ng C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
@@ -308,6 +318,12 @@ while True:
 		prog=deadlock_cxx variant=${case##*.}
 		n=${case%.*}
 		C_ARGS=("${n#deadlock_cxx-}")
+		C_KILL=1 C_READY_FILE=1
+		;;
+	rust_deadlock.*)
+		# ABBA on two std::sync::Mutex; killed from outside once both
+		# workers are blocked, its oracle beside the core.
+		prog=rust_deadlock variant=${case##*.}
 		C_KILL=1 C_READY_FILE=1
 		;;
 	tokio_tasks-boxed.*)

@@ -71,21 +71,46 @@ static const char *syscall_name(const struct cq_arch *arch, int64_t nr)
 	return "syscall";
 }
 
-/* Which primitive a libc function takes; first match wins, so "cond_lock" before "cond_". */
+/*
+ * Which primitive a function takes; first match wins, so "cond_lock" before
+ * "cond_".  rust: Rust's std::sync (a futex word and a poison flag: no
+ * owner), named <std::sys::sync::mutex::futex::Mutex>::lock_contended since
+ * Rust 1.84, std::sys::unix::locks::futex_mutex::Mutex::lock_contended before.
+ */
 static const struct {
 	const char *part;
 	enum cq_wait_kind kind;
-	bool write;
+	bool write, rust;
 } lock_functions[] = {
-    {"lll_lock_wait", CQ_WAIT_MUTEX, false},       {"mutex_cond_lock", CQ_WAIT_MUTEX, false},
-    {"mutex_lock", CQ_WAIT_MUTEX, false},          {"mutex_timedlock", CQ_WAIT_MUTEX, false},
-    {"mutex_clocklock", CQ_WAIT_MUTEX, false},     {"rwlock_wrlock", CQ_WAIT_RWLOCK, true},
-    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true},  {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true},
-    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false},      {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false},
-    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false}, {"cond_wait", CQ_WAIT_CONDVAR, false},
-    {"cond_timedwait", CQ_WAIT_CONDVAR, false},    {"cond_clockwait", CQ_WAIT_CONDVAR, false},
-    {"pthread_join", CQ_WAIT_JOIN, false},         {"pthread_timedjoin", CQ_WAIT_JOIN, false},
-    {"pthread_clockjoin", CQ_WAIT_JOIN, false},    {"pthread_tryjoin", CQ_WAIT_JOIN, false},
+    {"Mutex>::lock_contended", CQ_WAIT_MUTEX, false, true},
+    {"futex_mutex::Mutex::lock_contended", CQ_WAIT_MUTEX, false, true},
+    {"RwLock>::write_contended", CQ_WAIT_RWLOCK, true, true},
+    {"futex_rwlock::RwLock::write_contended", CQ_WAIT_RWLOCK, true, true},
+    {"RwLock>::read_contended", CQ_WAIT_RWLOCK, false, true},
+    {"futex_rwlock::RwLock::read_contended", CQ_WAIT_RWLOCK, false, true},
+    {"Condvar>::wait", CQ_WAIT_CONDVAR, false, true},
+    {"futex_condvar::Condvar::wait", CQ_WAIT_CONDVAR, false, true},
+    {"lll_lock_wait", CQ_WAIT_MUTEX, false, false},
+    {"mutex_cond_lock", CQ_WAIT_MUTEX, false, false},
+    {"mutex_lock", CQ_WAIT_MUTEX, false, false},
+    {"mutex_timedlock", CQ_WAIT_MUTEX, false, false},
+    {"mutex_clocklock", CQ_WAIT_MUTEX, false, false},
+    {"rwlock_wrlock", CQ_WAIT_RWLOCK, true, false},
+    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true, false},
+    {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true, false},
+    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false, false},
+    {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false, false},
+    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false, false},
+    {"cond_wait", CQ_WAIT_CONDVAR, false, false},
+    {"cond_timedwait", CQ_WAIT_CONDVAR, false, false},
+    {"cond_clockwait", CQ_WAIT_CONDVAR, false, false},
+    {"pthread_join", CQ_WAIT_JOIN, false, false},
+    {"pthread_timedjoin", CQ_WAIT_JOIN, false, false},
+    {"pthread_clockjoin", CQ_WAIT_JOIN, false, false},
+    {"pthread_tryjoin", CQ_WAIT_JOIN, false, false},
+    {"sem_wait", CQ_WAIT_SEMAPHORE, false, false},
+    {"sem_timedwait", CQ_WAIT_SEMAPHORE, false, false},
+    {"sem_clockwait", CQ_WAIT_SEMAPHORE, false, false},
 };
 
 /* Sets w's kind and function from the innermost lock function on the stack; false if none. */
@@ -100,6 +125,7 @@ static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w)
 			if (strstr(fn, lock_functions[k].part)) {
 				w->kind = lock_functions[k].kind;
 				w->write = lock_functions[k].write;
+				w->rust_std = lock_functions[k].rust;
 				w->function = fn;
 				return true;
 			}
@@ -120,6 +146,97 @@ static void set_owner_tid(struct cq_wait *w, uint32_t tid)
 	}
 	w->owner = CQ_OWNER_NOT_IN_CORE; /* until the tid is found among the threads */
 	w->owner_tid = (int32_t)tid;
+}
+
+/* How far above the stack pointer a parked PI waiter's frames are searched. */
+#define PI_PARK_WINDOW 1024
+
+/*
+ * Is the mutex at addr, read as glibc 2.36 lays it out, a PI mutex held by
+ * a thread other than self?  Its owner's tid then goes to *owner.
+ */
+static bool pi_mutex_held_by_other(struct cq_core *core, uint64_t addr, int32_t self,
+                                   uint32_t *owner)
+{
+	uint8_t m[20];
+	if ((addr & 3) || !cq_mem_read(&core->mem, addr, m, sizeof(m)))
+		return false;
+	uint32_t lock = cq_load_u32(m), kind = cq_load_u32(m + 16);
+	uint32_t tid = lock & FUTEX_TID_MASK;
+	if ((kind & ~MUTEX_KIND_KNOWN_BITS) || !(kind & MUTEX_KIND_PI) || tid == 0 ||
+	    tid > INT32_MAX || (int32_t)tid == self)
+		return false;
+	*owner = tid;
+	return true;
+}
+
+/* Offset of __kind in pthread_mutex_t: glibc's lock code keeps &mutex->__data.__kind live. */
+#define MUTEX_KIND_OFFSET 16
+
+/*
+ * One candidate for a parked PI waiter's mutex: word, as a pointer to the
+ * mutex or to its __kind.  Returns false when a second, different mutex
+ * turns up (then which one is not known).
+ */
+static bool pi_candidate(struct cq_core *core, struct cq_wait *w, uint64_t word, uint64_t *found,
+                         uint32_t *owner)
+{
+	uint64_t at[2] = {word, word - MUTEX_KIND_OFFSET};
+	for (int i = 0; i < 2; i++) {
+		uint32_t tid;
+		if (at[i] == *found || at[i] > word ||
+		    !pi_mutex_held_by_other(core, at[i], w->tid, &tid))
+			continue;
+		if (*found)
+			return false;
+		*found = at[i];
+		*owner = tid;
+	}
+	return true;
+}
+
+/*
+ * glibc's answer to EDEADLK from FUTEX_LOCK_PI (pthread_mutex_lock.c:
+ * "Delay the thread indefinitely"): a futex wait on a zero word of the
+ * waiter's own stack, in its mutex lock frame.  The word is near the stack
+ * pointer and holds 0; a mutex a thread really sleeps on holds its owner or
+ * 2.  The mutex is still where the lock frames keep it: in a callee-saved
+ * register (glibc 2.36 at -O2 keeps &mutex->__data.__kind in r14, gdb's
+ * location of `mutex`) or among the words their frames saved.  The
+ * thread's registers and the words from the stack pointer to just above the
+ * parked word are searched for a pointer to a PI mutex (or its __kind) held
+ * by another thread; one is used only when it is the only one.
+ */
+static bool pi_refused(struct cq_core *core, const struct cq_core_thread *t, struct cq_wait *w)
+{
+	unsigned sp_reg = core->arch->sp_reg;
+	uint32_t word;
+	if (!cq_regs_has(&t->regs, sp_reg))
+		return false;
+	uint64_t sp = t->regs.value[sp_reg];
+	if (w->futex < sp || w->futex - sp >= PI_PARK_WINDOW || !read_u32(core, w->futex, &word) ||
+	    word != 0)
+		return false;
+	w->pi_refused = true;
+	w->pi = true;
+	w->object = 0;
+	w->owner = CQ_OWNER_UNKNOWN;
+	uint64_t found = 0, end = w->futex + 256;
+	uint32_t owner = 0;
+	for (unsigned r = 0; r < CQ_REGS_MAX; r++)
+		if (cq_regs_has(&t->regs, r) && r != sp_reg &&
+		    !pi_candidate(core, w, t->regs.value[r], &found, &owner))
+			return true;
+	for (uint64_t a = sp & ~(uint64_t)7; a + 8 <= end; a += 8) {
+		uint64_t p;
+		if (cq_mem_read_u64(&core->mem, a, &p) && !pi_candidate(core, w, p, &found, &owner))
+			return true;
+	}
+	if (found) {
+		w->object = found;
+		set_owner_tid(w, owner);
+	}
+	return true;
 }
 
 static void mutex_owner(struct cq_core *core, struct cq_wait *w)
@@ -292,9 +409,15 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 			w->owner = CQ_OWNER_NONE;
 			continue;
 		}
+		if (w->rust_std) { /* a futex word: no owner, the object is the word's */
+			w->object = w->futex;
+			w->owner = CQ_OWNER_NONE;
+			continue;
+		}
 		switch (w->kind) {
 		case CQ_WAIT_MUTEX:
-			mutex_owner(core, w);
+			if (!pi_refused(core, &core->threads[t], w))
+				mutex_owner(core, w);
 			break;
 		case CQ_WAIT_RWLOCK:
 			rwlock_owner(core, w);
@@ -304,6 +427,10 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 			break;
 		case CQ_WAIT_JOIN:
 			join_owner(core, w);
+			break;
+		case CQ_WAIT_SEMAPHORE: /* a count: whoever posts it, no owner */
+			w->object = w->futex;
+			w->owner = CQ_OWNER_NONE;
 			break;
 		case CQ_WAIT_FUTEX:
 			break;
@@ -609,6 +736,8 @@ const char *cq_wait_kind_name(enum cq_wait_kind kind)
 		return "thread";
 	case CQ_WAIT_FUTEX:
 		return "futex";
+	case CQ_WAIT_SEMAPHORE:
+		return "semaphore";
 	}
 	return "futex";
 }

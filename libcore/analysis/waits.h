@@ -20,7 +20,14 @@
  *                     __wrphase_futex for readers (who are only a count: no
  *                     owner) or on __writers_futex for the writer in
  *                     __cur_writer; a reader waits for __cur_writer
+ *                     (a PI lock the kernel refuses with EDEADLK: glibc parks
+ *                     the thread on a zero word of its own stack; the mutex
+ *                     is then found among the pointers its frames hold)
  *   pthread_cond_t    the futex is __g_signals[0 or 1] (@40, @44): no owner
+ *   sem_t             the futex is the semaphore's value word (@0): a count,
+ *                     no owner (CPython's threading.Lock is one)
+ *   Rust std::sync    Mutex, RwLock, Condvar: a futex word (Mutex: 0, 1
+ *                     locked, 2 contended) and a poison flag: no owner
  *   pthread_join      the futex is the joined thread's tid field: its value
  *                     is the tid, the thread waited for
  *
@@ -49,11 +56,12 @@ struct cq_core;
 struct cq_stacks;
 
 enum cq_wait_kind {
-	CQ_WAIT_MUTEX,   /* pthread_mutex_t (and C++ std::mutex over it) */
-	CQ_WAIT_RWLOCK,  /* pthread_rwlock_t; access says read or write */
-	CQ_WAIT_CONDVAR, /* pthread_cond_t: no owner */
-	CQ_WAIT_JOIN,    /* pthread_join: the owner is the joined thread */
-	CQ_WAIT_FUTEX,   /* a futex wait no libc frame explains */
+	CQ_WAIT_MUTEX,     /* pthread_mutex_t (and C++ std::mutex over it) */
+	CQ_WAIT_RWLOCK,    /* pthread_rwlock_t; access says read or write */
+	CQ_WAIT_CONDVAR,   /* pthread_cond_t: no owner */
+	CQ_WAIT_JOIN,      /* pthread_join: the owner is the joined thread */
+	CQ_WAIT_FUTEX,     /* a futex wait no libc frame explains */
+	CQ_WAIT_SEMAPHORE, /* sem_t (sem_wait...; CPython's threading.Lock): no owner */
 };
 
 /* Why an edge has no owner thread. */
@@ -82,6 +90,20 @@ struct cq_wait {
 	const char *mutex_type; /* "normal", "recursive", "errorcheck", "adaptive"; NULL */
 	bool robust, pi;
 	bool owner_died; /* robust mutex: FUTEX_OWNER_DIED, or marked inconsistent */
+	/*
+	 * A PI mutex lock the kernel refused as a deadlock (EDEADLK): glibc
+	 * then parks the thread for ever in a futex wait on a zero word of its
+	 * own stack, not on the mutex.  The mutex is the one PI mutex held by
+	 * another thread that the parked frames hold a pointer to (object, its
+	 * owner); when there is not exactly one, object is 0 and the owner
+	 * unknown.  futex is the stack word.
+	 */
+	bool pi_refused;
+	/*
+	 * Rust's std::sync Mutex, RwLock or Condvar (a futex word, a poison
+	 * flag): the owner is not recorded (CQ_OWNER_NONE), object is the word.
+	 */
+	bool rust_std;
 	/* Filled by cq_waits_graph. */
 	size_t deadlock; /* 1 + index into deadlocks when on a cycle, else 0 */
 	size_t behind;   /* 1 + index into deadlocks its chain runs into, else 0 */
@@ -145,7 +167,7 @@ void cq_waits_free(struct cq_waits *w);
 /* Thread index t's wait (waits are in thread order), or NULL. */
 const struct cq_wait *cq_waits_of_thread(const struct cq_waits *w, size_t t);
 
-/* "mutex", "rwlock", "condvar", "thread" (a join), "futex". */
+/* "mutex", "rwlock", "condvar", "thread" (a join), "futex", "semaphore". */
 const char *cq_wait_kind_name(enum cq_wait_kind kind);
 
 #endif

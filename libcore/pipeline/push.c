@@ -24,10 +24,8 @@ static const struct {
 	unsigned type;
 	const char *table;
 } batch_order[] = {
-    {CQ_EXPORT_STACKS, "stacks"},
-    {CQ_EXPORT_BUCKETS, "buckets"},
-    {CQ_EXPORT_THREADS, "threads"},
-    {CQ_EXPORT_CORES, "cores"},
+    {CQ_EXPORT_STACKS, "stacks"}, {CQ_EXPORT_BUCKETS, "buckets"}, {CQ_EXPORT_THREADS, "threads"},
+    {CQ_EXPORT_WAITS, "waits"},   {CQ_EXPORT_CORES, "cores"},
 };
 
 /* A cursor file is one id and a newline: more than this is not one. */
@@ -221,6 +219,7 @@ static struct cq_error *push_batch(struct cq_store *store, const struct cq_push_
 		r->threads += er.threads;
 		r->stacks += er.stacks;
 		r->buckets += er.buckets;
+		r->waits += er.waits;
 		*sent_cores += er.cores;
 	}
 	if (!err && last > r->cursor && !(err = cq_push_cursor_write(o->cursor_path, last)))

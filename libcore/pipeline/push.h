@@ -4,7 +4,7 @@
  *
  * Per batch: the records of the next `batch` cores after the cursor are
  * exported into memory (libcore/store/export.h) and sent one table at a
- * time, in the order stacks, buckets, threads, cores, so that a core never
+ * time, in the order stacks, buckets, threads, waits, cores, so that a core never
  * arrives before what it points to; only when every send of the batch
  * succeeded is the cursor (the highest local core id shipped) written,
  * atomically.  A failed send is retried with exponential backoff (1, 2, 4
@@ -53,9 +53,9 @@ struct cq_push_options {
 };
 
 struct cq_push_result {
-	int64_t cores, threads, stacks, buckets; /* records sent */
-	unsigned batches;                        /* batches sent whole */
-	int64_t cursor_before, cursor;           /* the cursor read, and the cursor now */
+	int64_t cores, threads, stacks, buckets, waits; /* records sent */
+	unsigned batches;                               /* batches sent whole */
+	int64_t cursor_before, cursor;                  /* the cursor read, and the cursor now */
 	/*
 	 * False when the push failed before sending anything: the cursor could
 	 * not be read, or the HTTP client could not start; cursor is then

@@ -57,6 +57,13 @@ static const char bucket_rows[] =
     "FROM buckets b JOIN cores c ON c.bucket_id = b.id "
     "JOIN temp.export_cores e ON e.id = c.id GROUP BY b.id ORDER BY b.id";
 
+/* One row per thread blocked on a lock (migration 011; read-only opens need the latest schema). */
+static const char wait_rows[] =
+    "SELECT c.identity, coalesce(c.timestamp, c.ingested_at), w.idx, w.tid, w.kind, w.write, "
+    "w.object, w.futex, w.function, w.owner, w.owner_tid, w.count, w.deadlock "
+    "FROM waits w JOIN temp.export_cores e ON e.id = w.core_id JOIN cores c ON c.id = w.core_id "
+    "ORDER BY w.core_id, w.idx";
+
 static void put_text(struct cq_json *j, const char *key, sqlite3_stmt *st, int col)
 {
 	cq_json_key(j, key);
@@ -279,6 +286,40 @@ static struct cq_error *export_buckets(sqlite3 *db, FILE *out, struct cq_export_
 	return err;
 }
 
+static struct cq_error *export_waits(sqlite3 *db, FILE *out, struct cq_export_result *r)
+{
+	sqlite3_stmt *st;
+	struct cq_error *err = prepare(db, wait_rows, &st);
+	int rc;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cq_json j;
+		put_type(&j, out, "wait");
+		put_text(&j, "core", st, 0);
+		put_int(&j, "crash_time", st, 1);
+		put_int(&j, "idx", st, 2);
+		put_int(&j, "tid", st, 3);
+		put_text(&j, "kind", st, 4);
+		cq_json_key(&j, "write");
+		cq_json_int(&j, sqlite3_column_int(st, 5) != 0);
+		put_int(&j, "object", st, 6);
+		put_int(&j, "futex", st, 7);
+		put_text(&j, "function", st, 8);
+		put_text(&j, "owner", st, 9);
+		put_int(&j, "owner_tid", st, 10);
+		put_int(&j, "count", st, 11);
+		put_int(&j, "deadlock", st, 12);
+		cq_json_key(&j, "verdict");
+		cq_json_string(&j,
+		               sqlite3_column_type(st, 12) == SQLITE_NULL ? "waits" : "deadlock");
+		end_record(&j);
+		r->waits++;
+	}
+	if (!err)
+		err = step_error(db, rc);
+	sqlite3_finalize(st);
+	return err;
+}
+
 struct cq_error *cq_store_export_window(struct cq_store *store, int64_t after_id, int64_t limit,
                                         int64_t *until_id)
 {
@@ -333,6 +374,8 @@ struct cq_error *cq_store_export(struct cq_store *store, const struct cq_export_
 		err = export_stacks(db, out, r);
 	if (!err && (types & CQ_EXPORT_BUCKETS))
 		err = export_buckets(db, out, r);
+	if (!err && (types & CQ_EXPORT_WAITS))
+		err = export_waits(db, out, r);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (!err && (fflush(out) != 0 || ferror(out)))
 		err = cq_error_create(CQ_ERR_IO, "cannot write the records");

@@ -13,6 +13,14 @@
  *   stack   key hash: every frame as build-id + module-relative offset +
  *           kind + trust, and its function, file and line where known
  *   bucket  key hash: the crash signature and the rules that made it
+ *   wait    key (core, idx): a thread blocked on a lock when the core was
+ *           taken (libcore/analysis/waits.h, the store's table waits): its
+ *           tid, the primitive (mutex, rwlock, condvar, thread for a join,
+ *           futex, semaphore), the object's and the futex word's addresses, the owner
+ *           (owner says thread, not-in-core, readers, none, unreadable or
+ *           unknown; owner_tid when a tid is known), and the deadlock
+ *           (cycle) number it is on with its verdict ("deadlock" on a
+ *           cycle, else "waits")
  * Only analysed cores are exported (status ok or partial); the hook's
  * placeholders (pending, failed, not stored) are not crash records yet.
  * A cursor selects what is new: cores whose local row id is above after_id
@@ -33,7 +41,8 @@ enum {
 	CQ_EXPORT_THREADS = 2,
 	CQ_EXPORT_STACKS = 4,
 	CQ_EXPORT_BUCKETS = 8,
-	CQ_EXPORT_ALL = 15,
+	CQ_EXPORT_WAITS = 16,
+	CQ_EXPORT_ALL = 31,
 };
 
 struct cq_export_options {
@@ -47,7 +56,7 @@ struct cq_export_options {
 };
 
 struct cq_export_result {
-	int64_t cores, threads, stacks, buckets; /* records written */
+	int64_t cores, threads, stacks, buckets, waits; /* records written */
 	int64_t
 	    last_id; /* the highest local core id exported (the next cursor); after_id if none */
 };

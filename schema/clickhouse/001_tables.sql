@@ -2,7 +2,8 @@
 -- JSON object per line), loaded with
 --   coreq export --type core | clickhouse-client --input_format_skip_unknown_fields=1 \
 --       --query "INSERT INTO coreq.cores FORMAT JSONEachRow"
--- (and thread -> coreq.threads, stack -> coreq.stacks, bucket -> coreq.buckets),
+-- (and thread -> coreq.threads, stack -> coreq.stacks, bucket -> coreq.buckets,
+-- wait -> coreq.waits),
 -- or by `coreq push --clickhouse URL`.  Written for ClickHouse 18.16 (Debian 12).
 --
 -- Every table is a ReplacingMergeTree ordered by the record's natural key, so
@@ -90,6 +91,32 @@ CREATE TABLE IF NOT EXISTS coreq.buckets (
     first_seen    UInt32                 -- the earliest crash in it the exporting host had
 ) ENGINE = ReplacingMergeTree()
 ORDER BY hash;
+
+-- One row per thread blocked on a lock when the core was taken (who waits for
+-- whom, libcore/analysis/waits.h): key (core, idx).  A deadlock is the rows of
+-- one core with one deadlock number; their core's bucket signature starts with
+-- "deadlock: " (a hang without a cycle: "hang: ").  Which primitives carry an
+-- owner: mutexes (normal, recursive, errorcheck, adaptive: __owner; robust and
+-- PI: __lock), a writer-held rwlock, a join (the joined thread); readers of an
+-- rwlock are only a count, condvars and bare futexes (Rust, Python) have none.
+CREATE TABLE IF NOT EXISTS coreq.waits (
+    core       String,                   -- the core's identity
+    crash_time UInt32,
+    idx        Int64,                    -- the waiting thread's place (coreq.threads.idx)
+    tid        Int64,
+    kind       String,                   -- mutex, rwlock, condvar, thread (a join), futex, semaphore
+    write      UInt8,                    -- rwlock: 1 waits to write, 0 to read
+    object     Int64,                    -- the lock's address
+    futex      Int64,                    -- the futex word's address
+    function   Nullable(String),         -- the libc frame that says what it takes
+    owner      String,                   -- thread, not-in-core, readers, none, unreadable, unknown
+    owner_tid  Nullable(Int64),          -- the owner's tid (thread, not-in-core)
+    count      Int64,                    -- recursive mutex: times held; rwlock: readers
+    deadlock   Nullable(Int64),          -- 1 + which cycle of the core it is on
+    verdict    String                    -- 'deadlock' (on a cycle) or 'waits'
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMM(toDateTime(crash_time))
+ORDER BY (core, idx);
 
 -- Crashes per day and bucket, with how many hosts had them.
 CREATE VIEW IF NOT EXISTS coreq.top_buckets_daily AS

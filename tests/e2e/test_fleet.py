@@ -12,11 +12,18 @@ from that structure, not from coreq:
   identities), every thread and stack and bucket, and the top buckets
   across hosts group the cores by crash site with the expected counts and
   host counts;
+- the hung cores of corpus/deadlock.c (an ABBA deadlock at O0 and O2, a
+  three-thread cycle, a chain ending at a thread in read()), on a fourth
+  host, exported twice with `--type wait`: coreq.waits holds one row per
+  blocked thread, each once, and each row is the program's own oracle (the
+  tid, the mutex it waits on, the tid holding it, and whether it is on a
+  cycle: all threads of one cycle share one deadlock number);
 - `coreq merge` of the three databases gives the same bucket counts, and a
   second merge adds nothing;
 - `coreq push` into a fresh database, with the server stopped after two
   batches: the push fails, the cursor stays; once the server is back, the
-  next push completes: every core is there, none twice (no FINAL needed).
+  next push completes: every core is there, none twice (no FINAL needed);
+  the hung host's push, one core per batch, sends every wait once.
 """
 import json
 import os
@@ -108,7 +115,69 @@ class Server:
         return f"http://127.0.0.1:{self.http}"
 
 
-TABLES = {"core": "cores", "thread": "threads", "stack": "stacks", "bucket": "buckets"}
+TABLES = {"core": "cores", "thread": "threads", "stack": "stacks", "bucket": "buckets",
+          "wait": "waits"}
+HUNG = ["deadlock-abba.O0", "deadlock-abba.O2", "deadlock-cycle3.O0", "deadlock-chain.O2"]
+
+
+def read_oracle(path):
+    """corpus/deadlock.c's oracle: who holds which mutex, who waits on which."""
+    o = {"holds": {}, "waits": {}, "verdict": None}
+    for line in open(path):
+        f = line.split()
+        if f[0] == "holds":
+            o["holds"][int(f[3], 16)] = int(f[1])
+        elif f[0] == "waits":
+            o["waits"][int(f[1])] = (f[2], int(f[3], 16))
+        elif f[0] == "verdict":
+            o["verdict"] = f[1]
+    return o
+
+
+def hung_check(server, tmp):
+    """The hung cores' waits in ClickHouse, loaded twice, against each program's oracle."""
+    cases = [os.path.join(CORPUS, "cores", n) for n in HUNG]
+    cases = [d for d in cases if os.path.isfile(os.path.join(d, "oracle"))]
+    if not ok(len(cases) == len(HUNG), f"the hung cores exist ({len(cases)} of {len(HUNG)})",
+              f"run corpus/make-cores {CORPUS} " + " ".join(HUNG)):
+        return None
+    db = os.path.join(tmp, "hung.db")
+    r = coreq("ingest", "--no-cache", "--db", db, *[os.path.join(d, "core") for d in cases],
+              timeout=600)
+    ok(r.returncode == 0, f"hung host: {len(cases)} cores ingested", r.stderr[-1000:])
+    for rnd in (1, 2):
+        err = load(server, db, "hung")
+        ok(err is None, f"hung host: export | clickhouse-client with waits, round {rnd}", str(err))
+    want, by_pid = set(), {}
+    for d in cases:
+        o = read_oracle(os.path.join(d, "oracle"))
+        pid = int(read_expect(os.path.join(d, "expect"))["pid"])
+        by_pid[pid] = o
+        for tid, (kind, addr) in o["waits"].items():
+            want.add((pid, tid, kind, addr, "thread", o["holds"][addr],
+                      "deadlock" if o["verdict"] == "deadlock" else "waits"))
+    rows = json.loads(server.query(
+        "SELECT c.pid, w.tid, w.kind, w.object, w.owner, w.owner_tid, w.verdict, w.deadlock "
+        "FROM coreq.waits AS w FINAL ANY INNER JOIN "
+        "(SELECT identity AS core, pid FROM coreq.cores FINAL) AS c USING core "
+        "FORMAT JSONCompact"))["data"]
+    num = lambda v: None if v is None else int(v)
+    got = {(num(p), num(t), k, num(a), ow, num(ot), v) for p, t, k, a, ow, ot, v, _ in rows}
+    ok(len(rows) == len(want) and got == want,
+       f"coreq.waits: every blocked thread once, as its program's oracle says ({len(rows)} rows)",
+       [f"missing {sorted(want - got)}", f"phantom {sorted(got - want)}"])
+    cycles = {}
+    for p, t, k, a, ow, ot, v, dl in rows:
+        if v == "deadlock":
+            cycles.setdefault(num(p), set()).add(num(dl))
+    ok(all(len(ids) == 1 and None not in ids for ids in cycles.values())
+       and set(cycles) == {p for p, o in by_pid.items() if o["verdict"] == "deadlock"},
+       "each deadlocked core's cycle is one deadlock number; no other core has one", str(cycles))
+    raw = int(server.query("SELECT count() FROM coreq.waits"))
+    keys = int(server.query("SELECT uniqExact(core, idx) FROM coreq.waits"))
+    ok(keys == len(want) and raw in (len(want), 2 * len(want)),
+       f"loaded twice: {keys} keys, {raw} raw rows (FINAL keeps one per key)")
+    return db, len(want)
 
 
 def load(server, db, host):
@@ -116,6 +185,8 @@ def load(server, db, host):
         r = coreq("export", "--db", db, "--host", host, "--type", t, timeout=300)
         if r.returncode != 0:
             return f"export {t}: {r.stderr}"
+        if not r.stdout:
+            continue  # clickhouse-client refuses an empty INSERT (no hung core: no wait)
         server.query(f"INSERT INTO coreq.{table} FORMAT JSONEachRow", r.stdout.encode(), True,
                      "--input_format_skip_unknown_fields=1")
     return None
@@ -144,6 +215,17 @@ def upgrade_check(server):
     old = server.query("DESCRIBE TABLE coreq_old.cores")
     new = server.query("DESCRIBE TABLE coreq.cores")
     return old == new, f"002 gives:\n{old}\n001 gives:\n{new}"
+
+
+def waits_upgrade_check(server):
+    """A store made before coreq.waits gets 001's table from 003."""
+    server.query("DROP TABLE coreq_old.waits")
+    good, why = schema(server, "003_waits.sql", "coreq_old")
+    if not good:
+        return False, why
+    old = server.query("DESCRIBE TABLE coreq_old.waits")
+    new = server.query("DESCRIBE TABLE coreq.waits")
+    return old == new and old != "", f"003 gives:\n{old}\n001 gives:\n{new}"
 
 
 def main():
@@ -179,6 +261,8 @@ def main():
         ok(good, "schema/clickhouse/001_tables.sql loads", why)
         good, why = upgrade_check(server)
         ok(good, "schema/clickhouse/002_signal_sender.sql upgrades an older coreq.cores to 001's", why)
+        good, why = waits_upgrade_check(server)
+        ok(good, "schema/clickhouse/003_waits.sql adds 001's coreq.waits to an older store", why)
         for rnd in (1, 2):
             errs = [load(server, db, f"host{h}") for h, db in enumerate(dbs)]
             ok(not any(errs), f"export | clickhouse-client, round {rnd}", str(errs))
@@ -224,6 +308,9 @@ def main():
            "bucket signatures carry the program's chain", named)
         daily = server.query("SELECT sum(cores), max(hosts) FROM coreq.top_buckets_daily")
         ok(daily.split() == [str(len(cores)), str(HOSTS)], f"the daily view: {daily}")
+        good, why = schema(server, "003_waits.sql")
+        ok(good, "schema/clickhouse/003_waits.sql runs again on a store that has coreq.waits", why)
+        hung = hung_check(server, tmp)
 
         # The README's example queries run as written.
         readme = open(os.path.join(ROOT, "README.md")).read()
@@ -280,6 +367,15 @@ def main():
         distinct = int(server.query("SELECT uniqExact(identity) FROM coreq.cores"))
         ok(raw == want and distinct == want,
            f"nothing lost, nothing repeated: {raw} rows, {distinct} cores of {want}")
+        if hung:
+            cursor = os.path.join(tmp, "hung-cursor")
+            r = coreq("push", "--db", hung[0], "--clickhouse", server.url(), "--cursor", cursor,
+                      "--batch", "1", "--format", "json", timeout=300)
+            out = json.loads(r.stdout) if r.returncode == 0 else {}
+            raw = int(server.query("SELECT count() FROM coreq.waits"))
+            ok(out.get("waits") == hung[1] and raw == hung[1],
+               f"hung host's push, one core a batch: every wait sent once ({raw} rows of {hung[1]})",
+               r.stdout + r.stderr)
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)

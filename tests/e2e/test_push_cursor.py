@@ -5,7 +5,7 @@ The cursor file holds the last core a push shipped.  Against a stand-in for
 ClickHouse's HTTP interface (a local server that answers 200 and counts
 what it is sent):
 - a first push sends every core, in batches whose tables arrive in the
-  order stacks, buckets, threads, cores, and writes the cursor;
+  order stacks, buckets, threads, waits, cores, and writes the cursor;
 - a cursor file that holds no core id (or cannot be read) is an error that
   names it: nothing is sent (never everything again from 0), the file is
   left as it was, and the exit status is 1;
@@ -74,7 +74,7 @@ def main():
     ok(r.returncode == 0 and out.get("cores") == 5 and sent_cores == 5 and out.get("complete") is True
        and open(cursor).read() == f"{out.get('cursor')}\n",
        "first push: every core sent once, the cursor written", [r.stdout, r.stderr, server.posts])
-    rank = {"stacks": 0, "buckets": 1, "threads": 2, "cores": 3}
+    rank = {"stacks": 0, "buckets": 1, "threads": 2, "waits": 3, "cores": 4}
     batches, current, in_order = [], [], True
     for table, rows in server.posts:
         current.append(rank.get(table, -1))

@@ -9,6 +9,10 @@
  * rax -ERESTARTSYS, rdi the futex) under __lll_lock_wait, on a mutex whose
  * owner is no thread of the core, on a futex word in unmapped memory, on a
  * mutex held by another waiting thread, and one with no stack at all.
+ * Then PI locks the kernel refused (EDEADLK: glibc parks the thread on a
+ * zero word of its own stack): the mutex found from the one pointer to a PI
+ * mutex held by another thread, or unknown when there are two; and Rust's
+ * std Mutex and a semaphore, which record no owner.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -254,6 +258,95 @@ static void test_find_on_a_core(void **state)
 	cq_core_close(core);
 }
 
+/* Like futex_thread, with the stack pointer set. */
+static void futex_thread_sp(struct core_writer *cw, int32_t tid, uint64_t futex, uint64_t sp)
+{
+	uint8_t d[336] = {0};
+	cw_put(d + 32, (uint64_t)(uint32_t)tid, 4);
+	cw_put(d + 112 + 8 * 10, (uint64_t)-512, 8);
+	cw_put(d + 112 + 8 * 14, futex, 8);
+	cw_put(d + 112 + 8 * 15, 202, 8);
+	cw_put(d + 112 + 8 * 16, 0x401000, 8);
+	cw_put(d + 112 + 8 * 19, sp, 8); /* rsp */
+	cw_note(cw, "CORE", NT_PRSTATUS, d, sizeof(d));
+}
+
+static void test_pi_refused_rust_semaphore(void **state)
+{
+	(void)state;
+	static uint8_t mem[0x800];
+	/* PI mutexes: M1 at 0x20000 held by 21, M2 at 0x20040 by 20, M3 at 0x20080 by 23. */
+	cw_put(mem + 0x00, 21u | 0x80000000u, 4);
+	cw_put(mem + 0x10, 32, 4);
+	cw_put(mem + 0x40, 20, 4);
+	cw_put(mem + 0x50, 32, 4);
+	cw_put(mem + 0x80, 23, 4);
+	cw_put(mem + 0x90, 32, 4);
+	/* 20 parked: sp 0x20200, zero word 0x20210; saved words point to M1 and to M2 (its own). */
+	cw_put(mem + 0x208, 0x20000, 8);
+	cw_put(mem + 0x218, 0x20040 + 16, 8); /* &M2.__kind: held by 20 itself, not a candidate */
+	/* 22 parked: sp 0x20600, zero word 0x20610; points to M1 and M3: which one is not known. */
+	cw_put(mem + 0x608, 0x20000, 8);
+	cw_put(mem + 0x618, 0x20080, 8);
+	/* A Rust std Mutex word (2: contended) at 0x20100, a semaphore at 0x20140. */
+	cw_put(mem + 0x100, 2, 4);
+	struct core_writer *cw = calloc(1, sizeof(*cw));
+	assert_non_null(cw);
+	futex_thread_sp(cw, 20, 0x20210, 0x20200);
+	futex_thread_sp(cw, 21, 0x20040, 0x20400); /* FUTEX_LOCK_PI on M2 */
+	futex_thread_sp(cw, 22, 0x20610, 0x20600);
+	futex_thread_sp(cw, 23, 0x20100, 0x20700);
+	futex_thread_sp(cw, 24, 0x20140, 0x20780);
+	cw_load(cw, 0x20000, mem, sizeof(mem), PF_R | PF_W);
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/cq_test_waits_pi.%d", (int)getpid());
+	assert_int_equal(cw_write(cw, path, 0), 0);
+	free(cw);
+	struct cq_core *core;
+	assert_null(cq_core_open(path, NULL, &core));
+	unlink(path);
+	assert_int_equal(core->nthreads, 5);
+
+	struct cq_stack_frame lock = {.function = "__pthread_mutex_lock_full"};
+	struct cq_stack_frame rust = {.function =
+	                                  "<std::sys::sync::mutex::futex::Mutex>::lock_contended"};
+	struct cq_stack_frame sem = {.function = "__new_sem_wait_slow64.constprop.0"};
+	struct cq_stack_frame *frames[5] = {&lock, &lock, &lock, &rust, &sem};
+	struct cq_thread_stack ts[5];
+	for (size_t t = 0; t < 5; t++)
+		ts[t] = (struct cq_thread_stack){
+		    .thread = &core->threads[t], .frames = frames[t], .nframes = 1};
+	struct cq_stacks stacks = {.threads = ts, .nthreads = 5};
+	struct cq_waits *w;
+	assert_null(cq_waits_find(core, &stacks, &w));
+	assert_non_null(w);
+	assert_int_equal(w->nwaits, 5);
+	/* 20: refused, its mutex M1 (held by 21); 21 waits on M2 (held by 20): one deadlock. */
+	assert_true(w->waits[0].pi_refused);
+	assert_int_equal(w->waits[0].object, 0x20000);
+	assert_int_equal(w->waits[0].owner, CQ_OWNER_THREAD);
+	assert_int_equal(w->waits[0].owner_tid, 21);
+	assert_false(w->waits[1].pi_refused);
+	assert_true(w->waits[1].pi);
+	assert_int_equal(w->waits[1].owner_tid, 20);
+	assert_int_equal(w->ndeadlocks, 1);
+	assert_int_equal(w->deadlocks[0].n, 2);
+	/* 22: refused, two candidates: no mutex, no owner. */
+	assert_true(w->waits[2].pi_refused);
+	assert_int_equal(w->waits[2].object, 0);
+	assert_int_equal(w->waits[2].owner, CQ_OWNER_UNKNOWN);
+	/* Rust's Mutex and the semaphore: no owner. */
+	assert_int_equal(w->waits[3].kind, CQ_WAIT_MUTEX);
+	assert_true(w->waits[3].rust_std);
+	assert_int_equal(w->waits[3].owner, CQ_OWNER_NONE);
+	assert_int_equal(w->waits[3].object, 0x20100);
+	assert_int_equal(w->waits[4].kind, CQ_WAIT_SEMAPHORE);
+	assert_int_equal(w->waits[4].owner, CQ_OWNER_NONE);
+	assert_false(w->waits[4].pi_refused);
+	cq_waits_free(w);
+	cq_core_close(core);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +358,7 @@ int main(void)
 	    cmocka_unit_test(test_owner_out_of_range),
 	    cmocka_unit_test(test_hundred_thousand_in_one_cycle),
 	    cmocka_unit_test(test_find_on_a_core),
+	    cmocka_unit_test(test_pi_refused_rust_semaphore),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

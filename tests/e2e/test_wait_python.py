@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Who waits for whom in a real program nobody on the team wrote: Debian's
+python3 (CPython 3.11) hung in an ABBA deadlock on two threading.Lock
+(corpus/real/python3-deadlock.py, the case real-python3-deadlock), killed
+with SIGABRT from another process as a watchdog would.
+
+The script writes its own oracle: each worker's tid, the address of each
+lock's semaphore (a threading.Lock is a POSIX sem_t underneath), which lock
+each worker holds and which it waits for.  A semaphore records no owner, so
+what coreq can honestly say is: both workers wait on a semaphore, at the
+addresses the script printed, held by no one it can name, and no cycle.
+Expected values come from the oracle and from gdb reading the same core:
+
+- exactly the two workers wait (the main thread sleeps in time.sleep), each
+  on the semaphore of the lock the script says it waits for, kind
+  semaphore, owner none, no owner tid;
+- no deadlock is claimed (the cycle exists, but nothing in the process
+  says who holds a semaphore: inventing one would be a phantom edge);
+- the summary says `waiting: ... semaphore ADDR (a semaphore has no owner)`
+  and each worker's line says the same;
+- gdb reads both semaphores' counts as 0 (both locks taken);
+- the stored and exported waits say the same.
+"""
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+from coreq_test import CORPUS, coreq, coreq_json, done, ok, read_expect, sanitizer_report
+
+CASE = "real-python3-deadlock"
+
+
+def read_oracle(path):
+    o = {"threads": {}, "locks": {}, "holds": {}, "waits": {}, "verdict": None}
+    for line in open(path):
+        f = line.split()
+        if f[0] == "thread":
+            o["threads"][int(f[1])] = f[2]
+        elif f[0] == "lock":
+            o["locks"][f[1]] = int(f[2], 16)
+        elif f[0] == "holds":
+            o["holds"][int(f[3], 16)] = int(f[1])
+        elif f[0] == "waits":
+            o["waits"][int(f[1])] = (f[2], int(f[3], 16))
+        elif f[0] == "verdict":
+            o["verdict"] = f[1]
+    return o
+
+
+def main():
+    d = os.path.join(CORPUS, "cores", CASE)
+    core = os.path.join(d, "core")
+    if not ok(os.path.isfile(os.path.join(d, "oracle")), f"{CASE}: core and oracle exist",
+              f"no {d}/oracle: run corpus/make-cores {CORPUS} {CASE}"):
+        done()
+    o = read_oracle(os.path.join(d, "oracle"))
+    facts = read_expect(os.path.join(d, "expect"))
+    ok(o["verdict"] == "deadlock" and len(o["waits"]) == 2 and
+       all(o["holds"][o["waits"][t][1]] != t for t in o["waits"]),
+       f"{CASE}: the script says two threads deadlocked ABBA", o)
+    j, r = coreq_json("stack", core, "--format", "json", "--no-cache")
+    ok(not sanitizer_report(r.stderr), f"{CASE}: no sanitizer report", r.stderr)
+    waits = {w["tid"]: w for w in j.get("waits", [])}
+    want = {t: ("semaphore", hex(a), "none", None) for t, (_, a) in o["waits"].items()}
+    got = {t: (w.get("kind"), w.get("object"), w.get("owner"), w.get("owner_tid"))
+           for t, w in waits.items()}
+    ok(got == want, f"{CASE}: each worker waits on the semaphore of the lock the script names, "
+       "owner none; no other thread waits", [f"want {want}", f"got  {got}"])
+    ok(j.get("deadlocks") == [], f"{CASE}: no cycle is claimed (a semaphore names no owner)",
+       j.get("deadlocks"))
+    ok(all(w.get("deadlock") is None for w in waits.values()), f"{CASE}: no wait is on a cycle")
+    text = coreq("stack", core, "--no-cache").stdout
+    for t, (_, a) in sorted(o["waits"].items()):
+        line = f"waits on semaphore {hex(a)} (a semaphore has no owner)"
+        ok(f"waiting: 1 thread waits on semaphore {hex(a)} (a semaphore has no owner)" in text,
+           f"{CASE}: the summary names semaphore {hex(a)}, no owner", text.splitlines()[:5])
+        block = text.split(f"Thread {t}:\n", 1)
+        ok(len(block) == 2 and block[1].splitlines()[0].strip() == line,
+           f"{CASE}: thread {t}'s line says it waits on {hex(a)}", block[-1].splitlines()[:1])
+    ok(not any(ln.startswith(("hung:", "deadlock:")) for ln in text.splitlines()),
+       f"{CASE}: neither hung nor deadlock is said")
+    # gdb: both semaphores taken (count 0 in the value word, its low 32 bits).
+    args = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off"]
+    for a in sorted(o["locks"].values()):
+        args += ["-ex", f"print *(unsigned int *){a:#x}"]
+    g = subprocess.run(args + [facts["exe"], core], capture_output=True, text=True, timeout=120)
+    counts = [int(m) for m in re.findall(r"^\$\d+ = (-?\d+)", g.stdout, re.M)]
+    ok(counts == [0, 0], f"{CASE}: gdb reads both semaphores taken (count 0)", [counts, g.stderr[-300:]])
+    # The store and the export say the same.
+    tmp = tempfile.mkdtemp(prefix="coreq-wait-python-")
+    db = os.path.join(tmp, "p.db")
+    r = coreq("ingest", "--db", db, "--no-cache", core, timeout=300)
+    ok(r.returncode == 0, f"{CASE}: ingested", r.stderr[-500:])
+    r = coreq("export", "--db", db, "--type", "wait")
+    rows = [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
+    got = {(w["tid"], w["kind"], w["object"], w["owner"], w["owner_tid"], w["verdict"]) for w in rows}
+    want = {(t, "semaphore", a, "none", None, "waits") for t, (_, a) in o["waits"].items()}
+    ok(r.returncode == 0 and got == want, f"{CASE}: the exported waits say the same",
+       [f"want {sorted(want)}", f"got {sorted(got)}"])
+    done()
+
+
+main()
