@@ -11,6 +11,7 @@ Then a 4 GiB core, stored by `coreq hook` (seekable frames), analysed with
 `coreq stack` in a stated memory bound, with the raw core's output."""
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -23,11 +24,17 @@ CLOCKS = re.compile(r'"[a-z_]*_us":[0-9]+')
 FRAME = 64 << 10
 
 
-def run(binary, path):
+def no_big_files():
+    """In the child: no file it writes may pass 64 MiB (a spooled core would)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
+
+
+def run(binary, path, preexec=None):
     """(returncode, stdout normalised, stderr, seconds, peak RSS KiB)."""
     t = time.monotonic()
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
-        p = subprocess.Popen([binary, "stack", "--format", "json", path], stdout=fo, stderr=fe)
+        p = subprocess.Popen([binary, "stack", "--format", "json", path], stdout=fo, stderr=fe,
+                             preexec_fn=preexec)
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         fo.seek(0)
@@ -126,12 +133,18 @@ def big_core(tmp):
     if not stored:
         return
     rc, raw, _, _, _ = run(COREQ_RELEASE, core)
-    rc2, out, err, secs, rss = run(COREQ_RELEASE, stored[0])
-    # The bound: the frame budget (128 MiB, libcore/model/source.h) plus 64 MiB for the rest.
+    # The bounds: the frame budget (128 MiB, libcore/model/source.h) plus 64 MiB for the
+    # rest, and no file of more than 64 MiB written (no spool of the decompressed core).
+    rc2, out, err, secs, rss = run(COREQ_RELEASE, stored[0], preexec=no_big_files)
     ok(rc == 0 and rc2 == 0 and out == raw, "the stored 4 GiB core gives the raw core's output",
        err[-500:])
-    ok(rss < 192 * 1024, f"`coreq stack` on it peaks at {rss // 1024} MiB (bound 192 MiB) "
-       f"in {secs:.2f} s")
+    ok(rss < 192 * 1024, f"`coreq stack` on it peaks at {rss // 1024} MiB (bound 192 MiB), "
+       f"with no file over 64 MiB written, in {secs:.2f} s")
+    # The same bounds on a one-frame copy: it must be spooled, so it cannot pass them.
+    single = os.path.join(tmp, "single.zst")
+    subprocess.run(["zstd", "-q", "-T0", "-1", "-o", single, core], check=True)
+    rc3, _, _, _, _ = run(COREQ_RELEASE, single, preexec=no_big_files)
+    ok(rc3 != 0, "the test can fail: a one-frame copy under the same file bound is refused", rc3)
 
 
 def main():
