@@ -44,11 +44,12 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		fprintf(out, " held by ");
 		thread_ref(out, core, w->owner_thread);
 		if (w->owner_inferred)
-			fprintf(out, " (inferred: %s)",
-			        w->owner_from && !strcmp(w->owner_from, "python")
-			            ? "its Python frames hold the lock object; a semaphore records no "
-			              "owner"
-			            : "a reference on its stack; Rust's Mutex records no owner");
+			fprintf(
+			    out, " (inferred: %s)",
+			    w->owner_from && !strcmp(w->owner_from, "python")
+			        ? "its Python frames hold the lock object; a semaphore records no "
+			          "owner"
+			        : "a reference on its stack; Rust's Mutex records no owner");
 		break;
 	case CQ_OWNER_NOT_IN_CORE:
 		fprintf(out, " held by tid %d, not a thread of this core", w->owner_tid);

@@ -393,17 +393,18 @@ static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, 
  */
 
 /* Bytes above the stack pointer searched per thread, and CPython frames and slots walked. */
-#define INFER_STACK_MAX   (8u << 20)
-#define INFER_PY_FRAMES   4096
-#define INFER_PY_SLOTS    4096
-#define INFER_PY_THREADS  65536
-#define INFER_PY_INTERPS  64
+#define INFER_STACK_MAX  (8u << 20)
+#define INFER_PY_FRAMES  4096
+#define INFER_PY_SLOTS   4096
+#define INFER_PY_THREADS 65536
+#define INFER_PY_INTERPS 64
 
 /* CPython 3.11 on 64-bit (gdb's ptype /o against python3.11's DWARF, Debian 3.11.2). */
 #define PY311_RUNTIME_INTERP_HEAD 40  /* _PyRuntime.interpreters.head */
 #define PY311_INTERP_NEXT         0   /* PyInterpreterState.next */
 #define PY311_INTERP_THREADS      16  /* .threads.head */
 #define PY311_TSTATE_NEXT         8   /* PyThreadState.next */
+#define PY311_TSTATE_INTERP       16  /* .interp: its interpreter (a check of the layout) */
 #define PY311_TSTATE_CFRAME       56  /* .cframe */
 #define PY311_TSTATE_NATIVE_ID    160 /* .native_thread_id */
 #define PY311_CFRAME_CURRENT      8   /* _PyCFrame.current_frame */
@@ -550,11 +551,14 @@ static void infer_from_python(struct cq_core *core, struct infer_lock *l, size_t
 		if (!cq_mem_read_u64(&core->mem, interp + PY311_INTERP_THREADS, &ts))
 			break;
 		for (; ts && budget; budget--) {
-			uint64_t native, cframe, frame, next;
+			uint64_t native, cframe, frame, next, owner;
 			if (!cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NATIVE_ID, &native) ||
 			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_CFRAME, &cframe) ||
-			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NEXT, &next))
-				break;
+			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NEXT, &next) ||
+			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_INTERP, &owner) ||
+			    owner != interp)
+				break; /* not a thread state of this interpreter as 3.11 lays it out
+				        */
 			size_t t = native && native <= INT32_MAX
 			               ? find_tid(sorted_tids, core->nthreads, (int32_t)native)
 			               : NONE;
@@ -566,7 +570,8 @@ static void infer_from_python(struct cq_core *core, struct infer_lock *l, size_t
 				uint64_t code, prev;
 				int32_t top, nlocals, stacksize;
 				if (!cq_mem_read_u64(&core->mem, frame + PY311_FRAME_CODE, &code) ||
-				    !cq_mem_read_u64(&core->mem, frame + PY311_FRAME_PREVIOUS, &prev) ||
+				    !cq_mem_read_u64(&core->mem, frame + PY311_FRAME_PREVIOUS,
+				                     &prev) ||
 				    !cq_mem_read_u32(&core->mem, frame + PY311_FRAME_STACKTOP,
 				                     (uint32_t *)&top) ||
 				    !cq_mem_read_u32(&core->mem, code + PY311_CODE_NLOCALSPLUS,
@@ -585,11 +590,12 @@ static void infer_from_python(struct cq_core *core, struct infer_lock *l, size_t
 					uint64_t obj, sem;
 					struct infer_lock *lock;
 					if (!cq_mem_read_u64(&core->mem,
-					                     frame + PY311_FRAME_LOCALSPLUS + 8 * (uint64_t)k,
+					                     frame + PY311_FRAME_LOCALSPLUS +
+					                         8 * (uint64_t)k,
 					                     &obj))
 						break;
-					if ((sem = py_lock_sem(core, obj)) && (lock = infer_find(l, n, sem)) &&
-					    lock->python)
+					if ((sem = py_lock_sem(core, obj)) &&
+					    (lock = infer_find(l, n, sem)) && lock->python)
 						infer_ref(lock, t, waits, wait_of);
 				}
 				frame = prev;
@@ -611,7 +617,8 @@ static struct cq_error *infer_owners(struct cq_core *core, struct cq_wait *waits
 		uint32_t word;
 		bool rust = w->rust_std && w->kind == CQ_WAIT_MUTEX;
 		if (w->owner != CQ_OWNER_NONE || !(rust || w->kind == CQ_WAIT_SEMAPHORE) ||
-		    !read_u32(core, w->object, &word) || (rust ? word != 1 && word != 2 : word != 0))
+		    !read_u32(core, w->object, &word) ||
+		    (rust ? word != 1 && word != 2 : word != 0))
 			continue;
 		n++;
 	}
@@ -634,7 +641,8 @@ static struct cq_error *infer_owners(struct cq_core *core, struct cq_wait *waits
 		if (w->thread < nthreads)
 			wait_of[w->thread] = i;
 		if (w->owner != CQ_OWNER_NONE || !(rust || w->kind == CQ_WAIT_SEMAPHORE) ||
-		    !read_u32(core, w->object, &word) || (rust ? word != 1 && word != 2 : word != 0))
+		    !read_u32(core, w->object, &word) ||
+		    (rust ? word != 1 && word != 2 : word != 0))
 			continue;
 		l[k].addr = w->object;
 		l[k].python = !rust;
