@@ -2,7 +2,9 @@
 """Who waits for whom in a real program nobody on the team wrote: Debian's
 python3 (CPython 3.11) hung in an ABBA deadlock on two threading.Lock
 (corpus/real/python3-deadlock.py, the case real-python3-deadlock), killed
-with SIGABRT from another process as a watchdog would.
+with SIGABRT from another process as a watchdog would; and the same in with
+statements on module-level locks (real-python3-deadlock-with), where the
+holder's frame keeps only the bound __exit__ on its value stack.
 
 The script writes its own oracle: each worker's tid, the address of each
 lock's semaphore (a threading.Lock is a POSIX sem_t underneath), which lock
@@ -31,7 +33,7 @@ import tempfile
 
 from coreq_test import CORPUS, coreq, coreq_json, done, ok, read_expect, sanitizer_report
 
-CASE = "real-python3-deadlock"
+CASES = ["real-python3-deadlock", "real-python3-deadlock-with"]
 
 
 def read_oracle(path):
@@ -51,12 +53,12 @@ def read_oracle(path):
     return o
 
 
-def main():
+def check(CASE):
     d = os.path.join(CORPUS, "cores", CASE)
     core = os.path.join(d, "core")
     if not ok(os.path.isfile(os.path.join(d, "oracle")), f"{CASE}: core and oracle exist",
               f"no {d}/oracle: run corpus/make-cores {CORPUS} {CASE}"):
-        done()
+        return
     o = read_oracle(os.path.join(d, "oracle"))
     facts = read_expect(os.path.join(d, "expect"))
     ok(o["verdict"] == "deadlock" and len(o["waits"]) == 2 and
@@ -110,6 +112,11 @@ def main():
     want = {(t, "semaphore", a, "inferred", o["holds"][a], "deadlock") for t, (_, a) in o["waits"].items()}
     ok(r.returncode == 0 and got == want, f"{CASE}: the exported waits say owner inferred, the holders, deadlock",
        [f"want {sorted(want)}", f"got {sorted(got)}"])
+
+
+def main():
+    for case in CASES:
+        check(case)
     done()
 
 
