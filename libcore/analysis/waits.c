@@ -398,6 +398,13 @@ static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, 
 #define INFER_PY_SLOTS   4096
 #define INFER_PY_THREADS 65536
 #define INFER_PY_INTERPS 64
+/*
+ * In all: stack bytes (beyond the core's own size: stacks that overlap, a
+ * forged core) and CPython frame slots.  A search cut short infers nothing
+ * (the thread it did not reach may be the holder).
+ */
+#define INFER_STACK_EXTRA (64u << 20)
+#define INFER_PY_TOTAL    (1u << 22)
 
 /* CPython 3.11 on 64-bit (gdb's ptype /o against python3.11's DWARF, Debian 3.11.2). */
 #define PY311_RUNTIME_INTERP_HEAD 40  /* _PyRuntime.interpreters.head */
@@ -467,10 +474,12 @@ static void infer_word(struct infer_lock *l, size_t n, uint64_t word, size_t t,
 		infer_ref(lock, t, waits, wait_of);
 }
 
-static void infer_from_stacks(struct cq_core *core, struct infer_lock *l, size_t n,
+/* False when the search was cut short. */
+static bool infer_from_stacks(struct cq_core *core, struct infer_lock *l, size_t n,
                               const struct cq_wait *waits, const size_t *wait_of)
 {
 	unsigned sp_reg = core->arch->sp_reg;
+	uint64_t budget = core->image_size + INFER_STACK_EXTRA;
 	for (size_t t = 0; t < core->nthreads; t++) {
 		const struct cq_regs *r = &core->threads[t].regs;
 		for (unsigned k = 0; k < CQ_REGS_MAX; k++)
@@ -485,10 +494,14 @@ static void infer_from_stacks(struct cq_core *core, struct infer_lock *l, size_t
 		uint64_t len = seg->data_len - (sp - seg->start);
 		if (len > INFER_STACK_MAX)
 			len = INFER_STACK_MAX;
+		if (len > budget)
+			return false;
+		budget -= len;
 		const uint8_t *p = seg->data + (sp - seg->start);
 		for (uint64_t off = 0; off + 8 <= len; off += 8)
 			infer_word(l, n, cq_load_u64(p + off), t, waits, wait_of);
 	}
+	return true;
 }
 
 static bool py_type_is(struct cq_core *core, uint64_t obj, const char *const *names)
@@ -539,17 +552,22 @@ static uint64_t py311_runtime(struct cq_core *core)
 }
 
 /* Every CPython thread's interpreter frames: the lock objects their slots hold. */
-static void infer_from_python(struct cq_core *core, struct infer_lock *l, size_t n,
+/*
+ * False when the walk was cut short (the limits above) or met memory the
+ * core lacks or a thread state 3.11 would not lay out so: a thread not walked
+ * may be the holder.
+ */
+static bool infer_from_python(struct cq_core *core, struct infer_lock *l, size_t n,
                               const struct cq_wait *waits, const size_t *wait_of,
                               const int64_t *sorted_tids)
 {
 	uint64_t rt = py311_runtime(core), interp, ts;
 	if (!rt || !cq_mem_read_u64(&core->mem, rt + PY311_RUNTIME_INTERP_HEAD, &interp))
-		return;
-	size_t budget = INFER_PY_THREADS;
+		return true;
+	size_t budget = INFER_PY_THREADS, total = INFER_PY_TOTAL;
 	for (int i = 0; interp && i < INFER_PY_INTERPS; i++) {
 		if (!cq_mem_read_u64(&core->mem, interp + PY311_INTERP_THREADS, &ts))
-			break;
+			return false;
 		for (; ts && budget; budget--) {
 			uint64_t native, cframe, frame, next, owner;
 			if (!cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NATIVE_ID, &native) ||
@@ -557,8 +575,7 @@ static void infer_from_python(struct cq_core *core, struct infer_lock *l, size_t
 			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NEXT, &next) ||
 			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_INTERP, &owner) ||
 			    owner != interp)
-				break; /* not a thread state of this interpreter as 3.11 lays it out
-				        */
+				return false; /* not laid out as 3.11 does */
 			size_t t = native && native <= INT32_MAX
 			               ? find_tid(sorted_tids, core->nthreads, (int32_t)native)
 			               : NONE;
@@ -579,13 +596,16 @@ static void infer_from_python(struct cq_core *core, struct infer_lock *l, size_t
 				    !cq_mem_read_u32(&core->mem, code + PY311_CODE_STACKSIZE,
 				                     (uint32_t *)&stacksize) ||
 				    nlocals < 0 || stacksize < 0)
-					break;
+					return false;
 				/* A running frame (stacktop -1): every slot its code may use. */
 				int64_t slots = top >= 0 && top <= (int64_t)nlocals + stacksize
 				                    ? top
 				                    : (int64_t)nlocals + stacksize;
 				if (slots > INFER_PY_SLOTS)
 					slots = INFER_PY_SLOTS;
+				if ((uint64_t)slots > total || f + 1 == INFER_PY_FRAMES)
+					return false;
+				total -= (size_t)slots;
 				for (int64_t k = 0; k < slots; k++) {
 					uint64_t obj, sem;
 					struct infer_lock *lock;
@@ -593,7 +613,7 @@ static void infer_from_python(struct cq_core *core, struct infer_lock *l, size_t
 					                     frame + PY311_FRAME_LOCALSPLUS +
 					                         8 * (uint64_t)k,
 					                     &obj))
-						break;
+						return false;
 					if ((sem = py_lock_sem(core, obj)) &&
 					    (lock = infer_find(l, n, sem)) && lock->python)
 						infer_ref(lock, t, waits, wait_of);
@@ -601,9 +621,12 @@ static void infer_from_python(struct cq_core *core, struct infer_lock *l, size_t
 				frame = prev;
 			}
 		}
+		if (!budget)
+			return false;
 		if (!cq_mem_read_u64(&core->mem, interp + PY311_INTERP_NEXT, &interp))
 			break;
 	}
+	return !interp;
 }
 
 /* Gives each taken lock without a recorded owner the one thread that references it. */
@@ -659,16 +682,16 @@ static struct cq_error *infer_owners(struct cq_core *core, struct cq_wait *waits
 		else
 			l[kept++] = l[i];
 	k = kept;
-	if (any_rust)
-		infer_from_stacks(core, l, k, waits, wait_of);
-	if (any_python)
-		infer_from_python(core, l, k, waits, wait_of, sorted_tids);
+	bool stacks_done = !any_rust || infer_from_stacks(core, l, k, waits, wait_of);
+	bool python_done =
+	    !any_python || infer_from_python(core, l, k, waits, wait_of, sorted_tids);
 	for (size_t i = 0; i < nwaits; i++) {
 		struct cq_wait *w = &waits[i];
 		struct infer_lock *lock;
 		if (w->owner != CQ_OWNER_NONE || !(lock = infer_find(l, k, w->object)) ||
 		    lock->owner == NONE || lock->several ||
-		    lock->python != (w->kind == CQ_WAIT_SEMAPHORE))
+		    lock->python != (w->kind == CQ_WAIT_SEMAPHORE) ||
+		    !(lock->python ? python_done : stacks_done))
 			continue;
 		w->owner = CQ_OWNER_THREAD;
 		w->owner_thread = lock->owner;
