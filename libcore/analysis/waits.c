@@ -115,22 +115,51 @@ static const struct {
     {"sem_clockwait", CQ_WAIT_SEMAPHORE, false, false},
 };
 
+/*
+ * Which lock_functions entry a function name matches (-1: none), through a
+ * small cache by the name's address: the threads of a pool share their
+ * frames' names, so 3000 threads parked alike cost a few strstr calls, not
+ * 3000 times thirty.
+ */
+#define CLASSIFY_CACHE 64
+struct classify_cache {
+	const char *fn[CLASSIFY_CACHE];
+	int k[CLASSIFY_CACHE];
+};
+
+static int lock_function(struct classify_cache *c, const char *fn)
+{
+	size_t h = ((uintptr_t)fn >> 3) % CLASSIFY_CACHE;
+	if (c && c->fn[h] == fn)
+		return c->k[h];
+	int found = -1;
+	for (size_t k = 0; k < sizeof(lock_functions) / sizeof(lock_functions[0]); k++)
+		if (strstr(fn, lock_functions[k].part)) {
+			found = (int)k;
+			break;
+		}
+	if (c) {
+		c->fn[h] = fn;
+		c->k[h] = found;
+	}
+	return found;
+}
+
 /* Sets w's kind and function from the innermost lock function on the stack; false if none. */
-static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w)
+static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w,
+                     struct classify_cache *cache)
 {
 	size_t n = ts && ts->nframes < MAX_LOCK_FRAME_DEPTH ? ts->nframes : MAX_LOCK_FRAME_DEPTH;
 	for (size_t i = 0; ts && i < n; i++) {
 		const char *fn = ts->frames[i].function;
-		if (!fn)
+		int k = fn ? lock_function(cache, fn) : -1;
+		if (k < 0)
 			continue;
-		for (size_t k = 0; k < sizeof(lock_functions) / sizeof(lock_functions[0]); k++)
-			if (strstr(fn, lock_functions[k].part)) {
-				w->kind = lock_functions[k].kind;
-				w->write = lock_functions[k].write;
-				w->rust_std = lock_functions[k].rust;
-				w->function = fn;
-				return true;
-			}
+		w->kind = lock_functions[k].kind;
+		w->write = lock_functions[k].write;
+		w->rust_std = lock_functions[k].rust;
+		w->function = fn;
+		return true;
 	}
 	return false;
 }
@@ -723,6 +752,8 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
                                struct cq_waits **out)
 {
 	*out = NULL;
+	struct classify_cache cache[1];
+	memset(cache, 0, sizeof(cache));
 	size_t n = core->nthreads;
 	const struct cq_thread_stack **by_thread = calloc(n ? n : 1, sizeof(*by_thread));
 	const char **syscalls = calloc(n ? n : 1, sizeof(*syscalls));
@@ -749,7 +780,7 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 		w->thread = t;
 		w->tid = core->threads[t].tid;
 		w->futex = core->threads[t].syscall_args[0];
-		if (!classify(by_thread[t], w)) {
+		if (!classify(by_thread[t], w, cache)) {
 			w->kind = CQ_WAIT_FUTEX;
 			w->object = w->futex;
 			w->owner = CQ_OWNER_NONE;
