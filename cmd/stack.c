@@ -24,7 +24,7 @@ static const char stack_usage[] =
     "Usage: coreq stack CORE [--format text|json|folded|dot] [--exe P] [--sysroot D]\n"
     "                        [--thread TID]... [--crashed] [--group]\n"
     "                        [--debug-dir D] [--max-frames N] [--no-scan]\n"
-    "                        [--no-async] [--cache P | --no-cache]\n"
+    "                        [--no-async] [--no-waits] [--cache P | --no-cache]\n"
     "                        [--max-core-size BYTES]\n"
     "\n"
     "Print every thread's stack, the crashed thread first.  Frames are unwound\n"
@@ -70,6 +70,7 @@ static const char stack_usage[] =
     "  --no-scan           never guess frames by scanning the stack\n"
     "  --no-async          native frames only: no async stacks, no suspended\n"
     "                      coroutines or futures (nothing scanned)\n"
+    "  --no-waits          no wait-for graph (no blocked thread is examined)\n"
     "  --cache P           per-build-id cache of unwind tables, symbols and Rust\n"
     "                      types (default $COREQ_CACHE, else\n"
     "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
@@ -85,6 +86,7 @@ enum {
 	OPT_THREAD,
 	OPT_CRASHED,
 	OPT_GROUP,
+	OPT_NO_WAITS,
 };
 
 /* Frames of a stack on thread tid (0: on none, a suspended chain), rendered through memo. */
@@ -444,10 +446,11 @@ int cmd_stack(int argc, char **argv)
 	    {"thread", required_argument, NULL, OPT_THREAD},
 	    {"crashed", no_argument, NULL, OPT_CRASHED},
 	    {"group", no_argument, NULL, OPT_GROUP},
+	    {"no-waits", no_argument, NULL, OPT_NO_WAITS},
 	    {NULL, 0, NULL, 0},
 	};
 	struct stack_view view = {.ntids = 0};
-	bool folded = false, dot = false;
+	bool folded = false, dot = false, no_waits = false;
 	struct cmd_core_opts o;
 	struct cq_stack_options so;
 	cmd_core_opts_init(&o);
@@ -502,6 +505,9 @@ int cmd_stack(int argc, char **argv)
 		case OPT_NO_ASYNC:
 			so.async = false;
 			break;
+		case OPT_NO_WAITS:
+			no_waits = true;
+			break;
 		case OPT_CACHE:
 			cache_path = optarg;
 			break;
@@ -527,7 +533,7 @@ int cmd_stack(int argc, char **argv)
 		cmd_warn_analysis(path, core, stacks);
 		int64_t missing;
 		struct cq_waits *waits = NULL;
-		struct cq_error *werr = cq_waits_find(a.core, a.stacks, &waits);
+		struct cq_error *werr = no_waits ? NULL : cq_waits_find(a.core, a.stacks, &waits);
 		if (werr) {
 			rc = cmd_fail(path, werr);
 		} else if (stack_view_missing(&view, stacks, &missing)) {

@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cmd/cmd.h"
 #include "libcore/analysis/waits.h"
@@ -42,6 +43,13 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 	case CQ_OWNER_THREAD:
 		fprintf(out, " held by ");
 		thread_ref(out, core, w->owner_thread);
+		if (w->owner_inferred)
+			fprintf(
+			    out, " (inferred: %s)",
+			    w->owner_from && !strcmp(w->owner_from, "python")
+			        ? "its Python frames hold the lock object; a semaphore records no "
+			          "owner"
+			        : "a reference on its stack; Rust's Mutex records no owner");
 		break;
 	case CQ_OWNER_NOT_IN_CORE:
 		fprintf(out, " held by tid %d, not a thread of this core", w->owner_tid);
@@ -114,7 +122,8 @@ void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_wa
 			const struct cq_wait *wt = &w->waits[w->cycle[w->deadlocks[d].first + k]];
 			fprintf(out, "%s thread %d waits for ", k ? ";" : "", wt->tid);
 			object_ref(out, wt);
-			fprintf(out, " (held by %d)", wt->owner_tid);
+			fprintf(out, " (held by %d%s)", wt->owner_tid,
+			        wt->owner_inferred ? ", inferred" : "");
 		}
 		fputc('\n', out);
 	}
@@ -183,6 +192,11 @@ static void json_owner(struct cq_json *j, const struct cq_wait *w)
 		cq_json_int(j, w->owner_tid);
 	else
 		cq_json_null(j);
+	/* A lock that records no owner: the one thread referencing it (waits.h). */
+	cq_json_key(j, "owner_inferred");
+	cq_json_bool(j, w->owner_inferred);
+	cq_json_key(j, "owner_inferred_from");
+	cq_json_string(j, w->owner_inferred ? w->owner_from : NULL);
 }
 
 void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct cq_waits *w)
@@ -288,8 +302,9 @@ void cmd_waits_dot(FILE *out, const struct cq_core *core, const struct cq_waits 
 			fprintf(out, "\tt%d [label=\"thread %d%s\"];\n", wt->owner_tid,
 			        wt->owner_tid,
 			        wt->owner == CQ_OWNER_THREAD ? "" : " (not in core)");
-			fprintf(out, "\t%s_%" PRIx64 " -> t%d [label=\"held by\"%s];\n", kind,
-			        wt->object, wt->owner_tid, color);
+			fprintf(out, "\t%s_%" PRIx64 " -> t%d [label=\"%s\"%s];\n", kind,
+			        wt->object, wt->owner_tid,
+			        wt->owner_inferred ? "held by (inferred)" : "held by", color);
 		}
 	}
 	fprintf(out, "}\n");

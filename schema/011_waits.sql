@@ -13,8 +13,8 @@ CREATE TABLE waits (
     object     INTEGER NOT NULL,   -- the object's address
     futex      INTEGER NOT NULL,   -- the futex word's address
     function   TEXT,               -- the libc frame that says what it takes
-    owner      TEXT    NOT NULL,   -- thread, not-in-core, readers, none, unreadable, unknown
-    owner_tid  INTEGER,            -- owner thread, not-in-core
+    owner      TEXT    NOT NULL,   -- thread, inferred, not-in-core, readers, none, unreadable, unknown
+    owner_tid  INTEGER,            -- owner thread (recorded or inferred), not-in-core
     count      INTEGER NOT NULL,   -- recursive mutex: times held; rwlock: readers
     deadlock   INTEGER,            -- 1 + which deadlock (cycle) it is on; NULL: none
     PRIMARY KEY (core_id, idx)

@@ -12,6 +12,11 @@
 # semaphore records no owner: the oracle's "holds" lines come from this
 # script's structure, not from anything in the process's memory.
 #
+# With the argument "with" (the case real-python3-deadlock-with) the workers
+# take the module's locks A and B in with statements and hold no local
+# reference to them: the only reference a holder's frame keeps is the bound
+# __exit__ the with statement leaves on its value stack.
+#
 # The oracle, one fact a line (as corpus/deadlock.c writes it):
 #   thread TID NAME            a worker (threading.get_native_id) and its name
 #   lock NAME ADDR             the lock's semaphore (sem_t) address
@@ -20,11 +25,15 @@
 #   verdict deadlock
 import ctypes
 import os
+import sys
 import threading
 import time
 
-a, b = threading.Lock(), threading.Lock()
+WITH = sys.argv[1:] == ["with"]
+A, B = threading.Lock(), threading.Lock()
+a, b = A, B
 sem = {name: ctypes.c_void_p.from_address(id(lock) + 16).value for name, lock in (("A", a), ("B", b))}
+del a, b
 both_hold = threading.Barrier(3)
 tids = {}
 
@@ -36,6 +45,22 @@ def worker(first, second):
     second.acquire()  # never returns
 
 
+def a_then_b():
+    tids[threading.current_thread().name] = threading.get_native_id()
+    with A:
+        both_hold.wait()
+        with B:  # never entered
+            pass
+
+
+def b_then_a():
+    tids[threading.current_thread().name] = threading.get_native_id()
+    with B:
+        both_hold.wait()
+        with A:  # never entered
+            pass
+
+
 def blocked_in_futex(tid):
     try:
         with open(f"/proc/self/task/{tid}/syscall") as f:
@@ -44,8 +69,12 @@ def blocked_in_futex(tid):
         return False
 
 
-threading.Thread(target=worker, args=(a, b), name="a-then-b", daemon=True).start()
-threading.Thread(target=worker, args=(b, a), name="b-then-a", daemon=True).start()
+if WITH:
+    threading.Thread(target=a_then_b, name="a-then-b", daemon=True).start()
+    threading.Thread(target=b_then_a, name="b-then-a", daemon=True).start()
+else:
+    threading.Thread(target=worker, args=(A, B), name="a-then-b", daemon=True).start()
+    threading.Thread(target=worker, args=(B, A), name="b-then-a", daemon=True).start()
 both_hold.wait()
 for _ in range(5000):
     if len(tids) == 2 and all(blocked_in_futex(t) for t in tids.values()):
@@ -56,7 +85,7 @@ for _ in range(5000):
 else:
     raise SystemExit("python3-deadlock: the workers never both blocked")
 with open("oracle.tmp", "w") as f:
-    f.write("shape python-abba\n")
+    f.write("shape python-abba-with\n" if WITH else "shape python-abba\n")
     for name, tid in sorted(tids.items()):
         f.write(f"thread {tid} {name}\n")
     for name, addr in sorted(sem.items()):

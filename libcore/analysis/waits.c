@@ -15,6 +15,8 @@
 
 #include "libcore/base/bytes.h"
 #include "libcore/model/core.h"
+#include "libcore/model/elf_symbols.h"
+#include "libcore/model/module.h"
 #include "unwind/frames.h"
 
 /* How many of a thread's innermost frames may lie between the futex call and the lock function. */
@@ -113,22 +115,51 @@ static const struct {
     {"sem_clockwait", CQ_WAIT_SEMAPHORE, false, false},
 };
 
+/*
+ * Which lock_functions entry a function name matches (-1: none), through a
+ * small cache by the name's address: the threads of a pool share their
+ * frames' names, so 3000 threads parked alike cost a few strstr calls, not
+ * 3000 times thirty.
+ */
+#define CLASSIFY_CACHE 64
+struct classify_cache {
+	const char *fn[CLASSIFY_CACHE];
+	int k[CLASSIFY_CACHE];
+};
+
+static int lock_function(struct classify_cache *c, const char *fn)
+{
+	size_t h = ((uintptr_t)fn >> 3) % CLASSIFY_CACHE;
+	if (c && c->fn[h] == fn)
+		return c->k[h];
+	int found = -1;
+	for (size_t k = 0; k < sizeof(lock_functions) / sizeof(lock_functions[0]); k++)
+		if (strstr(fn, lock_functions[k].part)) {
+			found = (int)k;
+			break;
+		}
+	if (c) {
+		c->fn[h] = fn;
+		c->k[h] = found;
+	}
+	return found;
+}
+
 /* Sets w's kind and function from the innermost lock function on the stack; false if none. */
-static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w)
+static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w,
+                     struct classify_cache *cache)
 {
 	size_t n = ts && ts->nframes < MAX_LOCK_FRAME_DEPTH ? ts->nframes : MAX_LOCK_FRAME_DEPTH;
 	for (size_t i = 0; ts && i < n; i++) {
 		const char *fn = ts->frames[i].function;
-		if (!fn)
+		int k = fn ? lock_function(cache, fn) : -1;
+		if (k < 0)
 			continue;
-		for (size_t k = 0; k < sizeof(lock_functions) / sizeof(lock_functions[0]); k++)
-			if (strstr(fn, lock_functions[k].part)) {
-				w->kind = lock_functions[k].kind;
-				w->write = lock_functions[k].write;
-				w->rust_std = lock_functions[k].rust;
-				w->function = fn;
-				return true;
-			}
+		w->kind = lock_functions[k].kind;
+		w->write = lock_functions[k].write;
+		w->rust_std = lock_functions[k].rust;
+		w->function = fn;
+		return true;
 	}
 	return false;
 }
@@ -373,10 +404,356 @@ static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, 
 	return NULL;
 }
 
+/*
+ * Inferred owners.  A Rust std::sync::Mutex and a sem_t (CPython's
+ * threading.Lock) record no owner, but a thread that holds one keeps a
+ * reference to it for as long as it holds it: a Rust MutexGuard is a pointer
+ * to the Mutex (its futex word, at offset 0 of a Mutex<T> whose T is aligned
+ * to 4 bytes or less), on the holder's live stack or in a register of one of
+ * its frames; a CPython 3.11 thread that took a threading.Lock keeps the lock
+ * object in a slot of its interpreter frames (a local, or the bound __exit__
+ * a with statement leaves on the value stack), and the lock object points to
+ * the sem_t.  The one rule: a lock in the taken state (Mutex word 1 or 2,
+ * semaphore value 0) that exactly one thread other than its waiters
+ * references so is held by that thread, inferred.  None or several: the
+ * owner stays unknown (CQ_OWNER_NONE).  A bare pointer to a sem_t on a C
+ * stack is no evidence (a semaphore is a count, posted by anyone), so
+ * semaphores are inferred only through CPython's lock objects.
+ */
+
+/* Bytes above the stack pointer searched per thread, and CPython frames and slots walked. */
+#define INFER_STACK_MAX  (8u << 20)
+#define INFER_PY_FRAMES  4096
+#define INFER_PY_SLOTS   4096
+#define INFER_PY_THREADS 65536
+#define INFER_PY_INTERPS 64
+/*
+ * In all: stack bytes (beyond the core's own size: stacks that overlap, a
+ * forged core) and CPython frame slots.  A search cut short infers nothing
+ * (the thread it did not reach may be the holder).
+ */
+#define INFER_STACK_EXTRA (64u << 20)
+#define INFER_PY_TOTAL    (1u << 22)
+
+/* CPython 3.11 on 64-bit (gdb's ptype /o against python3.11's DWARF, Debian 3.11.2). */
+#define PY311_RUNTIME_INTERP_HEAD 40  /* _PyRuntime.interpreters.head */
+#define PY311_INTERP_NEXT         0   /* PyInterpreterState.next */
+#define PY311_INTERP_THREADS      16  /* .threads.head */
+#define PY311_TSTATE_NEXT         8   /* PyThreadState.next */
+#define PY311_TSTATE_INTERP       16  /* .interp: its interpreter (a check of the layout) */
+#define PY311_TSTATE_CFRAME       56  /* .cframe */
+#define PY311_TSTATE_NATIVE_ID    160 /* .native_thread_id */
+#define PY311_CFRAME_CURRENT      8   /* _PyCFrame.current_frame */
+#define PY311_FRAME_CODE          32  /* _PyInterpreterFrame.f_code */
+#define PY311_FRAME_PREVIOUS      48  /* .previous */
+#define PY311_FRAME_STACKTOP      64  /* .stacktop (-1 while the frame runs) */
+#define PY311_FRAME_LOCALSPLUS    72  /* .localsplus[] */
+#define PY311_CODE_STACKSIZE      68  /* PyCodeObject.co_stacksize */
+#define PY311_CODE_NLOCALSPLUS    76  /* .co_nlocalsplus */
+#define PY_OBJECT_TYPE            8   /* ob_type */
+#define PY_TYPE_NAME              24  /* PyTypeObject.tp_name */
+#define PY_LOCK_SEM               16  /* lockobject.lock_lock, rlockobject.rlock_lock: the sem_t */
+#define PY_CFUNCTION_SELF         24  /* PyCFunctionObject.m_self: a bound method's object */
+
+/* One taken lock that records no owner, and who references it. */
+struct infer_lock {
+	uint64_t addr; /* the futex word: the Mutex, the sem_t */
+	bool python;   /* a sem_t: only CPython lock objects count as references */
+	size_t owner;  /* the one thread that references it, NONE */
+	bool several;
+};
+
+static int infer_order(const void *a, const void *b)
+{
+	const struct infer_lock *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static struct infer_lock *infer_find(struct infer_lock *l, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && l[lo].addr == addr ? &l[lo] : NULL;
+}
+
+/* Thread t references lock (unless t waits on it itself). */
+static void infer_ref(struct infer_lock *lock, size_t t, const struct cq_wait *waits,
+                      const size_t *wait_of)
+{
+	if (wait_of[t] != NONE && waits[wait_of[t]].object == lock->addr)
+		return;
+	if (lock->owner == NONE)
+		lock->owner = t;
+	else if (lock->owner != t)
+		lock->several = true;
+}
+
+/* A word of thread t's registers or live stack: a Rust Mutex it points to. */
+static void infer_word(struct infer_lock *l, size_t n, uint64_t word, size_t t,
+                       const struct cq_wait *waits, const size_t *wait_of)
+{
+	struct infer_lock *lock = infer_find(l, n, word);
+	if (lock && !lock->python)
+		infer_ref(lock, t, waits, wait_of);
+}
+
+/* False when the search was cut short. */
+static bool infer_from_stacks(struct cq_core *core, struct infer_lock *l, size_t n,
+                              const struct cq_wait *waits, const size_t *wait_of)
+{
+	unsigned sp_reg = core->arch->sp_reg;
+	uint64_t budget = core->image_size + INFER_STACK_EXTRA;
+	for (size_t t = 0; t < core->nthreads; t++) {
+		const struct cq_regs *r = &core->threads[t].regs;
+		for (unsigned k = 0; k < CQ_REGS_MAX; k++)
+			if (k != sp_reg && cq_regs_has(r, k))
+				infer_word(l, n, r->value[k], t, waits, wait_of);
+		if (!cq_regs_has(r, sp_reg))
+			continue;
+		uint64_t sp = r->value[sp_reg] & ~(uint64_t)7;
+		const struct cq_mem_segment *seg = cq_mem_find(&core->mem, sp);
+		if (!seg || !seg->data || sp < seg->start || sp - seg->start >= seg->data_len)
+			continue;
+		uint64_t len = seg->data_len - (sp - seg->start);
+		if (len > INFER_STACK_MAX)
+			len = INFER_STACK_MAX;
+		if (len > budget)
+			return false;
+		budget -= len;
+		const uint8_t *p = seg->data + (sp - seg->start);
+		for (uint64_t off = 0; off + 8 <= len; off += 8)
+			infer_word(l, n, cq_load_u64(p + off), t, waits, wait_of);
+	}
+	return true;
+}
+
+static bool py_type_is(struct cq_core *core, uint64_t obj, const char *const *names)
+{
+	uint64_t type, name;
+	char buf[32];
+	if (!cq_mem_read_u64(&core->mem, obj + PY_OBJECT_TYPE, &type) ||
+	    !cq_mem_read_u64(&core->mem, type + PY_TYPE_NAME, &name) ||
+	    !cq_mem_read_string(&core->mem, name, buf, sizeof(buf)))
+		return false;
+	for (; *names; names++)
+		if (!strcmp(buf, *names))
+			return true;
+	return false;
+}
+
+/* A slot of a CPython frame: a lock object, or a method bound to one; its sem_t or 0. */
+static uint64_t py_lock_sem(struct cq_core *core, uint64_t obj)
+{
+	static const char *const locks[] = {"_thread.lock", "_thread.RLock", NULL};
+	static const char *const methods[] = {"builtin_function_or_method", NULL};
+	uint64_t sem, self;
+	if (!obj || (obj & 7))
+		return 0;
+	if (py_type_is(core, obj, methods)) {
+		if (!cq_mem_read_u64(&core->mem, obj + PY_CFUNCTION_SELF, &self) || !self ||
+		    (self & 7))
+			return 0;
+		obj = self;
+	}
+	if (!py_type_is(core, obj, locks) || !cq_mem_read_u64(&core->mem, obj + PY_LOCK_SEM, &sem))
+		return 0;
+	return sem;
+}
+
+/* The runtime state of a CPython 3.11 in the core (its _PyRuntime), or 0. */
+static uint64_t py311_runtime(struct cq_core *core)
+{
+	for (size_t m = 0; m < core->nmodules; m++) {
+		struct cq_symbol_query q[2] = {{.name = "_PyRuntime"}, {.name = "Py_Version"}};
+		uint64_t version;
+		if (cq_elf_find_symbols(&core->modules[m], q, 2) == 2 &&
+		    cq_mem_read_u64(&core->mem, q[1].addr, &version) &&
+		    (version >> 16 & 0xffff) == 0x030b)
+			return q[0].addr;
+	}
+	return 0;
+}
+
+/* Every CPython thread's interpreter frames: the lock objects their slots hold. */
+/*
+ * False when the walk was cut short (the limits above) or met memory the
+ * core lacks or a thread state 3.11 would not lay out so: a thread not walked
+ * may be the holder.
+ */
+static bool infer_from_python(struct cq_core *core, struct infer_lock *l, size_t n,
+                              const struct cq_wait *waits, const size_t *wait_of,
+                              const int64_t *sorted_tids)
+{
+	uint64_t rt = py311_runtime(core), interp, ts;
+	if (!rt || !cq_mem_read_u64(&core->mem, rt + PY311_RUNTIME_INTERP_HEAD, &interp))
+		return true;
+	size_t budget = INFER_PY_THREADS, total = INFER_PY_TOTAL;
+	for (int i = 0; interp && i < INFER_PY_INTERPS; i++) {
+		if (!cq_mem_read_u64(&core->mem, interp + PY311_INTERP_THREADS, &ts))
+			return false;
+		for (; ts && budget; budget--) {
+			uint64_t native, cframe, frame, next, owner;
+			if (!cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NATIVE_ID, &native) ||
+			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_CFRAME, &cframe) ||
+			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NEXT, &next) ||
+			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_INTERP, &owner) ||
+			    owner != interp)
+				return false; /* not laid out as 3.11 does */
+			size_t t = native && native <= INT32_MAX
+			               ? find_tid(sorted_tids, core->nthreads, (int32_t)native)
+			               : NONE;
+			ts = next;
+			if (t == NONE || !cframe ||
+			    !cq_mem_read_u64(&core->mem, cframe + PY311_CFRAME_CURRENT, &frame))
+				continue;
+			for (int f = 0; frame && f < INFER_PY_FRAMES; f++) {
+				uint64_t code, prev;
+				int32_t top, nlocals, stacksize;
+				if (!cq_mem_read_u64(&core->mem, frame + PY311_FRAME_CODE, &code) ||
+				    !cq_mem_read_u64(&core->mem, frame + PY311_FRAME_PREVIOUS,
+				                     &prev) ||
+				    !cq_mem_read_u32(&core->mem, frame + PY311_FRAME_STACKTOP,
+				                     (uint32_t *)&top) ||
+				    !cq_mem_read_u32(&core->mem, code + PY311_CODE_NLOCALSPLUS,
+				                     (uint32_t *)&nlocals) ||
+				    !cq_mem_read_u32(&core->mem, code + PY311_CODE_STACKSIZE,
+				                     (uint32_t *)&stacksize) ||
+				    nlocals < 0 || stacksize < 0)
+					return false;
+				/* A running frame (stacktop -1): every slot its code may use. */
+				int64_t slots = top >= 0 && top <= (int64_t)nlocals + stacksize
+				                    ? top
+				                    : (int64_t)nlocals + stacksize;
+				if (slots > INFER_PY_SLOTS)
+					slots = INFER_PY_SLOTS;
+				if ((uint64_t)slots > total || f + 1 == INFER_PY_FRAMES)
+					return false;
+				total -= (size_t)slots;
+				for (int64_t k = 0; k < slots; k++) {
+					uint64_t obj, sem;
+					struct infer_lock *lock;
+					if (!cq_mem_read_u64(&core->mem,
+					                     frame + PY311_FRAME_LOCALSPLUS +
+					                         8 * (uint64_t)k,
+					                     &obj))
+						return false;
+					if ((sem = py_lock_sem(core, obj)) &&
+					    (lock = infer_find(l, n, sem)) && lock->python)
+						infer_ref(lock, t, waits, wait_of);
+				}
+				frame = prev;
+			}
+		}
+		if (!budget)
+			return false;
+		if (!cq_mem_read_u64(&core->mem, interp + PY311_INTERP_NEXT, &interp))
+			break;
+	}
+	return !interp;
+}
+
+/* Gives each taken lock without a recorded owner the one thread that references it. */
+static struct cq_error *infer_owners(struct cq_core *core, struct cq_wait *waits, size_t nwaits,
+                                     const int64_t *sorted_tids)
+{
+	size_t n = 0, nthreads = core->nthreads;
+	bool any_rust = false, any_python = false;
+	for (size_t i = 0; i < nwaits; i++) {
+		const struct cq_wait *w = &waits[i];
+		uint32_t word;
+		bool rust = w->rust_std && w->kind == CQ_WAIT_MUTEX;
+		if (w->owner != CQ_OWNER_NONE || !(rust || w->kind == CQ_WAIT_SEMAPHORE) ||
+		    !read_u32(core, w->object, &word) ||
+		    (rust ? word != 1 && word != 2 : word != 0))
+			continue;
+		n++;
+	}
+	if (!n)
+		return NULL;
+	struct infer_lock *l = calloc(n, sizeof(*l));
+	size_t *wait_of = malloc((nthreads ? nthreads : 1) * sizeof(*wait_of));
+	if (!l || !wait_of) {
+		free(l);
+		free(wait_of);
+		return &cq_error_nomem;
+	}
+	for (size_t t = 0; t < nthreads; t++)
+		wait_of[t] = NONE;
+	size_t k = 0;
+	for (size_t i = 0; i < nwaits; i++) {
+		const struct cq_wait *w = &waits[i];
+		uint32_t word;
+		bool rust = w->rust_std && w->kind == CQ_WAIT_MUTEX;
+		if (w->thread < nthreads)
+			wait_of[w->thread] = i;
+		if (w->owner != CQ_OWNER_NONE || !(rust || w->kind == CQ_WAIT_SEMAPHORE) ||
+		    !read_u32(core, w->object, &word) ||
+		    (rust ? word != 1 && word != 2 : word != 0))
+			continue;
+		l[k].addr = w->object;
+		l[k].python = !rust;
+		l[k].owner = NONE;
+		any_rust |= rust;
+		any_python |= !rust;
+		k++;
+	}
+	qsort(l, k, sizeof(*l), infer_order);
+	size_t kept = 0;
+	for (size_t i = 0; i < k; i++) /* one entry a lock (a word both kinds claim: neither) */
+		if (kept && l[kept - 1].addr == l[i].addr)
+			l[kept - 1].several |= l[kept - 1].python != l[i].python;
+		else
+			l[kept++] = l[i];
+	k = kept;
+	bool stacks_done = !any_rust || infer_from_stacks(core, l, k, waits, wait_of);
+	bool python_done =
+	    !any_python || infer_from_python(core, l, k, waits, wait_of, sorted_tids);
+	for (size_t i = 0; i < nwaits; i++) {
+		struct cq_wait *w = &waits[i];
+		struct infer_lock *lock;
+		if (w->owner != CQ_OWNER_NONE || !(lock = infer_find(l, k, w->object)) ||
+		    lock->owner == NONE || lock->several ||
+		    lock->python != (w->kind == CQ_WAIT_SEMAPHORE) ||
+		    !(lock->python ? python_done : stacks_done))
+			continue;
+		w->owner = CQ_OWNER_THREAD;
+		w->owner_thread = lock->owner;
+		w->owner_tid = core->threads[lock->owner].tid;
+		w->owner_inferred = true;
+		w->owner_from = lock->python ? "python" : "stack";
+	}
+	free(l);
+	free(wait_of);
+	return NULL;
+}
+
+/* infer_owners, with the threads' tids sorted for CPython's native thread ids. */
+static struct cq_error *infer_with_tids(struct cq_core *core, struct cq_waits *w,
+                                        const int32_t *tids, size_t nthreads)
+{
+	int64_t *sorted = malloc((nthreads ? nthreads : 1) * sizeof(*sorted));
+	if (!sorted)
+		return &cq_error_nomem;
+	for (size_t t = 0; t < nthreads; t++)
+		sorted[t] = (int64_t)tids[t] * ((int64_t)1 << 32) + (int64_t)(uint32_t)t;
+	qsort(sorted, nthreads, sizeof(*sorted), tid_order);
+	struct cq_error *err = infer_owners(core, w->waits, w->nwaits, sorted);
+	free(sorted);
+	return err;
+}
+
 struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *stacks,
                                struct cq_waits **out)
 {
 	*out = NULL;
+	struct classify_cache cache[1];
+	memset(cache, 0, sizeof(cache));
 	size_t n = core->nthreads;
 	const struct cq_thread_stack **by_thread = calloc(n ? n : 1, sizeof(*by_thread));
 	const char **syscalls = calloc(n ? n : 1, sizeof(*syscalls));
@@ -403,7 +780,7 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 		w->thread = t;
 		w->tid = core->threads[t].tid;
 		w->futex = core->threads[t].syscall_args[0];
-		if (!classify(by_thread[t], w)) {
+		if (!classify(by_thread[t], w, cache)) {
 			w->kind = CQ_WAIT_FUTEX;
 			w->object = w->futex;
 			w->owner = CQ_OWNER_NONE;
@@ -457,6 +834,8 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 	for (size_t t = 0; t < n; t++)
 		tids[t] = core->threads[t].tid;
 	err = resolve_owners(w, tids, n);
+	if (!err)
+		err = infer_with_tids(core, w, tids, n);
 	if (!err)
 		err = cq_waits_graph(w, tids, n);
 	free(tids);

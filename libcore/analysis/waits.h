@@ -104,6 +104,16 @@ struct cq_wait {
 	 * flag): the owner is not recorded (CQ_OWNER_NONE), object is the word.
 	 */
 	bool rust_std;
+	/*
+	 * The owner was inferred, not recorded (cq_waits_find, "Inferred
+	 * owners" in waits.c): the lock records none, and exactly one other
+	 * thread holds a reference to it while it is taken.  owner_from says
+	 * where: "stack" (a word of its live stack or a register: a Rust
+	 * MutexGuard) or "python" (a slot of its CPython 3.11 interpreter
+	 * frames: the threading.Lock object).  owner is then CQ_OWNER_THREAD.
+	 */
+	bool owner_inferred;
+	const char *owner_from;
 	/* Filled by cq_waits_graph. */
 	size_t deadlock; /* 1 + index into deadlocks when on a cycle, else 0 */
 	size_t behind;   /* 1 + index into deadlocks its chain runs into, else 0 */

@@ -17,7 +17,7 @@
  *           taken (libcore/analysis/waits.h, the store's table waits): its
  *           tid, the primitive (mutex, rwlock, condvar, thread for a join,
  *           futex, semaphore), the object's and the futex word's addresses, the owner
- *           (owner says thread, not-in-core, readers, none, unreadable or
+ *           (owner says thread, inferred, not-in-core, readers, none, unreadable or
  *           unknown; owner_tid when a tid is known), and the deadlock
  *           (cycle) number it is on with its verdict ("deadlock" on a
  *           cycle, else "waits")

@@ -577,7 +577,9 @@ static struct cq_error *insert_waits(struct ingest *in, int64_t core_id, const s
 		sqlite3_bind_int64(st, 6, (sqlite3_int64)wt->object);
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)wt->futex);
 		cq_db_bind_text(st, 8, wt->function);
-		sqlite3_bind_text(st, 9, owner_name(wt->owner), -1, SQLITE_STATIC);
+		/* An owner inferred from references (waits.h), not recorded: "inferred". */
+		sqlite3_bind_text(st, 9, wt->owner_inferred ? "inferred" : owner_name(wt->owner),
+		                  -1, SQLITE_STATIC);
 		cq_db_bind_int_if(st, 10, has_owner, wt->owner_tid);
 		sqlite3_bind_int64(st, 11, wt->count);
 		cq_db_bind_int_if(st, 12, wt->deadlock != 0, (int64_t)wt->deadlock);

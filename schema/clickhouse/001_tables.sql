@@ -109,8 +109,8 @@ CREATE TABLE IF NOT EXISTS coreq.waits (
     object     Int64,                    -- the lock's address
     futex      Int64,                    -- the futex word's address
     function   Nullable(String),         -- the libc frame that says what it takes
-    owner      String,                   -- thread, not-in-core, readers, none, unreadable, unknown
-    owner_tid  Nullable(Int64),          -- the owner's tid (thread, not-in-core)
+    owner      String,                   -- thread, inferred, not-in-core, readers, none, unreadable, unknown
+    owner_tid  Nullable(Int64),          -- the owner's tid (thread, inferred, not-in-core)
     count      Int64,                    -- recursive mutex: times held; rwlock: readers
     deadlock   Nullable(Int64),          -- 1 + which cycle of the core it is on
     verdict    String                    -- 'deadlock' (on a cycle) or 'waits'

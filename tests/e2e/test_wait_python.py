@@ -2,24 +2,28 @@
 """Who waits for whom in a real program nobody on the team wrote: Debian's
 python3 (CPython 3.11) hung in an ABBA deadlock on two threading.Lock
 (corpus/real/python3-deadlock.py, the case real-python3-deadlock), killed
-with SIGABRT from another process as a watchdog would.
+with SIGABRT from another process as a watchdog would; and the same in with
+statements on module-level locks (real-python3-deadlock-with), where the
+holder's frame keeps only the bound __exit__ on its value stack.
 
 The script writes its own oracle: each worker's tid, the address of each
 lock's semaphore (a threading.Lock is a POSIX sem_t underneath), which lock
-each worker holds and which it waits for.  A semaphore records no owner, so
-what coreq can honestly say is: both workers wait on a semaphore, at the
-addresses the script printed, held by no one it can name, and no cycle.
-Expected values come from the oracle and from gdb reading the same core:
+each worker holds and which it waits for.  A semaphore records no owner;
+the holder's interpreter frame keeps the lock object (a local), and the lock
+object points to the sem_t, so coreq infers the owner: the one thread other
+than the waiters whose CPython frames hold the lock (README, "Owners
+inferred").  Expected values come from the oracle and from gdb reading the
+same core:
 
 - exactly the two workers wait (the main thread sleeps in time.sleep), each
   on the semaphore of the lock the script says it waits for, kind
-  semaphore, owner none, no owner tid;
-- no deadlock is claimed (the cycle exists, but nothing in the process
-  says who holds a semaphore: inventing one would be a phantom edge);
-- the summary says `waiting: ... semaphore ADDR (a semaphore has no owner)`
-  and each worker's line says the same;
+  semaphore, owner thread with owner_inferred (from "python"), the owner
+  tid the worker the script says holds that lock;
+- one deadlock: the two workers on the two semaphores;
+- the summary says `deadlock: ... (held by N, inferred)` and each worker's
+  line `held by thread N (inferred: its Python frames hold the lock ...)`;
 - gdb reads both semaphores' counts as 0 (both locks taken);
-- the stored and exported waits say the same.
+- the stored and exported waits say owner inferred, the holders, deadlock.
 """
 import json
 import os
@@ -29,7 +33,7 @@ import tempfile
 
 from coreq_test import CORPUS, coreq, coreq_json, done, ok, read_expect, sanitizer_report
 
-CASE = "real-python3-deadlock"
+CASES = ["real-python3-deadlock", "real-python3-deadlock-with"]
 
 
 def read_oracle(path):
@@ -49,12 +53,12 @@ def read_oracle(path):
     return o
 
 
-def main():
+def check(CASE):
     d = os.path.join(CORPUS, "cores", CASE)
     core = os.path.join(d, "core")
     if not ok(os.path.isfile(os.path.join(d, "oracle")), f"{CASE}: core and oracle exist",
               f"no {d}/oracle: run corpus/make-cores {CORPUS} {CASE}"):
-        done()
+        return
     o = read_oracle(os.path.join(d, "oracle"))
     facts = read_expect(os.path.join(d, "expect"))
     ok(o["verdict"] == "deadlock" and len(o["waits"]) == 2 and
@@ -63,24 +67,33 @@ def main():
     j, r = coreq_json("stack", core, "--format", "json", "--no-cache")
     ok(not sanitizer_report(r.stderr), f"{CASE}: no sanitizer report", r.stderr)
     waits = {w["tid"]: w for w in j.get("waits", [])}
-    want = {t: ("semaphore", hex(a), "none", None) for t, (_, a) in o["waits"].items()}
-    got = {t: (w.get("kind"), w.get("object"), w.get("owner"), w.get("owner_tid"))
+    want = {t: ("semaphore", hex(a), "thread", o["holds"][a], True, "python")
+            for t, (_, a) in o["waits"].items()}
+    got = {t: (w.get("kind"), w.get("object"), w.get("owner"), w.get("owner_tid"),
+               w.get("owner_inferred"), w.get("owner_inferred_from"))
            for t, w in waits.items()}
     ok(got == want, f"{CASE}: each worker waits on the semaphore of the lock the script names, "
-       "owner none; no other thread waits", [f"want {want}", f"got  {got}"])
-    ok(j.get("deadlocks") == [], f"{CASE}: no cycle is claimed (a semaphore names no owner)",
-       j.get("deadlocks"))
-    ok(all(w.get("deadlock") is None for w in waits.values()), f"{CASE}: no wait is on a cycle")
+       "held by the worker the script says (inferred); no other thread waits",
+       [f"want {want}", f"got  {got}"])
+    dl = j.get("deadlocks") or []
+    ok(len(dl) == 1 and sorted(dl[0].get("tids", [])) == sorted(o["waits"])
+       and sorted(int(x, 16) for x in dl[0].get("objects", [])) == sorted(o["locks"].values()),
+       f"{CASE}: one deadlock, the two workers on the two semaphores", dl)
+    ok(all(w.get("deadlock") == 0 for w in waits.values()), f"{CASE}: both waits are on it")
     text = coreq("stack", core, "--no-cache").stdout
+    summary = [ln for ln in text.splitlines() if ln.startswith("deadlock:")]
     for t, (_, a) in sorted(o["waits"].items()):
-        line = f"waits on semaphore {hex(a)} (a semaphore has no owner)"
-        ok(f"waiting: 1 thread waits on semaphore {hex(a)} (a semaphore has no owner)" in text,
-           f"{CASE}: the summary names semaphore {hex(a)}, no owner", text.splitlines()[:5])
+        h = o["holds"][a]
+        ok(len(summary) == 1 and f"thread {t} waits for semaphore {hex(a)} (held by {h}, inferred)"
+           in summary[0], f"{CASE}: the summary says {t} waits for {hex(a)}, held by {h} (inferred)",
+           summary)
         block = text.split(f"Thread {t}:\n", 1)
-        ok(len(block) == 2 and block[1].splitlines()[0].strip() == line,
-           f"{CASE}: thread {t}'s line says it waits on {hex(a)}", block[-1].splitlines()[:1])
-    ok(not any(ln.startswith(("hung:", "deadlock:")) for ln in text.splitlines()),
-       f"{CASE}: neither hung nor deadlock is said")
+        line = block[1].splitlines()[0].strip() if len(block) == 2 else ""
+        ok(line.startswith(f"waits on semaphore {hex(a)} held by thread {h} (inferred: its Python "
+                           "frames hold the lock object") and line.endswith("[deadlock]"),
+           f"{CASE}: thread {t}'s line says it waits on {hex(a)} held by {h}, inferred", line)
+    ok(not any(ln.startswith(("hung:", "waiting:")) for ln in text.splitlines()),
+       f"{CASE}: no hang and no ownerless wait is said")
     # gdb: both semaphores taken (count 0 in the value word, its low 32 bits).
     args = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off"]
     for a in sorted(o["locks"].values()):
@@ -96,9 +109,14 @@ def main():
     r = coreq("export", "--db", db, "--type", "wait")
     rows = [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
     got = {(w["tid"], w["kind"], w["object"], w["owner"], w["owner_tid"], w["verdict"]) for w in rows}
-    want = {(t, "semaphore", a, "none", None, "waits") for t, (_, a) in o["waits"].items()}
-    ok(r.returncode == 0 and got == want, f"{CASE}: the exported waits say the same",
+    want = {(t, "semaphore", a, "inferred", o["holds"][a], "deadlock") for t, (_, a) in o["waits"].items()}
+    ok(r.returncode == 0 and got == want, f"{CASE}: the exported waits say owner inferred, the holders, deadlock",
        [f"want {sorted(want)}", f"got {sorted(got)}"])
+
+
+def main():
+    for case in CASES:
+        check(case)
     done()
 
 

@@ -4,23 +4,29 @@
 process once both workers are blocked.
 
 Rust's std Mutex on Linux is a futex word (0 unlocked, 1 locked, 2 locked
-with waiters) and a poison flag: it records no owner.  What coreq can
-honestly say is that both workers wait on a Rust mutex, at the address of
-the Mutex the program says each waits for, owner not recorded, and no cycle.
-Expected values come from the program's oracle (each worker's tid, the
-address and size of each Mutex, which one it holds and which it waits for)
-and from gdb reading the futex words from the same core:
+with waiters) and a poison flag: it records no owner.  The holder keeps a
+MutexGuard (a pointer to the Mutex) on its live stack, so coreq infers the
+owner: the one thread other than the waiters whose stack or registers
+point to the taken Mutex (README, "Owners inferred").  Expected values come
+from the program's oracle (each worker's tid, the address and size of each
+Mutex, which one it holds and which it waits for) and from gdb reading the
+futex words from the same core:
 
-- exactly the two workers wait, each on a futex word inside the Mutex the
-  oracle says it waits for: kind mutex, owner none, rust_std;
-- no deadlock is claimed and no owner tid is given (a phantom edge would be
-  a guess);
-- each worker's line says `(Rust std::sync::Mutex: no owner recorded)`;
-- gdb reads both futex words as 2 (locked, with a waiter).
+- exactly the two workers wait, each on the Mutex the oracle says it waits
+  for: kind mutex, rust_std, owner thread with owner_inferred, and the
+  owner tid is the worker the oracle says holds that Mutex;
+- one deadlock, the two workers, on the two Mutexes (the program's cycle);
+- the text says `held by thread N (inferred: a reference on its stack...)`
+  and the summary `deadlock: ... (held by N, inferred)`;
+- gdb reads both futex words as 2 (locked, with a waiter);
+- O0 and O2 are one deadlock bucket, and the stored and exported waits
+  say owner inferred with the oracle's tids.
 """
+import json
 import os
 import re
 import subprocess
+import tempfile
 
 from coreq_test import CORPUS, ROOT, coreq, coreq_json, done, ok, read_expect, sanitizer_report, skip
 
@@ -55,20 +61,28 @@ def check(name, d):
     for tid, addr in sorted(o["waits"].items()):
         w = waits.get(tid) or {}
         obj = int(w.get("object") or "0", 16)
-        ok(w.get("kind") == "mutex" and w.get("rust_std") is True and w.get("owner") == "none"
-           and w.get("owner_tid") is None and addr <= obj < addr + o["size"],
-           f"{name}: thread {tid} waits on the Rust Mutex at {hex(addr)}, owner not recorded", w)
-    ok(j.get("deadlocks") == [], f"{name}: no cycle is claimed (no owner is recorded)",
-       j.get("deadlocks"))
+        ok(w.get("kind") == "mutex" and w.get("rust_std") is True and w.get("owner") == "thread"
+           and w.get("owner_inferred") is True and w.get("owner_inferred_from") == "stack"
+           and w.get("owner_tid") == o["holds"].get(addr) and addr <= obj < addr + o["size"],
+           f"{name}: thread {tid} waits on the Rust Mutex at {hex(addr)}, held by "
+           f"{o['holds'].get(addr)} (inferred)", w)
+    dl = j.get("deadlocks") or []
+    ok(len(dl) == 1 and sorted(dl[0].get("tids", [])) == sorted(o["waits"])
+       and sorted(int(x, 16) for x in dl[0].get("objects", [])) == sorted(o["holds"]),
+       f"{name}: one deadlock, the two workers on the two Mutexes", dl)
+    ok(all(w.get("deadlock") == 0 for w in waits.values()), f"{name}: both waits are on it")
     text = coreq("stack", core, "--no-cache").stdout
-    for tid in o["waits"]:
+    for tid, addr in sorted(o["waits"].items()):
         block = text.split(f"Thread {tid}:\n", 1)
-        ok(len(block) == 2 and "(Rust std::sync::Mutex: no owner recorded)" in block[1].splitlines()[0],
-           f"{name}: thread {tid}'s line says Rust's Mutex records no owner", block[-1].splitlines()[:1])
+        line = block[1].splitlines()[0] if len(block) == 2 else ""
+        ok(f"held by thread {o['holds'][addr]} (inferred: a reference on its stack" in line
+           and line.endswith("[deadlock]"),
+           f"{name}: thread {tid}'s line says held by {o['holds'][addr]}, inferred", line)
     lines = text.splitlines()
-    ok(not any(ln.startswith(("hung:", "deadlock:")) for ln in lines)
-       and not any("held by" in ln for ln in lines if not ln.startswith("#")),
-       f"{name}: no owner and no verdict is invented", lines[:4])
+    summary = [ln for ln in lines if ln.startswith("deadlock:")]
+    ok(len(summary) == 1 and summary[0].count(", inferred)") == 2
+       and not any(ln.startswith("hung:") for ln in lines),
+       f"{name}: the summary says deadlock, both owners inferred", lines[:4])
     words = [w["object"] for w in waits.values() if w.get("object")]
     args = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off"]
     for a in words:
@@ -79,17 +93,46 @@ def check(name, d):
        [words, vals])
 
 
+def buckets(dirs):
+    """O0 and O2 ingested into one store: one deadlock bucket; the export's waits."""
+    tmp = tempfile.mkdtemp(prefix="coreq-wait-rust-")
+    db = os.path.join(tmp, "r.db")
+    r = coreq("ingest", "--db", db, "--no-cache", "--format", "json",
+              *[os.path.join(d, "core") for d in dirs], timeout=600)
+    ok(r.returncode == 0, "rust_deadlock: both cores ingested", r.stderr[-500:])
+    try:
+        res = json.loads(r.stdout).get("results", [])
+    except ValueError:
+        res = []
+    ok(len(res) == len(dirs) and all((x.get("signature") or "").startswith("deadlock: ") for x in res)
+       and len({x.get("bucket_id") for x in res}) == 1 and res[0].get("bucket_id") is not None,
+       "rust_deadlock: O0 and O2 are one deadlock bucket", [x.get("signature") for x in res])
+    r = coreq("export", "--db", db, "--type", "wait")
+    got = {(w["tid"], w["owner"], w["owner_tid"], w["verdict"])
+           for w in (json.loads(ln) for ln in r.stdout.splitlines() if ln.strip())}
+    want = set()
+    for d in dirs:
+        o = read_oracle(os.path.join(d, "oracle"))
+        want |= {(t, "inferred", o["holds"][a], "deadlock") for t, a in o["waits"].items()}
+    ok(r.returncode == 0 and got == want, "rust_deadlock: the exported waits say owner inferred, "
+       "the oracle's holders, deadlock", [f"want {sorted(want)}", f"got {sorted(got)}"])
+
+
 def main():
     r = subprocess.run([os.path.join(ROOT, "corpus", "rustc-path")], capture_output=True, text=True)
     if not r.stdout.strip():
         skip("Rust std::sync::Mutex waits", "rustc not found (PATH, ~/.cargo/bin): corpus/rust_deadlock.rs not built")
         done()
+    dirs = []
     for v in VARIANTS:
         name = f"rust_deadlock.{v}"
         d = os.path.join(CORPUS, "cores", name)
         if ok(os.path.isfile(os.path.join(d, "oracle")), f"{name}: core and oracle exist",
               f"no {d}/oracle: run corpus/make-cores {CORPUS} {name} (needs rustc)"):
             check(name, d)
+            dirs.append(d)
+    if len(dirs) == len(VARIANTS):
+        buckets(dirs)
     done()
 
 

@@ -12,7 +12,10 @@
  * Then PI locks the kernel refused (EDEADLK: glibc parks the thread on a
  * zero word of its own stack): the mutex found from the one pointer to a PI
  * mutex held by another thread, or unknown when there are two; and Rust's
- * std Mutex and a semaphore, which record no owner.
+ * std Mutex and a semaphore, which record no owner.  Then owners inferred
+ * for Rust Mutexes: the one other thread whose live stack or registers
+ * point to a taken Mutex holds it; two such threads, none, a Mutex not
+ * taken, or a pointer below the stack pointer (dead) give no owner.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -347,6 +350,91 @@ static void test_pi_refused_rust_semaphore(void **state)
 	cq_core_close(core);
 }
 
+/* A thread in system call nr (202 futex: arg0 its word) with rsp sp and rbx set. */
+static void thread_regs(struct core_writer *cw, int32_t tid, uint64_t nr, uint64_t arg0,
+                        uint64_t sp, uint64_t rbx)
+{
+	uint8_t d[336] = {0};
+	cw_put(d + 32, (uint64_t)(uint32_t)tid, 4);
+	cw_put(d + 112 + 8 * 5, rbx, 8);
+	cw_put(d + 112 + 8 * 10, (uint64_t)-512, 8);
+	cw_put(d + 112 + 8 * 14, arg0, 8);
+	cw_put(d + 112 + 8 * 15, nr, 8);
+	cw_put(d + 112 + 8 * 16, 0x401000, 8);
+	cw_put(d + 112 + 8 * 19, sp, 8); /* rsp */
+	cw_note(cw, "CORE", NT_PRSTATUS, d, sizeof(d));
+}
+
+static void test_inferred_rust_owner(void **state)
+{
+	(void)state;
+	/* Rust Mutexes at 0x30000 + 0x40 k: R0 R1 R2 R4 R5 taken (2), R3 not (0). */
+	static uint8_t locks[0x200];
+	static uint8_t stacks[3][0x100];
+	for (int k = 0; k < 6; k++)
+		cw_put(locks + 0x40 * k, k == 3 ? 0 : 2, 4);
+	/* The waiters' stacks: the top words of the locks' segment; 44's points to R0. */
+	cw_put(locks + 0x1f0, 0x30000, 8);
+	/* Stacks at 0x40000 + 0x1000 i: words at and above sp are live, below dead. */
+	cw_put(stacks[0] + 0x80, 0x30000, 8); /* A (sp +0x40): a guard of R0, and of R3 */
+	cw_put(stacks[0] + 0x88, 0x300c0, 8);
+	cw_put(stacks[1] + 0x48, 0x30040, 8); /* B (sp +0x40) and C both point to R1 */
+	cw_put(stacks[2] + 0x60, 0x30040, 8);
+	cw_put(stacks[1] + 0x10, 0x30080, 8); /* D (sp +0x80): R2 below its sp only (dead) */
+	struct core_writer *cw = calloc(1, sizeof(*cw));
+	assert_non_null(cw);
+	thread_regs(cw, 40, 0, 3, 0x40040, 0);         /* A: in read() */
+	thread_regs(cw, 41, 0, 3, 0x41040, 0);         /* B */
+	thread_regs(cw, 42, 0, 3, 0x42040, 0);         /* C */
+	thread_regs(cw, 43, 0, 3, 0x41080, 0x30140);   /* D: in read(), rbx = R5 */
+	thread_regs(cw, 44, 202, 0x30000, 0x301f0, 0); /* waits on R0 */
+	thread_regs(cw, 45, 202, 0x30040, 0x301f8, 0); /* waits on R1 */
+	thread_regs(cw, 46, 202, 0x30080, 0x301f8, 0); /* waits on R2 */
+	thread_regs(cw, 47, 202, 0x300c0, 0x301f8, 0); /* waits on R3 (not taken) */
+	thread_regs(cw, 48, 202, 0x30140, 0x301f8, 0); /* waits on R5 */
+	cw_load(cw, 0x30000, locks, sizeof(locks), PF_R | PF_W);
+	for (int i = 0; i < 3; i++)
+		cw_load(cw, 0x40000 + 0x1000 * (uint64_t)i, stacks[i], sizeof(stacks[i]),
+		        PF_R | PF_W);
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/cq_test_waits_infer.%d", (int)getpid());
+	assert_int_equal(cw_write(cw, path, 0), 0);
+	free(cw);
+	struct cq_core *core;
+	assert_null(cq_core_open(path, NULL, &core));
+	unlink(path);
+	assert_int_equal(core->nthreads, 9);
+	struct cq_stack_frame rust = {.function =
+	                                  "<std::sys::sync::mutex::futex::Mutex>::lock_contended"};
+	struct cq_thread_stack ts[9];
+	for (size_t t = 0; t < 9; t++)
+		ts[t] = (struct cq_thread_stack){
+		    .thread = &core->threads[t], .frames = &rust, .nframes = t >= 4 ? 1 : 0};
+	struct cq_stacks st = {.threads = ts, .nthreads = 9};
+	struct cq_waits *w;
+	assert_null(cq_waits_find(core, &st, &w));
+	assert_non_null(w);
+	assert_int_equal(w->nwaits, 5);
+	/* R0: A's stack only (the waiter's own pointer does not count): held by A, inferred. */
+	assert_int_equal(w->waits[0].tid, 44);
+	assert_int_equal(w->waits[0].owner, CQ_OWNER_THREAD);
+	assert_int_equal(w->waits[0].owner_tid, 40);
+	assert_true(w->waits[0].owner_inferred);
+	assert_string_equal(w->waits[0].owner_from, "stack");
+	/* R1: B and C: unknown.  R2: only below D's sp: unknown.  R3: not taken: unknown. */
+	for (int i = 1; i <= 3; i++) {
+		assert_int_equal(w->waits[i].owner, CQ_OWNER_NONE);
+		assert_false(w->waits[i].owner_inferred);
+	}
+	/* R5: in D's rbx. */
+	assert_int_equal(w->waits[4].owner, CQ_OWNER_THREAD);
+	assert_int_equal(w->waits[4].owner_tid, 43);
+	assert_true(w->waits[4].owner_inferred);
+	assert_int_equal(w->ndeadlocks, 0);
+	cq_waits_free(w);
+	cq_core_close(core);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +447,7 @@ int main(void)
 	    cmocka_unit_test(test_hundred_thousand_in_one_cycle),
 	    cmocka_unit_test(test_find_on_a_core),
 	    cmocka_unit_test(test_pi_refused_rust_semaphore),
+	    cmocka_unit_test(test_inferred_rust_owner),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
