@@ -1324,12 +1324,53 @@ class Gen:
             blob += elfcore.note_bytes(b"CORE", elfcore.NT_PRSTATUS, desc)
         self.stack("waits", self.write(elfcore.with_notes(data, bytes(blob))), core, name="waits-100000")
 
+    # ---- seekable zstd cores whose seek table lies (libcore/formats/zstd_seek.c) ------
+    def seek_tables(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+        import zstd_seekable as zs
+        frames_of = {}
+        for i in range(self.n):
+            name, core, data = self.base()
+            if name not in frames_of:
+                frames_of[name] = zs.frames_of(core, 64 << 10)
+            frames = frames_of[name]
+            blob = bytearray(b"".join(z for z, _ in frames))
+            e = [[len(z), n] for z, n in frames]
+            kw = {}
+            for _ in range(self.rng.choice([1, 1, 2, 3])):
+                lie = self.rng.randrange(9)
+                k = self.rng.randrange(len(e))
+                if lie == 0:
+                    e[k][0] = self.rng.choice([0, 1, e[k][0] + 1, e[k][0] - 1, 0xffffffff])
+                elif lie == 1:
+                    e[k][1] = self.rng.choice([0, 4096, e[k][1] * 2, e[k][1] // 2, 0xffffffff,
+                                               e[k][1] + 1])
+                elif lie == 2 and len(e) > 1:
+                    j = self.rng.randrange(len(e))
+                    e[k], e[j] = e[j], e[k]
+                elif lie == 3:
+                    kw["count"] = self.rng.choice([0, len(e) + 1, 1 << 31, 0xffffffff])
+                elif lie == 4:
+                    kw["descriptor"] = self.rng.choice([0x80, 0x04, 0xff])
+                elif lie == 5:
+                    kw["size_field"] = self.rng.choice([0, 9, 1 << 31])
+                elif lie == 6:
+                    blob = bytearray(self.flip(blob, 0, len(blob), self.rng.choice([1, 8])))
+                elif lie == 7:
+                    cut = self.rng.randrange(1, len(blob))
+                    blob = blob[:cut] + blob[cut + self.rng.randrange(1, 4096):]
+                else:
+                    e.append([self.rng.randrange(1, 1 << 20), 4096])
+            tbl = zs.table([tuple(x) for x in e], **kw)
+            self.stack("seek_tables", self.write(bytes(blob) + tbl, ".zst"), core)
+
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
-                  self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.task_vtables):
+                  self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.task_vtables,
+                  self.seek_tables):
             if not only or g.__name__ in only:
                 g()
         return self.inputs
