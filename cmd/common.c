@@ -384,7 +384,8 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct c
 	cq_json_key(j, "crashed_tid");
 	cq_json_int(j, cq_core_crashed_thread(core)->tid);
 	cq_json_key(j, "truncated");
-	cq_json_bool(j, core->memory_missing > 0 || core->source.cut_at);
+	cq_json_bool(j, core->memory_missing > 0 || core->source.cut_at ||
+	                    cq_source_frame_stats(&core->source).bad > 0);
 	cq_json_key(j, "cut_at");
 	if (core->source.cut_at)
 		cq_json_uint(j, core->source.cut_at);

@@ -9,6 +9,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -31,6 +32,7 @@ struct cq_lazy_map {
 	int uffd, stop[2];
 	pthread_t thread;
 	bool running;
+	pid_t owner;          /* the process whose thread serves the region */
 	pthread_mutex_t lock; /* guards stats */
 	struct cq_lazy_map_stats stats;
 };
@@ -111,18 +113,19 @@ static void fill_chunk(struct cq_lazy_map *m, size_t i)
 	if (!ok)
 		memset(m->scratch, 0, (size_t)len);
 	memset(m->scratch + len, 0, (size_t)(plen - len));
-	install(m, (uintptr_t)m->base + m->bound[i], plen);
 	if (!again) {
 		m->present[i] = true;
 		m->fifo[(m->fifo_head + m->fifo_len++) % m->n] = i;
 		m->resident += plen;
 	}
+	/* Counted before the faulting thread is woken, so it sees its own chunk's state. */
 	pthread_mutex_lock(&m->lock);
 	m->stats.fills++;
 	m->stats.bad_chunks += !ok && !again;
 	if (m->resident > m->stats.peak_bytes)
 		m->stats.peak_bytes = m->resident;
 	pthread_mutex_unlock(&m->lock);
+	install(m, (uintptr_t)m->base + m->bound[i], plen);
 }
 
 static void *serve(void *arg)
@@ -132,9 +135,11 @@ static void *serve(void *arg)
 	                      {.fd = m->stop[0], .events = POLLIN}};
 	for (;;) {
 		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || errno == EAGAIN || errno == ENOMEM)
 				continue;
-			break;
+			/* Faults could never be served again: better a clear end than a hang. */
+			fprintf(stderr, "coreq: userfaultfd: poll failed: %s\n", strerror(errno));
+			abort();
 		}
 		if (p[1].revents)
 			break;
@@ -192,7 +197,8 @@ struct cq_error *cq_lazy_map_create(uint64_t size, const uint64_t *bound, size_t
 	m->arg = arg;
 	m->map_len = (size + page - 1) & ~(uint64_t)(page - 1);
 	largest = (largest + page - 1) & ~(uint64_t)(page - 1);
-	m->budget = budget > largest ? budget : largest;
+	/* Room for a few chunks at least: a read across two, and a second reader. */
+	m->budget = budget > 4 * largest ? budget : 4 * largest;
 	pthread_mutex_init(&m->lock, NULL);
 	struct cq_error *err = NULL;
 	m->bound = malloc((n + 1) * sizeof(*m->bound));
@@ -209,8 +215,12 @@ struct cq_error *cq_lazy_map_create(uint64_t size, const uint64_t *bound, size_t
 		                      strerror(errno));
 		goto fail;
 	}
-	m->base = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/*
+	 * Read-only: such a mapping is not counted against RLIMIT_DATA (the
+	 * hook's analysis runs under one), and UFFDIO_COPY fills it all the same.
+	 */
+	m->base =
+	    mmap(NULL, m->map_len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m->base == MAP_FAILED) {
 		err = cq_error_errno(errno, "cannot reserve %llu bytes of address space",
 		                     (unsigned long long)m->map_len);
@@ -223,6 +233,8 @@ struct cq_error *cq_lazy_map_create(uint64_t size, const uint64_t *bound, size_t
 		                      strerror(errno));
 		goto fail;
 	}
+	/* A forked child has no thread to fill it: it must fault loudly, not read zeros. */
+	madvise(m->base, m->map_len, MADV_DONTFORK);
 	if (pipe2(m->stop, O_CLOEXEC) != 0) {
 		err = cq_error_errno(errno, "cannot make a pipe");
 		goto fail;
@@ -233,6 +245,7 @@ struct cq_error *cq_lazy_map_create(uint64_t size, const uint64_t *bound, size_t
 		goto fail;
 	}
 	m->running = true;
+	m->owner = getpid();
 	*out = m;
 	return NULL;
 fail:
@@ -257,7 +270,7 @@ void cq_lazy_map_destroy(struct cq_lazy_map *m)
 {
 	if (!m)
 		return;
-	if (m->running) {
+	if (m->running && getpid() == m->owner) {
 		char b = 0;
 		ssize_t w = write(m->stop[1], &b, 1);
 		(void)w;

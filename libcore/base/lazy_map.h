@@ -13,6 +13,14 @@
  * longest ago is dropped (MADV_DONTNEED); a later touch faults and fills
  * it again, so a pointer into the region stays valid for the region's life.
  *
+ * Only this process's own loads may touch the region: a page not yet filled
+ * is served to a user-mode fault only where the kernel offers no more
+ * (UFFD_USER_MODE_ONLY, an unprivileged process), so a pointer into it must
+ * not be handed to a system call (write(2) from it fails with EFAULT).  A
+ * forked child does not inherit the region (MADV_DONTFORK).  At least four
+ * chunks' worth stay resident, so a read across two chunks and a second
+ * reading thread never evict each other for ever.
+ *
  * Where the kernel refuses userfaultfd (an unprivileged process where
  * vm.unprivileged_userfaultfd is 0 and user-mode-only faults are not
  * offered, or a seccomp filter), cq_lazy_map_create fails with

@@ -140,7 +140,13 @@ static void write_finished(struct ring *r)
 static void *ring_work(void *arg)
 {
 	struct ring *r = arg;
+	/* Each frame carries its checksum: a bit flipped on disk is found, not served. */
 	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	if (cctx && (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, LEVEL)) ||
+	             ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)))) {
+		ZSTD_freeCCtx(cctx);
+		cctx = NULL;
+	}
 	pthread_mutex_lock(&r->lock);
 	if (!cctx && !r->err)
 		r->err = &cq_error_nomem;
@@ -151,8 +157,8 @@ static void *ring_work(void *arg)
 			break; /* failed, or stopped and every frame taken */
 		struct slot *s = &r->slot[r->claimed++ % r->nslots];
 		pthread_mutex_unlock(&r->lock);
-		size_t got = ZSTD_compressCCtx(cctx, s->comp, ZSTD_compressBound(FRAME), s->raw,
-		                               s->len, LEVEL);
+		size_t got =
+		    ZSTD_compress2(cctx, s->comp, ZSTD_compressBound(FRAME), s->raw, s->len);
 		pthread_mutex_lock(&r->lock);
 		if (ZSTD_isError(got)) {
 			if (!r->err)

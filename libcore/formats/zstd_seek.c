@@ -29,6 +29,8 @@ uint64_t cq_zseek_table_size(const uint8_t footer[CQ_ZSEEK_FOOTER], uint64_t fil
 	if (cq_load_u32(footer + 5) != CQ_ZSEEK_MAGIC || (footer[4] & DESC_RESERVED))
 		return 0;
 	uint64_t n = cq_load_u32(footer);
+	if (n > CQ_ZSEEK_MAX_FRAMES)
+		return 0;
 	uint64_t size = 8 + n * entry_size(footer[4]) + CQ_ZSEEK_FOOTER;
 	/* every frame takes at least one byte of the file besides its entry */
 	if (size > file_size || n > file_size - size)

@@ -35,6 +35,8 @@
 #define CQ_ZSEEK_MAGIC      0x8F92EAB1u
 /* A frame decompressing to more than this is refused (the format's own bound is 1 GiB). */
 #define CQ_ZSEEK_MAX_FRAME (64u << 20)
+/* More frames than this are refused: the table's arrays stay within 40 MiB. */
+#define CQ_ZSEEK_MAX_FRAMES (1u << 20)
 /* Frames coreq writes: 2 MiB of core each, a multiple of every page size. */
 #define CQ_ZSEEK_WRITE_FRAME (2u << 20)
 
@@ -59,8 +61,8 @@ bool cq_zseek_has_footer(const uint8_t *tail, size_t n);
 
 /*
  * The table's size in bytes from its footer (the file's last 9 bytes), or 0
- * when the footer is not a seekable footer or lies about its size
- * (more entries than file_size allows).
+ * when the footer is not a seekable footer or lies about its size (more
+ * entries than file_size allows, or more than CQ_ZSEEK_MAX_FRAMES).
  */
 uint64_t cq_zseek_table_size(const uint8_t footer[CQ_ZSEEK_FOOTER], uint64_t file_size);
 

@@ -177,6 +177,7 @@ out:
 struct cq_source_frames {
 	int fd;        /* the compressed file */
 	uint8_t *comp; /* one compressed frame, read from fd */
+	uint8_t *tail; /* the last frame whole, when the image ends inside it (a cap) */
 	struct cq_zseek table;
 	ZSTD_DCtx *dctx;
 	struct cq_lazy_map *map;
@@ -190,8 +191,16 @@ static bool frame_fill(void *arg, size_t i, uint8_t *dst, size_t len)
 	ssize_t r = pread(f->fd, f->comp, fr->comp_size, (off_t)fr->comp_off);
 	if (r != (ssize_t)fr->comp_size)
 		return false;
-	size_t got = ZSTD_decompressDCtx(f->dctx, dst, len, f->comp, fr->comp_size);
-	return !ZSTD_isError(got) && got == len;
+	if (len == fr->raw_size) {
+		size_t got = ZSTD_decompressDCtx(f->dctx, dst, len, f->comp, fr->comp_size);
+		return !ZSTD_isError(got) && got == len;
+	}
+	/* The image was cut inside this frame: all of it, then the part kept. */
+	size_t got = ZSTD_decompressDCtx(f->dctx, f->tail, fr->raw_size, f->comp, fr->comp_size);
+	if (ZSTD_isError(got) || got != fr->raw_size || len > got)
+		return false;
+	memcpy(dst, f->tail, len);
+	return true;
 }
 
 static void frames_free(struct cq_source_frames *f)
@@ -204,6 +213,7 @@ static void frames_free(struct cq_source_frames *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	free(f->comp);
+	free(f->tail);
 	free(f);
 }
 
@@ -228,8 +238,11 @@ static struct cq_error *read_seek_table(int fd, uint64_t size, struct cq_zseek *
 	if (!t)
 		return &cq_error_nomem;
 	struct cq_error *err = NULL;
-	if (pread(fd, t, (size_t)tsize, (off_t)(size - tsize)) != (ssize_t)tsize)
+	ssize_t got = pread(fd, t, (size_t)tsize, (off_t)(size - tsize));
+	if (got < 0)
 		err = cq_error_errno(errno, "cannot read the seek table");
+	else if (got != (ssize_t)tsize)
+		err = cq_error_create(CQ_ERR_FORMAT, "the seek table is cut short");
 	else
 		err = cq_zseek_parse(t, (size_t)tsize, size, 0, out);
 	free(t);
@@ -258,11 +271,30 @@ static struct cq_error *open_frames(int fd, uint64_t size, uint64_t max_raw, str
 		err = NULL;
 		goto out;
 	}
+	/* Each frame's own header must give the size its entry gives, where it gives one. */
+	for (size_t i = 0; i < f->table.n; i++) {
+		const struct cq_zseek_frame *fr = &f->table.frame[i];
+		uint8_t head[18]; /* the largest zstd frame header (magic and 14 bytes) */
+		size_t want = fr->comp_size < sizeof(head) ? fr->comp_size : sizeof(head);
+		unsigned long long content =
+		    pread(fd, head, want, (off_t)fr->comp_off) == (ssize_t)want
+		        ? ZSTD_getFrameContentSize(head, want)
+		        : ZSTD_CONTENTSIZE_ERROR;
+		if (content == ZSTD_CONTENTSIZE_ERROR ||
+		    (content != ZSTD_CONTENTSIZE_UNKNOWN && content != fr->raw_size))
+			goto out; /* the table lies about this frame: streamed instead */
+	}
 	/* A table promising more than the cap is cut there, as a stream would be. */
 	size_t n = f->table.n;
-	if (max_raw && f->table.raw_size > max_raw) {
+	uint64_t end = f->table.raw_size;
+	if (max_raw && end > max_raw) {
 		n = cq_zseek_find(&f->table, max_raw - 1) + 1;
+		end = max_raw;
 		out->cut_at = max_raw;
+		if (!(f->tail = malloc(f->table.frame[n - 1].raw_size))) {
+			err = &cq_error_nomem;
+			goto out;
+		}
 	}
 	if (!(bound = malloc((n + 1) * sizeof(*bound)))) {
 		err = &cq_error_nomem;
@@ -270,7 +302,7 @@ static struct cq_error *open_frames(int fd, uint64_t size, uint64_t max_raw, str
 	}
 	for (size_t i = 0; i < n; i++)
 		bound[i] = f->table.frame[i].raw_off;
-	bound[n] = f->table.frame[n - 1].raw_off + f->table.frame[n - 1].raw_size;
+	bound[n] = end;
 	size_t most = 0;
 	for (size_t i = 0; i < n; i++)
 		if (f->table.frame[i].comp_size > most)
