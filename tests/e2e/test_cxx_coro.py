@@ -30,7 +30,8 @@ import subprocess
 from coreq_test import CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, skip
 
 CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g",
-         "boost_coro.O0", "boost_coro.O2g"]
+         "boost_coro.O0", "boost_coro.O2g",
+         "asio_coro.clangO0", "asio_coro.clangO2g", "boost_coro.clangO0", "boost_coro.clangO2g"]
 # boost_coro.cc is asio_coro.cc's program built against Boost.Asio.
 SOURCE = {"boost_coro": "asio_coro"}
 
@@ -81,11 +82,16 @@ def chains_from(awaits, crasher):
     return parked, crashed
 
 
+# The clone suffix of the case being checked: gcc's coroutine bodies are
+# NAME [clone .actor], clang's NAME [clone .resume].
+CLONE = "actor"
+
+
 def coro_of(frame, coros):
     """The program coroutine a frame is, by its function name, or None."""
     fn = frame.get("function") or ""
     m = re.match(r"(\w+)\(", fn)
-    return m.group(1) if m and m.group(1) in coros and "[clone .actor]" in fn else None
+    return m.group(1) if m and m.group(1) in coros and f"[clone .{CLONE}]" in fn else None
 
 
 def gdb(exe, core, cmds):
@@ -105,6 +111,9 @@ def check_case(case):
     prog = case.split(".")[0]
     src = os.path.join(ROOT, "corpus", SOURCE.get(prog, prog) + ".cc")
     awaits, crasher, coros = program_structure(src)
+    clang = case.split(".")[1].startswith("clang")
+    global CLONE
+    CLONE = "resume" if clang else "actor"
     parked, crashed = chains_from(awaits, crasher)
     ok(len(parked) == 2 and len(crashed) == 3,
        f"{case}: the source names two parked chains and a crash three awaits deep",
@@ -184,13 +193,21 @@ def check_case(case):
             if coro_of(f, coros)]
     objs += [(coro_of(f, coros), f["object"]) for f in th["frames"]
              if coro_of(f, coros) and f.get("object")]
-    out = gdb(exe, core, [f"x/a {o}" for _, o in objs])
-    lines = [l for l in out.splitlines() if l.startswith("0x") and ":" in l]
-    good = len(lines) == len(objs) and all(
-        f"<{n}(" in l and ".Frame *)>" in l for (n, _), l in zip(objs, lines))
+    if clang:
+        out = gdb(exe, core, [f"info symbol *(long *){o}" for _, o in objs])
+        lines = [l for l in out.splitlines() if " in section " in l]
+        good = len(lines) == len(objs) and all(
+            l.startswith(f"{n}(") and "[clone .resume] in section" in l
+            for (n, _), l in zip(objs, lines))
+    else:
+        out = gdb(exe, core, [f"x/a {o}" for _, o in objs])
+        lines = [l for l in out.splitlines() if l.startswith("0x") and ":" in l]
+        good = len(lines) == len(objs) and all(
+            f"<{n}(" in l and ".Frame *)>" in l for (n, _), l in zip(objs, lines))
     ok(good, f"{case}: gdb: every reported frame starts with its coroutine's actor",
        [str(objs)] + lines)
     if prog != "cxx_task":
+        check_asio_links(case, exe, core, found, th, coros)
         return
     # The event's waiter is the leaf; each promise's continuation (the
     # promise's first member, right after the two code pointers) is the parent.
@@ -208,6 +225,32 @@ def check_case(case):
     ok(len(vals) == 2 + len(links) and
        all(int(v, 16) == int(b, 16) for v, (_, b) in zip(vals[2:], links)),
        f"{case}: gdb: each link is the awaited coroutine's continuation", [out, str(links)])
+
+
+def check_asio_links(case, exe, core, found, th, coros):
+    """gdb: in each reported chain (parked ones and the crashed thread's),
+    each coroutine's promise (an awaitable_frame_base, at frame + 16) holds
+    caller_, a pointer to the next coroutine's promise: the offset of
+    caller_ is gdb's, from Asio's own type."""
+    out = gdb(exe, core, ["info types awaitable_frame_base<"])
+    types = [l.split(":", 1)[1].strip().rstrip(";") for l in out.splitlines()
+             if re.match(r"^\d+:\s+(boost::)?asio::detail::awaitable_frame_base<", l)]
+    if not types:
+        ok(False, f"{case}: gdb knows Asio's awaitable_frame_base", out[-400:])
+        return
+    out = gdb(exe, core, [f"p (long)&(('{types[0]}' *)0)->caller_"])
+    m = re.search(r"^\$\d+ = (\d+)", out, re.M)
+    off = int(m.group(1)) if m else None
+    chains = [[f["object"] for f in s["frames"] if coro_of(f, coros)] for _, s in found]
+    chains.append([f["object"] for f in th["frames"]
+                   if coro_of(f, coros) and f["kind"] == "async"])
+    links = [(a, b) for c in chains for a, b in zip(c, c[1:])]
+    out = gdb(exe, core, [f"p/x *(long *)({a} + 16 + {off})" for a, _ in links]) if off else ""
+    vals = re.findall(r"^\$\d+ = (0x[0-9a-f]+)", out, re.M)
+    ok(off is not None and links and len(vals) == len(links) and
+       all(int(v, 16) == int(b, 16) + 16 for v, (_, b) in zip(vals, links)),
+       f"{case}: gdb: each link is the awaited coroutine's caller_ ({len(links)} links)",
+       [f"caller_ at +{off}", str(links), str(vals)])
 
 
 def thread_chain(th, coros):
@@ -338,8 +381,10 @@ def check_hop_case(case):
 
 
 def main():
+    global CLONE
     for case in CASES:
         check_case(case)
+    CLONE = "actor"
     for case in ["asio_threads.O0", "asio_threads.O2g"]:
         check_threads_case(case)
     for case in ["cxx_hop.O0", "cxx_hop.O2g"]:

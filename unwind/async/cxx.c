@@ -475,6 +475,42 @@ static bool cu_of_pc(Dwarf *dw, uint64_t pc, Dwarf_Die *out)
 }
 
 /*
+ * The frame type of the subprogram starting at pc (NAME.resume), looked for
+ * in die's children and, through namespaces and classes, their children:
+ * dwarf_getscopes finds no scope for a .resume inside a namespace (Asio's
+ * co_spawn_entry_point, clang 14).  At most *budget DIEs, 8 levels deep.
+ */
+static bool clang_frame_at(Dwarf_Die *die, uint64_t pc, struct coro_type *t, unsigned depth,
+                           unsigned *budget)
+{
+	Dwarf_Die c;
+	if (depth > 8 || dwarf_child(die, &c) != 0)
+		return false;
+	do {
+		if (*budget == 0)
+			return false;
+		--*budget;
+		Dwarf_Addr lo;
+		switch (dwarf_tag(&c)) {
+		case DW_TAG_subprogram:
+			if (dwarf_lowpc(&c, &lo) == 0 && lo == pc)
+				return clang_frame_var(&c, t);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_structure_type:
+		case DW_TAG_class_type:
+		case DW_TAG_union_type:
+			if (clang_frame_at(&c, pc, t, depth + 1, budget))
+				return true;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
+/*
  * clang's frame type for the coroutine whose NAME.resume is at link-time
  * address pc: clang gives .resume its coroutine's subprogram (linkage name
  * NAME), and describes the frame as the artificial variable __coro_frame
@@ -499,9 +535,12 @@ static bool clang_frame_type(Dwarf *dw, uint64_t pc, struct coro_type *t, Dwarf_
 			found = true;
 		}
 	free(scopes);
+	if (!found) {
+		unsigned budget = CLANG_CU_DIES;
+		return clang_frame_at(&cu, pc, t, 0, &budget);
+	}
 	Dwarf_Attribute a;
-	const char *link =
-	    found ? dwarf_formstring(dwarf_attr_integrate(&sub, DW_AT_linkage_name, &a)) : NULL;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(&sub, DW_AT_linkage_name, &a));
 	if (!link)
 		return false;
 	if (clang_frame_var(&sub, t))
