@@ -28,9 +28,11 @@ child's promise continuation.
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
+import tempfile
 
-from coreq_test import CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, skip
+from coreq_test import CORPUS, ROOT, coreq, coreq_json, done, ok, sanitizer_report, skip
 
 CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g",
          "boost_coro.O0", "boost_coro.O2g",
@@ -147,6 +149,12 @@ def check_case(case):
     ok(not missed and not phantom,
        f"{case}: every parked chain listed once, leaf first, and no phantom",
        [f"expected {parked}", f"missed {missed}", f"phantom {phantom}"])
+    # Every coroutine frame is named demangled (Boost.Asio's async_result
+    # frames pass libiberty's recursion limit).
+    mangled = [f.get("function") for s in data["suspended"] if s["kind"] == "cxx"
+               for f in s["frames"] if (f.get("function") or "").startswith("_Z")]
+    ok(not mangled, f"{case}: every coroutine frame's name is demangled",
+       [m[:160] for m in mangled[:3]])
     for chain, s in found:
         states = [f.get("state") for f in s["frames"] if coro_of(f, coros)]
         ok(all(st == "await #0" for st in states),
@@ -389,6 +397,46 @@ def check_hop_case(case):
        [out, str(objs), str(leaf)])
 
 
+def check_cache(case):
+    """The coroutine types of every module come from the cache on a second
+    run (cxx_modules_cached), and the output is --no-cache's; a damaged row
+    is rejected, rebuilt, and the output is the same."""
+    d = os.path.join(CORPUS, "cores", case)
+    core = os.path.join(d, "core")
+    if not os.path.isfile(core):
+        skip(f"{case}: coroutine types from the cache", f"no core under {d}")
+        return
+    work = tempfile.mkdtemp(prefix="coreq-cxx-cache-")
+    db = os.path.join(work, "cache.db")
+    try:
+        want = coreq("stack", "--no-cache", core).stdout
+        runs = []
+        for _ in range(2):
+            data, _ = coreq_json("stack", "--format", "json", "--cache", db, core)
+            runs.append(data["async"])
+        text = coreq("stack", "--cache", db, core).stdout
+        ok(runs[0]["cxx_modules_cached"] == 0 and runs[1]["cxx_modules_cached"] > 0 and
+           runs[1]["cxx_coroutines"] == runs[0]["cxx_coroutines"] and text == want,
+           f"{case}: coroutine types from the cache on the second run, same output",
+           [str({k: r[k] for k in ("cxx_modules_cached", "cxx_coroutines")}) for r in runs])
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT source, blob FROM cxx_types WHERE length(blob) > 9").fetchall()
+        for src, blob in rows:
+            b = bytearray(blob)
+            b[len(b) // 2] ^= 0x40
+            con.execute("UPDATE cxx_types SET blob = ? WHERE source = ?", (bytes(b), src))
+        con.commit()
+        con.close()
+        r = coreq("stack", "--cache", db, core)
+        data, _ = coreq_json("stack", "--format", "json", "--cache", db, core)
+        ok(rows and r.stdout == want and
+           data["async"]["cxx_modules_cached"] == runs[1]["cxx_modules_cached"],
+           f"{case}: a damaged row is rejected and rebuilt ({len(rows)} rows)",
+           [r.stderr[-300:], str(data["async"]["cxx_modules_cached"])])
+    finally:
+        shutil.rmtree(work)
+
+
 def main():
     global CLONE
     for case in CASES:
@@ -398,6 +446,8 @@ def main():
         check_threads_case(case)
     for case in ["cxx_hop.O0", "cxx_hop.O2g"]:
         check_hop_case(case)
+    for case in ["cxx_task.O2g", "asio_channel.clangO0"]:
+        check_cache(case)
     done()
 
 

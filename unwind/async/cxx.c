@@ -107,6 +107,7 @@
 #include "libcore/base/memory.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/coro_dispatch.h"
+#include "unwind/async/cxx_types_blob.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/heap_chunks.h"
 #include "unwind/async/runtime.h"
@@ -184,6 +185,8 @@ struct cxx {
 	size_t links, cycles, running, merged, reported, over_limit, link_words;
 	size_t suspended_frames;
 	double scan_seconds, decode_seconds;
+	double index_seconds; /* coroutine types of every module: cache or DWARF */
+	size_t modules_cached; /* modules whose types came from the cache */
 };
 
 static void cxx_destroy(void *p)
@@ -565,16 +568,34 @@ static int cmp_type(const void *a, const void *b)
 	return (x->actor > y->actor) - (x->actor < y->actor);
 }
 
-/* Module m's coroutine types, appended to x->types. */
-static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m, struct cxx *x,
-                                     size_t *cap)
+/* Appends ct to x->types; false when out of memory (MAX_TYPES: dropped). */
+static bool add_type(struct cxx *x, const struct coro_type *ct, size_t *cap)
+{
+	if (x->ntypes == MAX_TYPES)
+		return true;
+	if (x->ntypes == *cap) {
+		size_t c = *cap ? *cap * 2 : 32;
+		struct coro_type *p = realloc(x->types, c * sizeof(*p));
+		if (!p)
+			return false;
+		x->types = p;
+		*cap = c;
+	}
+	x->types[x->ntypes++] = *ct;
+	return true;
+}
+
+/* Module m's coroutine types read from its symbols and DWARF, appended to x->types. */
+static struct cq_error *read_module(const struct cq_unwind_target *t, size_t m, struct cxx *x,
+                                    size_t *cap, bool *dwarf)
 {
 	const struct cq_target_module *mod = &t->modules[m];
 	struct coro_sym *syms = NULL;
 	size_t n = 0, scap = 0;
-	if (!mod->elf || !module_symbols(mod->elf, mod->bias, &syms, &n, &scap)) {
+	*dwarf = false;
+	if (!module_symbols(mod->elf, mod->bias, &syms, &n, &scap)) {
 		free(syms);
-		return mod->elf ? &cq_error_nomem : NULL;
+		return &cq_error_nomem;
 	}
 	if (n == 0)
 		return NULL;
@@ -622,21 +643,10 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 			    !frame_layout(&st, &ct))
 				continue;
 		}
-		if (x->ntypes == MAX_TYPES)
-			break;
-		if (x->ntypes == *cap) {
-			size_t c = *cap ? *cap * 2 : 32;
-			struct coro_type *p = realloc(x->types, c * sizeof(*p));
-			if (!p) {
-				err = &cq_error_nomem;
-				break;
-			}
-			x->types = p;
-			*cap = c;
-		}
-		x->types[x->ntypes++] = ct;
+		if (!add_type(x, &ct, cap))
+			err = &cq_error_nomem;
 	}
-	x->modules += dw != NULL;
+	*dwarf = dw != NULL;
 	if (dw)
 		dwarf_end(dw);
 	if (elf && elf != mod->elf)
@@ -645,6 +655,94 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 		close(fd);
 	free(syms);
 	return err;
+}
+
+/*
+ * Module m's coroutine types, appended to x->types: from the target's cache
+ * when it holds them for the same files (cxx_types_blob.h), else read from
+ * the module (then cached, a module without coroutines too).
+ */
+static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m, struct cxx *x,
+                                     size_t *cap)
+{
+	const struct cq_target_module *mod = &t->modules[m];
+	if (!mod->elf)
+		return NULL;
+	size_t len, n;
+	bool dwarf;
+	struct cq_cxx_type_row *rows;
+	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES,
+	                                                      CQ_CXX_TYPES_BLOB_FORMAT, &len)
+	                                  : NULL;
+	if (blob) {
+		struct cq_error *err = cq_cxx_types_blob_decode(blob, len, &rows, &n, &dwarf);
+		free(blob);
+		if (err == &cq_error_nomem)
+			return err;
+		if (!err) {
+			for (size_t i = 0; i < n && !err; i++) {
+				const struct cq_cxx_type_row *r = &rows[i];
+				struct coro_type ct = {.actor = r->actor + mod->bias,
+				                       .actor_end = r->actor_end + mod->bias,
+				                       .destroy = r->destroy + mod->bias,
+				                       .destroy2 = r->destroy2 ? r->destroy2 + mod->bias : 0,
+				                       .clang = r->clang,
+				                       .layout = r->layout,
+				                       .index_bytes = r->index_bytes,
+				                       .index_shift = r->index_shift,
+				                       .index_bits = r->index_bits,
+				                       .size = r->size,
+				                       .promise_off = r->promise_off,
+				                       .promise_size = r->promise_size,
+				                       .index_off = r->index_off,
+				                       .max_index = r->max_index,
+				                       .module = (uint32_t)m};
+				if (!add_type(x, &ct, cap))
+					err = &cq_error_nomem;
+			}
+			free(rows);
+			x->modules += dwarf;
+			x->modules_cached += !err;
+			return err;
+		}
+		cq_error_free(err);
+		if (t->ops->cache_reject)
+			t->ops->cache_reject(t->ctx); /* damaged: rebuilt below and replaced */
+	}
+	size_t first = x->ntypes;
+	struct cq_error *err = read_module(t, m, x, cap, &dwarf);
+	x->modules += dwarf;
+	if (err || !t->ops->cache_put)
+		return err;
+	n = x->ntypes - first;
+	if (n && !(rows = calloc(n, sizeof(*rows))))
+		return NULL; /* not cached */
+	for (size_t i = 0; i < n; i++) {
+		const struct coro_type *ct = &x->types[first + i];
+		rows[i] = (struct cq_cxx_type_row){
+		    .actor = ct->actor - mod->bias,
+		    .actor_end = ct->actor_end - mod->bias,
+		    .destroy = ct->destroy - mod->bias,
+		    .destroy2 = ct->destroy2 ? ct->destroy2 - mod->bias : 0,
+		    .clang = ct->clang,
+		    .layout = ct->layout,
+		    .index_bytes = ct->index_bytes,
+		    .index_shift = ct->index_shift,
+		    .index_bits = ct->index_bits,
+		    .size = ct->size,
+		    .promise_off = ct->promise_off,
+		    .promise_size = ct->promise_size,
+		    .index_off = ct->index_off,
+		    .max_index = ct->max_index};
+	}
+	blob = cq_cxx_types_blob_encode(n ? rows : NULL, n, dwarf, &len);
+	if (n)
+		free(rows);
+	if (blob)
+		t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES, CQ_CXX_TYPES_BLOB_FORMAT, blob,
+		                  len);
+	free(blob);
+	return NULL;
 }
 
 static struct cq_error *cxx_detect(const struct cq_async_ctx *ctx, void **state,
@@ -661,6 +759,7 @@ static struct cq_error *cxx_detect(const struct cq_async_ctx *ctx, void **state,
 	if (!x)
 		return &cq_error_nomem;
 	size_t cap = 0;
+	double start = cq_clock_seconds();
 	for (size_t m = 0; m < t->nmodules; m++) {
 		struct cq_error *err = index_module(t, m, x, &cap);
 		if (err) {
@@ -668,6 +767,7 @@ static struct cq_error *cxx_detect(const struct cq_async_ctx *ctx, void **state,
 			return err;
 		}
 	}
+	x->index_seconds = cq_clock_seconds() - start;
 	if (x->ntypes == 0) {
 		cxx_destroy(x);
 		return NULL;
@@ -1336,6 +1436,8 @@ static void cxx_report(const void *state, const struct cq_async_ctx *ctx, struct
 		cq_stats_uint(out, keys[i], vals[i]);
 	cq_stats_uint(out, "cxx_scan_us", (uint64_t)(x->scan_seconds * 1e6));
 	cq_stats_uint(out, "cxx_decode_us", (uint64_t)(x->decode_seconds * 1e6));
+	cq_stats_uint(out, "cxx_index_us", (uint64_t)(x->index_seconds * 1e6));
+	cq_stats_uint(out, "cxx_modules_cached", x->modules_cached);
 	cq_stats_bool(out, "cxx_scan_truncated", x->truncated);
 	cq_stats_object(out, "cxx_rejected");
 	for (unsigned i = 0; i < REJECT_REASONS; i++)
