@@ -164,6 +164,7 @@ struct frame {
 	bool has_child;    /* some frame's parent is this one */
 	bool on_thread;    /* running, or awaiting a running frame */
 	bool listed;       /* in a suspended chain already */
+	bool held;         /* never started, and another frame points at it */
 	const char *state; /* "initial", "await #k", ... (names) */
 };
 
@@ -183,6 +184,7 @@ struct cxx {
 	uint64_t scanned_bytes;
 	size_t rejected[REJECT_REASONS];
 	size_t links, cycles, running, merged, reported, over_limit, link_words;
+	size_t held; /* frames never started that another frame holds (not listed) */
 	size_t suspended_frames;
 	double scan_seconds, decode_seconds;
 	double index_seconds; /* coroutine types of every module: cache or DWARF */
@@ -745,16 +747,47 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	return NULL;
 }
 
+/*
+ * Whether folly's runtime sees this program's coroutines: folly's cookie is
+ * linked in, or a thread's AsyncStackRoot (under folly's key) has a top
+ * frame with a parent or an instruction pointer (AsyncStackFrame
+ * { parentFrame; instructionPointer; ... }).  libunifex links the key, and
+ * its sync_wait sets a root with an empty frame of its own, in release
+ * builds too, where NDEBUG turns its async stacks off and no coroutine
+ * pushes a frame: those coroutines are read here.
+ */
+static bool folly_in_use(const struct cq_unwind_target *t)
+{
+	struct cq_target_symbol q[] = {{.name = "folly_async_stack_root_tls_key"},
+	                               {.name = "__folly_suspended_frame_cookie"}};
+	for (size_t m = 0; t->ops->find_symbols && m < t->nmodules; m++)
+		if (t->ops->find_symbols(t->ctx, m, q, 2) == 2)
+			break;
+	if (q[1].found)
+		return true;
+	uint32_t key;
+	if (!q[0].found || !cq_mem_read_u32(t->mem, q[0].addr, &key) || key >= 1024 ||
+	    !t->ops->tls_prepare || !t->ops->tls_get)
+		return false;
+	t->ops->tls_prepare(t->ctx);
+	for (size_t th = 0; th < t->nthreads; th++) {
+		uint64_t holder, root, top, frame[2];
+		if (t->ops->tls_get(t->ctx, th, key, &holder) == CQ_TARGET_TLS_VALUE && holder &&
+		    cq_mem_read_u64(t->mem, holder, &root) && root &&
+		    cq_mem_read_u64(t->mem, root, &top) && top &&
+		    cq_mem_read(t->mem, top, frame, sizeof(frame)) && (frame[0] || frame[1]))
+			return true;
+	}
+	return false;
+}
+
 static struct cq_error *cxx_detect(const struct cq_async_ctx *ctx, void **state,
                                    struct cq_async_needs *needs)
 {
 	const struct cq_unwind_target *t = ctx->target;
 	*state = NULL;
-	struct cq_target_symbol folly[] = {{.name = "folly_async_stack_root_tls_key"},
-	                                   {.name = "__folly_suspended_frame_cookie"}};
-	for (size_t m = 0; t->ops->find_symbols && m < t->nmodules; m++)
-		if (t->ops->find_symbols(t->ctx, m, folly, 2) > 0)
-			return NULL; /* folly's runtime sees these coroutines */
+	if (folly_in_use(t))
+		return NULL; /* folly's runtime sees these coroutines */
 	struct cxx *x = calloc(1, sizeof(*x));
 	if (!x)
 		return &cq_error_nomem;
@@ -957,6 +990,19 @@ static int64_t frame_at(const struct cxx *x, uint64_t v)
 	return -1;
 }
 
+/*
+ * Frame f is at its initial suspend: it never ran, so it awaits nothing
+ * (libunifex keeps such a coroutine per task for its done path and points
+ * at it from the promise).  Unknown without clang's layout.
+ */
+static bool never_started(const struct cxx *x, const struct frame *f)
+{
+	const struct coro_type *ty = &x->types[f->type];
+	if (ty->clang)
+		return ty->layout && f->index == 0;
+	return f->index == 2 || f->index == 0;
+}
+
 /* One vote edge: child is awaited by parent. */
 struct vote {
 	uint32_t child, parent;
@@ -992,6 +1038,18 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 				continue;
 			bool in_promise =
 			    w * 8 >= ty->promise_off && w * 8 < ty->promise_off + ty->promise_size;
+			/*
+			 * A frame at its initial suspend awaits nothing.  From the
+			 * promise, j would be the awaiter: then i only holds j.  From
+			 * an awaiter temporary, i would await j: j would have been
+			 * started by the co_await, and i would have run to it.
+			 */
+			if (never_started(x, &x->frames[j]) ||
+			    (!in_promise && never_started(x, &x->frames[i]))) {
+				if (never_started(x, &x->frames[j]))
+					x->frames[j].held = true;
+				continue;
+			}
 			if (nv == cap) {
 				size_t c = cap ? cap * 2 : 64;
 				struct vote *p = realloc(v, c * sizeof(*p));
@@ -1345,6 +1403,10 @@ static struct cq_error *add_suspended(struct cxx *x, const struct cq_async_ctx *
 	for (size_t i = 0; i < x->nframes; i++) {
 		if (x->frames[i].has_child || x->frames[i].on_thread)
 			continue;
+		if (x->frames[i].held && x->frames[i].parent < 0) {
+			x->held++;
+			continue;
+		}
 		if (ctx->stacks->nsuspended >= ctx->max_suspended) {
 			x->over_limit++;
 			continue;
@@ -1428,10 +1490,10 @@ static void cxx_report(const void *state, const struct cq_async_ctx *ctx, struct
 	const char *keys[] = {"cxx_modules",    "cxx_coroutines", "cxx_scanned_bytes",
 	                      "cxx_candidates", "cxx_frames",     "cxx_links",
 	                      "cxx_cycles",     "cxx_running",    "cxx_merged",
-	                      "cxx_reported",   "cxx_over_limit"};
+	                      "cxx_reported",   "cxx_over_limit", "cxx_held"};
 	uint64_t vals[] = {x->modules, x->ntypes,   x->scanned_bytes, x->ncand,
 	                   x->nframes, x->links,    x->cycles,        x->running,
-	                   x->merged,  x->reported, x->over_limit};
+	                   x->merged,  x->reported, x->over_limit,    x->held};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		cq_stats_uint(out, keys[i], vals[i]);
 	cq_stats_uint(out, "cxx_scan_us", (uint64_t)(x->scan_seconds * 1e6));
