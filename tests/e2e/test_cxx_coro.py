@@ -37,13 +37,18 @@ from coreq_test import CORPUS, ROOT, coreq, coreq_json, done, ok, sanitizer_repo
 CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g",
          "boost_coro.O0", "boost_coro.O2g",
          "asio_coro.clangO0", "asio_coro.clangO2g", "boost_coro.clangO0", "boost_coro.clangO2g",
-         "asio_channel.O0", "asio_channel.O2g", "asio_channel.clangO0", "asio_channel.clangO2g"]
+         "asio_channel.O0", "asio_channel.O2g", "asio_channel.clangO0", "asio_channel.clangO2g",
+         "cxx_done.O0", "cxx_done.O2g", "cxx_done.clangO0", "cxx_done.clangO2g"]
 # asio_channel.cc parks four chains (two receiving from one channel, one
 # sending on a full one, one posted to a strand the crash chain holds);
 # the others two.
 PARKED = {"asio_channel": 4}
 # boost_coro.cc is asio_coro.cc's program built against Boost.Asio.
 SOURCE = {"boost_coro": "asio_coro"}
+# cxx_done.cc is cxx_task.cc's program with libunifex's release shape (a
+# never-started done coroutine per task, pointed at from the promises):
+# checked as cxx_task is.
+KIND = {"cxx_done": "cxx_task"}
 
 
 def await_lines(src):
@@ -118,8 +123,9 @@ def check_case(case):
     if not os.path.isfile(core):
         skip(f"{case}: cxx chains", f"no core under {d} (corpus not built with it)")
         return
-    prog = case.split(".")[0]
-    src = os.path.join(ROOT, "corpus", SOURCE.get(prog, prog) + ".cc")
+    name = case.split(".")[0]
+    src = os.path.join(ROOT, "corpus", SOURCE.get(name, name) + ".cc")
+    prog = KIND.get(name, name)
     awaits, crasher, coros = program_structure(src)
     clang = case.split(".")[1].startswith("clang")
     global CLONE
@@ -149,6 +155,17 @@ def check_case(case):
     ok(not missed and not phantom,
        f"{case}: every parked chain listed once, leaf first, and no phantom",
        [f"expected {parked}", f"missed {missed}", f"phantom {phantom}"])
+    if case.startswith("cxx_done."):
+        # The done coroutines await nothing: no chain of their own, in no
+        # chain, and not on the crashed thread.
+        chains = [[f.get("function") or "" for f in s["frames"]]
+                  for s in data["suspended"] if s["kind"] == "cxx"]
+        onthread = [f.get("function") or "" for f in data["threads"][0]["frames"]
+                    if f["kind"] == "async"]
+        ok(len(chains) == len(parked) and
+           not any("unhandled_done" in n for n in sum(chains, []) + onthread),
+           f"{case}: the never-started done coroutines are no chain and no link",
+           [str(len(chains))] + [n[:80] for n in sum(chains, []) + onthread if "unhandled_done" in n])
     # Every coroutine frame is named demangled (Boost.Asio's async_result
     # frames pass libiberty's recursion limit).
     mangled = [f.get("function") for s in data["suspended"] if s["kind"] == "cxx"
