@@ -32,6 +32,13 @@
  * frame keeps the awaiter with the most votes (both kinds agreeing is two),
  * and a cycle loses its weakest link (Asio's bottom frame points at the top
  * of its stack from its promise: one vote against the chain's two per link).
+ * A frame at its initial suspend (it never ran) awaits nothing: a pointer
+ * that would make it an awaiter, or make it awaited through an awaiter
+ * temporary, is no vote, and such a frame that another frame points at is
+ * held by it and listed in no chain (libunifex's per-task done coroutine,
+ * pointed at from every promise; corpus/cxx_done.cc).  A running coroutine
+ * that has not suspended yet still shows its initial index; its awaiter
+ * is found through its own promise.
  * Chains read leaf first: a frame, the frame that awaits it, and so on, each
  * frame once.
  *
@@ -57,8 +64,11 @@
  * the frame keeps its coroutine's first line; its state "await #k" says
  * where it is parked either way.
  *
- * A process with folly's async-stack ABI (its symbols) is left to the folly
- * runtime, which sees the same coroutines through its own records.  Without
+ * A process with folly's async-stack ABI in use (its cookie, or a thread
+ * whose AsyncStackRoot has a frame: folly_in_use) is left to the folly
+ * runtime, which sees the same coroutines through its own records; a
+ * libunifex release build links folly's key and sets empty roots, and is
+ * read here.  Without
  * DWARF for a module its gcc coroutines are not looked for (an -g0 build).
  *
  * clang (checked with Debian's clang 14.0.6 at -O0, -O2 -g and -O2 -g0 on
