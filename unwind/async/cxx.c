@@ -117,6 +117,7 @@
 #include "libcore/base/memory.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/coro_dispatch.h"
+#include "unwind/async/cxx.h"
 #include "unwind/async/cxx_types_blob.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/heap_chunks.h"
@@ -1485,6 +1486,22 @@ static struct cq_error *cxx_decode(void *state, const struct cq_async_ctx *ctx)
 	if (!err)
 		err = add_suspended(x, ctx);
 	x->decode_seconds = cq_clock_seconds() - start;
+	return err;
+}
+
+struct cq_error *cq_cxx_types_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
+                                   bool *cached)
+{
+	*types = 0;
+	*cached = false;
+	struct cxx *x = calloc(1, sizeof(*x));
+	if (!x)
+		return &cq_error_nomem;
+	size_t cap = 0;
+	struct cq_error *err = index_module(t, m, x, &cap);
+	*types = x->ntypes;
+	*cached = x->modules_cached > 0;
+	cxx_destroy(x);
 	return err;
 }
 
