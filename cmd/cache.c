@@ -16,8 +16,9 @@ static const char cache_usage[] =
     "\n"
     "Fill the per-build-id cache for the given executables and shared libraries\n"
     "before any core of them arrives: each file's complete unwind table (its\n"
-    ".eh_frame, and the .debug_frame of its debuginfo), and its Rust type index\n"
-    "if rustc built it.  Run it after a package upgrade, and the first crash of\n"
+    ".eh_frame, and the .debug_frame of its debuginfo), its Rust type index if\n"
+    "rustc built it, and its C++20 coroutine types.  Run it after a package\n"
+    "upgrade, and the first crash of\n"
     "the new build is analysed as fast as the thousandth.  Without it, the first\n"
     "core compiles only the unwind rows its threads visit and stores those.\n"
     "Symbols are cached per frame address, so they are named by the first core.\n"
@@ -40,6 +41,9 @@ static void print_text(const char *path, const struct cq_cache_warm_result *r)
 	if (r->rust_types)
 		printf(", Rust index %zu types%s", r->rust_types,
 		       r->rust_cached ? " (cached already)" : "");
+	if (r->cxx_types)
+		printf(", C++ coroutines %zu%s", r->cxx_types,
+		       r->cxx_cached ? " (cached already)" : "");
 	putchar('\n');
 }
 
@@ -60,6 +64,10 @@ static void print_json(struct cq_json *j, const char *path, const struct cq_cach
 	cq_json_uint(j, r->rust_types);
 	cq_json_key(j, "rust_cached");
 	cq_json_bool(j, r->rust_cached);
+	cq_json_key(j, "cxx_types");
+	cq_json_uint(j, r->cxx_types);
+	cq_json_key(j, "cxx_cached");
+	cq_json_bool(j, r->cxx_cached);
 	cq_json_object_end(j);
 }
 

@@ -71,8 +71,8 @@ static const char stack_usage[] =
     "  --no-async          native frames only: no async stacks, no suspended\n"
     "                      coroutines or futures (nothing scanned)\n"
     "  --no-waits          no wait-for graph (no blocked thread is examined)\n"
-    "  --cache P           per-build-id cache of unwind tables, symbols and Rust\n"
-    "                      types (default $COREQ_CACHE, else\n"
+    "  --cache P           per-build-id cache of unwind tables, symbols, Rust\n"
+    "                      types and C++ coroutine types (default $COREQ_CACHE, else\n"
     "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
     "  --no-cache          do not read or write the cache\n"
     "  --help              show this help\n";

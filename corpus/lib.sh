@@ -150,7 +150,7 @@ all_cases() {
 		[[ $threads == N+1 ]] && continue
 		is_rust_program "$prog" && [[ $rust == 0 ]] && continue
 		is_cargo_program "$prog" && [[ $crates == 0 ]] && continue
-		[[ $prog == asio_coro || $prog == asio_threads ]] && ! have_asio && continue
+		[[ $prog == asio_coro || $prog == asio_threads || $prog == asio_channel ]] && ! have_asio && continue
 		[[ $prog == boost_coro ]] && ! have_boost_asio && continue
 		[[ $prog == smol_tasks ]] && ! compgen -G '/usr/share/cargo/registry/smol-1.*' >/dev/null && continue
 		[[ $prog == futures_pool ]] && ! compgen -G '/usr/share/cargo/registry/futures-executor-0.3.*' >/dev/null && continue

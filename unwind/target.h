@@ -80,6 +80,7 @@ enum cq_target_tls {
 /* What a runtime caches per module (the cache keeps one blob per kind). */
 enum cq_target_blob {
 	CQ_TARGET_BLOB_RUST_INDEX, /* unwind/async/rust_index_blob.h */
+	CQ_TARGET_BLOB_CXX_TYPES,  /* unwind/async/cxx_types_blob.h */
 };
 
 struct cq_unwind_target_ops {

@@ -339,7 +339,11 @@ static uint8_t *target_cache_get(void *p, size_t m, enum cq_target_blob kind, un
 {
 	struct cq_core_target *ctx = p;
 	struct cq_cache_key *key = module_key(ctx, m);
-	if (!key || kind != CQ_TARGET_BLOB_RUST_INDEX)
+	if (!key)
+		return NULL;
+	if (kind == CQ_TARGET_BLOB_CXX_TYPES)
+		return cq_cache_get_cxx_types(ctx->options->cache, key, format, len);
+	if (kind != CQ_TARGET_BLOB_RUST_INDEX)
 		return NULL;
 	return cq_cache_get_rust_index(ctx->options->cache, key, format, len);
 }
@@ -351,6 +355,8 @@ static void target_cache_put(void *p, size_t m, enum cq_target_blob kind, unsign
 	struct cq_cache_key *key = module_key(ctx, m);
 	if (key && kind == CQ_TARGET_BLOB_RUST_INDEX)
 		cq_cache_put_rust_index(ctx->options->cache, key, format, blob, len);
+	else if (key && kind == CQ_TARGET_BLOB_CXX_TYPES)
+		cq_cache_put_cxx_types(ctx->options->cache, key, format, blob, len);
 }
 
 static void target_cache_reject(void *p)

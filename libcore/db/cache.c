@@ -21,7 +21,7 @@
 struct cq_cache {
 	sqlite3 *db;
 	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols, *get_rust, *put_rust;
-	sqlite3_stmt *get_source, *put_source;
+	sqlite3_stmt *get_source, *put_source, *get_cxx, *put_cxx;
 	int in_transaction; /* writes since open are batched in one transaction */
 	size_t rejected;    /* rows a reader found damaged (cq_cache_reject) */
 	size_t failed;      /* writes SQLite refused (the batch's COMMIT included) */
@@ -42,6 +42,9 @@ static const char *const statements[] = {
     "VALUES (?, ?, ?, ?, ?)",
     "SELECT id FROM sources WHERE build_id = ? AND identity = ?",
     "INSERT OR IGNORE INTO sources (build_id, identity, created) VALUES (?, ?, ?)",
+    "SELECT blob FROM cxx_types WHERE source = ? AND format = ?",
+    "INSERT OR REPLACE INTO cxx_types (source, build_id, format, blob, created) "
+    "VALUES (?, ?, ?, ?, ?)",
 };
 
 char *cq_cache_default_path(void)
@@ -66,7 +69,8 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 		return err;
 	}
 	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols,
-	                          &c->get_rust,  &c->put_rust,  &c->get_source,  &c->put_source};
+	                          &c->get_rust,  &c->put_rust,  &c->get_source,  &c->put_source,
+	                          &c->get_cxx,   &c->put_cxx};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {
 			err =
@@ -109,6 +113,8 @@ struct cq_error *cq_cache_close(struct cq_cache *c)
 	sqlite3_finalize(c->put_rust);
 	sqlite3_finalize(c->get_source);
 	sqlite3_finalize(c->put_source);
+	sqlite3_finalize(c->get_cxx);
+	sqlite3_finalize(c->put_cxx);
 	sqlite3_close(c->db);
 	free(c->path);
 	free(c);
@@ -253,27 +259,50 @@ void cq_cache_put_symbols(struct cq_cache *c, struct cq_cache_key *key, uint64_t
 	run_write(c, st);
 }
 
-uint8_t *cq_cache_get_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
-                                 size_t *len)
+/* The rust_index and cxx_types rows: (source, build_id, format, blob, created). */
+static uint8_t *get_runtime_blob(struct cq_cache *c, sqlite3_stmt *st, struct cq_cache_key *key,
+                                 unsigned format, size_t *len)
 {
 	if (!key_source(c, key, false))
 		return NULL;
-	sqlite3_stmt *st = c->get_rust;
 	sqlite3_bind_int64(st, 1, key->source);
 	sqlite3_bind_int(st, 2, (int)format);
 	return fetch_blob(c, st, len);
 }
 
-void cq_cache_put_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
-                             const uint8_t *blob, size_t len)
+static void put_runtime_blob(struct cq_cache *c, sqlite3_stmt *st, struct cq_cache_key *key,
+                             unsigned format, const uint8_t *blob, size_t len)
 {
 	if (!key_source(c, key, true))
 		return;
-	sqlite3_stmt *st = c->put_rust;
 	sqlite3_bind_int64(st, 1, key->source);
 	sqlite3_bind_text(st, 2, key->build_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 3, (int)format);
 	sqlite3_bind_blob64(st, 4, blob, len, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
 	run_write(c, st);
+}
+
+uint8_t *cq_cache_get_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
+                                 size_t *len)
+{
+	return get_runtime_blob(c, c->get_rust, key, format, len);
+}
+
+uint8_t *cq_cache_get_cxx_types(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
+                                size_t *len)
+{
+	return get_runtime_blob(c, c->get_cxx, key, format, len);
+}
+
+void cq_cache_put_cxx_types(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
+                            const uint8_t *blob, size_t len)
+{
+	put_runtime_blob(c, c->put_cxx, key, format, blob, len);
+}
+
+void cq_cache_put_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
+                             const uint8_t *blob, size_t len)
+{
+	put_runtime_blob(c, c->put_rust, key, format, blob, len);
 }

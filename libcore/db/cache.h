@@ -77,6 +77,14 @@ uint8_t *cq_cache_get_rust_index(struct cq_cache *cache, struct cq_cache_key *ke
 void cq_cache_put_rust_index(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                              const uint8_t *blob, size_t len);
 
+/* A malloc'd copy of the C++ coroutine types blob of key at format, or NULL. */
+uint8_t *cq_cache_get_cxx_types(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
+                                size_t *len);
+
+/* Stores (replaces) a C++ coroutine types blob; a failure is counted for cq_cache_close. */
+void cq_cache_put_cxx_types(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
+                            const uint8_t *blob, size_t len);
+
 /*
  * A row read from the cache was damaged: the reader drops it and rebuilds it
  * from the module (the rebuilt row replaces it).  Counted so that a command

@@ -15,6 +15,7 @@
 #include "libcore/db/cache.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/symbols/provenance.h"
+#include "unwind/async/cxx.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/cfi_table.h"
 
@@ -104,6 +105,8 @@ static uint8_t *warm_cache_get(void *p, size_t m, enum cq_target_blob kind, unsi
 {
 	(void)m;
 	struct warm_target *w = p;
+	if (kind == CQ_TARGET_BLOB_CXX_TYPES)
+		return cq_cache_get_cxx_types(w->cache, warm_key(w), format, len);
 	return kind == CQ_TARGET_BLOB_RUST_INDEX
 	           ? cq_cache_get_rust_index(w->cache, warm_key(w), format, len)
 	           : NULL;
@@ -116,6 +119,8 @@ static void warm_cache_put(void *p, size_t m, enum cq_target_blob kind, unsigned
 	struct warm_target *w = p;
 	if (kind == CQ_TARGET_BLOB_RUST_INDEX)
 		cq_cache_put_rust_index(w->cache, warm_key(w), format, blob, len);
+	else if (kind == CQ_TARGET_BLOB_CXX_TYPES)
+		cq_cache_put_cxx_types(w->cache, warm_key(w), format, blob, len);
 }
 
 static void warm_cache_reject(void *p)
@@ -131,7 +136,7 @@ static const struct cq_unwind_target_ops warm_ops = {
     .cache_reject = warm_cache_reject,
 };
 
-/* mod's Rust type index into the cache. */
+/* mod's Rust type index and C++ coroutine types into the cache. */
 static struct cq_error *warm_rust_index(struct cq_module *mod, const struct cq_arch *arch,
                                         const char *const *debug_dirs, struct cq_cache *cache,
                                         struct cq_cache_warm_result *r)
@@ -141,6 +146,8 @@ static struct cq_error *warm_rust_index(struct cq_module *mod, const struct cq_a
 	struct cq_unwind_target t = {
 	    .ops = &warm_ops, .ctx = &w, .arch = arch, .modules = &view, .nmodules = 1};
 	struct cq_error *err = cq_rust_index_warm(&t, 0, &r->rust_types, &r->rust_cached);
+	if (!err)
+		err = cq_cxx_types_warm(&t, 0, &r->cxx_types, &r->cxx_cached);
 	if (w.prov_made)
 		cq_provenance_free(&w.prov);
 	return err;

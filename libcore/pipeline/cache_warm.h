@@ -1,7 +1,8 @@
 /*
  * cache_warm.h - fill the per-build-id cache for a library or executable
  * before any core of it arrives (coreq cache warm): its complete unwind
- * table, and its Rust type index when rustc built it.  A package upgrade
+ * table, its Rust type index when rustc built it, and its C++20 coroutine
+ * types.  A package upgrade
  * can run it so the first crash of the new build pays what the thousandth
  * does.  Symbols are cached per frame address, so they are not: a core
  * names its frames once, the first time.
@@ -26,6 +27,8 @@ struct cq_cache_warm_result {
 	bool debug_frame;  /* its debuginfo was found (its .debug_frame read) */
 	size_t rust_types; /* types of its Rust index; 0: not Rust, or no debuginfo */
 	bool rust_cached;  /* the cache held the Rust index already */
+	size_t cxx_types;  /* its C++20 coroutines (unwind/async/cxx.h); 0: none */
+	bool cxx_cached;   /* the cache held its coroutine types already */
 };
 
 /* Warms the cache for the ELF file at path; debug_dirs is NULL-terminated, may be NULL. */

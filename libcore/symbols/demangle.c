@@ -5,7 +5,8 @@
  * Rust first (legacy _ZN...17h<hash>E names overlap with the Itanium C++ ABI,
  * and v0 _R... names) and then the Itanium ABI.  Names come from symbol
  * tables and DWARF of files on disk, so they are bounded in length before
- * they reach the demangler; libiberty bounds its own recursion.
+ * they reach the demangler; libiberty bounds its own recursion (lifted
+ * for names short enough that their length bounds it, see cq_demangle).
  */
 #include "libcore/symbols/demangle.h"
 
@@ -25,9 +26,22 @@ static bool is_candidate(const char *name)
 	       strncmp(name, "_GLOBAL_", 8) == 0;
 }
 
+/*
+ * libiberty refuses a name of more than DEMANGLE_RECURSION_LIMIT (2048)
+ * components; Boost.Asio's coroutine frames have such names (1,109 bytes:
+ * async_result<use_awaitable_t<any_executor<…>>>::initiate…Frame.actor).
+ * A name up to this long is tried again without that limit: its nesting,
+ * and so the demangler's recursion, is bounded by its length (a 5 KiB
+ * name of nothing but nesting takes under 1 MiB of stack).
+ */
+#define MAX_UNLIMITED_LEN 4096u
+
 char *cq_demangle(const char *name)
 {
 	if (!is_candidate(name))
 		return NULL;
-	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	char *out = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	if (!out && strnlen(name, MAX_UNLIMITED_LEN + 1) <= MAX_UNLIMITED_LEN)
+		out = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_NO_RECURSE_LIMIT);
+	return out;
 }

@@ -14,7 +14,9 @@
 #include "libcore/symbols/symbolizer.h"
 
 /* The cache's `format` column for rows written by this codec. */
-#define CQ_SYMBOL_BLOB_FORMAT 4 /* 4: source files named as gdb names them (line_files.h) */
+/* 4: source files named as gdb names them (line_files.h); 5: names past
+ * libiberty's recursion limit demangled (demangle.c) */
+#define CQ_SYMBOL_BLOB_FORMAT 5
 /* Longest function or file name kept (longer ones are cut). */
 #define CQ_SYMBOL_BLOB_MAX_STRING (64u * 1024u)
 

@@ -22,7 +22,7 @@ import tempfile
 
 from coreq_test import CORPUS, coreq, done, ok, require_corpus, sanitizer_report
 
-CASES = ("abort_deep.O0", "cpp_terminate.O2", "threads-10", "rust_async.O0")
+CASES = ("abort_deep.O0", "cpp_terminate.O2", "threads-10", "rust_async.O0", "cxx_task.O2g")
 
 
 def table_rows(cache):
@@ -39,7 +39,7 @@ def stack_json(core, *cache_args):
     doc = json.loads(r.stdout) if clean else {}
     a = doc.get("async") or {}
     for k in list(a):
-        if k.endswith("_us") or k == "rust_modules_cached":
+        if k.endswith("_us") or k in ("rust_modules_cached", "cxx_modules_cached"):
             del a[k]
     return clean, doc, r
 
@@ -86,6 +86,13 @@ def main():
                 ok(a.get("rust_modules_cached", 0) >= 1 and
                    any(m["rust_types"] > 0 for m in warmed),
                    f"{case}: the warmed Rust index is read from the cache", str(a))
+            if case.startswith("cxx_"):
+                again = coreq("stack", "--format", "json", "--cache", warm_cache, core)
+                a = json.loads(again.stdout).get("async", {}) if again.returncode == 0 else {}
+                ok(a.get("cxx_modules_cached", 0) >= len(files) and
+                   any(m["cxx_types"] > 0 for m in warmed),
+                   f"{case}: the warmed C++ coroutine types of every module are read from "
+                   "the cache", str(a.get("cxx_modules_cached")))
             cold_ok, cold, r3 = stack_json(core, "--cache", cold_cache)
             partial = table_rows(cold_cache)
             frames = frames_by_module(cold)

@@ -2,11 +2,12 @@
 """Cold and warm paths say the same: `coreq stack --format json` of every
 corpus core (x86_64 and aarch64, up to 100 threads) with an empty cache and
 then with the cache that first run filled (unwind tables, symbols, the Rust
-type index) gives the same document.
+type index, the C++ coroutine types) gives the same document.
 
 What may differ, and is removed before the comparison, is what measures the
-run itself: the timings (`*_us` members of `async`) and `rust_modules_cached`
-(how many Rust type indexes came from the cache).  Everything else, threads,
+run itself: the timings (`*_us` members of `async`), `rust_modules_cached` and
+`cxx_modules_cached` (how many Rust type indexes and C++ coroutine type lists
+came from the cache).  Everything else, threads,
 frames, names, lines, suspended chains, counters, is compared as the bytes
 coreq printed, re-serialised with sorted keys.
 """
@@ -16,7 +17,7 @@ import tempfile
 
 from coreq_test import CORPUS, coreq, corpus_cases, done, ok, require_corpus, sanitizer_report
 
-RUN_FACTS = ("rust_modules_cached",)
+RUN_FACTS = ("rust_modules_cached", "cxx_modules_cached")
 
 
 def normalised(text):

@@ -2,7 +2,10 @@
 """C++20 coroutines without an async-stack ABI (issue 33): the cxx runtime.
 
 Cases cxx_task.O0/O2g (corpus/cxx_task.cc, a task type written from the
-standard), asio_coro.O0/O2g (corpus/asio_coro.cc, Debian's Asio) and
+standard), asio_coro and boost_coro at O0/O2g/clangO0/clangO2g
+(corpus/asio_coro.cc, Debian's Asio and Boost.Asio, gcc and clang 14),
+asio_channel at the same four (corpus/asio_channel.cc: chains parked on an
+experimental::channel's receive and send and on a busy strand) and
 asio_threads.O0/O2g (corpus/asio_threads.cc: two threads, each with its own
 io_context and co_spawn, one running and one parked chain each) and
 cxx_hop.O0/O2g (corpus/cxx_hop.cc: the task type hopping to two worker
@@ -25,14 +28,27 @@ child's promise continuation.
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
+import tempfile
 
-from coreq_test import CORPUS, ROOT, coreq_json, done, ok, sanitizer_report, skip
+from coreq_test import CORPUS, ROOT, coreq, coreq_json, done, ok, sanitizer_report, skip
 
 CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g",
-         "boost_coro.O0", "boost_coro.O2g"]
+         "boost_coro.O0", "boost_coro.O2g",
+         "asio_coro.clangO0", "asio_coro.clangO2g", "boost_coro.clangO0", "boost_coro.clangO2g",
+         "asio_channel.O0", "asio_channel.O2g", "asio_channel.clangO0", "asio_channel.clangO2g",
+         "cxx_done.O0", "cxx_done.O2g", "cxx_done.clangO0", "cxx_done.clangO2g"]
+# asio_channel.cc parks four chains (two receiving from one channel, one
+# sending on a full one, one posted to a strand the crash chain holds);
+# the others two.
+PARKED = {"asio_channel": 4}
 # boost_coro.cc is asio_coro.cc's program built against Boost.Asio.
 SOURCE = {"boost_coro": "asio_coro"}
+# cxx_done.cc is cxx_task.cc's program with libunifex's release shape (a
+# never-started done coroutine per task, pointed at from the promises):
+# checked as cxx_task is.
+KIND = {"cxx_done": "cxx_task"}
 
 
 def await_lines(src):
@@ -81,11 +97,16 @@ def chains_from(awaits, crasher):
     return parked, crashed
 
 
+# The clone suffix of the case being checked: gcc's coroutine bodies are
+# NAME [clone .actor], clang's NAME [clone .resume].
+CLONE = "actor"
+
+
 def coro_of(frame, coros):
     """The program coroutine a frame is, by its function name, or None."""
     fn = frame.get("function") or ""
     m = re.match(r"(\w+)\(", fn)
-    return m.group(1) if m and m.group(1) in coros and "[clone .actor]" in fn else None
+    return m.group(1) if m and m.group(1) in coros and f"[clone .{CLONE}]" in fn else None
 
 
 def gdb(exe, core, cmds):
@@ -102,12 +123,17 @@ def check_case(case):
     if not os.path.isfile(core):
         skip(f"{case}: cxx chains", f"no core under {d} (corpus not built with it)")
         return
-    prog = case.split(".")[0]
-    src = os.path.join(ROOT, "corpus", SOURCE.get(prog, prog) + ".cc")
+    name = case.split(".")[0]
+    src = os.path.join(ROOT, "corpus", SOURCE.get(name, name) + ".cc")
+    prog = KIND.get(name, name)
     awaits, crasher, coros = program_structure(src)
+    clang = case.split(".")[1].startswith("clang")
+    global CLONE
+    CLONE = "resume" if clang else "actor"
     parked, crashed = chains_from(awaits, crasher)
-    ok(len(parked) == 2 and len(crashed) == 3,
-       f"{case}: the source names two parked chains and a crash three awaits deep",
+    nparked = PARKED.get(prog, 2)
+    ok(len(parked) == nparked and len(crashed) == 3,
+       f"{case}: the source names {nparked} parked chains and a crash three awaits deep",
        [str(parked), str(crashed)])
     data, r = coreq_json("stack", core, "--format", "json", "--no-cache")
     ok(not sanitizer_report(r.stderr), f"{case}: no sanitizer report", r.stderr)
@@ -129,6 +155,23 @@ def check_case(case):
     ok(not missed and not phantom,
        f"{case}: every parked chain listed once, leaf first, and no phantom",
        [f"expected {parked}", f"missed {missed}", f"phantom {phantom}"])
+    if case.startswith("cxx_done."):
+        # The done coroutines await nothing: no chain of their own, in no
+        # chain, and not on the crashed thread.
+        chains = [[f.get("function") or "" for f in s["frames"]]
+                  for s in data["suspended"] if s["kind"] == "cxx"]
+        onthread = [f.get("function") or "" for f in data["threads"][0]["frames"]
+                    if f["kind"] == "async"]
+        ok(len(chains) == len(parked) and
+           not any("unhandled_done" in n for n in sum(chains, []) + onthread),
+           f"{case}: the never-started done coroutines are no chain and no link",
+           [str(len(chains))] + [n[:80] for n in sum(chains, []) + onthread if "unhandled_done" in n])
+    # Every coroutine frame is named demangled (Boost.Asio's async_result
+    # frames pass libiberty's recursion limit).
+    mangled = [f.get("function") for s in data["suspended"] if s["kind"] == "cxx"
+               for f in s["frames"] if (f.get("function") or "").startswith("_Z")]
+    ok(not mangled, f"{case}: every coroutine frame's name is demangled",
+       [m[:160] for m in mangled[:3]])
     for chain, s in found:
         states = [f.get("state") for f in s["frames"] if coro_of(f, coros)]
         ok(all(st == "await #0" for st in states),
@@ -156,7 +199,7 @@ def check_case(case):
         hdr = spawn[0]["file"] if spawn else ""
         want = [n for n, l in enumerate(open(hdr).read().splitlines(), 1)
                 if l.strip() == "co_await f();"] if os.path.isfile(hdr) else []
-        ok(len(spawn) == 2 and len(want) == 1 and all(f["line"] == want[0] for f in spawn),
+        ok(len(spawn) == nparked and len(want) == 1 and all(f["line"] == want[0] for f in spawn),
            f"{case}: Asio's co_spawn_entry_point frames are at its `co_await f();` line",
            [f"header {hdr} line {want}", str([f.get("line") for f in spawn])])
 
@@ -184,13 +227,21 @@ def check_case(case):
             if coro_of(f, coros)]
     objs += [(coro_of(f, coros), f["object"]) for f in th["frames"]
              if coro_of(f, coros) and f.get("object")]
-    out = gdb(exe, core, [f"x/a {o}" for _, o in objs])
-    lines = [l for l in out.splitlines() if l.startswith("0x") and ":" in l]
-    good = len(lines) == len(objs) and all(
-        f"<{n}(" in l and ".Frame *)>" in l for (n, _), l in zip(objs, lines))
+    if clang:
+        out = gdb(exe, core, [f"info symbol *(long *){o}" for _, o in objs])
+        lines = [l for l in out.splitlines() if " in section " in l]
+        good = len(lines) == len(objs) and all(
+            l.startswith(f"{n}(") and "[clone .resume] in section" in l
+            for (n, _), l in zip(objs, lines))
+    else:
+        out = gdb(exe, core, [f"x/a {o}" for _, o in objs])
+        lines = [l for l in out.splitlines() if l.startswith("0x") and ":" in l]
+        good = len(lines) == len(objs) and all(
+            f"<{n}(" in l and ".Frame *)>" in l for (n, _), l in zip(objs, lines))
     ok(good, f"{case}: gdb: every reported frame starts with its coroutine's actor",
        [str(objs)] + lines)
     if prog != "cxx_task":
+        check_asio_links(case, exe, core, found, th, coros)
         return
     # The event's waiter is the leaf; each promise's continuation (the
     # promise's first member, right after the two code pointers) is the parent.
@@ -208,6 +259,32 @@ def check_case(case):
     ok(len(vals) == 2 + len(links) and
        all(int(v, 16) == int(b, 16) for v, (_, b) in zip(vals[2:], links)),
        f"{case}: gdb: each link is the awaited coroutine's continuation", [out, str(links)])
+
+
+def check_asio_links(case, exe, core, found, th, coros):
+    """gdb: in each reported chain (parked ones and the crashed thread's),
+    each coroutine's promise (an awaitable_frame_base, at frame + 16) holds
+    caller_, a pointer to the next coroutine's promise: the offset of
+    caller_ is gdb's, from Asio's own type."""
+    out = gdb(exe, core, ["info types awaitable_frame_base<"])
+    types = [l.split(":", 1)[1].strip().rstrip(";") for l in out.splitlines()
+             if re.match(r"^\d+:\s+(boost::)?asio::detail::awaitable_frame_base<", l)]
+    if not types:
+        ok(False, f"{case}: gdb knows Asio's awaitable_frame_base", out[-400:])
+        return
+    out = gdb(exe, core, [f"p (long)&(('{types[0]}' *)0)->caller_"])
+    m = re.search(r"^\$\d+ = (\d+)", out, re.M)
+    off = int(m.group(1)) if m else None
+    chains = [[f["object"] for f in s["frames"] if coro_of(f, coros)] for _, s in found]
+    chains.append([f["object"] for f in th["frames"]
+                   if coro_of(f, coros) and f["kind"] == "async"])
+    links = [(a, b) for c in chains for a, b in zip(c, c[1:])]
+    out = gdb(exe, core, [f"p/x *(long *)({a} + 16 + {off})" for a, _ in links]) if off else ""
+    vals = re.findall(r"^\$\d+ = (0x[0-9a-f]+)", out, re.M)
+    ok(off is not None and links and len(vals) == len(links) and
+       all(int(v, 16) == int(b, 16) + 16 for v, (_, b) in zip(vals, links)),
+       f"{case}: gdb: each link is the awaited coroutine's caller_ ({len(links)} links)",
+       [f"caller_ at +{off}", str(links), str(vals)])
 
 
 def thread_chain(th, coros):
@@ -337,13 +414,57 @@ def check_hop_case(case):
        [out, str(objs), str(leaf)])
 
 
+def check_cache(case):
+    """The coroutine types of every module come from the cache on a second
+    run (cxx_modules_cached), and the output is --no-cache's; a damaged row
+    is rejected, rebuilt, and the output is the same."""
+    d = os.path.join(CORPUS, "cores", case)
+    core = os.path.join(d, "core")
+    if not os.path.isfile(core):
+        skip(f"{case}: coroutine types from the cache", f"no core under {d}")
+        return
+    work = tempfile.mkdtemp(prefix="coreq-cxx-cache-")
+    db = os.path.join(work, "cache.db")
+    try:
+        want = coreq("stack", "--no-cache", core).stdout
+        runs = []
+        for _ in range(2):
+            data, _ = coreq_json("stack", "--format", "json", "--cache", db, core)
+            runs.append(data["async"])
+        text = coreq("stack", "--cache", db, core).stdout
+        ok(runs[0]["cxx_modules_cached"] == 0 and runs[1]["cxx_modules_cached"] > 0 and
+           runs[1]["cxx_coroutines"] == runs[0]["cxx_coroutines"] and text == want,
+           f"{case}: coroutine types from the cache on the second run, same output",
+           [str({k: r[k] for k in ("cxx_modules_cached", "cxx_coroutines")}) for r in runs])
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT source, blob FROM cxx_types WHERE length(blob) > 9").fetchall()
+        for src, blob in rows:
+            b = bytearray(blob)
+            b[len(b) // 2] ^= 0x40
+            con.execute("UPDATE cxx_types SET blob = ? WHERE source = ?", (bytes(b), src))
+        con.commit()
+        con.close()
+        r = coreq("stack", "--cache", db, core)
+        data, _ = coreq_json("stack", "--format", "json", "--cache", db, core)
+        ok(rows and r.stdout == want and
+           data["async"]["cxx_modules_cached"] == runs[1]["cxx_modules_cached"],
+           f"{case}: a damaged row is rejected and rebuilt ({len(rows)} rows)",
+           [r.stderr[-300:], str(data["async"]["cxx_modules_cached"])])
+    finally:
+        shutil.rmtree(work)
+
+
 def main():
+    global CLONE
     for case in CASES:
         check_case(case)
+    CLONE = "actor"
     for case in ["asio_threads.O0", "asio_threads.O2g"]:
         check_threads_case(case)
     for case in ["cxx_hop.O0", "cxx_hop.O2g"]:
         check_hop_case(case)
+    for case in ["cxx_task.O2g", "asio_channel.clangO0"]:
+        check_cache(case)
     done()
 
 

@@ -237,7 +237,7 @@ def check_stale(name, core, stale):
 
 def comparable(out):
     """A stack's JSON without what may differ between two runs (times, cache hits)."""
-    a = {k: v for k, v in out["async"].items() if not k.endswith("_us") and k != "rust_modules_cached"}
+    a = {k: v for k, v in out["async"].items() if not k.endswith("_us") and k not in ("rust_modules_cached", "cxx_modules_cached")}
     return json.dumps([out["threads"], out["suspended"], a], sort_keys=True)
 
 

@@ -80,6 +80,52 @@ static void test_huge_name_refused(void **state)
 	free(name);
 }
 
+/* Boost.Asio 1.74's async_result<…>::initiate coroutine actor (gcc 12, boost_coro.O2g):
+ * 1,109 bytes, more components than libiberty's recursion limit allows. */
+static const char boost_actor[] =
+	    "_ZN5boost4asio12async_resultINS0_15use_awaitable_tINS0_9execution12any_executorI"
+	    "JNS3_12context_as_tIRNS0_17execution_contextEEENS3_6detail8blocking7never_tILi0E"
+	    "EENS3_11prefer_onlyINSA_10possibly_tILi0EEEEENSD_INS9_16outstanding_work9tracked"
+	    "_tILi0EEEEENSD_INSH_11untracked_tILi0EEEEENSD_INS9_12relationship6fork_tILi0EEEE"
+	    "ENSD_INSO_14continuation_tILi0EEEEEEEEEEFvNS_6system10error_codeEEE8initiateEPZN"
+	    "S10_8initiateINS0_20basic_waitable_timerINSt6chrono3_V212steady_clockENS0_11wait"
+	    "_traitsIS15_EESV_E19initiate_async_waitEJEEENS0_9awaitableIvSV_EET_SW_DpT0_E544_"
+	    "ZN5boost4asio12async_resultINS0_15use_awaitable_tINS0_9execution12any_executorIJ"
+	    "NS3_12context_as_tIRNS0_17execution_contextEEENS3_6detail8blocking7never_tILi0EE"
+	    "ENS3_11prefer_onlyINSA_10possibly_tILi0EEEEENSD_INS9_16outstanding_work9tracked_"
+	    "tILi0EEEEENSD_INSH_11untracked_tILi0EEEEENSD_INS9_12relationship6fork_tILi0EEEEE"
+	    "NSD_INSO_14continuation_tILi0EEEEEEEEEEFvNS_6system10error_codeEEE8initiateINS0_"
+	    "20basic_waitable_timerINSt6chrono3_V212steady_clockENS0_11wait_traitsIS15_EESV_E"
+	    "19initiate_async_waitEJEEENS0_9awaitableIvSV_EET_SW_DpT0_.Frame.actor";
+
+static void test_past_recursion_limit(void **state)
+{
+	(void)state;
+	char *d = cq_demangle(boost_actor);
+	assert_non_null(d);
+	assert_true(strncmp(d, "boost::asio::async_result<boost::asio::use_awaitable_t<", 55) == 0);
+	const char *tail = "::_ZN5boost4asio12async_result";
+	assert_non_null(strstr(d, tail));
+	assert_true(strlen(d) > 14 && strcmp(d + strlen(d) - 14, "[clone .actor]") == 0);
+	free(d);
+	/* Nesting to the length bound (4,096 bytes) is demangled or refused, without
+	 * running out of stack; one byte more is not retried. */
+	size_t n = (4096 - 8) / 4;
+	char *deep = malloc(4 * n + 16);
+	assert_non_null(deep);
+	size_t k = 0;
+	memcpy(deep, "_Z1fI", 5), k = 5;
+	for (size_t i = 0; i < n; i++)
+		memcpy(deep + k, "1aI", 3), k += 3;
+	deep[k++] = 'i';
+	for (size_t i = 0; i < n; i++)
+		deep[k++] = 'E';
+	memcpy(deep + k, "Ev", 3);
+	assert_true(strlen(deep) <= 4096);
+	free(cq_demangle(deep));
+	free(deep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -88,6 +134,7 @@ int main(void)
 	    cmocka_unit_test(test_rust_v0),
 	    cmocka_unit_test(test_not_mangled),
 	    cmocka_unit_test(test_huge_name_refused),
+	    cmocka_unit_test(test_past_recursion_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

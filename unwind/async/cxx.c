@@ -32,6 +32,13 @@
  * frame keeps the awaiter with the most votes (both kinds agreeing is two),
  * and a cycle loses its weakest link (Asio's bottom frame points at the top
  * of its stack from its promise: one vote against the chain's two per link).
+ * A frame at its initial suspend (it never ran) awaits nothing: a pointer
+ * that would make it an awaiter, or make it awaited through an awaiter
+ * temporary, is no vote, and such a frame that another frame points at is
+ * held by it and listed in no chain (libunifex's per-task done coroutine,
+ * pointed at from every promise; corpus/cxx_done.cc).  A running coroutine
+ * that has not suspended yet still shows its initial index; its awaiter
+ * is found through its own promise.
  * Chains read leaf first: a frame, the frame that awaits it, and so on, each
  * frame once.
  *
@@ -57,8 +64,11 @@
  * the frame keeps its coroutine's first line; its state "await #k" says
  * where it is parked either way.
  *
- * A process with folly's async-stack ABI (its symbols) is left to the folly
- * runtime, which sees the same coroutines through its own records.  Without
+ * A process with folly's async-stack ABI in use (its cookie, or a thread
+ * whose AsyncStackRoot has a frame: folly_in_use) is left to the folly
+ * runtime, which sees the same coroutines through its own records; a
+ * libunifex release build links folly's key and sets empty roots, and is
+ * read here.  Without
  * DWARF for a module its gcc coroutines are not looked for (an -g0 build).
  *
  * clang (checked with Debian's clang 14.0.6 at -O0, -O2 -g and -O2 -g0 on
@@ -107,6 +117,8 @@
 #include "libcore/base/memory.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/coro_dispatch.h"
+#include "unwind/async/cxx.h"
+#include "unwind/async/cxx_types_blob.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/heap_chunks.h"
 #include "unwind/async/runtime.h"
@@ -163,6 +175,7 @@ struct frame {
 	bool has_child;    /* some frame's parent is this one */
 	bool on_thread;    /* running, or awaiting a running frame */
 	bool listed;       /* in a suspended chain already */
+	bool held;         /* never started, and another frame points at it */
 	const char *state; /* "initial", "await #k", ... (names) */
 };
 
@@ -182,8 +195,11 @@ struct cxx {
 	uint64_t scanned_bytes;
 	size_t rejected[REJECT_REASONS];
 	size_t links, cycles, running, merged, reported, over_limit, link_words;
+	size_t held; /* frames never started that another frame holds (not listed) */
 	size_t suspended_frames;
 	double scan_seconds, decode_seconds;
+	double index_seconds; /* coroutine types of every module: cache or DWARF */
+	size_t modules_cached; /* modules whose types came from the cache */
 };
 
 static void cxx_destroy(void *p)
@@ -475,6 +491,42 @@ static bool cu_of_pc(Dwarf *dw, uint64_t pc, Dwarf_Die *out)
 }
 
 /*
+ * The frame type of the subprogram starting at pc (NAME.resume), looked for
+ * in die's children and, through namespaces and classes, their children:
+ * dwarf_getscopes finds no scope for a .resume inside a namespace (Asio's
+ * co_spawn_entry_point, clang 14).  At most *budget DIEs, 8 levels deep.
+ */
+static bool clang_frame_at(Dwarf_Die *die, uint64_t pc, struct coro_type *t, unsigned depth,
+                           unsigned *budget)
+{
+	Dwarf_Die c;
+	if (depth > 8 || dwarf_child(die, &c) != 0)
+		return false;
+	do {
+		if (*budget == 0)
+			return false;
+		--*budget;
+		Dwarf_Addr lo;
+		switch (dwarf_tag(&c)) {
+		case DW_TAG_subprogram:
+			if (dwarf_lowpc(&c, &lo) == 0 && lo == pc)
+				return clang_frame_var(&c, t);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_structure_type:
+		case DW_TAG_class_type:
+		case DW_TAG_union_type:
+			if (clang_frame_at(&c, pc, t, depth + 1, budget))
+				return true;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
+/*
  * clang's frame type for the coroutine whose NAME.resume is at link-time
  * address pc: clang gives .resume its coroutine's subprogram (linkage name
  * NAME), and describes the frame as the artificial variable __coro_frame
@@ -499,9 +551,12 @@ static bool clang_frame_type(Dwarf *dw, uint64_t pc, struct coro_type *t, Dwarf_
 			found = true;
 		}
 	free(scopes);
+	if (!found) {
+		unsigned budget = CLANG_CU_DIES;
+		return clang_frame_at(&cu, pc, t, 0, &budget);
+	}
 	Dwarf_Attribute a;
-	const char *link =
-	    found ? dwarf_formstring(dwarf_attr_integrate(&sub, DW_AT_linkage_name, &a)) : NULL;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(&sub, DW_AT_linkage_name, &a));
 	if (!link)
 		return false;
 	if (clang_frame_var(&sub, t))
@@ -526,16 +581,34 @@ static int cmp_type(const void *a, const void *b)
 	return (x->actor > y->actor) - (x->actor < y->actor);
 }
 
-/* Module m's coroutine types, appended to x->types. */
-static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m, struct cxx *x,
-                                     size_t *cap)
+/* Appends ct to x->types; false when out of memory (MAX_TYPES: dropped). */
+static bool add_type(struct cxx *x, const struct coro_type *ct, size_t *cap)
+{
+	if (x->ntypes == MAX_TYPES)
+		return true;
+	if (x->ntypes == *cap) {
+		size_t c = *cap ? *cap * 2 : 32;
+		struct coro_type *p = realloc(x->types, c * sizeof(*p));
+		if (!p)
+			return false;
+		x->types = p;
+		*cap = c;
+	}
+	x->types[x->ntypes++] = *ct;
+	return true;
+}
+
+/* Module m's coroutine types read from its symbols and DWARF, appended to x->types. */
+static struct cq_error *read_module(const struct cq_unwind_target *t, size_t m, struct cxx *x,
+                                    size_t *cap, bool *dwarf)
 {
 	const struct cq_target_module *mod = &t->modules[m];
 	struct coro_sym *syms = NULL;
 	size_t n = 0, scap = 0;
-	if (!mod->elf || !module_symbols(mod->elf, mod->bias, &syms, &n, &scap)) {
+	*dwarf = false;
+	if (!module_symbols(mod->elf, mod->bias, &syms, &n, &scap)) {
 		free(syms);
-		return mod->elf ? &cq_error_nomem : NULL;
+		return &cq_error_nomem;
 	}
 	if (n == 0)
 		return NULL;
@@ -583,21 +656,10 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 			    !frame_layout(&st, &ct))
 				continue;
 		}
-		if (x->ntypes == MAX_TYPES)
-			break;
-		if (x->ntypes == *cap) {
-			size_t c = *cap ? *cap * 2 : 32;
-			struct coro_type *p = realloc(x->types, c * sizeof(*p));
-			if (!p) {
-				err = &cq_error_nomem;
-				break;
-			}
-			x->types = p;
-			*cap = c;
-		}
-		x->types[x->ntypes++] = ct;
+		if (!add_type(x, &ct, cap))
+			err = &cq_error_nomem;
 	}
-	x->modules += dw != NULL;
+	*dwarf = dw != NULL;
 	if (dw)
 		dwarf_end(dw);
 	if (elf && elf != mod->elf)
@@ -608,20 +670,140 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	return err;
 }
 
+/*
+ * Module m's coroutine types, appended to x->types: from the target's cache
+ * when it holds them for the same files (cxx_types_blob.h), else read from
+ * the module (then cached, a module without coroutines too).
+ */
+static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m, struct cxx *x,
+                                     size_t *cap)
+{
+	const struct cq_target_module *mod = &t->modules[m];
+	if (!mod->elf)
+		return NULL;
+	size_t len, n;
+	bool dwarf;
+	struct cq_cxx_type_row *rows;
+	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES,
+	                                                      CQ_CXX_TYPES_BLOB_FORMAT, &len)
+	                                  : NULL;
+	if (blob) {
+		struct cq_error *err = cq_cxx_types_blob_decode(blob, len, &rows, &n, &dwarf);
+		free(blob);
+		if (err == &cq_error_nomem)
+			return err;
+		if (!err) {
+			for (size_t i = 0; i < n && !err; i++) {
+				const struct cq_cxx_type_row *r = &rows[i];
+				struct coro_type ct = {.actor = r->actor + mod->bias,
+				                       .actor_end = r->actor_end + mod->bias,
+				                       .destroy = r->destroy + mod->bias,
+				                       .destroy2 = r->destroy2 ? r->destroy2 + mod->bias : 0,
+				                       .clang = r->clang,
+				                       .layout = r->layout,
+				                       .index_bytes = r->index_bytes,
+				                       .index_shift = r->index_shift,
+				                       .index_bits = r->index_bits,
+				                       .size = r->size,
+				                       .promise_off = r->promise_off,
+				                       .promise_size = r->promise_size,
+				                       .index_off = r->index_off,
+				                       .max_index = r->max_index,
+				                       .module = (uint32_t)m};
+				if (!add_type(x, &ct, cap))
+					err = &cq_error_nomem;
+			}
+			free(rows);
+			x->modules += dwarf;
+			x->modules_cached += !err;
+			return err;
+		}
+		cq_error_free(err);
+		if (t->ops->cache_reject)
+			t->ops->cache_reject(t->ctx); /* damaged: rebuilt below and replaced */
+	}
+	size_t first = x->ntypes;
+	struct cq_error *err = read_module(t, m, x, cap, &dwarf);
+	x->modules += dwarf;
+	if (err || !t->ops->cache_put)
+		return err;
+	n = x->ntypes - first;
+	if (n && !(rows = calloc(n, sizeof(*rows))))
+		return NULL; /* not cached */
+	for (size_t i = 0; i < n; i++) {
+		const struct coro_type *ct = &x->types[first + i];
+		rows[i] = (struct cq_cxx_type_row){
+		    .actor = ct->actor - mod->bias,
+		    .actor_end = ct->actor_end - mod->bias,
+		    .destroy = ct->destroy - mod->bias,
+		    .destroy2 = ct->destroy2 ? ct->destroy2 - mod->bias : 0,
+		    .clang = ct->clang,
+		    .layout = ct->layout,
+		    .index_bytes = ct->index_bytes,
+		    .index_shift = ct->index_shift,
+		    .index_bits = ct->index_bits,
+		    .size = ct->size,
+		    .promise_off = ct->promise_off,
+		    .promise_size = ct->promise_size,
+		    .index_off = ct->index_off,
+		    .max_index = ct->max_index};
+	}
+	blob = cq_cxx_types_blob_encode(n ? rows : NULL, n, dwarf, &len);
+	if (n)
+		free(rows);
+	if (blob)
+		t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES, CQ_CXX_TYPES_BLOB_FORMAT, blob,
+		                  len);
+	free(blob);
+	return NULL;
+}
+
+/*
+ * Whether folly's runtime sees this program's coroutines: folly's cookie is
+ * linked in, or a thread's AsyncStackRoot (under folly's key) has a top
+ * frame with a parent or an instruction pointer (AsyncStackFrame
+ * { parentFrame; instructionPointer; ... }).  libunifex links the key, and
+ * its sync_wait sets a root with an empty frame of its own, in release
+ * builds too, where NDEBUG turns its async stacks off and no coroutine
+ * pushes a frame: those coroutines are read here.
+ */
+static bool folly_in_use(const struct cq_unwind_target *t)
+{
+	struct cq_target_symbol q[] = {{.name = "folly_async_stack_root_tls_key"},
+	                               {.name = "__folly_suspended_frame_cookie"}};
+	for (size_t m = 0; t->ops->find_symbols && m < t->nmodules; m++)
+		if (t->ops->find_symbols(t->ctx, m, q, 2) == 2)
+			break;
+	if (q[1].found)
+		return true;
+	uint32_t key;
+	if (!q[0].found || !cq_mem_read_u32(t->mem, q[0].addr, &key) || key >= 1024 ||
+	    !t->ops->tls_prepare || !t->ops->tls_get)
+		return false;
+	t->ops->tls_prepare(t->ctx);
+	for (size_t th = 0; th < t->nthreads; th++) {
+		uint64_t holder, root, top, frame[2];
+		if (t->ops->tls_get(t->ctx, th, key, &holder) == CQ_TARGET_TLS_VALUE && holder &&
+		    cq_mem_read_u64(t->mem, holder, &root) && root &&
+		    cq_mem_read_u64(t->mem, root, &top) && top &&
+		    cq_mem_read(t->mem, top, frame, sizeof(frame)) && (frame[0] || frame[1]))
+			return true;
+	}
+	return false;
+}
+
 static struct cq_error *cxx_detect(const struct cq_async_ctx *ctx, void **state,
                                    struct cq_async_needs *needs)
 {
 	const struct cq_unwind_target *t = ctx->target;
 	*state = NULL;
-	struct cq_target_symbol folly[] = {{.name = "folly_async_stack_root_tls_key"},
-	                                   {.name = "__folly_suspended_frame_cookie"}};
-	for (size_t m = 0; t->ops->find_symbols && m < t->nmodules; m++)
-		if (t->ops->find_symbols(t->ctx, m, folly, 2) > 0)
-			return NULL; /* folly's runtime sees these coroutines */
+	if (folly_in_use(t))
+		return NULL; /* folly's runtime sees these coroutines */
 	struct cxx *x = calloc(1, sizeof(*x));
 	if (!x)
 		return &cq_error_nomem;
 	size_t cap = 0;
+	double start = cq_clock_seconds();
 	for (size_t m = 0; m < t->nmodules; m++) {
 		struct cq_error *err = index_module(t, m, x, &cap);
 		if (err) {
@@ -629,6 +811,7 @@ static struct cq_error *cxx_detect(const struct cq_async_ctx *ctx, void **state,
 			return err;
 		}
 	}
+	x->index_seconds = cq_clock_seconds() - start;
 	if (x->ntypes == 0) {
 		cxx_destroy(x);
 		return NULL;
@@ -818,6 +1001,19 @@ static int64_t frame_at(const struct cxx *x, uint64_t v)
 	return -1;
 }
 
+/*
+ * Frame f is at its initial suspend: it never ran, so it awaits nothing
+ * (libunifex keeps such a coroutine per task for its done path and points
+ * at it from the promise).  Unknown without clang's layout.
+ */
+static bool never_started(const struct cxx *x, const struct frame *f)
+{
+	const struct coro_type *ty = &x->types[f->type];
+	if (ty->clang)
+		return ty->layout && f->index == 0;
+	return f->index == 2 || f->index == 0;
+}
+
 /* One vote edge: child is awaited by parent. */
 struct vote {
 	uint32_t child, parent;
@@ -853,6 +1049,18 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 				continue;
 			bool in_promise =
 			    w * 8 >= ty->promise_off && w * 8 < ty->promise_off + ty->promise_size;
+			/*
+			 * A frame at its initial suspend awaits nothing.  From the
+			 * promise, j would be the awaiter: then i only holds j.  From
+			 * an awaiter temporary, i would await j: j would have been
+			 * started by the co_await, and i would have run to it.
+			 */
+			if (never_started(x, &x->frames[j]) ||
+			    (!in_promise && never_started(x, &x->frames[i]))) {
+				if (never_started(x, &x->frames[j]))
+					x->frames[j].held = true;
+				continue;
+			}
 			if (nv == cap) {
 				size_t c = cap ? cap * 2 : 64;
 				struct vote *p = realloc(v, c * sizeof(*p));
@@ -1206,6 +1414,10 @@ static struct cq_error *add_suspended(struct cxx *x, const struct cq_async_ctx *
 	for (size_t i = 0; i < x->nframes; i++) {
 		if (x->frames[i].has_child || x->frames[i].on_thread)
 			continue;
+		if (x->frames[i].held && x->frames[i].parent < 0) {
+			x->held++;
+			continue;
+		}
 		if (ctx->stacks->nsuspended >= ctx->max_suspended) {
 			x->over_limit++;
 			continue;
@@ -1277,6 +1489,22 @@ static struct cq_error *cxx_decode(void *state, const struct cq_async_ctx *ctx)
 	return err;
 }
 
+struct cq_error *cq_cxx_types_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
+                                   bool *cached)
+{
+	*types = 0;
+	*cached = false;
+	struct cxx *x = calloc(1, sizeof(*x));
+	if (!x)
+		return &cq_error_nomem;
+	size_t cap = 0;
+	struct cq_error *err = index_module(t, m, x, &cap);
+	*types = x->ntypes;
+	*cached = x->modules_cached > 0;
+	cxx_destroy(x);
+	return err;
+}
+
 /* The "cxx_" keys of the async statistics. */
 static void cxx_report(const void *state, const struct cq_async_ctx *ctx, struct cq_stats *out,
                        struct cq_stats *warnings)
@@ -1289,14 +1517,16 @@ static void cxx_report(const void *state, const struct cq_async_ctx *ctx, struct
 	const char *keys[] = {"cxx_modules",    "cxx_coroutines", "cxx_scanned_bytes",
 	                      "cxx_candidates", "cxx_frames",     "cxx_links",
 	                      "cxx_cycles",     "cxx_running",    "cxx_merged",
-	                      "cxx_reported",   "cxx_over_limit"};
+	                      "cxx_reported",   "cxx_over_limit", "cxx_held"};
 	uint64_t vals[] = {x->modules, x->ntypes,   x->scanned_bytes, x->ncand,
 	                   x->nframes, x->links,    x->cycles,        x->running,
-	                   x->merged,  x->reported, x->over_limit};
+	                   x->merged,  x->reported, x->over_limit,    x->held};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		cq_stats_uint(out, keys[i], vals[i]);
 	cq_stats_uint(out, "cxx_scan_us", (uint64_t)(x->scan_seconds * 1e6));
 	cq_stats_uint(out, "cxx_decode_us", (uint64_t)(x->decode_seconds * 1e6));
+	cq_stats_uint(out, "cxx_index_us", (uint64_t)(x->index_seconds * 1e6));
+	cq_stats_uint(out, "cxx_modules_cached", x->modules_cached);
 	cq_stats_bool(out, "cxx_scan_truncated", x->truncated);
 	cq_stats_object(out, "cxx_rejected");
 	for (unsigned i = 0; i < REJECT_REASONS; i++)
