@@ -26,10 +26,8 @@ nothing else is reported (no phantom).  A task inside an executor's wrapper
 (async-executor's spawn block) is named by the program's future the wrapper
 captured: never polled, at its `// BODY:` line; running, by name.  The
 closing note prints a table:
-case | expected | found | phantom | missed.  Known misses (the block_on
-future at O2, whose DWARF location does not cover the pc; the LocalPool task
-being polled at O0) are listed in KNOWN_MISSES with their reason and reported,
-not failed; a known miss that is found fails, so the list stays true.
+case | expected | found | phantom | missed.  Known misses are listed in
+KNOWN_MISSES with their reason and reported, not failed; a known miss that is found fails, so the list stays true.
 """
 import os
 import re
@@ -41,13 +39,7 @@ from coreq_test import CORPUS, ROOT, coreq, coreq_json, sanitizer_report, corpus
 PROGRAMS = ("tokio_boxmain", "smol_tasks", "async_std_tasks", "tokio_local", "futures_pool",
             "futures_threadpool")
 # (program, variant, kind, fn): missed for a known reason, said in the table.
-KNOWN_MISSES = {
-    ("tokio_boxmain", "O2", "BLOCK_ON", "boxed_main"):
-        "block_on's DWARF location of `f` does not cover the pc at O2 (as tokio_tasks.O2's main)",
-}
-KNOWN_MISSES[("futures_pool", "O0", "RUNNING", "crasher")] = \
-    "the dyn Future scan sees two crasher futures on the polling thread's stack, both " \
-    "Unresumed (the polled one never yielded): ambiguous, both dropped"
+KNOWN_MISSES = {}
 # A known miss whose task is still reported, under its executor's wrapper only:
 # consumed as "unnamed" (not a phantom) when a stack in that state names no
 # function of the program.

@@ -97,7 +97,7 @@ struct walk {
 	size_t ntask_types, cap_task_types;
 	struct block_on_fn {
 		Dwarf_Off die;
-		const char *var; /* the future's variable: block_on_fns */
+		const char *var; /* the future's variable: block_on_fns; NULL: a caller's */
 	} * block_ons;
 	size_t nblock_ons, cap_block_ons;
 	/* functions monomorphized over a future: entry, the type parameter's DIE */
@@ -372,8 +372,16 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 			              sizeof(*w->block_ons)))
 				w->block_ons[w->nblock_ons++] = (struct block_on_fn){
 				    .die = dwarf_dieoffset(&child), .var = var};
-			else if (name && strchr(name, '<'))
+			else if (name && strchr(name, '<')) {
 				add_mono(w, &child, name);
+				/* another block_on<F>: kept if a driver's F is its F */
+				if (strncmp(name, "block_on<", 9) == 0 &&
+				    dwarf_hasattr(&child, DW_AT_low_pc) &&
+				    grow((void **)&w->block_ons, &w->cap_block_ons,
+				         w->nblock_ons + 1, sizeof(*w->block_ons)))
+					w->block_ons[w->nblock_ons++] = (struct block_on_fn){
+					    .die = dwarf_dieoffset(&child), .var = NULL};
+			}
 			break;
 		default:
 			break;
@@ -939,10 +947,40 @@ static bool frame_base(Dwarf_Die *fn, enum cq_rust_base *base)
 	return true;
 }
 
+/* The DWARF register a DW_OP_reg* / DW_OP_regx names, or -1. */
+static int op_reg(const Dwarf_Op *op)
+{
+	if (op->atom >= DW_OP_reg0 && op->atom <= DW_OP_reg31)
+		return op->atom - DW_OP_reg0;
+	if (op->atom == DW_OP_regx && op->number < CQ_REGS_MAX)
+		return (int)op->number;
+	return -1;
+}
+
+/*
+ * A value held in registers: DW_OP_regN alone, or DW_OP_regN DW_OP_piece 8
+ * DW_OP_regM DW_OP_piece 8 (a fat pointer in two registers).
+ */
+static bool register_location(const Dwarf_Op *ops, size_t n, struct cq_rust_local *out)
+{
+	int r0 = n > 0 ? op_reg(&ops[0]) : -1, r1 = n == 4 ? op_reg(&ops[2]) : -1;
+	if (r0 < 0 || !(n == 1 || (n == 4 && r1 >= 0 && ops[1].atom == DW_OP_piece &&
+	                           ops[1].number == 8 && ops[3].atom == DW_OP_piece &&
+	                           ops[3].number == 8)))
+		return false;
+	out->base = CQ_RUST_BASE_REGS;
+	out->offset = r0;
+	out->add = r1 >= 0 ? (uint64_t)r1 : CQ_RUST_NO_REG;
+	out->deref = false;
+	return true;
+}
+
 /* One location expression as base + offset [deref] [+ add]; false when not that simple. */
 static bool simple_location(const Dwarf_Op *ops, size_t n, bool have_fb, enum cq_rust_base fb,
                             struct cq_rust_local *out)
 {
+	if (register_location(ops, n, out))
+		return true;
 	if (n == 0 || n > 3)
 		return false;
 	switch (ops[0].atom) {
@@ -1021,8 +1059,39 @@ static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, cons
 	} while (dwarf_siblingof(&child, &child) == 0);
 }
 
-/* block_on<F>'s code and where its future `var` lives, before and after pin!(var). */
-static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off, const char *var)
+/* Whether the type DIE at off has the full name `name`. */
+static bool named_as(const struct walk *w, Dwarf_Off off, const char *name)
+{
+	Dwarf_Die die;
+	char *n = dwarf_offdie(w->dwarf, off, &die) ? type_name(w, &die) : NULL;
+	bool same = n && strcmp(n, name) == 0;
+	free(n);
+	return same;
+}
+
+/* The parameters of fn whose type is the DIE f (a caller's `future: F`). */
+static void find_typed(struct builder *b, Dwarf_Die *fn, Dwarf_Die *f, int32_t ftype, bool have_fb,
+                       enum cq_rust_base fb, struct cq_rust_block_on *bo, size_t *cap)
+{
+	Dwarf_Die child, type;
+	if (dwarf_child(fn, &child) != 0)
+		return;
+	(void)b;
+	int n = 0;
+	do {
+		if (dwarf_tag(&child) == DW_TAG_formal_parameter && cq_dwt_type(&child, &type) &&
+		    cq_dwt_peel(&type) && dwarf_dieoffset(&type) == dwarf_dieoffset(f))
+			add_locations(&child, ftype, have_fb, fb, bo, cap);
+	} while (++n < MAX_MEMBERS && dwarf_siblingof(&child, &child) == 0);
+}
+
+/*
+ * block_on<F>'s code and where its future lives: a driver's `var`, before
+ * and after pin!(var); a caller's (var NULL, kept only when its F is a
+ * driver's: drivers[0, ndrivers) are their F's DIEs) parameter of type F.
+ */
+static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off, const char *var,
+                         const Dwarf_Off *drivers, size_t ndrivers)
 {
 	Dwarf_Die fn, decl, f;
 	Dwarf_Attribute attr;
@@ -1038,7 +1107,20 @@ static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off,
 	bool have_fb = frame_base(&fn, &fb);
 	struct cq_rust_block_on bo = {.lo = lo, .hi = hi};
 	size_t cap = 0;
-	find_f(b, w, &fn, var, 4, have_fb, fb, &bo, &cap);
+	if (var) {
+		find_f(b, w, &fn, var, 4, have_fb, fb, &bo, &cap);
+	} else {
+		/* the same F: a driver's F type, or one of the same path (another unit's) */
+		int32_t ft = type_for(b, dwarf_dieoffset(&f));
+		char *fname = type_name(w, &f);
+		size_t d = 0;
+		while (fname && d < ndrivers && !named_as(w, drivers[d], fname))
+			d++;
+		free(fname);
+		if (ft < 0 || d >= ndrivers)
+			return;
+		find_typed(b, &fn, &f, ft, have_fb, fb, &bo, &cap);
+	}
 	if (bo.nlocs == 0 ||
 	    !grow((void **)&b->block_ons, &b->cap_block_ons, b->nblock_ons + 1,
 	          sizeof(*b->block_ons)) ||
@@ -1171,8 +1253,18 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 			    (struct cq_rust_vtable){.addr = w.vt[i].addr, .type = type};
 		}
 		add_tokio_kinds(&b, &w);
+		/* the drivers first: a caller's block_on<F> is kept for a driver's F */
 		for (size_t i = 0; i < w.nblock_ons; i++)
-			add_block_on(&b, &w, w.block_ons[i].die, w.block_ons[i].var);
+			if (w.block_ons[i].var)
+				add_block_on(&b, &w, w.block_ons[i].die, w.block_ons[i].var, NULL, 0);
+		size_t ndrivers = b.nblock_ons;
+		Dwarf_Off *drivers = malloc((ndrivers ? ndrivers : 1) * sizeof(*drivers));
+		for (size_t i = 0; drivers && i < ndrivers; i++)
+			drivers[i] = b.offs[b.block_ons[i].future];
+		for (size_t i = 0; drivers && ndrivers && i < w.nblock_ons; i++)
+			if (!w.block_ons[i].var)
+				add_block_on(&b, &w, w.block_ons[i].die, NULL, drivers, ndrivers);
+		free(drivers);
 		for (size_t i = 0; i < w.nmonos; i++) {
 			int32_t type = type_for(&b, w.monos[i].type);
 			if (type < 0 ||

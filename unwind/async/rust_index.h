@@ -58,8 +58,15 @@ struct cq_tokio_kind {
 	                  */
 };
 
-/* Where a function's future argument lives over pcs [lo, hi), from its DWARF location. */
-enum cq_rust_base { CQ_RUST_BASE_SP, CQ_RUST_BASE_FP, CQ_RUST_BASE_CFA };
+/*
+ * Where a function's future argument lives over pcs [lo, hi), from its
+ * DWARF location: in memory at a base register + offset, or (at -O2) in
+ * registers, CQ_RUST_BASE_REGS: its bytes [0, 8) in DWARF register
+ * `offset` and its bytes [8, 16) in register `add` (CQ_RUST_NO_REG: none),
+ * e.g. the data and vtable pointers of a Pin<Box<dyn Future>>.
+ */
+enum cq_rust_base { CQ_RUST_BASE_SP, CQ_RUST_BASE_FP, CQ_RUST_BASE_CFA, CQ_RUST_BASE_REGS };
+#define CQ_RUST_NO_REG UINT64_MAX
 struct cq_rust_local {
 	uint64_t lo, hi; /* runtime pcs */
 	enum cq_rust_base base;
@@ -71,7 +78,11 @@ struct cq_rust_local {
 
 /*
  * tokio's CachedParkThread::block_on<F>: the future that `#[tokio::main]`
- * and Runtime::block_on drive, pinned in this function's frame.
+ * and Runtime::block_on drive, pinned in this function's frame.  Also each
+ * other block_on<F> over the same F (Runtime::block_on, ...), with where
+ * its parameter of type F lives: a caller's frame that still holds the
+ * future where the driving frame's location list does not cover its pc
+ * (at -O2, `f` is optimized out while block_on parks).
  */
 struct cq_rust_block_on {
 	uint64_t lo, hi;            /* the function's code, runtime addresses */

@@ -2,7 +2,7 @@
  * rust_index_blob.c - encoding and strict decoding of Rust type index cache
  * rows (see rust_index_blob.h).
  *
- * Layout (format 7; formats 3 to 6 had the same bytes, less content), little-endian, strings as in
+ * Layout (format 8; formats 3 to 7 had the same bytes, less content), little-endian, strings as in
  * libcore/base/wire.h: u32 counts: types, vtables, resumes, tokio kinds, block_ons; u64
  * tokio_unresolved; per type: name, u8 kind, u64 size, u64 align, u64 state_offset, u8 state_size,
  *     resume_name, u8 nhops, per hop (u64 offset, u8 deref), u8 is_dyn,
@@ -16,7 +16,8 @@
  *     hdr_vtable, hdr_owner, vt_poll, vt_trailer, vt_scheduler, vt_id,
  *     trailer_next (u64 each), scheduler;
  *   per block_on: u64 lo, u64 hi, u32 future, u32 nlocs, per loc (u64 lo, u64 hi,
- *     u8 base, u64 offset, u8 deref, u64 add, u32 type);
+ *     u8 base, u64 offset, u8 deref, u64 add, u32 type; base 3: offset and add
+ *     are DWARF register numbers, add UINT64_MAX for none);
  *   u32 nmonos, per mono: u64 lo, u32 future (format 3);
  *   u32 CRC-32 of every byte before it.
  * A type reference is a u32 holding the int32 index (-1 for none where the
@@ -254,7 +255,10 @@ static void get_block_on(struct cq_wire_reader *r, struct cq_rust_block_on *bo, 
 		loc->deref = get_bool(r);
 		loc->add = cq_wire_get_u64(r);
 		loc->type = get_ref(r, ntypes, false);
-		if (base > CQ_RUST_BASE_CFA || loc->lo > loc->hi)
+		if (base > CQ_RUST_BASE_REGS || loc->lo > loc->hi ||
+		    (base == CQ_RUST_BASE_REGS &&
+		     ((uint64_t)loc->offset >= CQ_REGS_MAX ||
+		      (loc->add != CQ_RUST_NO_REG && loc->add >= CQ_REGS_MAX))))
 			r->failed = true;
 	}
 }

@@ -21,8 +21,9 @@ struct cq_rust_index;
 /* 2: `(dyn Future + Send)` fat pointers are wrappers; 3: functions monomorphized over a future;
  * 4: those too whose code DIE names its declaration (DW_AT_specification, -O2);
  * 5: an Unresumed variant's captured future is its awaitee; 6: tokio task kinds of LocalSets;
- * 7: current_thread's block_on, a struct's `future` member as a wrapper's target */
-#define CQ_RUST_INDEX_BLOB_FORMAT 7
+ * 7: current_thread's block_on, a struct's `future` member as a wrapper's target;
+ * 8: block_on's callers over the same F, locations in registers (base 3) */
+#define CQ_RUST_INDEX_BLOB_FORMAT 8
 
 /* A malloc'd blob of ix (one module's, origins 0); NULL when out of memory. */
 uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len);

@@ -536,10 +536,57 @@ static struct cq_error *report_tasks(struct tokio *t, const struct cq_async_ctx 
 	return err;
 }
 
+/*
+ * A future held in registers of frame i of thread th (the unwinder
+ * recovers a caller's callee-saved ones): a Pin<Box<dyn Future>> as its
+ * data and vtable pointers (the future is the data, of the vtable's type),
+ * or a pointer to the future (Pin<&mut F>, Box<F>).
+ */
+static bool in_registers(const struct cq_async_ctx *ctx, const struct cq_rust_model *m,
+                         const struct cq_rust_local *loc, size_t th, size_t i,
+                         const struct cq_unwind_frame *f, uint64_t *out, int32_t *type)
+{
+	struct cq_regs regs;
+	if (loc->type < 0 || (size_t)loc->type >= m->ntypes ||
+	    !cq_unwind_regs_at(ctx->target, ctx->target->threads[th].regs, ctx->unwind, i, f->pc,
+	                       f->sp, &regs))
+		return false;
+	uint64_t piece[2];
+	unsigned r0 = (unsigned)loc->offset;
+	if (!cq_regs_has(&regs, r0))
+		return false;
+	piece[0] = regs.value[r0];
+	bool two = loc->add != CQ_RUST_NO_REG && cq_regs_has(&regs, (unsigned)loc->add);
+	piece[1] = two ? regs.value[loc->add] : 0;
+	const struct cq_rust_type *t = &m->types[loc->type];
+	if (t->kind != CQ_RUST_WRAPPER)
+		return false;
+	/* Hops that stay inside the value (Pin { Box { .. } }) move the offsets only. */
+	uint64_t at = 0;
+	unsigned h = 0;
+	while (h < t->nhops && h < CQ_RUST_MAX_HOPS && !t->hops[h].deref && at <= 16)
+		at += t->hops[h++].offset;
+	if (t->is_dyn && h == t->nhops && two) {
+		uint64_t d = at + t->dyn_data_offset, v = at + t->dyn_vtable_offset;
+		if (d > 8 || v > 8 || d == v || d % 8 || v % 8)
+			return false;
+		*out = piece[d / 8];
+		*type = cq_rust_vtable_type(m, piece[v / 8]);
+		return *type >= 0 && *out != 0;
+	}
+	/* A pointer to the future (Pin<&mut F>, Box<F>) in the first register. */
+	if (!t->is_dyn && h + 1 == t->nhops && at == 0 && t->hops[h].offset == 0) {
+		*out = piece[0];
+		*type = t->target;
+		return *out != 0 && *type >= 0 && (size_t)*type < m->ntypes;
+	}
+	return false;
+}
+
 /* Where a block_on frame's future is: its DWARF location at pc with the frame's registers. */
-static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust_block_on *bo,
-                            const struct cq_async_native *nat, size_t i, uint64_t pc, uint64_t *out,
-                            int32_t *type)
+static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust_model *m,
+                            const struct cq_rust_block_on *bo, const struct cq_async_native *nat,
+                            size_t th, size_t i, uint64_t pc, uint64_t *out, int32_t *type)
 {
 	const struct cq_unwind_frame *f = &nat->frames[i];
 	/* The innermost scope's `f` first: after pin!(f), the pinned one. */
@@ -547,6 +594,8 @@ static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust
 		const struct cq_rust_local *loc = &bo->locs[l];
 		if (pc < loc->lo || pc >= loc->hi)
 			continue;
+		if (loc->base == CQ_RUST_BASE_REGS)
+			return in_registers(ctx, m, loc, th, i, f, out, type);
 		uint64_t base;
 		if (loc->base == CQ_RUST_BASE_SP)
 			base = f->sp;
@@ -664,7 +713,8 @@ static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ct
 				continue;
 			}
 			found.named = bo->future;
-			if (!block_on_future(ctx, bo, nat, i, pc, &found.future, &found.type))
+			if (!block_on_future(ctx, &ix->model, bo, nat, th, i, pc, &found.future,
+			                     &found.type))
 				continue;
 			struct cq_rust_chain chain;
 			block_on_chain(t, ctx, &found, &chain);
