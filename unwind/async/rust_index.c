@@ -455,26 +455,69 @@ static bool is_dyn_fat_pointer(Dwarf_Die *st, uint64_t *data_off, uint64_t *vt_o
 	return n == 2 && has_data && has_vt;
 }
 
-/* The only member of st with a non-zero size (its offset and type). */
+static bool single_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type);
+
 /*
- * The member called name of struct st, held inline: a combinator that
- * holds the future it drives as its `future` (tokio's LocalSet RunUntil,
- * TaskLocalFuture) beside other state.
+ * Whether a value of type t is or leads to a future: a state machine or a
+ * dyn fat pointer, through pointers and single-member structs (at most
+ * depth steps).
  */
-static bool member_named(Dwarf_Die *st, const char *name, uint64_t *off, Dwarf_Die *type)
+static bool leads_to_future(Dwarf_Die t, int depth)
+{
+	for (; depth > 0; depth--) {
+		if (!cq_dwt_peel(&t))
+			return false;
+		int tag = dwarf_tag(&t);
+		if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+		    tag == DW_TAG_rvalue_reference_type) {
+			if (!cq_dwt_type(&t, &t))
+				return false;
+			continue;
+		}
+		Dwarf_Die part, state, inner;
+		uint64_t a, b;
+		if (tag != DW_TAG_structure_type)
+			return false;
+		if (state_variant_part(&t, &part, &state) || is_dyn_fat_pointer(&t, &a, &b))
+			return true;
+		if (!single_member(&t, &a, &inner))
+			return false;
+		t = inner;
+	}
+	return false;
+}
+
+/*
+ * The one member of struct st that is (or leads to) a future, held beside
+ * other state: a combinator that drives the future it holds (tokio's
+ * LocalSet RunUntil, async-std's SupportTaskLocals).  False when no member
+ * or more than one is a future (a select of two is no wrapper).
+ */
+static bool future_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type)
 {
 	Dwarf_Die child;
 	if (dwarf_child(st, &child) != 0)
 		return false;
 	int n = 0;
+	bool found = false;
 	do {
-		const char *mn = dwarf_diename(&child);
-		if (dwarf_tag(&child) == DW_TAG_member && mn && strcmp(mn, name) == 0)
-			return cq_dwt_type(&child, type) && cq_dwt_member_offset(&child, off);
+		if (dwarf_tag(&child) == DW_TAG_variant_part)
+			return false;
+		Dwarf_Die t;
+		uint64_t o;
+		if (dwarf_tag(&child) != DW_TAG_member || !cq_dwt_type(&child, &t) ||
+		    !leads_to_future(t, 6))
+			continue;
+		if (found || !cq_dwt_member_offset(&child, &o))
+			return false;
+		found = true;
+		*off = o;
+		*type = t;
 	} while (++n < MAX_MEMBERS && dwarf_siblingof(&child, &child) == 0);
-	return false;
+	return found;
 }
 
+/* The only member of st with a non-zero size (its offset and type). */
 static bool single_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type)
 {
 	Dwarf_Die child;
@@ -743,8 +786,7 @@ static void fill_other(struct builder *b, const struct walk *w, int32_t index, D
 			return;
 		}
 		Dwarf_Die inner;
-		if (!single_member(&die, &off, &inner) &&
-		    !member_named(&die, "future", &off, &inner))
+		if (!single_member(&die, &off, &inner) && !future_member(&die, &off, &inner))
 			break;
 		die = inner;
 		pending += off;
