@@ -84,7 +84,11 @@ static void check(const uint8_t *data, size_t size)
 		in_range(ix->monos[i].future, m->ntypes, 0);
 		size_t n;
 		const struct cq_rust_mono *at = cq_rust_index_monos_at(ix, ix->monos[i].lo, &n);
-		if (!at || n == 0 || at > &ix->monos[i] || &ix->monos[i] >= at + n)
+		if (!at || n == 0 || at > &ix->monos[i] || &ix->monos[i] >= at + n ||
+		    ix->monos[i].hi <= ix->monos[i].lo)
+			abort();
+		/* its entry is in the code of the group folded there (format 8) */
+		if (!cq_rust_index_monos_containing(ix, ix->monos[i].lo, &n) || n == 0)
 			abort();
 		cq_rust_decode(&tg, m, 0x30000, ix->monos[i].future, &chain);
 	}

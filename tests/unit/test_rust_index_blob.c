@@ -118,9 +118,9 @@ static struct cq_rust_index *sample(void)
 	ix->nblock_ons = 1;
 	/* Functions monomorphized over a future (format 7): 0x3000 folded, over two futures. */
 	ix->monos = calloc(3, sizeof(*ix->monos));
-	ix->monos[0] = (struct cq_rust_mono){.lo = 0x3000, .future = 0};
-	ix->monos[1] = (struct cq_rust_mono){.lo = 0x3000, .future = 3};
-	ix->monos[2] = (struct cq_rust_mono){.lo = 0x3040, .future = 1};
+	ix->monos[0] = (struct cq_rust_mono){.lo = 0x3000, .hi = 0x3020, .future = 0};
+	ix->monos[1] = (struct cq_rust_mono){.lo = 0x3000, .hi = 0x3020, .future = 3};
+	ix->monos[2] = (struct cq_rust_mono){.lo = 0x3040, .hi = 0x3080, .future = 1};
 	ix->nmonos = 3;
 	return ix;
 }
@@ -189,6 +189,18 @@ static void test_round_trip(void **state)
 	assert_int_equal(mo[0].future, 1);
 	assert_null(cq_rust_index_monos_at(back, 0x3008, &n));
 	assert_int_equal(n, 0);
+	/* format 8: the code each holds, folded entries together */
+	mo = cq_rust_index_monos_containing(back, 0x3008, &n);
+	assert_non_null(mo);
+	assert_int_equal(n, 2);
+	assert_int_equal(mo[0].hi, 0x3020);
+	assert_null(cq_rust_index_monos_containing(back, 0x3020, &n)); /* between the two */
+	assert_int_equal(n, 0);
+	assert_null(cq_rust_index_monos_containing(back, 0x2fff, &n));
+	mo = cq_rust_index_monos_containing(back, 0x307f, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(mo[0].future, 1);
+	assert_null(cq_rust_index_monos_containing(back, 0x3080, &n));
 	size_t len2;
 	uint8_t *again = cq_rust_index_blob_encode(back, &len2);
 	assert_int_equal(len2, len);
@@ -271,7 +283,7 @@ static void test_damage_is_rejected(void **state)
 	assert_true(mono > 0);
 	memcpy(b, blob, len);
 	assert_true(accepted(b, len));
-	b[mono + 8] = 4;
+	b[mono + 16] = 4; /* after lo and hi */
 	reseal(b, len);
 	assert_false(accepted(b, len));
 	memcpy(b, blob, len);

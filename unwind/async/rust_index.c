@@ -102,7 +102,7 @@ struct walk {
 	size_t nblock_ons, cap_block_ons;
 	/* functions monomorphized over a future: entry, the type parameter's DIE */
 	struct {
-		uint64_t lo;
+		uint64_t lo, hi;
 		Dwarf_Off type;
 	} * monos;
 	size_t nmonos, cap_monos;
@@ -267,11 +267,13 @@ static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
  */
 static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 {
-	Dwarf_Addr lo;
+	Dwarf_Addr lo, hi;
 	Dwarf_Die child, decl;
 	Dwarf_Attribute link;
 	if (!strstr(name, "_env#") || dwarf_lowpc(die, &lo) != 0)
 		return;
+	if (dwarf_highpc(die, &hi) != 0 || hi <= lo)
+		hi = lo + 1;
 	if (dwarf_formref_die(dwarf_attr(die, DW_AT_specification, &link), &decl) ||
 	    dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &link), &decl))
 		die = &decl;
@@ -289,6 +291,7 @@ static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 		if (!grow((void **)&w->monos, &w->cap_monos, w->nmonos + 1, sizeof(*w->monos)))
 			return;
 		w->monos[w->nmonos].lo = lo;
+		w->monos[w->nmonos].hi = hi;
 		w->monos[w->nmonos].type = dwarf_dieoffset(&type);
 		w->nmonos++;
 		return; /* the first future parameter: F before T */
@@ -1313,7 +1316,7 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 			    !grow((void **)&b.monos, &b.cap_monos, b.nmonos + 1, sizeof(*b.monos)))
 				continue;
 			b.monos[b.nmonos++] =
-			    (struct cq_rust_mono){.lo = w.monos[i].lo, .future = type};
+			    (struct cq_rust_mono){.lo = w.monos[i].lo, .hi = w.monos[i].hi, .future = type};
 		}
 		while (b.nwork > 0) {
 			int32_t index = b.work[--b.nwork];
@@ -1402,6 +1405,29 @@ const struct cq_rust_mono *cq_rust_index_monos_at(const struct cq_rust_index *ix
 		end++;
 	*n = end - lo;
 	return *n ? &ix->monos[lo] : NULL;
+}
+
+const struct cq_rust_mono *cq_rust_index_monos_containing(const struct cq_rust_index *ix,
+                                                          uint64_t pc, size_t *n)
+{
+	size_t lo = 0, hi = ix->nmonos;
+	*n = 0;
+	while (lo < hi) { /* the first entry above pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->monos[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	size_t start = lo - 1;
+	while (start > 0 && ix->monos[start - 1].lo == ix->monos[lo - 1].lo)
+		start--;
+	if (pc >= ix->monos[start].hi)
+		return NULL;
+	*n = lo - start;
+	return &ix->monos[start];
 }
 
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,

@@ -99,8 +99,8 @@ struct cq_rust_block_on {
  * the type of the future its task holds.
  */
 struct cq_rust_mono {
-	uint64_t lo;    /* the function's entry, runtime address */
-	int32_t future; /* the type parameter, in the model */
+	uint64_t lo, hi; /* the function's code, runtime addresses (entry: lo) */
+	int32_t future;  /* the type parameter, in the model */
 };
 
 struct cq_rust_index {
@@ -162,6 +162,14 @@ const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_in
  */
 const struct cq_rust_mono *cq_rust_index_monos_at(const struct cq_rust_index *ix, uint64_t addr,
                                                   size_t *n);
+
+/*
+ * The functions monomorphized over a future whose code holds runtime pc
+ * (*n of them, folded at one entry), or NULL: e.g. <Pin<P> as Future>::poll
+ * over a future whose own poll is inlined into it.
+ */
+const struct cq_rust_mono *cq_rust_index_monos_containing(const struct cq_rust_index *ix,
+                                                          uint64_t pc, size_t *n);
 
 /* The name of the coroutine poll function containing runtime pc, or NULL. */
 const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc);

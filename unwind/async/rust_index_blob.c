@@ -18,7 +18,7 @@
  *   per block_on: u64 lo, u64 hi, u32 future, u32 nlocs, per loc (u64 lo, u64 hi,
  *     u8 base, u64 offset, u8 deref, u64 add, u32 type; base 3: offset and add
  *     are DWARF register numbers, add UINT64_MAX for none);
- *   u32 nmonos, per mono: u64 lo, u32 future (format 3);
+ *   u32 nmonos, per mono: u64 lo, u64 hi (format 8), u32 future (format 3);
  *   u32 CRC-32 of every byte before it.
  * A type reference is a u32 holding the int32 index (-1 for none where the
  * model allows it).  Origins are not stored: a row is one module's.
@@ -133,6 +133,7 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 	cq_wire_put_u32(&w, (uint32_t)ix->nmonos);
 	for (size_t i = 0; i < ix->nmonos; i++) {
 		cq_wire_put_u64(&w, ix->monos[i].lo);
+		cq_wire_put_u64(&w, ix->monos[i].hi);
 		put_ref(&w, ix->monos[i].future);
 	}
 	return cq_wire_seal(&w, len);
@@ -327,14 +328,16 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 	for (uint32_t i = 0; i < nblock_ons && !r.failed; i++, ix->nblock_ons++)
 		get_block_on(&r, &ix->block_ons[i], ntypes);
 	uint32_t nmonos = r.failed ? 0 : cq_wire_get_count(&r, 0);
-	if (!r.failed && (uint64_t)nmonos * 12 > (size_t)(r.end - r.p))
+	if (!r.failed && (uint64_t)nmonos * 20 > (size_t)(r.end - r.p))
 		r.failed = true;
 	ix->monos = r.failed ? NULL : calloc(nmonos ? nmonos : 1, sizeof(*ix->monos));
 	if (!r.failed && !ix->monos)
 		nomem = r.failed = true;
 	for (uint32_t i = 0; i < nmonos && !r.failed; i++, ix->nmonos++) {
 		ix->monos[i].lo = cq_wire_get_u64(&r);
+		ix->monos[i].hi = cq_wire_get_u64(&r);
 		ix->monos[i].future = get_ref(&r, ntypes, false);
+		r.failed |= ix->monos[i].hi <= ix->monos[i].lo;
 	}
 	/* The lookups binary-search these: an unsorted row is a damaged one. */
 	if (!r.failed && (!sorted_by(vts, nvtables, sizeof(*vts),

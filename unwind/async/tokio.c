@@ -89,6 +89,9 @@ struct block_on {
 	/* the coroutines whose poll runs above it (their resume functions) */
 	const char *running[MAX_RUNNING];
 	size_t nrunning;
+	/* the futures functions monomorphized over them run above it for */
+	int32_t generic[MAX_RUNNING];
+	size_t ngeneric;
 };
 
 /* What the search cost and found (its keys of the async statistics). */
@@ -683,6 +686,35 @@ static void block_on_chain(const struct tokio *t, const struct cq_async_ctx *ctx
 	}
 }
 
+/* The futures the functions monomorphized over a future whose code holds pc run for. */
+static void generic_at(const struct cq_rust_index *ix, uint64_t pc, struct block_on *found)
+{
+	size_t n;
+	const struct cq_rust_mono *mo = cq_rust_index_monos_containing(ix, pc, &n);
+	for (size_t k = 0; mo && k < n && found->ngeneric < MAX_RUNNING; k++)
+		found->generic[found->ngeneric++] = cq_rust_unwrapped(&ix->model, mo[k].future);
+}
+
+/*
+ * block_on polls its future through a function generic over it
+ * (<Pin<P> as Future>::poll over &mut F): such a function above the
+ * block_on frame, over the future block_on drives, is that future's poll,
+ * the coroutine's own poll inlined into it at -O2.  (One over a future
+ * inside it, RunUntil<T>'s poll over T, is no poll of T.)
+ */
+static void polled_generic(const struct cq_rust_model *m, struct block_on *found)
+{
+	int32_t root = cq_rust_unwrapped(m, found->type);
+	if (root < 0 || (size_t)root >= m->ntypes || !m->types[root].resume_name)
+		return;
+	for (size_t k = 0; k < found->ngeneric && found->nrunning < MAX_RUNNING; k++)
+		if (found->generic[k] == root) {
+			found->polling = true;
+			found->running[found->nrunning++] = m->types[root].resume_name;
+			return;
+		}
+}
+
 /*
  * The futures that threads drive in tokio's block_on (#[tokio::main],
  * Runtime::block_on), one per thread (the outermost block_on frame is the
@@ -710,12 +742,15 @@ static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ct
 				found.polling |= r != NULL;
 				if (r && found.nrunning < MAX_RUNNING)
 					found.running[found.nrunning++] = r;
+				if (!r)
+					generic_at(ix, pc, &found);
 				continue;
 			}
 			found.named = bo->future;
 			if (!block_on_future(ctx, &ix->model, bo, nat, th, i, pc, &found.future,
 			                     &found.type))
 				continue;
+			polled_generic(&ix->model, &found);
 			struct cq_rust_chain chain;
 			block_on_chain(t, ctx, &found, &chain);
 			if (!claim_chain(ctx, found.future, &chain))
