@@ -102,7 +102,7 @@ static struct cq_rust_index *sample(void)
 	ix->ntokio = 1;
 	ix->tokio_unresolved = 3;
 	ix->block_ons = calloc(1, sizeof(*ix->block_ons));
-	struct cq_rust_local *loc = calloc(2, sizeof(*loc));
+	struct cq_rust_local *loc = calloc(3, sizeof(*loc));
 	loc[0] = (struct cq_rust_local){.lo = 0x800,
 	                                .hi = 0x880,
 	                                .base = CQ_RUST_BASE_CFA,
@@ -113,8 +113,11 @@ static struct cq_rust_index *sample(void)
 	/* format 8: a fat pointer in registers 14 (data) and 3 (vtable) */
 	loc[1] = (struct cq_rust_local){
 	    .lo = 0x880, .hi = 0x8c0, .base = CQ_RUST_BASE_REGS, .offset = 14, .add = 3, .type = 2};
+	/* and memory at register 3 + 16 */
+	loc[2] = (struct cq_rust_local){
+	    .lo = 0x8c0, .hi = 0x900, .base = CQ_RUST_BASE_BREG, .reg = 3, .offset = 16, .type = 0};
 	ix->block_ons[0] = (struct cq_rust_block_on){
-	    .lo = 0x800, .hi = 0x900, .future = 0, .locs = loc, .nlocs = 2};
+	    .lo = 0x800, .hi = 0x900, .future = 0, .locs = loc, .nlocs = 3};
 	ix->nblock_ons = 1;
 	/* Functions monomorphized over a future (format 7): 0x3000 folded, over two futures. */
 	ix->monos = calloc(3, sizeof(*ix->monos));
@@ -171,7 +174,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(back->tokio_unresolved, 3);
 	const struct cq_rust_block_on *bo = cq_rust_index_block_on_at(back, 0x850);
 	assert_non_null(bo);
-	assert_int_equal(bo->nlocs, 2);
+	assert_int_equal(bo->nlocs, 3);
 	assert_int_equal(bo->locs[0].base, CQ_RUST_BASE_CFA);
 	assert_int_equal(bo->locs[0].offset, -96);
 	assert_true(bo->locs[0].deref);
@@ -179,6 +182,9 @@ static void test_round_trip(void **state)
 	assert_int_equal(bo->locs[1].base, CQ_RUST_BASE_REGS);
 	assert_int_equal(bo->locs[1].offset, 14);
 	assert_int_equal(bo->locs[1].add, 3);
+	assert_int_equal(bo->locs[2].base, CQ_RUST_BASE_BREG);
+	assert_int_equal(bo->locs[2].reg, 3);
+	assert_int_equal(bo->locs[2].offset, 16);
 	size_t n;
 	const struct cq_rust_mono *mo = cq_rust_index_monos_at(back, 0x3000, &n);
 	assert_non_null(mo);
@@ -294,15 +300,17 @@ static void test_damage_is_rejected(void **state)
 	free(b);
 	free(blob);
 	/* A register location naming no register of the arch (or an unknown base): rejected. */
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 4; k++) {
 		ix = sample();
 		struct cq_rust_local *l = &ix->block_ons[0].locs[1];
 		if (k == 0)
 			l->offset = CQ_REGS_MAX;
 		else if (k == 1)
 			l->add = CQ_REGS_MAX + 7;
+		else if (k == 2)
+			l->base = (enum cq_rust_base)(CQ_RUST_BASE_BREG + 1);
 		else
-			l->base = (enum cq_rust_base)(CQ_RUST_BASE_REGS + 1);
+			ix->block_ons[0].locs[2].reg = CQ_REGS_MAX;
 		blob = cq_rust_index_blob_encode(ix, &len);
 		cq_rust_index_free(ix);
 		assert_non_null(blob);

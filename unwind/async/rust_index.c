@@ -1041,7 +1041,11 @@ static bool simple_location(const Dwarf_Op *ops, size_t n, bool have_fb, enum cq
 		out->base = fb;
 		break;
 	default:
-		return false;
+		if (ops[0].atom < DW_OP_breg0 || ops[0].atom > DW_OP_breg31)
+			return false;
+		out->base = CQ_RUST_BASE_BREG;
+		out->reg = ops[0].atom - DW_OP_breg0;
+		break;
 	}
 	out->offset = (int64_t)ops[0].number;
 	out->deref = false;
@@ -1070,7 +1074,7 @@ static void add_locations(Dwarf_Die *var, int32_t type, bool have_fb, enum cq_ru
 	for (int i = 0;
 	     i < 256 && (it = dwarf_getlocations(&attr, it, &base, &start, &end, &ops, &nops)) > 0;
 	     i++) {
-		struct cq_rust_local loc;
+		struct cq_rust_local loc = {0};
 		if (!simple_location(ops, nops, have_fb, fb, &loc) ||
 		    !grow((void **)&bo->locs, cap, bo->nlocs + 1, sizeof(*bo->locs)))
 			continue;
@@ -1114,6 +1118,34 @@ static bool named_as(const struct walk *w, Dwarf_Off off, const char *name)
 	return same;
 }
 
+/*
+ * Whether a value of type t refers to its future through a pointer
+ * (Pin<Box<dyn Future>>, Pin<&mut F>, Box<F>): a copy of it in a caller
+ * still designates the future block_on drives.  A future held by value
+ * (an async block) was moved into block_on: the caller's copy is stale.
+ */
+static bool refers_by_pointer(Dwarf_Die t)
+{
+	for (int depth = 0; depth < 8; depth++) {
+		if (!cq_dwt_peel(&t))
+			return false;
+		int tag = dwarf_tag(&t);
+		if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+		    tag == DW_TAG_rvalue_reference_type)
+			return true;
+		Dwarf_Die inner;
+		uint64_t a, b;
+		if (tag != DW_TAG_structure_type)
+			return false;
+		if (is_dyn_fat_pointer(&t, &a, &b))
+			return true;
+		if (!single_member(&t, &a, &inner))
+			return false;
+		t = inner;
+	}
+	return false;
+}
+
 /* The parameters of fn whose type is the DIE f (a caller's `future: F`). */
 static void find_typed(struct builder *b, Dwarf_Die *fn, Dwarf_Die *f, int32_t ftype, bool have_fb,
                        enum cq_rust_base fb, struct cq_rust_block_on *bo, size_t *cap)
@@ -1133,7 +1165,8 @@ static void find_typed(struct builder *b, Dwarf_Die *fn, Dwarf_Die *f, int32_t f
 /*
  * block_on<F>'s code and where its future lives: a driver's `var`, before
  * and after pin!(var); a caller's (var NULL, kept only when its F is a
- * driver's: drivers[0, ndrivers) are their F's DIEs) parameter of type F.
+ * driver's: drivers[0, ndrivers) are their F's DIEs, and refers to the
+ * future by a pointer) parameter of type F.
  */
 static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off, const char *var,
                          const Dwarf_Off *drivers, size_t ndrivers)
@@ -1162,7 +1195,7 @@ static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off,
 		while (fname && d < ndrivers && !named_as(w, drivers[d], fname))
 			d++;
 		free(fname);
-		if (ft < 0 || d >= ndrivers)
+		if (ft < 0 || d >= ndrivers || !refers_by_pointer(f))
 			return;
 		find_typed(b, &fn, &f, ft, have_fb, fb, &bo, &cap);
 	}

@@ -63,13 +63,22 @@ struct cq_tokio_kind {
  * DWARF location: in memory at a base register + offset, or (at -O2) in
  * registers, CQ_RUST_BASE_REGS: its bytes [0, 8) in DWARF register
  * `offset` and its bytes [8, 16) in register `add` (CQ_RUST_NO_REG: none),
- * e.g. the data and vtable pointers of a Pin<Box<dyn Future>>.
+ * e.g. the data and vtable pointers of a Pin<Box<dyn Future>>; or in memory
+ * at another register + offset, CQ_RUST_BASE_BREG: DWARF register `reg`
+ * (a callee-saved one the unwinder recovers in a caller's frame).
  */
-enum cq_rust_base { CQ_RUST_BASE_SP, CQ_RUST_BASE_FP, CQ_RUST_BASE_CFA, CQ_RUST_BASE_REGS };
+enum cq_rust_base {
+	CQ_RUST_BASE_SP,
+	CQ_RUST_BASE_FP,
+	CQ_RUST_BASE_CFA,
+	CQ_RUST_BASE_REGS,
+	CQ_RUST_BASE_BREG
+};
 #define CQ_RUST_NO_REG UINT64_MAX
 struct cq_rust_local {
 	uint64_t lo, hi; /* runtime pcs */
 	enum cq_rust_base base;
+	unsigned reg;   /* CQ_RUST_BASE_BREG's register */
 	int64_t offset; /* base + offset ... */
 	bool deref;     /* ... then the pointer stored there ... */
 	uint64_t add;   /* ... plus add */

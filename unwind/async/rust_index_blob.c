@@ -16,8 +16,9 @@
  *     hdr_vtable, hdr_owner, vt_poll, vt_trailer, vt_scheduler, vt_id,
  *     trailer_next (u64 each), scheduler;
  *   per block_on: u64 lo, u64 hi, u32 future, u32 nlocs, per loc (u64 lo, u64 hi,
- *     u8 base, u64 offset, u8 deref, u64 add, u32 type; base 3: offset and add
- *     are DWARF register numbers, add UINT64_MAX for none);
+ *     u8 base, u8 reg (format 8), u64 offset, u8 deref, u64 add, u32 type; base 3:
+ *     offset and add are DWARF register numbers, add UINT64_MAX for none; base 4:
+ *     memory at register reg + offset);
  *   u32 nmonos, per mono: u64 lo, u64 hi (format 8), u32 future (format 3);
  *   u32 CRC-32 of every byte before it.
  * A type reference is a u32 holding the int32 index (-1 for none where the
@@ -124,6 +125,7 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 			cq_wire_put_u64(&w, loc->lo);
 			cq_wire_put_u64(&w, loc->hi);
 			cq_wire_put_u8(&w, (uint8_t)loc->base);
+			cq_wire_put_u8(&w, (uint8_t)loc->reg);
 			cq_wire_put_u64(&w, (uint64_t)loc->offset);
 			cq_wire_put_u8(&w, loc->deref);
 			cq_wire_put_u64(&w, loc->add);
@@ -237,7 +239,7 @@ static void get_block_on(struct cq_wire_reader *r, struct cq_rust_block_on *bo, 
 	bo->lo = cq_wire_get_u64(r);
 	bo->hi = cq_wire_get_u64(r);
 	bo->future = get_ref(r, ntypes, false);
-	uint32_t nlocs = cq_wire_get_count(r, 38);
+	uint32_t nlocs = cq_wire_get_count(r, 39);
 	if (r->failed || bo->lo > bo->hi || nlocs == 0) {
 		r->failed |= bo->lo > bo->hi;
 		return;
@@ -252,11 +254,12 @@ static void get_block_on(struct cq_wire_reader *r, struct cq_rust_block_on *bo, 
 		loc->hi = cq_wire_get_u64(r);
 		uint8_t base = cq_wire_get_u8(r);
 		loc->base = (enum cq_rust_base)base;
+		loc->reg = cq_wire_get_u8(r);
 		loc->offset = (int64_t)cq_wire_get_u64(r);
 		loc->deref = get_bool(r);
 		loc->add = cq_wire_get_u64(r);
 		loc->type = get_ref(r, ntypes, false);
-		if (base > CQ_RUST_BASE_REGS || loc->lo > loc->hi ||
+		if (base > CQ_RUST_BASE_BREG || loc->lo > loc->hi || loc->reg >= CQ_REGS_MAX ||
 		    (base == CQ_RUST_BASE_REGS &&
 		     ((uint64_t)loc->offset >= CQ_REGS_MAX ||
 		      (loc->add != CQ_RUST_NO_REG && loc->add >= CQ_REGS_MAX))))

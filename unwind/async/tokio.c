@@ -600,7 +600,14 @@ static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust
 		if (loc->base == CQ_RUST_BASE_REGS)
 			return in_registers(ctx, m, loc, th, i, f, out, type);
 		uint64_t base;
-		if (loc->base == CQ_RUST_BASE_SP)
+		struct cq_regs regs;
+		if (loc->base == CQ_RUST_BASE_BREG) {
+			if (!cq_unwind_regs_at(ctx->target, ctx->target->threads[th].regs, ctx->unwind,
+			                       i, f->pc, f->sp, &regs) ||
+			    !cq_regs_has(&regs, loc->reg))
+				return false;
+			base = regs.value[loc->reg];
+		} else if (loc->base == CQ_RUST_BASE_SP)
 			base = f->sp;
 		else if (loc->base == CQ_RUST_BASE_FP && f->has_fp)
 			base = f->fp;
