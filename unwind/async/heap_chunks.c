@@ -187,7 +187,7 @@ static enum cq_heap_verdict verdict_at(const struct span *s, uint64_t p, uint64_
 			return CQ_HEAP_TOO_SMALL;
 		uint64_t need = q->size + 16 < MIN_USABLE ? MIN_USABLE : q->size + 16;
 		return (self & IS_MMAPPED) || usable - need < CHUNK_ALIGN ? CQ_HEAP_OBJECT
-		                                                           : CQ_HEAP_INSIDE;
+		                                                          : CQ_HEAP_INSIDE;
 	}
 	return CQ_HEAP_INSIDE;
 }

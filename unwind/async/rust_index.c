@@ -1009,9 +1009,9 @@ static int op_reg(const Dwarf_Op *op)
 static bool register_location(const Dwarf_Op *ops, size_t n, struct cq_rust_local *out)
 {
 	int r0 = n > 0 ? op_reg(&ops[0]) : -1, r1 = n == 4 ? op_reg(&ops[2]) : -1;
-	if (r0 < 0 || !(n == 1 || (n == 4 && r1 >= 0 && ops[1].atom == DW_OP_piece &&
-	                           ops[1].number == 8 && ops[3].atom == DW_OP_piece &&
-	                           ops[3].number == 8)))
+	if (r0 < 0 ||
+	    !(n == 1 || (n == 4 && r1 >= 0 && ops[1].atom == DW_OP_piece && ops[1].number == 8 &&
+	                 ops[3].atom == DW_OP_piece && ops[3].number == 8)))
 		return false;
 	out->base = CQ_RUST_BASE_REGS;
 	out->offset = r0;
@@ -1334,7 +1334,8 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		/* the drivers first: a caller's block_on<F> is kept for a driver's F */
 		for (size_t i = 0; i < w.nblock_ons; i++)
 			if (w.block_ons[i].var)
-				add_block_on(&b, &w, w.block_ons[i].die, w.block_ons[i].var, NULL, 0);
+				add_block_on(&b, &w, w.block_ons[i].die, w.block_ons[i].var, NULL,
+				             0);
 		size_t ndrivers = b.nblock_ons;
 		Dwarf_Off *drivers = malloc((ndrivers ? ndrivers : 1) * sizeof(*drivers));
 		for (size_t i = 0; drivers && i < ndrivers; i++)
@@ -1348,8 +1349,8 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 			if (type < 0 ||
 			    !grow((void **)&b.monos, &b.cap_monos, b.nmonos + 1, sizeof(*b.monos)))
 				continue;
-			b.monos[b.nmonos++] =
-			    (struct cq_rust_mono){.lo = w.monos[i].lo, .hi = w.monos[i].hi, .future = type};
+			b.monos[b.nmonos++] = (struct cq_rust_mono){
+			    .lo = w.monos[i].lo, .hi = w.monos[i].hi, .future = type};
 		}
 		while (b.nwork > 0) {
 			int32_t index = b.work[--b.nwork];

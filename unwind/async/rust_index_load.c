@@ -95,10 +95,10 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 		all->block_ons[all->nblock_ons++] = bo;
 	}
 	for (size_t i = 0; i < one->nmonos; i++)
-		all->monos[all->nmonos++] = (struct cq_rust_mono){
-		    .lo = one->monos[i].lo + bias,
-		    .hi = one->monos[i].hi + bias,
-		    .future = shifted(one->monos[i].future, base)};
+		all->monos[all->nmonos++] =
+		    (struct cq_rust_mono){.lo = one->monos[i].lo + bias,
+		                          .hi = one->monos[i].hi + bias,
+		                          .future = shifted(one->monos[i].future, base)};
 	all->tokio_unresolved += one->tokio_unresolved;
 	/* Everything one owned now belongs to all: free its arrays only. */
 	free((void *)om->types);

@@ -602,8 +602,8 @@ static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust
 		uint64_t base;
 		struct cq_regs regs;
 		if (loc->base == CQ_RUST_BASE_BREG) {
-			if (!cq_unwind_regs_at(ctx->target, ctx->target->threads[th].regs, ctx->unwind,
-			                       i, f->pc, f->sp, &regs) ||
+			if (!cq_unwind_regs_at(ctx->target, ctx->target->threads[th].regs,
+			                       ctx->unwind, i, f->pc, f->sp, &regs) ||
 			    !cq_regs_has(&regs, loc->reg))
 				return false;
 			base = regs.value[loc->reg];
