@@ -17,6 +17,7 @@
 #include "tests/fuzz/reseal.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
+#include "unwind/async/tokio_index.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -66,9 +67,10 @@ static void check(const uint8_t *data, size_t size)
 		if (chain.nframes > CQ_RUST_MAX_DEPTH)
 			abort();
 	}
-	for (size_t i = 0; i < ix->ntokio; i++) {
-		in_range(ix->tokio[i].future, m->ntypes, 0);
-		cq_rust_decode(&tg, m, 0x20000, ix->tokio[i].future, &chain);
+	const struct cq_tokio_index *ti = cq_tokio_index_of(ix);
+	for (size_t i = 0; ti && i < ti->n; i++) {
+		in_range(ti->kinds[i].future, m->ntypes, 0);
+		cq_rust_decode(&tg, m, 0x20000, ti->kinds[i].future, &chain);
 	}
 	for (size_t i = 0; i < ix->nresumes; i++)
 		if (ix->resumes[i].lo < ix->resumes[i].hi &&

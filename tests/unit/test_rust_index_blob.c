@@ -18,6 +18,7 @@
 
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
+#include "unwind/async/tokio_index.h"
 
 static char *xdup(const char *s)
 {
@@ -80,27 +81,26 @@ static struct cq_rust_index *sample(void)
 	ix->resumes[0] = (struct cq_rust_resume){
 	    .lo = 0x400, .hi = 0x480, .name = xdup("app::serve::{async_fn#0}")};
 	ix->nresumes = 1;
-	ix->tokio = calloc(1, sizeof(*ix->tokio));
-	ix->tokio[0] = (struct cq_tokio_kind){.poll = 0x500,
-	                                      .code = {{0x500, 0x540}, {0x600, 0x700}},
-	                                      .ncode = 2,
-	                                      .future = 0,
-	                                      .future_from_id = -24,
-	                                      .sched_ptr = 0,
-	                                      .owned = 0x1a0,
-	                                      .owned_id = 0x28,
-	                                      .owned_head = 0x30,
-	                                      .hdr_state = 0,
-	                                      .hdr_vtable = 16,
-	                                      .hdr_owner = 24,
-	                                      .vt_poll = 0,
-	                                      .vt_trailer = 0x68,
-	                                      .vt_scheduler = 0x70,
-	                                      .vt_id = 0x78,
-	                                      .trailer_next = 8,
-	                                      .scheduler = xdup("Arc<Handle>")};
-	ix->ntokio = 1;
-	ix->tokio_unresolved = 3;
+	struct cq_tokio_kind *kinds = calloc(1, sizeof(*kinds));
+	kinds[0] = (struct cq_tokio_kind){.poll = 0x500,
+	                                  .code = {{0x500, 0x540}, {0x600, 0x700}},
+	                                  .ncode = 2,
+	                                  .future = 0,
+	                                  .future_from_id = -24,
+	                                  .sched_ptr = 0,
+	                                  .owned = 0x1a0,
+	                                  .owned_id = 0x28,
+	                                  .owned_head = 0x30,
+	                                  .hdr_state = 0,
+	                                  .hdr_vtable = 16,
+	                                  .hdr_owner = 24,
+	                                  .vt_poll = 0,
+	                                  .vt_trailer = 0x68,
+	                                  .vt_scheduler = 0x70,
+	                                  .vt_id = 0x78,
+	                                  .trailer_next = 8,
+	                                  .scheduler = xdup("Arc<Handle>")};
+	assert_true(cq_tokio_index_set(ix, kinds, 1, 3)); /* tokio's part of the index */
 	ix->block_ons = calloc(1, sizeof(*ix->block_ons));
 	struct cq_rust_local *loc = calloc(3, sizeof(*loc));
 	loc[0] = (struct cq_rust_local){.lo = 0x800,
@@ -165,13 +165,15 @@ static void test_round_trip(void **state)
 	assert_int_equal(back->model.nvtables, 2);
 	assert_int_equal(cq_rust_vtable_type(&back->model, 0x2000), 1);
 	assert_string_equal(cq_rust_index_resume_at(back, 0x440), "app::serve::{async_fn#0}");
-	assert_int_equal(back->ntokio, 1);
-	assert_int_equal(back->tokio[0].ncode, 2);
-	assert_int_equal(back->tokio[0].code[1].hi, 0x700);
-	assert_int_equal(back->tokio[0].future_from_id, -24);
-	assert_int_equal(back->tokio[0].vt_id, 0x78);
-	assert_string_equal(back->tokio[0].scheduler, "Arc<Handle>");
-	assert_int_equal(back->tokio_unresolved, 3);
+	const struct cq_tokio_index *ti = cq_tokio_index_of(back);
+	assert_non_null(ti);
+	assert_int_equal(ti->n, 1);
+	assert_int_equal(ti->kinds[0].ncode, 2);
+	assert_int_equal(ti->kinds[0].code[1].hi, 0x700);
+	assert_int_equal(ti->kinds[0].future_from_id, -24);
+	assert_int_equal(ti->kinds[0].vt_id, 0x78);
+	assert_string_equal(ti->kinds[0].scheduler, "Arc<Handle>");
+	assert_int_equal(ti->unresolved, 3);
 	const struct cq_rust_block_on *bo = cq_rust_index_block_on_at(back, 0x850);
 	assert_non_null(bo);
 	assert_int_equal(bo->nlocs, 3);

@@ -86,18 +86,14 @@ struct walk {
 		Dwarf_Off type; /* the vtable's containing type */
 	} * vt;
 	size_t nvt, cap_vt;
-	/* tokio: the raw::poll<T, S> functions, and the types of task::{core,raw} */
-	struct {
-		uint64_t addr, end;
-		Dwarf_Off die;
-		bool is_raw;
-	} * polls;
-	size_t npolls, cap_polls;
-	Dwarf_Off *task_types;
-	size_t ntask_types, cap_task_types;
+	/* the runtimes' parts of the index, and their states for this module */
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	void *pstate[CQ_RUST_MAX_PARTS];
+	size_t nparts;
+	struct builder *b;
 	struct block_on_fn {
 		Dwarf_Off die;
-		const char *var; /* the future's variable: block_on_fns; NULL: a caller's */
+		const char *var; /* the future's variable (a part's driver); NULL: a caller's */
 	} * block_ons;
 	size_t nblock_ons, cap_block_ons;
 	/* functions monomorphized over a future: entry, the type parameter's DIE */
@@ -106,6 +102,11 @@ struct walk {
 		Dwarf_Off type;
 	} * monos;
 	size_t nmonos, cap_monos;
+};
+
+/* What a runtime's part of the index sees of the walk (rust_index.h). */
+struct cq_rust_walk {
+	struct walk *w;
 };
 
 /* ---- what the index is built into ------------------------------------------- */
@@ -129,8 +130,6 @@ struct builder {
 	size_t cap_offs;
 	int32_t *work; /* types to fill */
 	size_t nwork, cap_work;
-	struct cq_tokio_kind *tokio;
-	size_t ntokio, cap_tokio, tokio_unresolved;
 	struct cq_rust_block_on *block_ons;
 	size_t nblock_ons, cap_block_ons;
 	struct cq_rust_mono *monos;
@@ -227,35 +226,6 @@ static void add_resume(struct builder *b, struct walk *w, Dwarf_Die *die, int32_
 	}
 }
 
-/* True when namespace node ns is `...::task::<leaf>` (tokio's runtime::task::core / raw). */
-static bool in_task_ns(const struct walk *w, int32_t ns, const char *leaf)
-{
-	if (ns < 0 || strcmp(w->ns[ns].name, leaf) != 0)
-		return false;
-	int32_t up = w->ns[ns].parent;
-	return up >= 0 && strcmp(w->ns[up].name, "task") == 0;
-}
-
-/*
- * An out-of-line poll<T, S>: tokio's raw::poll (the vtable's entry, is_raw)
- * or any other poll with two generic arguments (Harness::poll, Core::poll:
- * add_poll_code keeps those whose arguments are a task kind's), its code
- * and DIE.
- */
-static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
-{
-	Dwarf_Addr lo;
-	if (dwarf_lowpc(die, &lo) != 0 ||
-	    !grow((void **)&w->polls, &w->cap_polls, w->npolls + 1, sizeof(*w->polls)))
-		return;
-	Dwarf_Addr hi;
-	w->polls[w->npolls].addr = lo;
-	w->polls[w->npolls].end = dwarf_highpc(die, &hi) == 0 && hi > lo ? hi : lo + 1;
-	w->polls[w->npolls].die = dwarf_dieoffset(die);
-	w->polls[w->npolls].is_raw = is_raw;
-	w->npolls++;
-}
-
 /*
  * A concrete generic function (its name has generic arguments, one of them a
  * coroutine environment) whose template type parameter is a future type: a
@@ -298,32 +268,31 @@ static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 	} while (++n < 16 && dwarf_siblingof(&child, &child) == 0);
 }
 
-/*
- * The functions that drive the future of tokio's block_on, by the path in
- * their linkage names, and the variable that holds the future there (the
- * argument, then the pinned local after pin!): CachedParkThread::block_on
- * (multi_thread runtime, #[tokio::main]) and CurrentThread::block_on
- * (current_thread runtime; LocalSet::block_on comes through it).
- */
-static const struct {
-	const char *path;
-	const char *var;
-} block_on_fns[] = {
-    {"5tokio7runtime4park", "f"},
-    {"5tokio7runtime9scheduler14current_thread13CurrentThread", "future"},
-};
-
-/* A concrete block_on<F> of block_on_fns: its future's variable, or NULL. */
-static const char *block_on_var(Dwarf_Die *die)
+/* A part's driving block_on<F>: its future's variable, or NULL. */
+static const char *block_on_var(const struct walk *w, Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
 	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-	if (!link || !dwarf_hasattr(die, DW_AT_low_pc) || !strstr(link, "8block_on17h"))
+	if (!link || !dwarf_hasattr(die, DW_AT_low_pc))
 		return NULL;
-	for (size_t i = 0; i < sizeof(block_on_fns) / sizeof(block_on_fns[0]); i++)
-		if (strstr(link, block_on_fns[i].path))
-			return block_on_fns[i].var;
+	for (size_t i = 0; i < w->nparts; i++) {
+		const char *var =
+		    w->parts[i]->block_on_var ? w->parts[i]->block_on_var(link) : NULL;
+		if (var)
+			return var;
+	}
 	return NULL;
+}
+
+/* Offers a DIE to every part: true when one took it. */
+static bool to_parts(struct walk *w, Dwarf_Die *die, int tag, const char *name, int32_t ns)
+{
+	struct cq_rust_walk rw = {.w = w};
+	bool taken = false;
+	for (size_t i = 0; i < w->nparts; i++)
+		if (w->pstate[i] && w->parts[i]->visit)
+			taken |= w->parts[i]->visit(w->pstate[i], &rw, die, tag, name, ns);
+	return taken;
 }
 
 /* Visits the children of parent (a unit or namespace node ns), recursing into namespaces. */
@@ -352,11 +321,8 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 			         sizeof(*w->named)))
 				w->named[w->nnamed++] =
 				    (struct named_type){.off = dwarf_dieoffset(&child), .ns = ns};
-			if (name && tag == DW_TAG_structure_type &&
-			    (in_task_ns(w, ns, "core") || in_task_ns(w, ns, "raw")) &&
-			    grow((void **)&w->task_types, &w->cap_task_types, w->ntask_types + 1,
-			         sizeof(*w->task_types)))
-				w->task_types[w->ntask_types++] = dwarf_dieoffset(&child);
+			if (name && tag == DW_TAG_structure_type)
+				to_parts(w, &child, tag, name, ns);
 			break;
 		case DW_TAG_variable:
 			if (name && ends_with(name, VTABLE_SUFFIX))
@@ -365,12 +331,10 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 		case DW_TAG_subprogram:
 			if (name && name[0] == '{' && is_resume_name(name))
 				add_resume(b, w, &child, ns, name);
-			else if (name && strncmp(name, "poll<", 5) == 0 && in_task_ns(w, ns, "raw"))
-				add_raw_poll(w, &child, true);
-			else if (name && strncmp(name, "poll<", 5) == 0 && strchr(name, ','))
-				add_raw_poll(w, &child, false);
+			else if (name && to_parts(w, &child, tag, name, ns))
+				break;
 			else if (name && strncmp(name, "block_on<", 9) == 0 &&
-			         (var = block_on_var(&child)) &&
+			         (var = block_on_var(w, &child)) &&
 			         grow((void **)&w->block_ons, &w->cap_block_ons, w->nblock_ons + 1,
 			              sizeof(*w->block_ons)))
 				w->block_ons[w->nblock_ons++] = (struct block_on_fn){
@@ -825,29 +789,6 @@ static void fill_type(struct builder *b, const struct walk *w, int32_t index, Dw
 		fill_other(b, w, index, &die);
 }
 
-/* ---- tokio task kinds ------------------------------------------------------------ */
-
-/* A struct of tokio's task::{core,raw} namespaces by its DW_AT_name. */
-static bool task_type(const struct walk *w, const char *name, Dwarf_Die *out)
-{
-	for (size_t i = 0; i < w->ntask_types; i++) {
-		if (!dwarf_offdie(w->dwarf, w->task_types[i], out))
-			continue;
-		const char *n = dwarf_diename(out);
-		if (n && strcmp(n, name) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* The offset of member `name` of type `t`, searched down to depth nested structs. */
-static bool member_at(Dwarf_Die *t, const char *name, unsigned depth, uint64_t *off,
-                      Dwarf_Die *type)
-{
-	Dwarf_Die ignored;
-	return cq_dwt_find_member(t, cq_dwt_named, name, depth, off, type ? type : &ignored);
-}
-
 /* The template type parameter `name` of die. */
 static bool template_param(Dwarf_Die *die, const char *name, Dwarf_Die *out)
 {
@@ -863,111 +804,36 @@ static bool template_param(Dwarf_Die *die, const char *name, Dwarf_Die *out)
 	return false;
 }
 
-/* Header, Vtable and Trailer: the same for every task type of one tokio. */
-static bool task_frame_layout(const struct walk *w, struct cq_tokio_kind *k)
+/* ---- what a runtime's part of the index may ask the walk -------------------------- */
+
+void *cq_rust_walk_dwarf(const struct cq_rust_walk *w)
 {
-	Dwarf_Die hdr, vt, tr, owned;
-	uint64_t owned_off, next_off;
-	return task_type(w, "Header", &hdr) && task_type(w, "Vtable", &vt) &&
-	       task_type(w, "Trailer", &tr) && member_at(&hdr, "state", 0, &k->hdr_state, NULL) &&
-	       member_at(&hdr, "vtable", 0, &k->hdr_vtable, NULL) &&
-	       member_at(&hdr, "owner_id", 0, &k->hdr_owner, NULL) &&
-	       member_at(&vt, "poll", 0, &k->vt_poll, NULL) &&
-	       member_at(&vt, "trailer_offset", 0, &k->vt_trailer, NULL) &&
-	       member_at(&vt, "scheduler_offset", 0, &k->vt_scheduler, NULL) &&
-	       member_at(&vt, "id_offset", 0, &k->vt_id, NULL) &&
-	       member_at(&tr, "owned", 0, &owned_off, &owned) &&
-	       member_at(&owned, "next", 4, &next_off, NULL) &&
-	       (k->trailer_next = owned_off + next_off, true);
+	return w->w->dwarf;
 }
 
-/*
- * A task list's type: a runtime's OwnedTasks<S>, or a LocalSet's
- * LocalOwnedTasks<S> (S: Arc<task::local::Shared>), which has the same id
- * and, nested, the same list head.
- */
-static bool owned_tasks_type(Dwarf_Die *member, Dwarf_Die *type, const void *arg)
+const char *cq_rust_walk_ns(const struct cq_rust_walk *w, int32_t ns, int32_t *parent)
 {
-	(void)arg;
-	return cq_dwt_type_prefixed(member, type, "OwnedTasks<") ||
-	       cq_dwt_type_prefixed(member, type, "LocalOwnedTasks<");
-}
-
-/*
- * One raw::poll<T, S>: where T sits in Core<T, S> relative to task_id, and
- * where S leads to the runtime's (or the LocalSet's) task list.
- */
-static bool tokio_kind(struct builder *b, const struct walk *w, Dwarf_Die *poll,
-                       struct cq_tokio_kind *k)
-{
-	const char *name = dwarf_diename(poll);
-	Dwarf_Die t, sched, core, ptr, shared, owned;
-	if (!name || !template_param(poll, "T", &t) || !template_param(poll, "S", &sched))
-		return false;
-	const char *tname = dwarf_diename(&t), *sname = dwarf_diename(&sched);
-	char core_name[MAX_PATH_LEN];
-	if (!tname || !sname ||
-	    (size_t)snprintf(core_name, sizeof(core_name), "Core%s", name + 4) >= sizeof(core_name))
-		return false;
-	uint64_t id_off, fut_off, owned_off;
-	if (!task_type(w, core_name, &core) || !member_at(&core, "task_id", 0, &id_off, NULL) ||
-	    !cq_dwt_find_member(&core, cq_dwt_type_named, tname, 8, &fut_off, &t))
-		return false;
-	if (!cq_dwt_find_member(&sched, cq_dwt_pointer, NULL, 4, &k->sched_ptr, &ptr) ||
-	    !cq_dwt_type(&ptr, &shared) || !cq_dwt_peel(&shared) ||
-	    !cq_dwt_find_member(&shared, owned_tasks_type, NULL, 6, &owned_off, &owned) ||
-	    !member_at(&owned, "id", 0, &k->owned_id, NULL) ||
-	    !member_at(&owned, "head", 6, &k->owned_head, NULL))
-		return false;
-	k->owned = owned_off;
-	k->future_from_id = (int64_t)fut_off - (int64_t)id_off;
-	k->future = type_for(b, dwarf_dieoffset(&t));
-	k->scheduler = type_name(w, &sched);
-	return k->future >= 0 && k->scheduler;
-}
-
-/* The code of every poll<T, S> of the task module with kind k's T and S: where it runs. */
-static void add_poll_code(const struct walk *w, Dwarf_Die *raw, struct cq_tokio_kind *k)
-{
-	const char *args = dwarf_diename(raw) + 4;
-	size_t n = 0;
-	for (size_t i = 0; i < w->npolls && n < CQ_TOKIO_MAX_CODE; i++) {
-		Dwarf_Die d;
-		const char *name;
-		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &d) || !(name = dwarf_diename(&d)) ||
-		    strcmp(name + 4, args) != 0)
-			continue;
-		k->code[n].lo = w->polls[i].addr;
-		k->code[n].hi = w->polls[i].end;
-		n++;
+	if (ns < 0 || (size_t)ns >= w->w->nns) {
+		*parent = -1;
+		return NULL;
 	}
-	k->ncode = n;
+	*parent = w->w->ns[ns].parent;
+	return w->w->ns[ns].name;
 }
 
-/* Every raw::poll<T, S> of the module being indexed, as tokio task kinds. */
-static void add_tokio_kinds(struct builder *b, const struct walk *w)
+int32_t cq_rust_walk_type(struct cq_rust_walk *w, void *type)
 {
-	struct cq_tokio_kind frame = {0};
-	if (w->npolls == 0 || !task_frame_layout(w, &frame)) {
-		b->tokio_unresolved += w->npolls;
-		return;
-	}
-	for (size_t i = 0; i < w->npolls; i++) {
-		Dwarf_Die poll;
-		struct cq_tokio_kind k = frame;
-		if (!w->polls[i].is_raw)
-			continue;
-		k.poll = w->polls[i].addr;
-		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &poll) ||
-		    !tokio_kind(b, w, &poll, &k) ||
-		    !grow((void **)&b->tokio, &b->cap_tokio, b->ntokio + 1, sizeof(*b->tokio))) {
-			free(k.scheduler);
-			b->tokio_unresolved++;
-			continue;
-		}
-		add_poll_code(w, &poll, &k);
-		b->tokio[b->ntokio++] = k;
-	}
+	return type_for(w->w->b, dwarf_dieoffset((Dwarf_Die *)type));
+}
+
+char *cq_rust_walk_type_name(const struct cq_rust_walk *w, void *type)
+{
+	return type_name(w->w, (Dwarf_Die *)type);
+}
+
+bool cq_rust_walk_template_param(void *die, const char *name, void *out)
+{
+	return template_param((Dwarf_Die *)die, name, (Dwarf_Die *)out);
 }
 
 /* ---- block_on futures ------------------------------------------------------------ */
@@ -1236,12 +1102,6 @@ static int cmp_vtable(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int cmp_tokio(const void *a, const void *b)
-{
-	const struct cq_tokio_kind *x = a, *y = b;
-	return x->poll < y->poll ? -1 : x->poll > y->poll;
-}
-
 static int cmp_block_on(const void *a, const void *b)
 {
 	const struct cq_rust_block_on *x = a, *y = b;
@@ -1267,12 +1127,15 @@ void cq_rust_index_sort(struct cq_rust_index *ix)
 		qsort((void *)m->vtables, m->nvtables, sizeof(*m->vtables), cmp_vtable);
 	if (ix->nresumes)
 		qsort(ix->resumes, ix->nresumes, sizeof(*ix->resumes), cmp_resume);
-	if (ix->ntokio)
-		qsort(ix->tokio, ix->ntokio, sizeof(*ix->tokio), cmp_tokio);
 	if (ix->nblock_ons)
 		qsort(ix->block_ons, ix->nblock_ons, sizeof(*ix->block_ons), cmp_block_on);
 	if (ix->nmonos)
 		qsort(ix->monos, ix->nmonos, sizeof(*ix->monos), cmp_mono);
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	size_t nparts = cq_rust_index_parts(parts);
+	for (size_t i = 0; i < nparts; i++)
+		if (ix->parts[i] && parts[i]->sort)
+			parts[i]->sort(ix->parts[i]);
 }
 
 /* Moves the builder's finds into ix: one module's index, link-time addresses, sorted. */
@@ -1285,9 +1148,6 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
 	    .types = b->types, .ntypes = b->ntypes, .vtables = b->vtables, .nvtables = b->nvtables};
 	ix->resumes = b->resumes;
 	ix->nresumes = b->nresumes;
-	ix->tokio = b->tokio;
-	ix->ntokio = b->ntokio;
-	ix->tokio_unresolved = b->tokio_unresolved;
 	ix->block_ons = b->block_ons;
 	ix->nblock_ons = b->nblock_ons;
 	ix->monos = b->monos;
@@ -1320,7 +1180,10 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 	struct builder b = {0};
 	struct cq_rust_index *ix = dwarf ? calloc(1, sizeof(*ix)) : NULL;
 	if (ix) {
-		struct walk w = {.dwarf = dwarf};
+		struct walk w = {.dwarf = dwarf, .b = &b};
+		w.nparts = cq_rust_index_parts(w.parts);
+		for (size_t i = 0; i < w.nparts; i++)
+			w.pstate[i] = w.parts[i]->begin ? w.parts[i]->begin() : NULL;
 		index_units(&b, &w);
 		for (size_t i = 0; i < w.nvt; i++) {
 			int32_t type = type_for(&b, w.vt[i].type);
@@ -1330,7 +1193,10 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 			b.vtables[b.nvtables++] =
 			    (struct cq_rust_vtable){.addr = w.vt[i].addr, .type = type};
 		}
-		add_tokio_kinds(&b, &w);
+		struct cq_rust_walk rw = {.w = &w};
+		for (size_t i = 0; i < w.nparts; i++)
+			if (w.pstate[i])
+				ix->parts[i] = w.parts[i]->finish(w.pstate[i], &rw);
 		/* the drivers first: a caller's block_on<F> is kept for a driver's F */
 		for (size_t i = 0; i < w.nblock_ons; i++)
 			if (w.block_ons[i].var)
@@ -1359,8 +1225,6 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		free(w.ns);
 		free(w.named);
 		free(w.vt);
-		free(w.polls);
-		free(w.task_types);
 		free(w.block_ons);
 		free(w.monos);
 	}
@@ -1395,13 +1259,15 @@ void cq_rust_index_free(struct cq_rust_index *ix)
 	free((void *)ix->model.vtables);
 	for (size_t i = 0; i < ix->nresumes; i++)
 		free(ix->resumes[i].name);
-	for (size_t i = 0; i < ix->ntokio; i++)
-		free(ix->tokio[i].scheduler);
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	size_t nparts = cq_rust_index_parts(parts);
+	for (size_t i = 0; i < nparts; i++)
+		if (ix->parts[i])
+			parts[i]->free(ix->parts[i]);
 	for (size_t i = 0; i < ix->nblock_ons; i++)
 		free(ix->block_ons[i].locs);
 	free(ix->block_ons);
 	free(ix->monos);
-	free(ix->tokio);
 	free(ix->resumes);
 	free(ix);
 }
