@@ -48,7 +48,7 @@
 
 /* ---- growable arrays ------------------------------------------------------- */
 
-static bool grow(void **items, size_t *cap, size_t need, size_t size)
+bool cq_rust_grow(void **items, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return true;
@@ -62,6 +62,8 @@ static bool grow(void **items, size_t *cap, size_t need, size_t size)
 	*cap = ncap;
 	return true;
 }
+
+#define grow cq_rust_grow
 
 /* ---- what the walk of one module collects ---------------------------------- */
 
@@ -422,6 +424,13 @@ static bool is_dyn_fat_pointer(Dwarf_Die *st, uint64_t *data_off, uint64_t *vt_o
 	return n == 2 && has_data && has_vt;
 }
 
+/* A pointer or reference DIE tag. */
+static bool is_pointer_tag(int tag)
+{
+	return tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	       tag == DW_TAG_rvalue_reference_type;
+}
+
 static bool single_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type);
 
 /*
@@ -435,8 +444,7 @@ static bool leads_to_future(Dwarf_Die t, int depth)
 		if (!cq_dwt_peel(&t))
 			return false;
 		int tag = dwarf_tag(&t);
-		if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
-		    tag == DW_TAG_rvalue_reference_type) {
+		if (is_pointer_tag(tag)) {
 			if (!cq_dwt_type(&t, &t))
 				return false;
 			continue;
@@ -696,8 +704,7 @@ static bool is_pointer_wrapper(Dwarf_Die *type)
 	if (!cq_dwt_peel(&t))
 		return false;
 	int tag = dwarf_tag(&t);
-	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
-	    tag == DW_TAG_rvalue_reference_type)
+	if (is_pointer_tag(tag))
 		return true;
 	const char *n = dwarf_diename(&t);
 	return n && (strncmp(n, "Pin<", 4) == 0 || strncmp(n, "Box<", 4) == 0 ||
@@ -719,8 +726,7 @@ static void fill_other(struct builder *b, const struct walk *w, int32_t index, D
 		if (!cq_dwt_peel(&die))
 			break;
 		int tag = dwarf_tag(&die);
-		if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
-		    tag == DW_TAG_rvalue_reference_type) {
+		if (is_pointer_tag(tag)) {
 			if (nhops >= CQ_RUST_MAX_HOPS || !cq_dwt_type(&die, &die))
 				break;
 			hops[nhops++] = (struct cq_rust_hop){.offset = pending, .deref = true};
@@ -996,8 +1002,7 @@ static bool refers_by_pointer(Dwarf_Die t)
 		if (!cq_dwt_peel(&t))
 			return false;
 		int tag = dwarf_tag(&t);
-		if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
-		    tag == DW_TAG_rvalue_reference_type)
+		if (is_pointer_tag(tag))
 			return true;
 		Dwarf_Die inner;
 		uint64_t a, b;
@@ -1272,17 +1277,29 @@ void cq_rust_index_free(struct cq_rust_index *ix)
 	free(ix);
 }
 
-const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
+/*
+ * How many of n items (size bytes each, sorted by the uint64_t they start
+ * with, their code's lo) start at or below pc: the last one is at the count - 1.
+ */
+static size_t at_or_below(const void *items, size_t n, size_t size, uint64_t pc)
 {
-	/* The last range starting at or below pc; ranges of one module do not nest. */
-	size_t lo = 0, hi = ix->nresumes;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (ix->resumes[mid].lo <= pc)
+		uint64_t key;
+		memcpy(&key, (const char *)items + mid * size, sizeof(key));
+		if (key <= pc)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
+{
+	/* The last range starting at or below pc; ranges of one module do not nest. */
+	size_t lo = at_or_below(ix->resumes, ix->nresumes, sizeof(*ix->resumes), pc);
 	if (lo == 0)
 		return NULL;
 	const struct cq_rust_resume *r = &ix->resumes[lo - 1];
@@ -1310,15 +1327,8 @@ const struct cq_rust_mono *cq_rust_index_monos_at(const struct cq_rust_index *ix
 const struct cq_rust_mono *cq_rust_index_monos_containing(const struct cq_rust_index *ix,
                                                           uint64_t pc, size_t *n)
 {
-	size_t lo = 0, hi = ix->nmonos;
+	size_t lo = at_or_below(ix->monos, ix->nmonos, sizeof(*ix->monos), pc);
 	*n = 0;
-	while (lo < hi) { /* the first entry above pc */
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix->monos[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return NULL;
 	size_t start = lo - 1;

@@ -121,6 +121,9 @@ struct cq_rust_index_part {
 	void (*free)(void *part);
 };
 
+/* Grows *items (of size bytes each) to hold need, doubling *cap; false when out of memory. */
+bool cq_rust_grow(void **items, size_t *cap, size_t need, size_t size);
+
 /* The parts of every runtime that has one, in a fixed order: how many (at most CQ_RUST_MAX_PARTS).
  */
 size_t cq_rust_index_parts(const struct cq_rust_index_part **out);

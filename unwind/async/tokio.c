@@ -917,20 +917,7 @@ struct tokio_walk {
 	Dwarf *dwarf;
 };
 
-static bool grow(void **items, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return true;
-	size_t ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	void *p = realloc(*items, ncap * size);
-	if (!p)
-		return false;
-	*items = p;
-	*cap = ncap;
-	return true;
-}
+#define grow cq_rust_grow
 
 static void *ti_begin(void)
 {
