@@ -92,7 +92,9 @@ struct cq_rust_mono {
  * what it alone reads from each Rust module's DWARF (tokio: its task types),
  * built in the same walk, cached in the same row and merged over modules
  * like the rest.  The index knows no runtime: adding one is its file and its
- * line in runtime_list.h.
+ * line in runtime_list.h.  The parts' bytes follow each other in the row in
+ * runtime_list.h's order: adding, moving or changing a part changes the
+ * rows, so CQ_RUST_INDEX_BLOB_FORMAT goes up with it.
  */
 struct cq_rust_walk;   /* the walk of one module, for a part's hooks */
 struct cq_wire_writer; /* libcore/base/wire.h */
