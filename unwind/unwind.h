@@ -78,6 +78,16 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
                       size_t *nframes, enum cq_unwind_end *end);
 
 /*
+ * The registers of frame k of the walk cq_unwind_thread makes from regs
+ * (frame 0: regs), as far as the steps recovered them (a caller's
+ * callee-saved registers); false when the walk ends before frame k or
+ * frame k is not at pc and sp (another walk).
+ */
+bool cq_unwind_regs_at(const struct cq_unwind_target *t, const struct cq_regs *regs,
+                       const struct cq_unwind_options *o, size_t k, uint64_t pc, uint64_t sp,
+                       struct cq_regs *out);
+
+/*
  * Computes the caller's registers from regs with the CFI rule set at pc.
  * Exposed for tests and for the async walker.  Returns false when a rule
  * cannot be evaluated (unreadable memory, bad expression).

@@ -338,6 +338,27 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
 	*nframes = n;
 }
 
+bool cq_unwind_regs_at(const struct cq_unwind_target *t, const struct cq_regs *regs,
+                       const struct cq_unwind_options *o, size_t k, uint64_t pc, uint64_t sp,
+                       struct cq_regs *out)
+{
+	const struct cq_arch *arch = t->arch;
+	struct walk w = {.t = t, .o = o, .regs = *regs, .trust = CQ_TRUST_CONTEXT};
+	enum cq_unwind_end end;
+	if (k >= o->max_frames)
+		return false;
+	if (cq_regs_has(regs, arch->sp_reg))
+		w.have_stack =
+		    t->ops->stack_bounds(t->ctx, reg(&w, arch->sp_reg), &w.stack_lo, &w.stack_hi);
+	for (size_t i = 0; i < k; i++)
+		if (!cq_regs_has(&w.regs, arch->pc_reg) || !step(&w, &end))
+			return false;
+	if (reg(&w, arch->pc_reg) != pc || reg(&w, arch->sp_reg) != sp)
+		return false;
+	*out = w.regs;
+	return true;
+}
+
 const char *cq_unwind_trust_name(enum cq_unwind_trust trust)
 {
 	static const char *const names[] = {"context", "cfi", "fp", "scan", "async", "log"};

@@ -26,10 +26,8 @@ nothing else is reported (no phantom).  A task inside an executor's wrapper
 (async-executor's spawn block) is named by the program's future the wrapper
 captured: never polled, at its `// BODY:` line; running, by name.  The
 closing note prints a table:
-case | expected | found | phantom | missed.  Known misses (the block_on
-future at O2, whose DWARF location does not cover the pc; the LocalPool task
-being polled at O0) are listed in KNOWN_MISSES with their reason and reported,
-not failed; a known miss that is found fails, so the list stays true.
+case | expected | found | phantom | missed.  Known misses are listed in
+KNOWN_MISSES with their reason and reported, not failed; a known miss that is found fails, so the list stays true.
 """
 import os
 import re
@@ -41,13 +39,12 @@ from coreq_test import CORPUS, ROOT, coreq, coreq_json, sanitizer_report, corpus
 PROGRAMS = ("tokio_boxmain", "smol_tasks", "async_std_tasks", "tokio_local", "futures_pool",
             "futures_threadpool")
 # (program, variant, kind, fn): missed for a known reason, said in the table.
-KNOWN_MISSES = {
-    ("tokio_boxmain", "O2", "BLOCK_ON", "boxed_main"):
-        "block_on's DWARF location of `f` does not cover the pc at O2 (as tokio_tasks.O2's main)",
-}
-KNOWN_MISSES[("futures_pool", "O0", "RUNNING", "crasher")] = \
-    "the dyn Future scan sees two crasher futures on the polling thread's stack, both " \
-    "Unresumed (the polled one never yielded): ambiguous, both dropped"
+KNOWN_MISSES = {}
+# The state of the future block_on drives at the crash: tokio_local crashes
+# in a LocalSet task that RunUntil's poll runs (the future is being polled;
+# at -O2 its poll is inlined into <Pin<P> as Future>::poll over it);
+# tokio_boxmain's main thread is parked in block_on while a worker crashes.
+BLOCK_ON_STATE = {"tokio_local": "running", "tokio_boxmain": "idle"}
 # A known miss whose task is still reported, under its executor's wrapper only:
 # consumed as "unnamed" (not a phantom) when a stack in that state names no
 # function of the program.
@@ -152,6 +149,9 @@ def check_case(case, program, table):
             crashed = next((t["tid"] for t in rep["threads"] if t.get("crashed")), None)
             ok(stacks[hit].get("thread") == crashed,
                f"{name}: running {fn} is on the crashing thread {crashed}", stacks[hit].get("thread"))
+        if kind == "BLOCK_ON" and program in BLOCK_ON_STATE:
+            ok(stacks[hit].get("task_state") == BLOCK_ON_STATE[program],
+               f"{name}: block_on {fn} is {BLOCK_ON_STATE[program]}", stacks[hit].get("task_state"))
         if (program, variant, kind, parts[1]) in KNOWN_MISSES:
             ok(False, f"{name}: {kind.lower()} {fn} is listed in KNOWN_MISSES but found: remove it")
         ok(True, f"{name}: {kind.lower()} {fn} reported ({stacks[hit].get('kind')}, "

@@ -17,6 +17,7 @@
 #include "tests/fuzz/reseal.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
+#include "unwind/async/tokio_index.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -66,9 +67,10 @@ static void check(const uint8_t *data, size_t size)
 		if (chain.nframes > CQ_RUST_MAX_DEPTH)
 			abort();
 	}
-	for (size_t i = 0; i < ix->ntokio; i++) {
-		in_range(ix->tokio[i].future, m->ntypes, 0);
-		cq_rust_decode(&tg, m, 0x20000, ix->tokio[i].future, &chain);
+	const struct cq_tokio_index *ti = cq_tokio_index_of(ix);
+	for (size_t i = 0; ti && i < ti->n; i++) {
+		in_range(ti->kinds[i].future, m->ntypes, 0);
+		cq_rust_decode(&tg, m, 0x20000, ti->kinds[i].future, &chain);
 	}
 	for (size_t i = 0; i < ix->nresumes; i++)
 		if (ix->resumes[i].lo < ix->resumes[i].hi &&
@@ -84,7 +86,11 @@ static void check(const uint8_t *data, size_t size)
 		in_range(ix->monos[i].future, m->ntypes, 0);
 		size_t n;
 		const struct cq_rust_mono *at = cq_rust_index_monos_at(ix, ix->monos[i].lo, &n);
-		if (!at || n == 0 || at > &ix->monos[i] || &ix->monos[i] >= at + n)
+		if (!at || n == 0 || at > &ix->monos[i] || &ix->monos[i] >= at + n ||
+		    ix->monos[i].hi <= ix->monos[i].lo)
+			abort();
+		/* its entry is in the code of the group folded there (format 8) */
+		if (!cq_rust_index_monos_containing(ix, ix->monos[i].lo, &n) || n == 0)
 			abort();
 		cq_rust_decode(&tg, m, 0x30000, ix->monos[i].future, &chain);
 	}

@@ -108,10 +108,13 @@ static void test_arc_value(void **state)
 {
 	(void)state;
 	uint64_t c110 = MAIN_BASE + 0x290 + 0x30;
-	put(main_heap, MAIN_BASE, c110 + 16, 1); /* strong */
-	put(main_heap, MAIN_BASE, c110 + 24, 1); /* weak */
-	assert_int_equal(one(c110 + 32, 0x40), CQ_HEAP_OBJECT);
+	put(main_heap, MAIN_BASE, c110 + 16, 1);                /* strong */
+	put(main_heap, MAIN_BASE, c110 + 24, 1);                /* weak */
+	assert_int_equal(one(c110 + 32, 0xf0), CQ_HEAP_OBJECT); /* 16 + 0xf0 in 0x108 usable */
 	assert_int_equal(one(c110 + 32, 0x100), CQ_HEAP_TOO_SMALL);
+	/* a smaller value at offset 16 is part of a larger Arc'd struct, not an Arc<T> of it */
+	assert_int_equal(one(c110 + 32, 0x40), CQ_HEAP_INSIDE);
+	assert_int_equal(one(c110 + 32, 0xe8), CQ_HEAP_INSIDE);
 }
 
 static void test_arena_heap_and_batch(void **state)

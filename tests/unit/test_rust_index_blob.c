@@ -18,6 +18,7 @@
 
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
+#include "unwind/async/tokio_index.h"
 
 static char *xdup(const char *s)
 {
@@ -80,44 +81,49 @@ static struct cq_rust_index *sample(void)
 	ix->resumes[0] = (struct cq_rust_resume){
 	    .lo = 0x400, .hi = 0x480, .name = xdup("app::serve::{async_fn#0}")};
 	ix->nresumes = 1;
-	ix->tokio = calloc(1, sizeof(*ix->tokio));
-	ix->tokio[0] = (struct cq_tokio_kind){.poll = 0x500,
-	                                      .code = {{0x500, 0x540}, {0x600, 0x700}},
-	                                      .ncode = 2,
-	                                      .future = 0,
-	                                      .future_from_id = -24,
-	                                      .sched_ptr = 0,
-	                                      .owned = 0x1a0,
-	                                      .owned_id = 0x28,
-	                                      .owned_head = 0x30,
-	                                      .hdr_state = 0,
-	                                      .hdr_vtable = 16,
-	                                      .hdr_owner = 24,
-	                                      .vt_poll = 0,
-	                                      .vt_trailer = 0x68,
-	                                      .vt_scheduler = 0x70,
-	                                      .vt_id = 0x78,
-	                                      .trailer_next = 8,
-	                                      .scheduler = xdup("Arc<Handle>")};
-	ix->ntokio = 1;
-	ix->tokio_unresolved = 3;
+	struct cq_tokio_kind *kinds = calloc(1, sizeof(*kinds));
+	kinds[0] = (struct cq_tokio_kind){.poll = 0x500,
+	                                  .code = {{0x500, 0x540}, {0x600, 0x700}},
+	                                  .ncode = 2,
+	                                  .future = 0,
+	                                  .future_from_id = -24,
+	                                  .sched_ptr = 0,
+	                                  .owned = 0x1a0,
+	                                  .owned_id = 0x28,
+	                                  .owned_head = 0x30,
+	                                  .hdr_state = 0,
+	                                  .hdr_vtable = 16,
+	                                  .hdr_owner = 24,
+	                                  .vt_poll = 0,
+	                                  .vt_trailer = 0x68,
+	                                  .vt_scheduler = 0x70,
+	                                  .vt_id = 0x78,
+	                                  .trailer_next = 8,
+	                                  .scheduler = xdup("Arc<Handle>")};
+	assert_true(cq_tokio_index_set(ix, kinds, 1, 3)); /* tokio's part of the index */
 	ix->block_ons = calloc(1, sizeof(*ix->block_ons));
-	struct cq_rust_local *loc = calloc(1, sizeof(*loc));
-	*loc = (struct cq_rust_local){.lo = 0x800,
-	                              .hi = 0x880,
-	                              .base = CQ_RUST_BASE_CFA,
-	                              .offset = -96,
-	                              .deref = true,
-	                              .add = 8,
-	                              .type = 2};
+	struct cq_rust_local *loc = calloc(3, sizeof(*loc));
+	loc[0] = (struct cq_rust_local){.lo = 0x800,
+	                                .hi = 0x880,
+	                                .base = CQ_RUST_BASE_CFA,
+	                                .offset = -96,
+	                                .deref = true,
+	                                .add = 8,
+	                                .type = 2};
+	/* format 8: a fat pointer in registers 14 (data) and 3 (vtable) */
+	loc[1] = (struct cq_rust_local){
+	    .lo = 0x880, .hi = 0x8c0, .base = CQ_RUST_BASE_REGS, .offset = 14, .add = 3, .type = 2};
+	/* and memory at register 3 + 16 */
+	loc[2] = (struct cq_rust_local){
+	    .lo = 0x8c0, .hi = 0x900, .base = CQ_RUST_BASE_BREG, .reg = 3, .offset = 16, .type = 0};
 	ix->block_ons[0] = (struct cq_rust_block_on){
-	    .lo = 0x800, .hi = 0x900, .future = 0, .locs = loc, .nlocs = 1};
+	    .lo = 0x800, .hi = 0x900, .future = 0, .locs = loc, .nlocs = 3};
 	ix->nblock_ons = 1;
 	/* Functions monomorphized over a future (format 7): 0x3000 folded, over two futures. */
 	ix->monos = calloc(3, sizeof(*ix->monos));
-	ix->monos[0] = (struct cq_rust_mono){.lo = 0x3000, .future = 0};
-	ix->monos[1] = (struct cq_rust_mono){.lo = 0x3000, .future = 3};
-	ix->monos[2] = (struct cq_rust_mono){.lo = 0x3040, .future = 1};
+	ix->monos[0] = (struct cq_rust_mono){.lo = 0x3000, .hi = 0x3020, .future = 0};
+	ix->monos[1] = (struct cq_rust_mono){.lo = 0x3000, .hi = 0x3020, .future = 3};
+	ix->monos[2] = (struct cq_rust_mono){.lo = 0x3040, .hi = 0x3080, .future = 1};
 	ix->nmonos = 3;
 	return ix;
 }
@@ -159,20 +165,28 @@ static void test_round_trip(void **state)
 	assert_int_equal(back->model.nvtables, 2);
 	assert_int_equal(cq_rust_vtable_type(&back->model, 0x2000), 1);
 	assert_string_equal(cq_rust_index_resume_at(back, 0x440), "app::serve::{async_fn#0}");
-	assert_int_equal(back->ntokio, 1);
-	assert_int_equal(back->tokio[0].ncode, 2);
-	assert_int_equal(back->tokio[0].code[1].hi, 0x700);
-	assert_int_equal(back->tokio[0].future_from_id, -24);
-	assert_int_equal(back->tokio[0].vt_id, 0x78);
-	assert_string_equal(back->tokio[0].scheduler, "Arc<Handle>");
-	assert_int_equal(back->tokio_unresolved, 3);
+	const struct cq_tokio_index *ti = cq_tokio_index_of(back);
+	assert_non_null(ti);
+	assert_int_equal(ti->n, 1);
+	assert_int_equal(ti->kinds[0].ncode, 2);
+	assert_int_equal(ti->kinds[0].code[1].hi, 0x700);
+	assert_int_equal(ti->kinds[0].future_from_id, -24);
+	assert_int_equal(ti->kinds[0].vt_id, 0x78);
+	assert_string_equal(ti->kinds[0].scheduler, "Arc<Handle>");
+	assert_int_equal(ti->unresolved, 3);
 	const struct cq_rust_block_on *bo = cq_rust_index_block_on_at(back, 0x850);
 	assert_non_null(bo);
-	assert_int_equal(bo->nlocs, 1);
+	assert_int_equal(bo->nlocs, 3);
 	assert_int_equal(bo->locs[0].base, CQ_RUST_BASE_CFA);
 	assert_int_equal(bo->locs[0].offset, -96);
 	assert_true(bo->locs[0].deref);
 	assert_int_equal(bo->locs[0].type, 2);
+	assert_int_equal(bo->locs[1].base, CQ_RUST_BASE_REGS);
+	assert_int_equal(bo->locs[1].offset, 14);
+	assert_int_equal(bo->locs[1].add, 3);
+	assert_int_equal(bo->locs[2].base, CQ_RUST_BASE_BREG);
+	assert_int_equal(bo->locs[2].reg, 3);
+	assert_int_equal(bo->locs[2].offset, 16);
 	size_t n;
 	const struct cq_rust_mono *mo = cq_rust_index_monos_at(back, 0x3000, &n);
 	assert_non_null(mo);
@@ -183,6 +197,18 @@ static void test_round_trip(void **state)
 	assert_int_equal(mo[0].future, 1);
 	assert_null(cq_rust_index_monos_at(back, 0x3008, &n));
 	assert_int_equal(n, 0);
+	/* format 8: the code each holds, folded entries together */
+	mo = cq_rust_index_monos_containing(back, 0x3008, &n);
+	assert_non_null(mo);
+	assert_int_equal(n, 2);
+	assert_int_equal(mo[0].hi, 0x3020);
+	assert_null(cq_rust_index_monos_containing(back, 0x3020, &n)); /* between the two */
+	assert_int_equal(n, 0);
+	assert_null(cq_rust_index_monos_containing(back, 0x2fff, &n));
+	mo = cq_rust_index_monos_containing(back, 0x307f, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(mo[0].future, 1);
+	assert_null(cq_rust_index_monos_containing(back, 0x3080, &n));
 	size_t len2;
 	uint8_t *again = cq_rust_index_blob_encode(back, &len2);
 	assert_int_equal(len2, len);
@@ -265,7 +291,7 @@ static void test_damage_is_rejected(void **state)
 	assert_true(mono > 0);
 	memcpy(b, blob, len);
 	assert_true(accepted(b, len));
-	b[mono + 8] = 4;
+	b[mono + 16] = 4; /* after lo and hi */
 	reseal(b, len);
 	assert_false(accepted(b, len));
 	memcpy(b, blob, len);
@@ -275,6 +301,24 @@ static void test_damage_is_rejected(void **state)
 	assert_false(accepted(b, len));
 	free(b);
 	free(blob);
+	/* A register location naming no register of the arch (or an unknown base): rejected. */
+	for (int k = 0; k < 4; k++) {
+		ix = sample();
+		struct cq_rust_local *l = &ix->block_ons[0].locs[1];
+		if (k == 0)
+			l->offset = CQ_REGS_MAX;
+		else if (k == 1)
+			l->add = CQ_REGS_MAX + 7;
+		else if (k == 2)
+			l->base = (enum cq_rust_base)(CQ_RUST_BASE_BREG + 1);
+		else
+			ix->block_ons[0].locs[2].reg = CQ_REGS_MAX;
+		blob = cq_rust_index_blob_encode(ix, &len);
+		cq_rust_index_free(ix);
+		assert_non_null(blob);
+		assert_false(accepted(blob, len));
+		free(blob);
+	}
 }
 
 int main(void)

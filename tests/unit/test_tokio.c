@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "async_scene.h"
+#include "unwind/async/tokio_index.h"
 #include "rust_target.h"
 
 #define MOD       0x555555550000ull /* the module's bias */
@@ -78,28 +79,27 @@ static struct cq_rust_index *make_index(bool with_block_on)
 	t[T_TASK] = rt_async_fn("app::worker", 64, 8, 40, T_SLEEP, 16, 12);
 	ix->model.types = t;
 	ix->model.ntypes = NTYPES;
-	ix->tokio = calloc(1, sizeof(*ix->tokio));
-	assert_non_null(ix->tokio);
-	ix->tokio[0] = (struct cq_tokio_kind){.poll = POLL,
-	                                      .code = {{POLL, POLL + 0x100}},
-	                                      .ncode = 1,
-	                                      .future = T_TASK,
-	                                      .future_from_id = 8,
-	                                      .sched_ptr = 0,
-	                                      .owned = 0x40,
-	                                      .owned_id = 0x8,
-	                                      .owned_head = 0x10,
-	                                      .hdr_state = 0,
-	                                      .hdr_vtable = 0x10,
-	                                      .hdr_owner = 0x18,
-	                                      .vt_poll = 0,
-	                                      .vt_trailer = 0x38,
-	                                      .vt_scheduler = 0x40,
-	                                      .vt_id = 0x48,
-	                                      .trailer_next = 8,
-	                                      .scheduler = rt_dup("Arc<Handle>")};
-	ix->ntokio = 1;
-	ix->tokio_unresolved = 2;
+	struct cq_tokio_kind *kinds = calloc(1, sizeof(*kinds));
+	assert_non_null(kinds);
+	kinds[0] = (struct cq_tokio_kind){.poll = POLL,
+	                                  .code = {{POLL, POLL + 0x100}},
+	                                  .ncode = 1,
+	                                  .future = T_TASK,
+	                                  .future_from_id = 8,
+	                                  .sched_ptr = 0,
+	                                  .owned = 0x40,
+	                                  .owned_id = 0x8,
+	                                  .owned_head = 0x10,
+	                                  .hdr_state = 0,
+	                                  .hdr_vtable = 0x10,
+	                                  .hdr_owner = 0x18,
+	                                  .vt_poll = 0,
+	                                  .vt_trailer = 0x38,
+	                                  .vt_scheduler = 0x40,
+	                                  .vt_id = 0x48,
+	                                  .trailer_next = 8,
+	                                  .scheduler = rt_dup("Arc<Handle>")};
+	assert_true(cq_tokio_index_set(ix, kinds, 1, 2));
 	if (with_block_on) {
 		struct cq_rust_local *loc = calloc(1, sizeof(*loc));
 		ix->block_ons = calloc(1, sizeof(*ix->block_ons));

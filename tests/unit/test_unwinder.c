@@ -395,6 +395,29 @@ static void test_cfi_walk_four_frames_to_outermost(void **state)
 	assert_true(w.frames[3].has_fp && w.frames[3].fp == 0);
 }
 
+/* cq_unwind_regs_at: frame k's registers as the walk recovered them, only for that walk's frame. */
+static void test_regs_at_a_frame(void **state)
+{
+	struct fake *f = *state;
+	struct cq_regs regs, out;
+	four_frames(f, &regs);
+	struct cq_unwind_target t = fake_target(f);
+	struct cq_unwind_options o;
+	cq_unwind_options_default(&o);
+	assert_true(cq_unwind_regs_at(&t, &regs, &o, 0, 0x401010, S(0x100), &out));
+	assert_int_equal(out.value[RBP], S(0x1f0));
+	assert_true(cq_unwind_regs_at(&t, &regs, &o, 2, 0x403080, S(0x118), &out));
+	assert_true(cq_regs_has(&out, RBP));
+	assert_int_equal(out.value[RBP], S(0x200)); /* restored from f1's save slot */
+	assert_int_equal(out.value[RSP], S(0x118));
+	/* another walk's frame (pc or sp not the same), past the outermost, past max_frames */
+	assert_false(cq_unwind_regs_at(&t, &regs, &o, 2, 0x403081, S(0x118), &out));
+	assert_false(cq_unwind_regs_at(&t, &regs, &o, 2, 0x403080, S(0x120), &out));
+	assert_false(cq_unwind_regs_at(&t, &regs, &o, 4, 0x404020, S(0x210), &out));
+	o.max_frames = 2;
+	assert_false(cq_unwind_regs_at(&t, &regs, &o, 2, 0x403080, S(0x118), &out));
+}
+
 /* Return addresses signed with a pointer-authentication code in their top bits. */
 static void test_signed_return_addresses_are_stripped(void **state)
 {
@@ -1749,6 +1772,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, fake_setup, fake_teardown)
 	const struct CMUnitTest tests[] = {
 	    T(test_cfi_walk_four_frames_to_outermost),
+	    T(test_regs_at_a_frame),
 	    T(test_signed_return_addresses_are_stripped),
 	    T(test_return_addresses_are_looked_up_at_pc_minus_one),
 	    T(test_first_frame_is_looked_up_at_pc),

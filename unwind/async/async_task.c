@@ -468,26 +468,39 @@ static int64_t running_thread(const struct cq_async_ctx *ctx, uint64_t header)
 }
 
 /*
- * The executors' own wrappers around a task's future: async-executor's
- * spawn block (`async move { let _guard = ..; future.await }`).
+ * Whether a chain frame is a pass-through wrapper: a state machine whose
+ * Unresumed variant captured a future (rust_decode.h) and that, resumed,
+ * awaits a future of that same type: it only drives the future it was
+ * given (async-executor's spawn block, `async move { let _guard = ..;
+ * future.await }`).  A frame without a state (named from types alone, a
+ * running task) is one when its type captured a future.
  */
-static const char *const wrapper_prefixes[] = {"async_executor::"};
+static bool passes_through(const struct cq_rust_model *m, const struct cq_rust_frame *f)
+{
+	if (f->type < 0 || (size_t)f->type >= m->ntypes)
+		return false;
+	const struct cq_rust_type *t = &m->types[f->type];
+	const struct cq_rust_variant *unresumed = NULL;
+	for (size_t i = 0; t->kind == CQ_RUST_STATE_MACHINE && i < t->nvariants; i++)
+		if (t->variants[i].discr == 0)
+			unresumed = &t->variants[i];
+	if (!unresumed || unresumed->awaitee < 0)
+		return false;
+	if (!f->variant || f->variant == unresumed)
+		return true;
+	int32_t a = f->variant->awaitee, c = unresumed->awaitee;
+	if (a < 0 || (size_t)a >= m->ntypes || (size_t)c >= m->ntypes)
+		return false;
+	const char *an = m->types[a].name, *cn = m->types[c].name;
+	return a == c || (an && cn && strcmp(an, cn) == 0);
+}
 
 /* How many of a chain's outermost frames are an executor's wrapper (not the last frame). */
 static size_t executor_frames(const struct cq_rust_model *m, const struct cq_rust_chain *chain)
 {
 	size_t n = 0;
-	while (n + 1 < chain->nframes) {
-		const char *name = m->types[chain->frames[n].type].name;
-		bool wrapper = false;
-		for (size_t i = 0; name && i < sizeof(wrapper_prefixes) / sizeof(*wrapper_prefixes);
-		     i++)
-			wrapper |=
-			    strncmp(name, wrapper_prefixes[i], strlen(wrapper_prefixes[i])) == 0;
-		if (!wrapper)
-			break;
+	while (n + 1 < chain->nframes && passes_through(m, &chain->frames[n]))
 		n++;
-	}
 	return n;
 }
 

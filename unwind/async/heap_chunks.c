@@ -14,6 +14,7 @@
 
 #define CHUNK_ALIGN    16u
 #define FENCEPOST      16u
+#define MIN_USABLE     24u /* of the smallest chunk (32 bytes) */
 #define PREV_INUSE     1u
 #define IS_MMAPPED     2u
 #define SIZE_BITS      7u
@@ -172,11 +173,22 @@ static enum cq_heap_verdict verdict_at(const struct span *s, uint64_t p, uint64_
 	usable = size - ((self & IS_MMAPPED) ? 16 : 8);
 	if (q->addr == mem)
 		return q->size <= usable ? CQ_HEAP_OBJECT : CQ_HEAP_TOO_SMALL;
-	/* Arc<T>: the value follows the strong and weak counts. */
+	/*
+	 * Arc<T>: the value follows the strong and weak counts, in the chunk
+	 * malloc gives for those 16 bytes and T (its usable size is under 16
+	 * bytes more, 24 at least; an mmapped chunk is whole pages).  At
+	 * offset 16 of a larger chunk is a part of another Arc'd struct
+	 * (futures' Arc<Task<..>>, a stale `dyn Future` pointer to it): inside.
+	 */
 	uint64_t strong, weak;
 	if (q->addr == mem + 16 && word_at(s, mem, &strong) && word_at(s, mem + 8, &weak) &&
-	    strong >= 1 && strong < (1ull << 32) && weak >= 1 && weak < (1ull << 32))
-		return q->size + 16 <= usable ? CQ_HEAP_OBJECT : CQ_HEAP_TOO_SMALL;
+	    strong >= 1 && strong < (1ull << 32) && weak >= 1 && weak < (1ull << 32)) {
+		if (q->size + 16 > usable)
+			return CQ_HEAP_TOO_SMALL;
+		uint64_t need = q->size + 16 < MIN_USABLE ? MIN_USABLE : q->size + 16;
+		return (self & IS_MMAPPED) || usable - need < CHUNK_ALIGN ? CQ_HEAP_OBJECT
+		                                                          : CQ_HEAP_INSIDE;
+	}
 	return CQ_HEAP_INSIDE;
 }
 

@@ -58,6 +58,7 @@ struct cq_async_native {
 
 struct cq_async_shared;
 struct cq_rust_index;
+struct cq_rust_index_part;
 
 /* What the driver gives every runtime; valid during cq_async_stacks(). */
 struct cq_async_ctx {
@@ -132,6 +133,9 @@ struct cq_async_runtime {
 	void (*report)(const void *state, const struct cq_async_ctx *ctx, struct cq_stats *stats,
 	               struct cq_stats *warnings);
 	void (*destroy)(void *state);
+	/* Optional: its own part of the Rust type index (rust_index.h), read in the index's walk.
+	 */
+	const struct cq_rust_index_part *rust_index_part;
 };
 
 /* Every runtime, in the order their suspended stacks are listed. */

@@ -50,6 +50,16 @@ const struct cq_async_runtime *const *cq_async_runtimes(size_t *n)
 	return runtimes;
 }
 
+size_t cq_rust_index_parts(const struct cq_rust_index_part **out)
+{
+	size_t n = 0, nr;
+	const struct cq_async_runtime *const *rt = cq_async_runtimes(&nr);
+	for (size_t i = 0; i < nr && n < CQ_RUST_MAX_PARTS; i++)
+		if (rt[i]->rust_index_part)
+			out[n++] = rt[i]->rust_index_part;
+	return n;
+}
+
 #define SCAN_CHUNK      (8u << 20)
 #define MAX_STACK_WORDS (1u << 20)
 

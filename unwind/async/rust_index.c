@@ -48,7 +48,7 @@
 
 /* ---- growable arrays ------------------------------------------------------- */
 
-static bool grow(void **items, size_t *cap, size_t need, size_t size)
+bool cq_rust_grow(void **items, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return true;
@@ -62,6 +62,8 @@ static bool grow(void **items, size_t *cap, size_t need, size_t size)
 	*cap = ncap;
 	return true;
 }
+
+#define grow cq_rust_grow
 
 /* ---- what the walk of one module collects ---------------------------------- */
 
@@ -86,26 +88,27 @@ struct walk {
 		Dwarf_Off type; /* the vtable's containing type */
 	} * vt;
 	size_t nvt, cap_vt;
-	/* tokio: the raw::poll<T, S> functions, and the types of task::{core,raw} */
-	struct {
-		uint64_t addr, end;
-		Dwarf_Off die;
-		bool is_raw;
-	} * polls;
-	size_t npolls, cap_polls;
-	Dwarf_Off *task_types;
-	size_t ntask_types, cap_task_types;
+	/* the runtimes' parts of the index, and their states for this module */
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	void *pstate[CQ_RUST_MAX_PARTS];
+	size_t nparts;
+	struct builder *b;
 	struct block_on_fn {
 		Dwarf_Off die;
-		const char *var; /* the future's variable: block_on_fns */
+		const char *var; /* the future's variable (a part's driver); NULL: a caller's */
 	} * block_ons;
 	size_t nblock_ons, cap_block_ons;
 	/* functions monomorphized over a future: entry, the type parameter's DIE */
 	struct {
-		uint64_t lo;
+		uint64_t lo, hi;
 		Dwarf_Off type;
 	} * monos;
 	size_t nmonos, cap_monos;
+};
+
+/* What a runtime's part of the index sees of the walk (rust_index.h). */
+struct cq_rust_walk {
+	struct walk *w;
 };
 
 /* ---- what the index is built into ------------------------------------------- */
@@ -129,8 +132,6 @@ struct builder {
 	size_t cap_offs;
 	int32_t *work; /* types to fill */
 	size_t nwork, cap_work;
-	struct cq_tokio_kind *tokio;
-	size_t ntokio, cap_tokio, tokio_unresolved;
 	struct cq_rust_block_on *block_ons;
 	size_t nblock_ons, cap_block_ons;
 	struct cq_rust_mono *monos;
@@ -227,35 +228,6 @@ static void add_resume(struct builder *b, struct walk *w, Dwarf_Die *die, int32_
 	}
 }
 
-/* True when namespace node ns is `...::task::<leaf>` (tokio's runtime::task::core / raw). */
-static bool in_task_ns(const struct walk *w, int32_t ns, const char *leaf)
-{
-	if (ns < 0 || strcmp(w->ns[ns].name, leaf) != 0)
-		return false;
-	int32_t up = w->ns[ns].parent;
-	return up >= 0 && strcmp(w->ns[up].name, "task") == 0;
-}
-
-/*
- * An out-of-line poll<T, S>: tokio's raw::poll (the vtable's entry, is_raw)
- * or any other poll with two generic arguments (Harness::poll, Core::poll:
- * add_poll_code keeps those whose arguments are a task kind's), its code
- * and DIE.
- */
-static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
-{
-	Dwarf_Addr lo;
-	if (dwarf_lowpc(die, &lo) != 0 ||
-	    !grow((void **)&w->polls, &w->cap_polls, w->npolls + 1, sizeof(*w->polls)))
-		return;
-	Dwarf_Addr hi;
-	w->polls[w->npolls].addr = lo;
-	w->polls[w->npolls].end = dwarf_highpc(die, &hi) == 0 && hi > lo ? hi : lo + 1;
-	w->polls[w->npolls].die = dwarf_dieoffset(die);
-	w->polls[w->npolls].is_raw = is_raw;
-	w->npolls++;
-}
-
 /*
  * A concrete generic function (its name has generic arguments, one of them a
  * coroutine environment) whose template type parameter is a future type: a
@@ -267,11 +239,13 @@ static void add_raw_poll(struct walk *w, Dwarf_Die *die, bool is_raw)
  */
 static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 {
-	Dwarf_Addr lo;
+	Dwarf_Addr lo, hi;
 	Dwarf_Die child, decl;
 	Dwarf_Attribute link;
 	if (!strstr(name, "_env#") || dwarf_lowpc(die, &lo) != 0)
 		return;
+	if (dwarf_highpc(die, &hi) != 0 || hi <= lo)
+		hi = lo + 1;
 	if (dwarf_formref_die(dwarf_attr(die, DW_AT_specification, &link), &decl) ||
 	    dwarf_formref_die(dwarf_attr(die, DW_AT_abstract_origin, &link), &decl))
 		die = &decl;
@@ -289,38 +263,38 @@ static void add_mono(struct walk *w, Dwarf_Die *die, const char *name)
 		if (!grow((void **)&w->monos, &w->cap_monos, w->nmonos + 1, sizeof(*w->monos)))
 			return;
 		w->monos[w->nmonos].lo = lo;
+		w->monos[w->nmonos].hi = hi;
 		w->monos[w->nmonos].type = dwarf_dieoffset(&type);
 		w->nmonos++;
 		return; /* the first future parameter: F before T */
 	} while (++n < 16 && dwarf_siblingof(&child, &child) == 0);
 }
 
-/*
- * The functions that drive the future of tokio's block_on, by the path in
- * their linkage names, and the variable that holds the future there (the
- * argument, then the pinned local after pin!): CachedParkThread::block_on
- * (multi_thread runtime, #[tokio::main]) and CurrentThread::block_on
- * (current_thread runtime; LocalSet::block_on comes through it).
- */
-static const struct {
-	const char *path;
-	const char *var;
-} block_on_fns[] = {
-    {"5tokio7runtime4park", "f"},
-    {"5tokio7runtime9scheduler14current_thread13CurrentThread", "future"},
-};
-
-/* A concrete block_on<F> of block_on_fns: its future's variable, or NULL. */
-static const char *block_on_var(Dwarf_Die *die)
+/* A part's driving block_on<F>: its future's variable, or NULL. */
+static const char *block_on_var(const struct walk *w, Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
 	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-	if (!link || !dwarf_hasattr(die, DW_AT_low_pc) || !strstr(link, "8block_on17h"))
+	if (!link || !dwarf_hasattr(die, DW_AT_low_pc))
 		return NULL;
-	for (size_t i = 0; i < sizeof(block_on_fns) / sizeof(block_on_fns[0]); i++)
-		if (strstr(link, block_on_fns[i].path))
-			return block_on_fns[i].var;
+	for (size_t i = 0; i < w->nparts; i++) {
+		const char *var =
+		    w->parts[i]->block_on_var ? w->parts[i]->block_on_var(link) : NULL;
+		if (var)
+			return var;
+	}
 	return NULL;
+}
+
+/* Offers a DIE to every part: true when one took it. */
+static bool to_parts(struct walk *w, Dwarf_Die *die, int tag, const char *name, int32_t ns)
+{
+	struct cq_rust_walk rw = {.w = w};
+	bool taken = false;
+	for (size_t i = 0; i < w->nparts; i++)
+		if (w->pstate[i] && w->parts[i]->visit)
+			taken |= w->parts[i]->visit(w->pstate[i], &rw, die, tag, name, ns);
+	return taken;
 }
 
 /* Visits the children of parent (a unit or namespace node ns), recursing into namespaces. */
@@ -349,11 +323,8 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 			         sizeof(*w->named)))
 				w->named[w->nnamed++] =
 				    (struct named_type){.off = dwarf_dieoffset(&child), .ns = ns};
-			if (name && tag == DW_TAG_structure_type &&
-			    (in_task_ns(w, ns, "core") || in_task_ns(w, ns, "raw")) &&
-			    grow((void **)&w->task_types, &w->cap_task_types, w->ntask_types + 1,
-			         sizeof(*w->task_types)))
-				w->task_types[w->ntask_types++] = dwarf_dieoffset(&child);
+			if (name && tag == DW_TAG_structure_type)
+				to_parts(w, &child, tag, name, ns);
 			break;
 		case DW_TAG_variable:
 			if (name && ends_with(name, VTABLE_SUFFIX))
@@ -362,18 +333,24 @@ static void walk_scope(struct builder *b, struct walk *w, Dwarf_Die *parent, int
 		case DW_TAG_subprogram:
 			if (name && name[0] == '{' && is_resume_name(name))
 				add_resume(b, w, &child, ns, name);
-			else if (name && strncmp(name, "poll<", 5) == 0 && in_task_ns(w, ns, "raw"))
-				add_raw_poll(w, &child, true);
-			else if (name && strncmp(name, "poll<", 5) == 0 && strchr(name, ','))
-				add_raw_poll(w, &child, false);
+			else if (name && to_parts(w, &child, tag, name, ns))
+				break;
 			else if (name && strncmp(name, "block_on<", 9) == 0 &&
-			         (var = block_on_var(&child)) &&
+			         (var = block_on_var(w, &child)) &&
 			         grow((void **)&w->block_ons, &w->cap_block_ons, w->nblock_ons + 1,
 			              sizeof(*w->block_ons)))
 				w->block_ons[w->nblock_ons++] = (struct block_on_fn){
 				    .die = dwarf_dieoffset(&child), .var = var};
-			else if (name && strchr(name, '<'))
+			else if (name && strchr(name, '<')) {
 				add_mono(w, &child, name);
+				/* another block_on<F>: kept if a driver's F is its F */
+				if (strncmp(name, "block_on<", 9) == 0 &&
+				    dwarf_hasattr(&child, DW_AT_low_pc) &&
+				    grow((void **)&w->block_ons, &w->cap_block_ons,
+				         w->nblock_ons + 1, sizeof(*w->block_ons)))
+					w->block_ons[w->nblock_ons++] = (struct block_on_fn){
+					    .die = dwarf_dieoffset(&child), .var = NULL};
+			}
 			break;
 		default:
 			break;
@@ -447,26 +424,75 @@ static bool is_dyn_fat_pointer(Dwarf_Die *st, uint64_t *data_off, uint64_t *vt_o
 	return n == 2 && has_data && has_vt;
 }
 
-/* The only member of st with a non-zero size (its offset and type). */
+/* A pointer or reference DIE tag. */
+static bool is_pointer_tag(int tag)
+{
+	return tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	       tag == DW_TAG_rvalue_reference_type;
+}
+
+static bool single_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type);
+
 /*
- * The member called name of struct st, held inline: a combinator that
- * holds the future it drives as its `future` (tokio's LocalSet RunUntil,
- * TaskLocalFuture) beside other state.
+ * Whether a value of type t is or leads to a future: a state machine or a
+ * dyn fat pointer, through pointers and single-member structs (at most
+ * depth steps).
  */
-static bool member_named(Dwarf_Die *st, const char *name, uint64_t *off, Dwarf_Die *type)
+static bool leads_to_future(Dwarf_Die t, int depth)
+{
+	for (; depth > 0; depth--) {
+		if (!cq_dwt_peel(&t))
+			return false;
+		int tag = dwarf_tag(&t);
+		if (is_pointer_tag(tag)) {
+			if (!cq_dwt_type(&t, &t))
+				return false;
+			continue;
+		}
+		Dwarf_Die part, state, inner;
+		uint64_t a, b;
+		if (tag != DW_TAG_structure_type)
+			return false;
+		if (state_variant_part(&t, &part, &state) || is_dyn_fat_pointer(&t, &a, &b))
+			return true;
+		if (!single_member(&t, &a, &inner))
+			return false;
+		t = inner;
+	}
+	return false;
+}
+
+/*
+ * The one member of struct st that is (or leads to) a future, held beside
+ * other state: a combinator that drives the future it holds (tokio's
+ * LocalSet RunUntil, async-std's SupportTaskLocals).  False when no member
+ * or more than one is a future (a select of two is no wrapper).
+ */
+static bool future_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type)
 {
 	Dwarf_Die child;
 	if (dwarf_child(st, &child) != 0)
 		return false;
 	int n = 0;
+	bool found = false;
 	do {
-		const char *mn = dwarf_diename(&child);
-		if (dwarf_tag(&child) == DW_TAG_member && mn && strcmp(mn, name) == 0)
-			return cq_dwt_type(&child, type) && cq_dwt_member_offset(&child, off);
+		if (dwarf_tag(&child) == DW_TAG_variant_part)
+			return false;
+		Dwarf_Die t;
+		uint64_t o;
+		if (dwarf_tag(&child) != DW_TAG_member || !cq_dwt_type(&child, &t) ||
+		    !leads_to_future(t, 6))
+			continue;
+		if (found || !cq_dwt_member_offset(&child, &o))
+			return false;
+		found = true;
+		*off = o;
+		*type = t;
 	} while (++n < MAX_MEMBERS && dwarf_siblingof(&child, &child) == 0);
-	return false;
+	return found;
 }
 
+/* The only member of st with a non-zero size (its offset and type). */
 static bool single_member(Dwarf_Die *st, uint64_t *off, Dwarf_Die *type)
 {
 	Dwarf_Die child;
@@ -678,8 +704,7 @@ static bool is_pointer_wrapper(Dwarf_Die *type)
 	if (!cq_dwt_peel(&t))
 		return false;
 	int tag = dwarf_tag(&t);
-	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
-	    tag == DW_TAG_rvalue_reference_type)
+	if (is_pointer_tag(tag))
 		return true;
 	const char *n = dwarf_diename(&t);
 	return n && (strncmp(n, "Pin<", 4) == 0 || strncmp(n, "Box<", 4) == 0 ||
@@ -701,8 +726,7 @@ static void fill_other(struct builder *b, const struct walk *w, int32_t index, D
 		if (!cq_dwt_peel(&die))
 			break;
 		int tag = dwarf_tag(&die);
-		if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
-		    tag == DW_TAG_rvalue_reference_type) {
+		if (is_pointer_tag(tag)) {
 			if (nhops >= CQ_RUST_MAX_HOPS || !cq_dwt_type(&die, &die))
 				break;
 			hops[nhops++] = (struct cq_rust_hop){.offset = pending, .deref = true};
@@ -735,8 +759,7 @@ static void fill_other(struct builder *b, const struct walk *w, int32_t index, D
 			return;
 		}
 		Dwarf_Die inner;
-		if (!single_member(&die, &off, &inner) &&
-		    !member_named(&die, "future", &off, &inner))
+		if (!single_member(&die, &off, &inner) && !future_member(&die, &off, &inner))
 			break;
 		die = inner;
 		pending += off;
@@ -772,29 +795,6 @@ static void fill_type(struct builder *b, const struct walk *w, int32_t index, Dw
 		fill_other(b, w, index, &die);
 }
 
-/* ---- tokio task kinds ------------------------------------------------------------ */
-
-/* A struct of tokio's task::{core,raw} namespaces by its DW_AT_name. */
-static bool task_type(const struct walk *w, const char *name, Dwarf_Die *out)
-{
-	for (size_t i = 0; i < w->ntask_types; i++) {
-		if (!dwarf_offdie(w->dwarf, w->task_types[i], out))
-			continue;
-		const char *n = dwarf_diename(out);
-		if (n && strcmp(n, name) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* The offset of member `name` of type `t`, searched down to depth nested structs. */
-static bool member_at(Dwarf_Die *t, const char *name, unsigned depth, uint64_t *off,
-                      Dwarf_Die *type)
-{
-	Dwarf_Die ignored;
-	return cq_dwt_find_member(t, cq_dwt_named, name, depth, off, type ? type : &ignored);
-}
-
 /* The template type parameter `name` of die. */
 static bool template_param(Dwarf_Die *die, const char *name, Dwarf_Die *out)
 {
@@ -810,111 +810,36 @@ static bool template_param(Dwarf_Die *die, const char *name, Dwarf_Die *out)
 	return false;
 }
 
-/* Header, Vtable and Trailer: the same for every task type of one tokio. */
-static bool task_frame_layout(const struct walk *w, struct cq_tokio_kind *k)
+/* ---- what a runtime's part of the index may ask the walk -------------------------- */
+
+void *cq_rust_walk_dwarf(const struct cq_rust_walk *w)
 {
-	Dwarf_Die hdr, vt, tr, owned;
-	uint64_t owned_off, next_off;
-	return task_type(w, "Header", &hdr) && task_type(w, "Vtable", &vt) &&
-	       task_type(w, "Trailer", &tr) && member_at(&hdr, "state", 0, &k->hdr_state, NULL) &&
-	       member_at(&hdr, "vtable", 0, &k->hdr_vtable, NULL) &&
-	       member_at(&hdr, "owner_id", 0, &k->hdr_owner, NULL) &&
-	       member_at(&vt, "poll", 0, &k->vt_poll, NULL) &&
-	       member_at(&vt, "trailer_offset", 0, &k->vt_trailer, NULL) &&
-	       member_at(&vt, "scheduler_offset", 0, &k->vt_scheduler, NULL) &&
-	       member_at(&vt, "id_offset", 0, &k->vt_id, NULL) &&
-	       member_at(&tr, "owned", 0, &owned_off, &owned) &&
-	       member_at(&owned, "next", 4, &next_off, NULL) &&
-	       (k->trailer_next = owned_off + next_off, true);
+	return w->w->dwarf;
 }
 
-/*
- * A task list's type: a runtime's OwnedTasks<S>, or a LocalSet's
- * LocalOwnedTasks<S> (S: Arc<task::local::Shared>), which has the same id
- * and, nested, the same list head.
- */
-static bool owned_tasks_type(Dwarf_Die *member, Dwarf_Die *type, const void *arg)
+const char *cq_rust_walk_ns(const struct cq_rust_walk *w, int32_t ns, int32_t *parent)
 {
-	(void)arg;
-	return cq_dwt_type_prefixed(member, type, "OwnedTasks<") ||
-	       cq_dwt_type_prefixed(member, type, "LocalOwnedTasks<");
-}
-
-/*
- * One raw::poll<T, S>: where T sits in Core<T, S> relative to task_id, and
- * where S leads to the runtime's (or the LocalSet's) task list.
- */
-static bool tokio_kind(struct builder *b, const struct walk *w, Dwarf_Die *poll,
-                       struct cq_tokio_kind *k)
-{
-	const char *name = dwarf_diename(poll);
-	Dwarf_Die t, sched, core, ptr, shared, owned;
-	if (!name || !template_param(poll, "T", &t) || !template_param(poll, "S", &sched))
-		return false;
-	const char *tname = dwarf_diename(&t), *sname = dwarf_diename(&sched);
-	char core_name[MAX_PATH_LEN];
-	if (!tname || !sname ||
-	    (size_t)snprintf(core_name, sizeof(core_name), "Core%s", name + 4) >= sizeof(core_name))
-		return false;
-	uint64_t id_off, fut_off, owned_off;
-	if (!task_type(w, core_name, &core) || !member_at(&core, "task_id", 0, &id_off, NULL) ||
-	    !cq_dwt_find_member(&core, cq_dwt_type_named, tname, 8, &fut_off, &t))
-		return false;
-	if (!cq_dwt_find_member(&sched, cq_dwt_pointer, NULL, 4, &k->sched_ptr, &ptr) ||
-	    !cq_dwt_type(&ptr, &shared) || !cq_dwt_peel(&shared) ||
-	    !cq_dwt_find_member(&shared, owned_tasks_type, NULL, 6, &owned_off, &owned) ||
-	    !member_at(&owned, "id", 0, &k->owned_id, NULL) ||
-	    !member_at(&owned, "head", 6, &k->owned_head, NULL))
-		return false;
-	k->owned = owned_off;
-	k->future_from_id = (int64_t)fut_off - (int64_t)id_off;
-	k->future = type_for(b, dwarf_dieoffset(&t));
-	k->scheduler = type_name(w, &sched);
-	return k->future >= 0 && k->scheduler;
-}
-
-/* The code of every poll<T, S> of the task module with kind k's T and S: where it runs. */
-static void add_poll_code(const struct walk *w, Dwarf_Die *raw, struct cq_tokio_kind *k)
-{
-	const char *args = dwarf_diename(raw) + 4;
-	size_t n = 0;
-	for (size_t i = 0; i < w->npolls && n < CQ_TOKIO_MAX_CODE; i++) {
-		Dwarf_Die d;
-		const char *name;
-		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &d) || !(name = dwarf_diename(&d)) ||
-		    strcmp(name + 4, args) != 0)
-			continue;
-		k->code[n].lo = w->polls[i].addr;
-		k->code[n].hi = w->polls[i].end;
-		n++;
+	if (ns < 0 || (size_t)ns >= w->w->nns) {
+		*parent = -1;
+		return NULL;
 	}
-	k->ncode = n;
+	*parent = w->w->ns[ns].parent;
+	return w->w->ns[ns].name;
 }
 
-/* Every raw::poll<T, S> of the module being indexed, as tokio task kinds. */
-static void add_tokio_kinds(struct builder *b, const struct walk *w)
+int32_t cq_rust_walk_type(struct cq_rust_walk *w, void *type)
 {
-	struct cq_tokio_kind frame = {0};
-	if (w->npolls == 0 || !task_frame_layout(w, &frame)) {
-		b->tokio_unresolved += w->npolls;
-		return;
-	}
-	for (size_t i = 0; i < w->npolls; i++) {
-		Dwarf_Die poll;
-		struct cq_tokio_kind k = frame;
-		if (!w->polls[i].is_raw)
-			continue;
-		k.poll = w->polls[i].addr;
-		if (!dwarf_offdie(w->dwarf, w->polls[i].die, &poll) ||
-		    !tokio_kind(b, w, &poll, &k) ||
-		    !grow((void **)&b->tokio, &b->cap_tokio, b->ntokio + 1, sizeof(*b->tokio))) {
-			free(k.scheduler);
-			b->tokio_unresolved++;
-			continue;
-		}
-		add_poll_code(w, &poll, &k);
-		b->tokio[b->ntokio++] = k;
-	}
+	return type_for(w->w->b, dwarf_dieoffset((Dwarf_Die *)type));
+}
+
+char *cq_rust_walk_type_name(const struct cq_rust_walk *w, void *type)
+{
+	return type_name(w->w, (Dwarf_Die *)type);
+}
+
+bool cq_rust_walk_template_param(void *die, const char *name, void *out)
+{
+	return template_param((Dwarf_Die *)die, name, (Dwarf_Die *)out);
 }
 
 /* ---- block_on futures ------------------------------------------------------------ */
@@ -939,10 +864,40 @@ static bool frame_base(Dwarf_Die *fn, enum cq_rust_base *base)
 	return true;
 }
 
+/* The DWARF register a DW_OP_reg* / DW_OP_regx names, or -1. */
+static int op_reg(const Dwarf_Op *op)
+{
+	if (op->atom >= DW_OP_reg0 && op->atom <= DW_OP_reg31)
+		return op->atom - DW_OP_reg0;
+	if (op->atom == DW_OP_regx && op->number < CQ_REGS_MAX)
+		return (int)op->number;
+	return -1;
+}
+
+/*
+ * A value held in registers: DW_OP_regN alone, or DW_OP_regN DW_OP_piece 8
+ * DW_OP_regM DW_OP_piece 8 (a fat pointer in two registers).
+ */
+static bool register_location(const Dwarf_Op *ops, size_t n, struct cq_rust_local *out)
+{
+	int r0 = n > 0 ? op_reg(&ops[0]) : -1, r1 = n == 4 ? op_reg(&ops[2]) : -1;
+	if (r0 < 0 ||
+	    !(n == 1 || (n == 4 && r1 >= 0 && ops[1].atom == DW_OP_piece && ops[1].number == 8 &&
+	                 ops[3].atom == DW_OP_piece && ops[3].number == 8)))
+		return false;
+	out->base = CQ_RUST_BASE_REGS;
+	out->offset = r0;
+	out->add = r1 >= 0 ? (uint64_t)r1 : CQ_RUST_NO_REG;
+	out->deref = false;
+	return true;
+}
+
 /* One location expression as base + offset [deref] [+ add]; false when not that simple. */
 static bool simple_location(const Dwarf_Op *ops, size_t n, bool have_fb, enum cq_rust_base fb,
                             struct cq_rust_local *out)
 {
+	if (register_location(ops, n, out))
+		return true;
 	if (n == 0 || n > 3)
 		return false;
 	switch (ops[0].atom) {
@@ -958,7 +913,11 @@ static bool simple_location(const Dwarf_Op *ops, size_t n, bool have_fb, enum cq
 		out->base = fb;
 		break;
 	default:
-		return false;
+		if (ops[0].atom < DW_OP_breg0 || ops[0].atom > DW_OP_breg31)
+			return false;
+		out->base = CQ_RUST_BASE_BREG;
+		out->reg = ops[0].atom - DW_OP_breg0;
+		break;
 	}
 	out->offset = (int64_t)ops[0].number;
 	out->deref = false;
@@ -987,7 +946,7 @@ static void add_locations(Dwarf_Die *var, int32_t type, bool have_fb, enum cq_ru
 	for (int i = 0;
 	     i < 256 && (it = dwarf_getlocations(&attr, it, &base, &start, &end, &ops, &nops)) > 0;
 	     i++) {
-		struct cq_rust_local loc;
+		struct cq_rust_local loc = {0};
 		if (!simple_location(ops, nops, have_fb, fb, &loc) ||
 		    !grow((void **)&bo->locs, cap, bo->nlocs + 1, sizeof(*bo->locs)))
 			continue;
@@ -1021,8 +980,67 @@ static void find_f(struct builder *b, const struct walk *w, Dwarf_Die *die, cons
 	} while (dwarf_siblingof(&child, &child) == 0);
 }
 
-/* block_on<F>'s code and where its future `var` lives, before and after pin!(var). */
-static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off, const char *var)
+/* Whether the type DIE at off has the full name `name`. */
+static bool named_as(const struct walk *w, Dwarf_Off off, const char *name)
+{
+	Dwarf_Die die;
+	char *n = dwarf_offdie(w->dwarf, off, &die) ? type_name(w, &die) : NULL;
+	bool same = n && strcmp(n, name) == 0;
+	free(n);
+	return same;
+}
+
+/*
+ * Whether a value of type t refers to its future through a pointer
+ * (Pin<Box<dyn Future>>, Pin<&mut F>, Box<F>): a copy of it in a caller
+ * still designates the future block_on drives.  A future held by value
+ * (an async block) was moved into block_on: the caller's copy is stale.
+ */
+static bool refers_by_pointer(Dwarf_Die t)
+{
+	for (int depth = 0; depth < 8; depth++) {
+		if (!cq_dwt_peel(&t))
+			return false;
+		int tag = dwarf_tag(&t);
+		if (is_pointer_tag(tag))
+			return true;
+		Dwarf_Die inner;
+		uint64_t a, b;
+		if (tag != DW_TAG_structure_type)
+			return false;
+		if (is_dyn_fat_pointer(&t, &a, &b))
+			return true;
+		if (!single_member(&t, &a, &inner))
+			return false;
+		t = inner;
+	}
+	return false;
+}
+
+/* The parameters of fn whose type is the DIE f (a caller's `future: F`). */
+static void find_typed(struct builder *b, Dwarf_Die *fn, Dwarf_Die *f, int32_t ftype, bool have_fb,
+                       enum cq_rust_base fb, struct cq_rust_block_on *bo, size_t *cap)
+{
+	Dwarf_Die child, type;
+	if (dwarf_child(fn, &child) != 0)
+		return;
+	(void)b;
+	int n = 0;
+	do {
+		if (dwarf_tag(&child) == DW_TAG_formal_parameter && cq_dwt_type(&child, &type) &&
+		    cq_dwt_peel(&type) && dwarf_dieoffset(&type) == dwarf_dieoffset(f))
+			add_locations(&child, ftype, have_fb, fb, bo, cap);
+	} while (++n < MAX_MEMBERS && dwarf_siblingof(&child, &child) == 0);
+}
+
+/*
+ * block_on<F>'s code and where its future lives: a driver's `var`, before
+ * and after pin!(var); a caller's (var NULL, kept only when its F is a
+ * driver's: drivers[0, ndrivers) are their F's DIEs, and refers to the
+ * future by a pointer) parameter of type F.
+ */
+static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off, const char *var,
+                         const Dwarf_Off *drivers, size_t ndrivers)
 {
 	Dwarf_Die fn, decl, f;
 	Dwarf_Attribute attr;
@@ -1038,7 +1056,20 @@ static void add_block_on(struct builder *b, const struct walk *w, Dwarf_Off off,
 	bool have_fb = frame_base(&fn, &fb);
 	struct cq_rust_block_on bo = {.lo = lo, .hi = hi};
 	size_t cap = 0;
-	find_f(b, w, &fn, var, 4, have_fb, fb, &bo, &cap);
+	if (var) {
+		find_f(b, w, &fn, var, 4, have_fb, fb, &bo, &cap);
+	} else {
+		/* the same F: a driver's F type, or one of the same path (another unit's) */
+		int32_t ft = type_for(b, dwarf_dieoffset(&f));
+		char *fname = type_name(w, &f);
+		size_t d = 0;
+		while (fname && d < ndrivers && !named_as(w, drivers[d], fname))
+			d++;
+		free(fname);
+		if (ft < 0 || d >= ndrivers || !refers_by_pointer(f))
+			return;
+		find_typed(b, &fn, &f, ft, have_fb, fb, &bo, &cap);
+	}
 	if (bo.nlocs == 0 ||
 	    !grow((void **)&b->block_ons, &b->cap_block_ons, b->nblock_ons + 1,
 	          sizeof(*b->block_ons)) ||
@@ -1076,12 +1107,6 @@ static int cmp_vtable(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static int cmp_tokio(const void *a, const void *b)
-{
-	const struct cq_tokio_kind *x = a, *y = b;
-	return x->poll < y->poll ? -1 : x->poll > y->poll;
-}
-
 static int cmp_block_on(const void *a, const void *b)
 {
 	const struct cq_rust_block_on *x = a, *y = b;
@@ -1107,12 +1132,15 @@ void cq_rust_index_sort(struct cq_rust_index *ix)
 		qsort((void *)m->vtables, m->nvtables, sizeof(*m->vtables), cmp_vtable);
 	if (ix->nresumes)
 		qsort(ix->resumes, ix->nresumes, sizeof(*ix->resumes), cmp_resume);
-	if (ix->ntokio)
-		qsort(ix->tokio, ix->ntokio, sizeof(*ix->tokio), cmp_tokio);
 	if (ix->nblock_ons)
 		qsort(ix->block_ons, ix->nblock_ons, sizeof(*ix->block_ons), cmp_block_on);
 	if (ix->nmonos)
 		qsort(ix->monos, ix->nmonos, sizeof(*ix->monos), cmp_mono);
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	size_t nparts = cq_rust_index_parts(parts);
+	for (size_t i = 0; i < nparts; i++)
+		if (ix->parts[i] && parts[i]->sort)
+			parts[i]->sort(ix->parts[i]);
 }
 
 /* Moves the builder's finds into ix: one module's index, link-time addresses, sorted. */
@@ -1125,9 +1153,6 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
 	    .types = b->types, .ntypes = b->ntypes, .vtables = b->vtables, .nvtables = b->nvtables};
 	ix->resumes = b->resumes;
 	ix->nresumes = b->nresumes;
-	ix->tokio = b->tokio;
-	ix->ntokio = b->ntokio;
-	ix->tokio_unresolved = b->tokio_unresolved;
 	ix->block_ons = b->block_ons;
 	ix->nblock_ons = b->nblock_ons;
 	ix->monos = b->monos;
@@ -1160,7 +1185,10 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 	struct builder b = {0};
 	struct cq_rust_index *ix = dwarf ? calloc(1, sizeof(*ix)) : NULL;
 	if (ix) {
-		struct walk w = {.dwarf = dwarf};
+		struct walk w = {.dwarf = dwarf, .b = &b};
+		w.nparts = cq_rust_index_parts(w.parts);
+		for (size_t i = 0; i < w.nparts; i++)
+			w.pstate[i] = w.parts[i]->begin ? w.parts[i]->begin() : NULL;
 		index_units(&b, &w);
 		for (size_t i = 0; i < w.nvt; i++) {
 			int32_t type = type_for(&b, w.vt[i].type);
@@ -1170,16 +1198,30 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 			b.vtables[b.nvtables++] =
 			    (struct cq_rust_vtable){.addr = w.vt[i].addr, .type = type};
 		}
-		add_tokio_kinds(&b, &w);
+		struct cq_rust_walk rw = {.w = &w};
+		for (size_t i = 0; i < w.nparts; i++)
+			if (w.pstate[i])
+				ix->parts[i] = w.parts[i]->finish(w.pstate[i], &rw);
+		/* the drivers first: a caller's block_on<F> is kept for a driver's F */
 		for (size_t i = 0; i < w.nblock_ons; i++)
-			add_block_on(&b, &w, w.block_ons[i].die, w.block_ons[i].var);
+			if (w.block_ons[i].var)
+				add_block_on(&b, &w, w.block_ons[i].die, w.block_ons[i].var, NULL,
+				             0);
+		size_t ndrivers = b.nblock_ons;
+		Dwarf_Off *drivers = malloc((ndrivers ? ndrivers : 1) * sizeof(*drivers));
+		for (size_t i = 0; drivers && i < ndrivers; i++)
+			drivers[i] = b.offs[b.block_ons[i].future];
+		for (size_t i = 0; drivers && ndrivers && i < w.nblock_ons; i++)
+			if (!w.block_ons[i].var)
+				add_block_on(&b, &w, w.block_ons[i].die, NULL, drivers, ndrivers);
+		free(drivers);
 		for (size_t i = 0; i < w.nmonos; i++) {
 			int32_t type = type_for(&b, w.monos[i].type);
 			if (type < 0 ||
 			    !grow((void **)&b.monos, &b.cap_monos, b.nmonos + 1, sizeof(*b.monos)))
 				continue;
-			b.monos[b.nmonos++] =
-			    (struct cq_rust_mono){.lo = w.monos[i].lo, .future = type};
+			b.monos[b.nmonos++] = (struct cq_rust_mono){
+			    .lo = w.monos[i].lo, .hi = w.monos[i].hi, .future = type};
 		}
 		while (b.nwork > 0) {
 			int32_t index = b.work[--b.nwork];
@@ -1188,8 +1230,6 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		free(w.ns);
 		free(w.named);
 		free(w.vt);
-		free(w.polls);
-		free(w.task_types);
 		free(w.block_ons);
 		free(w.monos);
 	}
@@ -1224,28 +1264,42 @@ void cq_rust_index_free(struct cq_rust_index *ix)
 	free((void *)ix->model.vtables);
 	for (size_t i = 0; i < ix->nresumes; i++)
 		free(ix->resumes[i].name);
-	for (size_t i = 0; i < ix->ntokio; i++)
-		free(ix->tokio[i].scheduler);
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	size_t nparts = cq_rust_index_parts(parts);
+	for (size_t i = 0; i < nparts; i++)
+		if (ix->parts[i])
+			parts[i]->free(ix->parts[i]);
 	for (size_t i = 0; i < ix->nblock_ons; i++)
 		free(ix->block_ons[i].locs);
 	free(ix->block_ons);
 	free(ix->monos);
-	free(ix->tokio);
 	free(ix->resumes);
 	free(ix);
+}
+
+/*
+ * How many of n items (size bytes each, sorted by the uint64_t they start
+ * with, their code's lo) start at or below pc: the last one is at the count - 1.
+ */
+static size_t at_or_below(const void *items, size_t n, size_t size, uint64_t pc)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t key;
+		memcpy(&key, (const char *)items + mid * size, sizeof(key));
+		if (key <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
 {
 	/* The last range starting at or below pc; ranges of one module do not nest. */
-	size_t lo = 0, hi = ix->nresumes;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix->resumes[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = at_or_below(ix->resumes, ix->nresumes, sizeof(*ix->resumes), pc);
 	if (lo == 0)
 		return NULL;
 	const struct cq_rust_resume *r = &ix->resumes[lo - 1];
@@ -1268,6 +1322,22 @@ const struct cq_rust_mono *cq_rust_index_monos_at(const struct cq_rust_index *ix
 		end++;
 	*n = end - lo;
 	return *n ? &ix->monos[lo] : NULL;
+}
+
+const struct cq_rust_mono *cq_rust_index_monos_containing(const struct cq_rust_index *ix,
+                                                          uint64_t pc, size_t *n)
+{
+	size_t lo = at_or_below(ix->monos, ix->nmonos, sizeof(*ix->monos), pc);
+	*n = 0;
+	if (lo == 0)
+		return NULL;
+	size_t start = lo - 1;
+	while (start > 0 && ix->monos[start - 1].lo == ix->monos[lo - 1].lo)
+		start--;
+	if (pc >= ix->monos[start].hi)
+		return NULL;
+	*n = lo - start;
+	return &ix->monos[start];
 }
 
 const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_index *ix,

@@ -32,37 +32,26 @@ struct cq_rust_resume {
 };
 
 /*
- * One tokio task type: future T on scheduler S, from the DWARF of
- * `tokio::runtime::task::raw::poll<T, S>` and the types around it (FACTS.md
- * section 9).  Every offset comes from DWARF; the vtable's own
- * trailer/scheduler/id offsets are read from the core.
+ * Where a function's future argument lives over pcs [lo, hi), from its
+ * DWARF location: in memory at a base register + offset, or (at -O2) in
+ * registers, CQ_RUST_BASE_REGS: its bytes [0, 8) in DWARF register
+ * `offset` and its bytes [8, 16) in register `add` (CQ_RUST_NO_REG: none),
+ * e.g. the data and vtable pointers of a Pin<Box<dyn Future>>; or in memory
+ * at another register + offset, CQ_RUST_BASE_BREG: DWARF register `reg`
+ * (a callee-saved one the unwinder recovers in a caller's frame).
  */
-#define CQ_TOKIO_MAX_CODE 8
-struct cq_tokio_kind {
-	uint64_t poll; /* runtime address of raw::poll::<T, S> */
-	/* The code that polls this task type: raw::poll, Harness::poll, ... (runtime) */
-	struct {
-		uint64_t lo, hi;
-	} code[CQ_TOKIO_MAX_CODE];
-	unsigned ncode;
-	unsigned origin;        /* the module */
-	int32_t future;         /* T in the model */
-	int64_t future_from_id; /* T's offset minus task_id's offset, within Core<T, S> */
-	/* S: where its pointer to the scheduler's shared state is, and the OwnedTasks there */
-	uint64_t sched_ptr, owned, owned_id, owned_head;
-	/* this module's Header, raw::Vtable and Trailer */
-	uint64_t hdr_state, hdr_vtable, hdr_owner;
-	uint64_t vt_poll, vt_trailer, vt_scheduler, vt_id;
-	uint64_t trailer_next;
-	char *scheduler; /* S's type name, e.g. "Arc<tokio::...::multi_thread::handle::Handle, ...>"
-	                  */
+enum cq_rust_base {
+	CQ_RUST_BASE_SP,
+	CQ_RUST_BASE_FP,
+	CQ_RUST_BASE_CFA,
+	CQ_RUST_BASE_REGS,
+	CQ_RUST_BASE_BREG
 };
-
-/* Where a function's future argument lives over pcs [lo, hi), from its DWARF location. */
-enum cq_rust_base { CQ_RUST_BASE_SP, CQ_RUST_BASE_FP, CQ_RUST_BASE_CFA };
+#define CQ_RUST_NO_REG UINT64_MAX
 struct cq_rust_local {
 	uint64_t lo, hi; /* runtime pcs */
 	enum cq_rust_base base;
+	unsigned reg;   /* CQ_RUST_BASE_BREG's register */
 	int64_t offset; /* base + offset ... */
 	bool deref;     /* ... then the pointer stored there ... */
 	uint64_t add;   /* ... plus add */
@@ -70,8 +59,14 @@ struct cq_rust_local {
 };
 
 /*
- * tokio's CachedParkThread::block_on<F>: the future that `#[tokio::main]`
- * and Runtime::block_on drive, pinned in this function's frame.
+ * A block_on<F> a runtime's part names as driving a future
+ * (cq_rust_index_part.block_on_var; tokio's CachedParkThread::block_on: the
+ * future `#[tokio::main]` and Runtime::block_on drive), pinned in this
+ * function's frame.  Also each
+ * other block_on<F> over the same F (Runtime::block_on, ...), with where
+ * its parameter of type F lives: a caller's frame that still holds the
+ * future where the driving frame's location list does not cover its pc
+ * (at -O2, `f` is optimized out while block_on parks).
  */
 struct cq_rust_block_on {
 	uint64_t lo, hi;            /* the function's code, runtime addresses */
@@ -88,9 +83,65 @@ struct cq_rust_block_on {
  * the type of the future its task holds.
  */
 struct cq_rust_mono {
-	uint64_t lo;    /* the function's entry, runtime address */
-	int32_t future; /* the type parameter, in the model */
+	uint64_t lo, hi; /* the function's code, runtime addresses (entry: lo) */
+	int32_t future;  /* the type parameter, in the model */
 };
+
+/*
+ * A runtime's own part of the index (struct cq_async_runtime.rust_index_part):
+ * what it alone reads from each Rust module's DWARF (tokio: its task types),
+ * built in the same walk, cached in the same row and merged over modules
+ * like the rest.  The index knows no runtime: adding one is its file and its
+ * line in runtime_list.h.  The parts' bytes follow each other in the row in
+ * runtime_list.h's order: adding, moving or changing a part changes the
+ * rows, so CQ_RUST_INDEX_BLOB_FORMAT goes up with it.
+ */
+struct cq_rust_walk;   /* the walk of one module, for a part's hooks */
+struct cq_wire_writer; /* libcore/base/wire.h */
+struct cq_wire_reader;
+#define CQ_RUST_MAX_PARTS 4
+struct cq_rust_index_part {
+	/* A new state for the walk of one module (NULL: out of memory). */
+	void *(*begin)(void);
+	/*
+	 * Each subprogram and struct DIE (a Dwarf_Die *) of a Rust unit (tag,
+	 * its DW_AT_name, its namespace node ns for cq_rust_walk_ns); true when
+	 * the part takes a subprogram, which the generic index then leaves.
+	 */
+	bool (*visit)(void *st, const struct cq_rust_walk *w, void *die, int tag, const char *name,
+	              int32_t ns);
+	/* The variable holding a block_on<F>'s future when the part drives it, else NULL. */
+	const char *(*block_on_var)(const char *linkage_name);
+	/* After the walk: the module's part (link-time addresses; NULL: none); frees st. */
+	void *(*finish)(void *st, struct cq_rust_walk *w);
+	/* Its bytes in the cache row, and back (NULL with r->failed set when malformed). */
+	void (*encode)(const void *part, struct cq_wire_writer *w);
+	void *(*decode)(struct cq_wire_reader *r, size_t ntypes);
+	/* Moves one module's part into *all: addresses + bias, type indexes + base, origin. */
+	bool (*merge)(void **all, void *one, unsigned origin, uint64_t bias, int32_t base);
+	void (*sort)(void *part);
+	void (*free)(void *part);
+};
+
+/* Grows *items (of size bytes each) to hold need, doubling *cap; false when out of memory. */
+bool cq_rust_grow(void **items, size_t *cap, size_t need, size_t size);
+
+/* The parts of every runtime that has one, in a fixed order: how many (at most CQ_RUST_MAX_PARTS).
+ */
+size_t cq_rust_index_parts(const struct cq_rust_index_part **out);
+
+/* For a part's hooks: the module's DWARF (Dwarf *), a namespace node's name and parent (-1: none).
+ */
+void *cq_rust_walk_dwarf(const struct cq_rust_walk *w);
+const char *cq_rust_walk_ns(const struct cq_rust_walk *w, int32_t ns, int32_t *parent);
+/*
+ * The model's index of the type DIE (a Dwarf_Die *; its conversion queued),
+ * or -1; its full name (malloc'd).
+ */
+int32_t cq_rust_walk_type(struct cq_rust_walk *w, void *type);
+char *cq_rust_walk_type_name(const struct cq_rust_walk *w, void *type);
+/* The template type parameter `name` of die (Dwarf_Die *, peeled into out), false when none. */
+bool cq_rust_walk_template_param(void *die, const char *name, void *out);
 
 struct cq_rust_index {
 	struct cq_rust_model model;
@@ -98,9 +149,8 @@ struct cq_rust_index {
 	size_t nmonos;
 	struct cq_rust_block_on *block_ons; /* sorted by lo */
 	size_t nblock_ons;
-	struct cq_tokio_kind *tokio; /* sorted by poll */
-	size_t ntokio;
-	size_t tokio_unresolved;        /* raw::poll<T, S> whose layout DWARF did not give */
+	/* each runtime's own part (cq_rust_index_parts order), NULL when it has none */
+	void *parts[CQ_RUST_MAX_PARTS];
 	struct cq_rust_resume *resumes; /* sorted by lo */
 	size_t nresumes;
 	size_t modules_indexed; /* Rust modules looked at */
@@ -151,6 +201,14 @@ const struct cq_rust_block_on *cq_rust_index_block_on_at(const struct cq_rust_in
  */
 const struct cq_rust_mono *cq_rust_index_monos_at(const struct cq_rust_index *ix, uint64_t addr,
                                                   size_t *n);
+
+/*
+ * The functions monomorphized over a future whose code holds runtime pc
+ * (*n of them, folded at one entry), or NULL: e.g. <Pin<P> as Future>::poll
+ * over a future whose own poll is inlined into it.
+ */
+const struct cq_rust_mono *cq_rust_index_monos_containing(const struct cq_rust_index *ix,
+                                                          uint64_t pc, size_t *n);
 
 /* The name of the coroutine poll function containing runtime pc, or NULL. */
 const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc);

@@ -2,22 +2,22 @@
  * rust_index_blob.c - encoding and strict decoding of Rust type index cache
  * rows (see rust_index_blob.h).
  *
- * Layout (format 7; formats 3 to 6 had the same bytes, less content), little-endian, strings as in
- * libcore/base/wire.h: u32 counts: types, vtables, resumes, tokio kinds, block_ons; u64
- * tokio_unresolved; per type: name, u8 kind, u64 size, u64 align, u64 state_offset, u8 state_size,
+ * Layout (format 8), little-endian, strings as in libcore/base/wire.h:
+ *   u32 counts: types, vtables, resumes, block_ons;
+ *   per type: name, u8 kind, u64 size, u64 align, u64 state_offset, u8 state_size,
  *     resume_name, u8 nhops, per hop (u64 offset, u8 deref), u8 is_dyn,
  *     u64 dyn_data_offset, u64 dyn_vtable_offset, u32 target,
  *     u32 nvariants, per variant (u64 discr, name, file, u32 line, u32 awaitee,
  *     u64 awaitee_offset);
  *   per vtable: u64 addr, u32 type;
  *   per resume: u64 lo, u64 hi, name;
- *   per tokio kind: u64 poll, u8 ncode, per code (u64 lo, u64 hi), u32 future,
- *     u64 future_from_id, then sched_ptr, owned, owned_id, owned_head, hdr_state,
- *     hdr_vtable, hdr_owner, vt_poll, vt_trailer, vt_scheduler, vt_id,
- *     trailer_next (u64 each), scheduler;
  *   per block_on: u64 lo, u64 hi, u32 future, u32 nlocs, per loc (u64 lo, u64 hi,
- *     u8 base, u64 offset, u8 deref, u64 add, u32 type);
- *   u32 nmonos, per mono: u64 lo, u32 future (format 3);
+ *     u8 base, u8 reg, u64 offset, u8 deref, u64 add, u32 type; base 3:
+ *     offset and add are DWARF register numbers, add UINT64_MAX for none; base 4:
+ *     memory at register reg + offset);
+ *   u32 nmonos, per mono: u64 lo, u64 hi, u32 future;
+ *   per runtime part (cq_rust_index_parts order): u8 present, then its bytes
+ *     (tokio.c: its task kinds);
  *   u32 CRC-32 of every byte before it.
  * A type reference is a u32 holding the int32 index (-1 for none where the
  * model allows it).  Origins are not stored: a row is one module's.
@@ -33,10 +33,12 @@
 #include "unwind/async/rust_index.h"
 
 #define MAX_STRING (1u << 20)
+#define put_ref    cq_rust_blob_put_ref
+#define get_ref    cq_rust_blob_get_ref
 
 /* ---- encoding -------------------------------------------------------------------- */
 
-static void put_ref(struct cq_wire_writer *w, int32_t ref)
+void cq_rust_blob_put_ref(struct cq_wire_writer *w, int32_t ref)
 {
 	cq_wire_put_u32(w, (uint32_t)ref);
 }
@@ -71,24 +73,6 @@ static void put_type(struct cq_wire_writer *w, const struct cq_rust_type *t)
 	}
 }
 
-static void put_tokio(struct cq_wire_writer *w, const struct cq_tokio_kind *k)
-{
-	cq_wire_put_u64(w, k->poll);
-	cq_wire_put_u8(w, (uint8_t)k->ncode);
-	for (unsigned c = 0; c < k->ncode && c < CQ_TOKIO_MAX_CODE; c++) {
-		cq_wire_put_u64(w, k->code[c].lo);
-		cq_wire_put_u64(w, k->code[c].hi);
-	}
-	put_ref(w, k->future);
-	cq_wire_put_u64(w, (uint64_t)k->future_from_id);
-	const uint64_t fields[] = {k->sched_ptr,  k->owned,        k->owned_id,  k->owned_head,
-	                           k->hdr_state,  k->hdr_vtable,   k->hdr_owner, k->vt_poll,
-	                           k->vt_trailer, k->vt_scheduler, k->vt_id,     k->trailer_next};
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		cq_wire_put_u64(w, fields[i]);
-	cq_wire_put_str(w, k->scheduler);
-}
-
 uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 {
 	struct cq_wire_writer w = {0};
@@ -96,9 +80,7 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 	cq_wire_put_u32(&w, (uint32_t)m->ntypes);
 	cq_wire_put_u32(&w, (uint32_t)m->nvtables);
 	cq_wire_put_u32(&w, (uint32_t)ix->nresumes);
-	cq_wire_put_u32(&w, (uint32_t)ix->ntokio);
 	cq_wire_put_u32(&w, (uint32_t)ix->nblock_ons);
-	cq_wire_put_u64(&w, ix->tokio_unresolved);
 	for (size_t i = 0; i < m->ntypes; i++)
 		put_type(&w, &m->types[i]);
 	for (size_t i = 0; i < m->nvtables; i++) {
@@ -110,8 +92,6 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 		cq_wire_put_u64(&w, ix->resumes[i].hi);
 		cq_wire_put_str(&w, ix->resumes[i].name);
 	}
-	for (size_t i = 0; i < ix->ntokio; i++)
-		put_tokio(&w, &ix->tokio[i]);
 	for (size_t i = 0; i < ix->nblock_ons; i++) {
 		const struct cq_rust_block_on *bo = &ix->block_ons[i];
 		cq_wire_put_u64(&w, bo->lo);
@@ -123,6 +103,7 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 			cq_wire_put_u64(&w, loc->lo);
 			cq_wire_put_u64(&w, loc->hi);
 			cq_wire_put_u8(&w, (uint8_t)loc->base);
+			cq_wire_put_u8(&w, (uint8_t)loc->reg);
 			cq_wire_put_u64(&w, (uint64_t)loc->offset);
 			cq_wire_put_u8(&w, loc->deref);
 			cq_wire_put_u64(&w, loc->add);
@@ -132,7 +113,16 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 	cq_wire_put_u32(&w, (uint32_t)ix->nmonos);
 	for (size_t i = 0; i < ix->nmonos; i++) {
 		cq_wire_put_u64(&w, ix->monos[i].lo);
+		cq_wire_put_u64(&w, ix->monos[i].hi);
 		put_ref(&w, ix->monos[i].future);
+	}
+	/* each runtime's part: u8 present, then its own bytes */
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	size_t nparts = cq_rust_index_parts(parts);
+	for (size_t i = 0; i < nparts; i++) {
+		cq_wire_put_u8(&w, ix->parts[i] != NULL);
+		if (ix->parts[i])
+			parts[i]->encode(ix->parts[i], &w);
 	}
 	return cq_wire_seal(&w, len);
 }
@@ -140,7 +130,7 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 /* ---- decoding -------------------------------------------------------------------- */
 
 /* A type reference: an index below ntypes, or -1 where allowed. */
-static int32_t get_ref(struct cq_wire_reader *r, size_t ntypes, bool none_ok)
+int32_t cq_rust_blob_get_ref(struct cq_wire_reader *r, size_t ntypes, bool none_ok)
 {
 	int32_t ref = (int32_t)cq_wire_get_u32(r);
 	if ((ref < 0 && !(none_ok && ref == -1)) || (ref >= 0 && (size_t)ref >= ntypes))
@@ -204,38 +194,12 @@ static void get_type(struct cq_wire_reader *r, struct cq_rust_type *t, size_t nt
 	}
 }
 
-static void get_tokio(struct cq_wire_reader *r, struct cq_tokio_kind *k, size_t ntypes)
-{
-	k->poll = cq_wire_get_u64(r);
-	k->ncode = cq_wire_get_u8(r);
-	if (k->ncode > CQ_TOKIO_MAX_CODE) {
-		r->failed = true;
-		return;
-	}
-	for (unsigned c = 0; c < k->ncode; c++) {
-		k->code[c].lo = cq_wire_get_u64(r);
-		k->code[c].hi = cq_wire_get_u64(r);
-		if (k->code[c].lo > k->code[c].hi)
-			r->failed = true;
-	}
-	k->future = get_ref(r, ntypes, false);
-	k->future_from_id = (int64_t)cq_wire_get_u64(r);
-	uint64_t *fields[] = {&k->sched_ptr,  &k->owned,        &k->owned_id,  &k->owned_head,
-	                      &k->hdr_state,  &k->hdr_vtable,   &k->hdr_owner, &k->vt_poll,
-	                      &k->vt_trailer, &k->vt_scheduler, &k->vt_id,     &k->trailer_next};
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		*fields[i] = cq_wire_get_u64(r);
-	k->scheduler = cq_wire_get_str(r, MAX_STRING);
-	if (!k->scheduler)
-		r->failed = true;
-}
-
 static void get_block_on(struct cq_wire_reader *r, struct cq_rust_block_on *bo, size_t ntypes)
 {
 	bo->lo = cq_wire_get_u64(r);
 	bo->hi = cq_wire_get_u64(r);
 	bo->future = get_ref(r, ntypes, false);
-	uint32_t nlocs = cq_wire_get_count(r, 38);
+	uint32_t nlocs = cq_wire_get_count(r, 39);
 	if (r->failed || bo->lo > bo->hi || nlocs == 0) {
 		r->failed |= bo->lo > bo->hi;
 		return;
@@ -250,11 +214,15 @@ static void get_block_on(struct cq_wire_reader *r, struct cq_rust_block_on *bo, 
 		loc->hi = cq_wire_get_u64(r);
 		uint8_t base = cq_wire_get_u8(r);
 		loc->base = (enum cq_rust_base)base;
+		loc->reg = cq_wire_get_u8(r);
 		loc->offset = (int64_t)cq_wire_get_u64(r);
 		loc->deref = get_bool(r);
 		loc->add = cq_wire_get_u64(r);
 		loc->type = get_ref(r, ntypes, false);
-		if (base > CQ_RUST_BASE_CFA || loc->lo > loc->hi)
+		if (base > CQ_RUST_BASE_BREG || loc->lo > loc->hi || loc->reg >= CQ_REGS_MAX ||
+		    (base == CQ_RUST_BASE_REGS &&
+		     ((uint64_t)loc->offset >= CQ_REGS_MAX ||
+		      (loc->add != CQ_RUST_NO_REG && loc->add >= CQ_REGS_MAX))))
 			r->failed = true;
 	}
 }
@@ -285,24 +253,21 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 		return &cq_error_nomem;
 	/* Each item takes at least this many bytes, so counts cannot outrun the blob. */
 	uint32_t ntypes = cq_wire_get_count(&r, 0), nvtables = cq_wire_get_count(&r, 0);
-	uint32_t nresumes = cq_wire_get_count(&r, 0), ntokio = cq_wire_get_count(&r, 0);
-	uint32_t nblock_ons = cq_wire_get_count(&r, 0);
-	ix->tokio_unresolved = cq_wire_get_u64(&r);
+	uint32_t nresumes = cq_wire_get_count(&r, 0), nblock_ons = cq_wire_get_count(&r, 0);
 	size_t left = (size_t)(r.end - r.p);
 	if ((uint64_t)ntypes * 60 + (uint64_t)nvtables * 12 + (uint64_t)nresumes * 20 +
-	        (uint64_t)ntokio * 121 + (uint64_t)nblock_ons * 24 >
+	        (uint64_t)nblock_ons * 24 >
 	    left)
 		r.failed = true;
 	struct cq_rust_type *types = r.failed ? NULL : calloc(ntypes ? ntypes : 1, sizeof(*types));
 	struct cq_rust_vtable *vts =
 	    r.failed ? NULL : calloc(nvtables ? nvtables : 1, sizeof(*vts));
 	ix->resumes = r.failed ? NULL : calloc(nresumes ? nresumes : 1, sizeof(*ix->resumes));
-	ix->tokio = r.failed ? NULL : calloc(ntokio ? ntokio : 1, sizeof(*ix->tokio));
 	ix->block_ons =
 	    r.failed ? NULL : calloc(nblock_ons ? nblock_ons : 1, sizeof(*ix->block_ons));
 	ix->model.types = types;
 	ix->model.vtables = vts;
-	bool nomem = !r.failed && (!types || !vts || !ix->resumes || !ix->tokio || !ix->block_ons);
+	bool nomem = !r.failed && (!types || !vts || !ix->resumes || !ix->block_ons);
 	if (nomem)
 		r.failed = true;
 	for (uint32_t i = 0; i < ntypes && !r.failed; i++, ix->model.ntypes++)
@@ -318,27 +283,30 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 		if (!ix->resumes[i].name || ix->resumes[i].lo > ix->resumes[i].hi)
 			r.failed = true;
 	}
-	for (uint32_t i = 0; i < ntokio && !r.failed; i++, ix->ntokio++)
-		get_tokio(&r, &ix->tokio[i], ntypes);
 	for (uint32_t i = 0; i < nblock_ons && !r.failed; i++, ix->nblock_ons++)
 		get_block_on(&r, &ix->block_ons[i], ntypes);
 	uint32_t nmonos = r.failed ? 0 : cq_wire_get_count(&r, 0);
-	if (!r.failed && (uint64_t)nmonos * 12 > (size_t)(r.end - r.p))
+	if (!r.failed && (uint64_t)nmonos * 20 > (size_t)(r.end - r.p))
 		r.failed = true;
 	ix->monos = r.failed ? NULL : calloc(nmonos ? nmonos : 1, sizeof(*ix->monos));
 	if (!r.failed && !ix->monos)
 		nomem = r.failed = true;
 	for (uint32_t i = 0; i < nmonos && !r.failed; i++, ix->nmonos++) {
 		ix->monos[i].lo = cq_wire_get_u64(&r);
+		ix->monos[i].hi = cq_wire_get_u64(&r);
 		ix->monos[i].future = get_ref(&r, ntypes, false);
+		r.failed |= ix->monos[i].hi <= ix->monos[i].lo;
 	}
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	size_t nparts = cq_rust_index_parts(parts);
+	for (size_t i = 0; i < nparts && !r.failed; i++)
+		if (get_bool(&r) && !r.failed && !(ix->parts[i] = parts[i]->decode(&r, ntypes)))
+			r.failed = true;
 	/* The lookups binary-search these: an unsorted row is a damaged one. */
 	if (!r.failed && (!sorted_by(vts, nvtables, sizeof(*vts),
 	                             offsetof(struct cq_rust_vtable, addr), false) ||
 	                  !sorted_by(ix->resumes, nresumes, sizeof(*ix->resumes),
 	                             offsetof(struct cq_rust_resume, lo), false) ||
-	                  !sorted_by(ix->tokio, ntokio, sizeof(*ix->tokio),
-	                             offsetof(struct cq_tokio_kind, poll), false) ||
 	                  !sorted_by(ix->monos, nmonos, sizeof(*ix->monos),
 	                             offsetof(struct cq_rust_mono, lo), false)))
 		r.failed = true;

@@ -42,7 +42,6 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 	    !append_room((void **)&am->vtables, am->nvtables, om->nvtables, sizeof(*am->vtables)) ||
 	    !append_room((void **)&all->resumes, all->nresumes, one->nresumes,
 	                 sizeof(*all->resumes)) ||
-	    !append_room((void **)&all->tokio, all->ntokio, one->ntokio, sizeof(*all->tokio)) ||
 	    !append_room((void **)&all->block_ons, all->nblock_ons, one->nblock_ons,
 	                 sizeof(*all->block_ons)) ||
 	    !append_room((void **)&all->monos, all->nmonos, one->nmonos, sizeof(*all->monos))) {
@@ -71,16 +70,14 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 		r.hi += bias;
 		all->resumes[all->nresumes++] = r;
 	}
-	for (size_t i = 0; i < one->ntokio; i++) {
-		struct cq_tokio_kind k = one->tokio[i];
-		k.poll += bias;
-		for (unsigned c = 0; c < k.ncode; c++) {
-			k.code[c].lo += bias;
-			k.code[c].hi += bias;
-		}
-		k.future = shifted(k.future, base);
-		k.origin = origin;
-		all->tokio[all->ntokio++] = k;
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	size_t nparts = cq_rust_index_parts(parts);
+	bool nomem = false;
+	for (size_t i = 0; i < nparts; i++) {
+		if (one->parts[i] &&
+		    !parts[i]->merge(&all->parts[i], one->parts[i], origin, bias, (int32_t)base))
+			nomem = true;
+		one->parts[i] = NULL;
 	}
 	for (size_t i = 0; i < one->nblock_ons; i++) {
 		struct cq_rust_block_on bo = one->block_ons[i];
@@ -95,18 +92,18 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 		all->block_ons[all->nblock_ons++] = bo;
 	}
 	for (size_t i = 0; i < one->nmonos; i++)
-		all->monos[all->nmonos++] = (struct cq_rust_mono){
-		    .lo = one->monos[i].lo + bias, .future = shifted(one->monos[i].future, base)};
-	all->tokio_unresolved += one->tokio_unresolved;
+		all->monos[all->nmonos++] =
+		    (struct cq_rust_mono){.lo = one->monos[i].lo + bias,
+		                          .hi = one->monos[i].hi + bias,
+		                          .future = shifted(one->monos[i].future, base)};
 	/* Everything one owned now belongs to all: free its arrays only. */
 	free((void *)om->types);
 	free((void *)om->vtables);
 	free(one->resumes);
-	free(one->tokio);
 	free(one->block_ons);
 	free(one->monos);
 	free(one);
-	return NULL;
+	return nomem ? &cq_error_nomem : NULL;
 }
 
 /*

@@ -34,8 +34,11 @@
  * otherwise a look at those modules' read-only data for the vtables, a
  * range compare per word in the driver's one scan, and reads along the lists.
  */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +46,10 @@
 #include "unwind/async/runtime.h"
 #include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_index.h"
+#include "unwind/async/rust_index_blob.h"
+#include "unwind/async/tokio_index.h"
+#include "libcore/base/wire.h"
+#include "unwind/async/dwarf_type.h"
 
 #define MAX_CANDIDATES    (1u << 18)
 #define MAX_LISTS         1024
@@ -89,6 +96,9 @@ struct block_on {
 	/* the coroutines whose poll runs above it (their resume functions) */
 	const char *running[MAX_RUNNING];
 	size_t nrunning;
+	/* the futures functions monomorphized over them run above it for */
+	int32_t generic[MAX_RUNNING];
+	size_t ngeneric;
 };
 
 /* What the search cost and found (its keys of the async statistics). */
@@ -110,6 +120,7 @@ struct cq_tokio_stats {
 struct tokio {
 	struct cq_tokio_stats stats;
 	const struct cq_rust_index *index; /* the driver's (cq_async_rust_index) */
+	const struct cq_tokio_index *ti;   /* its tokio part (never NULL: empty) */
 	struct vtable *vtables;            /* sorted by addr */
 	size_t nvtables;
 	uint64_t vt_lo, vt_hi;
@@ -142,24 +153,32 @@ static bool read_u64(const struct cq_async_ctx *ctx, uint64_t addr, uint64_t *ou
 	return cq_mem_read_u64(ctx->target->mem, addr, out);
 }
 
-/* The kind whose raw::poll is at addr, among the kinds of module origin; -1 if none. */
-static ptrdiff_t kind_of_poll(const struct cq_rust_index *ix, uint64_t addr)
+/* ix's tokio part: its task kinds (an empty one when no module has any). */
+static const struct cq_tokio_index *tokio_part(const struct cq_rust_index *ix)
 {
-	size_t lo = 0, hi = ix->ntokio;
+	static const struct cq_tokio_index empty;
+	const struct cq_tokio_index *ti = cq_tokio_index_of(ix);
+	return ti ? ti : &empty;
+}
+
+/* The kind whose raw::poll is at addr, among the kinds of module origin; -1 if none. */
+static ptrdiff_t kind_of_poll(const struct cq_tokio_index *ti, uint64_t addr)
+{
+	size_t lo = 0, hi = ti->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (ix->tokio[mid].poll < addr)
+		if (ti->kinds[mid].poll < addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < ix->ntokio && ix->tokio[lo].poll == addr ? (ptrdiff_t)lo : -1;
+	return lo < ti->n && ti->kinds[lo].poll == addr ? (ptrdiff_t)lo : -1;
 }
 
 /* A vtable of kind k at addr, if its offsets are those of a task cell. */
 static bool add_vtable(struct tokio *t, const struct cq_async_ctx *ctx, size_t k, uint64_t addr)
 {
-	const struct cq_tokio_kind *kind = &t->index->tokio[k];
+	const struct cq_tokio_kind *kind = &t->ti->kinds[k];
 	struct vtable v = {.addr = addr, .kind = k};
 	if (!read_u64(ctx, addr + kind->vt_trailer, &v.trailer) ||
 	    !read_u64(ctx, addr + kind->vt_scheduler, &v.scheduler) ||
@@ -185,22 +204,21 @@ struct vtable_scan {
 static bool poll_word(void *arg, uint64_t addr, const uint64_t *words)
 {
 	struct vtable_scan *s = arg;
-	ptrdiff_t k = kind_of_poll(s->t->index, words[0]);
-	return k < 0 || add_vtable(s->t, s->ctx, (size_t)k, addr - s->t->index->tokio[k].vt_poll);
+	ptrdiff_t k = kind_of_poll(s->t->ti, words[0]);
+	return k < 0 || add_vtable(s->t, s->ctx, (size_t)k, addr - s->t->ti->kinds[k].vt_poll);
 }
 
 /* Every task vtable: in the non-executable loaded data of each module with task types. */
 static bool find_vtables(struct tokio *t, const struct cq_async_ctx *ctx)
 {
-	const struct cq_rust_index *ix = t->index;
+	const struct cq_tokio_index *ti = t->ti;
 	struct vtable_scan scan = {t, ctx};
 	for (size_t m = 0; m < ctx->target->nmodules; m++) {
 		bool has = false;
-		for (size_t k = 0; k < ix->ntokio && !has; k++)
-			has = ix->tokio[k].origin == m;
-		if (has &&
-		    !cq_async_data_words(ctx, m, ix->tokio[0].poll, ix->tokio[ix->ntokio - 1].poll,
-		                         0, poll_word, &scan))
+		for (size_t k = 0; k < ti->n && !has; k++)
+			has = ti->kinds[k].origin == m;
+		if (has && !cq_async_data_words(ctx, m, ti->kinds[0].poll,
+		                                ti->kinds[ti->n - 1].poll, 0, poll_word, &scan))
 			return false;
 	}
 	t->nvtables = cq_async_sort_unique(t->vtables, t->nvtables, sizeof(*t->vtables));
@@ -230,16 +248,18 @@ static struct cq_error *tokio_detect(const struct cq_async_ctx *ctx, void **stat
 	struct cq_error *err = cq_async_rust_index(ctx, &ix);
 	if (err)
 		return err;
-	if (ix->ntokio == 0 && ix->nblock_ons == 0)
+	const struct cq_tokio_index *ti = tokio_part(ix);
+	if (ti->n == 0 && ix->nblock_ons == 0)
 		return NULL;
 	struct tokio *t = calloc(1, sizeof(*t));
 	if (!t)
 		return &cq_error_nomem;
 	struct cq_tokio_stats *st = &t->stats;
-	st->kinds = ix->ntokio;
-	st->unresolved = ix->tokio_unresolved;
+	st->kinds = ti->n;
+	st->unresolved = ti->unresolved;
 	t->index = ix;
-	if (ix->ntokio > 0 && !find_vtables(t, ctx)) {
+	t->ti = ti;
+	if (ti->n > 0 && !find_vtables(t, ctx)) {
 		tokio_destroy(t);
 		return &cq_error_nomem;
 	}
@@ -272,7 +292,7 @@ static void tokio_scan(void *state, const struct cq_async_ctx *ctx, const struct
 		const struct vtable *vt = vtable_at(t, v);
 		if (!vt)
 			continue;
-		const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
+		const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
 		uint64_t where = c->addr + 8 * i;
 		if (where < k->hdr_vtable)
 			continue;
@@ -319,7 +339,7 @@ static size_t find_lists(const struct tokio *t, const struct cq_async_ctx *ctx, 
 	size_t n = 0;
 	for (size_t i = 0; i < t->ncands && n < MAX_LISTS; i++) {
 		const struct vtable *vt = &t->vtables[t->cands[i].vtable];
-		const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
+		const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
 		uint64_t shared;
 		if (!read_u64(ctx, t->cands[i].header + vt->scheduler + k->sched_ptr, &shared) ||
 		    shared == 0)
@@ -340,7 +360,7 @@ static bool walk_list(struct tokio *t, const struct cq_async_ctx *ctx, const str
                       struct task **tasks, size_t *ntasks, size_t *cap)
 {
 	struct cq_tokio_stats *st = &t->stats;
-	const struct cq_tokio_kind *lk = &t->index->tokio[l->kind];
+	const struct cq_tokio_kind *lk = &t->ti->kinds[l->kind];
 	uint64_t id, e;
 	if (!read_u64(ctx, l->addr + lk->owned_id, &id) || id == 0 ||
 	    !read_u64(ctx, l->addr + lk->owned_head, &e))
@@ -354,7 +374,7 @@ static bool walk_list(struct tokio *t, const struct cq_async_ctx *ctx, const str
 			st->broken++;
 			return true;
 		}
-		const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
+		const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
 		struct task task = {.header = e, .vtable = (size_t)(vt - t->vtables)};
 		if (!read_u64(ctx, e + k->hdr_state, &task.state) ||
 		    !read_u64(ctx, e + vt->id, &task.id)) {
@@ -435,7 +455,7 @@ static uint64_t task_chain(const struct tokio *t, const struct cq_async_ctx *ctx
                            const struct task *task, struct cq_rust_chain *chain)
 {
 	const struct vtable *vt = &t->vtables[task->vtable];
-	const struct cq_tokio_kind *k = &t->index->tokio[vt->kind];
+	const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
 	const struct cq_rust_model *m = &t->index->model;
 	uint64_t future = task->header + vt->id + (uint64_t)k->future_from_id;
 	chain->nframes = 0;
@@ -523,8 +543,8 @@ static struct cq_error *report_tasks(struct tokio *t, const struct cq_async_ctx 
 			have_words = true;
 			const struct vtable *vt = &t->vtables[tasks[i].vtable];
 			if (!err)
-				thread = running_thread(ctx, &t->index->tokio[vt->kind], words,
-				                        nwords, tasks[i].header);
+				thread = running_thread(ctx, &t->ti->kinds[vt->kind], words, nwords,
+				                        tasks[i].header);
 		}
 		if (!err)
 			err = add_task(t, ctx, &tasks[i], thread);
@@ -536,10 +556,57 @@ static struct cq_error *report_tasks(struct tokio *t, const struct cq_async_ctx 
 	return err;
 }
 
+/*
+ * A future held in registers of frame i of thread th (the unwinder
+ * recovers a caller's callee-saved ones): a Pin<Box<dyn Future>> as its
+ * data and vtable pointers (the future is the data, of the vtable's type),
+ * or a pointer to the future (Pin<&mut F>, Box<F>).
+ */
+static bool in_registers(const struct cq_async_ctx *ctx, const struct cq_rust_model *m,
+                         const struct cq_rust_local *loc, size_t th, size_t i,
+                         const struct cq_unwind_frame *f, uint64_t *out, int32_t *type)
+{
+	struct cq_regs regs;
+	if (loc->type < 0 || (size_t)loc->type >= m->ntypes ||
+	    !cq_unwind_regs_at(ctx->target, ctx->target->threads[th].regs, ctx->unwind, i, f->pc,
+	                       f->sp, &regs))
+		return false;
+	uint64_t piece[2];
+	unsigned r0 = (unsigned)loc->offset;
+	if (!cq_regs_has(&regs, r0))
+		return false;
+	piece[0] = regs.value[r0];
+	bool two = loc->add != CQ_RUST_NO_REG && cq_regs_has(&regs, (unsigned)loc->add);
+	piece[1] = two ? regs.value[loc->add] : 0;
+	const struct cq_rust_type *t = &m->types[loc->type];
+	if (t->kind != CQ_RUST_WRAPPER)
+		return false;
+	/* Hops that stay inside the value (Pin { Box { .. } }) move the offsets only. */
+	uint64_t at = 0;
+	unsigned h = 0;
+	while (h < t->nhops && h < CQ_RUST_MAX_HOPS && !t->hops[h].deref && at <= 16)
+		at += t->hops[h++].offset;
+	if (t->is_dyn && h == t->nhops && two) {
+		uint64_t d = at + t->dyn_data_offset, v = at + t->dyn_vtable_offset;
+		if (d > 8 || v > 8 || d == v || d % 8 || v % 8)
+			return false;
+		*out = piece[d / 8];
+		*type = cq_rust_vtable_type(m, piece[v / 8]);
+		return *type >= 0 && *out != 0;
+	}
+	/* A pointer to the future (Pin<&mut F>, Box<F>) in the first register. */
+	if (!t->is_dyn && h + 1 == t->nhops && at == 0 && t->hops[h].offset == 0) {
+		*out = piece[0];
+		*type = t->target;
+		return *out != 0 && *type >= 0 && (size_t)*type < m->ntypes;
+	}
+	return false;
+}
+
 /* Where a block_on frame's future is: its DWARF location at pc with the frame's registers. */
-static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust_block_on *bo,
-                            const struct cq_async_native *nat, size_t i, uint64_t pc, uint64_t *out,
-                            int32_t *type)
+static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust_model *m,
+                            const struct cq_rust_block_on *bo, const struct cq_async_native *nat,
+                            size_t th, size_t i, uint64_t pc, uint64_t *out, int32_t *type)
 {
 	const struct cq_unwind_frame *f = &nat->frames[i];
 	/* The innermost scope's `f` first: after pin!(f), the pinned one. */
@@ -547,8 +614,17 @@ static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust
 		const struct cq_rust_local *loc = &bo->locs[l];
 		if (pc < loc->lo || pc >= loc->hi)
 			continue;
+		if (loc->base == CQ_RUST_BASE_REGS)
+			return in_registers(ctx, m, loc, th, i, f, out, type);
 		uint64_t base;
-		if (loc->base == CQ_RUST_BASE_SP)
+		struct cq_regs regs;
+		if (loc->base == CQ_RUST_BASE_BREG) {
+			if (!cq_unwind_regs_at(ctx->target, ctx->target->threads[th].regs,
+			                       ctx->unwind, i, f->pc, f->sp, &regs) ||
+			    !cq_regs_has(&regs, loc->reg))
+				return false;
+			base = regs.value[loc->reg];
+		} else if (loc->base == CQ_RUST_BASE_SP)
 			base = f->sp;
 		else if (loc->base == CQ_RUST_BASE_FP && f->has_fp)
 			base = f->fp;
@@ -634,6 +710,35 @@ static void block_on_chain(const struct tokio *t, const struct cq_async_ctx *ctx
 	}
 }
 
+/* The futures the functions monomorphized over a future whose code holds pc run for. */
+static void generic_at(const struct cq_rust_index *ix, uint64_t pc, struct block_on *found)
+{
+	size_t n;
+	const struct cq_rust_mono *mo = cq_rust_index_monos_containing(ix, pc, &n);
+	for (size_t k = 0; mo && k < n && found->ngeneric < MAX_RUNNING; k++)
+		found->generic[found->ngeneric++] = cq_rust_unwrapped(&ix->model, mo[k].future);
+}
+
+/*
+ * block_on polls its future through a function generic over it
+ * (<Pin<P> as Future>::poll over &mut F): such a function above the
+ * block_on frame, over the future block_on drives, is that future's poll,
+ * the coroutine's own poll inlined into it at -O2.  (One over a future
+ * inside it, RunUntil<T>'s poll over T, is no poll of T.)
+ */
+static void polled_generic(const struct cq_rust_model *m, struct block_on *found)
+{
+	int32_t root = cq_rust_unwrapped(m, found->type);
+	if (root < 0 || (size_t)root >= m->ntypes || !m->types[root].resume_name)
+		return;
+	for (size_t k = 0; k < found->ngeneric && found->nrunning < MAX_RUNNING; k++)
+		if (found->generic[k] == root) {
+			found->polling = true;
+			found->running[found->nrunning++] = m->types[root].resume_name;
+			return;
+		}
+}
+
 /*
  * The futures that threads drive in tokio's block_on (#[tokio::main],
  * Runtime::block_on), one per thread (the outermost block_on frame is the
@@ -661,11 +766,15 @@ static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ct
 				found.polling |= r != NULL;
 				if (r && found.nrunning < MAX_RUNNING)
 					found.running[found.nrunning++] = r;
+				if (!r)
+					generic_at(ix, pc, &found);
 				continue;
 			}
 			found.named = bo->future;
-			if (!block_on_future(ctx, bo, nat, i, pc, &found.future, &found.type))
+			if (!block_on_future(ctx, &ix->model, bo, nat, th, i, pc, &found.future,
+			                     &found.type))
 				continue;
+			polled_generic(&ix->model, &found);
 			struct cq_rust_chain chain;
 			block_on_chain(t, ctx, &found, &chain);
 			if (!claim_chain(ctx, found.future, &chain))
@@ -777,8 +886,8 @@ static void tokio_report(const void *state, const struct cq_async_ctx *ctx, stru
 	const struct cq_rust_index *ix = t ? NULL : cq_async_rust_index_built(ctx);
 	if (ix) {
 		/* Not used: only what the type index holds. */
-		none.kinds = ix->ntokio;
-		none.unresolved = ix->tokio_unresolved;
+		none.kinds = tokio_part(ix)->n;
+		none.unresolved = tokio_part(ix)->unresolved;
 	}
 	const char *keys[] = {"tokio_task_types", "tokio_unresolved",   "tokio_vtables",
 	                      "tokio_candidates", "tokio_lists",        "tokio_tasks",
@@ -790,6 +899,437 @@ static void tokio_report(const void *state, const struct cq_async_ctx *ctx, stru
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		cq_stats_uint(out, keys[i], vals[i]);
 	cq_stats_bool(out, "tokio_truncated", st->truncated);
+}
+
+/* ---- tokio's part of the Rust type index (tokio_index.h) ------------------------- */
+
+/* What the walk of one module collects for tokio. */
+struct tokio_walk {
+	/* the out-of-line poll<T, S> functions: raw::poll (is_raw) and the others */
+	struct {
+		uint64_t addr, end;
+		Dwarf_Off die;
+		bool is_raw;
+	} * polls;
+	size_t npolls, cap_polls;
+	Dwarf_Off *task_types; /* the structs of task::{core,raw} */
+	size_t ntask_types, cap_task_types;
+	Dwarf *dwarf;
+};
+
+#define grow cq_rust_grow
+
+static void *ti_begin(void)
+{
+	return calloc(1, sizeof(struct tokio_walk));
+}
+
+/* True when namespace node ns is `...::task::<leaf>` (tokio's runtime::task::core / raw). */
+static bool in_task_ns(const struct cq_rust_walk *w, int32_t ns, const char *leaf)
+{
+	int32_t up;
+	const char *name = cq_rust_walk_ns(w, ns, &up);
+	if (!name || strcmp(name, leaf) != 0)
+		return false;
+	const char *upname = cq_rust_walk_ns(w, up, &up);
+	return upname && strcmp(upname, "task") == 0;
+}
+
+/*
+ * An out-of-line poll<T, S>: tokio's raw::poll (the vtable's entry, is_raw)
+ * or any other poll with two generic arguments (Harness::poll, Core::poll:
+ * add_poll_code keeps those whose arguments are a task kind's), its code
+ * and DIE.
+ */
+static void add_raw_poll(struct tokio_walk *tw, Dwarf_Die *die, bool is_raw)
+{
+	Dwarf_Addr lo;
+	if (dwarf_lowpc(die, &lo) != 0 ||
+	    !grow((void **)&tw->polls, &tw->cap_polls, tw->npolls + 1, sizeof(*tw->polls)))
+		return;
+	Dwarf_Addr hi;
+	tw->polls[tw->npolls].addr = lo;
+	tw->polls[tw->npolls].end = dwarf_highpc(die, &hi) == 0 && hi > lo ? hi : lo + 1;
+	tw->polls[tw->npolls].die = dwarf_dieoffset(die);
+	tw->polls[tw->npolls].is_raw = is_raw;
+	tw->npolls++;
+}
+
+static bool ti_visit(void *st, const struct cq_rust_walk *w, void *d, int tag, const char *name,
+                     int32_t ns)
+{
+	struct tokio_walk *tw = st;
+	Dwarf_Die *die = d;
+	tw->dwarf = cq_rust_walk_dwarf(w);
+	if (tag == DW_TAG_structure_type) {
+		if ((in_task_ns(w, ns, "core") || in_task_ns(w, ns, "raw")) &&
+		    grow((void **)&tw->task_types, &tw->cap_task_types, tw->ntask_types + 1,
+		         sizeof(*tw->task_types)))
+			tw->task_types[tw->ntask_types++] = dwarf_dieoffset(die);
+		return false;
+	}
+	if (tag != DW_TAG_subprogram || strncmp(name, "poll<", 5) != 0)
+		return false;
+	if (in_task_ns(w, ns, "raw")) {
+		add_raw_poll(tw, die, true);
+		return true;
+	}
+	if (strchr(name, ',')) {
+		add_raw_poll(tw, die, false);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The functions that drive the future of tokio's block_on, by the path in
+ * their linkage names, and the variable that holds the future there (the
+ * argument, then the pinned local after pin!): CachedParkThread::block_on
+ * (multi_thread runtime, #[tokio::main]) and CurrentThread::block_on
+ * (current_thread runtime; LocalSet::block_on comes through it).
+ */
+static const struct {
+	const char *path;
+	const char *var;
+} block_on_fns[] = {
+    {"5tokio7runtime4park", "f"},
+    {"5tokio7runtime9scheduler14current_thread13CurrentThread", "future"},
+};
+
+static const char *ti_block_on_var(const char *link)
+{
+	if (!strstr(link, "8block_on17h"))
+		return NULL;
+	for (size_t i = 0; i < sizeof(block_on_fns) / sizeof(block_on_fns[0]); i++)
+		if (strstr(link, block_on_fns[i].path))
+			return block_on_fns[i].var;
+	return NULL;
+}
+
+/* A struct of tokio's task::{core,raw} namespaces by its DW_AT_name. */
+static bool task_type(const struct tokio_walk *tw, const char *name, Dwarf_Die *out)
+{
+	for (size_t i = 0; i < tw->ntask_types; i++) {
+		if (!dwarf_offdie(tw->dwarf, tw->task_types[i], out))
+			continue;
+		const char *n = dwarf_diename(out);
+		if (n && strcmp(n, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The offset of member `name` of type `t`, searched down to depth nested structs. */
+static bool member_at(Dwarf_Die *t, const char *name, unsigned depth, uint64_t *off,
+                      Dwarf_Die *type)
+{
+	Dwarf_Die ignored;
+	return cq_dwt_find_member(t, cq_dwt_named, name, depth, off, type ? type : &ignored);
+}
+
+/* Header, Vtable and Trailer: the same for every task type of one tokio. */
+static bool task_frame_layout(const struct tokio_walk *w, struct cq_tokio_kind *k)
+{
+	Dwarf_Die hdr, vt, tr, owned;
+	uint64_t owned_off, next_off;
+	return task_type(w, "Header", &hdr) && task_type(w, "Vtable", &vt) &&
+	       task_type(w, "Trailer", &tr) && member_at(&hdr, "state", 0, &k->hdr_state, NULL) &&
+	       member_at(&hdr, "vtable", 0, &k->hdr_vtable, NULL) &&
+	       member_at(&hdr, "owner_id", 0, &k->hdr_owner, NULL) &&
+	       member_at(&vt, "poll", 0, &k->vt_poll, NULL) &&
+	       member_at(&vt, "trailer_offset", 0, &k->vt_trailer, NULL) &&
+	       member_at(&vt, "scheduler_offset", 0, &k->vt_scheduler, NULL) &&
+	       member_at(&vt, "id_offset", 0, &k->vt_id, NULL) &&
+	       member_at(&tr, "owned", 0, &owned_off, &owned) &&
+	       member_at(&owned, "next", 4, &next_off, NULL) &&
+	       (k->trailer_next = owned_off + next_off, true);
+}
+
+/*
+ * A task list's type: a runtime's OwnedTasks<S>, or a LocalSet's
+ * LocalOwnedTasks<S> (S: Arc<task::local::Shared>), which has the same id
+ * and, nested, the same list head.
+ */
+static bool owned_tasks_type(Dwarf_Die *member, Dwarf_Die *type, const void *arg)
+{
+	(void)arg;
+	return cq_dwt_type_prefixed(member, type, "OwnedTasks<") ||
+	       cq_dwt_type_prefixed(member, type, "LocalOwnedTasks<");
+}
+
+#define MAX_CORE_NAME 4096
+
+/*
+ * One raw::poll<T, S>: where T sits in Core<T, S> relative to task_id, and
+ * where S leads to the runtime's (or the LocalSet's) task list.
+ */
+static bool tokio_kind(struct cq_rust_walk *w, const struct tokio_walk *tw, Dwarf_Die *poll,
+                       struct cq_tokio_kind *k)
+{
+	const char *name = dwarf_diename(poll);
+	Dwarf_Die t, sched, core, ptr, shared, owned;
+	if (!name || !cq_rust_walk_template_param(poll, "T", &t) ||
+	    !cq_rust_walk_template_param(poll, "S", &sched))
+		return false;
+	const char *tname = dwarf_diename(&t), *sname = dwarf_diename(&sched);
+	char core_name[MAX_CORE_NAME];
+	if (!tname || !sname ||
+	    (size_t)snprintf(core_name, sizeof(core_name), "Core%s", name + 4) >= sizeof(core_name))
+		return false;
+	uint64_t id_off, fut_off, owned_off;
+	if (!task_type(tw, core_name, &core) || !member_at(&core, "task_id", 0, &id_off, NULL) ||
+	    !cq_dwt_find_member(&core, cq_dwt_type_named, tname, 8, &fut_off, &t))
+		return false;
+	if (!cq_dwt_find_member(&sched, cq_dwt_pointer, NULL, 4, &k->sched_ptr, &ptr) ||
+	    !cq_dwt_type(&ptr, &shared) || !cq_dwt_peel(&shared) ||
+	    !cq_dwt_find_member(&shared, owned_tasks_type, NULL, 6, &owned_off, &owned) ||
+	    !member_at(&owned, "id", 0, &k->owned_id, NULL) ||
+	    !member_at(&owned, "head", 6, &k->owned_head, NULL))
+		return false;
+	k->owned = owned_off;
+	k->future_from_id = (int64_t)fut_off - (int64_t)id_off;
+	k->future = cq_rust_walk_type(w, &t);
+	k->scheduler = cq_rust_walk_type_name(w, &sched);
+	return k->future >= 0 && k->scheduler;
+}
+
+/* The code of every poll<T, S> of the task module with kind k's T and S: where it runs. */
+static void add_poll_code(const struct tokio_walk *tw, Dwarf_Die *raw, struct cq_tokio_kind *k)
+{
+	const char *args = dwarf_diename(raw) + 4;
+	size_t n = 0;
+	for (size_t i = 0; i < tw->npolls && n < CQ_TOKIO_MAX_CODE; i++) {
+		Dwarf_Die d;
+		const char *name;
+		if (!dwarf_offdie(tw->dwarf, tw->polls[i].die, &d) || !(name = dwarf_diename(&d)) ||
+		    strcmp(name + 4, args) != 0)
+			continue;
+		k->code[n].lo = tw->polls[i].addr;
+		k->code[n].hi = tw->polls[i].end;
+		n++;
+	}
+	k->ncode = n;
+}
+
+static void ti_free(void *part)
+{
+	struct cq_tokio_index *ti = part;
+	if (!ti)
+		return;
+	for (size_t i = 0; i < ti->n; i++)
+		free(ti->kinds[i].scheduler);
+	free(ti->kinds);
+	free(ti);
+}
+
+/* Every raw::poll<T, S> of the module walked, as tokio task kinds. */
+static void *ti_finish(void *st, struct cq_rust_walk *w)
+{
+	struct tokio_walk *tw = st;
+	struct cq_tokio_index *ti = calloc(1, sizeof(*ti));
+	size_t cap = 0;
+	struct cq_tokio_kind frame = {0};
+	if (ti && tw->npolls > 0 && !task_frame_layout(tw, &frame)) {
+		for (size_t i = 0; i < tw->npolls; i++)
+			ti->unresolved++;
+		tw->npolls = 0;
+	}
+	for (size_t i = 0; ti && i < tw->npolls; i++) {
+		Dwarf_Die poll;
+		struct cq_tokio_kind k = frame;
+		if (!tw->polls[i].is_raw)
+			continue;
+		k.poll = tw->polls[i].addr;
+		if (!dwarf_offdie(tw->dwarf, tw->polls[i].die, &poll) ||
+		    !tokio_kind(w, tw, &poll, &k) ||
+		    !grow((void **)&ti->kinds, &cap, ti->n + 1, sizeof(*ti->kinds))) {
+			free(k.scheduler);
+			ti->unresolved++;
+			continue;
+		}
+		add_poll_code(tw, &poll, &k);
+		ti->kinds[ti->n++] = k;
+	}
+	free(tw->polls);
+	free(tw->task_types);
+	free(tw);
+	if (ti && ti->n == 0 && ti->unresolved == 0) {
+		ti_free(ti);
+		return NULL;
+	}
+	return ti;
+}
+
+static int cmp_kind(const void *a, const void *b)
+{
+	const struct cq_tokio_kind *x = a, *y = b;
+	return x->poll < y->poll ? -1 : x->poll > y->poll;
+}
+
+static void ti_sort(void *part)
+{
+	struct cq_tokio_index *ti = part;
+	if (ti->n > 1)
+		qsort(ti->kinds, ti->n, sizeof(*ti->kinds), cmp_kind);
+}
+
+/* u32 n, u64 unresolved, per kind: u64 poll, u8 ncode, per code (u64 lo, u64 hi), u32 future,
+ * u64 future_from_id, then sched_ptr, owned, owned_id, owned_head, hdr_state, hdr_vtable,
+ * hdr_owner, vt_poll, vt_trailer, vt_scheduler, vt_id, trailer_next (u64 each), scheduler. */
+static void ti_encode(const void *part, struct cq_wire_writer *w)
+{
+	const struct cq_tokio_index *ti = part;
+	cq_wire_put_u32(w, (uint32_t)ti->n);
+	cq_wire_put_u64(w, ti->unresolved);
+	for (size_t i = 0; i < ti->n; i++) {
+		const struct cq_tokio_kind *k = &ti->kinds[i];
+		cq_wire_put_u64(w, k->poll);
+		cq_wire_put_u8(w, (uint8_t)k->ncode);
+		for (unsigned c = 0; c < k->ncode && c < CQ_TOKIO_MAX_CODE; c++) {
+			cq_wire_put_u64(w, k->code[c].lo);
+			cq_wire_put_u64(w, k->code[c].hi);
+		}
+		cq_rust_blob_put_ref(w, k->future);
+		cq_wire_put_u64(w, (uint64_t)k->future_from_id);
+		const uint64_t fields[] = {k->sched_ptr,    k->owned,     k->owned_id,
+		                           k->owned_head,   k->hdr_state, k->hdr_vtable,
+		                           k->hdr_owner,    k->vt_poll,   k->vt_trailer,
+		                           k->vt_scheduler, k->vt_id,     k->trailer_next};
+		for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
+			cq_wire_put_u64(w, fields[f]);
+		cq_wire_put_str(w, k->scheduler);
+	}
+}
+
+#define MAX_SCHEDULER_NAME (1u << 20)
+
+static void get_kind(struct cq_wire_reader *r, struct cq_tokio_kind *k, size_t ntypes)
+{
+	k->poll = cq_wire_get_u64(r);
+	k->ncode = cq_wire_get_u8(r);
+	if (k->ncode > CQ_TOKIO_MAX_CODE) {
+		r->failed = true;
+		return;
+	}
+	for (unsigned c = 0; c < k->ncode; c++) {
+		k->code[c].lo = cq_wire_get_u64(r);
+		k->code[c].hi = cq_wire_get_u64(r);
+		if (k->code[c].lo > k->code[c].hi)
+			r->failed = true;
+	}
+	k->future = cq_rust_blob_get_ref(r, ntypes, false);
+	k->future_from_id = (int64_t)cq_wire_get_u64(r);
+	uint64_t *fields[] = {&k->sched_ptr,  &k->owned,        &k->owned_id,  &k->owned_head,
+	                      &k->hdr_state,  &k->hdr_vtable,   &k->hdr_owner, &k->vt_poll,
+	                      &k->vt_trailer, &k->vt_scheduler, &k->vt_id,     &k->trailer_next};
+	for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
+		*fields[f] = cq_wire_get_u64(r);
+	k->scheduler = cq_wire_get_str(r, MAX_SCHEDULER_NAME);
+	if (!k->scheduler)
+		r->failed = true;
+}
+
+static void *ti_decode(struct cq_wire_reader *r, size_t ntypes)
+{
+	/* Each kind takes at least 121 bytes, so the count cannot outrun the blob. */
+	uint32_t n = cq_wire_get_count(r, 121);
+	uint64_t unresolved = cq_wire_get_u64(r);
+	struct cq_tokio_index *ti = r->failed ? NULL : calloc(1, sizeof(*ti));
+	if (ti && !(ti->kinds = calloc(n ? n : 1, sizeof(*ti->kinds)))) {
+		free(ti);
+		ti = NULL;
+	}
+	if (!ti) {
+		r->failed = true;
+		return NULL;
+	}
+	ti->unresolved = unresolved;
+	for (uint32_t i = 0; i < n && !r->failed; i++, ti->n++)
+		get_kind(r, &ti->kinds[i], ntypes);
+	/* The lookups binary-search them: an unsorted part is a damaged one. */
+	for (size_t i = 1; i < ti->n && !r->failed; i++)
+		if (ti->kinds[i].poll < ti->kinds[i - 1].poll)
+			r->failed = true;
+	if (r->failed) {
+		ti_free(ti);
+		return NULL;
+	}
+	return ti;
+}
+
+static bool ti_merge(void **all, void *one, unsigned origin, uint64_t bias, int32_t base)
+{
+	struct cq_tokio_index *a = *all, *o = one;
+	if (!a) {
+		a = *all = calloc(1, sizeof(*a));
+		if (!a) {
+			ti_free(o);
+			return false;
+		}
+	}
+	struct cq_tokio_kind *k = realloc(a->kinds, (a->n + o->n + 1) * sizeof(*k));
+	if (!k) {
+		ti_free(o);
+		return false;
+	}
+	a->kinds = k;
+	for (size_t i = 0; i < o->n; i++) {
+		struct cq_tokio_kind x = o->kinds[i];
+		x.poll += bias;
+		for (unsigned c = 0; c < x.ncode; c++) {
+			x.code[c].lo += bias;
+			x.code[c].hi += bias;
+		}
+		x.future = x.future < 0 ? x.future : x.future + base;
+		x.origin = origin;
+		a->kinds[a->n++] = x;
+	}
+	a->unresolved += o->unresolved;
+	free(o->kinds);
+	free(o);
+	return true;
+}
+
+const struct cq_rust_index_part cq_tokio_index_part = {
+    .begin = ti_begin,
+    .visit = ti_visit,
+    .block_on_var = ti_block_on_var,
+    .finish = ti_finish,
+    .encode = ti_encode,
+    .decode = ti_decode,
+    .merge = ti_merge,
+    .sort = ti_sort,
+    .free = ti_free,
+};
+
+/* The slot of tokio's part among the index's parts, or -1. */
+static int tokio_slot(void)
+{
+	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
+	size_t n = cq_rust_index_parts(parts);
+	for (size_t i = 0; i < n; i++)
+		if (parts[i] == &cq_tokio_index_part)
+			return (int)i;
+	return -1;
+}
+
+const struct cq_tokio_index *cq_tokio_index_of(const struct cq_rust_index *ix)
+{
+	int slot = tokio_slot();
+	return slot < 0 ? NULL : ix->parts[slot];
+}
+
+bool cq_tokio_index_set(struct cq_rust_index *ix, struct cq_tokio_kind *kinds, size_t n,
+                        size_t unresolved)
+{
+	int slot = tokio_slot();
+	struct cq_tokio_index *ti = slot < 0 ? NULL : calloc(1, sizeof(*ti));
+	if (!ti)
+		return false;
+	ti_free(ix->parts[slot]);
+	*ti = (struct cq_tokio_index){.kinds = kinds, .n = n, .unresolved = unresolved};
+	ix->parts[slot] = ti;
+	return true;
 }
 
 static const char *const tokio_kinds[] = {"tokio", "block_on", NULL};
@@ -805,4 +1345,5 @@ const struct cq_async_runtime cq_async_tokio = {
     .decode = tokio_decode,
     .report = tokio_report,
     .destroy = tokio_destroy,
+    .rust_index_part = &cq_tokio_index_part,
 };
