@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -190,7 +191,10 @@ static struct cq_error *ring_start(struct ring *r, struct out_file *out)
 {
 	memset(r, 0, sizeof(*r));
 	r->out = out;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	/* The CPUs this process may run on (its affinity), not every CPU online. */
+	cpu_set_t set;
+	long cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+	                                                         : sysconf(_SC_NPROCESSORS_ONLN);
 	r->nworkers = cpus > 1 ? (cpus < MAX_WORKER ? (size_t)cpus : MAX_WORKER) : 1;
 	r->nslots = 2 * r->nworkers + 2;
 	if (!(r->slot = calloc(r->nslots, sizeof(*r->slot))))
