@@ -66,9 +66,9 @@ static const char hook_usage[] =
     "                       1 GiB; 0 = no check): a core that would not fit is cut\n"
     "                       short, or not stored at all\n"
     "  --raw-memory BYTES   keep up to this much of the raw core in memory for the\n"
-    "                       analysis (default: half of MemAvailable); a bigger core\n"
-    "                       is analysed from the stored file after it is written;\n"
-    "                       0 = always so\n"
+    "                       analysis, which then overlaps the compression (default\n"
+    "                       0: the stored file is analysed, frame by frame, once it\n"
+    "                       is written); a bigger core is analysed from that file\n"
     "  --format text|json   the log line as text on stderr, or a JSON object on stdout\n"
     "  --help               show this help\n";
 

@@ -36,9 +36,11 @@
 
 /*
  * The stored file.  Each WRITEBACK_STEP bytes written are sent to the disk
- * at once (and the step before that waited for and dropped from the page
- * cache): the final fsync then has little left to do, and a big core never
- * piles up as dirty pages that throttle every writer on the host.
+ * at once (and the step before that waited for): the final fsync then has
+ * little left to do, and a big core never piles up as dirty pages that
+ * throttle every writer on the host.  The written pages stay in the page
+ * cache, clean and reclaimable: the hook's analysis reads the frames it
+ * needs from there right after (libcore/model/source.c), not from the disk.
  */
 #define WRITEBACK_STEP (32u << 20)
 
@@ -59,7 +61,6 @@ static bool out_write(struct out_file *o, const void *buf, size_t len)
 			sync_file_range(o->fd, prev, WRITEBACK_STEP,
 			                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 			                    SYNC_FILE_RANGE_WAIT_AFTER);
-			posix_fadvise(o->fd, prev, WRITEBACK_STEP, POSIX_FADV_DONTNEED);
 		}
 		o->sent += WRITEBACK_STEP;
 	}

@@ -30,20 +30,6 @@
 #define DEFAULT_MAX_SIZE  (32ull << 30)
 #define DEFAULT_KEEP_FREE (1ull << 30)
 
-/* Half of MemAvailable: the default room for the raw copy (0 when unknown). */
-static uint64_t default_raw_memory(void)
-{
-	FILE *f = fopen("/proc/meminfo", "re");
-	char line[128];
-	unsigned long long kib = 0;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return (uint64_t)kib * 1024 / 2;
-}
-
 void cq_hook_options_init(struct cq_hook_options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -53,7 +39,12 @@ void cq_hook_options_init(struct cq_hook_options *o)
 	o->timeout = DEFAULT_TIMEOUT;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	o->max_analyses = cpus > 0 && cpus < 1024 ? (unsigned)cpus : 1;
-	o->raw_memory = default_raw_memory();
+	/*
+	 * No raw copy: the analysis reads the stored seekable file, frame by
+	 * frame, once it is written (libcore/model/source.h), so a core of any
+	 * size costs the hook a few frames of memory, not its size.
+	 */
+	o->raw_memory = 0;
 	o->input_fd = STDIN_FILENO;
 	cq_capture_init(&o->cap);
 }

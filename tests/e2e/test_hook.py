@@ -189,8 +189,8 @@ def check_max_size(case, tmp):
         except ValueError:
             doc = {}
         st = rows(tmp2, "SELECT status FROM cores")
-        ok(r.returncode == 0 and doc.get("analysed_from") == "memory" and st == [("partial",)],
-           "a regular file cut at --max-size: the stored part is analysed (from memory), as partial",
+        ok(r.returncode == 0 and doc.get("analysed_from") == "stored file" and st == [("partial",)],
+           "a regular file cut at --max-size: the stored part is analysed (the stored file), as partial",
            [diag(r), st])
 
 
@@ -317,14 +317,15 @@ def check_duplicate(case, tmp):
 
 
 def check_raw_copy(case):
-    """The analysis reads the raw copy kept in memory while the stored copy is
-    compressed; without room for it (--raw-memory), the stored file; given the
-    core as a regular file, that file, unless only part of it is stored.
+    """By default the analysis reads the stored file (seekable, frame by frame);
+    with room for a raw copy (--raw-memory), the copy kept in memory while the
+    stored copy is compressed, or the stored file when the copy does not fit;
+    given the core as a regular file, that file, unless only part of it is stored.
     Either way the stored file is the core byte for byte and the analysis is
     the same."""
     data = open(case["core"], "rb").read()
     chain = case["crash_chain"].split()
-    runs = (([], "memory", "default room", None),
+    runs = (([], "stored file", "default: no raw copy", None),
             (["--raw-memory", str(len(data))], "memory", "room for exactly the core", None),
             (["--raw-memory", str(len(data) // 3)], "stored file", "a third of the core's room (given up midway)", None),
             (["--raw-memory", "0"], "stored file", "--raw-memory 0", None),
