@@ -669,22 +669,27 @@ static int decodes_as(const struct cq_async_ctx *ctx, const struct cq_rust_model
  * driving frame i or of its caller, [frame i's sp, the caller's CFA).  Each
  * offset at F's alignment where a value of F fits is decoded: a Suspend
  * state whose awaitee decodes into a chain, or Unresumed.  The one Suspend
- * candidate is the future (a moved-out copy stays Unresumed; parked, the
- * future has returned Pending, so it is suspended); else the one Unresumed
- * candidate, when it is the only one.  More than one, or none: not believed
- * (tokio_block_on_rejected).  1 found, 0 rejected, -1 not applicable.
+ * candidate is the future (a moved-out copy stays Unresumed); else, while
+ * a poll of it runs above block_on (its first poll: still Unresumed in
+ * memory), the one Unresumed candidate when it is the only one.  A parked
+ * future has returned Pending: it is suspended, never Unresumed.  More than
+ * one, or none: not believed (tokio_block_on_rejected).  1 found, 0
+ * rejected, -1 not applicable.
  */
 static int stack_future(const struct cq_async_ctx *ctx, const struct cq_rust_model *m,
-                        const struct cq_async_native *nat, size_t i, int32_t ftype, uint64_t *out)
+                        const struct cq_async_native *nat, size_t i, int32_t ftype, bool polling,
+                        uint64_t *out)
 {
-	if (ftype < 0 || (size_t)ftype >= m->ntypes || i + 2 >= nat->nframes)
+	if (ftype < 0 || (size_t)ftype >= m->ntypes)
 		return -1;
 	const struct cq_rust_type *ty = &m->types[ftype];
-	if (ty->kind != CQ_RUST_STATE_MACHINE || ty->size == 0 || ty->size > MAX_SCAN_BYTES)
+	if (ty->kind != CQ_RUST_STATE_MACHINE || ty->size == 0)
 		return -1;
+	if (i + 2 >= nat->nframes)
+		return 0; /* the walk ended before the caller's CFA */
 	uint64_t lo = nat->frames[i].sp, hi = nat->frames[i + 2].sp;
 	if (hi <= lo || hi - lo > MAX_SCAN_BYTES || hi - lo < ty->size)
-		return -1;
+		return 0;
 	uint64_t align = ty->align > 1 ? ty->align : 8;
 	size_t nsuspend = 0, nunresumed = 0;
 	uint64_t suspend = 0, unresumed = 0;
@@ -698,14 +703,9 @@ static int stack_future(const struct cq_async_ctx *ctx, const struct cq_rust_mod
 			nunresumed++;
 		}
 	}
-	if (getenv("CQ_DEBUG_BLOCK_ON"))
-		fprintf(stderr, "block_on scan [%#llx, %#llx) size %llu align %llu: %zu suspend (%#llx), %zu unresumed (%#llx)\n",
-		        (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)ty->size,
-		        (unsigned long long)align, nsuspend, (unsigned long long)suspend, nunresumed,
-		        (unsigned long long)unresumed);
 	if (nsuspend == 1)
 		*out = suspend;
-	else if (nsuspend == 0 && nunresumed == 1)
+	else if (nsuspend == 0 && nunresumed == 1 && polling)
 		*out = unresumed;
 	else
 		return 0;
@@ -845,6 +845,7 @@ static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ct
 			found.named = bo->future;
 			if (block_on_future(ctx, &ix->model, bo, nat, th, i, pc, &found.future,
 			                    &found.type)) {
+				polled_generic(&ix->model, &found);
 				have = true;
 				break;
 			}
@@ -857,14 +858,15 @@ static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ct
 			/* no location, no caller's pointer: by value in the driving frames */
 			found = driver;
 			found.type = found.named;
-			int r = stack_future(ctx, &ix->model, nat, drv, found.named, &found.future);
+			polled_generic(&ix->model, &found);
+			int r = stack_future(ctx, &ix->model, nat, drv, found.named, found.polling,
+			                     &found.future);
 			have = r == 1;
 			t->stats.block_on_scanned += r == 1;
 			t->stats.block_on_rejected += r == 0;
 		}
 		if (!have)
 			continue;
-		polled_generic(&ix->model, &found);
 		struct cq_rust_chain chain;
 		block_on_chain(t, ctx, &found, &chain);
 		if (!claim_chain(ctx, found.future, &chain))
