@@ -644,7 +644,8 @@ static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust
 	return false;
 }
 
-#define MAX_SCAN_BYTES (256u << 10) /* the driving frames' stack a by-value future is looked for in */
+/* The most of the driving frames' stack a by-value future is looked for in. */
+#define MAX_SCAN_BYTES (256u << 10)
 
 /* How a value of F at addr decodes: 2 a Suspend state awaiting a chain, 1 Unresumed, 0 neither. */
 static int decodes_as(const struct cq_async_ctx *ctx, const struct cq_rust_model *m, uint64_t addr,
