@@ -694,7 +694,8 @@ static int stack_future(const struct cq_async_ctx *ctx, const struct cq_rust_mod
 	uint64_t align = ty->align > 1 ? ty->align : 8;
 	size_t nsuspend = 0, nunresumed = 0;
 	uint64_t suspend = 0, unresumed = 0;
-	for (uint64_t a = (lo + align - 1) / align * align; a >= lo && a + ty->size <= hi; a += align) {
+	for (uint64_t a = (lo + align - 1) / align * align; a >= lo && a + ty->size <= hi;
+	     a += align) {
 		int d = decodes_as(ctx, m, a, ftype);
 		if (d == 2) {
 			suspend = a;
@@ -980,15 +981,31 @@ static void tokio_report(const void *state, const struct cq_async_ctx *ctx, stru
 		none.kinds = tokio_part(ix)->n;
 		none.unresolved = tokio_part(ix)->unresolved;
 	}
-	const char *keys[] = {"tokio_task_types", "tokio_unresolved",   "tokio_vtables",
-	                      "tokio_candidates", "tokio_lists",        "tokio_tasks",
-	                      "tokio_stale",      "tokio_broken_lists", "tokio_reported",
-	                      "tokio_over_limit", "tokio_block_on",     "tokio_block_on_scanned",
+	const char *keys[] = {"tokio_task_types",
+	                      "tokio_unresolved",
+	                      "tokio_vtables",
+	                      "tokio_candidates",
+	                      "tokio_lists",
+	                      "tokio_tasks",
+	                      "tokio_stale",
+	                      "tokio_broken_lists",
+	                      "tokio_reported",
+	                      "tokio_over_limit",
+	                      "tokio_block_on",
+	                      "tokio_block_on_scanned",
 	                      "tokio_block_on_rejected"};
-	uint64_t vals[] = {st->kinds,    st->unresolved,       st->vtables,
-	                   st->candidates, st->lists,          st->tasks,
-	                   st->stale,    st->broken,           st->reported,
-	                   st->over_limit, st->block_on,       st->block_on_scanned,
+	uint64_t vals[] = {st->kinds,
+	                   st->unresolved,
+	                   st->vtables,
+	                   st->candidates,
+	                   st->lists,
+	                   st->tasks,
+	                   st->stale,
+	                   st->broken,
+	                   st->reported,
+	                   st->over_limit,
+	                   st->block_on,
+	                   st->block_on_scanned,
 	                   st->block_on_rejected};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		cq_stats_uint(out, keys[i], vals[i]);
