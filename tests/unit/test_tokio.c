@@ -449,13 +449,13 @@ static void block_on_first_poll(struct scene *s, bool polled)
 {
 	block_on_by_value(s);
 	memset(s->stack1 + 0x100, 0xff, 0x200); /* no value of F decodes here ... */
-	s->stack1[0x240 + 40] = 0;             /* ... but this Unresumed one */
+	s->stack1[0x240 + 40] = 0;              /* ... but this Unresumed one */
 	if (polled) {
 		/* the worker's poll (its resume function) on top of block_on */
 		struct cq_rust_resume *r = calloc(1, sizeof(*r));
 		assert_non_null(r);
-		*r = (struct cq_rust_resume){.lo = 0xb000, .hi = 0xb100,
-		                             .name = rt_dup("app::worker::{async_fn#0}")};
+		*r = (struct cq_rust_resume){
+		    .lo = 0xb000, .hi = 0xb100, .name = rt_dup("app::worker::{async_fn#0}")};
 		s->index->resumes = r;
 		s->index->nresumes = 1;
 		memmove(s->native1 + 1, s->native1, 3 * sizeof(s->native1[0]));
