@@ -25,7 +25,10 @@
  *   5. the future that `#[tokio::main]` / Runtime::block_on drives is no
  *      task: it is the argument `f` of CachedParkThread::block_on<F>, found
  *      in that frame through its DWARF location, evaluated with the
- *      registers the unwinder recovered for the frame (kind "block_on").
+ *      registers the unwinder recovered for the frame (kind "block_on");
+ *      where no location gives it, a caller's block_on<F> parameter that
+ *      points at it, or, held by value, the one value of F that decodes
+ *      suspended in the stack of the driving frame and its caller.
  * Steps 3 and 5 run in the driver's claim step: every future of a listed
  * task's chain and of a block_on future's is claimed (cq_async_claim), so
  * the `dyn Future` scan does not report a boxed one again; step 4 in decode.
