@@ -16,9 +16,12 @@ on a current_thread runtime that is never driven.
   states and lines; the two running tasks name the thread that runs them
   (the crasher's is the crashed thread); the freed task appears nowhere;
   nothing else is reported (no phantom).
-- O0: the future #[tokio::main] drives is found in block_on's frame
-  (kind block_on), suspended at its AWAIT:main line on a JoinHandle.  O2:
-  DWARF no longer locates it at that pc; whatever is reported is true.
+- O0 and O2: the future #[tokio::main] drives is found once (kind
+  block_on), on the main thread, suspended at its AWAIT:main line on a
+  JoinHandle: at O0 in block_on's frame through its DWARF location; at O2,
+  where DWARF no longer locates it and the callers' copies are the ones it
+  was moved out of (Unresumed), as the one value of its type that decodes
+  suspended in the stack of the driving frame and its caller.
 - The text output lists the tasks like tokio-console; --no-async lists
   none; ingest stores them as suspended chains (identical chains once,
   counted per task); a C core indexes no tokio types.
@@ -180,13 +183,17 @@ def check_case(name, case, tasks, running, freed, body, await_line):
             and s["frames"][-1].get("line") == main_line and s["task_state"] == "idle"
             and frame_key(s["frames"][0], True) == ("JoinHandle", None, None)]
     main_tid = [t["tid"] for t in ours["threads"] if t.get("name") == CRATE]
-    if name.endswith("O0"):
-        ok(len(bo) == 1 and len(good) == 1 and good[0]["thread"] in main_tid,
-           f"{name}: the block_on future: main's async block at line {main_line}, awaiting a JoinHandle, "
-           "on the main thread", [json.dumps(s) for s in bo])
-    else:
-        ok(len(bo) == len(good), f"{name}: a block_on future, if DWARF locates it, is true",
-           [json.dumps(s) for s in bo])
+    ok(len(bo) == 1 and len(good) == 1 and good[0]["thread"] in main_tid
+       and (good[0]["frames"][-1].get("state") or "").startswith("Suspend"),
+       f"{name}: the block_on future: main's async block suspended at line {main_line}, awaiting a "
+       "JoinHandle, on the main thread", [json.dumps(s) for s in bo])
+    a = ours["async"]
+    # O0: block_on's `f` has a DWARF location; O2: none at the parked pc, found by value in the
+    # driving frames' stack (the one offset where main's block decodes suspended).
+    ok(a.get("tokio_block_on") == 1 and a.get("tokio_block_on_rejected") == 0
+       and a.get("tokio_block_on_scanned") == (0 if name.endswith("O0") else 1),
+       f"{name}: block_on's future found {'by its DWARF location' if name.endswith('O0') else 'by value in the driving frames'}",
+       json.dumps({k: v for k, v in a.items() if k.startswith("tokio_block_on")}))
 
     text = coreq("stack", "--no-cache", case["core"]).stdout
     ok("Tokio tasks:" in text and re.search(r"\bidle\b.*tokio::sync::notify::Notified", text)

@@ -62,7 +62,7 @@ struct scene {
 	struct cq_unwind_target target;
 	struct cq_unwind_options uo;
 	struct cq_stack_frame frames0[1];
-	struct cq_unwind_frame native1[2];
+	struct cq_unwind_frame native1[4];
 	struct cq_async_native native[2];
 	struct cq_thread_stack thread_stacks[2];
 	struct cq_stacks stacks;
@@ -383,6 +383,109 @@ static void test_block_on_future(void **state)
 	free(s);
 }
 
+/*
+ * Where block_on's `f` has no location at the parked pc (-O2), the future
+ * is the one value of F in the driving frame and its caller's stack
+ * (thread 401: [sp of block_on, the caller's CFA)) that decodes suspended;
+ * the zeroed words around it read as Unresumed copies and do not count
+ * against it.  A second suspended value makes it ambiguous: none is
+ * reported, and the frames are counted as rejected.
+ */
+static void block_on_by_value(struct scene *s)
+{
+	scene_init(s, true);
+	s->index->block_ons[0].locs[0].lo = BLOCK_ON + 0x80; /* not at the parked pc */
+	s->native1[1].sp = STACK1 + 0x180;
+	s->native1[2] = (struct cq_unwind_frame){
+	    .pc = MOD + 0xa000, .sp = STACK1 + 0x300, .is_return_address = true};
+	s->native[1].nframes = 3;
+	s->stack1[0x120 + 40] = 0;
+	s->stack1[0x240 + 40] = 3; /* in the caller's frame: Suspend0 */
+}
+
+static void test_block_on_future_by_value(void **state)
+{
+	(void)state;
+	struct scene *s = calloc(1, sizeof(*s));
+	block_on_by_value(s);
+	assert_true(scene_run(s));
+	const struct cq_suspended_stack *b = find_kind(s, "block_on", 0);
+	assert_non_null(b);
+	assert_int_equal(b->thread, 401);
+	assert_int_equal(b->nframes, 2);
+	assert_int_equal(b->frames[1].object, STACK1 + 0x240);
+	assert_string_equal(b->frames[1].state, "Suspend0");
+	assert_int_equal(u(s, "tokio_block_on"), 1);
+	assert_int_equal(u(s, "tokio_block_on_scanned"), 1);
+	assert_int_equal(u(s, "tokio_block_on_rejected"), 0);
+	scene_free(s);
+
+	/* two suspended values: not believed */
+	block_on_by_value(s);
+	s->stack1[0x140 + 40] = 3;
+	assert_true(scene_run(s));
+	assert_null(find_kind(s, "block_on", 0));
+	assert_int_equal(u(s, "tokio_block_on"), 0);
+	assert_int_equal(u(s, "tokio_block_on_rejected"), 1);
+	scene_free(s);
+
+	/* past the caller's CFA: not looked at */
+	block_on_by_value(s);
+	s->stack1[0x240 + 40] = 0;
+	s->stack1[0x300 + 40] = 3;
+	assert_true(scene_run(s));
+	assert_null(find_kind(s, "block_on", 0));
+	assert_int_equal(u(s, "tokio_block_on_rejected"), 1);
+	scene_free(s);
+	free(s);
+}
+
+/*
+ * A lone Unresumed value is the future only while a poll of it runs above
+ * block_on (its first poll: the state in memory is still Unresumed); a
+ * parked future returned Pending and is suspended, so then it is rejected.
+ */
+static void block_on_first_poll(struct scene *s, bool polled)
+{
+	block_on_by_value(s);
+	memset(s->stack1 + 0x100, 0xff, 0x200); /* no value of F decodes here ... */
+	s->stack1[0x240 + 40] = 0;              /* ... but this Unresumed one */
+	if (polled) {
+		/* the worker's poll (its resume function) on top of block_on */
+		struct cq_rust_resume *r = calloc(1, sizeof(*r));
+		assert_non_null(r);
+		*r = (struct cq_rust_resume){
+		    .lo = 0xb000, .hi = 0xb100, .name = rt_dup("app::worker::{async_fn#0}")};
+		s->index->resumes = r;
+		s->index->nresumes = 1;
+		memmove(s->native1 + 1, s->native1, 3 * sizeof(s->native1[0]));
+		s->native1[0] = (struct cq_unwind_frame){.pc = MOD + 0xb010, .sp = STACK1 + 0x80};
+		s->native1[1].is_return_address = true;
+		s->native[1].nframes = 4;
+	}
+}
+
+static void test_block_on_first_poll(void **state)
+{
+	(void)state;
+	struct scene *s = calloc(1, sizeof(*s));
+	block_on_first_poll(s, true);
+	assert_true(scene_run(s));
+	const struct cq_suspended_stack *b = find_kind(s, "block_on", 0);
+	assert_non_null(b);
+	assert_string_equal(b->task_state, "running");
+	assert_int_equal(b->frames[b->nframes - 1].object, STACK1 + 0x240);
+	assert_int_equal(u(s, "tokio_block_on_scanned"), 1);
+	scene_free(s);
+
+	block_on_first_poll(s, false);
+	assert_true(scene_run(s));
+	assert_null(find_kind(s, "block_on", 0));
+	assert_int_equal(u(s, "tokio_block_on_rejected"), 1);
+	scene_free(s);
+	free(s);
+}
+
 static void test_bound_on_suspended_stacks(void **state)
 {
 	(void)state;
@@ -422,6 +525,8 @@ int main(void)
 	    cmocka_unit_test(test_broken_list),
 	    cmocka_unit_test(test_list_without_id),
 	    cmocka_unit_test(test_block_on_future),
+	    cmocka_unit_test(test_block_on_future_by_value),
+	    cmocka_unit_test(test_block_on_first_poll),
 	    cmocka_unit_test(test_bound_on_suspended_stacks),
 	    cmocka_unit_test(test_no_vtable_in_the_module),
 	};

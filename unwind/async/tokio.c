@@ -25,7 +25,10 @@
  *   5. the future that `#[tokio::main]` / Runtime::block_on drives is no
  *      task: it is the argument `f` of CachedParkThread::block_on<F>, found
  *      in that frame through its DWARF location, evaluated with the
- *      registers the unwinder recovered for the frame (kind "block_on").
+ *      registers the unwinder recovered for the frame (kind "block_on");
+ *      where no location gives it, a caller's block_on<F> parameter that
+ *      points at it, or, held by value, the one value of F that decodes
+ *      suspended in the stack of the driving frame and its caller.
  * Steps 3 and 5 run in the driver's claim step: every future of a listed
  * task's chain and of a block_on future's is claimed (cq_async_claim), so
  * the `dyn Future` scan does not report a boxed one again; step 4 in decode.
@@ -115,6 +118,8 @@ struct cq_tokio_stats {
 	size_t reported;
 	size_t over_limit; /* not added: the suspended stacks were at their bound */
 	size_t block_on;   /* futures driven by block_on, reported */
+	size_t block_on_scanned;  /* of them, found by value in the driving frames (stack_future) */
+	size_t block_on_rejected; /* driving frames where no one value of F decoded */
 };
 
 struct tokio {
@@ -642,6 +647,76 @@ static bool block_on_future(const struct cq_async_ctx *ctx, const struct cq_rust
 	return false;
 }
 
+/* The most of the driving frames' stack a by-value future is looked for in. */
+#define MAX_SCAN_BYTES (256u << 10)
+
+/* How a value of F at addr decodes: 2 a Suspend state awaiting a chain, 1 Unresumed, 0 neither. */
+static int decodes_as(const struct cq_async_ctx *ctx, const struct cq_rust_model *m, uint64_t addr,
+                      int32_t type)
+{
+	struct cq_rust_chain chain;
+	cq_rust_decode(ctx->target, m, addr, type, &chain);
+	if (chain.nframes == 0 || chain.frames[0].addr != addr || !chain.frames[0].variant ||
+	    !chain.frames[0].variant->name ||
+	    (chain.end != CQ_RUST_END_LEAF && chain.end != CQ_RUST_END_NO_AWAITEE))
+		return 0;
+	const struct cq_rust_variant *v = chain.frames[0].variant;
+	if (strncmp(v->name, "Suspend", 7) == 0)
+		return v->awaitee >= 0 && chain.nframes >= 2 ? 2 : 0;
+	return strcmp(v->name, "Unresumed") == 0 ? 1 : 0;
+}
+
+/*
+ * A future block_on holds by value (an async block) where no DWARF location
+ * gives it (-O2: `f` is optimized out at the parked pc, and the callers'
+ * copies are the ones it was moved out of): pinned in the stack of the
+ * driving frame i or of its caller, [frame i's sp, the caller's CFA).  Each
+ * offset at F's alignment where a value of F fits is decoded: a Suspend
+ * state whose awaitee decodes into a chain, or Unresumed.  The one Suspend
+ * candidate is the future (a moved-out copy stays Unresumed); else, while
+ * a poll of it runs above block_on (its first poll: still Unresumed in
+ * memory), the one Unresumed candidate when it is the only one.  A parked
+ * future has returned Pending: it is suspended, never Unresumed.  More than
+ * one, or none: not believed (tokio_block_on_rejected).  1 found, 0
+ * rejected, -1 not applicable.
+ */
+static int stack_future(const struct cq_async_ctx *ctx, const struct cq_rust_model *m,
+                        const struct cq_async_native *nat, size_t i, int32_t ftype, bool polling,
+                        uint64_t *out)
+{
+	if (ftype < 0 || (size_t)ftype >= m->ntypes)
+		return -1;
+	const struct cq_rust_type *ty = &m->types[ftype];
+	if (ty->kind != CQ_RUST_STATE_MACHINE || ty->size == 0)
+		return -1;
+	if (i + 2 >= nat->nframes)
+		return 0; /* the walk ended before the caller's CFA */
+	uint64_t lo = nat->frames[i].sp, hi = nat->frames[i + 2].sp;
+	if (hi <= lo || hi - lo > MAX_SCAN_BYTES || hi - lo < ty->size)
+		return 0;
+	uint64_t align = ty->align > 1 ? ty->align : 8;
+	size_t nsuspend = 0, nunresumed = 0;
+	uint64_t suspend = 0, unresumed = 0;
+	for (uint64_t a = (lo + align - 1) / align * align; a >= lo && a + ty->size <= hi;
+	     a += align) {
+		int d = decodes_as(ctx, m, a, ftype);
+		if (d == 2) {
+			suspend = a;
+			nsuspend++;
+		} else if (d == 1) {
+			unresumed = a;
+			nunresumed++;
+		}
+	}
+	if (nsuspend == 1)
+		*out = suspend;
+	else if (nsuspend == 0 && nunresumed == 1 && polling)
+		*out = unresumed;
+	else
+		return 0;
+	return 1;
+}
+
 /* Whether a chain frame's coroutine is being polled above the block_on frame. */
 static bool in_poll(const struct cq_rust_model *m, const struct block_on *bo,
                     const struct cq_rust_frame *f)
@@ -756,7 +831,9 @@ static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ct
 		return &cq_error_nomem;
 	for (size_t th = 0; th < nthreads; th++) {
 		const struct cq_async_native *nat = &ctx->native[th];
-		struct block_on found = {.thread = th};
+		struct block_on found = {.thread = th}, driver;
+		size_t drv = SIZE_MAX; /* the driving frame whose F no location gave */
+		bool have = false;
 		for (size_t i = 0; i < nat->nframes; i++) {
 			const struct cq_unwind_frame *f = &nat->frames[i];
 			uint64_t pc = f->is_return_address ? f->pc - 1 : f->pc;
@@ -771,17 +848,35 @@ static struct cq_error *find_block_ons(struct tokio *t, const struct cq_async_ct
 				continue;
 			}
 			found.named = bo->future;
-			if (!block_on_future(ctx, &ix->model, bo, nat, th, i, pc, &found.future,
-			                     &found.type))
-				continue;
-			polled_generic(&ix->model, &found);
-			struct cq_rust_chain chain;
-			block_on_chain(t, ctx, &found, &chain);
-			if (!claim_chain(ctx, found.future, &chain))
-				return &cq_error_nomem;
-			t->block_ons[t->nblock_ons++] = found;
-			break;
+			if (block_on_future(ctx, &ix->model, bo, nat, th, i, pc, &found.future,
+			                    &found.type)) {
+				polled_generic(&ix->model, &found);
+				have = true;
+				break;
+			}
+			if (drv == SIZE_MAX) {
+				drv = i;
+				driver = found;
+			}
 		}
+		if (!have && drv != SIZE_MAX) {
+			/* no location, no caller's pointer: by value in the driving frames */
+			found = driver;
+			found.type = found.named;
+			polled_generic(&ix->model, &found);
+			int r = stack_future(ctx, &ix->model, nat, drv, found.named, found.polling,
+			                     &found.future);
+			have = r == 1;
+			t->stats.block_on_scanned += r == 1;
+			t->stats.block_on_rejected += r == 0;
+		}
+		if (!have)
+			continue;
+		struct cq_rust_chain chain;
+		block_on_chain(t, ctx, &found, &chain);
+		if (!claim_chain(ctx, found.future, &chain))
+			return &cq_error_nomem;
+		t->block_ons[t->nblock_ons++] = found;
 	}
 	return NULL;
 }
@@ -889,13 +984,32 @@ static void tokio_report(const void *state, const struct cq_async_ctx *ctx, stru
 		none.kinds = tokio_part(ix)->n;
 		none.unresolved = tokio_part(ix)->unresolved;
 	}
-	const char *keys[] = {"tokio_task_types", "tokio_unresolved",   "tokio_vtables",
-	                      "tokio_candidates", "tokio_lists",        "tokio_tasks",
-	                      "tokio_stale",      "tokio_broken_lists", "tokio_reported",
-	                      "tokio_over_limit", "tokio_block_on"};
-	uint64_t vals[] = {st->kinds,    st->unresolved, st->vtables, st->candidates,
-	                   st->lists,    st->tasks,      st->stale,   st->broken,
-	                   st->reported, st->over_limit, st->block_on};
+	const char *keys[] = {"tokio_task_types",
+	                      "tokio_unresolved",
+	                      "tokio_vtables",
+	                      "tokio_candidates",
+	                      "tokio_lists",
+	                      "tokio_tasks",
+	                      "tokio_stale",
+	                      "tokio_broken_lists",
+	                      "tokio_reported",
+	                      "tokio_over_limit",
+	                      "tokio_block_on",
+	                      "tokio_block_on_scanned",
+	                      "tokio_block_on_rejected"};
+	uint64_t vals[] = {st->kinds,
+	                   st->unresolved,
+	                   st->vtables,
+	                   st->candidates,
+	                   st->lists,
+	                   st->tasks,
+	                   st->stale,
+	                   st->broken,
+	                   st->reported,
+	                   st->over_limit,
+	                   st->block_on,
+	                   st->block_on_scanned,
+	                   st->block_on_rejected};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		cq_stats_uint(out, keys[i], vals[i]);
 	cq_stats_bool(out, "tokio_truncated", st->truncated);
