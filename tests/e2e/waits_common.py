@@ -1,12 +1,19 @@
 """Helpers shared by the wait tests (test_fleet, test_wait_buckets,
-test_wait_python): the oracle a hung corpus program writes beside its core."""
+test_wait_python, test_wait_primitives, test_waits): the oracle a hung
+corpus program writes beside its core."""
 
 
-def read_oracle(path):
+def read_oracle(path, holds_detail=False, verdict_words=False):
     """A hung program's own account (corpus/deadlock.c's format, also
-    corpus/real/python3-deadlock.py's): each thread's tid and role, each
-    lock's address, who holds which lock, who waits on which, the verdict."""
-    o = {"threads": {}, "locks": {}, "holds": {}, "waits": {}, "verdict": None}
+    corpus/real/python3-deadlock.py's), one fact a line: each thread's tid
+    and role, each lock's address, who holds which lock (the holder's tid;
+    with holds_detail, (tid, kind, times)), who waits on which, who is
+    blocked in what, who joins whom, each pthread_t, the robust mutexes'
+    dead owners, the PI and robust mutexes, the exited threads, and the
+    verdict (its first word; with verdict_words, all its words)."""
+    o = {"threads": {}, "locks": {}, "holds": {}, "waits": {}, "blocked": {}, "joins": {},
+         "pthread": {}, "died": {}, "pi": set(), "robust": set(), "exited": set(),
+         "verdict": None}
     for line in open(path):
         f = line.split()
         if f[0] == "thread":
@@ -14,9 +21,21 @@ def read_oracle(path):
         elif f[0] == "lock":
             o["locks"][f[1]] = int(f[2], 16)
         elif f[0] == "holds":
-            o["holds"][int(f[3], 16)] = int(f[1])
+            o["holds"][int(f[3], 16)] = (int(f[1]), f[2], int(f[4])) if holds_detail else int(f[1])
         elif f[0] == "waits":
             o["waits"][int(f[1])] = (f[2], int(f[3], 16))
+        elif f[0] == "blocked":
+            o["blocked"][int(f[1])] = f[2]
+        elif f[0] == "joins":
+            o["joins"][int(f[1])] = int(f[2])
+        elif f[0] == "pthread":
+            o["pthread"][int(f[1])] = int(f[2], 16)
+        elif f[0] == "died":
+            o["died"][int(f[1], 16)] = int(f[2])
+        elif f[0] in ("pi", "robust"):
+            o[f[0]].add(int(f[1], 16))
+        elif f[0] == "exited":
+            o["exited"].add(int(f[1]))
         elif f[0] == "verdict":
-            o["verdict"] = f[1]
+            o["verdict"] = f[1:] if verdict_words else f[1]
     return o
