@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 
 from coreq_test import CORPUS, coreq, coreq_json, done, ok, read_expect, sanitizer_report
-from waits_common import read_oracle
+from waits_common import ingest, read_oracle
 
 SHAPES = ["pi", "robust", "join", "condvar"]
 VARIANTS = ["O0", "O2"]
@@ -169,13 +169,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="coreq-wait-primitives-")
     db = os.path.join(tmp, "w.db")
     names = sorted(cases)
-    r = coreq("ingest", "--db", db, "--no-cache", "--format", "json",
-              *[os.path.join(cases[n], "core") for n in names], timeout=600)
+    r, results = ingest(db, [cases[n] for n in names])
     ok(r.returncode == 0, "every core is ingested", r.stderr[-500:])
-    try:
-        results = json.loads(r.stdout).get("results", [])
-    except ValueError:
-        results = []
     by = dict(zip(names, results)) if len(results) == len(names) else {}
     pi = [by.get(f"deadlock-pi.{v}", {}) for v in VARIANTS]
     ok(all((x.get("signature") or "").startswith("deadlock: ") for x in pi)

@@ -1,6 +1,10 @@
 """Helpers shared by the wait tests (test_fleet, test_wait_buckets,
 test_wait_python, test_wait_primitives, test_waits): the oracle a hung
-corpus program writes beside its core."""
+corpus program writes beside its core, and ingesting hung cores."""
+import json
+import os
+
+from coreq_test import coreq
 
 
 def read_oracle(path, holds_detail=False, verdict_words=False):
@@ -39,3 +43,15 @@ def read_oracle(path, holds_detail=False, verdict_words=False):
         elif f[0] == "verdict":
             o["verdict"] = f[1:] if verdict_words else f[1]
     return o
+
+
+def ingest(db, dirs):
+    """`coreq ingest --format json` of the cores in dirs into the store db:
+    the run and its results (one a core, in order; [] if its output is no
+    JSON)."""
+    r = coreq("ingest", "--db", db, "--no-cache", "--format", "json",
+              *[os.path.join(d, "core") for d in dirs], timeout=600)
+    try:
+        return r, json.loads(r.stdout).get("results", [])
+    except ValueError:
+        return r, []
