@@ -30,6 +30,9 @@
 //
 // `cxx_task heap MIB` (for make bench) first writes MIB MiB of heap with
 // pseudo-random words, then leaves the same chains and crashes the same way.
+//
+// With CXX_TASK_DONE defined (cxx_done.cc includes this file so), the task
+// type has libunifex's release shape besides: see cxx_done.cc.
 #include <coroutine>
 #include <cstdio>
 #include <cstdint>
@@ -40,10 +43,42 @@
 
 #define NOINLINE __attribute__((noinline, noipa))
 
+#ifdef CXX_TASK_DONE
+// libunifex's release shape.  Every task's promise owns a coroutine for its
+// done path, made with the promise and never started (unifex's
+// unhandled_done); its frame holds the promise's address.  An awaited task
+// keeps, next to its continuation, the awaiting task's done coroutine
+// (unifex's continuation_handle).  Those frames await nothing.
+struct DoneCoro {
+	struct promise_type {
+		DoneCoro get_return_object()
+		{
+			return DoneCoro{std::coroutine_handle<promise_type>::from_promise(*this)};
+		}
+		std::suspend_always initial_suspend() noexcept { return {}; }
+		std::suspend_always final_suspend() noexcept { return {}; }
+		void return_void() {}
+		void unhandled_exception() { std::terminate(); }
+	};
+	std::coroutine_handle<promise_type> handle;
+};
+
+static DoneCoro unhandled_done(void *owner)
+{
+	std::printf("DONE %p\n", owner);
+	co_return;
+}
+#endif
+
 template <class T> struct Task {
 	struct promise_type {
 		std::coroutine_handle<> continuation;
 		T value{};
+#ifdef CXX_TASK_DONE
+		std::coroutine_handle<> continuation_done;
+		DoneCoro done = unhandled_done(this);
+		~promise_type() { done.handle.destroy(); }
+#endif
 		Task get_return_object()
 		{
 			return Task{std::coroutine_handle<promise_type>::from_promise(*this)};
@@ -76,11 +111,21 @@ template <class T> struct Task {
 	}
 
 	bool await_ready() noexcept { return false; }
+#ifdef CXX_TASK_DONE
+	template <class P>
+	std::coroutine_handle<> await_suspend(std::coroutine_handle<P> awaiting) noexcept
+	{
+		handle.promise().continuation = awaiting;
+		handle.promise().continuation_done = awaiting.promise().done.handle;
+		return handle;
+	}
+#else
 	std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept
 	{
 		handle.promise().continuation = awaiting;
 		return handle;
 	}
+#endif
 	T await_resume() { return handle.promise().value; }
 };
 

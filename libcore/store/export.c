@@ -177,31 +177,42 @@ static struct cq_error *export_cores(sqlite3 *db, const struct cq_export_options
 	return err;
 }
 
-static struct cq_error *export_threads(sqlite3 *db, FILE *out, struct cq_export_result *r)
+/*
+ * The records of one query whose rows need no other query: put_row writes
+ * the fields of one row after its type; *count counts the records.
+ */
+static struct cq_error *export_rows(sqlite3 *db, FILE *out, const char *sql, const char *type,
+                                    void (*put_row)(struct cq_json *, sqlite3_stmt *),
+                                    int64_t *count)
 {
 	sqlite3_stmt *st;
-	struct cq_error *err = prepare(db, thread_rows, &st);
+	struct cq_error *err = prepare(db, sql, &st);
 	int rc;
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct cq_json j;
-		put_type(&j, out, "thread");
-		put_text(&j, "core", st, 0);
-		put_int(&j, "crash_time", st, 1);
-		put_text(&j, "kind", st, 2);
-		put_int(&j, "idx", st, 3);
-		put_int(&j, "tid", st, 4);
-		put_text(&j, "name", st, 5);
-		cq_json_key(&j, "crashed");
-		cq_json_int(&j, sqlite3_column_int(st, 6) != 0);
-		put_text(&j, "stack", st, 7);
-		put_text(&j, "end", st, 8);
+		put_type(&j, out, type);
+		put_row(&j, st);
 		end_record(&j);
-		r->threads++;
+		(*count)++;
 	}
 	if (!err)
 		err = step_error(db, rc);
 	sqlite3_finalize(st);
 	return err;
+}
+
+static void put_thread(struct cq_json *j, sqlite3_stmt *st)
+{
+	put_text(j, "core", st, 0);
+	put_int(j, "crash_time", st, 1);
+	put_text(j, "kind", st, 2);
+	put_int(j, "idx", st, 3);
+	put_int(j, "tid", st, 4);
+	put_text(j, "name", st, 5);
+	cq_json_key(j, "crashed");
+	cq_json_int(j, sqlite3_column_int(st, 6) != 0);
+	put_text(j, "stack", st, 7);
+	put_text(j, "end", st, 8);
 }
 
 /*
@@ -265,59 +276,32 @@ static struct cq_error *export_stacks(sqlite3 *db, FILE *out, struct cq_export_r
 	return err;
 }
 
-static struct cq_error *export_buckets(sqlite3 *db, FILE *out, struct cq_export_result *r)
+static void put_bucket(struct cq_json *j, sqlite3_stmt *st)
 {
-	sqlite3_stmt *st;
-	struct cq_error *err = prepare(db, bucket_rows, &st);
-	int rc;
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct cq_json j;
-		put_type(&j, out, "bucket");
-		put_text(&j, "hash", st, 0);
-		put_text(&j, "signature", st, 1);
-		put_text(&j, "rules_version", st, 2);
-		put_int(&j, "first_seen", st, 3);
-		end_record(&j);
-		r->buckets++;
-	}
-	if (!err)
-		err = step_error(db, rc);
-	sqlite3_finalize(st);
-	return err;
+	put_text(j, "hash", st, 0);
+	put_text(j, "signature", st, 1);
+	put_text(j, "rules_version", st, 2);
+	put_int(j, "first_seen", st, 3);
 }
 
-static struct cq_error *export_waits(sqlite3 *db, FILE *out, struct cq_export_result *r)
+static void put_wait(struct cq_json *j, sqlite3_stmt *st)
 {
-	sqlite3_stmt *st;
-	struct cq_error *err = prepare(db, wait_rows, &st);
-	int rc;
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct cq_json j;
-		put_type(&j, out, "wait");
-		put_text(&j, "core", st, 0);
-		put_int(&j, "crash_time", st, 1);
-		put_int(&j, "idx", st, 2);
-		put_int(&j, "tid", st, 3);
-		put_text(&j, "kind", st, 4);
-		cq_json_key(&j, "write");
-		cq_json_int(&j, sqlite3_column_int(st, 5) != 0);
-		put_int(&j, "object", st, 6);
-		put_int(&j, "futex", st, 7);
-		put_text(&j, "function", st, 8);
-		put_text(&j, "owner", st, 9);
-		put_int(&j, "owner_tid", st, 10);
-		put_int(&j, "count", st, 11);
-		put_int(&j, "deadlock", st, 12);
-		cq_json_key(&j, "verdict");
-		cq_json_string(&j,
-		               sqlite3_column_type(st, 12) == SQLITE_NULL ? "waits" : "deadlock");
-		end_record(&j);
-		r->waits++;
-	}
-	if (!err)
-		err = step_error(db, rc);
-	sqlite3_finalize(st);
-	return err;
+	put_text(j, "core", st, 0);
+	put_int(j, "crash_time", st, 1);
+	put_int(j, "idx", st, 2);
+	put_int(j, "tid", st, 3);
+	put_text(j, "kind", st, 4);
+	cq_json_key(j, "write");
+	cq_json_int(j, sqlite3_column_int(st, 5) != 0);
+	put_int(j, "object", st, 6);
+	put_int(j, "futex", st, 7);
+	put_text(j, "function", st, 8);
+	put_text(j, "owner", st, 9);
+	put_int(j, "owner_tid", st, 10);
+	put_int(j, "count", st, 11);
+	put_int(j, "deadlock", st, 12);
+	cq_json_key(j, "verdict");
+	cq_json_string(j, sqlite3_column_type(st, 12) == SQLITE_NULL ? "waits" : "deadlock");
 }
 
 struct cq_error *cq_store_export_window(struct cq_store *store, int64_t after_id, int64_t limit,
@@ -369,13 +353,13 @@ struct cq_error *cq_store_export(struct cq_store *store, const struct cq_export_
 	if (!err)
 		err = export_cores(db, &opts, out, r);
 	if (!err && (types & CQ_EXPORT_THREADS))
-		err = export_threads(db, out, r);
+		err = export_rows(db, out, thread_rows, "thread", put_thread, &r->threads);
 	if (!err && (types & CQ_EXPORT_STACKS))
 		err = export_stacks(db, out, r);
 	if (!err && (types & CQ_EXPORT_BUCKETS))
-		err = export_buckets(db, out, r);
+		err = export_rows(db, out, bucket_rows, "bucket", put_bucket, &r->buckets);
 	if (!err && (types & CQ_EXPORT_WAITS))
-		err = export_waits(db, out, r);
+		err = export_rows(db, out, wait_rows, "wait", put_wait, &r->waits);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (!err && (fflush(out) != 0 || ferror(out)))
 		err = cq_error_create(CQ_ERR_IO, "cannot write the records");

@@ -44,10 +44,10 @@ CASES = ["cxx_task.O0", "cxx_task.O2g", "asio_coro.O0", "asio_coro.O2g",
 # the others two.
 PARKED = {"asio_channel": 4}
 # boost_coro.cc is asio_coro.cc's program built against Boost.Asio.
-SOURCE = {"boost_coro": "asio_coro"}
-# cxx_done.cc is cxx_task.cc's program with libunifex's release shape (a
-# never-started done coroutine per task, pointed at from the promises):
-# checked as cxx_task is.
+# cxx_done.cc is cxx_task.cc's program (it includes it) with libunifex's
+# release shape (a never-started done coroutine per task, pointed at from
+# the promises): checked as cxx_task is.
+SOURCE = {"boost_coro": "asio_coro", "cxx_done": "cxx_task"}
 KIND = {"cxx_done": "cxx_task"}
 
 

@@ -36,6 +36,7 @@ import tempfile
 import time
 
 from coreq_test import COREQ, CORPUS, ROOT, coreq, done, ok, read_expect, require_corpus, skip
+from waits_common import read_oracle
 
 CLICKHOUSE = shutil.which("clickhouse-server") or "/usr/sbin/clickhouse-server"
 CLIENT = shutil.which("clickhouse-client")
@@ -118,20 +119,6 @@ class Server:
 TABLES = {"core": "cores", "thread": "threads", "stack": "stacks", "bucket": "buckets",
           "wait": "waits"}
 HUNG = ["deadlock-abba.O0", "deadlock-abba.O2", "deadlock-cycle3.O0", "deadlock-chain.O2"]
-
-
-def read_oracle(path):
-    """corpus/deadlock.c's oracle: who holds which mutex, who waits on which."""
-    o = {"holds": {}, "waits": {}, "verdict": None}
-    for line in open(path):
-        f = line.split()
-        if f[0] == "holds":
-            o["holds"][int(f[3], 16)] = int(f[1])
-        elif f[0] == "waits":
-            o["waits"][int(f[1])] = (f[2], int(f[3], 16))
-        elif f[0] == "verdict":
-            o["verdict"] = f[1]
-    return o
 
 
 def hung_check(server, tmp):

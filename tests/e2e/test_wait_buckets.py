@@ -36,6 +36,7 @@ import sqlite3
 import tempfile
 
 from coreq_test import CORPUS, coreq, done, ok
+from waits_common import read_oracle
 
 CASES = {  # shape: (kind, signature prefix, frames the signature must name)
     "abba": ("deadlock", "deadlock: " + " | ".join(["mutex take"] * 2), None),
@@ -45,19 +46,6 @@ CASES = {  # shape: (kind, signature prefix, frames the signature must name)
 }
 CXX = {"deadlock_cxx-abba": "deadlock: mutex lock_ab | mutex lock_ba"}
 VARIANTS = ["O0", "O2"]
-
-
-def read_oracle(path):
-    o = {"holds": {}, "waits": {}, "verdict": None}
-    for line in open(path):
-        f = line.split()
-        if f[0] == "holds":
-            o["holds"][int(f[3], 16)] = int(f[1])
-        elif f[0] == "waits":
-            o["waits"][int(f[1])] = (f[2], int(f[3], 16))
-        elif f[0] == "verdict":
-            o["verdict"] = f[1]
-    return o
 
 
 def js(r):

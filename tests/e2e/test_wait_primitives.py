@@ -34,39 +34,12 @@ import subprocess
 import tempfile
 
 from coreq_test import CORPUS, coreq, coreq_json, done, ok, read_expect, sanitizer_report
+from waits_common import ingest, read_oracle
 
 SHAPES = ["pi", "robust", "join", "condvar"]
 VARIANTS = ["O0", "O2"]
 TID_MASK = 0x3FFFFFFF
 INCONSISTENT = 0x7FFFFFFF
-
-
-def read_oracle(path):
-    o = {"threads": {}, "holds": {}, "waits": {}, "blocked": {}, "joins": {}, "pthread": {},
-         "died": {}, "pi": set(), "robust": set(), "exited": set(), "verdict": None}
-    for line in open(path):
-        f = line.split()
-        if f[0] == "thread":
-            o["threads"][int(f[1])] = f[2]
-        elif f[0] == "holds":
-            o["holds"][int(f[3], 16)] = int(f[1])
-        elif f[0] == "waits":
-            o["waits"][int(f[1])] = (f[2], int(f[3], 16))
-        elif f[0] == "blocked":
-            o["blocked"][int(f[1])] = f[2]
-        elif f[0] == "joins":
-            o["joins"][int(f[1])] = int(f[2])
-        elif f[0] == "pthread":
-            o["pthread"][int(f[1])] = int(f[2], 16)
-        elif f[0] == "died":
-            o["died"][int(f[1], 16)] = int(f[2])
-        elif f[0] in ("pi", "robust"):
-            o[f[0]].add(int(f[1], 16))
-        elif f[0] == "exited":
-            o["exited"].add(int(f[1]))
-        elif f[0] == "verdict":
-            o["verdict"] = f[1:]
-    return o
 
 
 def gdb_values(exe, core, exprs):
@@ -90,7 +63,7 @@ def expected_edges(o):
 
 def check_case(name, d, join_objects):
     core = os.path.join(d, "core")
-    o = read_oracle(os.path.join(d, "oracle"))
+    o = read_oracle(os.path.join(d, "oracle"), verdict_words=True)
     exe = read_expect(os.path.join(d, "expect"))["exe"]
     j, r = coreq_json("stack", core, "--format", "json", "--no-cache")
     ok(not sanitizer_report(r.stderr), f"{name}: no sanitizer report", r.stderr)
@@ -182,7 +155,7 @@ def main():
                 cases[name] = d
     oracles = {}
     for name, d in sorted(cases.items()):
-        o = read_oracle(os.path.join(d, "oracle"))
+        o = read_oracle(os.path.join(d, "oracle"), verdict_words=True)
         exe = read_expect(os.path.join(d, "expect"))["exe"]
         join_objects = {}
         for tid, pt in o["pthread"].items():
@@ -196,13 +169,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="coreq-wait-primitives-")
     db = os.path.join(tmp, "w.db")
     names = sorted(cases)
-    r = coreq("ingest", "--db", db, "--no-cache", "--format", "json",
-              *[os.path.join(cases[n], "core") for n in names], timeout=600)
+    r, results = ingest(db, [cases[n] for n in names])
     ok(r.returncode == 0, "every core is ingested", r.stderr[-500:])
-    try:
-        results = json.loads(r.stdout).get("results", [])
-    except ValueError:
-        results = []
     by = dict(zip(names, results)) if len(results) == len(names) else {}
     pi = [by.get(f"deadlock-pi.{v}", {}) for v in VARIANTS]
     ok(all((x.get("signature") or "").startswith("deadlock: ") for x in pi)

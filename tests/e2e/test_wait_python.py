@@ -32,25 +32,9 @@ import subprocess
 import tempfile
 
 from coreq_test import CORPUS, coreq, coreq_json, done, ok, read_expect, sanitizer_report
+from waits_common import read_oracle
 
 CASES = ["real-python3-deadlock", "real-python3-deadlock-with"]
-
-
-def read_oracle(path):
-    o = {"threads": {}, "locks": {}, "holds": {}, "waits": {}, "verdict": None}
-    for line in open(path):
-        f = line.split()
-        if f[0] == "thread":
-            o["threads"][int(f[1])] = f[2]
-        elif f[0] == "lock":
-            o["locks"][f[1]] = int(f[2], 16)
-        elif f[0] == "holds":
-            o["holds"][int(f[3], 16)] = int(f[1])
-        elif f[0] == "waits":
-            o["waits"][int(f[1])] = (f[2], int(f[3], 16))
-        elif f[0] == "verdict":
-            o["verdict"] = f[1]
-    return o
 
 
 def check(CASE):

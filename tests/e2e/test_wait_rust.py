@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 
 from coreq_test import CORPUS, ROOT, coreq, coreq_json, done, ok, read_expect, sanitizer_report, skip
+from waits_common import ingest
 
 VARIANTS = ["O0", "O2"]
 
@@ -97,13 +98,8 @@ def buckets(dirs):
     """O0 and O2 ingested into one store: one deadlock bucket; the export's waits."""
     tmp = tempfile.mkdtemp(prefix="coreq-wait-rust-")
     db = os.path.join(tmp, "r.db")
-    r = coreq("ingest", "--db", db, "--no-cache", "--format", "json",
-              *[os.path.join(d, "core") for d in dirs], timeout=600)
+    r, res = ingest(db, dirs)
     ok(r.returncode == 0, "rust_deadlock: both cores ingested", r.stderr[-500:])
-    try:
-        res = json.loads(r.stdout).get("results", [])
-    except ValueError:
-        res = []
     ok(len(res) == len(dirs) and all((x.get("signature") or "").startswith("deadlock: ") for x in res)
        and len({x.get("bucket_id") for x in res}) == 1 and res[0].get("bucket_id") is not None,
        "rust_deadlock: O0 and O2 are one deadlock bucket", [x.get("signature") for x in res])

@@ -28,26 +28,10 @@ import re
 import subprocess
 
 from coreq_test import CORPUS, coreq, coreq_json, done, ok, read_expect, sanitizer_report
+from waits_common import read_oracle
 
 SHAPES = ["abba", "cycle3", "chain", "recursive", "rwlock"]
 VARIANTS = ["O0", "O2"]
-
-
-def read_oracle(path):
-    o = {"threads": {}, "holds": {}, "waits": {}, "blocked": {}, "verdict": None}
-    for line in open(path):
-        f = line.split()
-        if f[0] == "thread":
-            o["threads"][int(f[1])] = f[2]
-        elif f[0] == "holds":
-            o["holds"][int(f[3], 16)] = (int(f[1]), f[2], int(f[4]))
-        elif f[0] == "waits":
-            o["waits"][int(f[1])] = (f[2], int(f[3], 16))
-        elif f[0] == "blocked":
-            o["blocked"][int(f[1])] = f[2]
-        elif f[0] == "verdict":
-            o["verdict"] = f[1:]
-    return o
 
 
 def gdb_print(exe, core, exprs):
@@ -60,7 +44,7 @@ def gdb_print(exe, core, exprs):
 
 def check_case(name, d):
     core = os.path.join(d, "core")
-    o = read_oracle(os.path.join(d, "oracle"))
+    o = read_oracle(os.path.join(d, "oracle"), holds_detail=True, verdict_words=True)
     exe = read_expect(os.path.join(d, "expect"))["exe"]
     j, r = coreq_json("stack", core, "--format", "json", "--no-cache")
     ok(not sanitizer_report(r.stderr), f"{name}: no sanitizer report", r.stderr)

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "blob_damage.h"
+
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
 #include "unwind/async/tokio_index.h"
@@ -126,12 +128,6 @@ static struct cq_rust_index *sample(void)
 	ix->monos[2] = (struct cq_rust_mono){.lo = 0x3040, .hi = 0x3080, .future = 1};
 	ix->nmonos = 3;
 	return ix;
-}
-
-static void reseal(uint8_t *b, size_t len)
-{
-	uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), b, (uInt)(len - 4));
-	memcpy(b + len - 4, &crc, 4);
 }
 
 static void test_round_trip(void **state)
@@ -246,25 +242,7 @@ static void test_damage_is_rejected(void **state)
 	uint8_t *blob = cq_rust_index_blob_encode(ix, &len);
 	cq_rust_index_free(ix);
 	uint8_t *b = malloc(len);
-	for (size_t cut = 0; cut < len; cut++) {
-		memcpy(b, blob, cut);
-		assert_false(accepted(b, cut)); /* the CRC no longer matches */
-		if (cut >= 4) {
-			reseal(b, cut);
-			assert_false(accepted(b, cut)); /* behind a right CRC: too short */
-		}
-	}
-	for (size_t i = 0; i + 4 < len; i++) {
-		memcpy(b, blob, len);
-		b[i] ^= 0x01;
-		assert_false(accepted(b, len));
-		reseal(b, len);
-		(void)accepted(b, len); /* any outcome but a crash or a leak */
-		memcpy(b, blob, len);
-		b[i] = 0xff;
-		reseal(b, len);
-		(void)accepted(b, len);
-	}
+	damage_every_byte(blob, len, accepted);
 	/* The vtable's type reference (4 types: 4 is out of range). */
 	memcpy(b, blob, len);
 	size_t off = 0;

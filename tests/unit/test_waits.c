@@ -188,16 +188,41 @@ static void test_hundred_thousand_in_one_cycle(void **state)
 	free(owner);
 }
 
-/* NT_PRSTATUS of a thread in futex(rdi) interrupted by the fatal signal. */
-static void futex_thread(struct core_writer *cw, int32_t tid, uint64_t futex)
+/*
+ * NT_PRSTATUS of a thread in system call nr (202 futex: arg0, rdi, its word)
+ * interrupted by the fatal signal, with rsp sp and rbx set.
+ */
+static void thread_regs(struct core_writer *cw, int32_t tid, uint64_t nr, uint64_t arg0,
+                        uint64_t sp, uint64_t rbx)
 {
 	uint8_t d[336] = {0};
 	cw_put(d + 32, (uint64_t)(uint32_t)tid, 4);
+	cw_put(d + 112 + 8 * 5, rbx, 8);
 	cw_put(d + 112 + 8 * 10, (uint64_t)-512, 8); /* rax: -ERESTARTSYS */
-	cw_put(d + 112 + 8 * 14, futex, 8);          /* rdi */
-	cw_put(d + 112 + 8 * 15, 202, 8);            /* orig_rax: futex */
+	cw_put(d + 112 + 8 * 14, arg0, 8);           /* rdi */
+	cw_put(d + 112 + 8 * 15, nr, 8);             /* orig_rax */
 	cw_put(d + 112 + 8 * 16, 0x401000, 8);       /* rip */
+	cw_put(d + 112 + 8 * 19, sp, 8);             /* rsp */
 	cw_note(cw, "CORE", NT_PRSTATUS, d, sizeof(d));
+}
+
+/* A thread in futex(futex) with stack pointer sp. */
+static void futex_thread(struct core_writer *cw, int32_t tid, uint64_t futex, uint64_t sp)
+{
+	thread_regs(cw, tid, 202, futex, sp, 0);
+}
+
+/* Writes cw's core to /tmp/cq_test_waitsNAME.PID (and frees cw) and opens it. */
+static struct cq_core *open_written(struct core_writer *cw, const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/cq_test_waits%s.%d", name, (int)getpid());
+	assert_int_equal(cw_write(cw, path, 0), 0);
+	free(cw);
+	struct cq_core *core;
+	assert_null(cq_core_open(path, NULL, &core));
+	unlink(path);
+	return core;
 }
 
 static void test_find_on_a_core(void **state)
@@ -217,19 +242,13 @@ static void test_find_on_a_core(void **state)
 	cw_put(mem + 0x90, 0x7fff0000, 4);
 	struct core_writer *cw = calloc(1, sizeof(*cw));
 	assert_non_null(cw);
-	futex_thread(cw, 10, 0x10000);    /* owner not in the core */
-	futex_thread(cw, 11, 0xdead0000); /* unmapped futex word */
-	futex_thread(cw, 12, 0x10040);    /* held by 11 */
-	futex_thread(cw, 13, 0x10000);    /* no stack: a bare futex wait */
-	futex_thread(cw, 14, 0x10080);    /* a damaged mutex */
+	futex_thread(cw, 10, 0x10000, 0);    /* owner not in the core */
+	futex_thread(cw, 11, 0xdead0000, 0); /* unmapped futex word */
+	futex_thread(cw, 12, 0x10040, 0);    /* held by 11 */
+	futex_thread(cw, 13, 0x10000, 0);    /* no stack: a bare futex wait */
+	futex_thread(cw, 14, 0x10080, 0);    /* a damaged mutex */
 	cw_load(cw, 0x10000, mem, sizeof(mem), PF_R | PF_W);
-	char path[64];
-	snprintf(path, sizeof(path), "/tmp/cq_test_waits.%d", (int)getpid());
-	assert_int_equal(cw_write(cw, path, 0), 0);
-	free(cw);
-	struct cq_core *core;
-	assert_null(cq_core_open(path, NULL, &core));
-	unlink(path);
+	struct cq_core *core = open_written(cw, "");
 	assert_int_equal(core->nthreads, 5);
 
 	struct cq_stack_frame lock_frame = {.function = "__GI___lll_lock_wait"};
@@ -261,19 +280,6 @@ static void test_find_on_a_core(void **state)
 	cq_core_close(core);
 }
 
-/* Like futex_thread, with the stack pointer set. */
-static void futex_thread_sp(struct core_writer *cw, int32_t tid, uint64_t futex, uint64_t sp)
-{
-	uint8_t d[336] = {0};
-	cw_put(d + 32, (uint64_t)(uint32_t)tid, 4);
-	cw_put(d + 112 + 8 * 10, (uint64_t)-512, 8);
-	cw_put(d + 112 + 8 * 14, futex, 8);
-	cw_put(d + 112 + 8 * 15, 202, 8);
-	cw_put(d + 112 + 8 * 16, 0x401000, 8);
-	cw_put(d + 112 + 8 * 19, sp, 8); /* rsp */
-	cw_note(cw, "CORE", NT_PRSTATUS, d, sizeof(d));
-}
-
 static void test_pi_refused_rust_semaphore(void **state)
 {
 	(void)state;
@@ -295,19 +301,13 @@ static void test_pi_refused_rust_semaphore(void **state)
 	cw_put(mem + 0x100, 2, 4);
 	struct core_writer *cw = calloc(1, sizeof(*cw));
 	assert_non_null(cw);
-	futex_thread_sp(cw, 20, 0x20210, 0x20200);
-	futex_thread_sp(cw, 21, 0x20040, 0x20400); /* FUTEX_LOCK_PI on M2 */
-	futex_thread_sp(cw, 22, 0x20610, 0x20600);
-	futex_thread_sp(cw, 23, 0x20100, 0x20700);
-	futex_thread_sp(cw, 24, 0x20140, 0x20780);
+	futex_thread(cw, 20, 0x20210, 0x20200);
+	futex_thread(cw, 21, 0x20040, 0x20400); /* FUTEX_LOCK_PI on M2 */
+	futex_thread(cw, 22, 0x20610, 0x20600);
+	futex_thread(cw, 23, 0x20100, 0x20700);
+	futex_thread(cw, 24, 0x20140, 0x20780);
 	cw_load(cw, 0x20000, mem, sizeof(mem), PF_R | PF_W);
-	char path[64];
-	snprintf(path, sizeof(path), "/tmp/cq_test_waits_pi.%d", (int)getpid());
-	assert_int_equal(cw_write(cw, path, 0), 0);
-	free(cw);
-	struct cq_core *core;
-	assert_null(cq_core_open(path, NULL, &core));
-	unlink(path);
+	struct cq_core *core = open_written(cw, "_pi");
 	assert_int_equal(core->nthreads, 5);
 
 	struct cq_stack_frame lock = {.function = "__pthread_mutex_lock_full"};
@@ -350,21 +350,6 @@ static void test_pi_refused_rust_semaphore(void **state)
 	cq_core_close(core);
 }
 
-/* A thread in system call nr (202 futex: arg0 its word) with rsp sp and rbx set. */
-static void thread_regs(struct core_writer *cw, int32_t tid, uint64_t nr, uint64_t arg0,
-                        uint64_t sp, uint64_t rbx)
-{
-	uint8_t d[336] = {0};
-	cw_put(d + 32, (uint64_t)(uint32_t)tid, 4);
-	cw_put(d + 112 + 8 * 5, rbx, 8);
-	cw_put(d + 112 + 8 * 10, (uint64_t)-512, 8);
-	cw_put(d + 112 + 8 * 14, arg0, 8);
-	cw_put(d + 112 + 8 * 15, nr, 8);
-	cw_put(d + 112 + 8 * 16, 0x401000, 8);
-	cw_put(d + 112 + 8 * 19, sp, 8); /* rsp */
-	cw_note(cw, "CORE", NT_PRSTATUS, d, sizeof(d));
-}
-
 static void test_inferred_rust_owner(void **state)
 {
 	(void)state;
@@ -396,13 +381,7 @@ static void test_inferred_rust_owner(void **state)
 	for (int i = 0; i < 3; i++)
 		cw_load(cw, 0x40000 + 0x1000 * (uint64_t)i, stacks[i], sizeof(stacks[i]),
 		        PF_R | PF_W);
-	char path[64];
-	snprintf(path, sizeof(path), "/tmp/cq_test_waits_infer.%d", (int)getpid());
-	assert_int_equal(cw_write(cw, path, 0), 0);
-	free(cw);
-	struct cq_core *core;
-	assert_null(cq_core_open(path, NULL, &core));
-	unlink(path);
+	struct cq_core *core = open_written(cw, "_infer");
 	assert_int_equal(core->nthreads, 9);
 	struct cq_stack_frame rust = {.function =
 	                                  "<std::sys::sync::mutex::futex::Mutex>::lock_contended"};
