@@ -64,15 +64,15 @@ static void field(const char *line, const char *key, char *out, size_t cap)
 }
 
 struct records {
-	size_t n[4]; /* core, thread, stack, bucket */
+	size_t n[5]; /* core, thread, stack, bucket, wait */
 	char keys[64][128];
 	size_t nkeys;
 };
 
 static size_t type_index(const char *type)
 {
-	static const char *const types[] = {"core", "thread", "stack", "bucket"};
-	for (size_t i = 0; i < 4; i++)
+	static const char *const types[] = {"core", "thread", "stack", "bucket", "wait"};
+	for (size_t i = 0; i < 5; i++)
 		if (strcmp(type, types[i]) == 0)
 			return i;
 	fail_msg("unknown record type \"%s\"", type);
@@ -102,6 +102,11 @@ static void records(char *text, struct records *r)
 			field(line, "idx", c, sizeof(c));
 			snprintf(key, 128, "thread %s %s %s", a, b, c);
 			break;
+		case 4:
+			field(line, "core", a, sizeof(a));
+			field(line, "idx", c, sizeof(c));
+			snprintf(key, 128, "wait %s %s", a, c);
+			break;
 		default:
 			field(line, "hash", a, sizeof(a));
 			assert_int_equal(strlen(a), 16);
@@ -120,11 +125,15 @@ static void test_records_and_keys(void **state)
 	struct cq_export_options o = {.host = "testhost"};
 	struct cq_export_result r;
 	char *one = export(x, &o, &r);
-	/* 6 cores; threads 1+1+1+9+1+1; stacks: 13 (site g's two cores share one); buckets 4. */
+	/*
+	 * 6 cores; threads 1+1+1+9+1+1; stacks: 13 (site g's two cores share one); buckets 4;
+	 * waits: threads8's eight workers, each blocked in pthread_cond_wait.
+	 */
 	assert_int_equal(r.cores, 6);
 	assert_int_equal(r.threads, 14);
 	assert_int_equal(r.stacks, 13);
 	assert_int_equal(r.buckets, 4);
+	assert_int_equal(r.waits, 8);
 	assert_int_equal(r.last_id, x->f.idg4);
 	/* The same database again: the same records, byte for byte, so the same keys. */
 	struct cq_export_result r2;
@@ -136,6 +145,7 @@ static void test_records_and_keys(void **state)
 	assert_int_equal(rec.n[1], 14);
 	assert_int_equal(rec.n[2], 13);
 	assert_int_equal(rec.n[3], 4);
+	assert_int_equal(rec.n[4], 8);
 	free(one);
 	free(two);
 }
