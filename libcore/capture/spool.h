@@ -48,7 +48,8 @@ struct cq_spool_raw {
 
 /*
  * Reads a core from in_fd and stores at most limit bytes of it (0: no limit),
- * zstd-compressed through libarchive, as dir/<systemd-style name>.zst: a
+ * as seekable zstd (libzstd: independent checksummed frames of
+ * CQ_ZSEEK_WRITE_FRAME bytes and a seek table), as dir/<systemd-style name>.zst: a
  * hidden temporary file renamed into place (never over an existing file),
  * fsynced, with c's xattrs.  On error nothing is left in dir.  raw (may be
  * NULL) keeps the raw copy described above.

@@ -9,10 +9,10 @@
  *   2. a placeholder row (status "pending") records it in the database;
  *   3. a child process (libcore/capture/sandbox.h) analyses and ingests it
  *      exactly as `coreq ingest FILE` would, under a time and memory budget
- *      and as the crashed process's account.  The child reads the raw copy
- *      kept in memory while step 1 compresses, so the analysis overlaps the
- *      compression and nothing is decompressed again; it writes nothing to
- *      the database before steps 1 and 2 are done;
+ *      and as the crashed process's account.  The child reads the stored
+ *      seekable file frame by frame once step 1 is done (or, with
+ *      raw_memory, a raw copy kept in memory while step 1 compresses); it
+ *      writes nothing to the database before steps 1 and 2 are done;
  *   4. if the child fails or runs out of budget, the row says "failed" and
  *      why; a later `coreq ingest` of the stored file can complete it.
  * At most max_analyses hooks analyse at once (lock files in the store); the
@@ -46,7 +46,7 @@ struct cq_hook_options {
 };
 
 /* Defaults: 32 GiB stored, 1 GiB kept free, a 2 GiB and 120 s budget, one
- * analysis per CPU, half of MemAvailable for the raw copy, standard input. */
+ * analysis per CPU, no raw copy (the stored file is analysed), standard input. */
 void cq_hook_options_init(struct cq_hook_options *o);
 
 struct cq_hook_result {
