@@ -46,6 +46,12 @@ static volatile int zero;
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "wait";
+	/* A shell starting us in the background (nohup ... &) ignores SIGQUIT and
+	 * SIGINT, and that is inherited: the signals this test sends must kill. */
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGSEGV, SIG_DFL);
+	signal(SIGABRT, SIG_DFL);
 	if (!strcmp(mode, "wait")) {
 		printf("ready %d\n", getpid());
 		fflush(stdout);
