@@ -206,12 +206,14 @@ fuzz: deps fuzz-build
 corpus:
 	$(MAKE) -C corpus OUT=$(abspath $(BUILD))/corpus
 
+# The builds use every CPU (JOBS); the corpus is built one program at a time.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/layers.ok $(BUILD)/asan/coreq $(UNIT_BINS) $(BUILD)/coreq
-	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq \
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/layers.ok $(BUILD)/asan/coreq $(UNIT_BINS) $(BUILD)/coreq
+	@$(MAKE) --no-print-directory -j$(JOBS) CROSS=aarch64 BUILD=$(A64) $(A64)/coreq \
 		$(patsubst %,$(A64)/asan/tests/%,$(A64_UNIT_SAMPLE))
 	@$(MAKE) --no-print-directory corpus
-	@$(MAKE) --no-print-directory fuzz-build
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-build
 	@tests/run $(BUILD)
 
 # ---- aarch64 and the Debian packages --------------------------------------

@@ -285,26 +285,33 @@ def libdw_sees_no_inlines(thread):
     return bool(by_module)
 
 
-def libdw_inline_blind_pcs(thread):
-    """The pcs of the thread's native frames that coreq shows with no inline
-    frame and where eu-addr2line -i (elfutils, an independent reader of the
-    same DWARF through libdw) finds none either: there, gdb's inline frames
-    are beyond libdw 0.188 (Debian's python3.11, an LTO build, beside libc
-    frames whose inline frames libdw does read)."""
+ADDR2LINE_INLINES = {}  # (module, offset) -> does eu-addr2line -i find an inline frame there
+
+
+def libdw_inline_blind_pcs(thread, wanted):
+    """Of the pcs in wanted (physical frames where gdb shows inline frames),
+    those that coreq shows with no inline frame and where eu-addr2line -i
+    (elfutils, an independent reader of the same DWARF through libdw) finds
+    none either: there, gdb's inline frames are beyond libdw 0.188 (Debian's
+    python3.11, an LTO build, beside libc frames whose inline frames libdw
+    does read).  One eu-addr2line run per module and thread, each address
+    asked once per test."""
     frames = thread["frames"]
     by_module = {}
     for i, f in enumerate(frames):
-        if (f["kind"] == "native" and f.get("module") and f.get("offset") and
+        pc = int(f["pc"], 16)
+        if (pc in wanted and f["kind"] == "native" and f.get("module") and f.get("offset") and
                 (i == 0 or frames[i - 1]["kind"] != "inline" or frames[i - 1]["pc"] != f["pc"])):
-            off = int(f["offset"], 16) - (1 if f["index"] > 0 else 0)
-            by_module.setdefault(f["module"], []).append((hex(off), int(f["pc"], 16)))
+            off = hex(int(f["offset"], 16) - (1 if f["index"] > 0 else 0))
+            by_module.setdefault(f["module"], []).append((off, pc))
     blind = set()
     for module, items in by_module.items():
-        for addr, pc in items:
-            out = subprocess.run(["eu-addr2line", "-i", "-f", "-e", module, addr],
+        ask = sorted({off for off, _ in items if (module, off) not in ADDR2LINE_INLINES})
+        for off in ask:
+            out = subprocess.run(["eu-addr2line", "-i", "-f", "-e", module, off],
                                  capture_output=True, text=True, timeout=120).stdout.splitlines()
-            if len(out) == 2:  # one function and one location: no inline frame
-                blind.add(pc)
+            ADDR2LINE_INLINES[(module, off)] = len(out) != 2  # more than one function: inlines
+        blind |= {pc for off, pc in items if not ADDR2LINE_INLINES[(module, off)]}
     return blind
 
 
@@ -352,7 +359,10 @@ def compare(case, gdb, ours):
         elif any(pc is None for pc, _, _, _ in frames[1:]):
             # Per physical frame: where coreq shows no inline frame and libdw
             # finds none, gdb's inline frames there are compared physically.
-            pcs = libdw_inline_blind_pcs(t)
+            wanted = {pc for k, (pc, _, _, _) in enumerate(frames)
+                      if pc is not None and k + 1 < len(frames) and frames[k + 1][0] is None and
+                      not frames[k + 1][1].startswith("<")}
+            pcs = libdw_inline_blind_pcs(t, wanted) if wanted else set()
             collapsed = collapse_groups(frames, pcs)
             if len(collapsed) != len(frames):
                 print(f"# {name}: thread {tid}: {len(frames) - len(collapsed)} of gdb's inline "
