@@ -42,6 +42,7 @@ char *cq_demangle(const char *name)
 		return NULL;
 	char *out = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 	if (!out && strnlen(name, MAX_UNLIMITED_LEN + 1) <= MAX_UNLIMITED_LEN)
-		out = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_NO_RECURSE_LIMIT);
+		out = cplus_demangle(name,
+		                     DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_NO_RECURSE_LIMIT);
 	return out;
 }

@@ -14,7 +14,9 @@ int main(int argc, char **argv)
 		uint64_t *p = malloc(1 << 20);
 		for (size_t i = 0; i < (1 << 20) / 8; i++) {
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			p[i] = random_fill ? x : (i % 8 == 0 ? x & 0xffff : 0x2020206e6f697473ull + (i & 3));
+			p[i] = random_fill
+			           ? x
+			           : (i % 8 == 0 ? x & 0xffff : 0x2020206e6f697473ull + (i & 3));
 		}
 	}
 	abort();

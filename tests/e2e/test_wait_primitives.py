@@ -12,7 +12,9 @@ from that file and from gdb reading the same core, never from coreq:
   refuses the lock that closes the cycle with EDEADLK; glibc then parks that
   thread for ever on a zero word of its own stack.  coreq must still give
   one deadlock of both threads, each waiting for the mutex the other holds,
-  with exactly one wait marked pi_refused;
+  with exactly the wait marked pi_refused that the kernel refused (the
+  program reads each worker's futex op from /proc before the core, and
+  takes the locks in turn so that only the last one is refused);
 - robust: "dead" takes a robust mutex and exits; "heir" takes it
   (EOWNERDEAD: it owns it, marked inconsistent) and blocks in read();
   "waiter" waits for it: the owner is the heir (gdb: __lock & 0x3fffffff;
@@ -111,8 +113,9 @@ def check_case(name, d, join_objects):
                text.splitlines()[:4])
     if o["pi"]:
         refused = [t for t, w in waits.items() if w.get("pi_refused")]
-        ok(all(waits[t].get("pi") for t in o["waits"]) and len(refused) == 1,
-           f"{name}: both waits are on PI mutexes, one refused by the kernel (EDEADLK)",
+        ok(all(waits[t].get("pi") for t in o["waits"]) and len(o["refused"]) == 1
+           and set(refused) == o["refused"],
+           f"{name}: both waits are on PI mutexes, the one the kernel refused (EDEADLK) marked so",
            [(t, w.get("pi"), w.get("pi_refused"), w.get("futex")) for t, w in waits.items()])
     for addr, dead in o["died"].items():
         ws = [w for w in waits.values() if w["object"] == hex(addr)]

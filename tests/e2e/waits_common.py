@@ -13,10 +13,11 @@ def read_oracle(path, holds_detail=False, verdict_words=False):
     and role, each lock's address, who holds which lock (the holder's tid;
     with holds_detail, (tid, kind, times)), who waits on which, who is
     blocked in what, who joins whom, each pthread_t, the robust mutexes'
-    dead owners, the PI and robust mutexes, the exited threads, and the
+    dead owners, the PI and robust mutexes, the exited threads, the threads
+    whose PI lock the kernel refused, and the
     verdict (its first word; with verdict_words, all its words)."""
     o = {"threads": {}, "locks": {}, "holds": {}, "waits": {}, "blocked": {}, "joins": {},
-         "pthread": {}, "died": {}, "pi": set(), "robust": set(), "exited": set(),
+         "pthread": {}, "died": {}, "pi": set(), "robust": set(), "exited": set(), "refused": set(),
          "verdict": None}
     for line in open(path):
         f = line.split()
@@ -38,8 +39,8 @@ def read_oracle(path, holds_detail=False, verdict_words=False):
             o["died"][int(f[1], 16)] = int(f[2])
         elif f[0] in ("pi", "robust"):
             o[f[0]].add(int(f[1], 16))
-        elif f[0] == "exited":
-            o["exited"].add(int(f[1]))
+        elif f[0] in ("exited", "refused"):
+            o[f[0]].add(int(f[1]))
         elif f[0] == "verdict":
             o["verdict"] = f[1:] if verdict_words else f[1]
     return o

@@ -23,16 +23,38 @@
 
 static const struct cq_cxx_type_row sample[] = {
     /* gcc: _Z….Frame with _Coro_resume_index at 0x22 */
-    {.actor = 0x1000, .actor_end = 0x1400, .destroy = 0x1400, .size = 0x68,
-     .promise_off = 0x10, .promise_size = 0x10, .index_off = 0x22, .max_index = 9},
+    {.actor = 0x1000,
+     .actor_end = 0x1400,
+     .destroy = 0x1400,
+     .size = 0x68,
+     .promise_off = 0x10,
+     .promise_size = 0x10,
+     .index_off = 0x22,
+     .max_index = 9},
     /* clang with __coro_frame_ty: a 3-bit index at bit 0 of byte 0x18c */
-    {.actor = 0x2000, .actor_end = 0x2900, .destroy = 0x2900, .destroy2 = 0x3100,
-     .clang = true, .layout = true, .index_bytes = 1, .index_shift = 0, .index_bits = 3,
-     .size = 0x190, .promise_off = 0x10, .promise_size = 0x78, .index_off = 0x18c,
+    {.actor = 0x2000,
+     .actor_end = 0x2900,
+     .destroy = 0x2900,
+     .destroy2 = 0x3100,
+     .clang = true,
+     .layout = true,
+     .index_bytes = 1,
+     .index_shift = 0,
+     .index_bits = 3,
+     .size = 0x190,
+     .promise_off = 0x10,
+     .promise_size = 0x78,
+     .index_off = 0x18c,
      .max_index = 7},
     /* clang without debug info: the fixed guess */
-    {.actor = 0x4000, .actor_end = 0x4010, .destroy = 0x4100, .clang = true, .size = 16,
-     .promise_off = 16, .promise_size = 8, .max_index = UINT16_MAX},
+    {.actor = 0x4000,
+     .actor_end = 0x4010,
+     .destroy = 0x4100,
+     .clang = true,
+     .size = 16,
+     .promise_off = 16,
+     .promise_size = 8,
+     .max_index = UINT16_MAX},
 };
 #define NSAMPLE (sizeof(sample) / sizeof(sample[0]))
 
@@ -96,19 +118,58 @@ static void rejects(void (*f)(struct cq_cxx_type_row *), size_t which)
 	free(blob);
 }
 
-static void no_actor(struct cq_cxx_type_row *t) { t->actor = 0; }
-static void empty_actor(struct cq_cxx_type_row *t) { t->actor_end = t->actor; }
-static void no_destroy(struct cq_cxx_type_row *t) { t->destroy = 0; }
-static void tiny(struct cq_cxx_type_row *t) { t->size = 8; }
-static void promise_out(struct cq_cxx_type_row *t) { t->promise_off = UINT64_MAX - 4; }
-static void index_out(struct cq_cxx_type_row *t) { t->index_off = t->size - 1; }
-static void gcc_cleanup(struct cq_cxx_type_row *t) { t->destroy2 = 0x5000; }
-static void gcc_layout(struct cq_cxx_type_row *t) { t->layout = true; }
-static void wide_bits(struct cq_cxx_type_row *t) { t->index_bits = 9; }
-static void shifted(struct cq_cxx_type_row *t) { t->index_shift = 6; }
-static void bad_max(struct cq_cxx_type_row *t) { t->max_index = 8; }
-static void big_max(struct cq_cxx_type_row *t) { t->max_index = 70000; }
-static void guess_size(struct cq_cxx_type_row *t) { t->size = 32; }
+static void no_actor(struct cq_cxx_type_row *t)
+{
+	t->actor = 0;
+}
+static void empty_actor(struct cq_cxx_type_row *t)
+{
+	t->actor_end = t->actor;
+}
+static void no_destroy(struct cq_cxx_type_row *t)
+{
+	t->destroy = 0;
+}
+static void tiny(struct cq_cxx_type_row *t)
+{
+	t->size = 8;
+}
+static void promise_out(struct cq_cxx_type_row *t)
+{
+	t->promise_off = UINT64_MAX - 4;
+}
+static void index_out(struct cq_cxx_type_row *t)
+{
+	t->index_off = t->size - 1;
+}
+static void gcc_cleanup(struct cq_cxx_type_row *t)
+{
+	t->destroy2 = 0x5000;
+}
+static void gcc_layout(struct cq_cxx_type_row *t)
+{
+	t->layout = true;
+}
+static void wide_bits(struct cq_cxx_type_row *t)
+{
+	t->index_bits = 9;
+}
+static void shifted(struct cq_cxx_type_row *t)
+{
+	t->index_shift = 6;
+}
+static void bad_max(struct cq_cxx_type_row *t)
+{
+	t->max_index = 8;
+}
+static void big_max(struct cq_cxx_type_row *t)
+{
+	t->max_index = 70000;
+}
+static void guess_size(struct cq_cxx_type_row *t)
+{
+	t->size = 32;
+}
 
 static void test_damage_is_rejected(void **state)
 {
@@ -135,9 +196,9 @@ static void test_damage_is_rejected(void **state)
 	assert_false(accepted(b, len));
 	free(b);
 	free(blob);
-	void (*gcc[])(struct cq_cxx_type_row *) = {no_actor,   empty_actor, no_destroy, tiny,
-	                                           promise_out, index_out,  gcc_cleanup, gcc_layout,
-	                                           big_max};
+	void (*gcc[])(struct cq_cxx_type_row *) = {no_actor,    empty_actor, no_destroy,
+	                                           tiny,        promise_out, index_out,
+	                                           gcc_cleanup, gcc_layout,  big_max};
 	for (size_t i = 0; i < sizeof(gcc) / sizeof(gcc[0]); i++)
 		rejects(gcc[i], 0);
 	void (*clang[])(struct cq_cxx_type_row *) = {wide_bits, shifted, bad_max, index_out};

@@ -83,20 +83,20 @@ static void test_huge_name_refused(void **state)
 /* Boost.Asio 1.74's async_result<…>::initiate coroutine actor (gcc 12, boost_coro.O2g):
  * 1,109 bytes, more components than libiberty's recursion limit allows. */
 static const char boost_actor[] =
-	    "_ZN5boost4asio12async_resultINS0_15use_awaitable_tINS0_9execution12any_executorI"
-	    "JNS3_12context_as_tIRNS0_17execution_contextEEENS3_6detail8blocking7never_tILi0E"
-	    "EENS3_11prefer_onlyINSA_10possibly_tILi0EEEEENSD_INS9_16outstanding_work9tracked"
-	    "_tILi0EEEEENSD_INSH_11untracked_tILi0EEEEENSD_INS9_12relationship6fork_tILi0EEEE"
-	    "ENSD_INSO_14continuation_tILi0EEEEEEEEEEFvNS_6system10error_codeEEE8initiateEPZN"
-	    "S10_8initiateINS0_20basic_waitable_timerINSt6chrono3_V212steady_clockENS0_11wait"
-	    "_traitsIS15_EESV_E19initiate_async_waitEJEEENS0_9awaitableIvSV_EET_SW_DpT0_E544_"
-	    "ZN5boost4asio12async_resultINS0_15use_awaitable_tINS0_9execution12any_executorIJ"
-	    "NS3_12context_as_tIRNS0_17execution_contextEEENS3_6detail8blocking7never_tILi0EE"
-	    "ENS3_11prefer_onlyINSA_10possibly_tILi0EEEEENSD_INS9_16outstanding_work9tracked_"
-	    "tILi0EEEEENSD_INSH_11untracked_tILi0EEEEENSD_INS9_12relationship6fork_tILi0EEEEE"
-	    "NSD_INSO_14continuation_tILi0EEEEEEEEEEFvNS_6system10error_codeEEE8initiateINS0_"
-	    "20basic_waitable_timerINSt6chrono3_V212steady_clockENS0_11wait_traitsIS15_EESV_E"
-	    "19initiate_async_waitEJEEENS0_9awaitableIvSV_EET_SW_DpT0_.Frame.actor";
+    "_ZN5boost4asio12async_resultINS0_15use_awaitable_tINS0_9execution12any_executorI"
+    "JNS3_12context_as_tIRNS0_17execution_contextEEENS3_6detail8blocking7never_tILi0E"
+    "EENS3_11prefer_onlyINSA_10possibly_tILi0EEEEENSD_INS9_16outstanding_work9tracked"
+    "_tILi0EEEEENSD_INSH_11untracked_tILi0EEEEENSD_INS9_12relationship6fork_tILi0EEEE"
+    "ENSD_INSO_14continuation_tILi0EEEEEEEEEEFvNS_6system10error_codeEEE8initiateEPZN"
+    "S10_8initiateINS0_20basic_waitable_timerINSt6chrono3_V212steady_clockENS0_11wait"
+    "_traitsIS15_EESV_E19initiate_async_waitEJEEENS0_9awaitableIvSV_EET_SW_DpT0_E544_"
+    "ZN5boost4asio12async_resultINS0_15use_awaitable_tINS0_9execution12any_executorIJ"
+    "NS3_12context_as_tIRNS0_17execution_contextEEENS3_6detail8blocking7never_tILi0EE"
+    "ENS3_11prefer_onlyINSA_10possibly_tILi0EEEEENSD_INS9_16outstanding_work9tracked_"
+    "tILi0EEEEENSD_INSH_11untracked_tILi0EEEEENSD_INS9_12relationship6fork_tILi0EEEEE"
+    "NSD_INSO_14continuation_tILi0EEEEEEEEEEFvNS_6system10error_codeEEE8initiateINS0_"
+    "20basic_waitable_timerINSt6chrono3_V212steady_clockENS0_11wait_traitsIS15_EESV_E"
+    "19initiate_async_waitEJEEENS0_9awaitableIvSV_EET_SW_DpT0_.Frame.actor";
 
 static void test_past_recursion_limit(void **state)
 {

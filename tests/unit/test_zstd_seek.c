@@ -166,8 +166,8 @@ static void test_max_raw(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip),        cmocka_unit_test(test_checksums_are_skipped),
-	    cmocka_unit_test(test_lies_are_refused),  cmocka_unit_test(test_footer_bounds),
+	    cmocka_unit_test(test_round_trip),       cmocka_unit_test(test_checksums_are_skipped),
+	    cmocka_unit_test(test_lies_are_refused), cmocka_unit_test(test_footer_bounds),
 	    cmocka_unit_test(test_max_raw),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

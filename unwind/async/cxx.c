@@ -198,7 +198,7 @@ struct cxx {
 	size_t held; /* frames never started that another frame holds (not listed) */
 	size_t suspended_frames;
 	double scan_seconds, decode_seconds;
-	double index_seconds; /* coroutine types of every module: cache or DWARF */
+	double index_seconds;  /* coroutine types of every module: cache or DWARF */
 	size_t modules_cached; /* modules whose types came from the cache */
 };
 
@@ -695,21 +695,22 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 		if (!err) {
 			for (size_t i = 0; i < n && !err; i++) {
 				const struct cq_cxx_type_row *r = &rows[i];
-				struct coro_type ct = {.actor = r->actor + mod->bias,
-				                       .actor_end = r->actor_end + mod->bias,
-				                       .destroy = r->destroy + mod->bias,
-				                       .destroy2 = r->destroy2 ? r->destroy2 + mod->bias : 0,
-				                       .clang = r->clang,
-				                       .layout = r->layout,
-				                       .index_bytes = r->index_bytes,
-				                       .index_shift = r->index_shift,
-				                       .index_bits = r->index_bits,
-				                       .size = r->size,
-				                       .promise_off = r->promise_off,
-				                       .promise_size = r->promise_size,
-				                       .index_off = r->index_off,
-				                       .max_index = r->max_index,
-				                       .module = (uint32_t)m};
+				struct coro_type ct = {
+				    .actor = r->actor + mod->bias,
+				    .actor_end = r->actor_end + mod->bias,
+				    .destroy = r->destroy + mod->bias,
+				    .destroy2 = r->destroy2 ? r->destroy2 + mod->bias : 0,
+				    .clang = r->clang,
+				    .layout = r->layout,
+				    .index_bytes = r->index_bytes,
+				    .index_shift = r->index_shift,
+				    .index_bits = r->index_bits,
+				    .size = r->size,
+				    .promise_off = r->promise_off,
+				    .promise_size = r->promise_size,
+				    .index_off = r->index_off,
+				    .max_index = r->max_index,
+				    .module = (uint32_t)m};
 				if (!add_type(x, &ct, cap))
 					err = &cq_error_nomem;
 			}
@@ -732,28 +733,28 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 		return NULL; /* not cached */
 	for (size_t i = 0; i < n; i++) {
 		const struct coro_type *ct = &x->types[first + i];
-		rows[i] = (struct cq_cxx_type_row){
-		    .actor = ct->actor - mod->bias,
-		    .actor_end = ct->actor_end - mod->bias,
-		    .destroy = ct->destroy - mod->bias,
-		    .destroy2 = ct->destroy2 ? ct->destroy2 - mod->bias : 0,
-		    .clang = ct->clang,
-		    .layout = ct->layout,
-		    .index_bytes = ct->index_bytes,
-		    .index_shift = ct->index_shift,
-		    .index_bits = ct->index_bits,
-		    .size = ct->size,
-		    .promise_off = ct->promise_off,
-		    .promise_size = ct->promise_size,
-		    .index_off = ct->index_off,
-		    .max_index = ct->max_index};
+		rows[i] = (struct cq_cxx_type_row){.actor = ct->actor - mod->bias,
+		                                   .actor_end = ct->actor_end - mod->bias,
+		                                   .destroy = ct->destroy - mod->bias,
+		                                   .destroy2 =
+		                                       ct->destroy2 ? ct->destroy2 - mod->bias : 0,
+		                                   .clang = ct->clang,
+		                                   .layout = ct->layout,
+		                                   .index_bytes = ct->index_bytes,
+		                                   .index_shift = ct->index_shift,
+		                                   .index_bits = ct->index_bits,
+		                                   .size = ct->size,
+		                                   .promise_off = ct->promise_off,
+		                                   .promise_size = ct->promise_size,
+		                                   .index_off = ct->index_off,
+		                                   .max_index = ct->max_index};
 	}
 	blob = cq_cxx_types_blob_encode(n ? rows : NULL, n, dwarf, &len);
 	if (n)
 		free(rows);
 	if (blob)
-		t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES, CQ_CXX_TYPES_BLOB_FORMAT, blob,
-		                  len);
+		t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES, CQ_CXX_TYPES_BLOB_FORMAT,
+		                  blob, len);
 	free(blob);
 	return NULL;
 }

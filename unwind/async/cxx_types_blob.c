@@ -78,7 +78,8 @@ struct cq_error *cq_cxx_types_blob_decode(const uint8_t *blob, size_t len,
 	*dwarf = false;
 	struct cq_wire_reader r;
 	if (!cq_wire_open(&r, blob, len))
-		return cq_error_create(CQ_ERR_FORMAT, "C++ coroutine types blob: checksum mismatch");
+		return cq_error_create(CQ_ERR_FORMAT,
+		                       "C++ coroutine types blob: checksum mismatch");
 	uint8_t dw = cq_wire_get_u8(&r);
 	uint32_t count = cq_wire_get_count(&r, ROW_BYTES);
 	if (dw > 1 || count > MAX_ROWS)

@@ -23,13 +23,13 @@
 
 /* One coroutine of a module, as cxx.c reads it (addresses at link time). */
 struct cq_cxx_type_row {
-	uint64_t actor, actor_end;   /* gcc's NAME.Frame.actor, clang's NAME.resume */
-	uint64_t destroy, destroy2;  /* the destroy word(s); destroy2 clang's other one, or 0 */
-	bool clang;                  /* found from clang's symbols */
-	bool layout;                 /* clang: __coro_frame_ty was read */
+	uint64_t actor, actor_end;  /* gcc's NAME.Frame.actor, clang's NAME.resume */
+	uint64_t destroy, destroy2; /* the destroy word(s); destroy2 clang's other one, or 0 */
+	bool clang;                 /* found from clang's symbols */
+	bool layout;                /* clang: __coro_frame_ty was read */
 	uint8_t index_bytes, index_shift, index_bits; /* clang's __coro_index bit-field */
 	uint64_t size, promise_off, promise_size, index_off;
-	uint32_t max_index;          /* highest valid resume index */
+	uint32_t max_index; /* highest valid resume index */
 };
 
 /*

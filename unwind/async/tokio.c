@@ -116,8 +116,8 @@ struct cq_tokio_stats {
 	size_t stale;      /* candidates in no list: freed tasks, blocking tasks, copies */
 	size_t broken;     /* lists whose walk stopped at a bad element */
 	size_t reported;
-	size_t over_limit; /* not added: the suspended stacks were at their bound */
-	size_t block_on;   /* futures driven by block_on, reported */
+	size_t over_limit;        /* not added: the suspended stacks were at their bound */
+	size_t block_on;          /* futures driven by block_on, reported */
 	size_t block_on_scanned;  /* of them, found by value in the driving frames (stack_future) */
 	size_t block_on_rejected; /* driving frames where no one value of F decoded */
 };
