@@ -127,6 +127,20 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	cq_json_string(&j, cf->time[0] ? cf->time : NULL);
 	cq_json_key(&j, "hostname");
 	cq_json_string(&j, cf->hostname);
+	struct cq_source_read rd = cq_source_read(&core->source);
+	cq_json_key(&j, "read");
+	cq_json_object_begin(&j);
+	cq_json_key(&j, "how");
+	cq_json_string(&j, rd.how);
+	cq_json_key(&j, "compression");
+	cq_json_string(&j, rd.compression);
+	cq_json_key(&j, "bytes");
+	cq_json_uint(&j, rd.size);
+	cq_json_key(&j, "held_bytes");
+	cq_json_uint(&j, rd.held);
+	cq_json_key(&j, "second_pass");
+	cq_json_bool(&j, rd.second_pass);
+	cq_json_object_end(&j);
 	cq_json_key(&j, "crashed_stack");
 	cq_json_array_begin(&j);
 	for (size_t i = 0; crashed_stack && i < crashed_stack->nframes; i++)
@@ -179,6 +193,14 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (cf->hostname)
 		printf("hostname:    %s\n", cmd_safe(cf->hostname));
 	printf("arch:        %s\n", arch->name);
+	struct cq_source_read rd = cq_source_read(&core->source);
+	printf("read:        %s", rd.how);
+	if (strcmp(rd.compression, "none") != 0)
+		printf(", %s", rd.compression);
+	if (strcmp(rd.how, "mapped") != 0)
+		printf(", %.1f of %.1f MiB held%s", rd.held / 1048576.0, rd.size / 1048576.0,
+		       rd.second_pass ? " (a page not kept was read: spooled too)" : "");
+	printf("\n");
 	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
 	if (core->siginfo.present) {
 		const struct cq_core_siginfo *si = &core->siginfo;

@@ -24,6 +24,7 @@ struct cq_lazy_map {
 	size_t n;
 	uint64_t budget, resident;
 	bool *present;
+	bool *pinned; /* chunks with pages put: never dropped */
 	size_t *fifo; /* chunks in the order they were filled: a ring of n */
 	size_t fifo_head, fifo_len;
 	uint8_t *scratch;
@@ -115,8 +116,10 @@ static void fill_chunk(struct cq_lazy_map *m, size_t i)
 	memset(m->scratch + len, 0, (size_t)(plen - len));
 	if (!again) {
 		m->present[i] = true;
-		m->fifo[(m->fifo_head + m->fifo_len++) % m->n] = i;
-		m->resident += plen;
+		if (!m->pinned[i]) {
+			m->fifo[(m->fifo_head + m->fifo_len++) % m->n] = i;
+			m->resident += plen;
+		}
 	}
 	/* Counted before the faulting thread is woken, so it sees its own chunk's state. */
 	pthread_mutex_lock(&m->lock);
@@ -203,9 +206,10 @@ struct cq_error *cq_lazy_map_create(uint64_t size, const uint64_t *bound, size_t
 	struct cq_error *err = NULL;
 	m->bound = malloc((n + 1) * sizeof(*m->bound));
 	m->present = calloc(n, sizeof(*m->present));
+	m->pinned = calloc(n, sizeof(*m->pinned));
 	m->fifo = malloc(n * sizeof(*m->fifo));
 	m->scratch = malloc((size_t)largest);
-	if (!m->bound || !m->present || !m->fifo || !m->scratch) {
+	if (!m->bound || !m->present || !m->pinned || !m->fifo || !m->scratch) {
 		err = &cq_error_nomem;
 		goto fail;
 	}
@@ -253,6 +257,28 @@ fail:
 	return err;
 }
 
+struct cq_error *cq_lazy_map_put(struct cq_lazy_map *m, uint64_t off, const uint8_t *src,
+                                 uint64_t len)
+{
+	len = (len + m->page - 1) & ~(uint64_t)(m->page - 1);
+	if (off % m->page || off > m->map_len || len > m->map_len - off)
+		return cq_error_create(CQ_ERR_USAGE, "lazy map: bad range to put");
+	for (size_t i = chunk_of(m, off); i < m->n && m->bound[i] < off + len; i++)
+		m->pinned[i] = true;
+	struct uffdio_copy c = {.dst = (uintptr_t)m->base + off, .src = (uintptr_t)src, .len = len};
+	while (c.len > 0) {
+		c.copy = 0;
+		if (ioctl(m->uffd, UFFDIO_COPY, &c) == 0)
+			break;
+		if (errno != EAGAIN)
+			return cq_error_errno(errno, "userfaultfd: cannot install pages");
+		if (c.copy > 0)
+			c.dst += (uint64_t)c.copy, c.src += (uint64_t)c.copy,
+			    c.len -= (uint64_t)c.copy;
+	}
+	return NULL;
+}
+
 const uint8_t *cq_lazy_map_data(const struct cq_lazy_map *m)
 {
 	return m->base;
@@ -287,6 +313,7 @@ void cq_lazy_map_destroy(struct cq_lazy_map *m)
 	pthread_mutex_destroy(&m->lock);
 	free(m->bound);
 	free(m->present);
+	free(m->pinned);
 	free(m->fifo);
 	free(m->scratch);
 	free(m);

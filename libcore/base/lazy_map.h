@@ -64,6 +64,17 @@ struct cq_lazy_map;
 struct cq_error *cq_lazy_map_create(uint64_t size, const uint64_t *bound, size_t n, uint64_t budget,
                                     cq_lazy_fill_fn fill, void *arg, struct cq_lazy_map **out);
 
+/*
+ * Installs the len bytes at src as the region's bytes at off, now, before
+ * anyone touches them: off is a multiple of the page size, and len is too
+ * unless the range ends at the region's end (src then has len rounded up
+ * to a page).  A chunk with pages put is never dropped: when a page of it
+ * that was not put is touched, the chunk is filled (around the pages put)
+ * and stays, outside the budget.
+ */
+struct cq_error *cq_lazy_map_put(struct cq_lazy_map *m, uint64_t off, const uint8_t *src,
+                                 uint64_t len);
+
 /* The region's first byte. */
 const uint8_t *cq_lazy_map_data(const struct cq_lazy_map *m);
 

@@ -221,7 +221,7 @@ void cq_core_close(struct cq_core *core)
 
 void cq_core_trim(struct cq_core *core)
 {
-	if (core->source.frames)
+	if (core->source.image)
 		return; /* a lazy image keeps its own budget (source.h) */
 	uintptr_t start = (uintptr_t)core->image & ~(uintptr_t)4095;
 	size_t len = core->image_size + ((uintptr_t)core->image - start);
@@ -234,7 +234,7 @@ int cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, i
 	uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)4095;
 	if (p < core->image || p + len > core->image + core->image_size || hi <= lo)
 		return 0;
-	if (core->source.frames && advice == MADV_DONTNEED)
+	if (core->source.image && advice == MADV_DONTNEED)
 		return 0; /* a lazy image drops frames by its own budget (source.h) */
 	return madvise((void *)lo, hi - lo, advice);
 }

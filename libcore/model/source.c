@@ -24,6 +24,7 @@
 #include "libcore/base/lazy_map.h"
 #include "libcore/base/regular_file.h"
 #include "libcore/formats/zstd_seek.h"
+#include "libcore/model/stream_image.h"
 
 static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
 
@@ -56,28 +57,6 @@ static struct cq_error *write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return NULL;
-}
-
-static const char *filter_name(int code)
-{
-	switch (code) {
-	case ARCHIVE_FILTER_NONE:
-		return "none";
-	case ARCHIVE_FILTER_GZIP:
-		return "gzip";
-	case ARCHIVE_FILTER_BZIP2:
-		return "bzip2";
-	case ARCHIVE_FILTER_XZ:
-		return "xz";
-	case ARCHIVE_FILTER_LZMA:
-		return "lzma";
-	case ARCHIVE_FILTER_LZ4:
-		return "lz4";
-	case ARCHIVE_FILTER_ZSTD:
-		return "zstd";
-	default:
-		return "other";
-	}
 }
 
 /*
@@ -162,7 +141,7 @@ static struct cq_error *spool_through_libarchive(int in_fd, uint64_t max_spool, 
 	}
 	out->fd = spool;
 	out->size = total;
-	out->compression = filter_name(ar->filter_code(a, 0));
+	out->compression = cq_stream_filter_name(ar->filter_code(a, 0));
 	out->spooled = 1;
 	spool = -1;
 out:
@@ -341,6 +320,27 @@ out:
 	return err;
 }
 
+/* ---- a one-stream core: read once, the pages the analysis reads kept ---- */
+
+struct cq_source_spool_args {
+	uint64_t max_spool;
+	bool room_too;
+};
+
+/* The stream image's second pass: the whole core into a spool, as a pipe is. */
+static struct cq_error *second_pass(void *arg, int in_fd, uint64_t cap, int *fd, uint64_t *size)
+{
+	const struct cq_source_spool_args *a = arg;
+	struct cq_source tmp = {.fd = -1};
+	(void)cap;
+	struct cq_error *err = spool_through_libarchive(in_fd, a->max_spool, a->room_too, &tmp);
+	if (err)
+		return err;
+	*fd = tmp.fd;
+	*size = tmp.size;
+	return NULL;
+}
+
 struct cq_source_frame_stats cq_source_frame_stats(const struct cq_source *src)
 {
 	struct cq_source_frame_stats s = {0};
@@ -409,7 +409,28 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regul
 			}
 		}
 	}
-	struct cq_error *err = spool_through_libarchive(fd, max_spool, regular_only, out);
+	struct cq_error *err = NULL;
+	if (S_ISREG(st.st_mode) && !from_stdin && !want_fd) {
+		out->stream_args = malloc(sizeof(*out->stream_args));
+		if (!out->stream_args) {
+			close(fd);
+			return &cq_error_nomem;
+		}
+		*out->stream_args = (struct cq_source_spool_args){max_spool, regular_only};
+		err = cq_stream_image_open(fd, max_spool ? max_spool : CQ_SOURCE_DEFAULT_MAX_SPOOL,
+		                           second_pass, out->stream_args, &out->stream);
+		if (!err && out->stream) {
+			close(fd);
+			out->image = cq_stream_image_data(out->stream);
+			out->size = cq_stream_image_size(out->stream);
+			out->compression = cq_stream_image_compression(out->stream);
+			return NULL;
+		}
+		free(out->stream_args);
+		out->stream_args = NULL;
+	}
+	if (!err)
+		err = spool_through_libarchive(fd, max_spool, regular_only, out);
 	if (!from_stdin)
 		close(fd);
 	if (!err && out->size == 0) {
@@ -419,6 +440,25 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regul
 	return err;
 }
 
+struct cq_source_read cq_source_read(const struct cq_source *src)
+{
+	struct cq_source_read r = {.compression = src->compression, .size = src->size};
+	if (src->stream) {
+		struct cq_stream_image_stats st = cq_stream_image_stats(src->stream);
+		r.how = "stream";
+		r.held = st.kept_bytes + st.peak_bytes + st.spool_bytes;
+		r.second_pass = st.second_pass;
+	} else if (src->frames) {
+		r.how = "seekable frames";
+		r.held = cq_source_frame_stats(src).peak_bytes;
+	} else if (src->spooled) {
+		r.how = "spooled";
+		r.held = src->size;
+	} else
+		r.how = "mapped";
+	return r;
+}
+
 void cq_source_close(struct cq_source *src)
 {
 	if (src->fd >= 0)
@@ -426,6 +466,10 @@ void cq_source_close(struct cq_source *src)
 	src->fd = -1;
 	frames_free(src->frames);
 	src->frames = NULL;
+	cq_stream_image_destroy(src->stream);
+	src->stream = NULL;
+	free(src->stream_args);
+	src->stream_args = NULL;
 	src->image = NULL;
 }
 

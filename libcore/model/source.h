@@ -25,15 +25,19 @@
 #include "libcore/base/error.h"
 
 struct cq_source_frames;
+struct cq_stream_image;
+struct cq_source_spool_args;
 
 struct cq_source {
 	int fd;               /* seekable, readable; owned; -1 when image is set */
 	const uint8_t *image; /* a seekable zstd core: its bytes, decompressed on touch */
-	struct cq_source_frames *frames; /* what serves image (source.c) */
-	uint64_t size;                   /* bytes of raw core */
-	const char *compression;         /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
-	int spooled;                     /* fd is a temporary copy */
-	uint64_t cut_at;                 /* nonzero: the stream went on past this cap and was cut */
+	struct cq_source_frames *frames;          /* what serves image (source.c) */
+	struct cq_stream_image *stream;           /* or this: a one-stream core (stream_image.h) */
+	struct cq_source_spool_args *stream_args; /* its second pass's spool limits */
+	uint64_t size;                            /* bytes of raw core */
+	const char *compression; /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
+	int spooled;             /* fd is a temporary copy */
+	uint64_t cut_at;         /* nonzero: the stream went on past this cap and was cut */
 };
 
 /* Decompressed frames of a seekable core kept in memory at once. */
@@ -67,6 +71,18 @@ struct cq_source_frame_stats {
 	uint64_t peak_bytes; /* most decompressed bytes held at once */
 };
 struct cq_source_frame_stats cq_source_frame_stats(const struct cq_source *src);
+
+/* How the core's bytes were read, for a person and for the benchmarks. */
+struct cq_source_read {
+	const char *how;         /* "mapped", "seekable frames", "stream", "spooled" */
+	const char *compression; /* as cq_source.compression */
+	uint64_t size;           /* bytes of raw core */
+	/* bytes decompressed and held at most: kept from a stream (and its second pass's
+	 * chunks and spool), a seekable core's frames, a spool */
+	uint64_t held;
+	bool second_pass; /* a stream: a page not kept was read, so the core was spooled too */
+};
+struct cq_source_read cq_source_read(const struct cq_source *src);
 
 void cq_source_close(struct cq_source *src);
 

@@ -32,9 +32,9 @@
 #include "libcore/db/schema.h"
 #include "libcore/formats/stack_blob.h"
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/model/stream_image.h"
 
-#define BUSY_TIMEOUT_MS       60000
-#define IDENTITY_PREFIX_BYTES (1u << 20)
+#define BUSY_TIMEOUT_MS 60000
 
 struct cq_store {
 	sqlite3 *db;
@@ -110,8 +110,8 @@ static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t len)
 void cq_store_identity(const struct cq_core *core, char out[CQ_STORE_IDENTITY_MAX])
 {
 	uint64_t h = CQ_FNV_OFFSET;
-	size_t prefix = core->image_size < IDENTITY_PREFIX_BYTES ? (size_t)core->image_size
-	                                                         : IDENTITY_PREFIX_BYTES;
+	size_t prefix = core->image_size < CQ_STREAM_KEEP_PREFIX ? (size_t)core->image_size
+	                                                         : CQ_STREAM_KEEP_PREFIX;
 	h = hash_bytes(h, core->image, prefix);
 	size_t phnum;
 	if (elf_getphdrnum(core->elf, &phnum) == 0) {

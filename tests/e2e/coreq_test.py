@@ -52,11 +52,13 @@ def sanitizer_report(stderr):
     return None
 
 
-def coreq(*args, stdin=None, timeout=120, binary=None):
-    """Run coreq; returns CompletedProcess with text stdout/stderr."""
+def coreq(*args, stdin=None, timeout=120, binary=None, env=None):
+    """Run coreq; returns CompletedProcess with text stdout/stderr.  env: variables
+    added to the environment."""
     cmd = [binary or COREQ] + [str(a) for a in args]
     return subprocess.run(cmd, stdin=stdin, capture_output=True, timeout=timeout,
-                          text=True, errors="replace")
+                          text=True, errors="replace",
+                          env=dict(os.environ, **env) if env else None)
 
 
 def coreq_json(*args, **kw):

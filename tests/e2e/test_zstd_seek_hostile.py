@@ -8,7 +8,9 @@ reason` and exit 1, or a partial result with a warning -- never a sanitizer
 report, and within the time and memory of the honest core (bounds below).
 
 Then a 4 GiB core, stored by `coreq hook` (seekable frames), analysed with
-`coreq stack` in a stated memory bound, with the raw core's output."""
+`coreq stack` in a stated memory bound, with the raw core's output; and the
+same core as one zstd frame (systemd-coredump's form), streamed within a
+smaller bound."""
 import json
 import os
 import re
@@ -30,14 +32,21 @@ def no_big_files():
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
 
 
-def run(binary, path, preexec=None, extra=()):
-    """(returncode, stdout normalised, stderr, seconds, peak RSS KiB)."""
+def run(binary, path, preexec=None, extra=(), piped=False):
+    """(returncode, stdout normalised, stderr, seconds, peak RSS KiB); piped: the
+    file arrives on standard input, through a pipe."""
     t = time.monotonic()
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
-        p = subprocess.Popen([binary, "stack", "--format", "json", *extra, path], stdout=fo,
-                             stderr=fe, preexec_fn=preexec)
+        cat = subprocess.Popen(["cat", path], stdout=subprocess.PIPE) if piped else None
+        p = subprocess.Popen([binary, "stack", "--format", "json", *extra, "-" if piped else path],
+                             stdout=fo, stderr=fe, preexec_fn=preexec,
+                             stdin=cat.stdout if cat else None)
+        if cat:
+            cat.stdout.close()
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
+        if cat:
+            cat.wait()
         fo.seek(0)
         fe.seek(0)
         out = fo.read().decode(errors="replace")
@@ -95,8 +104,11 @@ def hostile(tmp, case):
            (rc, err[-300:]))
         single = os.path.join(tmp, "honest-one-frame.zst")
         subprocess.run(["zstd", "-q", "-f", "-o", single, core], check=True)
-        rc, _, _, _, _ = run(COREQ, single, small_files, ("--no-cache",))
-        ok(rc != 0, "the test can fail: a one-frame copy under the same bound is refused", rc)
+        rc, out, err, _, _ = run(COREQ, single, small_files, ("--no-cache",))
+        ok(rc == 0 and out == raw, "a one-frame copy is streamed, not spooled, under the same bound",
+           (rc, err[-300:]))
+        rc, _, _, _, _ = run(COREQ, single, small_files, ("--no-cache",), piped=True)
+        ok(rc != 0, "the test can fail: the one-frame copy piped (so spooled) is refused", rc)
     for name, data in forgeries(frames):
         path = os.path.join(tmp, "lie.zst")
         with open(path, "wb") as f:
@@ -177,11 +189,18 @@ def big_core(tmp):
        err[-500:])
     ok(rss < 192 * 1024, f"`coreq stack` on it peaks at {rss // 1024} MiB (bound 192 MiB), "
        f"with no file over 64 MiB written, in {secs:.2f} s")
-    # The same bounds on a one-frame copy: it must be spooled, so it cannot pass them.
+    # A one-frame copy (systemd-coredump's form) is streamed once, keeping what the
+    # analysis reads (libcore/model/stream_image.c): the same bounds, less the frame budget.
     single = os.path.join(tmp, "single.zst")
     subprocess.run(["zstd", "-q", "-f", "-T0", "-1", "-o", single, core], check=True)
-    rc3, _, _, _, _ = run(COREQ_RELEASE, single, preexec=no_big_files)
-    ok(rc3 != 0, "the test can fail: a one-frame copy under the same file bound is refused", rc3)
+    rc3, out3, err3, secs3, rss3 = run(COREQ_RELEASE, single, preexec=no_big_files)
+    ok(rc3 == 0 and out3 == raw, "the one-frame 4 GiB core gives the raw core's output, streamed",
+       err3[-500:])
+    ok(rss3 < 64 * 1024, f"`coreq stack` on the one-frame copy peaks at {rss3 // 1024} MiB "
+       f"(bound 64 MiB), with no file over 64 MiB written, in {secs3:.2f} s")
+    # The test can fail: piped, the same file must be spooled, so it cannot pass the bounds.
+    rc4, _, _, _, _ = run(COREQ_RELEASE, single, preexec=no_big_files, piped=True)
+    ok(rc4 != 0, "the test can fail: the one-frame copy piped (so spooled) is refused", rc4)
 
 
 def main():

@@ -237,6 +237,37 @@ class Gen:
                 z = z[: self.rng.randrange(1, len(z))]
             self.stack("compressed", self.write(z, "." + {"zstd": "zst", "xz": "xz", "gzip": "gz"}[tool]), core)
 
+    # ---- one-stream cores read through the keep plan (libcore/model/stream_image.c) ----
+    def streams(self):
+        """Damaged cores compressed as one stream and read with the keep plan on
+        (COREQ_STREAM_KEEP_ALL_BELOW=0: small cores too drop what the plan does
+        not keep): program headers, notes, registers and NT_FILE that lie about
+        what to keep, and streams cut short or longer than the headers say."""
+        for i in range(self.n):
+            name, core, data = self.base()
+            d = bytearray(data)
+            kind = self.rng.randrange(6)
+            if kind == 0:  # a program header field
+                p = self.rng.choice(elfcore.phdrs(data))
+                off, fmt = self.rng.choice([(8, "<Q"), (16, "<Q"), (32, "<Q"), (40, "<Q")])
+                struct.pack_into(fmt, d, p["hdr"] + off, self.rng.choice(
+                    [0, 1, 0xffffffffffffffff, 1 << 40, len(data) * 2, self.rng.randrange(1 << 32)]))
+            elif kind in (1, 2):  # a note's bytes: registers (sp, fs_base, ...) or NT_FILE's ranges
+                ns = elfcore.notes(data)
+                n = self.rng.choice([x for x in ns if x["type"] in (elfcore.NT_PRSTATUS, elfcore.NT_FILE)] or ns)
+                d = self.flip(d, n["desc_off"], n["desc_off"] + len(n["desc"]), self.rng.choice([1, 8, 64]))
+            elif kind == 3:  # the raw core cut short
+                d = d[: self.rng.randrange(64, len(d))]
+            elif kind == 4:  # more bytes than the headers account for
+                d += bytes(self.rng.randrange(1, 1 << 16))
+            z = subprocess.run(["zstd", "-c", "-q", "-1"], input=bytes(d), capture_output=True).stdout
+            if kind == 5:  # the stream itself cut short
+                z = z[: self.rng.randrange(1, len(z))]
+            argv = ["stack", "--format", "json", "--no-cache", self.write(z, ".zst")]
+            self.inputs.append(Input("streams", os.path.basename(argv[-1]), argv,
+                                     ["stack", "--format", "json", "--no-cache", core],
+                                     env={"COREQ_STREAM_KEEP_ALL_BELOW": "0"}))
+
     # ---- module files found through --sysroot ------------------------------------------
     def sysroot(self):
         name, core, data = self.bases[0]
@@ -1373,7 +1404,7 @@ class Gen:
                   self.cache_db, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
                   self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.task_vtables,
-                  self.seek_tables):
+                  self.seek_tables, self.streams):
             if not only or g.__name__ in only:
                 g()
         return self.inputs

@@ -1,0 +1,679 @@
+/*
+ * stream_image.c - a one-stream compressed core read once, keeping only
+ * the pages the analysis reads (see stream_image.h).
+ */
+#include "libcore/model/stream_image.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "libcore/base/arch.h"
+#include "libcore/base/archive_api.h"
+#include "libcore/base/bytes.h"
+#include "libcore/base/lazy_map.h"
+
+#define PAGE 4096ull
+#define WINDOW (4ull << 20)     /* bytes decompressed at a time */
+#define CHUNK (2ull << 20)      /* a chunk of the lazy region */
+#define HEAD_MAX (64ull << 20)  /* headers and notes beyond this: spool instead */
+#define SMALL_SEGMENT (1ull << 20)
+#define AROUND (64ull << 10) /* kept on each side of a register's value */
+#define SECOND_BUDGET (128ull << 20)
+
+/* ---- the decompressor: libzstd directly for zstd, libarchive for the rest ---- */
+
+struct reader {
+	int fd;
+	ZSTD_DCtx *z;
+	uint8_t *in;
+	ZSTD_inBuffer ib;
+	bool in_eof, mid_frame;
+	const struct cq_archive_api *ar;
+	struct archive *a;
+	const char *compression;
+};
+
+static bool reader_open(struct reader *r, int fd)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	uint8_t magic[4];
+	if (pread(fd, magic, 4, 0) != 4)
+		return false;
+	if (cq_load_u32(magic) == ZSTD_MAGICNUMBER) {
+		r->z = ZSTD_createDCtx();
+		r->in = malloc(ZSTD_DStreamInSize());
+		r->compression = "zstd";
+		return r->z && r->in;
+	}
+	if (cq_archive_api(&r->ar))
+		return false; /* the spool path says why */
+	if (!(r->a = r->ar->read_new()))
+		return false;
+	r->ar->read_support_filter_all(r->a);
+	r->ar->read_support_format_raw(r->a);
+	struct archive_entry *entry;
+	if (r->ar->read_open_fd(r->a, fd, 1 << 16) != ARCHIVE_OK ||
+	    r->ar->read_next_header(r->a, &entry) != ARCHIVE_OK)
+		return false;
+	r->compression = cq_stream_filter_name(r->ar->filter_code(r->a, 0));
+	return true;
+}
+
+static void reader_close(struct reader *r)
+{
+	ZSTD_freeDCtx(r->z);
+	free(r->in);
+	if (r->a)
+		r->ar->read_free(r->a);
+}
+
+/* Fills dst with up to want bytes; fewer only at the stream's end; -1: a damaged stream. */
+static int64_t reader_read(struct reader *r, uint8_t *dst, size_t want)
+{
+	size_t got = 0;
+	if (!r->z) {
+		while (got < want) {
+			la_ssize_t n = r->ar->read_data(r->a, dst + got, want - got);
+			if (n < 0)
+				return -1;
+			if (n == 0)
+				break;
+			got += (size_t)n;
+		}
+		return (int64_t)got;
+	}
+	ZSTD_outBuffer ob = {dst, want, 0};
+	while (ob.pos < ob.size) {
+		if (r->ib.pos == r->ib.size && !r->in_eof) {
+			ssize_t n = read(r->fd, r->in, ZSTD_DStreamInSize());
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return -1;
+			r->in_eof = n == 0;
+			r->ib = (ZSTD_inBuffer){r->in, (size_t)n, 0};
+		}
+		if (r->ib.pos == r->ib.size && r->in_eof) {
+			if (r->mid_frame)
+				return -1; /* truncated */
+			break;
+		}
+		size_t before = ob.pos;
+		size_t rc = ZSTD_decompressStream(r->z, &ob, &r->ib);
+		if (ZSTD_isError(rc))
+			return -1;
+		r->mid_frame = rc != 0;
+		(void)before;
+	}
+	return (int64_t)ob.pos;
+}
+
+/* ---- the keep plan ---- */
+
+struct range {
+	uint64_t lo, hi; /* file offsets, page-aligned */
+};
+
+struct plan {
+	struct range *v;
+	size_t n, cap;
+};
+
+static bool plan_add(struct plan *p, uint64_t lo, uint64_t hi)
+{
+	lo &= ~(PAGE - 1);
+	hi = (hi + PAGE - 1) & ~(PAGE - 1);
+	if (hi <= lo)
+		return true;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 256;
+		struct range *v = realloc(p->v, cap * sizeof(*v));
+		if (!v)
+			return false;
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = (struct range){lo, hi};
+	return true;
+}
+
+static int compare_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static void plan_merge(struct plan *p)
+{
+	if (p->n == 0)
+		return;
+	qsort(p->v, p->n, sizeof(*p->v), compare_range);
+	size_t w = 0;
+	for (size_t i = 1; i < p->n; i++) {
+		if (p->v[i].lo <= p->v[w].hi) {
+			if (p->v[i].hi > p->v[w].hi)
+				p->v[w].hi = p->v[i].hi;
+		} else
+			p->v[++w] = p->v[i];
+	}
+	p->n = w + 1;
+}
+
+struct head {
+	const uint8_t *b;
+	uint64_t len;
+	const struct cq_arch *arch;
+	Elf64_Ehdr eh;
+};
+
+static bool get_phdr(const struct head *h, size_t i, Elf64_Phdr *ph)
+{
+	memcpy(ph, h->b + h->eh.e_phoff + i * sizeof(*ph), sizeof(*ph));
+	return true;
+}
+
+/* Calls fn on every note of every PT_NOTE segment (all within the head). */
+static bool each_note(const struct head *h,
+                      bool (*fn)(void *arg, uint32_t type, const uint8_t *desc, uint64_t len),
+                      void *arg)
+{
+	for (size_t i = 0; i < h->eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		get_phdr(h, i, &ph);
+		if (ph.p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = h->b + ph.p_offset, *end = p + ph.p_filesz;
+		while (end - p >= 12) {
+			uint32_t namesz = cq_load_u32(p), descsz = cq_load_u32(p + 4),
+			         type = cq_load_u32(p + 8);
+			uint64_t name_len = ((uint64_t)namesz + 3) & ~3ull;
+			uint64_t desc_len = ((uint64_t)descsz + 3) & ~3ull;
+			if (name_len > (uint64_t)(end - p) - 12 ||
+			    desc_len > (uint64_t)(end - p) - 12 - name_len)
+				break;
+			const uint8_t *desc = p + 12 + name_len;
+			if (!fn(arg, type, desc, descsz))
+				return false;
+			p = desc + desc_len;
+		}
+	}
+	return true;
+}
+
+/* Values worth keeping pages around: every register of every thread. */
+struct val {
+	uint64_t v;
+	bool sp;
+};
+
+struct values {
+	const struct head *h;
+	struct val *v;
+	size_t n, cap;
+	struct range *files; /* NT_FILE mappings, by address */
+	size_t nfiles;
+};
+
+static bool values_push(struct values *vs, uint64_t v, bool sp)
+{
+	if (vs->n == vs->cap) {
+		size_t cap = vs->cap ? 2 * vs->cap : 256;
+		struct val *nv = realloc(vs->v, cap * sizeof(*nv));
+		if (!nv)
+			return false;
+		vs->v = nv;
+		vs->cap = cap;
+	}
+	vs->v[vs->n++] = (struct val){v, sp};
+	return true;
+}
+
+static bool collect(void *arg, uint32_t type, const uint8_t *desc, uint64_t len)
+{
+	struct values *vs = arg;
+	const struct cq_arch *a = vs->h->arch;
+	if (type == NT_PRSTATUS && len >= a->prstatus_reg_offset + 8ull * a->prstatus_nregs) {
+		for (unsigned s = 0; s < a->prstatus_nregs; s++)
+			if (!values_push(vs, cq_load_u64(desc + a->prstatus_reg_offset + 8 * s),
+			                 a->prstatus_dwarf[s] == (int8_t)a->sp_reg))
+				return false;
+	} else if (a->tp_source == CQ_ARCH_TP_NOTE && type == a->tp_note_type && len >= 8) {
+		return values_push(vs, cq_load_u64(desc), false);
+	} else if (type == NT_FILE && len >= 16 && !vs->files) {
+		uint64_t count = cq_load_u64(desc);
+		if (count > (len - 16) / 24)
+			return true;
+		vs->files = malloc((count ? count : 1) * sizeof(*vs->files));
+		if (!vs->files)
+			return false;
+		for (uint64_t i = 0; i < count; i++)
+			vs->files[vs->nfiles++] = (struct range){cq_load_u64(desc + 16 + 24 * i),
+			                                         cq_load_u64(desc + 24 + 24 * i)};
+	}
+	return true;
+}
+
+static int compare_val(const void *a, const void *b)
+{
+	const struct val *x = a, *y = b;
+	return (x->v > y->v) - (x->v < y->v);
+}
+
+/* The first of n sorted items (stride bytes apart, a uint64_t first) not below key. */
+static size_t lower_bound(const void *base, size_t n, size_t stride, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t v;
+		memcpy(&v, (const uint8_t *)base + mid * stride, sizeof(v));
+		if (v < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether [lo, hi) meets a mapped file (files sorted by start; they do not overlap). */
+static bool file_backed(const struct values *vs, uint64_t lo, uint64_t hi)
+{
+	size_t i = lower_bound(vs->files, vs->nfiles, sizeof(*vs->files), hi);
+	return i > 0 && vs->files[i - 1].hi > lo;
+}
+
+static uint64_t keep_all_below(void)
+{
+	const char *e = getenv("COREQ_STREAM_KEEP_ALL_BELOW");
+	if (e && *e) {
+		char *end;
+		unsigned long long v = strtoull(e, &end, 10);
+		if (!*end)
+			return v;
+	}
+	return CQ_STREAM_KEEP_ALL_BELOW;
+}
+
+/* The plan for a core whose head (headers and notes) is h and whose bytes end at size. */
+static bool make_plan(const struct head *h, uint64_t size, struct plan *p)
+{
+	if (!plan_add(p, 0, h->len > CQ_STREAM_KEEP_PREFIX ? h->len : CQ_STREAM_KEEP_PREFIX))
+		return false;
+	if (size <= keep_all_below()) {
+		p->n = 0;
+		return plan_add(p, 0, size);
+	}
+	struct values vs = {.h = h};
+	bool ok = each_note(h, collect, &vs);
+	if (ok && vs.n)
+		qsort(vs.v, vs.n, sizeof(*vs.v), compare_val);
+	if (ok && vs.nfiles)
+		qsort(vs.files, vs.nfiles, sizeof(*vs.files), compare_range);
+	for (size_t i = 0; ok && i < h->eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		get_phdr(h, i, &ph);
+		if (ph.p_type != PT_LOAD || ph.p_filesz == 0)
+			continue;
+		uint64_t lo = ph.p_offset, hi = ph.p_offset + ph.p_filesz;
+		uint64_t va = ph.p_vaddr, va_end = ph.p_vaddr + ph.p_filesz;
+		if (ph.p_filesz <= SMALL_SEGMENT || file_backed(&vs, va, ph.p_vaddr + ph.p_memsz)) {
+			ok = plan_add(p, lo, hi);
+			continue;
+		}
+		for (size_t k = lower_bound(vs.v, vs.n, sizeof(*vs.v), va);
+		     ok && k < vs.n && vs.v[k].v < va_end; k++) {
+			uint64_t at = lo + (vs.v[k].v - va);
+			uint64_t from = at - lo > AROUND ? at - AROUND : lo;
+			uint64_t to = vs.v[k].sp ? hi : (hi - at > AROUND ? at + AROUND : hi);
+			ok = plan_add(p, from, to);
+		}
+	}
+	free(vs.v);
+	free(vs.files);
+	if (ok)
+		plan_merge(p);
+	return ok;
+}
+
+/* ---- the image ---- */
+
+struct cq_stream_image {
+	int fd; /* the compressed file, for the second pass */
+	uint64_t cap, size, region;
+	const char *compression;
+	struct cq_lazy_map *map;
+	cq_stream_spool_fn spool;
+	void *spool_arg;
+	int spool_fd; /* the second pass's spool, -1 before */
+	uint64_t spool_size;
+	bool spool_failed;
+	struct reader roll; /* the rolling second decoder */
+	bool rolling, roll_done;
+	uint64_t roll_pos;
+	uint64_t *bound;
+	struct cq_stream_image_stats stats;
+};
+
+/* The rest of the core into a spool, once; false if it cannot be made. */
+static bool spool_once(struct cq_stream_image *s)
+{
+	if (s->spool_fd >= 0 || s->spool_failed)
+		return s->spool_fd >= 0;
+	if (s->rolling) {
+		reader_close(&s->roll);
+		s->rolling = false;
+	}
+	struct cq_error *err = NULL;
+	if (lseek(s->fd, 0, SEEK_SET) != 0 ||
+	    (err = s->spool(s->spool_arg, s->fd, s->cap, &s->spool_fd, &s->spool_size))) {
+		cq_error_free(err);
+		s->spool_fd = -1;
+		s->spool_failed = true;
+	}
+	return s->spool_fd >= 0;
+}
+
+/*
+ * Chunk i (len bytes) from the rolling decoder: a second decompression that
+ * only moves forward, skipping to the chunk asked for.  A heap scan reads in
+ * address order, which is the file's order, so it costs one decompression
+ * and no spool.  False: the chunk is behind the decoder, or the stream fails.
+ */
+static bool roll_to(struct cq_stream_image *s, size_t i, uint8_t *dst, size_t len)
+{
+	uint64_t at = s->bound[i];
+	if (!s->rolling) {
+		if (s->roll_done || lseek(s->fd, 0, SEEK_SET) != 0 || !reader_open(&s->roll, s->fd)) {
+			s->roll_done = true;
+			return false;
+		}
+		s->rolling = true;
+		s->roll_pos = 0;
+	}
+	if (at < s->roll_pos)
+		return false;
+	while (s->roll_pos < at) {
+		size_t want = at - s->roll_pos < len ? (size_t)(at - s->roll_pos) : len;
+		int64_t got = reader_read(&s->roll, dst, want);
+		if (got <= 0)
+			return false;
+		s->roll_pos += (uint64_t)got;
+	}
+	int64_t got = reader_read(&s->roll, dst, len);
+	if (got < 0)
+		return false;
+	memset(dst + got, 0, len - (size_t)got); /* past the core's end */
+	s->roll_pos += (uint64_t)got;
+	return true;
+}
+
+/* A page not kept was touched: the rolling decoder, or else a spool of the whole core. */
+static bool second_fill(void *arg, size_t i, uint8_t *dst, size_t len)
+{
+	struct cq_stream_image *s = arg;
+	__atomic_store_n(&s->stats.second_pass, true, __ATOMIC_RELAXED);
+	if (s->spool_fd < 0 && !s->spool_failed && roll_to(s, i, dst, len)) {
+		__atomic_add_fetch(&s->stats.second_fills, 1, __ATOMIC_RELAXED);
+		return true;
+	}
+	if (!spool_once(s)) {
+		__atomic_add_fetch(&s->stats.bad_chunks, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	uint64_t at = s->bound[i];
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(s->spool_fd, dst + done, len - done, (off_t)(at + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	memset(dst + done, 0, len - done); /* past the core's end */
+	__atomic_add_fetch(&s->stats.second_fills, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Reads more of the stream into *buf (grown) until it holds want bytes; false: it ends first. */
+static bool head_read(struct reader *r, uint8_t **buf, uint64_t *have, uint64_t want)
+{
+	if (want <= *have)
+		return true;
+	if (want > HEAD_MAX)
+		return false;
+	uint8_t *nb = realloc(*buf, (size_t)want);
+	if (!nb)
+		return false;
+	*buf = nb;
+	int64_t got = reader_read(r, nb + *have, (size_t)(want - *have));
+	if (got < 0)
+		return false;
+	*have += (uint64_t)got;
+	return *have == want;
+}
+
+/* Parses the head; *need: bytes of stream the headers and notes take (0: not a core to stream). */
+static bool read_head(struct reader *r, uint8_t **buf, uint64_t *have, struct head *h,
+                      uint64_t *size)
+{
+	if (!head_read(r, buf, have, sizeof(Elf64_Ehdr)))
+		return false;
+	memcpy(&h->eh, *buf, sizeof(h->eh));
+	const Elf64_Ehdr *eh = &h->eh;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_type != ET_CORE ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 || eh->e_phnum == PN_XNUM ||
+	    eh->e_shoff != 0 || !(h->arch = cq_arch_from_machine(eh->e_machine)))
+		return false;
+	uint64_t need = eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr);
+	if (eh->e_phoff > HEAD_MAX || !head_read(r, buf, have, need))
+		return false;
+	h->b = *buf;
+	uint64_t end = need;
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		Elf64_Phdr ph;
+		get_phdr(h, i, &ph);
+		if (ph.p_offset > (1ull << 62) || ph.p_filesz > (1ull << 62))
+			return false;
+		if (ph.p_type == PT_NOTE && ph.p_offset + ph.p_filesz > need)
+			need = ph.p_offset + ph.p_filesz;
+		if (ph.p_offset + ph.p_filesz > end)
+			end = ph.p_offset + ph.p_filesz;
+	}
+	need = (need + PAGE - 1) & ~(PAGE - 1);
+	if (need > end)
+		need = end;
+	if (!head_read(r, buf, have, need))
+		return false;
+	h->b = *buf;
+	h->len = need;
+	*size = end;
+	return true;
+}
+
+/* Installs the kept parts of [at, at + len) from b (page-rounded room), advancing *k over plan. */
+static struct cq_error *keep(struct cq_stream_image *s, const struct plan *p, size_t *k,
+                             uint64_t at, const uint8_t *b, uint64_t len)
+{
+	uint64_t end = at + len, kept = 0;
+	while (*k < p->n && p->v[*k].hi <= at)
+		(*k)++;
+	for (size_t j = *k; j < p->n && p->v[j].lo < end; j++) {
+		uint64_t lo = p->v[j].lo > at ? p->v[j].lo : at;
+		uint64_t hi = p->v[j].hi < end ? p->v[j].hi : end;
+		struct cq_error *err = cq_lazy_map_put(s->map, lo, b + (lo - at), hi - lo);
+		if (err)
+			return err;
+		kept += hi - lo;
+	}
+	s->stats.kept_bytes += kept;
+	s->stats.dropped_bytes += len - kept;
+	return NULL;
+}
+
+struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn spool,
+                                      void *spool_arg, struct cq_stream_image **out)
+{
+	*out = NULL;
+	struct reader r;
+	struct cq_stream_image *s = calloc(1, sizeof(*s));
+	uint8_t *head = NULL, *win = NULL;
+	uint64_t have = 0, size = 0;
+	struct plan plan = {0};
+	struct head h = {0};
+	struct cq_error *err = NULL;
+	bool streamed = false;
+	int in = dup(fd);
+	if (!s || in < 0 || lseek(in, 0, SEEK_SET) != 0) {
+		if (in >= 0)
+			close(in);
+		free(s);
+		return s ? NULL : &cq_error_nomem;
+	}
+	s->fd = in;
+	s->spool_fd = -1;
+	s->cap = cap;
+	s->spool = spool;
+	s->spool_arg = spool_arg;
+	if (!reader_open(&r, in) || !read_head(&r, &head, &have, &h, &size) || size > cap)
+		goto done;
+	s->compression = r.compression;
+	s->region = (size + PAGE - 1) & ~(PAGE - 1);
+	size_t n = (size_t)((s->region + CHUNK - 1) / CHUNK);
+	s->bound = malloc((n + 1) * sizeof(*s->bound));
+	if (!s->bound || !make_plan(&h, size, &plan)) {
+		err = &cq_error_nomem;
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		s->bound[i] = i * CHUNK;
+	s->bound[n] = s->region;
+	struct cq_error *lerr =
+	    cq_lazy_map_create(s->region, s->bound, n, SECOND_BUDGET, second_fill, s, &s->map);
+	if (lerr) {
+		cq_error_free(lerr); /* no userfaultfd: spool */
+		goto done;
+	}
+	/* The head, then the rest window by window. */
+	uint64_t at;
+	uint8_t *hb = realloc(head, (size_t)((h.len + PAGE - 1) & ~(PAGE - 1)));
+	if (!hb) {
+		err = &cq_error_nomem;
+		goto done;
+	}
+	head = hb;
+	size_t k = 0;
+	uint64_t head_len = h.len;
+	memset(head + head_len, 0, (size_t)(((head_len + PAGE - 1) & ~(PAGE - 1)) - head_len));
+	if ((err = keep(s, &plan, &k, 0, head, head_len)))
+		goto done;
+	at = head_len;
+	win = aligned_alloc(PAGE, WINDOW);
+	if (!win) {
+		err = &cq_error_nomem;
+		goto done;
+	}
+	while (at < size) {
+		uint64_t want = size - at < WINDOW ? size - at : WINDOW;
+		int64_t got = reader_read(&r, win, (size_t)want);
+		if (got < 0)
+			goto done; /* damaged: the spool path says how */
+		memset(win + got, 0, (size_t)(((uint64_t)got + PAGE - 1) & ~(PAGE - 1)) - (size_t)got);
+		if ((err = keep(s, &plan, &k, at, win, (uint64_t)got)))
+			goto done;
+		at += (uint64_t)got;
+		if ((uint64_t)got < want)
+			break; /* a truncated core: its size is what came */
+	}
+	if (at == size) {
+		/* More than the headers account for: the spool path keeps it all. */
+		uint8_t extra;
+		int64_t more = reader_read(&r, &extra, 1);
+		if (more != 0)
+			goto done;
+	}
+	s->size = at;
+	streamed = true;
+done:
+	reader_close(&r);
+	free(head);
+	free(win);
+	free(plan.v);
+	if (err || !streamed) {
+		cq_stream_image_destroy(s);
+		lseek(fd, 0, SEEK_SET);
+		return err;
+	}
+	*out = s;
+	return NULL;
+}
+
+const uint8_t *cq_stream_image_data(const struct cq_stream_image *s)
+{
+	return cq_lazy_map_data(s->map);
+}
+
+uint64_t cq_stream_image_size(const struct cq_stream_image *s)
+{
+	return s->size;
+}
+
+const char *cq_stream_image_compression(const struct cq_stream_image *s)
+{
+	return s->compression;
+}
+
+struct cq_stream_image_stats cq_stream_image_stats(struct cq_stream_image *s)
+{
+	struct cq_stream_image_stats st = s->stats;
+	st.second_pass = __atomic_load_n(&s->stats.second_pass, __ATOMIC_RELAXED);
+	st.second_fills = __atomic_load_n(&s->stats.second_fills, __ATOMIC_RELAXED);
+	st.bad_chunks = __atomic_load_n(&s->stats.bad_chunks, __ATOMIC_RELAXED);
+	st.peak_bytes = cq_lazy_map_stats(s->map).peak_bytes;
+	st.spool_bytes = s->spool_fd >= 0 ? s->spool_size : 0;
+	return st;
+}
+
+void cq_stream_image_destroy(struct cq_stream_image *s)
+{
+	if (!s)
+		return;
+	cq_lazy_map_destroy(s->map);
+	if (s->rolling)
+		reader_close(&s->roll);
+	if (s->spool_fd >= 0)
+		close(s->spool_fd);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->bound);
+	free(s);
+}
+
+const char *cq_stream_filter_name(int code)
+{
+	switch (code) {
+	case ARCHIVE_FILTER_NONE:
+		return "none";
+	case ARCHIVE_FILTER_GZIP:
+		return "gzip";
+	case ARCHIVE_FILTER_BZIP2:
+		return "bzip2";
+	case ARCHIVE_FILTER_XZ:
+		return "xz";
+	case ARCHIVE_FILTER_LZMA:
+		return "lzma";
+	case ARCHIVE_FILTER_LZ4:
+		return "lz4";
+	case ARCHIVE_FILTER_ZSTD:
+		return "zstd";
+	default:
+		return "other";
+	}
+}

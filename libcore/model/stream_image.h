@@ -1,0 +1,79 @@
+/*
+ * stream_image.h - a core that arrives as one compressed stream (systemd-
+ * coredump's one-frame .zst; xz, gzip, lz4, bzip2) read once, at the
+ * decompressor's speed, into memory that holds only what the analysis reads.
+ *
+ * An ELF core puts its program headers and notes first, so the threads'
+ * registers, the segments and the mapped files are known before any memory
+ * streams past.  From them a keep plan is made: the headers and notes; every
+ * segment of a mapped file (module headers, .data, .bss); every small
+ * segment; each thread's stack from just below its sp to the segment's end;
+ * the pages around every register's value (a futex word, the struct pthread
+ * at the thread pointer).  Kept pages are installed into a lazy region
+ * (libcore/base/lazy_map.h) as they stream past; the rest is decompressed
+ * and dropped.  A core whose memory is small is kept whole.
+ *
+ * A touch of a dropped page is not an error: the first one runs a second
+ * pass that spools the whole core (the caller's spool function, the same
+ * one a pipe uses) and every page not kept is then served from that spool,
+ * so the analysis always reads the core's true bytes; only its cost depends
+ * on the plan (an async runtime's heap scan reads the heap: such a core
+ * costs the first pass more than before).  The stats say what happened.
+ *
+ * Layer: model.
+ */
+#ifndef CQ_STREAM_IMAGE_H
+#define CQ_STREAM_IMAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "libcore/base/error.h"
+
+/* The core's first bytes, always kept: a core's identity in the store hashes them. */
+#define CQ_STREAM_KEEP_PREFIX (1u << 20)
+
+/* Keep the whole core when its bytes are at most this (COREQ_STREAM_KEEP_ALL_BELOW overrides). */
+#define CQ_STREAM_KEEP_ALL_BELOW (64ull << 20)
+
+/*
+ * The second pass: decompress all of in_fd (positioned at 0) into a new
+ * seekable file of at most cap bytes; *fd and *size describe it.
+ */
+typedef struct cq_error *(*cq_stream_spool_fn)(void *arg, int in_fd, uint64_t cap, int *fd,
+                                               uint64_t *size);
+
+struct cq_stream_image_stats {
+	uint64_t kept_bytes;    /* installed as the stream passed */
+	uint64_t dropped_bytes; /* decompressed and not kept */
+	bool second_pass;       /* a page not kept was read: the core was spooled */
+	uint64_t second_fills;  /* chunks served from that spool */
+	uint64_t bad_chunks;    /* chunks the second pass could not give: read as zeros */
+	uint64_t peak_bytes;    /* most bytes of chunks the second pass held at once */
+	uint64_t spool_bytes;   /* the second pass's spool (0: none was needed) */
+};
+
+struct cq_stream_image;
+
+/*
+ * Streams the compressed regular file fd (not consumed: it is dup'd for
+ * the second pass) when it is a core that can be read so: an ELF64 core
+ * whose headers and notes come first, of at most cap bytes.  Otherwise
+ * *out is NULL, and no error: the caller spools it as before.  An error
+ * is only what stops the open (out of memory).
+ */
+struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn spool,
+                                      void *spool_arg, struct cq_stream_image **out);
+
+const uint8_t *cq_stream_image_data(const struct cq_stream_image *s);
+uint64_t cq_stream_image_size(const struct cq_stream_image *s);
+/* "zstd", "xz", "gzip", ... */
+const char *cq_stream_image_compression(const struct cq_stream_image *s);
+struct cq_stream_image_stats cq_stream_image_stats(struct cq_stream_image *s);
+
+void cq_stream_image_destroy(struct cq_stream_image *s);
+
+/* libarchive's filter code as coreq names it ("zstd", "none", "other"). */
+const char *cq_stream_filter_name(int code);
+
+#endif
