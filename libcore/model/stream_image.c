@@ -17,12 +17,12 @@
 #include "libcore/base/bytes.h"
 #include "libcore/base/lazy_map.h"
 
-#define PAGE 4096ull
-#define WINDOW (4ull << 20)     /* bytes decompressed at a time */
-#define CHUNK (2ull << 20)      /* a chunk of the lazy region */
-#define HEAD_MAX (64ull << 20)  /* headers and notes beyond this: spool instead */
+#define PAGE          4096ull
+#define WINDOW        (4ull << 20)  /* bytes decompressed at a time */
+#define CHUNK         (2ull << 20)  /* a chunk of the lazy region */
+#define HEAD_MAX      (64ull << 20) /* headers and notes beyond this: spool instead */
 #define SMALL_SEGMENT (1ull << 20)
-#define AROUND (64ull << 10) /* kept on each side of a register's value */
+#define AROUND        (64ull << 10) /* kept on each side of a register's value */
 #define SECOND_BUDGET (128ull << 20)
 
 /* ---- the decompressor: libzstd directly for zstd, libarchive for the rest ---- */
@@ -116,16 +116,7 @@ static int64_t reader_read(struct reader *r, uint8_t *dst, size_t want)
 
 /* ---- the keep plan ---- */
 
-struct range {
-	uint64_t lo, hi; /* file offsets, page-aligned */
-};
-
-struct plan {
-	struct range *v;
-	size_t n, cap;
-};
-
-static bool plan_add(struct plan *p, uint64_t lo, uint64_t hi)
+static bool plan_add(struct cq_stream_plan *p, uint64_t lo, uint64_t hi)
 {
 	lo &= ~(PAGE - 1);
 	hi = (hi + PAGE - 1) & ~(PAGE - 1);
@@ -133,23 +124,23 @@ static bool plan_add(struct plan *p, uint64_t lo, uint64_t hi)
 		return true;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 256;
-		struct range *v = realloc(p->v, cap * sizeof(*v));
+		struct cq_stream_range *v = realloc(p->v, cap * sizeof(*v));
 		if (!v)
 			return false;
 		p->v = v;
 		p->cap = cap;
 	}
-	p->v[p->n++] = (struct range){lo, hi};
+	p->v[p->n++] = (struct cq_stream_range){lo, hi};
 	return true;
 }
 
 static int compare_range(const void *a, const void *b)
 {
-	const struct range *x = a, *y = b;
+	const struct cq_stream_range *x = a, *y = b;
 	return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-static void plan_merge(struct plan *p)
+static void plan_merge(struct cq_stream_plan *p)
 {
 	if (p->n == 0)
 		return;
@@ -216,7 +207,7 @@ struct values {
 	const struct head *h;
 	struct val *v;
 	size_t n, cap;
-	struct range *files; /* NT_FILE mappings, by address */
+	struct cq_stream_range *files; /* NT_FILE mappings, by address */
 	size_t nfiles;
 };
 
@@ -253,8 +244,8 @@ static bool collect(void *arg, uint32_t type, const uint8_t *desc, uint64_t len)
 		if (!vs->files)
 			return false;
 		for (uint64_t i = 0; i < count; i++)
-			vs->files[vs->nfiles++] = (struct range){cq_load_u64(desc + 16 + 24 * i),
-			                                         cq_load_u64(desc + 24 + 24 * i)};
+			vs->files[vs->nfiles++] = (struct cq_stream_range){
+			    cq_load_u64(desc + 16 + 24 * i), cq_load_u64(desc + 24 + 24 * i)};
 	}
 	return true;
 }
@@ -288,7 +279,7 @@ static bool file_backed(const struct values *vs, uint64_t lo, uint64_t hi)
 	return i > 0 && vs->files[i - 1].hi > lo;
 }
 
-static uint64_t keep_all_below(void)
+static uint64_t keep_all_below_env(void)
 {
 	const char *e = getenv("COREQ_STREAM_KEEP_ALL_BELOW");
 	if (e && *e) {
@@ -301,11 +292,12 @@ static uint64_t keep_all_below(void)
 }
 
 /* The plan for a core whose head (headers and notes) is h and whose bytes end at size. */
-static bool make_plan(const struct head *h, uint64_t size, struct plan *p)
+static bool make_plan(const struct head *h, uint64_t size, uint64_t keep_all_below,
+                      struct cq_stream_plan *p)
 {
 	if (!plan_add(p, 0, h->len > CQ_STREAM_KEEP_PREFIX ? h->len : CQ_STREAM_KEEP_PREFIX))
 		return false;
-	if (size <= keep_all_below()) {
+	if (size <= keep_all_below) {
 		p->n = 0;
 		return plan_add(p, 0, size);
 	}
@@ -389,7 +381,8 @@ static bool roll_to(struct cq_stream_image *s, size_t i, uint8_t *dst, size_t le
 {
 	uint64_t at = s->bound[i];
 	if (!s->rolling) {
-		if (s->roll_done || lseek(s->fd, 0, SEEK_SET) != 0 || !reader_open(&s->roll, s->fd)) {
+		if (s->roll_done || lseek(s->fd, 0, SEEK_SET) != 0 ||
+		    !reader_open(&s->roll, s->fd)) {
 			s->roll_done = true;
 			return false;
 		}
@@ -459,47 +452,91 @@ static bool head_read(struct reader *r, uint8_t **buf, uint64_t *have, uint64_t 
 	return *have == want;
 }
 
-/* Parses the head; *need: bytes of stream the headers and notes take (0: not a core to stream). */
-static bool read_head(struct reader *r, uint8_t **buf, uint64_t *have, struct head *h,
-                      uint64_t *size)
+/*
+ * Parses the first have bytes of a core: true with *need the bytes its
+ * headers and notes take (more than have: read more and ask again), h set
+ * when they are all there, and *end where its segments end; false when it
+ * is no core this reads as a stream (the spool path then says why).
+ */
+static bool parse_head(const uint8_t *b, uint64_t have, struct head *h, uint64_t *need,
+                       uint64_t *end)
 {
-	if (!head_read(r, buf, have, sizeof(Elf64_Ehdr)))
-		return false;
-	memcpy(&h->eh, *buf, sizeof(h->eh));
+	*need = sizeof(Elf64_Ehdr);
+	if (have < *need)
+		return true;
+	memcpy(&h->eh, b, sizeof(h->eh));
 	const Elf64_Ehdr *eh = &h->eh;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_type != ET_CORE ||
 	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 || eh->e_phnum == PN_XNUM ||
-	    eh->e_shoff != 0 || !(h->arch = cq_arch_from_machine(eh->e_machine)))
+	    eh->e_shoff != 0 || eh->e_phoff > HEAD_MAX ||
+	    !(h->arch = cq_arch_from_machine(eh->e_machine)))
 		return false;
-	uint64_t need = eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr);
-	if (eh->e_phoff > HEAD_MAX || !head_read(r, buf, have, need))
-		return false;
-	h->b = *buf;
-	uint64_t end = need;
+	*need = eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr);
+	if (have < *need)
+		return true;
+	h->b = b;
+	uint64_t notes = *need;
+	*end = *need;
 	for (size_t i = 0; i < eh->e_phnum; i++) {
 		Elf64_Phdr ph;
 		get_phdr(h, i, &ph);
 		if (ph.p_offset > (1ull << 62) || ph.p_filesz > (1ull << 62))
 			return false;
-		if (ph.p_type == PT_NOTE && ph.p_offset + ph.p_filesz > need)
-			need = ph.p_offset + ph.p_filesz;
-		if (ph.p_offset + ph.p_filesz > end)
-			end = ph.p_offset + ph.p_filesz;
+		if (ph.p_type == PT_NOTE && ph.p_offset + ph.p_filesz > notes)
+			notes = ph.p_offset + ph.p_filesz;
+		if (ph.p_offset + ph.p_filesz > *end)
+			*end = ph.p_offset + ph.p_filesz;
 	}
-	need = (need + PAGE - 1) & ~(PAGE - 1);
-	if (need > end)
-		need = end;
-	if (!head_read(r, buf, have, need))
+	notes = (notes + PAGE - 1) & ~(PAGE - 1);
+	*need = notes < *end ? notes : *end;
+	if (*need > HEAD_MAX)
 		return false;
-	h->b = *buf;
-	h->len = need;
-	*size = end;
+	h->len = *need;
 	return true;
 }
 
+/* Reads the stream's headers and notes into *buf; false: no core to stream. */
+static bool read_head(struct reader *r, uint8_t **buf, uint64_t *have, struct head *h,
+                      uint64_t *size)
+{
+	uint64_t need = 0;
+	for (;;) {
+		if (!parse_head(*buf, *have, h, &need, size))
+			return false;
+		if (need <= *have && h->b)
+			return true;
+		if (!head_read(r, buf, have, need))
+			return false;
+		h->b = NULL;
+	}
+}
+
+bool cq_stream_plan_make(const uint8_t *b, uint64_t len, uint64_t keep_all_below,
+                         struct cq_stream_plan *p)
+{
+	struct head h = {0};
+	uint64_t need = 0, end = 0;
+	memset(p, 0, sizeof(*p));
+	if (!parse_head(b, len, &h, &need, &end) || need > len || !h.b)
+		return false;
+	if (!make_plan(&h, end, keep_all_below, p)) {
+		cq_stream_plan_free(p);
+		return false;
+	}
+	p->size = end;
+	p->head_len = h.len;
+	return true;
+}
+
+void cq_stream_plan_free(struct cq_stream_plan *p)
+{
+	free(p->v);
+	memset(p, 0, sizeof(*p));
+}
+
 /* Installs the kept parts of [at, at + len) from b (page-rounded room), advancing *k over plan. */
-static struct cq_error *keep(struct cq_stream_image *s, const struct plan *p, size_t *k,
+static struct cq_error *keep(struct cq_stream_image *s, const struct cq_stream_plan *p, size_t *k,
                              uint64_t at, const uint8_t *b, uint64_t len)
 {
 	uint64_t end = at + len, kept = 0;
@@ -526,7 +563,7 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	struct cq_stream_image *s = calloc(1, sizeof(*s));
 	uint8_t *head = NULL, *win = NULL;
 	uint64_t have = 0, size = 0;
-	struct plan plan = {0};
+	struct cq_stream_plan plan = {0};
 	struct head h = {0};
 	struct cq_error *err = NULL;
 	bool streamed = false;
@@ -548,7 +585,7 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	s->region = (size + PAGE - 1) & ~(PAGE - 1);
 	size_t n = (size_t)((s->region + CHUNK - 1) / CHUNK);
 	s->bound = malloc((n + 1) * sizeof(*s->bound));
-	if (!s->bound || !make_plan(&h, size, &plan)) {
+	if (!s->bound || !make_plan(&h, size, keep_all_below_env(), &plan)) {
 		err = &cq_error_nomem;
 		goto done;
 	}
@@ -585,7 +622,8 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 		int64_t got = reader_read(&r, win, (size_t)want);
 		if (got < 0)
 			goto done; /* damaged: the spool path says how */
-		memset(win + got, 0, (size_t)(((uint64_t)got + PAGE - 1) & ~(PAGE - 1)) - (size_t)got);
+		memset(win + got, 0,
+		       (size_t)(((uint64_t)got + PAGE - 1) & ~(PAGE - 1)) - (size_t)got);
 		if ((err = keep(s, &plan, &k, at, win, (uint64_t)got)))
 			goto done;
 		at += (uint64_t)got;
@@ -605,7 +643,7 @@ done:
 	reader_close(&r);
 	free(head);
 	free(win);
-	free(plan.v);
+	cq_stream_plan_free(&plan);
 	if (err || !streamed) {
 		cq_stream_image_destroy(s);
 		lseek(fd, 0, SEEK_SET);

@@ -26,6 +26,7 @@
 #define CQ_STREAM_IMAGE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "libcore/base/error.h"
@@ -72,6 +73,26 @@ const char *cq_stream_image_compression(const struct cq_stream_image *s);
 struct cq_stream_image_stats cq_stream_image_stats(struct cq_stream_image *s);
 
 void cq_stream_image_destroy(struct cq_stream_image *s);
+
+/* The keep plan: ranges of the core file's offsets, page-aligned, sorted, disjoint. */
+struct cq_stream_range {
+	uint64_t lo, hi;
+};
+struct cq_stream_plan {
+	struct cq_stream_range *v;
+	size_t n, cap;
+	uint64_t size;     /* where the core's segments end */
+	uint64_t head_len; /* bytes its headers and notes take */
+};
+
+/*
+ * The keep plan of a core whose first len bytes are b (they must hold its
+ * headers and notes), keeping it whole when its segments end at most
+ * keep_all_below bytes in.  False: no core to read as a stream, or no memory.
+ */
+bool cq_stream_plan_make(const uint8_t *b, uint64_t len, uint64_t keep_all_below,
+                         struct cq_stream_plan *p);
+void cq_stream_plan_free(struct cq_stream_plan *p);
 
 /* libarchive's filter code as coreq names it ("zstd", "none", "other"). */
 const char *cq_stream_filter_name(int code);

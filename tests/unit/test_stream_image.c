@@ -1,0 +1,218 @@
+/*
+ * test_stream_image.c - the keep plan of a one-stream core, and the image
+ * read from it (libcore/model/stream_image.c, through cq_source_open).
+ *
+ * A hand-built core has a heap (anonymous, 8 MiB), a stack (2 MiB, sp in
+ * its middle), a small segment and a mapped file's segment (NT_FILE).  The
+ * plan must keep the headers and notes and the first MiB, the stack from
+ * just below sp to its end, the small and the file-backed segments whole,
+ * and the pages around a register's value; and drop the rest of the heap
+ * and the stack below sp.  Read through the source, every byte, kept or
+ * not, must be the core's own: a dropped page comes back by a second pass
+ * (forward: the rolling decoder; backward: the spool).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <zstd.h>
+
+#include "core_writer.h"
+#include "libcore/model/source.h"
+#include "libcore/model/stream_image.h"
+
+#define MIB    (1ull << 20)
+#define HEAP   0x10000000ull
+#define SMALL  0x20000000ull
+#define FILEVA 0x30000000ull
+#define STACK  0x7ff000000000ull
+
+struct fixture {
+	char dir[64], core[96], zst[96];
+	uint8_t *heap, *stack, *small, *file;
+	uint8_t *raw;
+	size_t raw_len;
+	uint64_t off[4]; /* file offsets of heap, stack, small, file */
+};
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 7 + seed + (i >> 12));
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *b = malloc(*len);
+	assert_non_null(b);
+	assert_int_equal(fread(b, 1, *len, f), *len);
+	fclose(f);
+	return b;
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/coreq-stream-XXXXXX");
+	if (!mkdtemp(fx->dir))
+		return -1;
+	snprintf(fx->core, sizeof(fx->core), "%s/core", fx->dir);
+	snprintf(fx->zst, sizeof(fx->zst), "%s/core.zst", fx->dir);
+	fx->heap = malloc(8 * MIB);
+	fx->stack = malloc(2 * MIB);
+	fx->small = malloc(64 << 10);
+	fx->file = malloc(4 * MIB);
+	fill(fx->heap, 8 * MIB, 1);
+	fill(fx->stack, 2 * MIB, 2);
+	fill(fx->small, 64 << 10, 3);
+	fill(fx->file, 4 * MIB, 4);
+	struct core_writer *w = calloc(1, sizeof(*w));
+	/* rsp in the stack's middle, fs_base 6 MiB into the heap */
+	cw_prstatus(w, 100, 11, FILEVA + 16, STACK + MIB, HEAP + 6 * MIB);
+	uint8_t nt[16 + 24 + 8] = {0};
+	cw_put(nt, 1, 8);
+	cw_put(nt + 8, 4096, 8);
+	cw_put(nt + 16, FILEVA, 8);
+	cw_put(nt + 24, FILEVA + 4 * MIB, 8);
+	memcpy(nt + 40, "/lib/x", 7);
+	cw_note(w, "CORE", 0x46494c45, nt, sizeof(nt));
+	cw_load(w, HEAP, fx->heap, 8 * MIB, PF_R | PF_W);
+	cw_load(w, SMALL, fx->small, 64 << 10, PF_R | PF_W);
+	cw_load(w, FILEVA, fx->file, 4 * MIB, PF_R | PF_W);
+	cw_load(w, STACK, fx->stack, 2 * MIB, PF_R | PF_W);
+	if (cw_write(w, fx->core, 0) != 0)
+		return -1;
+	free(w);
+	fx->raw = slurp(fx->core, &fx->raw_len);
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(fx->raw + sizeof(Elf64_Ehdr));
+	fx->off[0] = ph[1].p_offset, fx->off[1] = ph[4].p_offset;
+	fx->off[2] = ph[2].p_offset, fx->off[3] = ph[3].p_offset;
+	size_t bound = ZSTD_compressBound(fx->raw_len);
+	uint8_t *z = malloc(bound);
+	size_t zn = ZSTD_compress(z, bound, fx->raw, fx->raw_len, 1);
+	if (ZSTD_isError(zn))
+		return -1;
+	FILE *f = fopen(fx->zst, "wb");
+	fwrite(z, 1, zn, f);
+	fclose(f);
+	free(z);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	unlink(fx->core);
+	unlink(fx->zst);
+	rmdir(fx->dir);
+	free(fx->heap);
+	free(fx->stack);
+	free(fx->small);
+	free(fx->file);
+	free(fx->raw);
+	free(fx);
+	return 0;
+}
+
+static bool kept(const struct cq_stream_plan *p, uint64_t off)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].lo <= off && off < p->v[i].hi)
+			return true;
+	return false;
+}
+
+static void test_plan(void **state)
+{
+	struct fixture *fx = *state;
+	struct cq_stream_plan p;
+	assert_true(cq_stream_plan_make(fx->raw, fx->raw_len, 0, &p));
+	assert_int_equal(p.size, fx->raw_len);
+	assert_true(kept(&p, 0) && kept(&p, p.head_len - 1) && kept(&p, MIB - 1));
+	uint64_t heap = fx->off[0], stack = fx->off[1], small = fx->off[2], file = fx->off[3];
+	/* the heap: dropped, but for the pages around fs_base */
+	assert_false(kept(&p, heap + 3 * MIB));
+	assert_false(kept(&p, heap + 5 * MIB));
+	assert_true(kept(&p, heap + 6 * MIB));
+	assert_true(kept(&p, heap + 6 * MIB - (60 << 10)));
+	assert_true(kept(&p, heap + 6 * MIB + (60 << 10)));
+	assert_false(kept(&p, heap + 6 * MIB + (80 << 10)));
+	/* the stack: from just below sp to its end */
+	assert_false(kept(&p, stack + 512 * 1024));
+	assert_true(kept(&p, stack + MIB - (60 << 10)));
+	assert_true(kept(&p, stack + MIB));
+	assert_true(kept(&p, stack + 2 * MIB - 1));
+	/* small and file-backed segments: whole */
+	for (uint64_t at = 0; at < (64 << 10); at += 4096)
+		assert_true(kept(&p, small + at));
+	for (uint64_t at = 0; at < 4 * MIB; at += 4096)
+		assert_true(kept(&p, file + at));
+	for (size_t i = 1; i < p.n; i++)
+		assert_true(p.v[i - 1].hi < p.v[i].lo);
+	cq_stream_plan_free(&p);
+	/* small enough: kept whole */
+	assert_true(cq_stream_plan_make(fx->raw, fx->raw_len, UINT64_MAX, &p));
+	assert_int_equal(p.n, 1);
+	assert_true(p.v[0].lo == 0 && p.v[0].hi >= fx->raw_len);
+	cq_stream_plan_free(&p);
+	/* not a core, or its notes cut off: no plan */
+	assert_false(cq_stream_plan_make(fx->raw, 100, 0, &p));
+	uint8_t *bad = malloc(fx->raw_len);
+	memcpy(bad, fx->raw, fx->raw_len);
+	bad[16] = ET_EXEC;
+	assert_false(cq_stream_plan_make(bad, fx->raw_len, 0, &p));
+	free(bad);
+}
+
+static void expect_bytes(const struct fixture *fx, const struct cq_source *src, uint64_t off,
+                         size_t n)
+{
+	assert_true(off + n <= src->size);
+	assert_memory_equal(src->image + off, fx->raw + off, n);
+}
+
+static void test_image(void **state)
+{
+	struct fixture *fx = *state;
+	setenv("COREQ_STREAM_KEEP_ALL_BELOW", "0", 1);
+	struct cq_source src;
+	struct cq_error *err = cq_source_open(fx->zst, 0, false, false, &src);
+	unsetenv("COREQ_STREAM_KEEP_ALL_BELOW");
+	assert_null(err);
+	assert_non_null(src.image);
+	assert_int_equal(src.size, fx->raw_len);
+	struct cq_source_read rd = cq_source_read(&src);
+	assert_string_equal(rd.how, "stream");
+	assert_string_equal(rd.compression, "zstd");
+	assert_true(rd.held < fx->raw_len / 2);
+	assert_false(rd.second_pass);
+	/* kept pages: no second pass */
+	expect_bytes(fx, &src, 0, 4096);
+	expect_bytes(fx, &src, fx->off[1] + MIB, 4096);
+	expect_bytes(fx, &src, fx->off[3], 4 * MIB);
+	assert_false(cq_source_read(&src).second_pass);
+	/* a dropped page ahead: the rolling decoder; one behind it: the spool */
+	expect_bytes(fx, &src, fx->off[0] + 5 * MIB, 8192);
+	assert_true(cq_source_read(&src).second_pass);
+	expect_bytes(fx, &src, fx->off[0] + 3 * MIB, 8192);
+	expect_bytes(fx, &src, fx->off[1] + 4096, 4096);
+	expect_bytes(fx, &src, 0, fx->raw_len);
+	cq_source_close(&src);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_plan),
+	    cmocka_unit_test(test_image),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
