@@ -385,7 +385,8 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct c
 	cq_json_int(j, cq_core_crashed_thread(core)->tid);
 	cq_json_key(j, "truncated");
 	cq_json_bool(j, core->memory_missing > 0 || core->source.cut_at ||
-	                    cq_source_frame_stats(&core->source).bad > 0);
+	                    cq_source_frame_stats(&core->source).bad > 0 ||
+	                    cq_source_read(&core->source).bad_chunks > 0);
 	cq_json_key(j, "cut_at");
 	if (core->source.cut_at)
 		cq_json_uint(j, core->source.cut_at);
@@ -541,6 +542,13 @@ void cmd_warn_analysis(const char *path, const struct cq_core *core, const struc
 		         "%llu of the %llu frames of the compressed core would not decompress to "
 		         "the size its seek table gives: their bytes read as zeros",
 		         (unsigned long long)fs.bad, (unsigned long long)fs.frames);
+	struct cq_source_read rd = cq_source_read(&core->source);
+	if (rd.bad_chunks)
+		cmd_warn(
+		    path,
+		    "%llu chunks of 2 MiB of the compressed core could not be read again (no "
+		    "room to spool it for the pages the first pass dropped): they read as zeros",
+		    (unsigned long long)rd.bad_chunks);
 }
 
 void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t index, int64_t thread)

@@ -448,6 +448,7 @@ struct cq_source_read cq_source_read(const struct cq_source *src)
 		r.how = "stream";
 		r.held = st.kept_bytes + st.peak_bytes + st.spool_bytes;
 		r.second_pass = st.second_pass;
+		r.bad_chunks = st.bad_chunks;
 	} else if (src->frames) {
 		r.how = "seekable frames";
 		r.held = cq_source_frame_stats(src).peak_bytes;

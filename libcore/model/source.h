@@ -80,7 +80,8 @@ struct cq_source_read {
 	/* bytes decompressed and held at most: kept from a stream (and its second pass's
 	 * chunks and spool), a seekable core's frames, a spool */
 	uint64_t held;
-	bool second_pass; /* a stream: a page not kept was read, so the core was spooled too */
+	bool second_pass;    /* a stream: a page not kept was read, so the core was spooled too */
+	uint64_t bad_chunks; /* a stream: chunks its second pass could not give (read as zeros) */
 };
 struct cq_source_read cq_source_read(const struct cq_source *src);
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -17,13 +18,31 @@
 #include "libcore/base/bytes.h"
 #include "libcore/base/lazy_map.h"
 
-#define PAGE          4096ull
-#define WINDOW        (4ull << 20)  /* bytes decompressed at a time */
-#define CHUNK         (2ull << 20)  /* a chunk of the lazy region */
-#define HEAD_MAX      (64ull << 20) /* headers and notes beyond this: spool instead */
-#define SMALL_SEGMENT (1ull << 20)
-#define AROUND        (64ull << 10) /* kept on each side of a register's value */
-#define SECOND_BUDGET (128ull << 20)
+#define WINDOW          (4ull << 20)  /* bytes decompressed at a time */
+#define CHUNK           (2ull << 20)  /* a chunk of the lazy region */
+#define HEAD_MAX        (64ull << 20) /* headers and notes beyond this: spool instead */
+#define SMALL_SEGMENT   (1ull << 20)
+#define AROUND          (64ull << 10) /* kept on each side of a register's value */
+#define ABOVE_SP        (16ull << 20) /* kept above a stack pointer, at most */
+#define SECOND_BUDGET   (128ull << 20)
+#define PLAN_MAX_VALUES (1u << 20) /* register values looked at: beyond, no plan */
+#define PLAN_MAX_STEPS  (1u << 20) /* ranges added: beyond, no plan (spool) */
+
+/* The page size: plan ranges and installs are in its multiples (lazy_map.h). */
+static uint64_t page_size(void)
+{
+	static uint64_t page;
+	if (!page) {
+		long pg = sysconf(_SC_PAGESIZE);
+		page = pg > 0 ? (uint64_t)pg : 4096;
+	}
+	return page;
+}
+
+static uint64_t page_up(uint64_t n)
+{
+	return (n + page_size() - 1) & ~(page_size() - 1);
+}
 
 /* ---- the decompressor: libzstd directly for zstd, libarchive for the rest ---- */
 
@@ -116,20 +135,28 @@ static int64_t reader_read(struct reader *r, uint8_t *dst, size_t want)
 
 /* ---- the keep plan ---- */
 
+/* Room for one more item of size bytes in the array *v of *n items (*cap allocated). */
+static bool grow(void **v, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return true;
+	size_t want = *cap ? 2 * *cap : 256;
+	void *nv = realloc(*v, want * size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = want;
+	return true;
+}
+
 static bool plan_add(struct cq_stream_plan *p, uint64_t lo, uint64_t hi)
 {
-	lo &= ~(PAGE - 1);
-	hi = (hi + PAGE - 1) & ~(PAGE - 1);
+	lo &= ~(page_size() - 1);
+	hi = page_up(hi);
 	if (hi <= lo)
 		return true;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 256;
-		struct cq_stream_range *v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return false;
-		p->v = v;
-		p->cap = cap;
-	}
+	if (!grow((void **)&p->v, p->n, &p->cap, sizeof(*p->v)))
+		return false;
 	p->v[p->n++] = (struct cq_stream_range){lo, hi};
 	return true;
 }
@@ -213,14 +240,8 @@ struct values {
 
 static bool values_push(struct values *vs, uint64_t v, bool sp)
 {
-	if (vs->n == vs->cap) {
-		size_t cap = vs->cap ? 2 * vs->cap : 256;
-		struct val *nv = realloc(vs->v, cap * sizeof(*nv));
-		if (!nv)
-			return false;
-		vs->v = nv;
-		vs->cap = cap;
-	}
+	if (!grow((void **)&vs->v, vs->n, &vs->cap, sizeof(*vs->v)))
+		return false;
 	vs->v[vs->n++] = (struct val){v, sp};
 	return true;
 }
@@ -229,6 +250,8 @@ static bool collect(void *arg, uint32_t type, const uint8_t *desc, uint64_t len)
 {
 	struct values *vs = arg;
 	const struct cq_arch *a = vs->h->arch;
+	if (vs->n >= PLAN_MAX_VALUES)
+		return false; /* a forged thread list: no plan */
 	if (type == NT_PRSTATUS && len >= a->prstatus_reg_offset + 8ull * a->prstatus_nregs) {
 		for (unsigned s = 0; s < a->prstatus_nregs; s++)
 			if (!values_push(vs, cq_load_u64(desc + a->prstatus_reg_offset + 8 * s),
@@ -307,6 +330,7 @@ static bool make_plan(const struct head *h, uint64_t size, uint64_t keep_all_bel
 		qsort(vs.v, vs.n, sizeof(*vs.v), compare_val);
 	if (ok && vs.nfiles)
 		qsort(vs.files, vs.nfiles, sizeof(*vs.files), compare_range);
+	size_t steps = 0;
 	for (size_t i = 0; ok && i < h->eh.e_phnum; i++) {
 		Elf64_Phdr ph;
 		get_phdr(h, i, &ph);
@@ -322,8 +346,9 @@ static bool make_plan(const struct head *h, uint64_t size, uint64_t keep_all_bel
 		     ok && k < vs.n && vs.v[k].v < va_end; k++) {
 			uint64_t at = lo + (vs.v[k].v - va);
 			uint64_t from = at - lo > AROUND ? at - AROUND : lo;
-			uint64_t to = vs.v[k].sp ? hi : (hi - at > AROUND ? at + AROUND : hi);
-			ok = plan_add(p, from, to);
+			uint64_t above = vs.v[k].sp ? ABOVE_SP : AROUND;
+			uint64_t to = hi - at > above ? at + above : hi;
+			ok = ++steps <= PLAN_MAX_STEPS && plan_add(p, from, to);
 		}
 	}
 	free(vs.v);
@@ -331,6 +356,31 @@ static bool make_plan(const struct head *h, uint64_t size, uint64_t keep_all_bel
 	if (ok)
 		plan_merge(p);
 	return ok;
+}
+
+/*
+ * The most a plan may keep: a quarter of the RAM, and no more than the
+ * caller's RLIMIT_DATA (the kept pages are not counted against it: the
+ * region is read-only), at least 64 MiB.  A plan over it (thousands of
+ * stacks, a forged sp at a huge segment's start) is not followed: the core
+ * is spooled to disk as before.
+ */
+static uint64_t keep_budget(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES);
+	uint64_t b = pages > 0 ? (uint64_t)pages * page_size() / 4 : (1ull << 30);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < b)
+		b = rl.rlim_cur;
+	return b < (64ull << 20) ? (64ull << 20) : b;
+}
+
+static uint64_t plan_bytes(const struct cq_stream_plan *p, uint64_t size)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < p->n && p->v[i].lo < size; i++)
+		n += (p->v[i].hi < size ? p->v[i].hi : size) - p->v[i].lo;
+	return n;
 }
 
 /* ---- the image ---- */
@@ -367,7 +417,8 @@ static bool spool_once(struct cq_stream_image *s)
 		cq_error_free(err);
 		s->spool_fd = -1;
 		s->spool_failed = true;
-	}
+	} else
+		__atomic_store_n(&s->stats.spool_bytes, s->spool_size, __ATOMIC_RELAXED);
 	return s->spool_fd >= 0;
 }
 
@@ -429,6 +480,11 @@ static bool second_fill(void *arg, size_t i, uint8_t *dst, size_t len)
 			break;
 		done += (size_t)n;
 	}
+	if (done < len && at + done < s->size) {
+		/* the spool was cut short (no room): what it lacks reads as zeros */
+		__atomic_add_fetch(&s->stats.bad_chunks, 1, __ATOMIC_RELAXED);
+		return false;
+	}
 	memset(dst + done, 0, len - done); /* past the core's end */
 	__atomic_add_fetch(&s->stats.second_fills, 1, __ATOMIC_RELAXED);
 	return true;
@@ -488,7 +544,7 @@ static bool parse_head(const uint8_t *b, uint64_t have, struct head *h, uint64_t
 		if (ph.p_offset + ph.p_filesz > *end)
 			*end = ph.p_offset + ph.p_filesz;
 	}
-	notes = (notes + PAGE - 1) & ~(PAGE - 1);
+	notes = page_up(notes);
 	*need = notes < *end ? notes : *end;
 	if (*need > HEAD_MAX)
 		return false;
@@ -579,16 +635,18 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	s->cap = cap;
 	s->spool = spool;
 	s->spool_arg = spool_arg;
-	if (!reader_open(&r, in) || !read_head(&r, &head, &have, &h, &size) || size > cap)
+	/* A head shorter than what was read to parse it (a degenerate core): spool. */
+	if (!reader_open(&r, in) || !read_head(&r, &head, &have, &h, &size) || size > cap ||
+	    have != h.len)
 		goto done;
 	s->compression = r.compression;
-	s->region = (size + PAGE - 1) & ~(PAGE - 1);
+	s->region = page_up(size);
 	size_t n = (size_t)((s->region + CHUNK - 1) / CHUNK);
 	s->bound = malloc((n + 1) * sizeof(*s->bound));
-	if (!s->bound || !make_plan(&h, size, keep_all_below_env(), &plan)) {
-		err = &cq_error_nomem;
+	/* No plan (out of memory, a forged list of threads), or one that keeps too much: spool. */
+	if (!s->bound || !make_plan(&h, size, keep_all_below_env(), &plan) ||
+	    plan_bytes(&plan, size) > keep_budget())
 		goto done;
-	}
 	for (size_t i = 0; i < n; i++)
 		s->bound[i] = i * CHUNK;
 	s->bound[n] = s->region;
@@ -600,7 +658,7 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	}
 	/* The head, then the rest window by window. */
 	uint64_t at;
-	uint8_t *hb = realloc(head, (size_t)((h.len + PAGE - 1) & ~(PAGE - 1)));
+	uint8_t *hb = realloc(head, (size_t)page_up(h.len));
 	if (!hb) {
 		err = &cq_error_nomem;
 		goto done;
@@ -608,22 +666,22 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	head = hb;
 	size_t k = 0;
 	uint64_t head_len = h.len;
-	memset(head + head_len, 0, (size_t)(((head_len + PAGE - 1) & ~(PAGE - 1)) - head_len));
+	memset(head + head_len, 0, (size_t)(page_up(head_len) - head_len));
 	if ((err = keep(s, &plan, &k, 0, head, head_len)))
 		goto done;
 	at = head_len;
-	win = aligned_alloc(PAGE, WINDOW);
+	win = aligned_alloc(page_size(), WINDOW > page_size() ? WINDOW : page_size());
 	if (!win) {
 		err = &cq_error_nomem;
 		goto done;
 	}
 	while (at < size) {
-		uint64_t want = size - at < WINDOW ? size - at : WINDOW;
+		uint64_t window = WINDOW > page_size() ? WINDOW : page_size();
+		uint64_t want = size - at < window ? size - at : window;
 		int64_t got = reader_read(&r, win, (size_t)want);
 		if (got < 0)
 			goto done; /* damaged: the spool path says how */
-		memset(win + got, 0,
-		       (size_t)(((uint64_t)got + PAGE - 1) & ~(PAGE - 1)) - (size_t)got);
+		memset(win + got, 0, (size_t)(page_up((uint64_t)got) - (uint64_t)got));
 		if ((err = keep(s, &plan, &k, at, win, (uint64_t)got)))
 			goto done;
 		at += (uint64_t)got;
@@ -675,7 +733,7 @@ struct cq_stream_image_stats cq_stream_image_stats(struct cq_stream_image *s)
 	st.second_fills = __atomic_load_n(&s->stats.second_fills, __ATOMIC_RELAXED);
 	st.bad_chunks = __atomic_load_n(&s->stats.bad_chunks, __ATOMIC_RELAXED);
 	st.peak_bytes = cq_lazy_map_stats(s->map).peak_bytes;
-	st.spool_bytes = s->spool_fd >= 0 ? s->spool_size : 0;
+	st.spool_bytes = __atomic_load_n(&s->stats.spool_bytes, __ATOMIC_RELAXED);
 	return st;
 }
 
