@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -18,7 +20,7 @@
 #include "libcore/base/bytes.h"
 #include "libcore/base/lazy_map.h"
 
-#define WINDOW          (4ull << 20)  /* bytes decompressed at a time */
+#define WINDOW          (1ull << 20)  /* bytes decompressed at a time */
 #define CHUNK           (2ull << 20)  /* a chunk of the lazy region */
 #define HEAD_MAX        (64ull << 20) /* headers and notes beyond this: spool instead */
 #define SMALL_SEGMENT   (1ull << 20)
@@ -50,6 +52,8 @@ struct reader {
 	int fd;
 	ZSTD_DCtx *z;
 	uint8_t *in;
+	const uint8_t *map; /* the compressed file mapped, when it can be: no read copies */
+	size_t map_len, map_dropped;
 	ZSTD_inBuffer ib;
 	bool in_eof, mid_frame;
 	const struct cq_archive_api *ar;
@@ -66,12 +70,28 @@ static bool reader_open(struct reader *r, int fd)
 		return false;
 	if (cq_load_u32(magic) == ZSTD_MAGICNUMBER) {
 		r->z = ZSTD_createDCtx();
-		r->in = malloc(ZSTD_DStreamInSize());
 		r->compression = "zstd";
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+		    (uint64_t)st.st_size < SIZE_MAX) {
+			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+			if (m != MAP_FAILED) {
+				madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+				r->map = m;
+				r->map_len = (size_t)st.st_size;
+				r->ib = (ZSTD_inBuffer){m, r->map_len, 0};
+				r->in_eof = true;
+				return r->z != NULL;
+			}
+		}
+		r->in = malloc(ZSTD_DStreamInSize());
 		return r->z && r->in;
 	}
-	if (cq_archive_api(&r->ar))
+	struct cq_error *err = cq_archive_api(&r->ar);
+	if (err) {
+		cq_error_free(err);
 		return false; /* the spool path says why */
+	}
 	if (!(r->a = r->ar->read_new()))
 		return false;
 	r->ar->read_support_filter_all(r->a);
@@ -88,6 +108,8 @@ static void reader_close(struct reader *r)
 {
 	ZSTD_freeDCtx(r->z);
 	free(r->in);
+	if (r->map)
+		munmap((void *)r->map, r->map_len);
 	if (r->a)
 		r->ar->read_free(r->a);
 }
@@ -129,6 +151,16 @@ static int64_t reader_read(struct reader *r, uint8_t *dst, size_t want)
 			return -1;
 		r->mid_frame = rc != 0;
 		(void)before;
+	}
+	if (r->map) {
+		/* What is consumed leaves the mapping (it stays in the page cache): RSS stays flat.
+		 */
+		size_t upto = r->ib.pos & ~(size_t)(page_size() - 1);
+		if (upto > r->map_dropped + (8u << 20)) {
+			madvise((void *)(r->map + r->map_dropped), upto - r->map_dropped,
+			        MADV_DONTNEED);
+			r->map_dropped = upto;
+		}
 	}
 	return (int64_t)ob.pos;
 }
