@@ -13,10 +13,12 @@ inline chains; nm and objdump for the addresses of known functions and of
 the return addresses after known calls in a program built here; the known
 counts and sizes of a log generated here.
 """
+import atexit
 import json
 import os
 import random
 import re
+import shutil
 import sqlite3
 import subprocess
 import tempfile
@@ -356,6 +358,7 @@ def site_addresses(exe):
 
 def test_inline_symbols_and_ingest():
     work = tempfile.mkdtemp(prefix="coreq-lws-")
+    atexit.register(shutil.rmtree, work, True)
     exe = build_inline_program(work)
     if not ok(exe, "a program with inlined allocation helpers builds (cc -O2 -g -no-pie)"):
         return

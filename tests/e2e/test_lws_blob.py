@@ -11,7 +11,9 @@ the lws format, following the layout documented in stack_blob.h, and
 compared with the frames rows: module id, offset and kind of every frame,
 and the frame count.
 """
+import atexit
 import os
+import shutil
 import sqlite3
 import tempfile
 
@@ -58,6 +60,7 @@ def main():
     require_corpus()
     cases = corpus_cases(include_big=False)
     db = os.path.join(tempfile.mkdtemp(prefix="coreq-blob-"), "blob.db")
+    atexit.register(shutil.rmtree, os.path.dirname(db), True)
     r = coreq("ingest", "--db", db, "--no-cache", *[c["core"] for c in cases], timeout=600)
     ok(r.returncode == 0, f"ingest of {len(cases)} corpus cores", r.stderr)
     con = sqlite3.connect(db)

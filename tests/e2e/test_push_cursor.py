@@ -11,9 +11,11 @@ what it is sent):
   left as it was, and the exit status is 1;
 - a missing cursor file means "nothing pushed yet".
 """
+import atexit
 import http.server
 import json
 import os
+import shutil
 import tempfile
 import threading
 import urllib.parse
@@ -60,6 +62,7 @@ def cores(n):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="coreq-push-cursor-")
+    atexit.register(shutil.rmtree, tmp, True)
     db = os.path.join(tmp, "c.db")
     paths = cores(5)
     r = coreq("ingest", "--db", db, "--no-cache", *paths, timeout=600)

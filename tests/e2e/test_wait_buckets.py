@@ -30,9 +30,11 @@ program's source:
   "deadlock bucket" line in text), `coreq merge` copies the stored waits and
   the marked buckets, and `coreq rebucket` leaves them.
 """
+import atexit
 import json
 import os
 import sqlite3
+import shutil
 import tempfile
 
 from coreq_test import CORPUS, coreq, done, ok
@@ -57,6 +59,7 @@ def js(r):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="coreq-wait-buckets-")
+    atexit.register(shutil.rmtree, tmp, True)  # the databases it made
     db, cache = os.path.join(tmp, "w.db"), os.path.join(tmp, "cache.db")
     cases = {}
     for shape in list(CASES) + list(CXX):

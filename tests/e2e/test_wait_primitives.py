@@ -29,9 +29,11 @@ from that file and from gdb reading the same core, never from coreq:
 The stored waits and `coreq export --type wait` carry the same edges; pi
 files as a deadlock bucket and robust as a hang bucket, O0 and O2 alike.
 """
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -170,6 +172,7 @@ def main():
         done()
     # The store and the export carry the same edges.
     tmp = tempfile.mkdtemp(prefix="coreq-wait-primitives-")
+    atexit.register(shutil.rmtree, tmp, True)  # the databases it made
     db = os.path.join(tmp, "w.db")
     names = sorted(cases)
     r, results = ingest(db, [cases[n] for n in names])

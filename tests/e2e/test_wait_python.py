@@ -25,9 +25,11 @@ same core:
 - gdb reads both semaphores' counts as 0 (both locks taken);
 - the stored and exported waits say owner inferred, the holders, deadlock.
 """
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -87,6 +89,7 @@ def check(CASE):
     ok(counts == [0, 0], f"{CASE}: gdb reads both semaphores taken (count 0)", [counts, g.stderr[-300:]])
     # The store and the export say the same.
     tmp = tempfile.mkdtemp(prefix="coreq-wait-python-")
+    atexit.register(shutil.rmtree, tmp, True)  # the databases it made
     db = os.path.join(tmp, "p.db")
     r = coreq("ingest", "--db", db, "--no-cache", core, timeout=300)
     ok(r.returncode == 0, f"{CASE}: ingested", r.stderr[-500:])

@@ -22,9 +22,11 @@ futex words from the same core:
 - O0 and O2 are one deadlock bucket, and the stored and exported waits
   say owner inferred with the oracle's tids.
 """
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -97,6 +99,7 @@ def check(name, d):
 def buckets(dirs):
     """O0 and O2 ingested into one store: one deadlock bucket; the export's waits."""
     tmp = tempfile.mkdtemp(prefix="coreq-wait-rust-")
+    atexit.register(shutil.rmtree, tmp, True)  # the databases it made
     db = os.path.join(tmp, "r.db")
     r, res = ingest(db, dirs)
     ok(r.returncode == 0, "rust_deadlock: both cores ingested", r.stderr[-500:])
