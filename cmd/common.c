@@ -14,6 +14,7 @@
 #include "libcore/analysis/unwind_target.h"
 #include "libcore/base/arch.h"
 #include "libcore/db/cache.h"
+#include "libcore/model/stream_image.h"
 #include "libcore/base/json.h"
 #include "libcore/base/text.h"
 #include "libcore/capture/capture.h"
@@ -190,19 +191,41 @@ static void analysis_opened(void *arg, const char *path, const struct cq_core *c
 	so->cache = cache->use ? cmd_open_cache(cache->path) : NULL;
 }
 
+/*
+ * The core's stream hint: whether the cache remembers that this build's
+ * analysis reads its heap.  Asked only for a one-stream compressed core, so
+ * the cache is opened here for that one question; the analysis opens it
+ * again once the core has opened.
+ */
+static bool cache_reads_heap(void *arg, const char *exe_build_id)
+{
+	const struct cmd_cache_choice *choice = arg;
+	if (!choice->use)
+		return false;
+	struct cq_cache *cache = cmd_open_cache(choice->path);
+	bool yes = cq_cache_reads_heap(cache, exe_build_id);
+	cmd_close_cache(cache);
+	return yes;
+}
+
 struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *o,
                                   struct cq_stack_options *so, const struct cmd_cache_choice *cache,
                                   struct cq_analysed_core *out)
 {
 	so->cache = NULL;
 	so->debug_dirs = o->core.debug_dirs;
+	struct cq_stream_hint hint = {cache_reads_heap, (void *)cache};
+	struct cq_core_options co = o->core;
+	co.stream_hint = &hint;
 	struct cq_analyse_options ao = {
-	    .core = &o->core, .stacks = so, .opened = analysis_opened, .opened_arg = (void *)cache};
+	    .core = &co, .stacks = so, .opened = analysis_opened, .opened_arg = (void *)cache};
 	return cq_analyse_core(path, &ao, out);
 }
 
 void cmd_analysed_core_free(struct cq_analysed_core *a, struct cq_stack_options *so)
 {
+	if (a->stacks)
+		cq_analyse_note_heap_read(so->cache, a->core);
 	cq_analysed_core_free(a);
 	cmd_close_cache(so->cache);
 	so->cache = NULL;

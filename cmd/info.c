@@ -142,6 +142,8 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	cq_json_uint(&j, rd.held);
 	cq_json_key(&j, "second_pass");
 	cq_json_bool(&j, rd.second_pass);
+	cq_json_key(&j, "heap_hint");
+	cq_json_bool(&j, rd.heap_hint);
 	cq_json_object_end(&j);
 	cq_json_key(&j, "crashed_stack");
 	cq_json_array_begin(&j);
@@ -201,7 +203,9 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		printf(", %s", rd.compression);
 	if (strcmp(rd.how, "mapped") != 0)
 		printf(", %.1f of %.1f MiB held%s", rd.held / 1048576.0, rd.size / 1048576.0,
-		       rd.second_pass ? " (a page not kept was read: spooled too)" : "");
+		       rd.second_pass ? " (a page not kept was read: spooled too)"
+		       : rd.heap_hint ? " (an earlier core of this build had its heap read)"
+		                      : "");
 	printf("\n");
 	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
 	if (core->siginfo.present) {

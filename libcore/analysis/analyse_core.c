@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/db/cache.h"
 #include "libcore/model/core.h"
+#include "libcore/model/stream_image.h"
 
 struct cq_error *cq_analyse_core(const char *path, const struct cq_analyse_options *o,
                                  struct cq_analysed_core *out)
@@ -29,4 +31,23 @@ void cq_analysed_core_free(struct cq_analysed_core *a)
 	cq_core_close(a->core);
 	a->stacks = NULL;
 	a->core = NULL;
+}
+
+static bool cache_reads_heap(void *arg, const char *exe_build_id)
+{
+	return cq_cache_reads_heap(arg, exe_build_id);
+}
+
+void cq_analyse_stream_hint(struct cq_cache *cache, struct cq_stream_hint *hint)
+{
+	*hint = (struct cq_stream_hint){cache ? cache_reads_heap : NULL, cache};
+}
+
+void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *core)
+{
+	if (!cache || !core)
+		return;
+	struct cq_source_read rd = cq_source_read(&core->source);
+	if (rd.second_pass && rd.exe_build_id && rd.exe_build_id[0])
+		cq_cache_put_reads_heap(cache, rd.exe_build_id);
 }

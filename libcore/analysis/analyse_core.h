@@ -48,4 +48,16 @@ struct cq_error *cq_analyse_core(const char *path, const struct cq_analyse_optio
                                  struct cq_analysed_core *out);
 void cq_analysed_core_free(struct cq_analysed_core *a);
 
+struct cq_cache;
+struct cq_stream_hint;
+
+/*
+ * The memory of which programs read their heap (the cache's stream_hints):
+ * hint set up to ask cache (NULL: never), for cq_core_options.stream_hint;
+ * and, once a core's stacks are made, cache told when its one-stream read
+ * needed a second pass (its analysis read pages the keep plan dropped).
+ */
+void cq_analyse_stream_hint(struct cq_cache *cache, struct cq_stream_hint *hint);
+void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *core);
+
 #endif

@@ -21,7 +21,7 @@
 struct cq_cache {
 	sqlite3 *db;
 	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols, *get_rust, *put_rust;
-	sqlite3_stmt *get_source, *put_source, *get_cxx, *put_cxx;
+	sqlite3_stmt *get_source, *put_source, *get_cxx, *put_cxx, *get_hint, *put_hint;
 	int in_transaction; /* writes since open are batched in one transaction */
 	size_t rejected;    /* rows a reader found damaged (cq_cache_reject) */
 	size_t failed;      /* writes SQLite refused (the batch's COMMIT included) */
@@ -45,6 +45,8 @@ static const char *const statements[] = {
     "SELECT blob FROM cxx_types WHERE source = ? AND format = ?",
     "INSERT OR REPLACE INTO cxx_types (source, build_id, format, blob, created) "
     "VALUES (?, ?, ?, ?, ?)",
+    "SELECT reads_heap FROM stream_hints WHERE build_id = ?",
+    "INSERT OR REPLACE INTO stream_hints (build_id, reads_heap, created) VALUES (?, 1, ?)",
 };
 
 char *cq_cache_default_path(void)
@@ -70,7 +72,7 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 	}
 	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols,
 	                          &c->get_rust,  &c->put_rust,  &c->get_source,  &c->put_source,
-	                          &c->get_cxx,   &c->put_cxx};
+	                          &c->get_cxx,   &c->put_cxx,   &c->get_hint,    &c->put_hint};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {
 			err =
@@ -115,6 +117,8 @@ struct cq_error *cq_cache_close(struct cq_cache *c)
 	sqlite3_finalize(c->put_source);
 	sqlite3_finalize(c->get_cxx);
 	sqlite3_finalize(c->put_cxx);
+	sqlite3_finalize(c->get_hint);
+	sqlite3_finalize(c->put_hint);
 	sqlite3_close(c->db);
 	free(c->path);
 	free(c);
@@ -305,4 +309,25 @@ void cq_cache_put_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsig
                              const uint8_t *blob, size_t len)
 {
 	put_runtime_blob(c, c->put_rust, key, format, blob, len);
+}
+
+bool cq_cache_reads_heap(struct cq_cache *c, const char *exe_build_id)
+{
+	if (!c || !exe_build_id || !*exe_build_id)
+		return false;
+	sqlite3_bind_text(c->get_hint, 1, exe_build_id, -1, SQLITE_STATIC);
+	bool yes =
+	    sqlite3_step(c->get_hint) == SQLITE_ROW && sqlite3_column_int64(c->get_hint, 0) != 0;
+	sqlite3_reset(c->get_hint);
+	sqlite3_clear_bindings(c->get_hint);
+	return yes;
+}
+
+void cq_cache_put_reads_heap(struct cq_cache *c, const char *exe_build_id)
+{
+	if (!c || !exe_build_id || !*exe_build_id)
+		return;
+	sqlite3_bind_text(c->put_hint, 1, exe_build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->put_hint, 2, (sqlite3_int64)time(NULL));
+	run_write(c, c->put_hint);
 }

@@ -16,6 +16,7 @@
 #ifndef CQ_CACHE_H
 #define CQ_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,6 +85,16 @@ uint8_t *cq_cache_get_cxx_types(struct cq_cache *cache, struct cq_cache_key *key
 /* Stores (replaces) a C++ coroutine types blob; a failure is counted for cq_cache_close. */
 void cq_cache_put_cxx_types(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
                             const uint8_t *blob, size_t len);
+
+/*
+ * Whether the analysis of a core of the executable with this build-id (hex)
+ * has read its heap (stream_hints): a later core of it compressed as one
+ * stream is spooled at once (libcore/model/stream_image.h).  cache may be NULL.
+ */
+bool cq_cache_reads_heap(struct cq_cache *cache, const char *exe_build_id);
+
+/* Records that it did; a failure is counted for cq_cache_close. */
+void cq_cache_put_reads_heap(struct cq_cache *cache, const char *exe_build_id);
 
 /*
  * A row read from the cache was damaged: the reader drops it and rebuilds it

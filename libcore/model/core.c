@@ -135,7 +135,7 @@ static struct cq_error *core_load(struct cq_core *core)
 {
 	struct cq_error *err =
 	    cq_source_open(core->path, core->options.max_spool, core->options.regular_only,
-	                   core->options.want_fd, &core->source);
+	                   core->options.want_fd, core->options.stream_hint, &core->source);
 	if (err)
 		return err;
 	if ((err = check_ident(&core->source)))

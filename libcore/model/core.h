@@ -72,6 +72,8 @@ struct cq_core_options {
 	uint64_t max_spool;            /* cap on decompressed size, 0 = from free space */
 	bool regular_only; /* path comes from a database: a regular file only (cq_source_open) */
 	bool want_fd;      /* source.fd is needed (handed to a debugger): no lazy image */
+	/* Whether a one-stream core's analysis will read its heap (stream_image.h); may be NULL. */
+	const struct cq_stream_hint *stream_hint;
 };
 
 struct cq_core {

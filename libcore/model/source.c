@@ -355,7 +355,8 @@ struct cq_source_frame_stats cq_source_frame_stats(const struct cq_source *src)
 }
 
 struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regular_only,
-                                bool want_fd, struct cq_source *out)
+                                bool want_fd, const struct cq_stream_hint *hint,
+                                struct cq_source *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
@@ -418,7 +419,8 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regul
 		}
 		*out->stream_args = (struct cq_source_spool_args){max_spool, regular_only};
 		err = cq_stream_image_open(fd, max_spool ? max_spool : CQ_SOURCE_DEFAULT_MAX_SPOOL,
-		                           second_pass, out->stream_args, &out->stream);
+		                           second_pass, out->stream_args, hint, &out->heap_hint,
+		                           &out->stream);
 		if (!err && out->stream) {
 			close(fd);
 			out->image = cq_stream_image_data(out->stream);
@@ -449,12 +451,14 @@ struct cq_source_read cq_source_read(const struct cq_source *src)
 		r.held = st.kept_bytes + st.peak_bytes + st.spool_bytes;
 		r.second_pass = st.second_pass;
 		r.bad_chunks = st.bad_chunks;
+		r.exe_build_id = cq_stream_image_exe_build_id(src->stream);
 	} else if (src->frames) {
 		r.how = "seekable frames";
 		r.held = cq_source_frame_stats(src).peak_bytes;
 	} else if (src->spooled) {
 		r.how = "spooled";
 		r.held = src->size;
+		r.heap_hint = src->heap_hint;
 	} else
 		r.how = "mapped";
 	return r;

@@ -26,6 +26,7 @@
 
 struct cq_source_frames;
 struct cq_stream_image;
+struct cq_stream_hint;
 struct cq_source_spool_args;
 
 struct cq_source {
@@ -38,6 +39,7 @@ struct cq_source {
 	const char *compression; /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
 	int spooled;             /* fd is a temporary copy */
 	uint64_t cut_at;         /* nonzero: the stream went on past this cap and was cut */
+	bool heap_hint; /* spooled at once: an earlier core of this build had its heap read */
 };
 
 /* Decompressed frames of a seekable core kept in memory at once. */
@@ -58,10 +60,12 @@ struct cq_source {
  * regular file (a FIFO, a device) is refused without being opened, and a
  * max_spool the database gave is bounded by the room as 0 would be.
  * want_fd: the caller needs fd (a debugger inherits it), so a seekable core
- * is spooled like any other.
+ * is spooled like any other.  hint (may be NULL): for a one-stream core,
+ * whether its analysis will read the heap (libcore/model/stream_image.h).
  */
 struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regular_only,
-                                bool want_fd, struct cq_source *out);
+                                bool want_fd, const struct cq_stream_hint *hint,
+                                struct cq_source *out);
 
 /* How a seekable core's frames were read; all 0 for any other source. */
 struct cq_source_frame_stats {
@@ -82,6 +86,8 @@ struct cq_source_read {
 	uint64_t held;
 	bool second_pass;    /* a stream: a page not kept was read, so the core was spooled too */
 	uint64_t bad_chunks; /* a stream: chunks its second pass could not give (read as zeros) */
+	bool heap_hint;      /* spooled at once: an earlier core of this build had its heap read */
+	const char *exe_build_id; /* a stream: the executable's build-id ("" unknown), or NULL */
 };
 struct cq_source_read cq_source_read(const struct cq_source *src);
 

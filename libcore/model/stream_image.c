@@ -6,6 +6,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -415,6 +416,89 @@ static uint64_t plan_bytes(const struct cq_stream_plan *p, uint64_t size)
 	return n;
 }
 
+/* ---- the executable's build-id, from the head ---- */
+
+/* The head's bytes at address va, n of them, when a segment holds them all within the head. */
+static const uint8_t *head_at(const struct head *h, uint64_t va, uint64_t n)
+{
+	for (size_t i = 0; i < h->eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		get_phdr(h, i, &ph);
+		if (ph.p_type != PT_LOAD || va < ph.p_vaddr || va - ph.p_vaddr > ph.p_filesz ||
+		    n > ph.p_filesz - (va - ph.p_vaddr))
+			continue;
+		uint64_t off = ph.p_offset + (va - ph.p_vaddr);
+		if (off <= h->len && n <= h->len - off)
+			return h->b + off;
+	}
+	return NULL;
+}
+
+struct auxv {
+	const uint8_t *d;
+	uint64_t len;
+};
+
+static bool find_auxv(void *arg, uint32_t type, const uint8_t *desc, uint64_t len)
+{
+	struct auxv *a = arg;
+	if (type == NT_AUXV && !a->d)
+		*a = (struct auxv){desc, len};
+	return true;
+}
+
+/*
+ * The executable's GNU build-id in hex (hex[0] 0 when unknown): AT_PHDR in
+ * NT_AUXV gives its program headers in memory, PT_PHDR its load bias, and
+ * its PT_NOTE the note; all must lie in the head (the first MiB).
+ */
+static void exe_build_id(const struct head *h, char hex[CQ_STREAM_BUILD_ID_HEX])
+{
+	hex[0] = '\0';
+	struct auxv a = {0};
+	each_note(h, find_auxv, &a);
+	uint64_t phdr = 0, phnum = 0;
+	for (uint64_t i = 0; a.d && i + 16 <= a.len; i += 16) {
+		uint64_t k = cq_load_u64(a.d + i), v = cq_load_u64(a.d + i + 8);
+		if (k == AT_PHDR)
+			phdr = v;
+		else if (k == AT_PHNUM)
+			phnum = v;
+	}
+	const uint8_t *ph = phdr && phnum && phnum <= 256 ? head_at(h, phdr, phnum * 56) : NULL;
+	if (!ph)
+		return;
+	uint64_t bias = 0;
+	bool found = false;
+	for (uint64_t i = 0; i < phnum; i++)
+		if (cq_load_u32(ph + 56 * i) == PT_PHDR) {
+			bias = phdr - cq_load_u64(ph + 56 * i + 16);
+			found = true;
+		}
+	for (uint64_t i = 0; found && i < phnum; i++) {
+		if (cq_load_u32(ph + 56 * i) != PT_NOTE)
+			continue;
+		uint64_t size = cq_load_u64(ph + 56 * i + 32);
+		size = size < 4096 ? size : 4096;
+		const uint8_t *p = head_at(h, bias + cq_load_u64(ph + 56 * i + 16), size);
+		for (uint64_t at = 0; p && at + 12 <= size;) {
+			uint32_t namesz = cq_load_u32(p + at), descsz = cq_load_u32(p + at + 4);
+			uint64_t name_len = ((uint64_t)namesz + 3) & ~3ull;
+			uint64_t desc_len = ((uint64_t)descsz + 3) & ~3ull;
+			if (name_len + desc_len > size - at - 12)
+				break;
+			if (namesz == 4 && memcmp(p + at + 12, "GNU", 4) == 0 &&
+			    cq_load_u32(p + at + 8) == NT_GNU_BUILD_ID && descsz >= 1 &&
+			    descsz <= 64) {
+				for (uint32_t b = 0; b < descsz; b++)
+					snprintf(hex + 2 * b, 3, "%02x", p[at + 12 + name_len + b]);
+				return;
+			}
+			at += 12 + name_len + desc_len;
+		}
+	}
+}
+
 /* ---- the image ---- */
 
 struct cq_stream_image {
@@ -431,6 +515,7 @@ struct cq_stream_image {
 	bool rolling, roll_done;
 	uint64_t roll_pos;
 	uint64_t *bound;
+	char exe_id[CQ_STREAM_BUILD_ID_HEX];
 	struct cq_stream_image_stats stats;
 };
 
@@ -644,9 +729,11 @@ static struct cq_error *keep(struct cq_stream_image *s, const struct cq_stream_p
 }
 
 struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn spool,
-                                      void *spool_arg, struct cq_stream_image **out)
+                                      void *spool_arg, const struct cq_stream_hint *hint,
+                                      bool *hinted, struct cq_stream_image **out)
 {
 	*out = NULL;
+	*hinted = false;
 	struct reader r;
 	struct cq_stream_image *s = calloc(1, sizeof(*s));
 	uint8_t *head = NULL, *win = NULL;
@@ -672,6 +759,17 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	    have != h.len)
 		goto done;
 	s->compression = r.compression;
+	/* The first MiB too (it is kept anyway): the executable's headers are there. */
+	uint64_t prefix = size < CQ_STREAM_KEEP_PREFIX ? size : CQ_STREAM_KEEP_PREFIX;
+	if (prefix > have && !head_read(&r, &head, &have, prefix))
+		goto done;
+	h.b = head;
+	h.len = have;
+	exe_build_id(&h, s->exe_id);
+	if (hint && hint->reads_heap && s->exe_id[0] && hint->reads_heap(hint->arg, s->exe_id)) {
+		*hinted = true;
+		goto done;
+	}
 	s->region = page_up(size);
 	size_t n = (size_t)((s->region + CHUNK - 1) / CHUNK);
 	s->bound = malloc((n + 1) * sizeof(*s->bound));
@@ -751,6 +849,11 @@ const uint8_t *cq_stream_image_data(const struct cq_stream_image *s)
 uint64_t cq_stream_image_size(const struct cq_stream_image *s)
 {
 	return s->size;
+}
+
+const char *cq_stream_image_exe_build_id(const struct cq_stream_image *s)
+{
+	return s->exe_id;
 }
 
 const char *cq_stream_image_compression(const struct cq_stream_image *s)

@@ -57,19 +57,37 @@ struct cq_stream_image_stats {
 struct cq_stream_image;
 
 /*
+ * Asked once the executable's build-id is known (hex, read from its ELF
+ * notes in the core's first MiB): true when an earlier core of that build
+ * had its heap read by the analysis (the cache's stream_hints), so this one
+ * is spooled at once instead of read through the keep plan and again.
+ */
+struct cq_stream_hint {
+	bool (*reads_heap)(void *arg, const char *exe_build_id);
+	void *arg;
+};
+
+/* Room for a build-id in hex: 64 bytes of id at most. */
+#define CQ_STREAM_BUILD_ID_HEX 129
+
+/*
  * Streams the compressed regular file fd (not consumed: it is dup'd for
  * the second pass) when it is a core that can be read so: an ELF64 core
  * whose headers and notes come first, of at most cap bytes.  Otherwise
- * *out is NULL, and no error: the caller spools it as before.  An error
- * is only what stops the open (out of memory).
+ * *out is NULL, and no error: the caller spools it as before; *hinted is
+ * true when that is because hint said the analysis will read the heap.
+ * hint may be NULL.  An error is only what stops the open (out of memory).
  */
 struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn spool,
-                                      void *spool_arg, struct cq_stream_image **out);
+                                      void *spool_arg, const struct cq_stream_hint *hint,
+                                      bool *hinted, struct cq_stream_image **out);
 
 const uint8_t *cq_stream_image_data(const struct cq_stream_image *s);
 uint64_t cq_stream_image_size(const struct cq_stream_image *s);
 /* "zstd", "xz", "gzip", ... */
 const char *cq_stream_image_compression(const struct cq_stream_image *s);
+/* The executable's build-id in hex, "" when the core's first MiB does not show it. */
+const char *cq_stream_image_exe_build_id(const struct cq_stream_image *s);
 struct cq_stream_image_stats cq_stream_image_stats(struct cq_stream_image *s);
 
 void cq_stream_image_destroy(struct cq_stream_image *s);

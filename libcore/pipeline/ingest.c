@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/waits.h"
 #include "libcore/capture/capture.h"
 #include "libcore/model/core.h"
+#include "libcore/model/stream_image.h"
 #include "libcore/store/capture_rows.h"
 #include "libcore/triage/frame_names.h"
 
@@ -29,7 +31,13 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 		cq_capture_from_file(path, &cap);
 	if (o->capture_override)
 		cap = *o->capture_override;
-	struct cq_error *err = cq_core_open(path, o->core, &core);
+	/* A one-stream core of a build whose analysis read its heap before is spooled at once. */
+	struct cq_core_options co = o->core ? *o->core : (struct cq_core_options){0};
+	struct cq_stream_hint hint;
+	cq_analyse_stream_hint(o->stacks ? o->stacks->cache : NULL, &hint);
+	if (!co.stream_hint)
+		co.stream_hint = &hint;
+	struct cq_error *err = cq_core_open(path, &co, &core);
 	if (!err) {
 		if (o->opened)
 			o->opened(o->opened_arg, path, core);
@@ -48,6 +56,8 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	struct cq_waits *waits = NULL;
 	if (!err && !duplicate)
 		err = cq_waits_find(core, stacks, &waits);
+	if (!err && !duplicate)
+		cq_analyse_note_heap_read(o->stacks ? o->stacks->cache : NULL, core);
 	/*
 	 * A process killed from outside (a watchdog's signal, or none: gcore)
 	 * while its threads wait on locks buckets by why it hung.

@@ -59,10 +59,18 @@ static void test_tables_and_symbols_round_trip(void **state)
 	assert_null(cq_cache_get_symbols(c, &id, 0x1234, 0, 2, &len)); /* without debuginfo */
 	assert_null(cq_cache_get_symbols(c, &id, 0x1235, 1, 2, &len));
 	assert_null(cq_cache_get_symbols(c, &other_file, 0x1234, 1, 2, &len));
+	/* stream_hints: a build whose analysis read its heap */
+	assert_false(cq_cache_reads_heap(c, hex));
+	cq_cache_put_reads_heap(c, hex);
+	assert_true(cq_cache_reads_heap(c, hex));
+	assert_false(cq_cache_reads_heap(c, "ffff"));
+	assert_false(cq_cache_reads_heap(c, ""));
+	assert_false(cq_cache_reads_heap(NULL, hex));
 	assert_null(cq_cache_close(c));
 
 	assert_null(cq_cache_open(path, &c));
-	id.source = 0; /* a new handle: the sources row is found again */
+	assert_true(cq_cache_reads_heap(c, hex)); /* kept across handles */
+	id.source = 0;                            /* a new handle: the sources row is found again */
 	got = cq_cache_get_symbols(c, &id, 0x1234, 1, 2, &len);
 	assert_non_null(got);
 	assert_int_equal(len, sizeof(sym));

@@ -52,7 +52,7 @@ static const char *in_dir(const char *name)
 /* The one call of the function under test, so a change of its signature is one line here. */
 static struct cq_error *source_open(const char *path, uint64_t max_spool, struct cq_source *out)
 {
-	return cq_source_open(path, max_spool, false, false, out);
+	return cq_source_open(path, max_spool, false, false, NULL, out);
 }
 
 static void write_file(const char *path, const void *p, size_t n)

@@ -184,7 +184,7 @@ static void test_image(void **state)
 	struct fixture *fx = *state;
 	setenv("COREQ_STREAM_KEEP_ALL_BELOW", "0", 1);
 	struct cq_source src;
-	struct cq_error *err = cq_source_open(fx->zst, 0, false, false, &src);
+	struct cq_error *err = cq_source_open(fx->zst, 0, false, false, NULL, &src);
 	unsetenv("COREQ_STREAM_KEEP_ALL_BELOW");
 	assert_null(err);
 	assert_non_null(src.image);
