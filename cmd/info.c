@@ -204,8 +204,9 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (strcmp(rd.how, "mapped") != 0)
 		printf(", %.1f of %.1f MiB held%s", rd.held / 1048576.0, rd.size / 1048576.0,
 		       rd.second_pass ? " (a page not kept was read: spooled too)"
-		       : rd.heap_hint ? " (an earlier core of this build had its heap read)"
-		                      : "");
+		       : rd.heap_hint
+		           ? " (an earlier core of this build had its heap read: kept whole)"
+		           : "");
 	printf("\n");
 	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
 	if (core->siginfo.present) {

@@ -89,7 +89,7 @@ void cq_cache_put_cxx_types(struct cq_cache *cache, struct cq_cache_key *key, un
 /*
  * Whether the analysis of a core of the executable with this build-id (hex)
  * has read its heap (stream_hints): a later core of it compressed as one
- * stream is spooled at once (libcore/model/stream_image.h).  cache may be NULL.
+ * stream is kept whole (libcore/model/stream_image.h).  cache may be NULL.
  */
 bool cq_cache_reads_heap(struct cq_cache *cache, const char *exe_build_id);
 

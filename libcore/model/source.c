@@ -452,6 +452,7 @@ struct cq_source_read cq_source_read(const struct cq_source *src)
 		r.second_pass = st.second_pass;
 		r.bad_chunks = st.bad_chunks;
 		r.exe_build_id = cq_stream_image_exe_build_id(src->stream);
+		r.heap_hint = src->heap_hint;
 	} else if (src->frames) {
 		r.how = "seekable frames";
 		r.held = cq_source_frame_stats(src).peak_bytes;

@@ -39,7 +39,7 @@ struct cq_source {
 	const char *compression; /* "none", "zstd", "xz", "lz4", "gzip", "bzip2", ... */
 	int spooled;             /* fd is a temporary copy */
 	uint64_t cut_at;         /* nonzero: the stream went on past this cap and was cut */
-	bool heap_hint; /* spooled at once: an earlier core of this build had its heap read */
+	bool heap_hint;          /* an earlier core of this build had its heap read: kept whole */
 };
 
 /* Decompressed frames of a seekable core kept in memory at once. */
@@ -86,7 +86,7 @@ struct cq_source_read {
 	uint64_t held;
 	bool second_pass;    /* a stream: a page not kept was read, so the core was spooled too */
 	uint64_t bad_chunks; /* a stream: chunks its second pass could not give (read as zeros) */
-	bool heap_hint;      /* spooled at once: an earlier core of this build had its heap read */
+	bool heap_hint;      /* an earlier core of this build had its heap read: kept whole */
 	const char *exe_build_id; /* a stream: the executable's build-id ("" unknown), or NULL */
 };
 struct cq_source_read cq_source_read(const struct cq_source *src);

@@ -766,15 +766,14 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	h.b = head;
 	h.len = have;
 	exe_build_id(&h, s->exe_id);
-	if (hint && hint->reads_heap && s->exe_id[0] && hint->reads_heap(hint->arg, s->exe_id)) {
-		*hinted = true;
-		goto done;
-	}
+	/* A build whose analysis reads its heap: keep it whole (within the budget), read once. */
+	*hinted =
+	    hint && hint->reads_heap && s->exe_id[0] && hint->reads_heap(hint->arg, s->exe_id);
 	s->region = page_up(size);
 	size_t n = (size_t)((s->region + CHUNK - 1) / CHUNK);
 	s->bound = malloc((n + 1) * sizeof(*s->bound));
 	/* No plan (out of memory, a forged list of threads), or one that keeps too much: spool. */
-	if (!s->bound || !make_plan(&h, size, keep_all_below_env(), &plan) ||
+	if (!s->bound || !make_plan(&h, size, *hinted ? UINT64_MAX : keep_all_below_env(), &plan) ||
 	    plan_bytes(&plan, size) > keep_budget())
 		goto done;
 	for (size_t i = 0; i < n; i++)

@@ -60,7 +60,8 @@ struct cq_stream_image;
  * Asked once the executable's build-id is known (hex, read from its ELF
  * notes in the core's first MiB): true when an earlier core of that build
  * had its heap read by the analysis (the cache's stream_hints), so this one
- * is spooled at once instead of read through the keep plan and again.
+ * is kept whole as it streams (within the same budget as any plan; beyond
+ * it, spooled) instead of read through the keep plan and again.
  */
 struct cq_stream_hint {
 	bool (*reads_heap)(void *arg, const char *exe_build_id);
@@ -74,8 +75,8 @@ struct cq_stream_hint {
  * Streams the compressed regular file fd (not consumed: it is dup'd for
  * the second pass) when it is a core that can be read so: an ELF64 core
  * whose headers and notes come first, of at most cap bytes.  Otherwise
- * *out is NULL, and no error: the caller spools it as before; *hinted is
- * true when that is because hint said the analysis will read the heap.
+ * *out is NULL, and no error: the caller spools it as before.  *hinted:
+ * hint said the analysis will read the heap (the core is then kept whole).
  * hint may be NULL.  An error is only what stops the open (out of memory).
  */
 struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn spool,

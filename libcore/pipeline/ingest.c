@@ -31,7 +31,7 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 		cq_capture_from_file(path, &cap);
 	if (o->capture_override)
 		cap = *o->capture_override;
-	/* A one-stream core of a build whose analysis read its heap before is spooled at once. */
+	/* A one-stream core of a build whose analysis read its heap before is kept whole. */
 	struct cq_core_options co = o->core ? *o->core : (struct cq_core_options){0};
 	struct cq_stream_hint hint;
 	cq_analyse_stream_hint(o->stacks ? o->stacks->cache : NULL, &hint);

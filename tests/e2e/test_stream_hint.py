@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """A build whose analysis reads its heap is remembered (the cache's
 stream_hints, libcore/model/stream_image.c): the next one-stream core of it
-is spooled at once instead of read through the keep plan and then a second
-time.
+is kept whole as it streams instead of read through the keep plan and then
+a second time.
 
 The subject is the real Debian python3 deadlock core: coreq infers the
 owners of its CPython locks from the heap, which the keep plan drops, so
 its one-frame copy read with the plan on (COREQ_STREAM_KEEP_ALL_BELOW=0)
 needs a second pass.  The build-id stored must be the executable's own
 (the oracle: `eu-readelf -n` of the file the corpus names), and every run,
-streamed, spooled by the hint, or through `ingest`, gives the raw core's
+streamed, kept whole by the hint, or through `ingest`, gives the raw core's
 stack JSON."""
 import os
 import re
@@ -72,9 +72,11 @@ def main():
         ok(hints(cache) == [want_id], "the cache remembers the executable's build-id (eu-readelf's)",
            [hints(cache), want_id])
         rd = read_of(z, cache)
-        ok(rd.get("how") == "spooled" and rd.get("heap_hint") is True,
-           "the next core of that build is spooled at once, and info says why", rd)
-        ok(stack(z, cache) == raw, "spooled by the hint: the raw core's stack JSON")
+        ok(rd.get("how") == "stream" and rd.get("heap_hint") is True
+           and rd.get("held_bytes") == rd.get("bytes") == os.path.getsize(core)
+           and rd.get("second_pass") is False,
+           "the next core of that build is kept whole in one pass, and info says why", rd)
+        ok(stack(z, cache) == raw, "kept whole by the hint: the raw core's stack JSON")
         fresh = os.path.join(tmp, "unused.db")
         ok(stack(z, fresh, "--no-cache") == raw and hints(fresh) == [],
            "--no-cache neither asks nor tells a cache")
