@@ -146,12 +146,10 @@ static int64_t reader_read(struct reader *r, uint8_t *dst, size_t want)
 				return -1; /* truncated */
 			break;
 		}
-		size_t before = ob.pos;
 		size_t rc = ZSTD_decompressStream(r->z, &ob, &r->ib);
 		if (ZSTD_isError(rc))
 			return -1;
 		r->mid_frame = rc != 0;
-		(void)before;
 	}
 	if (r->map) {
 		/* What is consumed leaves the mapping (it stays in the page cache): RSS stays flat.
