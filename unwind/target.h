@@ -83,6 +83,12 @@ enum cq_target_blob {
 	CQ_TARGET_BLOB_CXX_TYPES,  /* unwind/async/cxx_types_blob.h */
 };
 
+/* Bytes of the target's memory where its segments map them. */
+struct cq_unwind_span {
+	const uint8_t *data;
+	uint64_t len;
+};
+
 struct cq_unwind_target_ops {
 	/* Copies len bytes at addr; false if any is unreadable. */
 	bool (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -97,6 +103,16 @@ struct cq_unwind_target_ops {
 	void (*advise)(void *ctx, const void *data, uint64_t len, int advice);
 	/* Drops the pages of the target that were read so far from our resident set. */
 	void (*trim)(void *ctx);
+	/*
+	 * Optional: reads spans of the target's memory (where its segments map
+	 * them; ascending) once, in order, ahead of the caller into buffers of
+	 * its own: a compressed core's frames decompressed on other CPUs and
+	 * not mapped in.  NULL when it offers no such reader.
+	 */
+	void *(*feed_start)(void *ctx, const struct cq_unwind_span *spans, size_t n);
+	/* The next span's bytes, valid until the next call; NULL: read it where it is mapped. */
+	const uint8_t *(*feed_next)(void *feed);
+	void (*feed_stop)(void *feed);
 
 	/*
 	 * Looks every query not yet found up in module m's symbol tables (defined

@@ -28,6 +28,7 @@
 #include "libcore/symbols/provenance.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
+#include "libcore/base/feed.h"
 #include "libcore/base/regular_file.h"
 
 struct module_cfi {
@@ -242,6 +243,36 @@ static void target_trim(void *p)
 	cq_core_trim(ctx->core);
 }
 
+static void *target_feed_start(void *p, const struct cq_unwind_span *spans, size_t n)
+{
+	struct cq_core_target *ctx = p;
+	const struct cq_core *core = ctx->core;
+	struct cq_feed_span *at = malloc((n ? n : 1) * sizeof(*at));
+	struct cq_source_feed *feed = NULL;
+	bool ok = at != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		ok = spans[i].data >= core->image &&
+		     spans[i].len <= core->image_size - (uint64_t)(spans[i].data - core->image);
+		if (ok)
+			at[i] = (struct cq_feed_span){(uint64_t)(spans[i].data - core->image),
+			                              spans[i].len};
+	}
+	struct cq_error *err = ok ? cq_source_feed_start(&core->source, at, n, &feed) : NULL;
+	cq_error_free(err); /* no feed: the scan reads the image itself */
+	free(at);
+	return feed;
+}
+
+static const uint8_t *target_feed_next(void *feed)
+{
+	return cq_source_feed_next(feed);
+}
+
+static void target_feed_stop(void *feed)
+{
+	cq_source_feed_stop(feed);
+}
+
 static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q, size_t n)
 {
 	struct cq_core_target *ctx = p;
@@ -372,6 +403,9 @@ static const struct cq_unwind_target_ops target_ops = {
     .stack_bounds = target_stack_bounds,
     .advise = target_advise,
     .trim = target_trim,
+    .feed_start = target_feed_start,
+    .feed_next = target_feed_next,
+    .feed_stop = target_feed_stop,
     .find_symbols = target_find_symbols,
     .tls_prepare = target_tls_prepare,
     .tls_get = target_tls_get,

@@ -21,6 +21,7 @@
 
 #include "libcore/base/archive_api.h"
 #include "libcore/base/bytes.h"
+#include "libcore/base/feed.h"
 #include "libcore/base/lazy_map.h"
 #include "libcore/base/regular_file.h"
 #include "libcore/formats/zstd_seek.h"
@@ -320,6 +321,108 @@ out:
 	return err;
 }
 
+/*
+ * A feed of a seekable core (libcore/base/feed.h): each worker decompresses
+ * the frames of its span straight into the feed's buffer, and a frame the
+ * span only partly covers into a frame buffer of its own (kept, as the next
+ * span a worker takes often starts in it).
+ */
+struct frame_worker {
+	ZSTD_DCtx *dctx;
+	uint8_t *comp, *raw;
+	size_t raw_frame; /* the frame raw holds, SIZE_MAX: none */
+};
+
+struct frames_feed {
+	struct cq_source_frames *f;
+	uint64_t size; /* of the image: the frames beyond it are cut there */
+	struct frame_worker w[4];
+	unsigned nworkers;
+	struct cq_feed *feed;
+};
+
+static bool frame_decode(const struct cq_source_frames *f, struct frame_worker *w, size_t i,
+                         uint8_t *dst)
+{
+	const struct cq_zseek_frame *fr = &f->table.frame[i];
+	if (pread(f->fd, w->comp, fr->comp_size, (off_t)fr->comp_off) != (ssize_t)fr->comp_size)
+		return false;
+	size_t got = ZSTD_decompressDCtx(w->dctx, dst, fr->raw_size, w->comp, fr->comp_size);
+	return !ZSTD_isError(got) && got == fr->raw_size;
+}
+
+static bool frames_feed_fill(void *arg, unsigned worker, const struct cq_feed_span *span,
+                             uint8_t *dst)
+{
+	struct frames_feed *ff = arg;
+	struct cq_source_frames *f = ff->f;
+	struct frame_worker *w = &ff->w[worker];
+	uint64_t lo = span->off, hi = span->off + span->len;
+	if (hi > ff->size || hi < lo)
+		return false;
+	for (size_t i = cq_zseek_find(&f->table, lo); lo < hi; i++) {
+		const struct cq_zseek_frame *fr = &f->table.frame[i];
+		uint64_t end = fr->raw_off + fr->raw_size;
+		if (fr->raw_off >= lo && end <= hi && end <= ff->size) {
+			if (!frame_decode(f, w, i, dst + (fr->raw_off - span->off)))
+				return false;
+		} else {
+			if (w->raw_frame != i && !frame_decode(f, w, i, w->raw))
+				return false;
+			w->raw_frame = i;
+			uint64_t upto = end < hi ? end : hi;
+			memcpy(dst + (lo - span->off), w->raw + (lo - fr->raw_off), upto - lo);
+		}
+		lo = end;
+	}
+	return true;
+}
+
+static void frames_feed_free(struct frames_feed *ff)
+{
+	cq_feed_stop(ff->feed);
+	for (unsigned i = 0; i < ff->nworkers; i++) {
+		ZSTD_freeDCtx(ff->w[i].dctx);
+		free(ff->w[i].comp);
+		free(ff->w[i].raw);
+	}
+	free(ff);
+}
+
+static struct cq_error *frames_feed_start(const struct cq_source *src,
+                                          const struct cq_feed_span *spans, size_t n,
+                                          struct frames_feed **out)
+{
+	struct cq_source_frames *f = src->frames;
+	struct frames_feed *ff = calloc(1, sizeof(*ff));
+	if (!ff)
+		return &cq_error_nomem;
+	ff->f = f;
+	ff->size = src->size;
+	size_t comp = 1, raw = 1;
+	for (size_t i = 0; i < f->table.n; i++) {
+		comp = f->table.frame[i].comp_size > comp ? f->table.frame[i].comp_size : comp;
+		raw = f->table.frame[i].raw_size > raw ? f->table.frame[i].raw_size : raw;
+	}
+	ff->nworkers = cq_feed_workers();
+	struct cq_error *err = NULL;
+	for (unsigned i = 0; i < ff->nworkers && !err; i++) {
+		struct frame_worker *w = &ff->w[i];
+		w->raw_frame = SIZE_MAX;
+		if (!(w->dctx = ZSTD_createDCtx()) || !(w->comp = malloc(comp)) ||
+		    !(w->raw = malloc(raw)))
+			err = &cq_error_nomem;
+	}
+	if (!err)
+		err = cq_feed_start(spans, n, ff->nworkers, frames_feed_fill, ff, &ff->feed);
+	if (err) {
+		frames_feed_free(ff);
+		return err;
+	}
+	*out = ff;
+	return NULL;
+}
+
 /* ---- a one-stream core: read once, the pages the analysis reads kept ---- */
 
 struct cq_source_spool_args {
@@ -463,6 +566,53 @@ struct cq_source_read cq_source_read(const struct cq_source *src)
 	} else
 		r.how = "mapped";
 	return r;
+}
+
+struct cq_source_feed {
+	struct frames_feed *frames;
+	struct cq_stream_feed *stream;
+	struct cq_feed *feed; /* the one of them */
+};
+
+struct cq_error *cq_source_feed_start(const struct cq_source *src, const struct cq_feed_span *spans,
+                                      size_t n, struct cq_source_feed **out)
+{
+	*out = NULL;
+	if (!src->frames && !(src->stream && cq_stream_image_dropped(src->stream)))
+		return NULL;
+	struct cq_source_feed *sf = calloc(1, sizeof(*sf));
+	if (!sf)
+		return &cq_error_nomem;
+	struct cq_error *err =
+	    src->frames ? frames_feed_start(src, spans, n, &sf->frames)
+	                : cq_stream_image_feed_start(src->stream, spans, n, &sf->stream, &sf->feed);
+	if (err) {
+		free(sf);
+		if (err->code != CQ_ERR_IO)
+			return err;
+		cq_error_free(err); /* no feed: the image is read as it is */
+		return NULL;
+	}
+	if (sf->frames)
+		sf->feed = sf->frames->feed;
+	*out = sf;
+	return NULL;
+}
+
+const uint8_t *cq_source_feed_next(struct cq_source_feed *sf)
+{
+	return cq_feed_next(sf->feed);
+}
+
+void cq_source_feed_stop(struct cq_source_feed *sf)
+{
+	if (!sf)
+		return;
+	if (sf->frames)
+		frames_feed_free(sf->frames);
+	else
+		cq_stream_image_feed_stop(sf->stream);
+	free(sf);
 }
 
 void cq_source_close(struct cq_source *src)

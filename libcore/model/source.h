@@ -91,6 +91,23 @@ struct cq_source_read {
 };
 struct cq_source_read cq_source_read(const struct cq_source *src);
 
+/*
+ * Reading spans of the raw core once, in order, ahead of the reader
+ * (libcore/base/feed.h): a compressed core's frames are decompressed on
+ * other CPUs into buffers of the feed's own rather than mapped into the
+ * image, for a scan that reads each byte once.  *out is NULL, and no error,
+ * when the source offers none (a raw or spooled core is read fastest where
+ * it lies; a one-stream core kept whole has its bytes already).  spans are
+ * offsets into the raw core, ascending, within its size.
+ */
+struct cq_feed_span;
+struct cq_source_feed;
+struct cq_error *cq_source_feed_start(const struct cq_source *src, const struct cq_feed_span *spans,
+                                      size_t n, struct cq_source_feed **out);
+/* The next span's bytes, valid until the next call; NULL: read that span from the image. */
+const uint8_t *cq_source_feed_next(struct cq_source_feed *sf);
+void cq_source_feed_stop(struct cq_source_feed *sf);
+
 void cq_source_close(struct cq_source *src);
 
 /* Bytes of a file's start that cq_source_looks_like_core wants. */

@@ -6,6 +6,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_d_forceIgnoreChecksum */
 #include <zstd.h>
 
 #include "libcore/base/arch.h"
 #include "libcore/base/archive_api.h"
 #include "libcore/base/bytes.h"
+#include "libcore/base/feed.h"
 #include "libcore/base/lazy_map.h"
 
 #define WINDOW          (1ull << 20)  /* bytes decompressed at a time */
@@ -882,6 +885,125 @@ void cq_stream_image_destroy(struct cq_stream_image *s)
 		close(s->fd);
 	free(s->bound);
 	free(s);
+}
+
+bool cq_stream_image_dropped(const struct cq_stream_image *s)
+{
+	return s->stats.dropped_bytes > 0;
+}
+
+/*
+ * A feed (libcore/base/feed.h): one more decompression from the start,
+ * moving forward only, its bytes handed to the reader and never installed.
+ * The last bytes before its position are kept, for the next span's overlap.
+ */
+#define FEED_TAIL 4096u
+
+struct cq_stream_feed {
+	struct reader r;
+	int fd; /* a file description of its own: the second pass seeks s->fd */
+	bool open, failed;
+	uint64_t pos;
+	uint8_t tail[FEED_TAIL];
+	uint64_t tail_len;
+	uint8_t *skip; /* WINDOW bytes, for what lies between spans */
+	struct cq_feed *feed;
+};
+
+/* got bytes at b were decompressed: the position moves on and the tail follows it. */
+static void feed_advance(struct cq_stream_feed *sf, const uint8_t *b, uint64_t got)
+{
+	sf->pos += got;
+	if (got >= FEED_TAIL) {
+		memcpy(sf->tail, b + got - FEED_TAIL, FEED_TAIL);
+		sf->tail_len = FEED_TAIL;
+		return;
+	}
+	uint64_t keep = sf->tail_len < FEED_TAIL - got ? sf->tail_len : FEED_TAIL - got;
+	memmove(sf->tail, sf->tail + sf->tail_len - keep, (size_t)keep);
+	memcpy(sf->tail + keep, b, (size_t)got);
+	sf->tail_len = keep + got;
+}
+
+static bool stream_feed_fill(void *arg, unsigned worker, const struct cq_feed_span *span,
+                             uint8_t *dst)
+{
+	struct cq_stream_feed *sf = arg;
+	(void)worker;
+	uint64_t off = span->off, done = 0;
+	if (sf->failed)
+		return false;
+	if (off < sf->pos) {
+		uint64_t back = sf->pos - off;
+		if (back > sf->tail_len)
+			return false; /* behind the decoder: read from the image */
+		done = back < span->len ? back : span->len;
+		memcpy(dst, sf->tail + sf->tail_len - back, (size_t)done);
+	}
+	while (sf->pos < off + done) {
+		uint64_t want = off + done - sf->pos < WINDOW ? off + done - sf->pos : WINDOW;
+		int64_t got = reader_read(&sf->r, sf->skip, (size_t)want);
+		if (got <= 0) {
+			sf->failed = true;
+			return false;
+		}
+		feed_advance(sf, sf->skip, (uint64_t)got);
+	}
+	if (done == span->len)
+		return true;
+	int64_t got = reader_read(&sf->r, dst + done, (size_t)(span->len - done));
+	if (got != (int64_t)(span->len - done)) {
+		sf->failed = true;
+		return false;
+	}
+	feed_advance(sf, dst + done, (uint64_t)got);
+	return true;
+}
+
+void cq_stream_image_feed_stop(struct cq_stream_feed *sf)
+{
+	if (!sf)
+		return;
+	cq_feed_stop(sf->feed);
+	if (sf->open)
+		reader_close(&sf->r);
+	if (sf->fd >= 0)
+		close(sf->fd);
+	free(sf->skip);
+	free(sf);
+}
+
+struct cq_error *cq_stream_image_feed_start(const struct cq_stream_image *s,
+                                            const struct cq_feed_span *spans, size_t n,
+                                            struct cq_stream_feed **out, struct cq_feed **feed)
+{
+	*out = NULL;
+	*feed = NULL;
+	struct cq_stream_feed *sf = calloc(1, sizeof(*sf));
+	if (!sf)
+		return &cq_error_nomem;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
+	sf->fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct cq_error *err = NULL;
+	if (!(sf->skip = malloc(WINDOW)))
+		err = &cq_error_nomem;
+	else if (sf->fd < 0 || !(sf->open = reader_open(&sf->r, sf->fd)))
+		err = cq_error_create(CQ_ERR_IO, "cannot read the compressed core again");
+	else {
+		/* The first pass checked the stream's checksum to its end: this one need not. */
+		if (sf->r.z)
+			ZSTD_DCtx_setParameter(sf->r.z, ZSTD_d_forceIgnoreChecksum,
+			                       ZSTD_d_ignoreChecksum);
+		err = cq_feed_start(spans, n, 1, stream_feed_fill, sf, &sf->feed);
+	}
+	if (err) {
+		cq_stream_image_feed_stop(sf);
+		return err;
+	}
+	*out = sf;
+	*feed = sf->feed;
+	return NULL;
 }
 
 const char *cq_stream_filter_name(int code)

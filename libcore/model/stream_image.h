@@ -91,6 +91,23 @@ const char *cq_stream_image_compression(const struct cq_stream_image *s);
 const char *cq_stream_image_exe_build_id(const struct cq_stream_image *s);
 struct cq_stream_image_stats cq_stream_image_stats(struct cq_stream_image *s);
 
+/* Whether the stream passed bytes it did not keep. */
+bool cq_stream_image_dropped(const struct cq_stream_image *s);
+
+/*
+ * A feed of spans of the core (libcore/base/feed.h) from one more
+ * decompression, forward only, on a thread of its own: a heap scan of a
+ * core that was not kept whole then costs one decompression more, and no
+ * installed page.  *feed is what cq_feed_next reads.
+ */
+struct cq_feed;
+struct cq_feed_span;
+struct cq_stream_feed;
+struct cq_error *cq_stream_image_feed_start(const struct cq_stream_image *s,
+                                            const struct cq_feed_span *spans, size_t n,
+                                            struct cq_stream_feed **out, struct cq_feed **feed);
+void cq_stream_image_feed_stop(struct cq_stream_feed *sf);
+
 void cq_stream_image_destroy(struct cq_stream_image *s);
 
 /* The keep plan: ranges of the core file's offsets, page-aligned, sorted, disjoint. */

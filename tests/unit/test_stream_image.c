@@ -20,6 +20,7 @@
 #include <zstd.h>
 
 #include "core_writer.h"
+#include "libcore/base/feed.h"
 #include "libcore/model/source.h"
 #include "libcore/model/stream_image.h"
 
@@ -30,7 +31,7 @@
 #define STACK  0x7ff000000000ull
 
 struct fixture {
-	char dir[64], core[96], zst[96];
+	char dir[64], core[96], zst[96], seek[96];
 	uint8_t *heap, *stack, *small, *file;
 	uint8_t *raw;
 	size_t raw_len;
@@ -55,6 +56,44 @@ static uint8_t *slurp(const char *path, size_t *len)
 	assert_int_equal(fread(b, 1, *len, f), *len);
 	fclose(f);
 	return b;
+}
+
+static void put_le32(FILE *f, uint32_t v)
+{
+	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	fwrite(b, 1, 4, f);
+}
+
+/* raw as zstd's seekable format (frames of 1 MiB, a seek table without checksums). */
+static int write_seekable(const char *path, const uint8_t *raw, size_t len)
+{
+	size_t nframes = (len + MIB - 1) / MIB, bound = ZSTD_compressBound(MIB);
+	uint32_t *sizes = calloc(nframes, sizeof(*sizes));
+	uint8_t *z = malloc(bound);
+	FILE *f = fopen(path, "wb");
+	if (!sizes || !z || !f)
+		return -1;
+	for (size_t i = 0; i < nframes; i++) {
+		size_t n = len - i * MIB < MIB ? len - i * MIB : MIB;
+		size_t zn = ZSTD_compress(z, bound, raw + i * MIB, n, 1);
+		if (ZSTD_isError(zn))
+			return -1;
+		fwrite(z, 1, zn, f);
+		sizes[i] = (uint32_t)zn;
+	}
+	put_le32(f, 0x184D2A5Eu);
+	put_le32(f, (uint32_t)(nframes * 8 + 9));
+	for (size_t i = 0; i < nframes; i++) {
+		put_le32(f, sizes[i]);
+		put_le32(f, (uint32_t)(len - i * MIB < MIB ? len - i * MIB : MIB));
+	}
+	put_le32(f, (uint32_t)nframes);
+	fputc(0, f);
+	put_le32(f, 0x8F92EAB1u);
+	fclose(f);
+	free(z);
+	free(sizes);
+	return 0;
 }
 
 static int setup(void **state)
@@ -103,6 +142,9 @@ static int setup(void **state)
 	fwrite(z, 1, zn, f);
 	fclose(f);
 	free(z);
+	snprintf(fx->seek, sizeof(fx->seek), "%s/core.seek.zst", fx->dir);
+	if (write_seekable(fx->seek, fx->raw, fx->raw_len) != 0)
+		return -1;
 	*state = fx;
 	return 0;
 }
@@ -112,6 +154,7 @@ static int teardown(void **state)
 	struct fixture *fx = *state;
 	unlink(fx->core);
 	unlink(fx->zst);
+	unlink(fx->seek);
 	rmdir(fx->dir);
 	free(fx->heap);
 	free(fx->stack);
@@ -208,11 +251,80 @@ static void test_image(void **state)
 	cq_source_close(&src);
 }
 
+/*
+ * Spans read through a feed: the heap's dropped pages in chunks that
+ * overlap by 8 bytes (as the scan's do), a jump over the small segment,
+ * the stack, and the file's last bytes; each must be the core's own, with
+ * no page installed (no second pass), and a span behind the feed's
+ * position comes back NULL (the reader reads it from the image).
+ */
+static void expect_fed(const struct fixture *fx, const struct cq_source *src, bool stream)
+{
+	uint64_t heap = fx->off[0], stack = fx->off[1];
+	struct cq_feed_span spans[] = {
+	    {heap, 3 * MIB},
+	    {heap + 3 * MIB - 8, 3 * MIB + 8},
+	    {heap + 6 * MIB - 8, 2 * MIB + 8},
+	    {stack + 4096, MIB},
+	    {fx->raw_len - 100, 100},
+	    {heap, 4096}, /* behind: a stream gives NULL, frames give it */
+	};
+	size_t n = sizeof(spans) / sizeof(spans[0]);
+	struct cq_source_feed *feed;
+	assert_null(cq_source_feed_start(src, spans, n, &feed));
+	assert_non_null(feed);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *b = cq_source_feed_next(feed);
+		if (i == n - 1 && stream) {
+			assert_null(b);
+			continue;
+		}
+		assert_non_null(b);
+		assert_memory_equal(b, fx->raw + spans[i].off, spans[i].len);
+	}
+	assert_null(cq_source_feed_next(feed));
+	cq_source_feed_stop(feed);
+	/* stopped before its spans are read: the workers end */
+	assert_null(cq_source_feed_start(src, spans, n, &feed));
+	assert_non_null(cq_source_feed_next(feed));
+	cq_source_feed_stop(feed);
+}
+
+static void test_feed(void **state)
+{
+	struct fixture *fx = *state;
+	setenv("COREQ_STREAM_KEEP_ALL_BELOW", "0", 1);
+	struct cq_source src;
+	struct cq_error *err = cq_source_open(fx->zst, 0, false, false, NULL, &src);
+	assert_null(err);
+	expect_fed(fx, &src, true);
+	assert_false(cq_source_read(&src).second_pass);
+	cq_source_close(&src);
+	assert_null(cq_source_open(fx->seek, 0, false, false, NULL, &src));
+	assert_string_equal(cq_source_read(&src).how, "seekable frames");
+	expect_fed(fx, &src, false);
+	assert_int_equal(cq_source_frame_stats(&src).fills, 0);
+	cq_source_close(&src);
+	/* kept whole (small), or raw: no feed, the image is read as it is */
+	unsetenv("COREQ_STREAM_KEEP_ALL_BELOW");
+	struct cq_source_feed *feed;
+	struct cq_feed_span one = {0, 4096};
+	assert_null(cq_source_open(fx->zst, 0, false, false, NULL, &src));
+	assert_null(cq_source_feed_start(&src, &one, 1, &feed));
+	assert_null(feed);
+	cq_source_close(&src);
+	assert_null(cq_source_open(fx->core, 0, false, false, NULL, &src));
+	assert_null(cq_source_feed_start(&src, &one, 1, &feed));
+	assert_null(feed);
+	cq_source_close(&src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plan),
 	    cmocka_unit_test(test_image),
+	    cmocka_unit_test(test_feed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,7 +9,10 @@
  * of SCAN_CHUNK bytes that are mapped in before and dropped from our
  * resident set after they are handed to every scanning runtime, so a large
  * heap costs neither its size in memory nor a page fault per page; for a
- * large heap a helper thread does that mapping on another CPU.
+ * large heap a helper thread does that mapping on another CPU.  A target
+ * whose memory is a compressed core offers a feed instead (the target's
+ * feed_start): its chunks decompressed ahead into buffers of its own, so
+ * the scan reads each byte where the decompressor left it.
  */
 #include "unwind/async/runtime.h"
 
@@ -281,6 +284,26 @@ static size_t list_chunks(const struct cq_mem *mem, struct cq_async_chunk *out, 
 	return n;
 }
 
+/*
+ * The target's reader of the chunks ahead (a compressed core's frames
+ * decompressed on other CPUs into buffers of its own), or NULL: the chunks
+ * are then read where the target maps them.
+ */
+static void *start_feed(const struct cq_unwind_target *t, const struct cq_async_chunk *chunks,
+                        size_t n)
+{
+	if (!t->ops->feed_start || n == 0)
+		return NULL;
+	struct cq_unwind_span *spans = malloc(n * sizeof(*spans));
+	if (!spans)
+		return NULL;
+	for (size_t k = 0; k < n; k++)
+		spans[k] = (struct cq_unwind_span){chunks[k].data, chunks[k].len};
+	void *feed = t->ops->feed_start(t->ctx, spans, n);
+	free(spans);
+	return feed;
+}
+
 /* One pass over the core's writable memory, every scanning runtime fed. */
 static struct cq_error *scan_memory(struct cq_async_ctx *ctx, struct cq_async_states *s)
 {
@@ -297,22 +320,28 @@ static struct cq_error *scan_memory(struct cq_async_ctx *ctx, struct cq_async_st
 		return &cq_error_nomem;
 	list_chunks(t->mem, chunks, &bytes);
 	double start = cq_clock_seconds();
+	void *feed = start_feed(t, chunks, n);
 	struct pager pager;
-	bool paging = bytes >= PAGER_MIN_BYTES && pager_start(&pager, t, chunks, n);
+	bool paging = !feed && bytes >= PAGER_MIN_BYTES && pager_start(&pager, t, chunks, n);
 	for (size_t k = 0; k < n; k++) {
-		const struct cq_async_chunk *c = &chunks[k];
-		if (paging)
+		struct cq_async_chunk c = chunks[k];
+		const uint8_t *fed = feed ? t->ops->feed_next(feed) : NULL;
+		if (fed)
+			c.data = fed;
+		else if (paging)
 			pager_at(&pager, k);
 		else
-			advise(t, c, MADV_WILLNEED);
+			advise(t, &c, MADV_WILLNEED);
 		for (size_t i = 0; i < NRUNTIMES; i++)
 			if (s->state[i] && s->needs[i].scan)
-				runtimes[i]->scan(s->state[i], ctx, c);
-		if (!paging)
-			advise(t, c, MADV_DONTNEED);
+				runtimes[i]->scan(s->state[i], ctx, &c);
+		if (!paging && !fed)
+			advise(t, &c, MADV_DONTNEED);
 	}
 	if (paging)
 		pager_finish(&pager);
+	if (feed)
+		t->ops->feed_stop(feed);
 	ctx->scan_seconds = cq_clock_seconds() - start;
 	free(chunks);
 	if (t->ops->trim)

@@ -1,0 +1,121 @@
+/*
+ * test_feed.c - the read-ahead ring (libcore/base/feed.c): spans come out
+ * in order, whole, whatever the number of workers and however their fills
+ * interleave; a failed fill is a NULL for that span only; each worker sees
+ * its spans in ascending order; a feed stopped early ends its workers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "libcore/base/feed.h"
+
+#define NSPANS 600
+#define FAILS  137 /* the span whose fill fails */
+
+struct filler {
+	pthread_mutex_t lock;
+	uint64_t last[8]; /* per worker: the last span's offset + 1 */
+	bool out_of_order;
+	unsigned calls;
+};
+
+static uint8_t byte_at(uint64_t off)
+{
+	return (uint8_t)(off * 131 + (off >> 9));
+}
+
+static bool fill(void *arg, unsigned worker, const struct cq_feed_span *span, uint8_t *dst)
+{
+	struct filler *f = arg;
+	pthread_mutex_lock(&f->lock);
+	f->calls++;
+	if (worker >= 8 || span->off + 1 <= f->last[worker])
+		f->out_of_order = true;
+	else
+		f->last[worker] = span->off + 1;
+	pthread_mutex_unlock(&f->lock);
+	if (span->off % 7 == 3)
+		sched_yield(); /* uneven fills: workers finish out of turn */
+	for (uint64_t i = 0; i < span->len; i++)
+		dst[i] = byte_at(span->off + i);
+	return span->off != (uint64_t)FAILS * 1000;
+}
+
+static void spans_make(struct cq_feed_span *s)
+{
+	for (size_t i = 0; i < NSPANS; i++)
+		s[i] = (struct cq_feed_span){i * 1000, 1 + (i * 37) % 3000};
+}
+
+static void run(unsigned workers)
+{
+	struct cq_feed_span spans[NSPANS];
+	spans_make(spans);
+	struct filler f = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct cq_feed *feed;
+	assert_null(cq_feed_start(spans, NSPANS, workers, fill, &f, &feed));
+	for (size_t i = 0; i < NSPANS; i++) {
+		const uint8_t *b = cq_feed_next(feed);
+		if (i == FAILS) {
+			assert_null(b);
+			continue;
+		}
+		assert_non_null(b);
+		for (uint64_t k = 0; k < spans[i].len; k++)
+			assert_int_equal(b[k], byte_at(spans[i].off + k));
+	}
+	assert_null(cq_feed_next(feed));
+	cq_feed_stop(feed);
+	assert_false(f.out_of_order);
+	assert_int_equal(f.calls, NSPANS);
+}
+
+static void test_in_order(void **state)
+{
+	(void)state;
+	run(1);
+	run(2);
+	run(4);
+}
+
+static void test_stopped_early(void **state)
+{
+	(void)state;
+	struct cq_feed_span spans[NSPANS];
+	spans_make(spans);
+	struct filler f = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct cq_feed *feed;
+	assert_null(cq_feed_start(spans, NSPANS, 3, fill, &f, &feed));
+	assert_non_null(cq_feed_next(feed));
+	assert_non_null(cq_feed_next(feed));
+	cq_feed_stop(feed);
+	/* the ring bounds how far the workers ran ahead */
+	assert_true(f.calls < 2 + 3 + 2 + 1);
+	assert_null(cq_feed_start(spans, 0, 2, fill, &f, &feed));
+	assert_null(cq_feed_next(feed));
+	cq_feed_stop(feed);
+}
+
+static void test_workers(void **state)
+{
+	(void)state;
+	unsigned n = cq_feed_workers();
+	assert_true(n >= 1 && n <= 4);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_in_order),
+	    cmocka_unit_test(test_stopped_early),
+	    cmocka_unit_test(test_workers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
