@@ -246,7 +246,7 @@ static void target_trim(void *p)
 static void *target_feed_start(void *p, const struct cq_unwind_span *spans, size_t n)
 {
 	struct cq_core_target *ctx = p;
-	const struct cq_core *core = ctx->core;
+	struct cq_core *core = ctx->core;
 	struct cq_feed_span *at = malloc((n ? n : 1) * sizeof(*at));
 	struct cq_source_feed *feed = NULL;
 	bool ok = at != NULL;

@@ -27,6 +27,7 @@ struct cq_feed {
 	size_t n;
 	struct slot *slot;
 	size_t nslots;
+	uint64_t slot_bytes;
 	size_t next_fill; /* the next span a worker takes */
 	size_t next_read; /* the next span handed out */
 	bool held;        /* span next_read - 1 is with the reader: its slot is not free */
@@ -106,6 +107,7 @@ struct cq_error *cq_feed_start(const struct cq_feed_span *spans, size_t n, unsig
 	f->slot = calloc(f->nslots, sizeof(*f->slot));
 	f->threads = calloc(workers, sizeof(*f->threads));
 	bool ok = f->spans && f->slot && f->threads && most <= SIZE_MAX;
+	f->slot_bytes = most;
 	for (size_t i = 0; ok && i < f->nslots; i++) {
 		f->slot[i].span = SIZE_MAX;
 		ok = (f->slot[i].buf = malloc((size_t)most)) != NULL;
@@ -155,6 +157,11 @@ const uint8_t *cq_feed_next(struct cq_feed *f)
 	const uint8_t *b = s->state == SLOT_READY ? s->buf : NULL;
 	pthread_mutex_unlock(&f->lock);
 	return b;
+}
+
+uint64_t cq_feed_ring_bytes(const struct cq_feed *f)
+{
+	return f->nslots * f->slot_bytes;
 }
 
 void cq_feed_stop(struct cq_feed *f)

@@ -55,6 +55,9 @@ struct cq_error *cq_feed_start(const struct cq_feed_span *spans, size_t n, unsig
  */
 const uint8_t *cq_feed_next(struct cq_feed *f);
 
+/* Bytes of the ring's buffers. */
+uint64_t cq_feed_ring_bytes(const struct cq_feed *f);
+
 /* Stops the workers (at any point) and frees the feed. */
 void cq_feed_stop(struct cq_feed *f);
 

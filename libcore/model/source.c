@@ -338,6 +338,7 @@ struct frames_feed {
 	uint64_t size; /* of the image: the frames beyond it are cut there */
 	struct frame_worker w[4];
 	unsigned nworkers;
+	uint64_t buffer_bytes; /* the workers' frame buffers */
 	struct cq_feed *feed;
 };
 
@@ -405,6 +406,7 @@ static struct cq_error *frames_feed_start(const struct cq_source *src,
 		raw = f->table.frame[i].raw_size > raw ? f->table.frame[i].raw_size : raw;
 	}
 	ff->nworkers = cq_feed_workers();
+	ff->buffer_bytes = (uint64_t)ff->nworkers * (comp + raw);
 	struct cq_error *err = NULL;
 	for (unsigned i = 0; i < ff->nworkers && !err; i++) {
 		struct frame_worker *w = &ff->w[i];
@@ -551,14 +553,14 @@ struct cq_source_read cq_source_read(const struct cq_source *src)
 	if (src->stream) {
 		struct cq_stream_image_stats st = cq_stream_image_stats(src->stream);
 		r.how = "stream";
-		r.held = st.kept_bytes + st.peak_bytes + st.spool_bytes;
+		r.held = st.kept_bytes + st.peak_bytes + st.spool_bytes + src->feed_bytes;
 		r.second_pass = st.second_pass;
 		r.bad_chunks = st.bad_chunks;
 		r.exe_build_id = cq_stream_image_exe_build_id(src->stream);
 		r.heap_hint = src->heap_hint;
 	} else if (src->frames) {
 		r.how = "seekable frames";
-		r.held = cq_source_frame_stats(src).peak_bytes;
+		r.held = cq_source_frame_stats(src).peak_bytes + src->feed_bytes;
 	} else if (src->spooled) {
 		r.how = "spooled";
 		r.held = src->size;
@@ -574,7 +576,7 @@ struct cq_source_feed {
 	struct cq_feed *feed; /* the one of them */
 };
 
-struct cq_error *cq_source_feed_start(const struct cq_source *src, const struct cq_feed_span *spans,
+struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_feed_span *spans,
                                       size_t n, struct cq_source_feed **out)
 {
 	*out = NULL;
@@ -593,8 +595,13 @@ struct cq_error *cq_source_feed_start(const struct cq_source *src, const struct 
 		cq_error_free(err); /* no feed: the image is read as it is */
 		return NULL;
 	}
-	if (sf->frames)
+	uint64_t held;
+	if (sf->frames) {
 		sf->feed = sf->frames->feed;
+		held = cq_feed_ring_bytes(sf->feed) + sf->frames->buffer_bytes;
+	} else
+		held = cq_feed_ring_bytes(sf->feed) + cq_stream_image_feed_bytes(sf->stream);
+	src->feed_bytes = held > src->feed_bytes ? held : src->feed_bytes;
 	*out = sf;
 	return NULL;
 }

@@ -40,6 +40,7 @@ struct cq_source {
 	int spooled;             /* fd is a temporary copy */
 	uint64_t cut_at;         /* nonzero: the stream went on past this cap and was cut */
 	bool heap_hint;          /* an earlier core of this build had its heap read: kept whole */
+	uint64_t feed_bytes;     /* most bytes a feed held (cq_source_feed_start) */
 };
 
 /* Decompressed frames of a seekable core kept in memory at once. */
@@ -82,7 +83,7 @@ struct cq_source_read {
 	const char *compression; /* as cq_source.compression */
 	uint64_t size;           /* bytes of raw core */
 	/* bytes decompressed and held at most: kept from a stream (and its second pass's
-	 * chunks and spool), a seekable core's frames, a spool */
+	 * chunks and spool), a seekable core's frames, a spool; and a feed's buffers */
 	uint64_t held;
 	bool second_pass;    /* a stream: a page not kept was read, so the core was spooled too */
 	uint64_t bad_chunks; /* a stream: chunks its second pass could not give (read as zeros) */
@@ -102,7 +103,7 @@ struct cq_source_read cq_source_read(const struct cq_source *src);
  */
 struct cq_feed_span;
 struct cq_source_feed;
-struct cq_error *cq_source_feed_start(const struct cq_source *src, const struct cq_feed_span *spans,
+struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_feed_span *spans,
                                       size_t n, struct cq_source_feed **out);
 /* The next span's bytes, valid until the next call; NULL: read that span from the image. */
 const uint8_t *cq_source_feed_next(struct cq_source_feed *sf);

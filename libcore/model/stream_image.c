@@ -960,6 +960,12 @@ static bool stream_feed_fill(void *arg, unsigned worker, const struct cq_feed_sp
 	return true;
 }
 
+uint64_t cq_stream_image_feed_bytes(const struct cq_stream_feed *sf)
+{
+	(void)sf;
+	return WINDOW + sizeof(struct cq_stream_feed);
+}
+
 void cq_stream_image_feed_stop(struct cq_stream_feed *sf)
 {
 	if (!sf)

@@ -106,6 +106,8 @@ struct cq_stream_feed;
 struct cq_error *cq_stream_image_feed_start(const struct cq_stream_image *s,
                                             const struct cq_feed_span *spans, size_t n,
                                             struct cq_stream_feed **out, struct cq_feed **feed);
+/* Bytes it holds beyond the feed's ring. */
+uint64_t cq_stream_image_feed_bytes(const struct cq_stream_feed *sf);
 void cq_stream_image_feed_stop(struct cq_stream_feed *sf);
 
 void cq_stream_image_destroy(struct cq_stream_image *s);

@@ -258,7 +258,7 @@ static void test_image(void **state)
  * no page installed (no second pass), and a span behind the feed's
  * position comes back NULL (the reader reads it from the image).
  */
-static void expect_fed(const struct fixture *fx, const struct cq_source *src, bool stream)
+static void expect_fed(const struct fixture *fx, struct cq_source *src, bool stream)
 {
 	uint64_t heap = fx->off[0], stack = fx->off[1];
 	struct cq_feed_span spans[] = {
@@ -299,11 +299,14 @@ static void test_feed(void **state)
 	assert_null(err);
 	expect_fed(fx, &src, true);
 	assert_false(cq_source_read(&src).second_pass);
+	/* what it held counts the feed's ring: three spans of 3 MiB at least */
+	assert_true(cq_source_read(&src).held >= 9 * MIB);
 	cq_source_close(&src);
 	assert_null(cq_source_open(fx->seek, 0, false, false, NULL, &src));
 	assert_string_equal(cq_source_read(&src).how, "seekable frames");
 	expect_fed(fx, &src, false);
 	assert_int_equal(cq_source_frame_stats(&src).fills, 0);
+	assert_true(cq_source_read(&src).held >= 9 * MIB);
 	cq_source_close(&src);
 	/* kept whole (small), or raw: no feed, the image is read as it is */
 	unsetenv("COREQ_STREAM_KEEP_ALL_BELOW");
