@@ -163,21 +163,28 @@ struct cq_source_frames {
 	struct cq_lazy_map *map;
 };
 
+/*
+ * Frame i of f whole into dst (room for its raw size), through dctx and
+ * comp (room for its compressed size); false unless it gives exactly that.
+ * Read, not mapped: the compressed file then costs no resident memory.
+ */
+static bool frame_decode(const struct cq_source_frames *f, size_t i, ZSTD_DCtx *dctx, uint8_t *comp,
+                         uint8_t *dst)
+{
+	const struct cq_zseek_frame *fr = &f->table.frame[i];
+	if (pread(f->fd, comp, fr->comp_size, (off_t)fr->comp_off) != (ssize_t)fr->comp_size)
+		return false;
+	size_t got = ZSTD_decompressDCtx(dctx, dst, fr->raw_size, comp, fr->comp_size);
+	return !ZSTD_isError(got) && got == fr->raw_size;
+}
+
 static bool frame_fill(void *arg, size_t i, uint8_t *dst, size_t len)
 {
 	struct cq_source_frames *f = arg;
-	const struct cq_zseek_frame *fr = &f->table.frame[i];
-	/* Read, not mapped: the compressed file then costs no resident memory. */
-	ssize_t r = pread(f->fd, f->comp, fr->comp_size, (off_t)fr->comp_off);
-	if (r != (ssize_t)fr->comp_size)
-		return false;
-	if (len == fr->raw_size) {
-		size_t got = ZSTD_decompressDCtx(f->dctx, dst, len, f->comp, fr->comp_size);
-		return !ZSTD_isError(got) && got == len;
-	}
+	if (len == f->table.frame[i].raw_size)
+		return frame_decode(f, i, f->dctx, f->comp, dst);
 	/* The image was cut inside this frame: all of it, then the part kept. */
-	size_t got = ZSTD_decompressDCtx(f->dctx, f->tail, fr->raw_size, f->comp, fr->comp_size);
-	if (ZSTD_isError(got) || got != fr->raw_size || len > got)
+	if (len > f->table.frame[i].raw_size || !frame_decode(f, i, f->dctx, f->comp, f->tail))
 		return false;
 	memcpy(dst, f->tail, len);
 	return true;
@@ -342,16 +349,6 @@ struct frames_feed {
 	struct cq_feed *feed;
 };
 
-static bool frame_decode(const struct cq_source_frames *f, struct frame_worker *w, size_t i,
-                         uint8_t *dst)
-{
-	const struct cq_zseek_frame *fr = &f->table.frame[i];
-	if (pread(f->fd, w->comp, fr->comp_size, (off_t)fr->comp_off) != (ssize_t)fr->comp_size)
-		return false;
-	size_t got = ZSTD_decompressDCtx(w->dctx, dst, fr->raw_size, w->comp, fr->comp_size);
-	return !ZSTD_isError(got) && got == fr->raw_size;
-}
-
 static bool frames_feed_fill(void *arg, unsigned worker, const struct cq_feed_span *span,
                              uint8_t *dst)
 {
@@ -365,10 +362,10 @@ static bool frames_feed_fill(void *arg, unsigned worker, const struct cq_feed_sp
 		const struct cq_zseek_frame *fr = &f->table.frame[i];
 		uint64_t end = fr->raw_off + fr->raw_size;
 		if (fr->raw_off >= lo && end <= hi && end <= ff->size) {
-			if (!frame_decode(f, w, i, dst + (fr->raw_off - span->off)))
+			if (!frame_decode(f, i, w->dctx, w->comp, dst + (fr->raw_off - span->off)))
 				return false;
 		} else {
-			if (w->raw_frame != i && !frame_decode(f, w, i, w->raw))
+			if (w->raw_frame != i && !frame_decode(f, i, w->dctx, w->comp, w->raw))
 				return false;
 			w->raw_frame = i;
 			uint64_t upto = end < hi ? end : hi;
