@@ -83,10 +83,13 @@ enum cq_target_blob {
 	CQ_TARGET_BLOB_CXX_TYPES,  /* unwind/async/cxx_types_blob.h */
 };
 
-/* Bytes of the target's memory where its segments map them. */
+/*
+ * Bytes of the target's memory where its segments map them; the first lead
+ * are the previous span's last (a scan's chunks overlap by a word).
+ */
 struct cq_unwind_span {
 	const uint8_t *data;
-	uint64_t len;
+	uint64_t len, lead;
 };
 
 struct cq_unwind_target_ops {

@@ -255,7 +255,7 @@ static void *target_feed_start(void *p, const struct cq_unwind_span *spans, size
 		     spans[i].len <= core->image_size - (uint64_t)(spans[i].data - core->image);
 		if (ok)
 			at[i] = (struct cq_feed_span){(uint64_t)(spans[i].data - core->image),
-			                              spans[i].len};
+			                              spans[i].len, spans[i].lead};
 	}
 	struct cq_error *err = ok ? cq_source_feed_start(&core->source, at, n, &feed) : NULL;
 	cq_error_free(err); /* no feed: the scan reads the image itself */

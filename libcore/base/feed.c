@@ -64,7 +64,9 @@ static void *work(void *arg)
 		s->span = k;
 		s->state = SLOT_FILLING;
 		pthread_mutex_unlock(&f->lock);
-		bool ok = f->fill(f->arg, w->id, &f->spans[k], s->buf);
+		const struct cq_feed_span *sp = &f->spans[k];
+		struct cq_feed_span rest = {sp->off + sp->lead, sp->len - sp->lead, 0};
+		bool ok = f->fill(f->arg, w->id, &rest, s->buf + sp->lead);
 		pthread_mutex_lock(&f->lock);
 		s->state = ok ? SLOT_READY : SLOT_FAILED;
 		pthread_cond_broadcast(&f->moved);
@@ -91,6 +93,9 @@ struct cq_error *cq_feed_start(const struct cq_feed_span *spans, size_t n, unsig
 {
 	*out = NULL;
 	workers = workers ? workers : 1;
+	for (size_t i = 0; i < n; i++)
+		if (spans[i].lead > spans[i].len)
+			return cq_error_create(CQ_ERR_USAGE, "a span's lead is longer than it");
 	struct cq_feed *f = calloc(1, sizeof(*f));
 	if (!f)
 		return &cq_error_nomem;
@@ -136,15 +141,21 @@ struct cq_error *cq_feed_start(const struct cq_feed_span *spans, size_t n, unsig
 	return NULL;
 }
 
+/* Lets the span the reader holds go. */
+static void release(struct cq_feed *f)
+{
+	if (!f->held)
+		return;
+	f->slot[(f->next_read - 1) % f->nslots].state = SLOT_FREE;
+	f->held = false;
+	pthread_cond_broadcast(&f->moved);
+}
+
 const uint8_t *cq_feed_next(struct cq_feed *f)
 {
 	pthread_mutex_lock(&f->lock);
-	if (f->held) {
-		f->slot[(f->next_read - 1) % f->nslots].state = SLOT_FREE;
-		f->held = false;
-		pthread_cond_broadcast(&f->moved);
-	}
 	if (f->next_read >= f->n) {
+		release(f);
 		pthread_mutex_unlock(&f->lock);
 		return NULL;
 	}
@@ -152,9 +163,21 @@ const uint8_t *cq_feed_next(struct cq_feed *f)
 	struct slot *s = &f->slot[k % f->nslots];
 	while (s->span != k || (s->state != SLOT_READY && s->state != SLOT_FAILED))
 		pthread_cond_wait(&f->moved, &f->lock);
+	const struct cq_feed_span *sp = &f->spans[k];
+	const uint8_t *b = s->state == SLOT_READY ? s->buf : NULL;
+	if (b && sp->lead) {
+		/* The lead from the span before, which the reader still holds. */
+		const struct cq_feed_span *pp = k ? &f->spans[k - 1] : NULL;
+		const struct slot *p = k ? &f->slot[(k - 1) % f->nslots] : NULL;
+		if (f->held && p->state == SLOT_READY && pp->len >= sp->lead &&
+		    pp->off + pp->len == sp->off + sp->lead)
+			memcpy(s->buf, p->buf + pp->len - sp->lead, (size_t)sp->lead);
+		else
+			b = NULL;
+	}
+	release(f);
 	f->next_read++;
 	f->held = true;
-	const uint8_t *b = s->state == SLOT_READY ? s->buf : NULL;
 	pthread_mutex_unlock(&f->lock);
 	return b;
 }

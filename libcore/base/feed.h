@@ -27,13 +27,19 @@
 
 #include "libcore/base/error.h"
 
-/* Bytes [off, off + len) of the raw core. */
+/*
+ * Bytes [off, off + len) of the raw core.  The first lead bytes (below
+ * len) are the previous span's last, which must end at off + lead: they
+ * are copied from it rather than filled again (a scan's chunks overlap by
+ * a word, and a frame is then decompressed for one span only).
+ */
 struct cq_feed_span {
-	uint64_t off, len;
+	uint64_t off, len, lead;
 };
 
 /*
- * Writes span's bytes to dst (room for span->len bytes).  worker (below
+ * Writes span's bytes to dst (room for span->len bytes; its lead is 0:
+ * the feed asks for what follows the lead).  worker (below
  * the count given to cq_feed_start) says which worker calls: a worker
  * calls it for one span at a time, for spans in ascending order.
  */

@@ -24,6 +24,13 @@ void cq_mem_destroy(struct cq_mem *mem)
 struct cq_error *cq_mem_add(struct cq_mem *mem, enum cq_mem_layer layer, uint64_t start,
                             uint64_t end, const uint8_t *data, uint64_t data_len, unsigned flags)
 {
+	return cq_mem_add_at(mem, layer, start, end, data, data_len, flags, 0);
+}
+
+struct cq_error *cq_mem_add_at(struct cq_mem *mem, enum cq_mem_layer layer, uint64_t start,
+                               uint64_t end, const uint8_t *data, uint64_t data_len, unsigned flags,
+                               uint64_t file_off)
+{
 	if ((unsigned)layer >= CQ_MEM_LAYERS || end < start)
 		return cq_error_create(CQ_ERR_USAGE, "bad memory segment");
 	if (end == start)
@@ -45,6 +52,7 @@ struct cq_error *cq_mem_add(struct cq_mem *mem, enum cq_mem_layer layer, uint64_
 	    .data = data_len ? data : NULL,
 	    .data_len = data ? data_len : 0,
 	    .flags = flags,
+	    .file_off = file_off,
 	};
 	return NULL;
 }

@@ -41,6 +41,7 @@ struct cq_mem_segment {
 	const uint8_t *data; /* bytes of [start, start + data_len) */
 	uint64_t data_len;   /* <= end - start; the rest is absent */
 	unsigned flags;      /* CQ_MEM_READ | CQ_MEM_WRITE | CQ_MEM_EXEC */
+	uint64_t file_off;   /* where data lies in the file it comes from (0: no file) */
 };
 
 struct cq_mem_layer_set {
@@ -57,6 +58,10 @@ void cq_mem_init(struct cq_mem *mem);
 void cq_mem_destroy(struct cq_mem *mem);
 
 /* Adds a segment; call cq_mem_finish before reading. */
+/* As cq_mem_add, for bytes that lie at file_off in the file they come from. */
+struct cq_error *cq_mem_add_at(struct cq_mem *mem, enum cq_mem_layer layer, uint64_t start,
+                               uint64_t end, const uint8_t *data, uint64_t data_len, unsigned flags,
+                               uint64_t file_off);
 struct cq_error *cq_mem_add(struct cq_mem *mem, enum cq_mem_layer layer, uint64_t start,
                             uint64_t end, const uint8_t *data, uint64_t data_len, unsigned flags);
 

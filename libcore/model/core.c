@@ -100,9 +100,10 @@ static struct cq_error *add_load_segments(struct cq_core *core)
 			avail = filesz;
 		core->memory_dumped += filesz;
 		core->memory_missing += filesz - avail;
-		struct cq_error *err = cq_mem_add(
-		    &core->mem, CQ_MEM_LAYER_CORE, ph.p_vaddr, ph.p_vaddr + ph.p_memsz,
-		    avail ? core->image + ph.p_offset : NULL, avail, segment_flags(ph.p_flags));
+		struct cq_error *err =
+		    cq_mem_add_at(&core->mem, CQ_MEM_LAYER_CORE, ph.p_vaddr,
+		                  ph.p_vaddr + ph.p_memsz, avail ? core->image + ph.p_offset : NULL,
+		                  avail, segment_flags(ph.p_flags), ph.p_offset);
 		if (err)
 			return err;
 	}

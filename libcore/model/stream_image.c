@@ -895,68 +895,40 @@ bool cq_stream_image_dropped(const struct cq_stream_image *s)
 /*
  * A feed (libcore/base/feed.h): one more decompression from the start,
  * moving forward only, its bytes handed to the reader and never installed.
- * The last bytes before its position are kept, for the next span's overlap.
+ * A span behind it (the feed copies the spans' overlaps itself) is not
+ * made: the reader reads it from the image.
  */
-#define FEED_TAIL 4096u
-
 struct cq_stream_feed {
 	struct reader r;
 	int fd; /* a file description of its own: the second pass seeks s->fd */
 	bool open, failed;
 	uint64_t pos;
-	uint8_t tail[FEED_TAIL];
-	uint64_t tail_len;
 	uint8_t *skip; /* WINDOW bytes, for what lies between spans */
 	struct cq_feed *feed;
 };
-
-/* got bytes at b were decompressed: the position moves on and the tail follows it. */
-static void feed_advance(struct cq_stream_feed *sf, const uint8_t *b, uint64_t got)
-{
-	sf->pos += got;
-	if (got >= FEED_TAIL) {
-		memcpy(sf->tail, b + got - FEED_TAIL, FEED_TAIL);
-		sf->tail_len = FEED_TAIL;
-		return;
-	}
-	uint64_t keep = sf->tail_len < FEED_TAIL - got ? sf->tail_len : FEED_TAIL - got;
-	memmove(sf->tail, sf->tail + sf->tail_len - keep, (size_t)keep);
-	memcpy(sf->tail + keep, b, (size_t)got);
-	sf->tail_len = keep + got;
-}
 
 static bool stream_feed_fill(void *arg, unsigned worker, const struct cq_feed_span *span,
                              uint8_t *dst)
 {
 	struct cq_stream_feed *sf = arg;
 	(void)worker;
-	uint64_t off = span->off, done = 0;
-	if (sf->failed)
+	if (sf->failed || span->off < sf->pos)
 		return false;
-	if (off < sf->pos) {
-		uint64_t back = sf->pos - off;
-		if (back > sf->tail_len)
-			return false; /* behind the decoder: read from the image */
-		done = back < span->len ? back : span->len;
-		memcpy(dst, sf->tail + sf->tail_len - back, (size_t)done);
-	}
-	while (sf->pos < off + done) {
-		uint64_t want = off + done - sf->pos < WINDOW ? off + done - sf->pos : WINDOW;
+	while (sf->pos < span->off) {
+		uint64_t want = span->off - sf->pos < WINDOW ? span->off - sf->pos : WINDOW;
 		int64_t got = reader_read(&sf->r, sf->skip, (size_t)want);
 		if (got <= 0) {
 			sf->failed = true;
 			return false;
 		}
-		feed_advance(sf, sf->skip, (uint64_t)got);
+		sf->pos += (uint64_t)got;
 	}
-	if (done == span->len)
-		return true;
-	int64_t got = reader_read(&sf->r, dst + done, (size_t)(span->len - done));
-	if (got != (int64_t)(span->len - done)) {
+	int64_t got = reader_read(&sf->r, dst, (size_t)span->len);
+	if (got != (int64_t)span->len) {
 		sf->failed = true;
 		return false;
 	}
-	feed_advance(sf, dst + done, (uint64_t)got);
+	sf->pos += (uint64_t)got;
 	return true;
 }
 

@@ -51,7 +51,7 @@ static bool fill(void *arg, unsigned worker, const struct cq_feed_span *span, ui
 static void spans_make(struct cq_feed_span *s)
 {
 	for (size_t i = 0; i < NSPANS; i++)
-		s[i] = (struct cq_feed_span){i * 1000, 1 + (i * 37) % 3000};
+		s[i] = (struct cq_feed_span){i * 1000, 1 + (i * 37) % 3000, 0};
 }
 
 static void run(unsigned workers)
@@ -103,6 +103,40 @@ static void test_stopped_early(void **state)
 	cq_feed_stop(feed);
 }
 
+/*
+ * Contiguous spans that overlap by 8 bytes: the lead is copied from the
+ * span before, never filled; after a span whose fill failed, the next one
+ * (whose lead it should give) is NULL too, and the one after is whole.
+ */
+static void test_lead(void **state)
+{
+	(void)state;
+	struct cq_feed_span spans[NSPANS];
+	for (size_t i = 0; i < NSPANS; i++)
+		spans[i] = i ? (struct cq_feed_span){i * 1000 - 8, 1008, 8}
+		             : (struct cq_feed_span){0, 1000, 0};
+	struct filler f = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct cq_feed *feed;
+	assert_null(cq_feed_start(spans, NSPANS, 2, fill, &f, &feed));
+	for (size_t i = 0; i < NSPANS; i++) {
+		const uint8_t *b = cq_feed_next(feed);
+		if (i == FAILS || i == FAILS + 1) {
+			/* span 137's fill fails: 138 has no lead to copy */
+			assert_null(b);
+			continue;
+		}
+		assert_non_null(b);
+		for (uint64_t k = 0; k < spans[i].len; k++)
+			assert_int_equal(b[k], byte_at(spans[i].off + k));
+	}
+	cq_feed_stop(feed);
+	assert_false(f.out_of_order);
+	struct cq_feed_span bad = {0, 4, 8};
+	struct cq_error *err = cq_feed_start(&bad, 1, 1, fill, &f, &feed);
+	assert_non_null(err);
+	cq_error_free(err);
+}
+
 static void test_workers(void **state)
 {
 	(void)state;
@@ -115,6 +149,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_in_order),
 	    cmocka_unit_test(test_stopped_early),
+	    cmocka_unit_test(test_lead),
 	    cmocka_unit_test(test_workers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -253,7 +253,8 @@ static void test_image(void **state)
 
 /*
  * Spans read through a feed: the heap's dropped pages in chunks that
- * overlap by 8 bytes (as the scan's do), a jump over the small segment,
+ * overlap by 8 bytes (as the scan's do: the feed copies that lead from
+ * the chunk before), a jump over the small segment,
  * the stack, and the file's last bytes; each must be the core's own, with
  * no page installed (no second pass), and a span behind the feed's
  * position comes back NULL (the reader reads it from the image).
@@ -262,12 +263,12 @@ static void expect_fed(const struct fixture *fx, struct cq_source *src, bool str
 {
 	uint64_t heap = fx->off[0], stack = fx->off[1];
 	struct cq_feed_span spans[] = {
-	    {heap, 3 * MIB},
-	    {heap + 3 * MIB - 8, 3 * MIB + 8},
-	    {heap + 6 * MIB - 8, 2 * MIB + 8},
-	    {stack + 4096, MIB},
-	    {fx->raw_len - 100, 100},
-	    {heap, 4096}, /* behind: a stream gives NULL, frames give it */
+	    {heap, 3 * MIB, 0},
+	    {heap + 3 * MIB - 8, 3 * MIB + 8, 8},
+	    {heap + 6 * MIB - 8, 2 * MIB + 8, 8},
+	    {stack + 4096, MIB, 0},
+	    {fx->raw_len - 100, 100, 0},
+	    {heap, 4096, 0}, /* behind: a stream gives NULL, frames give it */
 	};
 	size_t n = sizeof(spans) / sizeof(spans[0]);
 	struct cq_source_feed *feed;
@@ -311,7 +312,7 @@ static void test_feed(void **state)
 	/* kept whole (small), or raw: no feed, the image is read as it is */
 	unsetenv("COREQ_STREAM_KEEP_ALL_BELOW");
 	struct cq_source_feed *feed;
-	struct cq_feed_span one = {0, 4096};
+	struct cq_feed_span one = {0, 4096, 0};
 	assert_null(cq_source_open(fx->zst, 0, false, false, NULL, &src));
 	assert_null(cq_source_feed_start(&src, &one, 1, &feed));
 	assert_null(feed);

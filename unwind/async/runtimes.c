@@ -63,7 +63,13 @@ size_t cq_rust_index_parts(const struct cq_rust_index_part **out)
 	return n;
 }
 
-#define SCAN_CHUNK      (8u << 20)
+/*
+ * The scan's chunks: small enough that a feed's ring stays in the CPU's
+ * caches, and ending where the core file's offset is a multiple of it, so
+ * that each is one frame of coreq's store (CQ_ZSEEK_WRITE_FRAME, 2 MiB):
+ * a feed decompresses every frame once, straight into its buffer.
+ */
+#define SCAN_CHUNK      (2u << 20)
 #define MAX_STACK_WORDS (1u << 20)
 
 struct cq_async_shared {
@@ -164,7 +170,7 @@ void cq_async_states_free(struct cq_async_states *s)
  * without it.
  */
 #define PAGER_MIN_BYTES (64u << 20)
-#define PAGER_AHEAD     2
+#define PAGER_AHEAD     8 /* chunks: 16 MiB ahead */
 
 struct pager {
 	pthread_mutex_t lock;
@@ -269,7 +275,11 @@ static size_t list_chunks(const struct cq_mem *mem, struct cq_async_chunk *out, 
 		uint64_t end = sg->start + (sg->data_len & ~(uint64_t)7);
 		for (uint64_t at = sg->start; at < end; n++) {
 			uint64_t begin = at > sg->start ? at - 8 : at;
-			uint64_t stop = end - at > SCAN_CHUNK ? at + SCAN_CHUNK : end;
+			/* Chunks end where the file's offset is a multiple of SCAN_CHUNK. */
+			uint64_t room = SCAN_CHUNK - (sg->file_off + (at - sg->start)) % SCAN_CHUNK;
+			room = room & 7 ? room & ~(uint64_t)7 : room;
+			room = room ? room : SCAN_CHUNK;
+			uint64_t stop = end - at > room ? at + room : end;
 			if (out)
 				out[n] =
 				    (struct cq_async_chunk){.segment = sg,
@@ -298,7 +308,8 @@ static void *start_feed(const struct cq_unwind_target *t, const struct cq_async_
 	if (!spans)
 		return NULL;
 	for (size_t k = 0; k < n; k++)
-		spans[k] = (struct cq_unwind_span){chunks[k].data, chunks[k].len};
+		spans[k] =
+		    (struct cq_unwind_span){chunks[k].data, chunks[k].len, chunks[k].overlap};
 	void *feed = t->ops->feed_start(t->ctx, spans, n);
 	free(spans);
 	return feed;
