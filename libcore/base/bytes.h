@@ -10,6 +10,7 @@
 #ifndef CQ_BYTES_H
 #define CQ_BYTES_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -43,6 +44,23 @@ static inline int16_t cq_load_i16(const void *p)
 	int16_t v;
 	memcpy(&v, p, sizeof(v));
 	return v;
+}
+
+/*
+ * How many of n items (stride bytes each, sorted by the uint64_t each
+ * starts with) start below key: the index of the first at or above it.
+ */
+static inline size_t cq_sorted_below(const void *items, size_t n, size_t stride, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cq_load_u64((const uint8_t *)items + mid * stride) < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 #endif

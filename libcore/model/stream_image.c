@@ -314,25 +314,10 @@ static int compare_val(const void *a, const void *b)
 }
 
 /* The first of n sorted items (stride bytes apart, a uint64_t first) not below key. */
-static size_t lower_bound(const void *base, size_t n, size_t stride, uint64_t key)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t v;
-		memcpy(&v, (const uint8_t *)base + mid * stride, sizeof(v));
-		if (v < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* Whether [lo, hi) meets a mapped file (files sorted by start; they do not overlap). */
 static bool file_backed(const struct values *vs, uint64_t lo, uint64_t hi)
 {
-	size_t i = lower_bound(vs->files, vs->nfiles, sizeof(*vs->files), hi);
+	size_t i = cq_sorted_below(vs->files, vs->nfiles, sizeof(*vs->files), hi);
 	return i > 0 && vs->files[i - 1].hi > lo;
 }
 
@@ -376,7 +361,7 @@ static bool make_plan(const struct head *h, uint64_t size, uint64_t keep_all_bel
 			ok = plan_add(p, lo, hi);
 			continue;
 		}
-		for (size_t k = lower_bound(vs.v, vs.n, sizeof(*vs.v), va);
+		for (size_t k = cq_sorted_below(vs.v, vs.n, sizeof(*vs.v), va);
 		     ok && k < vs.n && vs.v[k].v < va_end; k++) {
 			uint64_t at = lo + (vs.v[k].v - va);
 			uint64_t from = at - lo > AROUND ? at - AROUND : lo;

@@ -33,6 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libcore/base/bytes.h"
+
 #include "libcore/base/elf_section.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
@@ -1283,17 +1285,7 @@ void cq_rust_index_free(struct cq_rust_index *ix)
  */
 static size_t at_or_below(const void *items, size_t n, size_t size, uint64_t pc)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t key;
-		memcpy(&key, (const char *)items + mid * size, sizeof(key));
-		if (key <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return pc == UINT64_MAX ? n : cq_sorted_below(items, n, size, pc + 1);
 }
 
 const char *cq_rust_index_resume_at(const struct cq_rust_index *ix, uint64_t pc)
