@@ -31,6 +31,7 @@ struct cq_feed {
 	size_t next_fill; /* the next span a worker takes */
 	size_t next_read; /* the next span handed out */
 	bool held;        /* span next_read - 1 is with the reader: its slot is not free */
+	bool held_made;   /* and was handed out whole (not NULL) */
 	bool stop;
 	cq_feed_fill_fn fill;
 	void *arg;
@@ -166,11 +167,15 @@ const uint8_t *cq_feed_next(struct cq_feed *f)
 	const struct cq_feed_span *sp = &f->spans[k];
 	const uint8_t *b = s->state == SLOT_READY ? s->buf : NULL;
 	if (b && sp->lead) {
-		/* The lead from the span before, which the reader still holds. */
+		/*
+		 * The lead from the span before, which the reader still holds:
+		 * from bytes it was given whole, or that its own fill made
+		 * (beyond its own lead, which may not have been).
+		 */
 		const struct cq_feed_span *pp = k ? &f->spans[k - 1] : NULL;
 		const struct slot *p = k ? &f->slot[(k - 1) % f->nslots] : NULL;
-		if (f->held && p->state == SLOT_READY && pp->len >= sp->lead &&
-		    pp->off + pp->len == sp->off + sp->lead)
+		if (f->held && pp->len >= sp->lead && pp->off + pp->len == sp->off + sp->lead &&
+		    (f->held_made || (p->state == SLOT_READY && pp->len - sp->lead >= pp->lead)))
 			memcpy(s->buf, p->buf + pp->len - sp->lead, (size_t)sp->lead);
 		else
 			b = NULL;
@@ -178,6 +183,7 @@ const uint8_t *cq_feed_next(struct cq_feed *f)
 	release(f);
 	f->next_read++;
 	f->held = true;
+	f->held_made = b != NULL;
 	pthread_mutex_unlock(&f->lock);
 	return b;
 }

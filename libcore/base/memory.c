@@ -80,6 +80,7 @@ void cq_mem_finish(struct cq_mem *mem)
 				if (cut >= s.end - s.start)
 					continue;
 				s.start += cut;
+				s.file_off += s.file_off ? cut : 0;
 				if (s.data_len > cut) {
 					s.data += cut;
 					s.data_len -= cut;

@@ -340,6 +340,13 @@ struct frame_worker {
 	size_t raw_frame; /* the frame raw holds, SIZE_MAX: none */
 };
 
+/*
+ * Frames larger than this are not read ahead: each worker holds one whole
+ * (and its compressed bytes), so 4 workers stay within the lazy image's
+ * budget (CQ_SOURCE_FRAME_BUDGET).  coreq's store writes 2 MiB frames.
+ */
+#define FEED_MAX_FRAME (8u << 20)
+
 struct frames_feed {
 	struct cq_source_frames *f;
 	uint64_t size; /* of the image: the frames beyond it are cut there */
@@ -365,9 +372,12 @@ static bool frames_feed_fill(void *arg, unsigned worker, const struct cq_feed_sp
 			if (!frame_decode(f, i, w->dctx, w->comp, dst + (fr->raw_off - span->off)))
 				return false;
 		} else {
-			if (w->raw_frame != i && !frame_decode(f, i, w->dctx, w->comp, w->raw))
-				return false;
-			w->raw_frame = i;
+			if (w->raw_frame != i) {
+				w->raw_frame = SIZE_MAX; /* until it holds frame i whole */
+				if (!frame_decode(f, i, w->dctx, w->comp, w->raw))
+					return false;
+				w->raw_frame = i;
+			}
 			uint64_t upto = end < hi ? end : hi;
 			memcpy(dst + (lo - span->off), w->raw + (lo - fr->raw_off), upto - lo);
 		}
@@ -392,16 +402,19 @@ static struct cq_error *frames_feed_start(const struct cq_source *src,
                                           struct frames_feed **out)
 {
 	struct cq_source_frames *f = src->frames;
-	struct frames_feed *ff = calloc(1, sizeof(*ff));
-	if (!ff)
-		return &cq_error_nomem;
-	ff->f = f;
-	ff->size = src->size;
 	size_t comp = 1, raw = 1;
 	for (size_t i = 0; i < f->table.n; i++) {
 		comp = f->table.frame[i].comp_size > comp ? f->table.frame[i].comp_size : comp;
 		raw = f->table.frame[i].raw_size > raw ? f->table.frame[i].raw_size : raw;
 	}
+	/* Big frames would cost each worker more than the lazy image's budget allows. */
+	if (raw > FEED_MAX_FRAME)
+		return cq_error_create(CQ_ERR_UNSUPPORTED, "frames too big to read ahead");
+	struct frames_feed *ff = calloc(1, sizeof(*ff));
+	if (!ff)
+		return &cq_error_nomem;
+	ff->f = f;
+	ff->size = src->size;
 	ff->nworkers = cq_feed_workers();
 	ff->buffer_bytes = (uint64_t)ff->nworkers * (comp + raw);
 	struct cq_error *err = NULL;
@@ -587,7 +600,7 @@ struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_fee
 	                : cq_stream_image_feed_start(src->stream, spans, n, &sf->stream, &sf->feed);
 	if (err) {
 		free(sf);
-		if (err->code != CQ_ERR_IO)
+		if (err->code != CQ_ERR_IO && err->code != CQ_ERR_UNSUPPORTED)
 			return err;
 		cq_error_free(err); /* no feed: the image is read as it is */
 		return NULL;

@@ -951,7 +951,7 @@ struct cq_error *cq_stream_image_feed_start(const struct cq_stream_image *s,
 	struct cq_error *err = NULL;
 	if (!(sf->skip = malloc(WINDOW)))
 		err = &cq_error_nomem;
-	else if (sf->fd < 0 || !(sf->open = reader_open(&sf->r, sf->fd)))
+	else if (sf->fd < 0 || !(sf->open = true, reader_open(&sf->r, sf->fd)))
 		err = cq_error_create(CQ_ERR_IO, "cannot read the compressed core again");
 	else {
 		/* The first pass checked the stream's checksum to its end: this one need not. */

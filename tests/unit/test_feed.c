@@ -131,6 +131,28 @@ static void test_lead(void **state)
 	}
 	cq_feed_stop(feed);
 	assert_false(f.out_of_order);
+	/*
+	 * Spans that fill less than their leads (12 bytes, 8 of them lead):
+	 * span 5's fill fails, and every lead after it would come from bytes
+	 * never made, so each is refused (NULL), not copied stale.
+	 */
+	struct cq_feed_span tiny[NSPANS];
+	for (size_t i = 0; i < NSPANS; i++)
+		tiny[i] = (struct cq_feed_span){FAILS * 1000 - 28 + i * 4, 12, i ? 8 : 0};
+	assert_null(cq_feed_start(tiny, NSPANS, 2, fill, &f, &feed));
+	bool after_failure = false;
+	for (size_t i = 0; i < NSPANS; i++) {
+		const uint8_t *b = cq_feed_next(feed);
+		if (!b) {
+			after_failure = true;
+			continue;
+		}
+		assert_false(after_failure); /* every span after the failure leads from it */
+		for (uint64_t k = 0; k < tiny[i].len; k++)
+			assert_int_equal(b[k], byte_at(tiny[i].off + k));
+	}
+	assert_true(after_failure);
+	cq_feed_stop(feed);
 	struct cq_feed_span bad = {0, 4, 8};
 	struct cq_error *err = cq_feed_start(&bad, 1, 1, fill, &f, &feed);
 	assert_non_null(err);

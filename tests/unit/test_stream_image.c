@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <sched.h>
 #include <zstd.h>
 
 #include "core_writer.h"
@@ -31,7 +32,7 @@
 #define STACK  0x7ff000000000ull
 
 struct fixture {
-	char dir[64], core[96], zst[96], seek[96];
+	char dir[64], core[96], zst[96], seek[96], bad[96], big[96];
 	uint8_t *heap, *stack, *small, *file;
 	uint8_t *raw;
 	size_t raw_len;
@@ -64,20 +65,27 @@ static void put_le32(FILE *f, uint32_t v)
 	fwrite(b, 1, 4, f);
 }
 
-/* raw as zstd's seekable format (frames of 1 MiB, a seek table without checksums). */
-static int write_seekable(const char *path, const uint8_t *raw, size_t len)
+/*
+ * raw as zstd's seekable format (frames of `frame` bytes, each with its checksum;
+ * a seek table without), frame `bad` with its checksum flipped (-1: none).
+ */
+static int write_seekable(const char *path, const uint8_t *raw, size_t len, size_t frame, long bad)
 {
-	size_t nframes = (len + MIB - 1) / MIB, bound = ZSTD_compressBound(MIB);
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	size_t nframes = (len + frame - 1) / frame, bound = ZSTD_compressBound(frame);
 	uint32_t *sizes = calloc(nframes, sizeof(*sizes));
 	uint8_t *z = malloc(bound);
 	FILE *f = fopen(path, "wb");
 	if (!sizes || !z || !f)
 		return -1;
 	for (size_t i = 0; i < nframes; i++) {
-		size_t n = len - i * MIB < MIB ? len - i * MIB : MIB;
-		size_t zn = ZSTD_compress(z, bound, raw + i * MIB, n, 1);
+		size_t n = len - i * frame < frame ? len - i * frame : frame;
+		size_t zn = ZSTD_compress2(cctx, z, bound, raw + i * frame, n);
 		if (ZSTD_isError(zn))
 			return -1;
+		if ((long)i == bad)
+			z[zn - 1] ^= 0xff;
 		fwrite(z, 1, zn, f);
 		sizes[i] = (uint32_t)zn;
 	}
@@ -85,7 +93,7 @@ static int write_seekable(const char *path, const uint8_t *raw, size_t len)
 	put_le32(f, (uint32_t)(nframes * 8 + 9));
 	for (size_t i = 0; i < nframes; i++) {
 		put_le32(f, sizes[i]);
-		put_le32(f, (uint32_t)(len - i * MIB < MIB ? len - i * MIB : MIB));
+		put_le32(f, (uint32_t)(len - i * frame < frame ? len - i * frame : frame));
 	}
 	put_le32(f, (uint32_t)nframes);
 	fputc(0, f);
@@ -93,6 +101,7 @@ static int write_seekable(const char *path, const uint8_t *raw, size_t len)
 	fclose(f);
 	free(z);
 	free(sizes);
+	ZSTD_freeCCtx(cctx);
 	return 0;
 }
 
@@ -143,7 +152,11 @@ static int setup(void **state)
 	fclose(f);
 	free(z);
 	snprintf(fx->seek, sizeof(fx->seek), "%s/core.seek.zst", fx->dir);
-	if (write_seekable(fx->seek, fx->raw, fx->raw_len) != 0)
+	snprintf(fx->bad, sizeof(fx->bad), "%s/core.bad.zst", fx->dir);
+	snprintf(fx->big, sizeof(fx->big), "%s/core.big.zst", fx->dir);
+	if (write_seekable(fx->seek, fx->raw, fx->raw_len, MIB, -1) != 0 ||
+	    write_seekable(fx->bad, fx->raw, fx->raw_len, MIB, 10) != 0 ||
+	    write_seekable(fx->big, fx->raw, fx->raw_len, 16 * MIB, -1) != 0)
 		return -1;
 	*state = fx;
 	return 0;
@@ -155,6 +168,8 @@ static int teardown(void **state)
 	unlink(fx->core);
 	unlink(fx->zst);
 	unlink(fx->seek);
+	unlink(fx->bad);
+	unlink(fx->big);
 	rmdir(fx->dir);
 	free(fx->heap);
 	free(fx->stack);
@@ -321,6 +336,49 @@ static void test_feed(void **state)
 	assert_null(cq_source_feed_start(&src, &one, 1, &feed));
 	assert_null(feed);
 	cq_source_close(&src);
+	/* frames bigger than a worker may hold (8 MiB): no feed, the image is read */
+	assert_null(cq_source_open(fx->big, 0, false, false, NULL, &src));
+	assert_string_equal(cq_source_read(&src).how, "seekable frames");
+	assert_null(cq_source_feed_start(&src, &one, 1, &feed));
+	assert_null(feed);
+	cq_source_close(&src);
+}
+
+/*
+ * A frame that fails (its checksum) leaves a worker's frame buffer holding
+ * neither it nor the frame it held before: a later span in that earlier
+ * frame must get its own bytes, not the failed frame's.  One worker, so
+ * that the same buffer serves all three spans; frame 10 lies in another
+ * segment than frame 0, so its bytes differ where the last span reads.
+ */
+static void test_feed_bad_frame(void **state)
+{
+	struct fixture *fx = *state;
+	cpu_set_t saved, one;
+	assert_int_equal(sched_getaffinity(0, sizeof(saved), &saved), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	struct cq_source src;
+	assert_null(cq_source_open(fx->bad, 0, false, false, NULL, &src));
+	assert_string_equal(cq_source_read(&src).how, "seekable frames");
+	struct cq_feed_span spans[] = {
+	    {4096, 4096, 0}, {10 * MIB + 4096, 4096, 0}, {8192, 4096, 0}};
+	struct cq_source_feed *feed;
+	assert_null(cq_source_feed_start(&src, spans, 3, &feed));
+	sched_setaffinity(0, sizeof(saved), &saved);
+	assert_non_null(feed);
+	const uint8_t *b = cq_source_feed_next(feed);
+	assert_non_null(b);
+	assert_memory_equal(b, fx->raw + 4096, 4096);
+	assert_null(cq_source_feed_next(feed)); /* frame 10 does not decompress */
+	b = cq_source_feed_next(feed);
+	assert_non_null(b);
+	assert_memory_equal(b, fx->raw + 8192, 4096);
+	/* frame 10 (the mapped file's segment) differs from frame 0 where the span reads */
+	assert_memory_not_equal(fx->raw + 8192, fx->raw + 10 * MIB + 8192, 4096);
+	cq_source_feed_stop(feed);
+	cq_source_close(&src);
 }
 
 int main(void)
@@ -329,6 +387,7 @@ int main(void)
 	    cmocka_unit_test(test_plan),
 	    cmocka_unit_test(test_image),
 	    cmocka_unit_test(test_feed),
+	    cmocka_unit_test(test_feed_bad_frame),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
