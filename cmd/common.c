@@ -208,13 +208,25 @@ static bool cache_reads_heap(void *arg, const char *exe_build_id)
 	return yes;
 }
 
+/* The scan note the cache holds for this build, asked the same way. */
+static char *cache_scan_note(void *arg, const char *exe_build_id)
+{
+	const struct cmd_cache_choice *choice = arg;
+	if (!choice->use)
+		return NULL;
+	struct cq_cache *cache = cmd_open_cache(choice->path);
+	char *note = cq_cache_scan_note(cache, exe_build_id);
+	cmd_close_cache(cache);
+	return note;
+}
+
 struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *o,
                                   struct cq_stack_options *so, const struct cmd_cache_choice *cache,
                                   struct cq_analysed_core *out)
 {
 	so->cache = NULL;
 	so->debug_dirs = o->core.debug_dirs;
-	struct cq_stream_hint hint = {cache_reads_heap, (void *)cache};
+	struct cq_stream_hint hint = {cache_reads_heap, (void *)cache, cache_scan_note};
 	struct cq_core_options co = o->core;
 	co.stream_hint = &hint;
 	struct cq_analyse_options ao = {

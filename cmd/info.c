@@ -144,6 +144,12 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	cq_json_bool(&j, rd.second_pass);
 	cq_json_key(&j, "heap_hint");
 	cq_json_bool(&j, rd.heap_hint);
+	cq_json_key(&j, "scan_hint");
+	cq_json_bool(&j, rd.scan_hint);
+	cq_json_key(&j, "scan_kept_bytes");
+	cq_json_uint(&j, rd.scan_kept_bytes);
+	cq_json_key(&j, "scan_gave_up");
+	cq_json_bool(&j, rd.scan_gave_up);
 	cq_json_object_end(&j);
 	cq_json_key(&j, "crashed_stack");
 	cq_json_array_begin(&j);
@@ -207,6 +213,13 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		       : rd.heap_hint
 		           ? " (an earlier core of this build had its heap read: kept whole)"
 		           : "");
+	if (rd.scan_hint)
+		printf(rd.scan_gave_up
+		           ? "; the heap scan's words an earlier core of this build noted "
+		             "were looked for, but too many were found"
+		           : "; the heap scan's words an earlier core of this build noted "
+		             "were looked for: %.0f KiB of pages hold them",
+		       rd.scan_kept_bytes / 1024.0);
 	printf("\n");
 	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
 	if (core->siginfo.present) {

@@ -37,6 +37,7 @@
 
 #include "libcore/base/arch.h"
 #include "libcore/base/error.h"
+#include "libcore/base/feed.h"
 
 struct cq_cfi_table;
 struct cq_frame_list;
@@ -110,11 +111,18 @@ struct cq_unwind_target_ops {
 	 * Optional: reads spans of the target's memory (where its segments map
 	 * them; ascending) once, in order, ahead of the caller into buffers of
 	 * its own: a compressed core's frames decompressed on other CPUs and
-	 * not mapped in.  NULL when it offers no such reader.
+	 * not mapped in.  words[0, nwords) are the word values the caller acts
+	 * on (struct cq_feed_words; none: it did not say).  NULL when it offers
+	 * no such reader.
 	 */
-	void *(*feed_start)(void *ctx, const struct cq_unwind_span *spans, size_t n);
-	/* The next span's bytes, valid until the next call; NULL: read it where it is mapped. */
-	const uint8_t *(*feed_next)(void *feed);
+	void *(*feed_start)(void *ctx, const struct cq_unwind_span *spans, size_t n,
+	                    const struct cq_feed_words *words, size_t nwords);
+	/*
+	 * The next span's bytes, valid until the next call; NULL: read it where
+	 * it is mapped, unless *none is set: the span holds no word in words,
+	 * and its bytes are not given.
+	 */
+	const uint8_t *(*feed_next)(void *feed, bool *none);
 	void (*feed_stop)(void *feed);
 
 	/*

@@ -38,9 +38,15 @@ static bool cache_reads_heap(void *arg, const char *exe_build_id)
 	return cq_cache_reads_heap(arg, exe_build_id);
 }
 
+static char *cache_scan_note(void *arg, const char *exe_build_id)
+{
+	return cq_cache_scan_note(arg, exe_build_id);
+}
+
 void cq_analyse_stream_hint(struct cq_cache *cache, struct cq_stream_hint *hint)
 {
-	*hint = (struct cq_stream_hint){cache ? cache_reads_heap : NULL, cache};
+	*hint = (struct cq_stream_hint){cache ? cache_reads_heap : NULL, cache,
+	                                cache ? cache_scan_note : NULL};
 }
 
 void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *core)
@@ -50,4 +56,6 @@ void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *cor
 	struct cq_source_read rd = cq_source_read(&core->source);
 	if (rd.second_pass && rd.exe_build_id && rd.exe_build_id[0])
 		cq_cache_put_reads_heap(cache, rd.exe_build_id);
+	if (rd.scan_note && rd.exe_build_id)
+		cq_cache_put_scan_note(cache, rd.exe_build_id, rd.scan_note);
 }

@@ -55,7 +55,8 @@ struct cq_stream_hint;
  * The memory of which programs read their heap (the cache's stream_hints):
  * hint set up to ask cache (NULL: never), for cq_core_options.stream_hint;
  * and, once a core's stacks are made, cache told when its one-stream read
- * needed a second pass (its analysis read pages the keep plan dropped).
+ * needed a second pass (its analysis read pages the keep plan dropped), and
+ * what its heap scan looked for when that is new (scan_notes).
  */
 void cq_analyse_stream_hint(struct cq_cache *cache, struct cq_stream_hint *hint);
 void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *core);

@@ -243,7 +243,8 @@ static void target_trim(void *p)
 	cq_core_trim(ctx->core);
 }
 
-static void *target_feed_start(void *p, const struct cq_unwind_span *spans, size_t n)
+static void *target_feed_start(void *p, const struct cq_unwind_span *spans, size_t n,
+                               const struct cq_feed_words *words, size_t nwords)
 {
 	struct cq_core_target *ctx = p;
 	struct cq_core *core = ctx->core;
@@ -257,15 +258,16 @@ static void *target_feed_start(void *p, const struct cq_unwind_span *spans, size
 			at[i] = (struct cq_feed_span){(uint64_t)(spans[i].data - core->image),
 			                              spans[i].len, spans[i].lead};
 	}
-	struct cq_error *err = ok ? cq_source_feed_start(&core->source, at, n, &feed) : NULL;
+	struct cq_error *err =
+	    ok ? cq_source_feed_start(&core->source, at, n, words, nwords, &feed) : NULL;
 	cq_error_free(err); /* no feed: the scan reads the image itself */
 	free(at);
 	return feed;
 }
 
-static const uint8_t *target_feed_next(void *feed)
+static const uint8_t *target_feed_next(void *feed, bool *none)
 {
-	return cq_source_feed_next(feed);
+	return cq_source_feed_next(feed, none);
 }
 
 static void target_feed_stop(void *feed)

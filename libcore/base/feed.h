@@ -38,6 +38,18 @@ struct cq_feed_span {
 };
 
 /*
+ * Word values [lo, hi] (inclusive) a feed's reader acts on: a heap scan
+ * that looks only for words in these ranges, and reads at most
+ * CQ_FEED_WORD_REACH bytes either side of one, finds the same whatever
+ * the other bytes are.  A one-stream core that kept the pages around such
+ * words as it streamed can then give the scan those pages alone.
+ */
+struct cq_feed_words {
+	uint64_t lo, hi;
+};
+#define CQ_FEED_WORD_REACH 16
+
+/*
  * Writes span's bytes to dst (room for span->len bytes; its lead is 0:
  * the feed asks for what follows the lead).  worker (below
  * the count given to cq_feed_start) says which worker calls: a worker

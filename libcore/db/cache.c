@@ -22,6 +22,7 @@ struct cq_cache {
 	sqlite3 *db;
 	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols, *get_rust, *put_rust;
 	sqlite3_stmt *get_source, *put_source, *get_cxx, *put_cxx, *get_hint, *put_hint;
+	sqlite3_stmt *get_note, *put_note;
 	int in_transaction; /* writes since open are batched in one transaction */
 	size_t rejected;    /* rows a reader found damaged (cq_cache_reject) */
 	size_t failed;      /* writes SQLite refused (the batch's COMMIT included) */
@@ -47,6 +48,8 @@ static const char *const statements[] = {
     "VALUES (?, ?, ?, ?, ?)",
     "SELECT reads_heap FROM stream_hints WHERE build_id = ?",
     "INSERT OR REPLACE INTO stream_hints (build_id, reads_heap, created) VALUES (?, 1, ?)",
+    "SELECT note FROM scan_notes WHERE build_id = ?",
+    "INSERT OR REPLACE INTO scan_notes (build_id, note, created) VALUES (?, ?, ?)",
 };
 
 char *cq_cache_default_path(void)
@@ -72,7 +75,8 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 	}
 	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols,
 	                          &c->get_rust,  &c->put_rust,  &c->get_source,  &c->put_source,
-	                          &c->get_cxx,   &c->put_cxx,   &c->get_hint,    &c->put_hint};
+	                          &c->get_cxx,   &c->put_cxx,   &c->get_hint,    &c->put_hint,
+	                          &c->get_note,  &c->put_note};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {
 			err =
@@ -119,6 +123,8 @@ struct cq_error *cq_cache_close(struct cq_cache *c)
 	sqlite3_finalize(c->put_cxx);
 	sqlite3_finalize(c->get_hint);
 	sqlite3_finalize(c->put_hint);
+	sqlite3_finalize(c->get_note);
+	sqlite3_finalize(c->put_note);
 	sqlite3_close(c->db);
 	free(c->path);
 	free(c);
@@ -330,4 +336,32 @@ void cq_cache_put_reads_heap(struct cq_cache *c, const char *exe_build_id)
 	sqlite3_bind_text(c->put_hint, 1, exe_build_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(c->put_hint, 2, (sqlite3_int64)time(NULL));
 	run_write(c, c->put_hint);
+}
+
+char *cq_cache_scan_note(struct cq_cache *c, const char *exe_build_id)
+{
+	if (!c || !exe_build_id || !*exe_build_id)
+		return NULL;
+	char *note = NULL;
+	sqlite3_bind_text(c->get_note, 1, exe_build_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(c->get_note) == SQLITE_ROW &&
+	    sqlite3_column_type(c->get_note, 0) == SQLITE_TEXT) {
+		const unsigned char *t = sqlite3_column_text(c->get_note, 0);
+		int n = sqlite3_column_bytes(c->get_note, 0);
+		if (t && (size_t)n == strlen((const char *)t) && (note = malloc((size_t)n + 1)))
+			memcpy(note, t, (size_t)n + 1);
+	}
+	sqlite3_reset(c->get_note);
+	sqlite3_clear_bindings(c->get_note);
+	return note;
+}
+
+void cq_cache_put_scan_note(struct cq_cache *c, const char *exe_build_id, const char *note)
+{
+	if (!c || !exe_build_id || !*exe_build_id || !note)
+		return;
+	sqlite3_bind_text(c->put_note, 1, exe_build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(c->put_note, 2, note, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(c->put_note, 3, (sqlite3_int64)time(NULL));
+	run_write(c, c->put_note);
 }

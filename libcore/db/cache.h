@@ -97,6 +97,16 @@ bool cq_cache_reads_heap(struct cq_cache *cache, const char *exe_build_id);
 void cq_cache_put_reads_heap(struct cq_cache *cache, const char *exe_build_id);
 
 /*
+ * The note the heap scan of a core of the executable with this build-id
+ * (hex) left (scan_notes; libcore/model/scan_keep.h), malloc'd, or NULL.
+ * The note is a guess the stream checks, so a damaged one costs time only.
+ */
+char *cq_cache_scan_note(struct cq_cache *cache, const char *exe_build_id);
+
+/* Records it; a failure is counted for cq_cache_close. */
+void cq_cache_put_scan_note(struct cq_cache *cache, const char *exe_build_id, const char *note);
+
+/*
  * A row read from the cache was damaged: the reader drops it and rebuilds it
  * from the module (the rebuilt row replaces it).  Counted so that a command
  * can say so once.

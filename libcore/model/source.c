@@ -568,6 +568,11 @@ struct cq_source_read cq_source_read(const struct cq_source *src)
 		r.bad_chunks = st.bad_chunks;
 		r.exe_build_id = cq_stream_image_exe_build_id(src->stream);
 		r.heap_hint = src->heap_hint;
+		r.scan_hint = st.scan_armed;
+		r.scan_kept_bytes = st.scan_kept_bytes;
+		r.scan_gave_up = st.scan_gave_up;
+		r.kept_feed = st.kept_feed;
+		r.scan_note = st.scan_note;
 	} else if (src->frames) {
 		r.how = "seekable frames";
 		r.held = cq_source_frame_stats(src).peak_bytes + src->feed_bytes;
@@ -587,7 +592,8 @@ struct cq_source_feed {
 };
 
 struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_feed_span *spans,
-                                      size_t n, struct cq_source_feed **out)
+                                      size_t n, const struct cq_feed_words *words, size_t nwords,
+                                      struct cq_source_feed **out)
 {
 	*out = NULL;
 	if (!src->frames && !(src->stream && cq_stream_image_dropped(src->stream)))
@@ -595,9 +601,10 @@ struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_fee
 	struct cq_source_feed *sf = calloc(1, sizeof(*sf));
 	if (!sf)
 		return &cq_error_nomem;
-	struct cq_error *err =
-	    src->frames ? frames_feed_start(src, spans, n, &sf->frames)
-	                : cq_stream_image_feed_start(src->stream, spans, n, &sf->stream, &sf->feed);
+	struct cq_error *err = src->frames
+	                           ? frames_feed_start(src, spans, n, &sf->frames)
+	                           : cq_stream_image_feed_start(src->stream, spans, n, words,
+	                                                        nwords, &sf->stream, &sf->feed);
 	if (err) {
 		free(sf);
 		if (err->code != CQ_ERR_IO && err->code != CQ_ERR_UNSUPPORTED)
@@ -610,15 +617,17 @@ struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_fee
 		sf->feed = sf->frames->feed;
 		held = cq_feed_ring_bytes(sf->feed) + sf->frames->buffer_bytes;
 	} else
-		held = cq_feed_ring_bytes(sf->feed) + cq_stream_image_feed_bytes(sf->stream);
+		held = (sf->feed ? cq_feed_ring_bytes(sf->feed) : 0) +
+		       cq_stream_image_feed_bytes(sf->stream);
 	src->feed_bytes = held > src->feed_bytes ? held : src->feed_bytes;
 	*out = sf;
 	return NULL;
 }
 
-const uint8_t *cq_source_feed_next(struct cq_source_feed *sf)
+const uint8_t *cq_source_feed_next(struct cq_source_feed *sf, bool *none)
 {
-	return cq_feed_next(sf->feed);
+	*none = false;
+	return sf->feed ? cq_feed_next(sf->feed) : cq_stream_image_feed_kept_next(sf->stream, none);
 }
 
 void cq_source_feed_stop(struct cq_source_feed *sf)

@@ -88,6 +88,13 @@ struct cq_source_read {
 	bool second_pass;    /* a stream: a page not kept was read, so the core was spooled too */
 	uint64_t bad_chunks; /* a stream: chunks its second pass could not give (read as zeros) */
 	bool heap_hint;      /* an earlier core of this build had its heap read: kept whole */
+	/* A stream's scan keep (scan_keep.h): armed with an earlier core's note, the bytes
+	 * it kept, whether it gave up, and whether a heap scan was given its pages alone. */
+	bool scan_hint;
+	uint64_t scan_kept_bytes;
+	bool scan_gave_up;
+	bool kept_feed;
+	const char *scan_note;    /* this core's scan note, when new (for the cache), or NULL */
 	const char *exe_build_id; /* a stream: the executable's build-id ("" unknown), or NULL */
 };
 struct cq_source_read cq_source_read(const struct cq_source *src);
@@ -99,14 +106,21 @@ struct cq_source_read cq_source_read(const struct cq_source *src);
  * image, for a scan that reads each byte once.  *out is NULL, and no error,
  * when the source offers none (a raw or spooled core is read fastest where
  * it lies; a one-stream core kept whole has its bytes already).  spans are
- * offsets into the raw core, ascending, within its size.
+ * offsets into the raw core, ascending, within its size; words are the
+ * values its reader acts on (cq_feed_words; none: not said).
  */
 struct cq_feed_span;
+struct cq_feed_words;
 struct cq_source_feed;
 struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_feed_span *spans,
-                                      size_t n, struct cq_source_feed **out);
-/* The next span's bytes, valid until the next call; NULL: read that span from the image. */
-const uint8_t *cq_source_feed_next(struct cq_source_feed *sf);
+                                      size_t n, const struct cq_feed_words *words, size_t nwords,
+                                      struct cq_source_feed **out);
+/*
+ * The next span's bytes, valid until the next call; NULL: read that span
+ * from the image, unless *none is set: it holds no word in words, and its
+ * bytes are not given.
+ */
+const uint8_t *cq_source_feed_next(struct cq_source_feed *sf, bool *none);
 void cq_source_feed_stop(struct cq_source_feed *sf);
 
 void cq_source_close(struct cq_source *src);

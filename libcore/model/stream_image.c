@@ -23,6 +23,7 @@
 #include "libcore/base/bytes.h"
 #include "libcore/base/feed.h"
 #include "libcore/base/lazy_map.h"
+#include "libcore/model/scan_keep.h"
 
 #define WINDOW          (1ull << 20)  /* bytes decompressed at a time */
 #define CHUNK           (2ull << 20)  /* a chunk of the lazy region */
@@ -503,6 +504,10 @@ struct cq_stream_image {
 	uint64_t *bound;
 	char exe_id[CQ_STREAM_BUILD_ID_HEX];
 	struct cq_stream_image_stats stats;
+	struct cq_scan_keep *keep; /* the pages a heap scan acts on (scan_keep.h) */
+	char *hint_note;           /* the scan note the keep was armed with */
+	char *note;                /* the scan note of the last feed, for the cache */
+	bool kept_feed;            /* a feed was given the kept pages alone */
 };
 
 /* The rest of the core into a spool, once; false if it cannot be made. */
@@ -714,6 +719,87 @@ static struct cq_error *keep(struct cq_stream_image *s, const struct cq_stream_p
 	return NULL;
 }
 
+/* ---- the scan keep (scan_keep.h) ---- */
+
+struct nt_file {
+	const uint8_t *desc;
+	uint64_t len;
+};
+
+static bool find_nt_file(void *arg, uint32_t type, const uint8_t *desc, uint64_t len)
+{
+	struct nt_file *f = arg;
+	if (type == NT_FILE && !f->desc) {
+		f->desc = desc;
+		f->len = len;
+	}
+	return true;
+}
+
+/*
+ * The keep of a core whose head is h, armed with the note an earlier core
+ * of its build left (hint), if any; NULL without a hint to ask.  A
+ * writable segment whose words are not 8-aligned in the file as in memory
+ * makes none.
+ */
+static struct cq_scan_keep *scan_keep_make(struct cq_stream_image *s, const struct head *h,
+                                           uint64_t size, const struct cq_stream_hint *hint)
+{
+	if (!hint || !hint->scan_note)
+		return NULL;
+	struct nt_file f = {0};
+	each_note(h, find_nt_file, &f);
+	uint64_t(*wr)[2] = malloc((h->eh.e_phnum ? h->eh.e_phnum : 1) * sizeof(*wr));
+	size_t nw = 0;
+	bool ok = wr != NULL;
+	for (size_t i = 0; ok && i < h->eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		get_phdr(h, i, &ph);
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_W) || ph.p_filesz == 0)
+			continue;
+		ok = (ph.p_vaddr - ph.p_offset) % 8 == 0 && ph.p_offset + ph.p_filesz > ph.p_offset;
+		if (ok) {
+			wr[nw][0] = ph.p_offset;
+			wr[nw++][1] = ph.p_offset + ph.p_filesz;
+		}
+	}
+	struct cq_scan_keep *k =
+	    ok ? cq_scan_keep_create(f.desc, f.len, (const uint64_t(*)[2])wr, nw, size, page_size())
+	       : NULL;
+	free(wr);
+	char *note = k ? hint->scan_note(hint->arg, s->exe_id) : NULL;
+	if (note && cq_scan_keep_arm(k, note))
+		s->hint_note = note;
+	else
+		free(note); /* not armed: it only makes this core's note */
+	return k;
+}
+
+/* What a kept page needs: the image, and the plan (whose pages are installed already). */
+struct scan_put {
+	struct cq_stream_image *s;
+	const struct cq_stream_plan *plan;
+};
+
+static bool scan_put(void *arg, uint64_t off, const uint8_t *page)
+{
+	struct scan_put *sp = arg;
+	const struct cq_stream_plan *p = sp->plan;
+	size_t i = cq_sorted_below(p->v, p->n, sizeof(*p->v), off + 1);
+	if (i > 0 && p->v[i - 1].hi > off)
+		return true;
+	struct cq_error *err = cq_lazy_map_put(sp->s->map, off, page, page_size());
+	if (err) {
+		cq_error_free(err);
+		return false;
+	}
+	struct cq_stream_image_stats *st = &sp->s->stats;
+	uint64_t n = page_size() < st->dropped_bytes ? page_size() : st->dropped_bytes;
+	st->kept_bytes += page_size();
+	st->dropped_bytes -= n;
+	return true;
+}
+
 struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn spool,
                                       void *spool_arg, const struct cq_stream_hint *hint,
                                       bool *hinted, struct cq_stream_image **out)
@@ -722,7 +808,7 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	*hinted = false;
 	struct reader r;
 	struct cq_stream_image *s = calloc(1, sizeof(*s));
-	uint8_t *head = NULL, *win = NULL;
+	uint8_t *head = NULL, *wins[2] = {NULL, NULL};
 	uint64_t have = 0, size = 0;
 	struct cq_stream_plan plan = {0};
 	struct head h = {0};
@@ -764,6 +850,9 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 		goto done;
 	for (size_t i = 0; i < n; i++)
 		s->bound[i] = i * CHUNK;
+	if (!*hinted)
+		s->keep = scan_keep_make(s, &h, size, hint);
+	struct scan_put sput = {s, &plan};
 	s->bound[n] = s->region;
 	struct cq_error *lerr =
 	    cq_lazy_map_create(s->region, s->bound, n, SECOND_BUDGET, second_fill, s, &s->map);
@@ -784,14 +873,18 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	memset(head + head_len, 0, (size_t)(page_up(head_len) - head_len));
 	if ((err = keep(s, &plan, &k, 0, head, head_len)))
 		goto done;
+	/* The scan keep looks at each window on another CPU while the next one is read. */
+	cq_scan_keep_post(s->keep, 0, head, head_len);
 	at = head_len;
-	win = aligned_alloc(page_size(), WINDOW > page_size() ? WINDOW : page_size());
-	if (!win) {
-		err = &cq_error_nomem;
-		goto done;
-	}
+	uint64_t window = WINDOW > page_size() ? WINDOW : page_size();
+	size_t nwins = cq_scan_keep_armed(s->keep) ? 2 : 1, cur = 0;
+	for (size_t i = 0; i < nwins; i++)
+		if (!(wins[i] = aligned_alloc(page_size(), window))) {
+			err = &cq_error_nomem;
+			goto done;
+		}
 	while (at < size) {
-		uint64_t window = WINDOW > page_size() ? WINDOW : page_size();
+		uint8_t *win = wins[cur];
 		uint64_t want = size - at < window ? size - at : window;
 		int64_t got = reader_read(&r, win, (size_t)want);
 		if (got < 0)
@@ -799,10 +892,14 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 		memset(win + got, 0, (size_t)(page_up((uint64_t)got) - (uint64_t)got));
 		if ((err = keep(s, &plan, &k, at, win, (uint64_t)got)))
 			goto done;
+		cq_scan_keep_collect(s->keep, scan_put, &sput);
+		cq_scan_keep_post(s->keep, at, win, (uint64_t)got);
+		cur = (cur + 1) % nwins;
 		at += (uint64_t)got;
 		if ((uint64_t)got < want)
 			break; /* a truncated core: its size is what came */
 	}
+	cq_scan_keep_collect(s->keep, scan_put, &sput);
 	if (at == size) {
 		/* More than the headers account for: the spool path keeps it all. */
 		uint8_t extra;
@@ -811,11 +908,14 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 			goto done;
 	}
 	s->size = at;
+	cq_scan_keep_end(s->keep);
 	streamed = true;
 done:
+	cq_scan_keep_collect(s->keep, NULL, NULL); /* before the windows it may read go */
 	reader_close(&r);
 	free(head);
-	free(win);
+	free(wins[0]);
+	free(wins[1]);
 	cq_stream_plan_free(&plan);
 	if (err || !streamed) {
 		cq_stream_image_destroy(s);
@@ -854,6 +954,12 @@ struct cq_stream_image_stats cq_stream_image_stats(struct cq_stream_image *s)
 	st.bad_chunks = __atomic_load_n(&s->stats.bad_chunks, __ATOMIC_RELAXED);
 	st.peak_bytes = cq_lazy_map_stats(s->map).peak_bytes;
 	st.spool_bytes = __atomic_load_n(&s->stats.spool_bytes, __ATOMIC_RELAXED);
+	st.scan_armed = cq_scan_keep_armed(s->keep);
+	st.scan_kept_bytes = cq_scan_keep_bytes(s->keep);
+	st.scan_gave_up = cq_scan_keep_gave_up(s->keep);
+	st.kept_feed = s->kept_feed;
+	st.scan_note =
+	    s->note && (!s->hint_note || strcmp(s->note, s->hint_note) != 0) ? s->note : NULL;
 	return st;
 }
 
@@ -869,6 +975,9 @@ void cq_stream_image_destroy(struct cq_stream_image *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->bound);
+	cq_scan_keep_free(s->keep);
+	free(s->hint_note);
+	free(s->note);
 	free(s);
 }
 
@@ -890,7 +999,36 @@ struct cq_stream_feed {
 	uint64_t pos;
 	uint8_t *skip; /* WINDOW bytes, for what lies between spans */
 	struct cq_feed *feed;
+	/* A feed of kept pages: the spans, the next one, and a buffer for one. */
+	const struct cq_stream_image *s;
+	struct cq_feed_span *spans;
+	size_t n, k;
+	uint8_t *buf;
+	uint64_t buf_len;
 };
+
+const uint8_t *cq_stream_image_feed_kept_next(struct cq_stream_feed *sf, bool *none)
+{
+	*none = false;
+	if (!sf->spans || sf->k >= sf->n)
+		return NULL;
+	const struct cq_feed_span *sp = &sf->spans[sf->k++];
+	const uint64_t *pg;
+	size_t np = cq_scan_keep_pages(sf->s->keep, sp->off, sp->len, &pg);
+	if (np == 0) {
+		*none = true;
+		return NULL;
+	}
+	const uint8_t *data = cq_lazy_map_data(sf->s->map);
+	memset(sf->buf, 0, (size_t)sp->len);
+	for (size_t i = 0; i < np; i++) {
+		uint64_t lo = pg[i] > sp->off ? pg[i] : sp->off;
+		uint64_t hi = pg[i] + page_size() < sp->off + sp->len ? pg[i] + page_size()
+		                                                      : sp->off + sp->len;
+		memcpy(sf->buf + (lo - sp->off), data + lo, (size_t)(hi - lo));
+	}
+	return sf->buf;
+}
 
 static bool stream_feed_fill(void *arg, unsigned worker, const struct cq_feed_span *span,
                              uint8_t *dst)
@@ -919,8 +1057,7 @@ static bool stream_feed_fill(void *arg, unsigned worker, const struct cq_feed_sp
 
 uint64_t cq_stream_image_feed_bytes(const struct cq_stream_feed *sf)
 {
-	(void)sf;
-	return WINDOW + sizeof(struct cq_stream_feed);
+	return (sf->spans ? sf->buf_len : WINDOW) + sizeof(struct cq_stream_feed);
 }
 
 void cq_stream_image_feed_stop(struct cq_stream_feed *sf)
@@ -933,15 +1070,49 @@ void cq_stream_image_feed_stop(struct cq_stream_feed *sf)
 	if (sf->fd >= 0)
 		close(sf->fd);
 	free(sf->skip);
+	free(sf->spans);
+	free(sf->buf);
 	free(sf);
 }
 
-struct cq_error *cq_stream_image_feed_start(const struct cq_stream_image *s,
+/* A feed of the kept pages alone, when they are all the reader needs; NULL otherwise. */
+static struct cq_stream_feed *kept_feed(const struct cq_stream_image *s,
+                                        const struct cq_feed_span *spans, size_t n,
+                                        const struct cq_feed_words *words, size_t nwords)
+{
+	if (n == 0 || !cq_scan_keep_covers(s->keep, spans, n, words, nwords))
+		return NULL;
+	struct cq_stream_feed *sf = calloc(1, sizeof(*sf));
+	if (!sf)
+		return NULL;
+	sf->fd = -1;
+	sf->s = s;
+	sf->n = n;
+	for (size_t i = 0; i < n; i++)
+		sf->buf_len = spans[i].len > sf->buf_len ? spans[i].len : sf->buf_len;
+	sf->spans = malloc(n * sizeof(*spans));
+	sf->buf = malloc(sf->buf_len ? (size_t)sf->buf_len : 1);
+	if (!sf->spans || !sf->buf) {
+		cq_stream_image_feed_stop(sf);
+		return NULL;
+	}
+	memcpy(sf->spans, spans, n * sizeof(*spans));
+	return sf;
+}
+
+struct cq_error *cq_stream_image_feed_start(struct cq_stream_image *s,
                                             const struct cq_feed_span *spans, size_t n,
+                                            const struct cq_feed_words *words, size_t nwords,
                                             struct cq_stream_feed **out, struct cq_feed **feed)
 {
 	*out = NULL;
 	*feed = NULL;
+	free(s->note);
+	s->note = cq_scan_keep_note(s->keep, words, nwords);
+	if ((*out = kept_feed(s, spans, n, words, nwords))) {
+		s->kept_feed = true;
+		return NULL;
+	}
 	struct cq_stream_feed *sf = calloc(1, sizeof(*sf));
 	if (!sf)
 		return &cq_error_nomem;

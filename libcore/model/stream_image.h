@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "libcore/base/error.h"
+#include "libcore/base/feed.h"
 
 /* The core's first bytes, always kept: a core's identity in the store hashes them. */
 #define CQ_STREAM_KEEP_PREFIX (1u << 20)
@@ -52,6 +53,13 @@ struct cq_stream_image_stats {
 	uint64_t bad_chunks;    /* chunks the second pass could not give: read as zeros */
 	uint64_t peak_bytes;    /* most bytes of chunks the second pass held at once */
 	uint64_t spool_bytes;   /* the second pass's spool (0: none was needed) */
+	/* The scan keep (scan_keep.h): */
+	bool scan_armed; /* an earlier core's scan note was looked for as the stream passed */
+	uint64_t scan_kept_bytes; /* pages that hold such words (the plan's too) */
+	bool scan_gave_up; /* it would have kept too much, or saw a word it could not check */
+	bool kept_feed;    /* a heap scan was given those pages alone: no second decompression */
+	/* The note of this core's heap scan when it is new (not the one armed with), else NULL. */
+	const char *scan_note;
 };
 
 struct cq_stream_image;
@@ -66,6 +74,12 @@ struct cq_stream_image;
 struct cq_stream_hint {
 	bool (*reads_heap)(void *arg, const char *exe_build_id);
 	void *arg;
+	/*
+	 * Optional: the note an earlier core of that build's heap scan left
+	 * (malloc'd, cq_stream_image_stats.scan_note), or NULL: the pages it
+	 * names are kept as the stream passes (scan_keep.h).
+	 */
+	char *(*scan_note)(void *arg, const char *exe_build_id);
 };
 
 /* Room for a build-id in hex: 64 bytes of id at most. */
@@ -95,17 +109,27 @@ struct cq_stream_image_stats cq_stream_image_stats(struct cq_stream_image *s);
 bool cq_stream_image_dropped(const struct cq_stream_image *s);
 
 /*
- * A feed of spans of the core (libcore/base/feed.h) from one more
- * decompression, forward only, on a thread of its own: a heap scan of a
- * core that was not kept whole then costs one decompression more, and no
- * installed page.  *feed is what cq_feed_next reads.
+ * A feed of spans of the core (libcore/base/feed.h) for a reader that acts
+ * on words[0, nwords) (none: it did not say).  When the pages the stream
+ * kept for such words are all it needs (cq_scan_keep_covers), they alone
+ * are given: *feed is NULL and cq_stream_image_feed_kept_next reads them.
+ * Otherwise one more decompression, forward only, on a thread of its own:
+ * a heap scan of a core that was not kept whole then costs one
+ * decompression more, and no installed page; *feed is what cq_feed_next
+ * reads.  The words' note is remembered for the stats either way.
  */
 struct cq_feed;
-struct cq_feed_span;
 struct cq_stream_feed;
-struct cq_error *cq_stream_image_feed_start(const struct cq_stream_image *s,
+struct cq_error *cq_stream_image_feed_start(struct cq_stream_image *s,
                                             const struct cq_feed_span *spans, size_t n,
+                                            const struct cq_feed_words *words, size_t nwords,
                                             struct cq_stream_feed **out, struct cq_feed **feed);
+/*
+ * The next span of a feed of kept pages: its bytes (zeros where no page
+ * was kept), valid until the next call, or NULL with *none set when it
+ * holds no kept page; NULL after the last.
+ */
+const uint8_t *cq_stream_image_feed_kept_next(struct cq_stream_feed *sf, bool *none);
 /* Bytes it holds beyond the feed's ring. */
 uint64_t cq_stream_image_feed_bytes(const struct cq_stream_feed *sf);
 void cq_stream_image_feed_stop(struct cq_stream_feed *sf);

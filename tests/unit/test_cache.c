@@ -66,11 +66,25 @@ static void test_tables_and_symbols_round_trip(void **state)
 	assert_false(cq_cache_reads_heap(c, "ffff"));
 	assert_false(cq_cache_reads_heap(c, ""));
 	assert_false(cq_cache_reads_heap(NULL, hex));
+	/* scan_notes: what a build's heap scan looked for, replaced by a newer note */
+	assert_null(cq_cache_scan_note(c, hex));
+	cq_cache_put_scan_note(c, hex, "100 200 /bin/p\n");
+	cq_cache_put_scan_note(c, hex, "100 300 /bin/p\n");
+	char *note = cq_cache_scan_note(c, hex);
+	assert_non_null(note);
+	assert_string_equal(note, "100 300 /bin/p\n");
+	free(note);
+	assert_null(cq_cache_scan_note(c, "ffff"));
+	assert_null(cq_cache_scan_note(c, ""));
+	assert_null(cq_cache_scan_note(NULL, hex));
 	assert_null(cq_cache_close(c));
 
 	assert_null(cq_cache_open(path, &c));
 	assert_true(cq_cache_reads_heap(c, hex)); /* kept across handles */
-	id.source = 0;                            /* a new handle: the sources row is found again */
+	note = cq_cache_scan_note(c, hex);
+	assert_non_null(note);
+	free(note);
+	id.source = 0; /* a new handle: the sources row is found again */
 	got = cq_cache_get_symbols(c, &id, 0x1234, 1, 2, &len);
 	assert_non_null(got);
 	assert_int_equal(len, sizeof(sym));

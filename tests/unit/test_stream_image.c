@@ -23,6 +23,7 @@
 #include "core_writer.h"
 #include "libcore/base/feed.h"
 #include "libcore/model/source.h"
+#include "libcore/model/scan_keep.h"
 #include "libcore/model/stream_image.h"
 
 #define MIB    (1ull << 20)
@@ -36,8 +37,35 @@ struct fixture {
 	uint8_t *heap, *stack, *small, *file;
 	uint8_t *raw;
 	size_t raw_len;
-	uint64_t off[4]; /* file offsets of heap, stack, small, file */
+	uint64_t off[4];       /* file offsets of heap, stack, small, file */
+	uint64_t word_page[8]; /* file offsets of the pages a scan note keeps */
+	size_t nword_pages;
 };
+
+/* The words a scan note of [FILEVA + 0x1000, FILEVA + 0x2000] names: in range, and one not. */
+#define WORD_IN  (FILEVA + 0x1800)
+#define WORD_OUT (FILEVA + 0x3000)
+
+/*
+ * Plants them in the heap (whose file offset is off[0]): the last word of a
+ * 1 MiB window of the stream (its reach runs into the next window's first
+ * page), the first word of the next window (its reach runs back into the
+ * window before), one mid-page, and one out of range.  Sets the pages each
+ * keeps.
+ */
+static void plant(struct fixture *fx)
+{
+	uint64_t heap = fx->off[0];
+	uint64_t b1 = ((heap + 2 * MIB) | (MIB - 1)) + 1, b2 = b1 + MIB;
+	uint64_t mid = heap + 7 * MIB + 2048;
+	uint64_t in[] = {b1 - 8, b2, mid}, v = WORD_IN, out = WORD_OUT;
+	for (size_t i = 0; i < 3; i++)
+		memcpy(fx->heap + (in[i] - heap), &v, 8);
+	memcpy(fx->heap + (heap + 4 * MIB + 1024 - heap), &out, 8);
+	uint64_t pages[] = {b1 - 4096, b1, b2 - 4096, b2, mid & ~4095ull};
+	memcpy(fx->word_page, pages, sizeof(pages));
+	fx->nword_pages = 5;
+}
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
 {
@@ -137,11 +165,17 @@ static int setup(void **state)
 	cw_load(w, STACK, fx->stack, 2 * MIB, PF_R | PF_W);
 	if (cw_write(w, fx->core, 0) != 0)
 		return -1;
-	free(w);
 	fx->raw = slurp(fx->core, &fx->raw_len);
 	const Elf64_Phdr *ph = (const Elf64_Phdr *)(fx->raw + sizeof(Elf64_Ehdr));
 	fx->off[0] = ph[1].p_offset, fx->off[1] = ph[4].p_offset;
 	fx->off[2] = ph[2].p_offset, fx->off[3] = ph[3].p_offset;
+	/* The heap's words that a scan note names, planted and the core written again. */
+	plant(fx);
+	free(fx->raw);
+	if (cw_write(w, fx->core, 0) != 0)
+		return -1;
+	free(w);
+	fx->raw = slurp(fx->core, &fx->raw_len);
 	size_t bound = ZSTD_compressBound(fx->raw_len);
 	uint8_t *z = malloc(bound);
 	size_t zn = ZSTD_compress(z, bound, fx->raw, fx->raw_len, 1);
@@ -266,6 +300,15 @@ static void test_image(void **state)
 	cq_source_close(&src);
 }
 
+/* The next span of a feed that was given no words: never `none`. */
+static const uint8_t *next(struct cq_source_feed *feed)
+{
+	bool none = true;
+	const uint8_t *b = cq_source_feed_next(feed, &none);
+	assert_false(none);
+	return b;
+}
+
 /*
  * Spans read through a feed: the heap's dropped pages in chunks that
  * overlap by 8 bytes (as the scan's do: the feed copies that lead from
@@ -287,10 +330,10 @@ static void expect_fed(const struct fixture *fx, struct cq_source *src, bool str
 	};
 	size_t n = sizeof(spans) / sizeof(spans[0]);
 	struct cq_source_feed *feed;
-	assert_null(cq_source_feed_start(src, spans, n, &feed));
+	assert_null(cq_source_feed_start(src, spans, n, NULL, 0, &feed));
 	assert_non_null(feed);
 	for (size_t i = 0; i < n; i++) {
-		const uint8_t *b = cq_source_feed_next(feed);
+		const uint8_t *b = next(feed);
 		if (i == n - 1 && stream) {
 			assert_null(b);
 			continue;
@@ -298,11 +341,11 @@ static void expect_fed(const struct fixture *fx, struct cq_source *src, bool str
 		assert_non_null(b);
 		assert_memory_equal(b, fx->raw + spans[i].off, spans[i].len);
 	}
-	assert_null(cq_source_feed_next(feed));
+	assert_null(next(feed));
 	cq_source_feed_stop(feed);
 	/* stopped before its spans are read: the workers end */
-	assert_null(cq_source_feed_start(src, spans, n, &feed));
-	assert_non_null(cq_source_feed_next(feed));
+	assert_null(cq_source_feed_start(src, spans, n, NULL, 0, &feed));
+	assert_non_null(next(feed));
 	cq_source_feed_stop(feed);
 }
 
@@ -329,17 +372,17 @@ static void test_feed(void **state)
 	struct cq_source_feed *feed;
 	struct cq_feed_span one = {0, 4096, 0};
 	assert_null(cq_source_open(fx->zst, 0, false, false, NULL, &src));
-	assert_null(cq_source_feed_start(&src, &one, 1, &feed));
+	assert_null(cq_source_feed_start(&src, &one, 1, NULL, 0, &feed));
 	assert_null(feed);
 	cq_source_close(&src);
 	assert_null(cq_source_open(fx->core, 0, false, false, NULL, &src));
-	assert_null(cq_source_feed_start(&src, &one, 1, &feed));
+	assert_null(cq_source_feed_start(&src, &one, 1, NULL, 0, &feed));
 	assert_null(feed);
 	cq_source_close(&src);
 	/* frames bigger than a worker may hold (8 MiB): no feed, the image is read */
 	assert_null(cq_source_open(fx->big, 0, false, false, NULL, &src));
 	assert_string_equal(cq_source_read(&src).how, "seekable frames");
-	assert_null(cq_source_feed_start(&src, &one, 1, &feed));
+	assert_null(cq_source_feed_start(&src, &one, 1, NULL, 0, &feed));
 	assert_null(feed);
 	cq_source_close(&src);
 }
@@ -365,14 +408,14 @@ static void test_feed_bad_frame(void **state)
 	struct cq_feed_span spans[] = {
 	    {4096, 4096, 0}, {10 * MIB + 4096, 4096, 0}, {8192, 4096, 0}};
 	struct cq_source_feed *feed;
-	assert_null(cq_source_feed_start(&src, spans, 3, &feed));
+	assert_null(cq_source_feed_start(&src, spans, 3, NULL, 0, &feed));
 	sched_setaffinity(0, sizeof(saved), &saved);
 	assert_non_null(feed);
-	const uint8_t *b = cq_source_feed_next(feed);
+	const uint8_t *b = next(feed);
 	assert_non_null(b);
 	assert_memory_equal(b, fx->raw + 4096, 4096);
-	assert_null(cq_source_feed_next(feed)); /* frame 10 does not decompress */
-	b = cq_source_feed_next(feed);
+	assert_null(next(feed)); /* frame 10 does not decompress */
+	b = next(feed);
 	assert_non_null(b);
 	assert_memory_equal(b, fx->raw + 8192, 4096);
 	/* frame 10 (the mapped file's segment) differs from frame 0 where the span reads */
@@ -381,13 +424,143 @@ static void test_feed_bad_frame(void **state)
 	cq_source_close(&src);
 }
 
+/* A hint whose scan note is arg's text (strdup'd, as a cache's would be). */
+static char *note_of(void *arg, const char *exe_build_id)
+{
+	(void)exe_build_id;
+	return arg ? strdup(arg) : NULL;
+}
+
+static bool no_heap(void *arg, const char *exe_build_id)
+{
+	(void)arg, (void)exe_build_id;
+	return false;
+}
+
+static bool word_page(const struct fixture *fx, uint64_t page)
+{
+	for (size_t i = 0; i < fx->nword_pages; i++)
+		if (fx->word_page[i] == page)
+			return true;
+	return false;
+}
+
+/* The heap in the scan's chunks: 2 MiB, each after the first with the 8 bytes before it. */
+static size_t heap_spans(const struct fixture *fx, struct cq_feed_span *spans)
+{
+	size_t n = 0;
+	for (uint64_t at = 0; at < 8 * MIB; at += 2 * MIB, n++)
+		spans[n] = at ? (struct cq_feed_span){fx->off[0] + at - 8, 2 * MIB + 8, 8}
+		              : (struct cq_feed_span){fx->off[0], 2 * MIB, 0};
+	return n;
+}
+
+/*
+ * One open of the one-stream core with a scan note: the pages around the
+ * words it names are kept as the stream passes (and read back with no
+ * second pass); a feed for words within the note's gives those pages alone
+ * (zeros elsewhere, `none` for a chunk without one), and one for words
+ * beyond it decompresses again and gives every byte.  The note of the
+ * words asked is made relative to /lib/x's mapping.
+ */
+static void scan_keep_once(struct fixture *fx)
+{
+	setenv("COREQ_STREAM_KEEP_ALL_BELOW", "0", 1);
+	char note[] = "1000 2000 /lib/x\n";
+	struct cq_stream_hint hint = {no_heap, note, note_of};
+	struct cq_source src;
+	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
+	struct cq_source_read rd = cq_source_read(&src);
+	assert_string_equal(rd.how, "stream");
+	assert_true(rd.scan_hint);
+	assert_false(rd.scan_gave_up);
+	assert_int_equal(rd.scan_kept_bytes, fx->nword_pages * 4096);
+	for (size_t i = 0; i < fx->nword_pages; i++)
+		expect_bytes(fx, &src, fx->word_page[i], 4096);
+	assert_false(cq_source_read(&src).second_pass);
+
+	struct cq_feed_span spans[4];
+	size_t n = heap_spans(fx, spans);
+	struct cq_feed_words within = {FILEVA + 0x1000, FILEVA + 0x1900};
+	struct cq_source_feed *feed;
+	assert_null(cq_source_feed_start(&src, spans, n, &within, 1, &feed));
+	assert_non_null(feed);
+	uint8_t *want = malloc(2 * MIB + 8);
+	for (size_t i = 0; i < n; i++) {
+		bool none, any = false;
+		memset(want, 0, spans[i].len);
+		for (uint64_t pg = spans[i].off & ~4095ull; pg < spans[i].off + spans[i].len;
+		     pg += 4096) {
+			if (!word_page(fx, pg))
+				continue;
+			uint64_t lo = pg > spans[i].off ? pg : spans[i].off;
+			uint64_t hi = pg + 4096 < spans[i].off + spans[i].len
+			                  ? pg + 4096
+			                  : spans[i].off + spans[i].len;
+			memcpy(want + (lo - spans[i].off), fx->raw + lo, hi - lo);
+			any = true;
+		}
+		const uint8_t *b = cq_source_feed_next(feed, &none);
+		assert_int_equal(none, !any);
+		if (any) {
+			assert_non_null(b);
+			assert_memory_equal(b, want, spans[i].len);
+		} else
+			assert_null(b);
+	}
+	free(want);
+	cq_source_feed_stop(feed);
+	assert_false(cq_source_read(&src).second_pass);
+	assert_true(cq_source_read(&src).kept_feed);
+	/* the words asked, relative to /lib/x: new, so the cache would be told */
+	assert_non_null(cq_source_read(&src).scan_note);
+	assert_string_equal(cq_source_read(&src).scan_note, "1000 1900 /lib/x\n");
+
+	/* words beyond the note's: a second decompression, every byte */
+	struct cq_feed_words beyond = {FILEVA + 0x1000, FILEVA + 0x3000};
+	assert_null(cq_source_feed_start(&src, spans, n, &beyond, 1, &feed));
+	assert_non_null(feed);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *b = next(feed);
+		assert_non_null(b);
+		assert_memory_equal(b, fx->raw + spans[i].off, spans[i].len);
+	}
+	cq_source_feed_stop(feed);
+	cq_source_close(&src);
+
+	/* a note that names a file the core does not map: not armed, nothing kept */
+	char other[] = "1000 2000 /lib/y\n";
+	hint.arg = other;
+	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
+	assert_false(cq_source_read(&src).scan_hint);
+	assert_int_equal(cq_source_read(&src).scan_kept_bytes, 0);
+	assert_null(cq_source_feed_start(&src, spans, n, &within, 1, &feed));
+	assert_non_null(next(feed));
+	cq_source_feed_stop(feed);
+	cq_source_close(&src);
+	unsetenv("COREQ_STREAM_KEEP_ALL_BELOW");
+}
+
+/* With a second CPU the words are looked at on a thread of their own; with one, inline. */
+static void test_scan_keep(void **state)
+{
+	struct fixture *fx = *state;
+	scan_keep_once(fx);
+	cpu_set_t saved, one;
+	assert_int_equal(sched_getaffinity(0, sizeof(saved), &saved), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	scan_keep_once(fx);
+	sched_setaffinity(0, sizeof(saved), &saved);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_plan),
-	    cmocka_unit_test(test_image),
-	    cmocka_unit_test(test_feed),
-	    cmocka_unit_test(test_feed_bad_frame),
+	    cmocka_unit_test(test_plan),      cmocka_unit_test(test_image),
+	    cmocka_unit_test(test_feed),      cmocka_unit_test(test_feed_bad_frame),
+	    cmocka_unit_test(test_scan_keep),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

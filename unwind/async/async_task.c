@@ -295,7 +295,7 @@ static struct cq_error *at_detect(const struct cq_async_ctx *ctx, void **state,
 		at_destroy(t);
 		return NULL;
 	}
-	*needs = (struct cq_async_needs){.scan = true};
+	*needs = (struct cq_async_needs){.scan = true, .scan_lo = t->vt_lo, .scan_hi = t->vt_hi};
 	*state = t;
 	return NULL;
 }
@@ -305,7 +305,7 @@ static void at_scan(void *state, const struct cq_async_ctx *ctx, const struct cq
 {
 	(void)ctx;
 	struct async_task *t = state;
-	if (t->full)
+	if (t->full || !c->data)
 		return;
 	const uint8_t *d = c->data;
 	size_t n = c->len / 8;

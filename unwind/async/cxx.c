@@ -820,7 +820,8 @@ static struct cq_error *cxx_detect(const struct cq_async_ctx *ctx, void **state,
 	qsort(x->types, x->ntypes, sizeof(*x->types), cmp_type);
 	x->lo = x->types[0].actor;
 	x->hi = x->types[x->ntypes - 1].actor;
-	*needs = (struct cq_async_needs){.native_frames = true, .scan = true};
+	*needs = (struct cq_async_needs){
+	    .native_frames = true, .scan = true, .scan_lo = x->lo, .scan_hi = x->hi};
 	*state = x;
 	return NULL;
 }
@@ -836,7 +837,7 @@ static void cxx_scan(void *state, const struct cq_async_ctx *ctx, const struct c
 {
 	struct cxx *x = state;
 	x->scanned_bytes += c->len - c->overlap;
-	if (x->truncated || c->len < 16)
+	if (x->truncated || c->len < 16 || !c->data)
 		return;
 	uint64_t lo = x->lo, span = x->hi - x->lo;
 	/* The dead part of a thread's stack holds stale copies: not looked at. */

@@ -108,7 +108,10 @@ static struct cq_error *folly_detect(const struct cq_async_ctx *ctx, void **stat
 		folly_destroy(f);
 		return &cq_error_nomem;
 	}
-	*needs = (struct cq_async_needs){.native_frames = true, .scan = f->cookie != 0};
+	*needs = (struct cq_async_needs){.native_frames = true,
+	                                 .scan = f->cookie != 0,
+	                                 .scan_lo = f->cookie,
+	                                 .scan_hi = f->cookie};
 	*state = f;
 	return NULL;
 }
@@ -270,9 +273,11 @@ static void folly_scan(void *state, const struct cq_async_ctx *ctx, const struct
 {
 	struct folly *f = state;
 	uint64_t len = c->len - c->overlap;
+	f->scanned_bytes += len;
+	if (!c->data)
+		return;
 	size_t n = cq_word_scan(c->data + c->overlap, c->addr + c->overlap, len, f->cookie, f->hits,
 	                        CHUNK_HITS);
-	f->scanned_bytes += len;
 	for (size_t i = 0; i < n && i < CHUNK_HITS && !f->scan_error; i++) {
 		uint64_t frame = f->hits[i] - 16;
 		if (f->hits[i] == f->cookie_addr ||

@@ -41,6 +41,7 @@
 
 #include "unwind/frames.h"
 #include "libcore/base/error.h"
+#include "libcore/base/feed.h"
 #include "unwind/unwind.h"
 
 struct cq_core;
@@ -77,13 +78,23 @@ struct cq_async_ctx {
 struct cq_async_needs {
 	bool native_frames; /* keep every thread's native frames for threads/decode */
 	bool scan;          /* feed the scan hook */
+	/*
+	 * With scan: the word values the hook acts on, [scan_lo, scan_hi]
+	 * (scan_lo > 0; both 0: not said).  The hook then finds something only
+	 * at a word in that range, and reads at most CQ_FEED_WORD_REACH bytes
+	 * either side of it (in the chunk or through the target), so a chunk
+	 * that holds no such word may be given without its bytes.
+	 */
+	uint64_t scan_lo, scan_hi;
 };
 
 /*
  * A piece of a writable segment of the core.  [addr, addr + len) is mapped
  * at data; its first `overlap` bytes (0 or 8) repeat the last word of the
  * previous chunk of the same segment, so that a two-word pattern across the
- * chunk boundary is seen whole.  Words start 8-byte aligned.
+ * chunk boundary is seen whole.  Words start 8-byte aligned.  data is NULL
+ * when the chunk is known to hold no word in any scanning runtime's
+ * [scan_lo, scan_hi]: the hook counts its bytes and finds nothing in it.
  */
 struct cq_async_chunk {
 	const struct cq_mem_segment *segment;

@@ -300,7 +300,7 @@ static size_t list_chunks(const struct cq_mem *mem, struct cq_async_chunk *out, 
  * are then read where the target maps them.
  */
 static void *start_feed(const struct cq_unwind_target *t, const struct cq_async_chunk *chunks,
-                        size_t n)
+                        size_t n, const struct cq_async_states *s)
 {
 	if (!t->ops->feed_start || n == 0)
 		return NULL;
@@ -310,7 +310,20 @@ static void *start_feed(const struct cq_unwind_target *t, const struct cq_async_
 	for (size_t k = 0; k < n; k++)
 		spans[k] =
 		    (struct cq_unwind_span){chunks[k].data, chunks[k].len, chunks[k].overlap};
-	void *feed = t->ops->feed_start(t->ctx, spans, n);
+	/* The values every scanning runtime acts on; none unless each says. */
+	struct cq_feed_words words[NRUNTIMES];
+	size_t nwords = 0;
+	for (size_t i = 0; i < NRUNTIMES; i++) {
+		if (!s->state[i] || !s->needs[i].scan)
+			continue;
+		const struct cq_async_needs *nd = &s->needs[i];
+		if (nd->scan_lo == 0 || nd->scan_hi < nd->scan_lo) {
+			nwords = 0;
+			break;
+		}
+		words[nwords++] = (struct cq_feed_words){nd->scan_lo, nd->scan_hi};
+	}
+	void *feed = t->ops->feed_start(t->ctx, spans, n, words, nwords);
 	free(spans);
 	return feed;
 }
@@ -331,14 +344,15 @@ static struct cq_error *scan_memory(struct cq_async_ctx *ctx, struct cq_async_st
 		return &cq_error_nomem;
 	list_chunks(t->mem, chunks, &bytes);
 	double start = cq_clock_seconds();
-	void *feed = start_feed(t, chunks, n);
+	void *feed = start_feed(t, chunks, n, s);
 	struct pager pager;
 	bool paging = !feed && bytes >= PAGER_MIN_BYTES && pager_start(&pager, t, chunks, n);
 	for (size_t k = 0; k < n; k++) {
 		struct cq_async_chunk c = chunks[k];
-		const uint8_t *fed = feed ? t->ops->feed_next(feed) : NULL;
-		if (fed)
-			c.data = fed;
+		bool none = false;
+		const uint8_t *fed = feed ? t->ops->feed_next(feed, &none) : NULL;
+		if (fed || none)
+			c.data = fed; /* none: it holds no word a runtime acts on */
 		else if (paging)
 			pager_at(&pager, k);
 		else
@@ -346,7 +360,7 @@ static struct cq_error *scan_memory(struct cq_async_ctx *ctx, struct cq_async_st
 		for (size_t i = 0; i < NRUNTIMES; i++)
 			if (s->state[i] && s->needs[i].scan)
 				runtimes[i]->scan(s->state[i], ctx, &c);
-		if (!paging && !fed)
+		if (!paging && !fed && !none)
 			advise(t, &c, MADV_DONTNEED);
 	}
 	if (paging)

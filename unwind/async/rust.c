@@ -146,8 +146,9 @@ static void rust_scan(void *state, const struct cq_async_ctx *ctx, const struct 
 		return;
 	if (from > begin)
 		begin = from;
-	cq_rust_scan(&r->index->model, c->data + (begin - c->addr), begin, end - begin, on_found,
-	             &r->scan);
+	if (c->data)
+		cq_rust_scan(&r->index->model, c->data + (begin - c->addr), begin, end - begin,
+		             on_found, &r->scan);
 	st->scan_bytes += end - (begin > c->addr + c->overlap ? begin : c->addr + c->overlap);
 }
 
@@ -460,7 +461,10 @@ static struct cq_error *rust_detect(const struct cq_async_ctx *ctx, void **state
 		rust_destroy(r);
 		return NULL;
 	}
-	*needs = (struct cq_async_needs){.scan = true};
+	const struct cq_rust_model *m = &ix->model;
+	*needs = (struct cq_async_needs){.scan = true,
+	                                 .scan_lo = m->vtables[0].addr,
+	                                 .scan_hi = m->vtables[m->nvtables - 1].addr};
 	*state = r;
 	return NULL;
 }

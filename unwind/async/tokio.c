@@ -273,8 +273,10 @@ static struct cq_error *tokio_detect(const struct cq_async_ctx *ctx, void **stat
 		tokio_destroy(t);
 		return NULL;
 	}
-	*needs =
-	    (struct cq_async_needs){.scan = t->nvtables > 0, .native_frames = ix->nblock_ons > 0};
+	*needs = (struct cq_async_needs){.scan = t->nvtables > 0,
+	                                 .native_frames = ix->nblock_ons > 0,
+	                                 .scan_lo = t->vt_lo,
+	                                 .scan_hi = t->vt_hi};
 	*state = t;
 	return NULL;
 }
@@ -284,7 +286,7 @@ static void tokio_scan(void *state, const struct cq_async_ctx *ctx, const struct
 {
 	(void)ctx;
 	struct tokio *t = state;
-	if (t->full)
+	if (t->full || !c->data)
 		return;
 	const uint64_t *w = (const uint64_t *)(const void *)c->data;
 	uint64_t lo = t->vt_lo, hi = t->vt_hi;
