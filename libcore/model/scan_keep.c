@@ -74,7 +74,8 @@ static bool parse_files(struct cq_scan_keep *k, const uint8_t *desc, uint64_t le
 	if (count > (len - 16) / 24)
 		return true;
 	uint64_t at = 16 + 24 * count;
-	if (!(k->names = malloc(len - at + 1)) || !(k->files = calloc(count ? count : 1, sizeof(*k->files))))
+	if (!(k->names = malloc(len - at + 1)) ||
+	    !(k->files = calloc(count ? count : 1, sizeof(*k->files))))
 		return false;
 	memcpy(k->names, desc + at, len - at);
 	k->names[len - at] = 0;
@@ -173,7 +174,9 @@ static bool parse_hex(const char **p, uint64_t *v)
 	uint64_t x = 0;
 	size_t n = 0;
 	for (; n < 17; n++, s++) {
-		int d = *s >= '0' && *s <= '9' ? *s - '0' : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10 : -1;
+		int d = *s >= '0' && *s <= '9'   ? *s - '0'
+		        : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+		                                 : -1;
 		if (d < 0)
 			break;
 		x = x << 4 | (uint64_t)d;
@@ -329,7 +332,7 @@ void cq_scan_keep_end(struct cq_scan_keep *k)
 		return;
 	if (k->next_at != k->size)
 		k->gave_up = true; /* cut short: what was not seen was not looked at */
-	k->has_owed = false;  /* past the end: nothing to put */
+	k->has_owed = false;       /* past the end: nothing to put */
 	k->ended = true;
 }
 

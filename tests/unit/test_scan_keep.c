@@ -23,7 +23,7 @@
 static size_t nt_file(uint8_t *d, uint64_t base)
 {
 	uint64_t head[] = {3, PAGE};
-	uint64_t maps[] = {base, base + 0x1000, 0, base + 0x1000, base + 0x3000, 1,
+	uint64_t maps[] = {base,           base + 0x1000,  0, base + 0x1000, base + 0x3000, 1,
 	                   0x7f0000000000, 0x7f0000010000, 0};
 	memcpy(d, head, sizeof(head));
 	memcpy(d + 16, maps, sizeof(maps));
@@ -50,15 +50,15 @@ static void test_arm(void **state)
 	assert_true(cq_scan_keep_arm(k, "100 2fff /bin/p\n"));
 	assert_true(cq_scan_keep_arm(k, "0 ff /lib/q\n100 200 /bin/p\n"));
 	const char *bad[] = {
-	    "",                        /* nothing */
-	    "100 200 /bin/p",          /* no newline */
-	    "100 200 /bin/x\n",        /* not mapped */
-	    "200 100 /bin/p\n",        /* hi below lo */
-	    "100 3000 /bin/p\n",       /* hi past the mapping */
-	    "100 200\n",               /* no path */
-	    "1g0 200 /bin/p\n",        /* not hex */
+	    "",                             /* nothing */
+	    "100 200 /bin/p",               /* no newline */
+	    "100 200 /bin/x\n",             /* not mapped */
+	    "200 100 /bin/p\n",             /* hi below lo */
+	    "100 3000 /bin/p\n",            /* hi past the mapping */
+	    "100 200\n",                    /* no path */
+	    "1g0 200 /bin/p\n",             /* not hex */
 	    "10000000000000000 1 /bin/p\n", /* 17 digits */
-	    "100  200 /bin/p\n",       /* two spaces */
+	    "100  200 /bin/p\n",            /* two spaces */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_false(cq_scan_keep_arm(k, bad[i]));
