@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,76 @@ struct reader {
 	const struct cq_archive_api *ar;
 	struct archive *a;
 	const char *compression;
+	/*
+	 * With a second CPU, a thread maps the compressed file in ahead of the
+	 * decompressor (MADV_POPULATE_READ) and drops what it consumed, so the
+	 * page faults and unmapping that cost it a fifth of its time run beside it.
+	 */
+	bool ahead_on, ahead_stop;
+	pthread_t ahead;
+	pthread_mutex_t ahead_lock;
+	pthread_cond_t ahead_moved;
+	size_t ahead_pos; /* where the decompressor reads */
 };
+
+#define AHEAD_STEP (4u << 20)  /* mapped or dropped at a time */
+#define AHEAD_MAX  (32u << 20) /* mapped ahead of the decompressor at most */
+
+static void *map_ahead(void *arg)
+{
+	struct reader *r = arg;
+	size_t populated = 0, dropped = 0;
+	pthread_mutex_lock(&r->ahead_lock);
+	while (!r->ahead_stop) {
+		size_t pos = r->ahead_pos;
+		size_t want = pos + AHEAD_MAX < r->map_len ? pos + AHEAD_MAX : r->map_len;
+		size_t behind =
+		    pos > AHEAD_STEP ? (pos - AHEAD_STEP) & ~(size_t)(page_size() - 1) : 0;
+		if (populated >= want && dropped + AHEAD_STEP > behind) {
+			pthread_cond_wait(&r->ahead_moved, &r->ahead_lock);
+			continue;
+		}
+		pthread_mutex_unlock(&r->ahead_lock);
+		if (dropped + AHEAD_STEP <= behind) {
+			madvise((void *)(r->map + dropped), behind - dropped, MADV_DONTNEED);
+			dropped = behind;
+		}
+		if (populated < want) {
+			size_t n = want - populated < AHEAD_STEP ? want - populated : AHEAD_STEP;
+			madvise((void *)(r->map + populated), n, MADV_POPULATE_READ);
+			populated += n;
+		}
+		pthread_mutex_lock(&r->ahead_lock);
+	}
+	pthread_mutex_unlock(&r->ahead_lock);
+	return NULL;
+}
+
+static void ahead_start(struct reader *r)
+{
+	if (pthread_mutex_init(&r->ahead_lock, NULL) != 0)
+		return;
+	pthread_cond_init(&r->ahead_moved, NULL);
+	r->ahead_on = pthread_create(&r->ahead, NULL, map_ahead, r) == 0;
+	if (!r->ahead_on) {
+		pthread_cond_destroy(&r->ahead_moved);
+		pthread_mutex_destroy(&r->ahead_lock);
+	}
+}
+
+static void ahead_stop(struct reader *r)
+{
+	if (!r->ahead_on)
+		return;
+	pthread_mutex_lock(&r->ahead_lock);
+	r->ahead_stop = true;
+	pthread_cond_signal(&r->ahead_moved);
+	pthread_mutex_unlock(&r->ahead_lock);
+	pthread_join(r->ahead, NULL);
+	pthread_cond_destroy(&r->ahead_moved);
+	pthread_mutex_destroy(&r->ahead_lock);
+	r->ahead_on = false;
+}
 
 static bool reader_open(struct reader *r, int fd)
 {
@@ -86,6 +156,8 @@ static bool reader_open(struct reader *r, int fd)
 				r->map_len = (size_t)st.st_size;
 				r->ib = (ZSTD_inBuffer){m, r->map_len, 0};
 				r->in_eof = true;
+				if (cq_feed_workers() > 1)
+					ahead_start(r);
 				return r->z != NULL;
 			}
 		}
@@ -111,6 +183,7 @@ static bool reader_open(struct reader *r, int fd)
 
 static void reader_close(struct reader *r)
 {
+	ahead_stop(r);
 	ZSTD_freeDCtx(r->z);
 	free(r->in);
 	if (r->map)
@@ -155,7 +228,14 @@ static int64_t reader_read(struct reader *r, uint8_t *dst, size_t want)
 			return -1;
 		r->mid_frame = rc != 0;
 	}
-	if (r->map) {
+	if (r->ahead_on) {
+		if (r->ib.pos >= r->ahead_pos + AHEAD_STEP) {
+			pthread_mutex_lock(&r->ahead_lock);
+			r->ahead_pos = r->ib.pos;
+			pthread_cond_signal(&r->ahead_moved);
+			pthread_mutex_unlock(&r->ahead_lock);
+		}
+	} else if (r->map) {
 		/* What is consumed leaves the mapping (it stays in the page cache): RSS stays flat.
 		 */
 		size_t upto = r->ib.pos & ~(size_t)(page_size() - 1);
