@@ -216,7 +216,8 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (rd.scan_hint)
 		printf(rd.scan_gave_up
 		           ? "; the heap scan's words an earlier core of this build noted "
-		             "were looked for, but too many were found"
+		             "were looked for, in vain (too many pages hold them, or the "
+		             "stream did not let every word be seen)"
 		           : "; the heap scan's words an earlier core of this build noted "
 		             "were looked for: %.0f KiB of pages hold them",
 		       rd.scan_kept_bytes / 1024.0);

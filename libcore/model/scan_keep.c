@@ -124,19 +124,27 @@ struct cq_scan_keep *cq_scan_keep_create(const uint8_t *desc, uint64_t len,
 	return k;
 }
 
+/* Ends the checker thread, if there is one (after a collect: it has nothing posted). */
+static void stop_checker(struct cq_scan_keep *k)
+{
+	if (!k->threaded)
+		return;
+	pthread_mutex_lock(&k->lock);
+	k->stop = true;
+	pthread_cond_broadcast(&k->moved);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(k->thread, NULL);
+	pthread_cond_destroy(&k->moved);
+	pthread_mutex_destroy(&k->lock);
+	k->threaded = false;
+	k->posted = false;
+}
+
 void cq_scan_keep_free(struct cq_scan_keep *k)
 {
 	if (!k)
 		return;
-	if (k->threaded) {
-		pthread_mutex_lock(&k->lock);
-		k->stop = true;
-		pthread_cond_broadcast(&k->moved);
-		pthread_mutex_unlock(&k->lock);
-		pthread_join(k->thread, NULL);
-		pthread_cond_destroy(&k->moved);
-		pthread_mutex_destroy(&k->lock);
-	}
+	stop_checker(k);
 	free(k->found);
 	free(k->found_bytes);
 	free(k->names);
@@ -328,7 +336,10 @@ void cq_scan_keep_window(struct cq_scan_keep *k, uint64_t at, const uint8_t *b, 
 
 void cq_scan_keep_end(struct cq_scan_keep *k)
 {
-	if (!k || !k->armed || k->gave_up)
+	if (!k)
+		return;
+	stop_checker(k);
+	if (!k->armed || k->gave_up)
 		return;
 	if (k->next_at != k->size)
 		k->gave_up = true; /* cut short: what was not seen was not looked at */
@@ -382,13 +393,15 @@ void cq_scan_keep_post(struct cq_scan_keep *k, uint64_t at, const uint8_t *b, ui
 {
 	if (!k || !k->armed || k->gave_up)
 		return;
-	if (!k->threaded && cq_feed_workers() > 1 && pthread_mutex_init(&k->lock, NULL) == 0) {
-		pthread_cond_init(&k->moved, NULL);
-		k->threaded = pthread_create(&k->thread, NULL, checker, k) == 0;
-		if (!k->threaded) {
-			pthread_cond_destroy(&k->moved);
-			pthread_mutex_destroy(&k->lock);
+	if (!k->threaded && !k->ended && cq_feed_workers() > 1 &&
+	    pthread_mutex_init(&k->lock, NULL) == 0) {
+		if (pthread_cond_init(&k->moved, NULL) == 0) {
+			k->threaded = pthread_create(&k->thread, NULL, checker, k) == 0;
+			if (!k->threaded)
+				pthread_cond_destroy(&k->moved);
 		}
+		if (!k->threaded)
+			pthread_mutex_destroy(&k->lock);
 	}
 	if (k->threaded)
 		pthread_mutex_lock(&k->lock);
@@ -436,6 +449,9 @@ bool cq_scan_keep_covers(const struct cq_scan_keep *k, const struct cq_feed_span
 			return false;
 	}
 	for (size_t i = 0; i < n; i++) {
+		/* A scan counts its words from a span's start: they must be the words looked at. */
+		if (spans[i].off % 8)
+			return false;
 		size_t r = cq_sorted_below(k->wr, k->nwr, sizeof(*k->wr), spans[i].off + 1);
 		if (r == 0 || spans[i].len > k->wr[r - 1][1] - spans[i].off ||
 		    spans[i].off >= k->wr[r - 1][1])
@@ -447,6 +463,9 @@ bool cq_scan_keep_covers(const struct cq_scan_keep *k, const struct cq_feed_span
 size_t cq_scan_keep_pages(const struct cq_scan_keep *k, uint64_t off, uint64_t len,
                           const uint64_t **first)
 {
+	*first = NULL;
+	if (k->npages == 0)
+		return 0;
 	size_t i = cq_sorted_below(k->pages, k->npages, sizeof(*k->pages), off);
 	if (i > 0 && k->pages[i - 1] + k->page > off)
 		i--;

@@ -84,14 +84,18 @@ void cq_scan_keep_post(struct cq_scan_keep *k, uint64_t at, const uint8_t *b, ui
 void cq_scan_keep_collect(struct cq_scan_keep *k,
                           bool (*put)(void *arg, uint64_t off, const uint8_t *page), void *arg);
 
-/* The stream ended at size (after the last collect): a page still owed is past it.  */
+/*
+ * The stream ended (after the last collect): a page still owed is past it,
+ * and the checker thread ends.  Without it the keep covers nothing.
+ */
 void cq_scan_keep_end(struct cq_scan_keep *k);
 
 /*
  * Whether the pages kept are all that a scan of spans[0, n) acting on
  * words[0, nwords) needs: the keep was armed, did not give up, saw the
- * whole stream, every span lies in a writable segment, and every range of
- * words lies within the note's.
+ * whole stream, every span lies in a writable segment and starts at a
+ * multiple of 8 in the file (the words a scan counts from its start are
+ * those looked at), and every range of words lies within the note's.
  */
 bool cq_scan_keep_covers(const struct cq_scan_keep *k, const struct cq_feed_span *spans, size_t n,
                          const struct cq_feed_words *words, size_t nwords);

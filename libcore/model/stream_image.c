@@ -837,7 +837,8 @@ static struct cq_scan_keep *scan_keep_make(struct cq_stream_image *s, const stru
 		get_phdr(h, i, &ph);
 		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_W) || ph.p_filesz == 0)
 			continue;
-		ok = (ph.p_vaddr - ph.p_offset) % 8 == 0 && ph.p_offset + ph.p_filesz > ph.p_offset;
+		ok = ph.p_offset % 8 == 0 && ph.p_vaddr % 8 == 0 &&
+		     ph.p_offset + ph.p_filesz > ph.p_offset;
 		if (ok) {
 			wr[nw][0] = ph.p_offset;
 			wr[nw++][1] = ph.p_offset + ph.p_filesz;

@@ -58,7 +58,10 @@ struct cq_stream_image_stats {
 	uint64_t scan_kept_bytes; /* pages that hold such words (the plan's too) */
 	bool scan_gave_up; /* it would have kept too much, or saw a word it could not check */
 	bool kept_feed;    /* a heap scan was given those pages alone: no second decompression */
-	/* The note of this core's heap scan when it is new (not the one armed with), else NULL. */
+	/*
+	 * The note of this core's heap scan when it is new (not the one armed
+	 * with), else NULL; valid until the next feed starts.
+	 */
 	const char *scan_note;
 };
 

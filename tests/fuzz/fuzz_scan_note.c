@@ -5,8 +5,10 @@
  *
  * The input is a 2-byte length L, then L bytes of NT_FILE descriptor, then
  * a note's text up to a NUL, then the bytes of a writable segment streamed
- * in windows of 4 KiB.  Whatever it holds: no crash, and the pages kept
- * are ascending, page-aligned, within the core and within the bound.
+ * in windows of 4 KiB.  Whatever it holds: no crash; the pages kept are
+ * ascending, page-aligned, within the core and within the bound; and when
+ * the keep covers the segment for some words, every such word has the
+ * bytes around it kept (covered()).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +28,42 @@ static bool put(void *arg, uint64_t off, const uint8_t *page)
 		abort();
 	*last = off;
 	return true;
+}
+
+/*
+ * The promise a scan relies on: when the keep covers a span for words
+ * [lo, hi] (the segment's first two words), every word of the span in that
+ * range, counted from the span's start, has the bytes CQ_FEED_WORD_REACH
+ * around it on kept pages.  A span that starts off the 8-byte grid is
+ * never covered.
+ */
+static void covered(const struct cq_scan_keep *k, const uint8_t *buf, uint64_t seg_len)
+{
+	if (seg_len < 16)
+		return;
+	struct cq_feed_words w;
+	memcpy(&w.lo, buf + 2 * PAGE, 8);
+	memcpy(&w.hi, buf + 2 * PAGE + 8, 8);
+	struct cq_feed_span span = {2 * PAGE, seg_len & ~(uint64_t)7, 0},
+	                    odd = {2 * PAGE + 4, 8, 0};
+	if (cq_scan_keep_covers(k, &odd, 1, &w, 1))
+		abort();
+	if (!cq_scan_keep_covers(k, &span, 1, &w, 1))
+		return;
+	const uint64_t *first;
+	for (uint64_t o = span.off; o + 8 <= span.off + span.len; o += 8) {
+		uint64_t v;
+		memcpy(&v, buf + o, 8);
+		if (v < w.lo || v > w.hi)
+			continue;
+		uint64_t a = o - span.off >= CQ_FEED_WORD_REACH ? o - CQ_FEED_WORD_REACH : span.off;
+		uint64_t b = o + 8 + CQ_FEED_WORD_REACH < span.off + span.len
+		                 ? o + 8 + CQ_FEED_WORD_REACH
+		                 : span.off + span.len;
+		for (uint64_t at = a; at < b; at++)
+			if (cq_scan_keep_pages(k, at, 1, &first) != 1)
+				abort();
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -64,6 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < n; i++)
 			if (first[i] >= core || (i && first[i] <= first[i - 1]))
 				abort();
+		covered(k, buf, seg_len);
 		free(buf);
 	}
 	cq_scan_keep_free(k);

@@ -151,6 +151,9 @@ static void test_window(void **state)
 	assert_true(cq_scan_keep_covers(k, &in, 1, &w, 1));
 	assert_false(cq_scan_keep_covers(k, &in, 1, &wide, 1));
 	assert_false(cq_scan_keep_covers(k, &ro, 1, &w, 1));
+	/* a span off the 8-byte grid counts other words than those looked at */
+	struct cq_feed_span odd = {0x10004, 8, 0};
+	assert_false(cq_scan_keep_covers(k, &odd, 1, &w, 1));
 	assert_false(cq_scan_keep_covers(k, &in, 1, NULL, 0));
 	cq_scan_keep_free(k);
 
