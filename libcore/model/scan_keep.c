@@ -232,6 +232,60 @@ bool cq_scan_keep_arm(struct cq_scan_keep *k, const char *note)
 	return true;
 }
 
+/* ---- the words in range: a block of 8 at a time ---- */
+
+#define BLOCK 64 /* bytes: 8 words */
+
+/* Whether a word of the block at p has a value in [lo, lo + span]. */
+static bool block_in_range(const uint8_t *p, uint64_t lo, uint64_t span)
+{
+	uint64_t any = 0;
+	for (int i = 0; i < 8; i++)
+		any |= (uint64_t)(cq_load_u64(p + 8 * i) - lo <= span);
+	return any != 0;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The same with AVX2: unsigned compares as signed ones with the sign bit flipped. */
+__attribute__((target("avx2"))) static uint64_t clear_bytes_avx2(const uint8_t *p, uint64_t n,
+                                                                 uint64_t lo, uint64_t span)
+{
+	const __m256i vlo = _mm256_set1_epi64x((long long)lo);
+	const __m256i flip = _mm256_set1_epi64x((long long)INT64_MIN);
+	const __m256i lim = _mm256_set1_epi64x((long long)(span ^ (uint64_t)INT64_MIN));
+	uint64_t off = 0;
+	for (; off + BLOCK <= n; off += BLOCK) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(p + off));
+		__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + off + 32));
+		__m256i da = _mm256_xor_si256(_mm256_sub_epi64(a, vlo), flip);
+		__m256i db = _mm256_xor_si256(_mm256_sub_epi64(b, vlo), flip);
+		__m256i out =
+		    _mm256_and_si256(_mm256_cmpgt_epi64(da, lim), _mm256_cmpgt_epi64(db, lim));
+		if (_mm256_movemask_epi8(out) != -1)
+			break;
+	}
+	return off;
+}
+#endif
+
+/* How many bytes from p (whole blocks, within n) hold no word in [lo, lo + span]. */
+static uint64_t clear_bytes(const uint8_t *p, uint64_t n, uint64_t lo, uint64_t span)
+{
+#if defined(__x86_64__)
+	static int avx2 = -1;
+	if (avx2 < 0)
+		__atomic_store_n(&avx2, __builtin_cpu_supports("avx2") ? 1 : 0, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&avx2, __ATOMIC_RELAXED))
+		return clear_bytes_avx2(p, n, lo, span);
+#endif
+	uint64_t off = 0;
+	while (off + BLOCK <= n && !block_in_range(p + off, lo, span))
+		off += BLOCK;
+	return off;
+}
+
 static bool hinted(const struct cq_scan_keep *k, uint64_t v)
 {
 	for (size_t i = 0; i < k->nhint; i++)
@@ -309,20 +363,15 @@ void cq_scan_keep_window(struct cq_scan_keep *k, uint64_t at, const uint8_t *b, 
 			break;
 		}
 		lo = (lo + 7) & ~(uint64_t)7;
-		for (uint64_t off = lo; off + 8 <= hi; off += 8) {
-			if (off + 32 <= hi) {
-				const uint8_t *q = b + (off - at);
-				if (cq_load_u64(q) - k->env_lo > k->env_span &&
-				    cq_load_u64(q + 8) - k->env_lo > k->env_span &&
-				    cq_load_u64(q + 16) - k->env_lo > k->env_span &&
-				    cq_load_u64(q + 24) - k->env_lo > k->env_span) {
-					off += 24;
-					continue;
-				}
+		for (uint64_t off = lo; off + 8 <= hi && !k->gave_up;) {
+			/* Blocks of 8 words none of which is in range go by at once. */
+			off += clear_bytes(b + (off - at), hi - off, k->env_lo, k->env_span);
+			uint64_t stop = hi - off > BLOCK ? off + BLOCK : hi;
+			for (; off + 8 <= stop; off += 8) {
+				uint64_t v = cq_load_u64(b + (off - at));
+				if (v - k->env_lo <= k->env_span && hinted(k, v))
+					keep_word(k, off, at, b, len, put, arg);
 			}
-			uint64_t v = cq_load_u64(b + (off - at));
-			if (v - k->env_lo <= k->env_span && hinted(k, v))
-				keep_word(k, off, at, b, len, put, arg);
 		}
 	}
 	/* The last whole page, for a word at the next window's start. */

@@ -7,7 +7,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,75 +64,62 @@ struct reader {
 	const struct cq_archive_api *ar;
 	struct archive *a;
 	const char *compression;
-	/*
-	 * With a second CPU, a thread maps the compressed file in ahead of the
-	 * decompressor (MADV_POPULATE_READ) and drops what it consumed, so the
-	 * page faults and unmapping that cost it a fifth of its time run beside it.
-	 */
-	bool ahead_on, ahead_stop;
-	pthread_t ahead;
-	pthread_mutex_t ahead_lock;
-	pthread_cond_t ahead_moved;
-	size_t ahead_pos; /* where the decompressor reads */
+	/* With a second CPU: the compressed file read ahead into a ring (its pieces, the next). */
+	struct cq_feed *in_feed;
+	size_t in_n, in_next;
+	uint64_t in_size;
 };
 
-#define AHEAD_STEP (4u << 20)  /* mapped or dropped at a time */
-#define AHEAD_MAX  (32u << 20) /* mapped ahead of the decompressor at most */
+#define IN_PIECE (1u << 20) /* bytes of the compressed file read ahead at a time */
 
-static void *map_ahead(void *arg)
+static bool read_piece(void *arg, unsigned worker, const struct cq_feed_span *span, uint8_t *dst)
 {
-	struct reader *r = arg;
-	size_t populated = 0, dropped = 0;
-	pthread_mutex_lock(&r->ahead_lock);
-	while (!r->ahead_stop) {
-		size_t pos = r->ahead_pos;
-		size_t want = pos + AHEAD_MAX < r->map_len ? pos + AHEAD_MAX : r->map_len;
-		size_t behind =
-		    pos > AHEAD_STEP ? (pos - AHEAD_STEP) & ~(size_t)(page_size() - 1) : 0;
-		if (populated >= want && dropped + AHEAD_STEP > behind) {
-			pthread_cond_wait(&r->ahead_moved, &r->ahead_lock);
+	const struct reader *r = arg;
+	(void)worker;
+	size_t done = 0;
+	while (done < span->len) {
+		ssize_t n =
+		    pread(r->fd, dst + done, (size_t)span->len - done, (off_t)(span->off + done));
+		if (n < 0 && errno == EINTR)
 			continue;
-		}
-		pthread_mutex_unlock(&r->ahead_lock);
-		if (dropped + AHEAD_STEP <= behind) {
-			madvise((void *)(r->map + dropped), behind - dropped, MADV_DONTNEED);
-			dropped = behind;
-		}
-		if (populated < want) {
-			size_t n = want - populated < AHEAD_STEP ? want - populated : AHEAD_STEP;
-			madvise((void *)(r->map + populated), n, MADV_POPULATE_READ);
-			populated += n;
-		}
-		pthread_mutex_lock(&r->ahead_lock);
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
 	}
-	pthread_mutex_unlock(&r->ahead_lock);
-	return NULL;
+	return true;
 }
 
-static void ahead_start(struct reader *r)
+/*
+ * With a second CPU, a thread reads the compressed file ahead of the
+ * decompressor into a ring of pieces (libcore/base/feed.h), as `zstd -d`
+ * reads its input: the copies out of the page cache run beside the
+ * decompression, which reads pieces still in the CPU's cache.
+ */
+static bool read_ahead(struct reader *r, uint64_t size)
 {
-	if (pthread_mutex_init(&r->ahead_lock, NULL) != 0)
-		return;
-	pthread_cond_init(&r->ahead_moved, NULL);
-	r->ahead_on = pthread_create(&r->ahead, NULL, map_ahead, r) == 0;
-	if (!r->ahead_on) {
-		pthread_cond_destroy(&r->ahead_moved);
-		pthread_mutex_destroy(&r->ahead_lock);
+	if (cq_feed_workers() < 2 || size == 0 ||
+	    size / IN_PIECE >= SIZE_MAX / sizeof(struct cq_feed_span))
+		return false;
+	size_t n = (size_t)((size + IN_PIECE - 1) / IN_PIECE);
+	struct cq_feed_span *sp = malloc(n * sizeof(*sp));
+	if (!sp)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		sp[i] = (struct cq_feed_span){(uint64_t)i * IN_PIECE,
+		                              size - (uint64_t)i * IN_PIECE < IN_PIECE
+		                                  ? size - (uint64_t)i * IN_PIECE
+		                                  : IN_PIECE,
+		                              0};
+	struct cq_error *err = cq_feed_start(sp, n, 1, read_piece, r, &r->in_feed);
+	free(sp);
+	if (err) {
+		cq_error_free(err);
+		r->in_feed = NULL;
+		return false;
 	}
-}
-
-static void ahead_stop(struct reader *r)
-{
-	if (!r->ahead_on)
-		return;
-	pthread_mutex_lock(&r->ahead_lock);
-	r->ahead_stop = true;
-	pthread_cond_signal(&r->ahead_moved);
-	pthread_mutex_unlock(&r->ahead_lock);
-	pthread_join(r->ahead, NULL);
-	pthread_cond_destroy(&r->ahead_moved);
-	pthread_mutex_destroy(&r->ahead_lock);
-	r->ahead_on = false;
+	r->in_n = n;
+	r->in_size = size;
+	return true;
 }
 
 static bool reader_open(struct reader *r, int fd)
@@ -147,8 +133,10 @@ static bool reader_open(struct reader *r, int fd)
 		r->z = ZSTD_createDCtx();
 		r->compression = "zstd";
 		struct stat st;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-		    (uint64_t)st.st_size < SIZE_MAX) {
+		bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+		if (regular && read_ahead(r, (uint64_t)st.st_size))
+			return r->z != NULL;
+		if (regular && (uint64_t)st.st_size < SIZE_MAX) {
 			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 			if (m != MAP_FAILED) {
 				madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
@@ -156,8 +144,6 @@ static bool reader_open(struct reader *r, int fd)
 				r->map_len = (size_t)st.st_size;
 				r->ib = (ZSTD_inBuffer){m, r->map_len, 0};
 				r->in_eof = true;
-				if (cq_feed_workers() > 1)
-					ahead_start(r);
 				return r->z != NULL;
 			}
 		}
@@ -183,7 +169,7 @@ static bool reader_open(struct reader *r, int fd)
 
 static void reader_close(struct reader *r)
 {
-	ahead_stop(r);
+	cq_feed_stop(r->in_feed);
 	ZSTD_freeDCtx(r->z);
 	free(r->in);
 	if (r->map)
@@ -209,6 +195,21 @@ static int64_t reader_read(struct reader *r, uint8_t *dst, size_t want)
 	}
 	ZSTD_outBuffer ob = {dst, want, 0};
 	while (ob.pos < ob.size) {
+		if (r->ib.pos == r->ib.size && !r->in_eof && r->in_feed) {
+			if (r->in_next == r->in_n) {
+				r->in_eof = true;
+				r->ib = (ZSTD_inBuffer){NULL, 0, 0};
+				continue;
+			}
+			const uint8_t *p = cq_feed_next(r->in_feed);
+			if (!p)
+				return -1; /* the file shrank under us */
+			uint64_t at = (uint64_t)r->in_next++ * IN_PIECE;
+			r->ib = (ZSTD_inBuffer){
+			    p, (size_t)(r->in_size - at < IN_PIECE ? r->in_size - at : IN_PIECE),
+			    0};
+			continue;
+		}
 		if (r->ib.pos == r->ib.size && !r->in_eof) {
 			ssize_t n = read(r->fd, r->in, ZSTD_DStreamInSize());
 			if (n < 0 && errno == EINTR)
@@ -228,14 +229,7 @@ static int64_t reader_read(struct reader *r, uint8_t *dst, size_t want)
 			return -1;
 		r->mid_frame = rc != 0;
 	}
-	if (r->ahead_on) {
-		if (r->ib.pos >= r->ahead_pos + AHEAD_STEP) {
-			pthread_mutex_lock(&r->ahead_lock);
-			r->ahead_pos = r->ib.pos;
-			pthread_cond_signal(&r->ahead_moved);
-			pthread_mutex_unlock(&r->ahead_lock);
-		}
-	} else if (r->map) {
+	if (r->map) {
 		/* What is consumed leaves the mapping (it stays in the page cache): RSS stays flat.
 		 */
 		size_t upto = r->ib.pos & ~(size_t)(page_size() - 1);
