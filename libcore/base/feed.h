@@ -14,7 +14,9 @@
  * that only moves forward, one per CPU for independent frames.  A span the
  * fill cannot make is handed out as NULL: the reader then reads it the way
  * it would without a feed, so a feed changes how fast bytes come, never
- * which bytes.
+ * which bytes.  The one-stream reader (libcore/model/stream_image.c) uses
+ * one too, for its input: the compressed file's pieces read ahead by a
+ * thread while the decompressor works on the ones before.
  *
  * Layer: base.
  */
