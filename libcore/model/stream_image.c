@@ -72,21 +72,26 @@ struct reader {
 
 #define IN_PIECE (1u << 20) /* bytes of the compressed file read ahead at a time */
 
+/* Bytes [at, at + len) of fd into dst, as many as there are: fewer at its end or on an error. */
+static size_t pread_full(int fd, uint8_t *dst, size_t len, uint64_t at)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(fd, dst + done, len - done, (off_t)(at + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
 static bool read_piece(void *arg, unsigned worker, const struct cq_feed_span *span, uint8_t *dst)
 {
 	const struct reader *r = arg;
 	(void)worker;
-	size_t done = 0;
-	while (done < span->len) {
-		ssize_t n =
-		    pread(r->fd, dst + done, (size_t)span->len - done, (off_t)(span->off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		done += (size_t)n;
-	}
-	return true;
+	return pread_full(r->fd, dst, (size_t)span->len, span->off) == span->len;
 }
 
 /*
@@ -653,15 +658,7 @@ static bool second_fill(void *arg, size_t i, uint8_t *dst, size_t len)
 		return false;
 	}
 	uint64_t at = s->bound[i];
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pread(s->spool_fd, dst + done, len - done, (off_t)(at + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-	}
+	size_t done = pread_full(s->spool_fd, dst, len, at);
 	if (done < len && at + done < s->size) {
 		/* the spool was cut short (no room): what it lacks reads as zeros */
 		__atomic_add_fetch(&s->stats.bad_chunks, 1, __ATOMIC_RELAXED);
