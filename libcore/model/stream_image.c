@@ -127,7 +127,12 @@ static bool read_ahead(struct reader *r, uint64_t size)
 	return true;
 }
 
-static bool reader_open(struct reader *r, int fd)
+/*
+ * ahead: read the compressed file ahead on a second CPU (read_ahead), for
+ * the first pass, whose decompressor is what the analysis waits for; a
+ * second decompression runs beside the scan, which needs the other CPU.
+ */
+static bool reader_open(struct reader *r, int fd, bool ahead)
 {
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
@@ -139,7 +144,7 @@ static bool reader_open(struct reader *r, int fd)
 		r->compression = "zstd";
 		struct stat st;
 		bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
-		if (regular && read_ahead(r, (uint64_t)st.st_size))
+		if (regular && ahead && read_ahead(r, (uint64_t)st.st_size))
 			return r->z != NULL;
 		if (regular && (uint64_t)st.st_size < SIZE_MAX) {
 			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -620,7 +625,7 @@ static bool roll_to(struct cq_stream_image *s, size_t i, uint8_t *dst, size_t le
 	uint64_t at = s->bound[i];
 	if (!s->rolling) {
 		if (s->roll_done || lseek(s->fd, 0, SEEK_SET) != 0 ||
-		    !reader_open(&s->roll, s->fd)) {
+		    !reader_open(&s->roll, s->fd, false)) {
 			s->roll_done = true;
 			return false;
 		}
@@ -899,7 +904,7 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	s->spool = spool;
 	s->spool_arg = spool_arg;
 	/* A head shorter than what was read to parse it (a degenerate core): spool. */
-	if (!reader_open(&r, in) || !read_head(&r, &head, &have, &h, &size) || size > cap ||
+	if (!reader_open(&r, in, true) || !read_head(&r, &head, &have, &h, &size) || size > cap ||
 	    have != h.len)
 		goto done;
 	s->compression = r.compression;
@@ -1194,7 +1199,7 @@ struct cq_error *cq_stream_image_feed_start(struct cq_stream_image *s,
 	struct cq_error *err = NULL;
 	if (!(sf->skip = malloc(WINDOW)))
 		err = &cq_error_nomem;
-	else if (sf->fd < 0 || !(sf->open = true, reader_open(&sf->r, sf->fd)))
+	else if (sf->fd < 0 || !(sf->open = true, reader_open(&sf->r, sf->fd, false)))
 		err = cq_error_create(CQ_ERR_IO, "cannot read the compressed core again");
 	else {
 		/* The first pass checked the stream's checksum to its end: this one need not. */
