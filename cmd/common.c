@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "libcore/analysis/analyse_core.h"
+#include "libcore/analysis/scan_probe.h"
 #include "libcore/analysis/unwind_target.h"
 #include "libcore/base/arch.h"
 #include "libcore/db/cache.h"
@@ -191,6 +192,13 @@ static void analysis_opened(void *arg, const char *path, const struct cq_core *c
 	so->cache = cache->use ? cmd_open_cache(cache->path) : NULL;
 }
 
+/* What a one-stream core's stream hint asks with: the cache as chosen, the analysis's options. */
+struct cmd_hint {
+	const struct cmd_cache_choice *cache;
+	const struct cq_core_options *core;
+	const struct cq_stack_options *stacks;
+};
+
 /*
  * The core's stream hint: whether the cache remembers that this build's
  * analysis reads its heap.  Asked only for a one-stream compressed core, so
@@ -199,10 +207,10 @@ static void analysis_opened(void *arg, const char *path, const struct cq_core *c
  */
 static bool cache_reads_heap(void *arg, const char *exe_build_id)
 {
-	const struct cmd_cache_choice *choice = arg;
-	if (!choice->use)
+	const struct cmd_hint *h = arg;
+	if (!h->cache->use)
 		return false;
-	struct cq_cache *cache = cmd_open_cache(choice->path);
+	struct cq_cache *cache = cmd_open_cache(h->cache->path);
 	bool yes = cq_cache_reads_heap(cache, exe_build_id);
 	cmd_close_cache(cache);
 	return yes;
@@ -211,13 +219,27 @@ static bool cache_reads_heap(void *arg, const char *exe_build_id)
 /* The scan note the cache holds for this build, asked the same way. */
 static char *cache_scan_note(void *arg, const char *exe_build_id)
 {
-	const struct cmd_cache_choice *choice = arg;
-	if (!choice->use)
+	const struct cmd_hint *h = arg;
+	if (!h->cache->use)
 		return NULL;
-	struct cq_cache *cache = cmd_open_cache(choice->path);
+	struct cq_cache *cache = cmd_open_cache(h->cache->path);
 	char *note = cq_cache_scan_note(cache, exe_build_id);
 	cmd_close_cache(cache);
 	return note;
+}
+
+/* Without a note: what the scan will look for, from the core's head (scan_probe.h). */
+static size_t head_probe(void *arg, const uint8_t *head, uint64_t len, struct cq_feed_words *out,
+                         size_t max)
+{
+	const struct cmd_hint *h = arg;
+	if (!h->stacks->async)
+		return 0;
+	struct cq_stack_options so = *h->stacks;
+	so.cache = h->cache->use ? cmd_open_cache(h->cache->path) : NULL;
+	size_t n = cq_scan_probe(head, len, h->core, &so, out, max);
+	cmd_close_cache(so.cache);
+	return n;
 }
 
 struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *o,
@@ -226,7 +248,8 @@ struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *
 {
 	so->cache = NULL;
 	so->debug_dirs = o->core.debug_dirs;
-	struct cq_stream_hint hint = {cache_reads_heap, (void *)cache, cache_scan_note};
+	struct cmd_hint harg = {cache, &o->core, so};
+	struct cq_stream_hint hint = {cache_reads_heap, &harg, cache_scan_note, head_probe};
 	struct cq_core_options co = o->core;
 	co.stream_hint = &hint;
 	struct cq_analyse_options ao = {

@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "libcore/analysis/scan_probe.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/db/cache.h"
 #include "libcore/model/core.h"
@@ -35,18 +36,28 @@ void cq_analysed_core_free(struct cq_analysed_core *a)
 
 static bool cache_reads_heap(void *arg, const char *exe_build_id)
 {
-	return cq_cache_reads_heap(arg, exe_build_id);
+	const struct cq_analyse_hint *h = arg;
+	return cq_cache_reads_heap(h->stacks ? h->stacks->cache : NULL, exe_build_id);
 }
 
 static char *cache_scan_note(void *arg, const char *exe_build_id)
 {
-	return cq_cache_scan_note(arg, exe_build_id);
+	const struct cq_analyse_hint *h = arg;
+	return cq_cache_scan_note(h->stacks ? h->stacks->cache : NULL, exe_build_id);
 }
 
-void cq_analyse_stream_hint(struct cq_cache *cache, struct cq_stream_hint *hint)
+static size_t head_probe(void *arg, const uint8_t *head, uint64_t len, struct cq_feed_words *out,
+                         size_t max)
 {
-	*hint = (struct cq_stream_hint){cache ? cache_reads_heap : NULL, cache,
-	                                cache ? cache_scan_note : NULL};
+	const struct cq_analyse_hint *h = arg;
+	static const struct cq_core_options none;
+	return h->stacks ? cq_scan_probe(head, len, h->core ? h->core : &none, h->stacks, out, max)
+	                 : 0;
+}
+
+void cq_analyse_stream_hint(const struct cq_analyse_hint *h, struct cq_stream_hint *hint)
+{
+	*hint = (struct cq_stream_hint){cache_reads_heap, (void *)h, cache_scan_note, head_probe};
 }
 
 void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *core)

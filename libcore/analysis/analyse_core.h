@@ -53,12 +53,18 @@ struct cq_stream_hint;
 
 /*
  * The memory of which programs read their heap (the cache's stream_hints):
- * hint set up to ask cache (NULL: never), for cq_core_options.stream_hint;
+ * hint set up to ask the cache of h's stack options (none: never), and
+ * without a note to probe the core's head (libcore/analysis/scan_probe.h)
+ * with h's options, for cq_core_options.stream_hint;
  * and, once a core's stacks are made, cache told when its one-stream read
  * needed a second pass (its analysis read pages the keep plan dropped), and
  * what its heap scan looked for when that is new (scan_notes).
  */
-void cq_analyse_stream_hint(struct cq_cache *cache, struct cq_stream_hint *hint);
+struct cq_analyse_hint {
+	const struct cq_core_options *core;    /* may be NULL */
+	const struct cq_stack_options *stacks; /* its cache; NULL: no hint at all */
+};
+void cq_analyse_stream_hint(const struct cq_analyse_hint *h, struct cq_stream_hint *hint);
 void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *core);
 
 #endif

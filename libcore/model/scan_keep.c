@@ -53,6 +53,8 @@ struct cq_scan_keep {
 	bool found_failed;
 };
 
+static bool arm_ranges(struct cq_scan_keep *k);
+
 static int cmp_file(const void *a, const void *b)
 {
 	const struct file *x = a, *y = b;
@@ -219,17 +221,7 @@ bool cq_scan_keep_arm(struct cq_scan_keep *k, const char *note)
 		k->hint[k->nhint++] = (struct cq_feed_words){base + a, base + b};
 		p = nl + 1;
 	}
-	if (k->nhint == 0)
-		return false;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (size_t i = 0; i < k->nhint; i++) {
-		lo = k->hint[i].lo < lo ? k->hint[i].lo : lo;
-		hi = k->hint[i].hi > hi ? k->hint[i].hi : hi;
-	}
-	k->env_lo = lo;
-	k->env_span = hi - lo;
-	k->armed = true;
-	return true;
+	return arm_ranges(k);
 }
 
 /* ---- the words in range: a block of 8 at a time ---- */
@@ -284,6 +276,36 @@ static uint64_t clear_bytes(const uint8_t *p, uint64_t n, uint64_t lo, uint64_t 
 	while (off + BLOCK <= n && !block_in_range(p + off, lo, span))
 		off += BLOCK;
 	return off;
+}
+
+/* The envelope of the armed ranges, and armed. */
+static bool arm_ranges(struct cq_scan_keep *k)
+{
+	if (k->nhint == 0)
+		return false;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < k->nhint; i++) {
+		lo = k->hint[i].lo < lo ? k->hint[i].lo : lo;
+		hi = k->hint[i].hi > hi ? k->hint[i].hi : hi;
+	}
+	k->env_lo = lo;
+	k->env_span = hi - lo;
+	k->armed = true;
+	return true;
+}
+
+bool cq_scan_keep_arm_words(struct cq_scan_keep *k, const struct cq_feed_words *words, size_t n)
+{
+	k->nhint = 0;
+	k->armed = false;
+	if (n > CQ_SCAN_KEEP_MAX_RANGES)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (words[i].lo == 0 || words[i].hi < words[i].lo)
+			return false;
+		k->hint[k->nhint++] = words[i];
+	}
+	return arm_ranges(k);
 }
 
 static bool hinted(const struct cq_scan_keep *k, uint64_t v)

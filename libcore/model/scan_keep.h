@@ -59,6 +59,13 @@ void cq_scan_keep_free(struct cq_scan_keep *k);
 bool cq_scan_keep_arm(struct cq_scan_keep *k, const char *note);
 
 /*
+ * Arms it with words[0, n) of this core's own (a probe of its head,
+ * libcore/analysis/scan_probe.h): false when n is 0 or over the bound, or
+ * a range is empty or holds 0.
+ */
+bool cq_scan_keep_arm_words(struct cq_scan_keep *k, const struct cq_feed_words *words, size_t n);
+
+/*
  * Bytes [at, at + len) of the core are b, with zeros after them up to the
  * next multiple of the page size; calls put(arg, off, page) once for each
  * page to keep (ascending: off is a page's offset in the core, page its

@@ -814,12 +814,14 @@ static bool find_nt_file(void *arg, uint32_t type, const uint8_t *desc, uint64_t
 
 /*
  * The keep of a core whose head is h, armed with the note an earlier core
- * of its build left (hint), if any; NULL without a hint to ask.  A
+ * of its build left (hint), or else, when the plan drops bytes (drops),
+ * with what a probe of the head finds; NULL without a hint to ask.  A
  * writable segment whose words are not 8-aligned in the file as in memory
  * makes none.
  */
 static struct cq_scan_keep *scan_keep_make(struct cq_stream_image *s, const struct head *h,
-                                           uint64_t size, const struct cq_stream_hint *hint)
+                                           uint64_t size, const struct cq_stream_hint *hint,
+                                           bool drops)
 {
 	if (!hint || !hint->scan_note)
 		return NULL;
@@ -845,11 +847,19 @@ static struct cq_scan_keep *scan_keep_make(struct cq_stream_image *s, const stru
 	       : NULL;
 	free(wr);
 	char *note = k ? hint->scan_note(hint->arg, s->exe_id) : NULL;
-	if (note && cq_scan_keep_arm(k, note))
+	if (note && cq_scan_keep_arm(k, note)) {
 		s->hint_note = note;
-	else
-		free(note); /* not armed: it only makes this core's note */
-	return k;
+		return k;
+	}
+	free(note);
+	/* No note (the first core of its build): what the runtimes on its head would scan for. */
+	struct cq_feed_words words[CQ_SCAN_KEEP_MAX_RANGES];
+	size_t n = k && drops && hint->scan_probe
+	               ? hint->scan_probe(hint->arg, h->b, h->len, words, CQ_SCAN_KEEP_MAX_RANGES)
+	               : 0;
+	if (n)
+		cq_scan_keep_arm_words(k, words, n);
+	return k; /* not armed: it only makes this core's note */
 }
 
 /* What a kept page needs: the image, and the plan (whose pages are installed already). */
@@ -928,7 +938,7 @@ struct cq_error *cq_stream_image_open(int fd, uint64_t cap, cq_stream_spool_fn s
 	for (size_t i = 0; i < n; i++)
 		s->bound[i] = i * CHUNK;
 	if (!*hinted)
-		s->keep = scan_keep_make(s, &h, size, hint);
+		s->keep = scan_keep_make(s, &h, size, hint, plan_bytes(&plan, size) < size);
 	struct scan_put sput = {s, &plan};
 	s->bound[n] = s->region;
 	struct cq_error *lerr =

@@ -54,7 +54,8 @@ struct cq_stream_image_stats {
 	uint64_t peak_bytes;    /* most bytes of chunks the second pass held at once */
 	uint64_t spool_bytes;   /* the second pass's spool (0: none was needed) */
 	/* The scan keep (scan_keep.h): */
-	bool scan_armed; /* an earlier core's scan note was looked for as the stream passed */
+	/* an earlier core's scan note (or, without one, a probe of the head) was looked for */
+	bool scan_armed;
 	uint64_t scan_kept_bytes; /* pages that hold such words (the plan's too) */
 	bool scan_gave_up; /* it would have kept too much, or saw a word it could not check */
 	bool kept_feed;    /* a heap scan was given those pages alone: no second decompression */
@@ -83,6 +84,13 @@ struct cq_stream_hint {
 	 * names are kept as the stream passes (scan_keep.h).
 	 */
 	char *(*scan_note)(void *arg, const char *exe_build_id);
+	/*
+	 * Optional, asked when there is no note: the words the core's heap
+	 * scan will look for, found from its head (its first len bytes) alone
+	 * (libcore/analysis/scan_probe.h), into out (room for max); how many.
+	 */
+	size_t (*scan_probe)(void *arg, const uint8_t *head, uint64_t len,
+	                     struct cq_feed_words *out, size_t max);
 };
 
 /* Room for a build-id in hex: 64 bytes of id at most. */

@@ -34,7 +34,8 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	/* A one-stream core of a build whose analysis read its heap before is kept whole. */
 	struct cq_core_options co = o->core ? *o->core : (struct cq_core_options){0};
 	struct cq_stream_hint hint;
-	cq_analyse_stream_hint(o->stacks ? o->stacks->cache : NULL, &hint);
+	struct cq_analyse_hint harg = {o->core, o->stacks};
+	cq_analyse_stream_hint(&harg, &hint);
 	if (!co.stream_hint)
 		co.stream_hint = &hint;
 	struct cq_error *err = cq_core_open(path, &co, &core);

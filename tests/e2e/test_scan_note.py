@@ -1,23 +1,27 @@
 #!/usr/bin/env python3
 """A one-frame core whose analysis scans the heap is decompressed once, not
-twice, when an earlier core of its build left a scan note (the cache's
-scan_notes, libcore/model/scan_keep.c): the pages holding the words the
-note names are kept as the stream passes, and the scan reads them alone.
+twice: the pages holding the words the scan will look for are kept as the
+stream passes, and the scan reads them alone (libcore/model/scan_keep.c).
+The words come from the scan note an earlier core of the build left in the
+cache (scan_notes), or for the first core of a build from the runtimes
+detected on the core's head alone (libcore/analysis/scan_probe.c).
 
 Subjects: programs on runtimes nobody on the team wrote (tokio, async-std,
 smol, futures' thread pool, Asio's C++20 coroutines) and the corpus's own
 Rust and C++ programs, each core compressed as one zstd frame and read with
 the keep plan on.  For each:
-  - the first run makes the note; its ranges name the executable (the
-    corpus's expect) and each lies within one section of it, as
-    `readelf -SW` gives the sections (vtables in .data.rel.ro, coroutine
-    resume functions in .text): the note says where in the file the words
-    are, not what coreq found in this core;
-  - the next run decompresses once: strace sees no second open of the
-    compressed file (the first run, without a note, shows one: the check
-    can fail), and `info` says the note was looked for;
+  - the first run, with no note, probes the head and decompresses once:
+    strace sees no second open of the compressed file;
+  - it leaves a note; its ranges name the executable (the corpus's expect)
+    and each lies within one section of it, as `readelf -SW` gives the
+    sections (vtables in .data.rel.ro, coroutine resume functions in
+    .text): the note says where in the file the words are, not what coreq
+    found in this core;
+  - the next run, with the note, decompresses once, and `info` says the
+    note was looked for;
   - a note that no longer covers what the scan asks for (its range cut by
-    one), or a damaged one, is not trusted: a second decompression again;
+    one) is not trusted: strace sees the second decompression (so the check
+    can fail); a damaged note is not armed, and the head is probed instead;
   - every run gives the raw core's stack JSON.
 A core whose analysis reads more of the heap than its scan finds (WHOLE) needs
 a second pass anyway: the cache remembers that too (stream_hints), and its
@@ -54,15 +58,25 @@ def stack(path, cache, log=None):
     if log:
         # LeakSanitizer stops the world with ptrace, which it cannot do under strace
         env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
-        cmd = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", log] + cmd
+        cmd = ["strace", "-f", "-qq", "-e", "trace=openat,memfd_create", "-o", log] + cmd
     r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=env, timeout=300)
     return r.returncode, normal(r.stdout)
 
 
 def reopened(log):
-    """Whether the run opened the compressed core again (a second decompression)."""
+    """Whether the run opened the compressed core again (a second decompression): an open
+    of /proc/self/fd/N for an N that is not the probe's memfd of the head."""
+    memfds = set()
+    again = False
     with open(log) as f:
-        return "/proc/self/fd/" in f.read()
+        for line in f:
+            m = re.search(r'memfd_create\("coreq-head".*= (\d+)', line)
+            if m:
+                memfds.add(m.group(1))
+            m = re.search(r'"/proc/self/fd/(\d+)"', line)
+            if m and m.group(1) not in memfds:
+                again = True
+    return again
 
 
 def notes(db, build_id):
@@ -140,7 +154,7 @@ def subject(name, core, exe, tmp, whole=False):
     ok(raw[0] == 0, f"{name}: the raw core analyses")
     log = os.path.join(tmp, name + ".strace")
     ok(stack(z, cache, log) == raw, f"{name}: one frame, without a note: the raw core's stack JSON")
-    ok(reopened(log), f"{name}: without a note, the scan decompresses the core again")
+    ok(not reopened(log), f"{name}: without a note, the head is probed: no second decompression")
     note = notes(cache, bid)
     if not ok(note is not None, f"{name}: the first run leaves a note under the executable's "
               "build-id (eu-readelf's)", bid):
@@ -169,8 +183,8 @@ def subject(name, core, exe, tmp, whole=False):
            f"{name}: a note that does not cover the scan's words: decompressed again, "
            "the raw core's JSON")
     set_note(cache, bid, "zz damaged\n")
-    ok(stack(z, cache, log) == raw and reopened(log),
-       f"{name}: a damaged note: decompressed again, the raw core's JSON")
+    ok(stack(z, cache, log) == raw and not reopened(log),
+       f"{name}: a damaged note is not armed: the head is probed instead, the raw core's JSON")
     ok(notes(cache, bid) == note, f"{name}: the note is made again", [notes(cache, bid), note])
 
 

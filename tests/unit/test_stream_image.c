@@ -431,6 +431,18 @@ static char *note_of(void *arg, const char *exe_build_id)
 	return arg ? strdup(arg) : NULL;
 }
 
+/* A probe of the head that finds the note's words, and counts how often it was asked. */
+static int probes;
+static size_t probe(void *arg, const uint8_t *head, uint64_t len, struct cq_feed_words *out,
+                    size_t max)
+{
+	(void)arg, (void)head, (void)len;
+	probes++;
+	assert_true(max >= 1);
+	out[0] = (struct cq_feed_words){FILEVA + 0x1000, FILEVA + 0x2000};
+	return 1;
+}
+
 static bool no_heap(void *arg, const char *exe_build_id)
 {
 	(void)arg, (void)exe_build_id;
@@ -467,7 +479,7 @@ static void scan_keep_once(struct fixture *fx)
 {
 	setenv("COREQ_STREAM_KEEP_ALL_BELOW", "0", 1);
 	char note[] = "1000 2000 /lib/x\n";
-	struct cq_stream_hint hint = {no_heap, note, note_of};
+	struct cq_stream_hint hint = {no_heap, note, note_of, NULL};
 	struct cq_source src;
 	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
 	struct cq_source_read rd = cq_source_read(&src);
@@ -537,6 +549,32 @@ static void scan_keep_once(struct fixture *fx)
 	assert_null(cq_source_feed_start(&src, spans, n, &within, 1, &feed));
 	assert_non_null(next(feed));
 	cq_source_feed_stop(feed);
+	cq_source_close(&src);
+
+	/* no note that arms: the probe of the head is asked, and its words are kept */
+	hint.scan_probe = probe;
+	probes = 0;
+	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
+	assert_int_equal(probes, 1);
+	assert_true(cq_source_read(&src).scan_hint);
+	assert_int_equal(cq_source_read(&src).scan_kept_bytes, fx->nword_pages * 4096);
+	assert_null(cq_source_feed_start(&src, spans, n, &within, 1, &feed));
+	assert_true(cq_source_read(&src).kept_feed);
+	cq_source_feed_stop(feed);
+	/* its note is new, for the cache */
+	assert_non_null(cq_source_read(&src).scan_note);
+	cq_source_close(&src);
+	/* a note that arms: no probe */
+	hint.arg = note;
+	probes = 0;
+	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
+	assert_int_equal(probes, 0);
+	cq_source_close(&src);
+	/* a core the plan keeps whole needs no probe */
+	unsetenv("COREQ_STREAM_KEEP_ALL_BELOW");
+	hint.arg = NULL;
+	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
+	assert_int_equal(probes, 0);
 	cq_source_close(&src);
 	unsetenv("COREQ_STREAM_KEEP_ALL_BELOW");
 }

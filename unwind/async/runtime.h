@@ -227,6 +227,14 @@ struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async
 void cq_async_states_free(struct cq_async_states *states);
 
 /*
+ * The word values the detected runtimes' scan will act on, one range per
+ * scanning runtime, into out (room for max); 0 when none scans, or one does
+ * not say (cq_async_needs.scan_lo), or there is no room.
+ */
+size_t cq_async_scan_words(const struct cq_async_states *states, struct cq_feed_words *out,
+                           size_t max);
+
+/*
  * With the search off: every runtime's report as not detected, so the
  * statistics carry the same keys either way.
  */

@@ -151,6 +151,20 @@ struct cq_error *cq_async_detect(const struct cq_async_ctx *ctx, struct cq_async
 	return NULL;
 }
 
+size_t cq_async_scan_words(const struct cq_async_states *s, struct cq_feed_words *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < NRUNTIMES; i++) {
+		if (!s->state[i] || !s->needs[i].scan)
+			continue;
+		const struct cq_async_needs *nd = &s->needs[i];
+		if (nd->scan_lo == 0 || nd->scan_hi < nd->scan_lo || n == max)
+			return 0;
+		out[n++] = (struct cq_feed_words){nd->scan_lo, nd->scan_hi};
+	}
+	return n;
+}
+
 void cq_async_states_free(struct cq_async_states *s)
 {
 	if (!s)
@@ -310,19 +324,8 @@ static void *start_feed(const struct cq_unwind_target *t, const struct cq_async_
 	for (size_t k = 0; k < n; k++)
 		spans[k] =
 		    (struct cq_unwind_span){chunks[k].data, chunks[k].len, chunks[k].overlap};
-	/* The values every scanning runtime acts on; none unless each says. */
 	struct cq_feed_words words[NRUNTIMES];
-	size_t nwords = 0;
-	for (size_t i = 0; i < NRUNTIMES; i++) {
-		if (!s->state[i] || !s->needs[i].scan)
-			continue;
-		const struct cq_async_needs *nd = &s->needs[i];
-		if (nd->scan_lo == 0 || nd->scan_hi < nd->scan_lo) {
-			nwords = 0;
-			break;
-		}
-		words[nwords++] = (struct cq_feed_words){nd->scan_lo, nd->scan_hi};
-	}
+	size_t nwords = cq_async_scan_words(s, words, NRUNTIMES);
 	void *feed = t->ops->feed_start(t->ctx, spans, n, words, nwords);
 	free(spans);
 	return feed;
