@@ -233,8 +233,6 @@ static size_t head_probe(void *arg, const uint8_t *head, uint64_t len, struct cq
                          size_t max)
 {
 	const struct cmd_hint *h = arg;
-	if (!h->stacks->async)
-		return 0;
 	struct cq_stack_options so = *h->stacks;
 	so.cache = h->cache->use ? cmd_open_cache(h->cache->path) : NULL;
 	size_t n = cq_scan_probe(head, len, h->core, &so, out, max);
@@ -249,7 +247,8 @@ struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *
 	so->cache = NULL;
 	so->debug_dirs = o->core.debug_dirs;
 	struct cmd_hint harg = {cache, &o->core, so};
-	struct cq_stream_hint hint = {cache_reads_heap, &harg, cache_scan_note, head_probe};
+	struct cq_stream_hint hint = {cache_reads_heap, &harg, cache_scan_note,
+	                              so->async ? head_probe : NULL};
 	struct cq_core_options co = o->core;
 	co.stream_hint = &hint;
 	struct cq_analyse_options ao = {

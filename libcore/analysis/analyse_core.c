@@ -51,13 +51,13 @@ static size_t head_probe(void *arg, const uint8_t *head, uint64_t len, struct cq
 {
 	const struct cq_analyse_hint *h = arg;
 	static const struct cq_core_options none;
-	return h->stacks ? cq_scan_probe(head, len, h->core ? h->core : &none, h->stacks, out, max)
-	                 : 0;
+	return cq_scan_probe(head, len, h->core ? h->core : &none, h->stacks, out, max);
 }
 
 void cq_analyse_stream_hint(const struct cq_analyse_hint *h, struct cq_stream_hint *hint)
 {
-	*hint = (struct cq_stream_hint){cache_reads_heap, (void *)h, cache_scan_note, head_probe};
+	*hint = (struct cq_stream_hint){cache_reads_heap, (void *)h, cache_scan_note,
+	                                h->stacks && h->stacks->async ? head_probe : NULL};
 }
 
 void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *core)

@@ -62,7 +62,7 @@ struct cq_stream_hint;
  */
 struct cq_analyse_hint {
 	const struct cq_core_options *core;    /* may be NULL */
-	const struct cq_stack_options *stacks; /* its cache; NULL: no hint at all */
+	const struct cq_stack_options *stacks; /* its cache (may be NULL); NULL: no probe */
 };
 void cq_analyse_stream_hint(const struct cq_analyse_hint *h, struct cq_stream_hint *hint);
 void cq_analyse_note_heap_read(struct cq_cache *cache, const struct cq_core *core);

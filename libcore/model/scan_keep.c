@@ -301,8 +301,10 @@ bool cq_scan_keep_arm_words(struct cq_scan_keep *k, const struct cq_feed_words *
 	if (n > CQ_SCAN_KEEP_MAX_RANGES)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		if (words[i].lo == 0 || words[i].hi < words[i].lo)
+		if (words[i].lo == 0 || words[i].hi < words[i].lo) {
+			k->nhint = 0;
 			return false;
+		}
 		k->hint[k->nhint++] = words[i];
 	}
 	return arm_ranges(k);

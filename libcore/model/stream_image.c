@@ -847,19 +847,22 @@ static struct cq_scan_keep *scan_keep_make(struct cq_stream_image *s, const stru
 	       : NULL;
 	free(wr);
 	char *note = k ? hint->scan_note(hint->arg, s->exe_id) : NULL;
-	if (note && cq_scan_keep_arm(k, note)) {
+	/* An empty note: this build's runtimes scan for nothing (a probe found none). */
+	if (note && (!*note || cq_scan_keep_arm(k, note))) {
 		s->hint_note = note;
 		return k;
 	}
 	free(note);
 	/* No note (the first core of its build): what the runtimes on its head would scan for. */
+	if (!k || !drops || !hint->scan_probe)
+		return k; /* not armed: it only makes this core's note */
 	struct cq_feed_words words[CQ_SCAN_KEEP_MAX_RANGES];
-	size_t n = k && drops && hint->scan_probe
-	               ? hint->scan_probe(hint->arg, h->b, h->len, words, CQ_SCAN_KEEP_MAX_RANGES)
-	               : 0;
+	size_t n = hint->scan_probe(hint->arg, h->b, h->len, words, CQ_SCAN_KEEP_MAX_RANGES);
 	if (n)
 		cq_scan_keep_arm_words(k, words, n);
-	return k; /* not armed: it only makes this core's note */
+	else
+		s->note = strdup(""); /* noted, so the next core of the build is not probed again */
+	return k;
 }
 
 /* What a kept page needs: the image, and the plan (whose pages are installed already). */

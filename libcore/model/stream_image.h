@@ -85,9 +85,12 @@ struct cq_stream_hint {
 	 */
 	char *(*scan_note)(void *arg, const char *exe_build_id);
 	/*
-	 * Optional, asked when there is no note: the words the core's heap
-	 * scan will look for, found from its head (its first len bytes) alone
-	 * (libcore/analysis/scan_probe.h), into out (room for max); how many.
+	 * Optional, asked when there is no note and the keep plan drops bytes:
+	 * the words the core's heap scan will look for, found from its head
+	 * (its first len bytes) alone (libcore/analysis/scan_probe.h), into out
+	 * (room for max); how many.  None found is noted as an empty note, so
+	 * a later core of the build is not probed again (until a scan of one
+	 * notes words).
 	 */
 	size_t (*scan_probe)(void *arg, const uint8_t *head, uint64_t len,
 	                     struct cq_feed_words *out, size_t max);

@@ -23,6 +23,8 @@ the keep plan on.  For each:
     one) is not trusted: strace sees the second decompression (so the check
     can fail); a damaged note is not armed, and the head is probed instead;
   - every run gives the raw core's stack JSON.
+A program with no async runtime (threads8) has its first core's head probed
+once: the empty note it leaves spares the next core of the build the probe.
 A core whose analysis reads more of the heap than its scan finds (WHOLE) needs
 a second pass anyway: the cache remembers that too (stream_hints), and its
 next core is kept whole in one pass.
@@ -77,6 +79,12 @@ def reopened(log):
             if m and m.group(1) not in memfds:
                 again = True
     return again
+
+
+def probed(log):
+    """Whether the run probed the core's head (scan_probe.c writes it to a memfd)."""
+    with open(log) as f:
+        return 'memfd_create("coreq-head"' in f.read()
 
 
 def notes(db, build_id):
@@ -188,6 +196,23 @@ def subject(name, core, exe, tmp, whole=False):
     ok(notes(cache, bid) == note, f"{name}: the note is made again", [notes(cache, bid), note])
 
 
+def no_scan(name, core, exe, tmp):
+    """A program with no async runtime: its first one-frame core's head is probed, finds
+    nothing, and says so in an empty note; the next core of the build is not probed."""
+    bid = build_id(exe)
+    z = os.path.join(tmp, name + ".zst")
+    subprocess.run(["zstd", "-q", "-1", "-f", "-o", z, core], check=True)
+    cache = os.path.join(tmp, name + ".db")
+    stack(core, cache)
+    raw = stack(core, cache)
+    log = os.path.join(tmp, name + ".strace")
+    ok(stack(z, cache, log) == raw and probed(log),
+       f"{name}: no async runtime: the first core's head is probed, the raw core's JSON")
+    ok(notes(cache, bid) == "", f"{name}: the probe found nothing: an empty note", notes(cache, bid))
+    ok(stack(z, cache, log) == raw and not probed(log) and not reopened(log),
+       f"{name}: the next core of the build is not probed again, the raw core's JSON")
+
+
 def main():
     cases = {c["case"]: c for c in require_corpus()}
     tmp = tempfile.mkdtemp(prefix="coreq-scan-note-")
@@ -200,6 +225,10 @@ def main():
             core = case["core"]
             exe = read_expect(os.path.join(os.path.dirname(core), "expect"))["exe"]
             subject(name, core, exe, tmp, whole=name in WHOLE)
+        case = cases.get("threads8.O2")
+        if case:
+            no_scan("threads8.O2", case["core"],
+                    read_expect(os.path.join(os.path.dirname(case["core"]), "expect"))["exe"], tmp)
         made = heap_core(tmp)
         if made:
             subject("rust_async-heap64", made[0], made[1], tmp)

@@ -431,16 +431,17 @@ static char *note_of(void *arg, const char *exe_build_id)
 	return arg ? strdup(arg) : NULL;
 }
 
-/* A probe of the head that finds the note's words, and counts how often it was asked. */
+/* A probe of the head that finds probe_hi's words (0: none), and counts how often it was asked. */
 static int probes;
+static uint64_t probe_hi = 0x2000;
 static size_t probe(void *arg, const uint8_t *head, uint64_t len, struct cq_feed_words *out,
                     size_t max)
 {
 	(void)arg, (void)head, (void)len;
 	probes++;
 	assert_true(max >= 1);
-	out[0] = (struct cq_feed_words){FILEVA + 0x1000, FILEVA + 0x2000};
-	return 1;
+	out[0] = (struct cq_feed_words){FILEVA + 0x1000, FILEVA + probe_hi};
+	return probe_hi ? 1 : 0;
 }
 
 static bool no_heap(void *arg, const char *exe_build_id)
@@ -564,6 +565,31 @@ static void scan_keep_once(struct fixture *fx)
 	/* its note is new, for the cache */
 	assert_non_null(cq_source_read(&src).scan_note);
 	cq_source_close(&src);
+	/* a probe whose words do not cover the scan's: decompressed again, every byte */
+	probe_hi = 0x1100;
+	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
+	assert_true(cq_source_read(&src).scan_hint);
+	assert_null(cq_source_feed_start(&src, spans, n, &within, 1, &feed));
+	assert_false(cq_source_read(&src).kept_feed);
+	for (size_t i = 0; i < n; i++)
+		assert_memory_equal(next(feed), fx->raw + spans[i].off, spans[i].len);
+	cq_source_feed_stop(feed);
+	cq_source_close(&src);
+	/* a probe that finds nothing: an empty note, which spares the next core the probe */
+	probe_hi = 0;
+	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
+	assert_false(cq_source_read(&src).scan_hint);
+	assert_non_null(cq_source_read(&src).scan_note);
+	assert_string_equal(cq_source_read(&src).scan_note, "");
+	cq_source_close(&src);
+	char empty[] = "";
+	hint.arg = empty;
+	probes = 0;
+	assert_null(cq_source_open(fx->zst, 0, false, false, &hint, &src));
+	assert_int_equal(probes, 0);
+	assert_null(cq_source_read(&src).scan_note);
+	cq_source_close(&src);
+	probe_hi = 0x2000;
 	/* a note that arms: no probe */
 	hint.arg = note;
 	probes = 0;
