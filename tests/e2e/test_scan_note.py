@@ -148,17 +148,23 @@ def heap_core(tmp):
     return (os.path.join(d, found[0]), os.path.realpath(exe)) if found else None
 
 
-def subject(name, core, exe, tmp, whole=False):
-    """The checks on one core (see the header).  whole: its analysis reads more of the
-    heap than the scan finds (WHOLE), so its next core is kept whole (stream_hints) and
-    the note is not needed."""
+def prepare(name, core, exe, tmp):
+    """The executable's build-id, the core as one zstd frame, a cache, and the raw core's
+    stack JSON (run twice: the cache's per-build rows are made, then used as the
+    compressed runs use them)."""
     bid = build_id(exe)
     z = os.path.join(tmp, name + ".zst")
     subprocess.run(["zstd", "-q", "-1", "-f", "-o", z, core], check=True)
     cache = os.path.join(tmp, name + ".db")
-    # the raw core twice: the cache's per-build rows are made, then used as the others use them
     stack(core, cache)
-    raw = stack(core, cache)
+    return bid, z, cache, stack(core, cache)
+
+
+def subject(name, core, exe, tmp, whole=False):
+    """The checks on one core (see the header).  whole: its analysis reads more of the
+    heap than the scan finds (WHOLE), so its next core is kept whole (stream_hints) and
+    the note is not needed."""
+    bid, z, cache, raw = prepare(name, core, exe, tmp)
     ok(raw[0] == 0, f"{name}: the raw core analyses")
     log = os.path.join(tmp, name + ".strace")
     ok(stack(z, cache, log) == raw, f"{name}: one frame, without a note: the raw core's stack JSON")
@@ -199,12 +205,7 @@ def subject(name, core, exe, tmp, whole=False):
 def no_scan(name, core, exe, tmp):
     """A program with no async runtime: its first one-frame core's head is probed, finds
     nothing, and says so in an empty note; the next core of the build is not probed."""
-    bid = build_id(exe)
-    z = os.path.join(tmp, name + ".zst")
-    subprocess.run(["zstd", "-q", "-1", "-f", "-o", z, core], check=True)
-    cache = os.path.join(tmp, name + ".db")
-    stack(core, cache)
-    raw = stack(core, cache)
+    bid, z, cache, raw = prepare(name, core, exe, tmp)
     log = os.path.join(tmp, name + ".strace")
     ok(stack(z, cache, log) == raw and probed(log),
        f"{name}: no async runtime: the first core's head is probed, the raw core's JSON")
