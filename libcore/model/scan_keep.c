@@ -53,8 +53,6 @@ struct cq_scan_keep {
 	bool found_failed;
 };
 
-static bool arm_ranges(struct cq_scan_keep *k);
-
 static int cmp_file(const void *a, const void *b)
 {
 	const struct file *x = a, *y = b;
@@ -198,6 +196,22 @@ static bool parse_hex(const char **p, uint64_t *v)
 	return true;
 }
 
+/* The envelope of the armed ranges, and armed. */
+static bool arm_ranges(struct cq_scan_keep *k)
+{
+	if (k->nhint == 0)
+		return false;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < k->nhint; i++) {
+		lo = k->hint[i].lo < lo ? k->hint[i].lo : lo;
+		hi = k->hint[i].hi > hi ? k->hint[i].hi : hi;
+	}
+	k->env_lo = lo;
+	k->env_span = hi - lo;
+	k->armed = true;
+	return true;
+}
+
 bool cq_scan_keep_arm(struct cq_scan_keep *k, const char *note)
 {
 	k->nhint = 0;
@@ -276,22 +290,6 @@ static uint64_t clear_bytes(const uint8_t *p, uint64_t n, uint64_t lo, uint64_t 
 	while (off + BLOCK <= n && !block_in_range(p + off, lo, span))
 		off += BLOCK;
 	return off;
-}
-
-/* The envelope of the armed ranges, and armed. */
-static bool arm_ranges(struct cq_scan_keep *k)
-{
-	if (k->nhint == 0)
-		return false;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (size_t i = 0; i < k->nhint; i++) {
-		lo = k->hint[i].lo < lo ? k->hint[i].lo : lo;
-		hi = k->hint[i].hi > hi ? k->hint[i].hi : hi;
-	}
-	k->env_lo = lo;
-	k->env_span = hi - lo;
-	k->armed = true;
-	return true;
 }
 
 bool cq_scan_keep_arm_words(struct cq_scan_keep *k, const struct cq_feed_words *words, size_t n)
