@@ -111,7 +111,7 @@ layers: $(BUILD)/layers.ok
 # What `make demo` runs needs far less: the build, the two corpus programs it
 # crashes (C and C++), and gdb for gcore where the kernel cannot dump a core.
 DEMO_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev libsqlite3-dev \
-	libdeflate-dev libzstd-dev libiberty-dev gdb
+	libdeflate-dev libzstd-dev libiberty-dev libcurl4-openssl-dev libdebuginfod-dev gdb
 
 deps: INSTALL_PKGS = $(DEPS_PKGS)
 demo-deps: INSTALL_PKGS = $(DEMO_PKGS)

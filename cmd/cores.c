@@ -18,7 +18,8 @@ static const char cores_usage[] =
     "                   [--exe NAME] [--pid PID] [--signal SIG] [-n N] [-r]\n"
     "                   [--format text|json]\n"
     "\n"
-    "List the cores stored by `coreq ingest`: id, crash time (or ingest time),\n"
+    "List the cores stored by `coreq ingest`: id, crash time (marked ~ when it\n"
+    "is the core file's modification time, ? when the ingest time),\n"
     "pid, uid, signal, who sent it (SENDER: a pid, self, or - for the kernel),\n"
     "threads, crash bucket, status and executable, oldest first, as\n"
     "coredumpctl list does.\n"
@@ -107,21 +108,29 @@ static int parse_db_options(int argc, char **argv, const char *cmd, const char *
 }
 
 struct cores_query {
-	struct cmd_listing out;
+	struct cmd_listing out; /* first: print_core_line's ctx is either */
 	struct cq_store_core_filter filter;
+	size_t file_times, ingest_times; /* rows whose TIME is not a crash time */
 };
 
 static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 {
-	struct cmd_listing *p = ctx;
+	struct cores_query *q = ctx;
+	struct cmd_listing *p = &q->out;
 	if (p->format == CMD_FORMAT_JSON) {
 		cmd_json_stored_core(&p->j, c);
 		return;
 	}
+	/* A time that is not a recorded crash time is marked: ~ the file's, ? the ingest's. */
 	char when[32];
+	bool from_file = c->has_timestamp && c->time_source && !strcmp(c->time_source, "file");
 	cmd_iso_time(c->has_timestamp ? c->timestamp : c->ingested_at, when);
+	if (from_file || !c->has_timestamp) {
+		strcat(when, from_file ? "~" : "?");
+		*(from_file ? &q->file_times : &q->ingest_times) += 1;
+	}
 	if (p->count++ == 0)
-		printf("%-6s %-20s %-8s %-6s %-8s %-8s %-7s %-16s %-8s %s\n", "ID", "TIME", "PID",
+		printf("%-6s %-21s %-8s %-6s %-8s %-8s %-7s %-16s %-8s %s\n", "ID", "TIME", "PID",
 		       "UID", "SIG", "SENDER", "THREADS", "BUCKET", "STATUS", "EXE");
 	char uid[24] = "-", sender[24] = "-";
 	if (c->has_uid)
@@ -131,7 +140,7 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 		snprintf(sender, sizeof(sender), "self");
 	else if (c->has_sender)
 		snprintf(sender, sizeof(sender), "%lld", (long long)c->sender_pid);
-	printf("%-6lld %-20s %-8lld %-6s %-8s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
+	printf("%-6lld %-21s %-8lld %-6s %-8s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
 	       (long long)c->pid, uid, cmd_stored_text(c->signal_name), sender,
 	       (long long)c->nthreads, cmd_stored_text(c->bucket_hash), cmd_stored_text(c->status),
 	       cmd_stored_text(c->exe));
@@ -140,7 +149,12 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 static struct cq_error *query_cores(struct cq_store *store, void *ctx)
 {
 	struct cores_query *q = ctx;
-	return cq_store_each_core(store, &q->filter, print_core_line, &q->out);
+	struct cq_error *err = cq_store_each_core(store, &q->filter, print_core_line, q);
+	if (!err && q->file_times)
+		printf("~ the core file's modification time: no crash time was captured\n");
+	if (!err && q->ingest_times)
+		printf("? when it was ingested: no crash time was captured, nor a file's time\n");
+	return err;
 }
 
 /* A signal as a number, or by name with or without "SIG". */
@@ -286,7 +300,10 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	       (long long)c->nthreads);
 	if (c->has_timestamp) {
 		cmd_iso_time(c->timestamp, when);
-		printf("time:        %s\n", when);
+		printf("time:        %s%s\n", when,
+		       c->time_source && !strcmp(c->time_source, "file")
+		           ? " (the core file's modification time: no crash time was captured)"
+		           : "");
 	} else {
 		printf("time:        unknown (no crash time was captured; see ingested)\n");
 	}

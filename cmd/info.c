@@ -235,7 +235,7 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (core->memory_missing)
 		printf("truncated:   %" PRIu64 " of %" PRIu64 " bytes of memory missing\n",
 		       core->memory_missing, core->memory_dumped);
-	if (waits) {
+	if (cmd_waits_summary_says(core, waits)) {
 		printf("\nwaits (threads blocked on locks):\n");
 		cmd_waits_summary(stdout, core, waits);
 	}

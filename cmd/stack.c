@@ -394,7 +394,7 @@ static void print_text(const char *path, const struct cq_core *core, const struc
                        const struct stack_view *v)
 {
 	print_header(path, core, cap);
-	if (waits) {
+	if (cmd_waits_summary_says(core, waits)) {
 		cmd_waits_summary(stdout, core, waits);
 		putchar('\n');
 	}

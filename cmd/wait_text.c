@@ -91,6 +91,14 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		        w->object ? "; the mutex is the one its lock frames point to" : "");
 }
 
+/* How w's thread waits on its object, as words before it: "to write ", "on ", "for ". */
+static const char *wait_verb(const struct cq_wait *w)
+{
+	if (w->kind == CQ_WAIT_RWLOCK)
+		return w->write ? "to write " : "to read ";
+	return w->kind == CQ_WAIT_CONDVAR || w->kind == CQ_WAIT_SEMAPHORE ? "on " : "for ";
+}
+
 static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wait *w)
 {
 	if (w->kind == CQ_WAIT_JOIN) {
@@ -104,12 +112,95 @@ static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wai
 		fprintf(out, " to exit (pthread_join)");
 		return;
 	}
-	fprintf(out, "waits %s",
-	        w->kind == CQ_WAIT_RWLOCK ? (w->write ? "to write " : "to read ")
-	        : w->kind == CQ_WAIT_CONDVAR || w->kind == CQ_WAIT_SEMAPHORE ? "on "
-	                                                                     : "for ");
+	fprintf(out, "waits %s", wait_verb(w));
 	object_ref(out, w);
 	owner_text(out, core, w);
+}
+
+/*
+ * Of an end's waiters, how many wait on it directly (the thread or the
+ * object the chain ends at); the others wait behind them, on locks those
+ * hold.  Sets *one to a direct waiter.
+ */
+static size_t direct_waiters(const struct cq_waits *w, size_t e, const struct cq_wait **one)
+{
+	const struct cq_wait_end *end = &w->ends[e];
+	const struct cq_wait *at = end->is_thread ? NULL : &w->waits[end->wait];
+	size_t n = 0;
+	for (size_t i = 0; i < w->nwaits; i++) {
+		const struct cq_wait *wt = &w->waits[i];
+		if (wt->end != e)
+			continue;
+		bool direct = end->is_thread
+		                  ? wt->owner == CQ_OWNER_THREAD && wt->owner_thread == end->thread
+		                  : wt->object == at->object && wt->kind == at->kind;
+		if (direct && n++ == 0)
+			*one = wt;
+	}
+	return n;
+}
+
+/*
+ * Whether an end is news above the threads.  A process stopped from outside
+ * (a watchdog's signal, a snapshot) was hung: every end says where.  In a
+ * crash the crash is the story: a thread waiting for a lock another thread
+ * holds still is, threads idle on a condvar, a semaphore or a bare futex
+ * (no owner) are not, nor are threads the crashed thread itself held up.
+ */
+static bool end_is_news(const struct cq_core *core, const struct cq_waits *w, size_t e)
+{
+	const struct cq_wait_end *end = &w->ends[e];
+	if (cq_core_stopped_from_outside(core))
+		return true;
+	if (end->is_thread)
+		return !(end->thread < core->nthreads && core->threads[end->thread].crashed);
+	return w->waits[end->wait].owner != CQ_OWNER_NONE;
+}
+
+/* One end of the summary: who waits on what, and how many behind them. */
+static void end_text(FILE *out, const struct cq_core *core, const struct cq_waits *w, size_t e)
+{
+	const struct cq_wait_end *end = &w->ends[e];
+	const struct cq_wait *one = NULL;
+	size_t direct = direct_waiters(w, e, &one);
+	/* A condvar or a bare futex is waited on, not held: not by itself a hang. */
+	bool ownerless = !end->is_thread && w->waits[end->wait].owner == CQ_OWNER_NONE;
+	fprintf(out, "%s: ", ownerless ? "waiting" : "hung");
+	if (direct == 1) {
+		fprintf(out, "thread %d waits ", one->tid);
+	} else {
+		if (!direct) /* a graph whose chains name no direct waiter: say them all */
+			direct = end->waiters;
+		fprintf(out, "%zu threads wait ", direct);
+	}
+	if (end->is_thread) {
+		fprintf(out, "for ");
+		thread_ref(out, core, end->thread);
+		if (end->syscall)
+			fprintf(out, ", blocked in %s()", end->syscall);
+	} else {
+		const struct cq_wait *wt = &w->waits[end->wait];
+		fprintf(out, "%s", wait_verb(wt));
+		object_ref(out, wt);
+		owner_text(out, core, wt);
+	}
+	size_t behind = end->waiters > direct ? end->waiters - direct : 0;
+	if (behind)
+		fprintf(out, "; %zu more thread%s wait%s behind %s", behind, plural(behind),
+		        behind == 1 ? "s" : "", direct == 1 ? "it" : "them");
+	fputc('\n', out);
+}
+
+bool cmd_waits_summary_says(const struct cq_core *core, const struct cq_waits *w)
+{
+	if (!w)
+		return false;
+	if (w->ndeadlocks)
+		return true;
+	for (size_t e = 0; e < w->nends; e++)
+		if (end_is_news(core, w, e))
+			return true;
+	return false;
 }
 
 void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_waits *w)
@@ -135,26 +226,17 @@ void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_wa
 	if (behind)
 		fprintf(out, "%zu more thread%s wait%s behind the deadlock%s\n", behind,
 		        plural(behind), behind == 1 ? "s" : "", plural(w->ndeadlocks));
-	for (size_t e = 0; e < w->nends && e < SUMMARY_MAX; e++) {
-		const struct cq_wait_end *end = &w->ends[e];
-		/* A condvar or a bare futex is waited on, not held: not by itself a hang. */
-		bool ownerless = !end->is_thread && w->waits[end->wait].owner == CQ_OWNER_NONE;
-		fprintf(out, "%s: %zu thread%s wait%s %s ", ownerless ? "waiting" : "hung",
-		        end->waiters, plural(end->waiters), end->waiters == 1 ? "s" : "",
-		        ownerless ? "on" : "for");
-		if (end->is_thread) {
-			thread_ref(out, core, end->thread);
-			if (end->syscall)
-				fprintf(out, ", blocked in %s()", end->syscall);
-		} else {
-			const struct cq_wait *wt = &w->waits[end->wait];
-			object_ref(out, wt);
-			owner_text(out, core, wt);
+	size_t shown = 0, news = 0;
+	for (size_t e = 0; e < w->nends; e++) {
+		if (!end_is_news(core, w, e))
+			continue;
+		if (news++ < SUMMARY_MAX) {
+			end_text(out, core, w, e);
+			shown++;
 		}
-		fputc('\n', out);
 	}
-	if (w->nends > SUMMARY_MAX)
-		fprintf(out, "... and %zu more\n", w->nends - SUMMARY_MAX);
+	if (news > shown)
+		fprintf(out, "... and %zu more\n", news - shown);
 }
 
 void cmd_waits_thread_line(FILE *out, const struct cq_core *core, const struct cq_waits *w,

@@ -7,6 +7,7 @@
 #ifndef CQ_CMD_WAIT_TEXT_H
 #define CQ_CMD_WAIT_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -14,8 +15,17 @@ struct cq_core;
 struct cq_json;
 struct cq_waits;
 
-/* The summary lines ("deadlock: ...", "hung: ..."); nothing when w is NULL. */
+/*
+ * The summary lines ("deadlock: ...", "hung: ..."); nothing when w is NULL.
+ * It speaks only of what a person can act on: deadlocks, threads waiting for
+ * a lock another thread holds, and, in a process stopped from outside (a
+ * watchdog's signal, a snapshot), every chain's end.  Threads idle on a
+ * condvar or a bare futex in a crash are left to their own blocks and JSON.
+ */
 void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_waits *w);
+
+/* Whether cmd_waits_summary prints anything. */
+bool cmd_waits_summary_says(const struct cq_core *core, const struct cq_waits *w);
 
 /* The line on thread index t (into core->threads): what it waits for, or who waits for it. */
 void cmd_waits_thread_line(FILE *out, const struct cq_core *core, const struct cq_waits *w,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "libcore/base/paths.h"
@@ -193,6 +194,9 @@ void cq_capture_from_file(const char *path, struct cq_capture *c)
 {
 	cq_capture_parse_systemd_name(path, c);
 	cq_capture_read_xattrs(path, c);
+	struct stat st;
+	if (stat(path, &st) == 0 && st.st_mtime > 0)
+		c->file_mtime = (int64_t)st.st_mtime;
 }
 
 static void add_conflict(struct cq_capture *c, const char *fmt, ...)

@@ -38,6 +38,9 @@ struct cq_capture {
 	unsigned known;     /* CQ_CAPTURE_* */
 	int64_t pid, uid, gid, signal;
 	int64_t timestamp_us; /* crash time, microseconds since the epoch */
+	/* The core file's modification time (seconds), the crash time's stand-in
+	 * when no capture recorded one; 0: not known (a core on standard input). */
+	int64_t file_mtime;
 	int64_t rlimit;       /* RLIMIT_CORE in bytes, -1 = unlimited */
 	char comm[64];        /* "" = unknown */
 	char boot_id[40];
@@ -72,7 +75,10 @@ struct cq_capture_ids {
 void cq_capture_ids(const struct cq_core *core, const struct cq_capture *cap,
                     struct cq_capture_ids *out);
 
-/* Everything the path's name and xattrs say (source "file" when neither says anything). */
+/*
+ * Everything the path's name and xattrs say (source "file" when neither says
+ * anything), and the file's modification time.
+ */
 void cq_capture_from_file(const char *path, struct cq_capture *c);
 
 /*

@@ -265,6 +265,24 @@ bool cq_core_signal_from_self(const struct cq_core *core)
 	return false;
 }
 
+/* Signals the kernel sends for a fault of the thread that takes them. */
+static bool fault_signal(int signo)
+{
+	return signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE ||
+	       signo == SIGTRAP || signo == SIGSYS;
+}
+
+bool cq_core_stopped_from_outside(const struct cq_core *core)
+{
+	const struct cq_core_siginfo *si = &core->siginfo;
+	int signo = cq_core_signal(core);
+	if (!si->present || signo == SIGSTOP)
+		return true;
+	if (si->has_sender)
+		return !cq_core_signal_from_self(core);
+	return !fault_signal(signo);
+}
+
 const char *cq_core_signal_name(int signo)
 {
 	const char *abbrev = signo > 0 ? sigabbrev_np(signo) : NULL;

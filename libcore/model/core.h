@@ -155,6 +155,17 @@ int cq_core_signal(const struct cq_core *core);
  */
 bool cq_core_signal_from_self(const struct cq_core *core);
 
+/*
+ * The process was stopped from outside rather than crashing: a snapshot with
+ * no siginfo or with SIGSTOP (gdb's gcore), a signal another process sent (a
+ * watchdog's SIGABRT, kill -QUIT), or a non-fault signal the kernel sent on
+ * behalf of no fault (SIGQUIT from a terminal).  A fault (SIGSEGV, SIGBUS,
+ * SIGILL, SIGFPE, SIGTRAP, SIGSYS from the kernel) and a signal the process
+ * sent itself (abort(), a crash handler that re-raises) are crashes.  The
+ * sender is only what the siginfo claims (see cq_core_siginfo).
+ */
+bool cq_core_stopped_from_outside(const struct cq_core *core);
+
 /* "SIGSEGV" etc., or NULL for an unknown number. */
 const char *cq_core_signal_name(int signo);
 

@@ -63,10 +63,7 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	 * A process killed from outside (a watchdog's signal, or none: gcore)
 	 * while its threads wait on locks buckets by why it hung.
 	 */
-	bool killed =
-	    core && (!core->siginfo.present || (core->siginfo.has_sender && core->has_psinfo &&
-	                                        core->siginfo.sender_pid != core->pid));
-	if (!err && waits && killed) {
+	if (!err && waits && cq_core_stopped_from_outside(core)) {
 		bool made;
 		err = cq_bucket_wait_signature(o->rules, namer, stacks, waits, &out->signature,
 		                               &made);

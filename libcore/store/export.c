@@ -30,7 +30,7 @@ static const char core_rows[] =
     "SELECT c.id, c.identity, c.hostname, c.boot_id, c.exe, c.cmdline, c.comm, c.pid, c.uid, "
     "c.gid, c.signal, c.signal_name, c.si_code, c.fault_address, c.crashed_tid, c.nthreads, "
     "coalesce(c.timestamp, c.ingested_at), c.timestamp IS NOT NULL, c.ingested_at, c.status, "
-    "b.hash, c.source, c.size, c.sender_pid, c.sender_uid "
+    "b.hash, c.source, c.size, c.sender_pid, c.sender_uid, c.time_source "
     "FROM cores c JOIN temp.export_cores e ON e.id = c.id "
     "LEFT JOIN buckets b ON b.id = c.bucket_id ORDER BY c.id";
 
@@ -162,7 +162,9 @@ static struct cq_error *export_cores(sqlite3 *db, const struct cq_export_options
 		put_int(&j, "nthreads", st, 15);
 		put_int(&j, "crash_time", st, 16);
 		cq_json_key(&j, "time_source");
-		cq_json_string(&j, sqlite3_column_int(st, 17) ? "capture" : "ingest");
+		/* 'file': the core file's modification time (schema/012_time_source.sql). */
+		const char *ts = (const char *)sqlite3_column_text(st, 25);
+		cq_json_string(&j, ts ? ts : sqlite3_column_int(st, 17) ? "capture" : "ingest");
 		put_int(&j, "ingested_at", st, 18);
 		put_text(&j, "status", st, 19);
 		put_text(&j, "bucket", st, 20);

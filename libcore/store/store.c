@@ -158,8 +158,8 @@ static const char *const sql[ST_COUNT] = {
         "INSERT INTO cores (identity, path, size, pid, exe, cmdline, uid, gid, signal, "
         "signal_name, si_code, fault_address, crashed_tid, nthreads, timestamp, hostname, "
         "ingested_at, status, message, comm, boot_id, rlimit, source, stored_path, "
-        "meta_conflicts, sender_pid, sender_uid, id) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "meta_conflicts, sender_pid, sender_uid, time_source, id) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_FIND_PLACEHOLDER] = "SELECT id, source FROM cores WHERE identity = 'stored:' || ?",
     [ST_DELETE_CORE] = "DELETE FROM cores WHERE id = ?",
     [ST_SET_STORED_PATH] = "UPDATE cores SET stored_path = ? WHERE id = ? AND stored_path IS NULL",
@@ -258,6 +258,25 @@ static void bind_known(sqlite3_stmt *st, int i, const struct cq_capture *cap, un
 	cq_db_bind_int_if(st, i, cap && (cap->known & bit), v);
 }
 
+/*
+ * The core's time as cores.timestamp holds it (schema/012_time_source.sql):
+ * the captured crash time, else the file's modification time.  Returns the
+ * time_source ("capture", "file"), or NULL when neither is known.
+ */
+static const char *core_time(const struct cq_capture *cap, int64_t *when)
+{
+	if (cap && (cap->known & CQ_CAPTURE_TIMESTAMP)) {
+		*when = cap->timestamp_us / 1000000;
+		return "capture";
+	}
+	if (cap && cap->file_mtime > 0) {
+		*when = cap->file_mtime;
+		return "file";
+	}
+	*when = 0;
+	return NULL;
+}
+
 static struct cq_error *insert_core(struct ingest *in, const char *identity,
                                     const struct cq_store_meta *meta, int64_t *id)
 {
@@ -304,7 +323,12 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 		sqlite3_bind_null(st, i++);
 	sqlite3_bind_int64(st, i++, crashed->tid);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->nthreads);
-	bind_known(st, i++, cap, CQ_CAPTURE_TIMESTAMP, cap ? cap->timestamp_us / 1000000 : 0);
+	int64_t when;
+	const char *time_source = core_time(cap, &when);
+	if (time_source)
+		sqlite3_bind_int64(st, i++, when);
+	else
+		sqlite3_bind_null(st, i++);
 	cq_db_bind_text(st, i++, cap && cap->hostname[0] ? cap->hostname : NULL);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)time(NULL));
 	sqlite3_bind_text(st, i++, c->memory_missing ? "partial" : "ok", -1, SQLITE_STATIC);
@@ -320,6 +344,7 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 	cq_db_bind_text(st, i++, cap && cap->conflicts[0] ? cap->conflicts : NULL);
 	cq_db_bind_int_if(st, i++, c->siginfo.has_sender, c->siginfo.sender_pid);
 	cq_db_bind_int_if(st, i++, c->siginfo.has_sender, c->siginfo.sender_uid);
+	cq_db_bind_text(st, i++, time_source);
 	if (reuse_id)
 		sqlite3_bind_int64(st, i++, reuse_id);
 	else
@@ -597,8 +622,9 @@ static struct cq_error *insert_bucket(struct ingest *in, int64_t core_id,
 	if (!sig)
 		return NULL;
 	const struct cq_capture *cap = meta->capture;
-	int64_t when = cap && (cap->known & CQ_CAPTURE_TIMESTAMP) ? cap->timestamp_us / 1000000
-	                                                          : (int64_t)time(NULL);
+	int64_t when;
+	if (!core_time(cap, &when))
+		when = (int64_t)time(NULL);
 	struct cq_error *err = lookup_id(in, ST_FIND_BUCKET, sig->hash, &r->bucket_id);
 	if (err)
 		return err;

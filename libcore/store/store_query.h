@@ -69,6 +69,10 @@ struct cq_store_core_row {
 	/* Who sent the signal (schema 010): si_pid and si_uid, when a process did. */
 	bool has_sender;
 	int64_t sender_pid, sender_uid;
+	/* What timestamp is (schema 012): "capture" (the crash time), "file" (the
+	 * core file's modification time), or NULL (a crash time when set: rows
+	 * before 012). */
+	const char *time_source;
 };
 
 struct cq_store_core_filter {

@@ -11,7 +11,9 @@ on each: the ASan+UBSan build ($COREQ) for behaviour, the release build
 command on the undamaged input).  An input fails a column when:
   crash    a sanitizer report (or a signal);
   hang     no exit within the time limit;
-  slow     the release run took over 2 s more than its honest twin;
+  slow     the release run used over 2 s more CPU time (user + system, every
+           thread) than its honest twin: CPU time, which a loaded machine
+           does not stretch as it stretches the wall clock;
   big      the release run's peak RSS was over 256 MiB above its twin's;
   exit     the exit status was not 0 or 1;
   message  exit 1 without exactly one `coreq: PATH: reason` line on stderr;
@@ -1487,7 +1489,7 @@ def section(path, name):
 def run(binary, argv, env, timed, cwd=None):
     cmd = [binary] + argv
     if timed:
-        cmd = ["/usr/bin/time", "-f", "@@%e %M"] + cmd
+        cmd = ["/usr/bin/time", "-f", "@@%U %S %M"] + cmd
     try:
         p = subprocess.run(cmd, capture_output=True, timeout=TIME_LIMIT, env=env,
                            stdin=subprocess.DEVNULL, cwd=cwd)
@@ -1497,9 +1499,9 @@ def run(binary, argv, env, timed, cwd=None):
     secs = kib = 0
     if timed:
         lines = err.splitlines()
-        m = re.match(r"@@([\d.]+) (\d+)", lines[-1]) if lines else None
+        m = re.match(r"@@([\d.]+) ([\d.]+) (\d+)", lines[-1]) if lines else None
         if m:
-            secs, kib = float(m.group(1)), int(m.group(2))
+            secs, kib = float(m.group(1)) + float(m.group(2)), int(m.group(3))
             err = "\n".join(lines[:-1])
     return p.returncode, p.stdout, err, secs, kib
 
@@ -1551,7 +1553,7 @@ def check(inp, tmp, twins):
     else:
         secs, kib = r[3], r[4]
         if secs > twins[key][0] + SLOW_S:
-            bad["slow"] = f"{secs:.2f} s against {twins[key][0]:.2f} s"
+            bad["slow"] = f"{secs:.2f} s of CPU against {twins[key][0]:.2f} s"
         if kib > twins[key][1] + BIG_KIB:
             bad["big"] = f"{kib // 1024} MiB against {twins[key][1] // 1024} MiB"
     return bad
