@@ -60,8 +60,12 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	libasio-dev libboost1.74-dev librust-smol-dev librust-futures-executor-dev librust-num-cpus-dev \
 	librust-async-std-dev $(ARM64_PKGS) file dpkg-dev lintian strace
 # Real programs nobody on the team wrote, with their debuginfo, for the
-# corpus cases real-syslog-ng and real-python3d (corpus/real/).
-DEPS_PKGS += syslog-ng-core syslog-ng-dbg python3.11-dbg
+# corpus cases real-syslog-ng and real-python3d (corpus/real/), and the
+# servers tests/e2e/test_real_servers.py crashes under load.
+DEPS_PKGS += syslog-ng-core syslog-ng-dbg python3.11-dbg redis-server redis-tools memcached
+# tests/fresh-root/run (which .ci/run runs after make test) makes a fresh
+# Debian 12 root with it.
+DEPS_PKGS += mmdebstrap
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral

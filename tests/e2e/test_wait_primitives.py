@@ -110,9 +110,16 @@ def check_case(name, d, join_objects):
             ok(first.get("tid") is None and first.get("object") == hex(addr)
                and first.get("waiters") == nwait and len(j.get("waited_for", [])) == 1,
                f"{name}: every chain ends at condvar {hex(addr)}, no owner", j.get("waited_for"))
-            ok(f"waiting: {nwait} threads wait on condvar {hex(addr)} (a condvar has no owner)"
-               in text and "hung:" not in text, f"{name}: the summary says waiting, not hung",
-               text.splitlines()[:4])
+            # The record: who waits on the condvar itself, and who joins them (behind).
+            ncv = len(o["waits"])
+            want = (f"thread {next(iter(o['waits']))} waits" if ncv == 1 else f"{ncv} threads wait")
+            want = f"waiting: {want} on condvar {hex(addr)} (a condvar has no owner)"
+            if o["joins"]:
+                nj = len(o["joins"])
+                want += (f"; {nj} more thread{'s' if nj > 1 else ''} wait{'' if nj > 1 else 's'} "
+                         f"behind {'it' if ncv == 1 else 'them'}")
+            ok(want in text.splitlines() and "hung:" not in text,
+               f"{name}: the summary says waiting, not hung: {want}", text.splitlines()[:4])
     if o["pi"]:
         refused = [t for t, w in waits.items() if w.get("pi_refused")]
         ok(all(waits[t].get("pi") for t in o["waits"]) and len(o["refused"]) == 1

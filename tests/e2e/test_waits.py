@@ -87,8 +87,16 @@ def check_case(name, d):
             ok(first.get("tid") == t and first.get("waiters") == len(o["waits"]) and
                first.get("syscall") == o["blocked"].get(t),
                f"{name}: everyone waits for thread {t}, blocked in read()", first)
-            ok(f"hung: {len(o['waits'])} thread" in text and f"wait{'s' if len(o['waits']) == 1 else ''} for thread {t}, blocked in read()" in text,
-               f"{name}: the text summary names thread {t}", text.splitlines()[:4])
+            # From the program's record: who waits on a lock t holds, and who behind them.
+            direct = sorted(w for w, (_, a) in o["waits"].items() if o["holds"][a][0] == t)
+            behind = len(o["waits"]) - len(direct)
+            who = f"thread {direct[0]} waits" if len(direct) == 1 else f"{len(direct)} threads wait"
+            want = f"hung: {who} for thread {t}, blocked in read()"
+            if behind:
+                want += (f"; {behind} more thread{'s' if behind > 1 else ''} "
+                         f"wait{'' if behind > 1 else 's'} behind {'it' if len(direct) == 1 else 'them'}")
+            ok(want in text.splitlines(), f"{name}: the text summary names thread {t}: {want}",
+               text.splitlines()[:4])
         else:
             addr = next(iter(o["waits"].values()))[1]
             ok(first.get("tid") is None and first.get("object") == hex(addr),
