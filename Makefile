@@ -112,10 +112,13 @@ $(BUILD)/layers.ok: tests/check-layers $(LAYER_FILES)
 layers: $(BUILD)/layers.ok
 
 # ---- dependencies -------------------------------------------------------
-# What `make demo` runs needs far less: the build, the two corpus programs it
-# crashes (C and C++), and gdb for gcore where the kernel cannot dump a core.
+# What `make demo` runs needs far less: the build (with libcurl's and
+# libdebuginfod's headers, and the sqlite3 shell that snapshots the schema),
+# the two corpus programs it crashes (C and C++), and gdb for gcore where the
+# kernel cannot dump a core.  tests/fresh-root/run checks this list on a
+# fresh Debian 12 root.
 DEMO_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev libsqlite3-dev \
-	libdeflate-dev libzstd-dev libiberty-dev libcurl4-openssl-dev libdebuginfod-dev gdb
+	libdeflate-dev libzstd-dev libiberty-dev libcurl4-openssl-dev libdebuginfod-dev sqlite3 gdb
 
 deps: INSTALL_PKGS = $(DEPS_PKGS)
 demo-deps: INSTALL_PKGS = $(DEMO_PKGS)
