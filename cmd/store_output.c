@@ -125,7 +125,9 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 	}
 	/* The crash time is the capture's when it has one, else the core file's, else none. */
 	cq_json_key(j, "time_source");
-	cq_json_string(j, !c->has_timestamp ? "ingest" : c->time_source ? c->time_source : "capture");
+	cq_json_string(j, !c->has_timestamp ? "ingest"
+	                  : c->time_source  ? c->time_source
+	                                    : "capture");
 	cq_json_key(j, "hostname");
 	cq_json_string(j, c->hostname);
 	cq_json_key(j, "uid");

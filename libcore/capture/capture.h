@@ -41,8 +41,8 @@ struct cq_capture {
 	/* The core file's modification time (seconds), the crash time's stand-in
 	 * when no capture recorded one; 0: not known (a core on standard input). */
 	int64_t file_mtime;
-	int64_t rlimit;       /* RLIMIT_CORE in bytes, -1 = unlimited */
-	char comm[64];        /* "" = unknown */
+	int64_t rlimit; /* RLIMIT_CORE in bytes, -1 = unlimited */
+	char comm[64];  /* "" = unknown */
 	char boot_id[40];
 	char hostname[256];
 	char exe[1024];
