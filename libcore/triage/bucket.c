@@ -23,6 +23,8 @@
 #include "libcore/analysis/waits.h"
 
 #define NAME_MAX_LEN 512
+/* The pseudo-frame of a signal trampoline (analysis/frame_list.c names it). */
+#define SIGNAL_FRAME "<signal handler called>"
 
 /* ---- name normalisation ------------------------------------------------- */
 
@@ -155,6 +157,10 @@ static void name_frame(const struct cq_bucket_rules *r, const struct cq_bucket_f
 		n->weak = true;
 	} else if (name) {
 		cq_bucket_normalize_name(name, n->name, sizeof(n->name));
+		/* The trampoline by its symbol where debuginfo names it (glibc's x86_64
+		 * __restore_rt, the aarch64 vdso's): one name, with debuginfo or not. */
+		if (!strcmp(n->name, "__restore_rt") || !strcmp(n->name, "__kernel_rt_sigreturn"))
+			snprintf(n->name, sizeof(n->name), "%s", SIGNAL_FRAME);
 		n->symbolized = true;
 	} else if (f->module && f->main) {
 		const char *base = strrchr(f->module, '/');
@@ -174,6 +180,28 @@ static void name_frame(const struct cq_bucket_rules *r, const struct cq_bucket_f
 static bool is_kind(const struct cq_bucket_rules *r, const struct named *n, enum cq_rule_kind k)
 {
 	return cq_bucket_rules_match(r, k, n->name);
+}
+
+/* A signal trampoline's frame (name_frame names every one alike). */
+static bool is_signal_frame(const struct named *n)
+{
+	return strcmp(n->name, SIGNAL_FRAME) == 0;
+}
+
+/*
+ * When names[0 .. upto) is a crash handler that ended the process (its
+ * innermost frame is machinery: kill, raise, abort) running on a signal
+ * frame, the index just below the innermost signal frame; else 0.
+ */
+static size_t reraised_below(const struct cq_bucket_rules *r, const struct named *names,
+                             size_t upto)
+{
+	if (upto == 0 || !is_kind(r, &names[0], CQ_RULE_MACHINERY))
+		return 0;
+	for (size_t i = 1; i + 1 < upto; i++)
+		if (is_signal_frame(&names[i]))
+			return i + 1;
+	return 0;
 }
 
 struct cq_error *cq_bucket_signature_of(const struct cq_bucket_rules *r,
@@ -209,6 +237,16 @@ struct cq_error *cq_bucket_signature_of(const struct cq_bucket_rules *r,
 	}
 	if (start >= startup)
 		start = 0; /* nothing but machinery (or no start-up at all): keep it all */
+	/*
+	 * A crash handler that reports and then ends the process (re-raises the
+	 * signal, aborts): the crashed thread's innermost frame is machinery and
+	 * a signal frame lies above start-up.  The crash is where the signal
+	 * interrupted, below the innermost signal frame, not in the handler.  A
+	 * handler that faults itself has its own frame innermost: it stays.
+	 */
+	size_t handler = reraised_below(r, names, startup);
+	if (handler)
+		start = handler;
 	size_t end = start;
 	while (end < n && !is_kind(r, &names[end], CQ_RULE_STARTUP))
 		end++;

@@ -320,6 +320,28 @@ def check_database_queries(cases, db, layout_bucket, bid):
        "count = cores with that cores.bucket_id", why)
 
 
+def check_handlers(cases, db):
+    """Crash handlers, from the programs' own structure (corpus/programs: the
+    chain, innermost first, and on_segv is the handler): sighandler's handler
+    reports and aborts, so its signature starts below the signal frame, at
+    victim; handler_fault's handler faults itself, so it is the signature."""
+    names = [n for n in ("sighandler.O0", "sighandler.O2", "handler_fault.O0", "handler_fault.O2")
+             if n in cases]
+    ok(len(names) == 4, "corpus has the crash-handler cases", names)
+    res, r = db.ingest(*[cases[n]["core"] for n in names])
+    by = dict(zip(names, res)) if len(res) == len(names) else {}
+    for n in names:
+        chain = cases[n]["crash_chain"].split()
+        below = chain[chain.index("on_segv") + 1:]
+        if n.startswith("sighandler"):
+            want = SEP.join(below + [signame(cases[n]["signal"])])
+        else:
+            want = SEP.join(chain[:chain.index("on_segv") + 1] + ["<signal handler called>"] +
+                            below + [signame(cases[n]["signal"])])
+        got = by.get(n, {}).get("signature")
+        ok(got == want, f"{n}: the signature is '{want}'", [str(got), diag(r)])
+
+
 def check_plain(cases, db):
     """Other corpus programs: signature = crash chain + signal."""
     names = [n for n in PLAIN if n in cases]
@@ -575,6 +597,7 @@ def main():
         bid = check_multi_sites(cases, db, layout_bucket)
         check_database_queries(cases, db, layout_bucket, bid)
         check_plain(cases, Db(tmp, "plain"))
+        check_handlers(cases, Db(tmp, "handlers"))
         check_no_symbols(cases, tmp)
         check_since_between(cases, tmp)
         check_signature_frames(cases, tmp, layout_hash, layout_sig)

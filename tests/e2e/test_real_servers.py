@@ -129,8 +129,8 @@ def redis(tmp):
                             "--io-threads", "4", "--io-threads-do-reads", "yes",
                             "--enable-debug-command", "yes", "--save", "", "--appendonly", "no",
                             "--dir", tmp, "--daemonize", "no"],
-                           cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           preexec_fn=core_limit)
+                           cwd=tmp, stdout=open(os.path.join(tmp, "redis.log"), "w"),
+                           stderr=subprocess.STDOUT, preexec_fn=core_limit)
     if not wait_port(port):
         srv.kill()
         ok(False, "redis: the server listens")
@@ -149,6 +149,24 @@ def redis(tmp):
     if core:
         exe = os.path.realpath(shutil.which("redis-server"))
         check_crash("redis io-threads 4", exe, core)
+        check_redis_bucket(tmp, core)
+
+
+def check_redis_bucket(tmp, core):
+    """redis's crash handler logs where the fault was (its EIP line, e.g.
+    `redis-server *:6379(debugCommand+0x26f)[0x...]`), then re-raises: the
+    signature starts there, below the handler's frames."""
+    log = open(os.path.join(tmp, "redis.log"), errors="replace").read().splitlines()
+    eip = next((log[i + 1] for i, ln in enumerate(log[:-1]) if ln.startswith("EIP:")), "")
+    fault = eip.split("(")[1].split("+")[0] if "(" in eip and "+" in eip else None
+    db = os.path.join(tmp, "redis.db")
+    r = coreq("ingest", "--db", db, "--no-cache", "--format", "json", core)
+    res = (json.loads(r.stdout).get("results") or [{}])[0] if r.returncode == 0 else {}
+    sig = res.get("signature") or ""
+    ok(fault and sig.split(" | ")[0] == fault and "bugReportEnd" not in sig
+       and "sigsegvHandler" not in sig and sig.endswith("SIGSEGV"),
+       f"redis: the signature starts at the faulting frame redis logged ({fault}), "
+       "below its crash handler", [eip, sig, r.stderr[-300:]])
 
 
 def memcached_load(port, stop):

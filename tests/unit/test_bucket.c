@@ -159,6 +159,65 @@ static void test_segv_keeps_top_and_scan_frames_are_dropped(void **state)
 	check_signature(g, 4, SIGABRT, 5, "level3 | [??] | SIGABRT");
 }
 
+/*
+ * A crash handler that reports and ends the process (redis's sigsegvHandler:
+ * bugReportEnd re-raises with kill; corpus/sighandler.c aborts) starts the
+ * signature below the innermost signal frame; a handler that faults itself
+ * (corpus/handler_fault.c) is the signature.
+ */
+static void test_crash_handlers(void **state)
+{
+	(void)state;
+	struct cq_stack_frame reraise[] = {
+	    named("kill"),
+	    named("bugReportEnd"),
+	    named("sigsegvHandler"),
+	    named("<signal handler called>"),
+	    named("debugCommand"),
+	    named("call"),
+	    named("processCommand"),
+	    named("main"),
+	    named("__libc_start_call_main"),
+	};
+	check_signature(reraise, 9, SIGSEGV, 5,
+	                "debugCommand | call | processCommand | main | SIGSEGV");
+	struct cq_stack_frame aborts[] = {
+	    named("__pthread_kill_implementation"),
+	    named("raise"),
+	    named("abort"),
+	    named("crash_in_handler"),
+	    named("on_segv"),
+	    named("__restore_rt"),
+	    named("victim"),
+	    named("main"),
+	};
+	check_signature(aborts, 8, SIGABRT, 5, "victim | main | SIGABRT");
+
+	struct cq_stack_frame faults[] = {
+	    named("report_fault"), named("on_segv"), named("<signal handler called>"),
+	    named("victim"),       named("main"),
+	};
+	check_signature(
+	    faults, 5, SIGSEGV, 5,
+	    "report_fault | on_segv | <signal handler called> | victim | main | SIGSEGV");
+	/* The trampoline named by its symbol (libc6-dbg) is the same pseudo-frame. */
+	faults[2] = named("__restore_rt");
+	check_signature(
+	    faults, 5, SIGSEGV, 5,
+	    "report_fault | on_segv | <signal handler called> | victim | main | SIGSEGV");
+	/* A handler that faulted, then a second handler that aborted: the first handler. */
+	struct cq_stack_frame nested[] = {
+	    named("abort"),        named("on_second"), named("<signal handler called>"),
+	    named("report_fault"), named("on_segv"),   named("<signal handler called>"),
+	    named("victim"),       named("main"),
+	};
+	check_signature(nested, 8, SIGABRT, 3,
+	                "report_fault | on_segv | <signal handler called> | SIGABRT");
+	/* No signal frame: machinery is dropped as always. */
+	struct cq_stack_frame plain[] = {named("kill"), named("suicide"), named("main")};
+	check_signature(plain, 3, SIGTERM, 5, "suicide | main | SIGTERM");
+}
+
 static void test_rust_panics_start_at_the_app(void **state)
 {
 	(void)state;
@@ -408,6 +467,7 @@ int main(void)
 	    cmocka_unit_test(test_assert_and_throw_start_at_the_caller),
 	    cmocka_unit_test(test_segv_keeps_top_and_scan_frames_are_dropped),
 	    cmocka_unit_test(test_rust_panics_start_at_the_app),
+	    cmocka_unit_test(test_crash_handlers),
 	    cmocka_unit_test(test_prefix_skip_recursion_and_in_app),
 	    cmocka_unit_test(test_rules_files),
 	    cmocka_unit_test(test_deadlock_signature_lock_takers),
