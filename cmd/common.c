@@ -648,6 +648,8 @@ void cmd_json_frame_fields(struct cq_json *j, const struct cq_stack_frame *f, si
 		cq_json_null(j);
 	cq_json_key(j, "function");
 	cq_json_string(j, f->function);
+	cq_json_key(j, "symbol");
+	cq_json_string(j, f->symbol);
 	cq_json_key(j, "file");
 	cq_json_string(j, f->file);
 	cq_json_key(j, "line");

@@ -46,6 +46,9 @@ struct cq_stack_frame {
 	const struct cq_module *module; /* NULL when pc is in no module */
 	uint64_t offset;                /* pc - module bias: the link-time address */
 	const char *function;           /* demangled, NULL when unknown */
+	/* The symbol table's name where it differs from function (the DWARF
+	 * name): `foo.constprop.0` for `foo`; NULL when the same or none. */
+	const char *symbol;
 	const char *file;
 	int line;
 	/*

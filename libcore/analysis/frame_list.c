@@ -42,6 +42,7 @@ struct cq_error *cq_frame_list_add(struct cq_frame_list *fl, struct cq_core *cor
 		f.kind = kind;
 		if (names) {
 			f.function = names[i].function;
+			f.symbol = names[i].symbol;
 			if (!f.function && uf->is_signal_frame)
 				f.function = "<signal handler called>";
 			f.file = names[i].file;

@@ -25,9 +25,9 @@ static bool frame_equal(const struct cq_stack_frame *a, const struct cq_stack_fr
 {
 	return a->pc == b->pc && a->kind == b->kind && a->trust == b->trust &&
 	       a->module == b->module && a->offset == b->offset && a->function == b->function &&
-	       a->file == b->file && a->line == b->line && a->state == b->state &&
-	       a->object == b->object && a->repeat == b->repeat && a->joined == b->joined &&
-	       a->thread_switch == b->thread_switch;
+	       a->symbol == b->symbol && a->file == b->file && a->line == b->line &&
+	       a->state == b->state && a->object == b->object && a->repeat == b->repeat &&
+	       a->joined == b->joined && a->thread_switch == b->thread_switch;
 }
 
 static bool stack_equal(const struct cq_stack_frame *a, const struct cq_stack_frame *b, size_t n)

@@ -1,10 +1,11 @@
 /*
  * symbol_blob: encoding and strict decoding of symbol-cache rows.
  *
- * Layout (format 2): u8 frame count (>= 1); per frame u8 flags (INLINED,
- * FUNCTION, FILE; no other bit), u32 line (little-endian, <= INT_MAX), the
- * function name and the file name, each NUL-terminated and present only when
- * its flag is set; then a u32 CRC-32 (zlib's) of every byte before it.
+ * Layout (format 6): u8 frame count (>= 1); per frame u8 flags (INLINED,
+ * FUNCTION, FILE, SYMBOL; no other bit), u32 line (little-endian, <=
+ * INT_MAX), the function name, the file name and the symbol's name, each
+ * NUL-terminated and present only when its flag is set; then a u32 CRC-32
+ * (zlib's) of every byte before it.
  */
 #include "libcore/symbols/symbol_blob.h"
 
@@ -18,7 +19,8 @@
 #define FLAG_INLINED  1u
 #define FLAG_FUNCTION 2u
 #define FLAG_FILE     4u
-#define FLAG_ALL      (FLAG_INLINED | FLAG_FUNCTION | FLAG_FILE)
+#define FLAG_SYMBOL   8u
+#define FLAG_ALL      (FLAG_INLINED | FLAG_FUNCTION | FLAG_FILE | FLAG_SYMBOL)
 #define CRC_LEN       4u
 
 static size_t kept_len(const char *s)
@@ -48,18 +50,20 @@ uint8_t *cq_symbol_blob_encode(const struct cq_symbol_frame *frames, size_t n, s
 		return NULL;
 	size_t size = 1 + CRC_LEN;
 	for (size_t i = 0; i < n; i++)
-		size += 5 + kept_len(frames[i].function) + kept_len(frames[i].file);
+		size += 5 + kept_len(frames[i].function) + kept_len(frames[i].file) +
+		        kept_len(frames[i].symbol);
 	uint8_t *blob = malloc(size), *p = blob;
 	if (!blob)
 		return NULL;
 	*p++ = (uint8_t)n;
 	for (size_t i = 0; i < n; i++) {
 		const struct cq_symbol_frame *f = &frames[i];
-		*p++ = (uint8_t)((f->inlined ? FLAG_INLINED : 0) |
-		                 (f->function ? FLAG_FUNCTION : 0) | (f->file ? FLAG_FILE : 0));
+		*p++ =
+		    (uint8_t)((f->inlined ? FLAG_INLINED : 0) | (f->function ? FLAG_FUNCTION : 0) |
+		              (f->file ? FLAG_FILE : 0) | (f->symbol ? FLAG_SYMBOL : 0));
 		uint32_t line = f->line > 0 ? (uint32_t)f->line : 0;
 		memcpy(p, &line, 4);
-		p = put_string(put_string(p + 4, f->function), f->file);
+		p = put_string(put_string(put_string(p + 4, f->function), f->file), f->symbol);
 	}
 	uint32_t crc = crc_of(blob, (size_t)(p - blob));
 	memcpy(p, &crc, CRC_LEN);
@@ -104,12 +108,15 @@ size_t cq_symbol_blob_decode(const uint8_t *blob, size_t len, struct cq_symbol_f
 		p += 5;
 		if ((flags & ~FLAG_ALL) || line > INT_MAX)
 			return 0;
-		const char *function = NULL, *file = NULL;
+		const char *function = NULL, *file = NULL, *symbol = NULL;
 		if ((flags & FLAG_FUNCTION) && !(function = take_string(&p, end)))
 			return 0;
 		if ((flags & FLAG_FILE) && !(file = take_string(&p, end)))
 			return 0;
+		if ((flags & FLAG_SYMBOL) && !(symbol = take_string(&p, end)))
+			return 0;
 		frames[i] = (struct cq_symbol_frame){.function = function,
+		                                     .symbol = symbol,
 		                                     .file = file,
 		                                     .line = (int)line,
 		                                     .inlined = (flags & FLAG_INLINED) != 0};

@@ -416,7 +416,7 @@ static const char *symbol_function_name(struct frame_draft *d, const char *symbo
 	return symbol ? demangled_or_raw(d, symbol) : NULL;
 }
 
-/* A subprogram's or inlined subroutine's name, from its abstract origin. */
+/* A subprogram's or inlined subroutine's name, from its abstract origin, as gdb names it. */
 static const char *die_function_name(struct frame_draft *d, Dwarf_Die *die)
 {
 	Dwarf_Attribute attr;
@@ -425,13 +425,11 @@ static const char *die_function_name(struct frame_draft *d, Dwarf_Die *die)
 	if (!linkage)
 		linkage =
 		    dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
-	if (linkage) {
-		const char *demangled = demangled_or_raw(d, linkage);
-		if (demangled != linkage)
-			return demangled;
-	}
-	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-	return name ? name : linkage;
+	/* The linkage name, demangled, as a debugger prints it: for C, the asm
+	 * name an alias macro gave (glibc's __GI___futex_abstimed_wait_cancelable64). */
+	if (linkage)
+		return demangled_or_raw(d, linkage);
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
 }
 
 static int clamp_line(Dwarf_Word line)
@@ -820,10 +818,14 @@ static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *
 	if (nchain > 0)
 		add_inline_frames(d, sm, cudie, chain, nchain, &file, &line, &subprogram);
 
-	const char *function = symbol_function_name(d, symbol);
-	if (!function && subprogram)
-		function = die_function_name(d, subprogram);
+	const char *from_symbol = symbol_function_name(d, symbol);
+	const char *function = subprogram ? die_function_name(d, subprogram) : NULL;
+	if (!function)
+		function = from_symbol;
+	size_t at = d->n;
 	push_frame(d, function, file, line, false);
+	if (d->n > at && from_symbol && strcmp(from_symbol, function) != 0)
+		d->frames[at].symbol = from_symbol;
 	free(chain);
 }
 
@@ -849,7 +851,8 @@ static struct cq_symbol_frame *pack_frames(const struct frame_draft *d)
 {
 	size_t size = d->n * sizeof(struct cq_symbol_frame);
 	for (size_t i = 0; i < d->n; i++)
-		size += bounded_len(d->frames[i].function) + bounded_len(d->frames[i].file);
+		size += bounded_len(d->frames[i].function) + bounded_len(d->frames[i].file) +
+		        bounded_len(d->frames[i].symbol);
 	struct cq_symbol_frame *out = malloc(size);
 	if (!out)
 		return NULL;
@@ -858,6 +861,7 @@ static struct cq_symbol_frame *pack_frames(const struct frame_draft *d)
 		out[i] = d->frames[i];
 		out[i].function = copy_string(&cursor, d->frames[i].function);
 		out[i].file = copy_string(&cursor, d->frames[i].file);
+		out[i].symbol = copy_string(&cursor, d->frames[i].symbol);
 	}
 	return out;
 }

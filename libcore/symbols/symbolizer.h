@@ -35,10 +35,18 @@ struct cq_symbolizer;
 
 /* One source-level frame at an address. */
 struct cq_symbol_frame {
-	const char *function; /* demangled; NULL when unknown */
-	const char *file;     /* source path as DWARF names it; NULL when unknown */
-	int line;             /* 0 when unknown */
-	bool inlined;         /* an inlined call inside the next frame out */
+	/* demangled; NULL when unknown.  As a debugger names it: the DWARF
+	 * subprogram's name where debuginfo covers the address (no compiler clone
+	 * suffix: `__new_sem_wait_slow64`), else the symbol table's. */
+	const char *function;
+	/* The symbol table's name for a frame that is not inlined (demangled,
+	 * without a symbol version: `__new_sem_wait_slow64.constprop.0`) when it
+	 * differs from function; NULL when it is the same or there is none.  It
+	 * is there with or without debuginfo, so crash signatures use it. */
+	const char *symbol;
+	const char *file; /* source path as DWARF names it; NULL when unknown */
+	int line;         /* 0 when unknown */
+	bool inlined;     /* an inlined call inside the next frame out */
 };
 
 #define CQ_SYMBOLIZER_MAX_INLINE 16

@@ -47,8 +47,10 @@ struct cq_bucket_frame {
 	const char *function; /* demangled, NULL when unknown */
 	/*
 	 * The name the signature uses instead, NULL for function: the public
-	 * name of a CPU-specific variant, the exported symbol covering a frame
-	 * with no name, or "[soname]", a placeholder that counts as weak.
+	 * name of a CPU-specific variant, the symbol table's name where the
+	 * function is named by DWARF (so a signature is the same with
+	 * debuginfo or without), the exported symbol covering a frame with no
+	 * name, or "[soname]", a placeholder that counts as weak.
 	 */
 	const char *alt_name;
 	const char *module; /* path (no " (deleted)"), NULL when in no module */

@@ -136,11 +136,20 @@ const char *cq_bucket_alt_name(struct cq_bucket_namer *nm, const struct cq_stack
                                char *buf, size_t cap)
 {
 	const struct cq_module *mod = f->module;
+	/* The symbol table's name, which is there with or without debuginfo. */
+	const char *name = f->symbol ? f->symbol : f->function;
+	const struct module_names *m = nm && mod && !mod->is_main ? names_of(nm, mod) : NULL;
+	const char *ifunc = m && name ? ifunc_public_name(m, name, buf, cap) : NULL;
+	if (ifunc)
+		return ifunc;
+	if (f->symbol) {
+		snprintf(buf, cap, "%s", f->symbol);
+		return buf;
+	}
 	if (!mod || mod->is_main)
 		return NULL;
-	const struct module_names *m = nm ? names_of(nm, mod) : NULL;
 	if (f->function)
-		return ifunc_public_name(m, f->function, buf, cap);
+		return NULL;
 	const char *cover = covering_export(m, f->offset);
 	if (cover) {
 		snprintf(buf, cap, "%s", cover);
