@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "libcore/base/own_file.h"
 #include "libcore/base/paths.h"
 #include "libcore/db/schema.h"
 
@@ -67,7 +68,12 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 		free(c);
 		return &cq_error_nomem;
 	}
-	struct cq_error *err = cq_db_open(path, "cache", BUSY_TIMEOUT_MS, &c->db);
+	/* A cache someone else could write may name any file's functions: not read. */
+	struct cq_error *err = cq_path_make_parent_dirs(path);
+	if (!err && (err = cq_own_file_check(path)))
+		err = cq_error_prefix(err, "not your own cache");
+	if (!err)
+		err = cq_db_open(path, "cache", BUSY_TIMEOUT_MS, &c->db);
 	if (err) {
 		free(c->path);
 		free(c);

@@ -6,7 +6,9 @@
  * cache handle, committed by cq_cache_close.
  *
  * The cache is an optimisation.  If it cannot be opened or written, coreq
- * works without it; cq_cache_open reports why so the caller can warn.
+ * works without it; cq_cache_open reports why so the caller can warn.  Its
+ * entries are believed as they stand, so cq_cache_open refuses a file that
+ * is not the caller's own (libcore/base/own_file.h) before SQLite reads it.
  * Default path: $COREQ_CACHE, else $XDG_CACHE_HOME/coreq/cache.db, else
  * ~/.cache/coreq/cache.db.
  *

@@ -51,6 +51,20 @@ struct budget {
 	uint64_t limit; /* ticks allowed, from the files' sizes when last looked at */
 };
 
+/*
+ * The bytes of path that are on disk: its size, but no more than its
+ * allocated blocks, so a sparse tail (a 1 TB hole costs nothing to make)
+ * buys no budget.
+ */
+static uint64_t stored_bytes(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || st.st_size <= 0 || st.st_blocks <= 0)
+		return 0;
+	uint64_t blocks = (uint64_t)st.st_blocks * 512;
+	return blocks < (uint64_t)st.st_size ? blocks : (uint64_t)st.st_size;
+}
+
 /* Bytes of every file db has open (each database and its WAL). */
 static uint64_t open_bytes(sqlite3 *db)
 {
@@ -58,21 +72,23 @@ static uint64_t open_bytes(sqlite3 *db)
 	const char *name;
 	for (int i = 0; (name = sqlite3_db_name(db, i)); i++) {
 		const char *file = sqlite3_db_filename(db, name);
-		struct stat st;
 		if (!file || !*file)
 			continue;
-		if (stat(file, &st) == 0 && st.st_size > 0)
-			total += (uint64_t)st.st_size;
+		total += stored_bytes(file);
 		const char *wal = sqlite3_filename_wal(file);
-		if (wal && stat(wal, &st) == 0 && st.st_size > 0)
-			total += (uint64_t)st.st_size;
+		if (wal)
+			total += stored_bytes(wal);
 	}
 	return total;
 }
 
 static uint64_t limit_ticks(sqlite3 *db)
 {
-	return (CQ_DB_BUDGET_BASE + CQ_DB_BUDGET_PER_BYTE * open_bytes(db)) / PROGRESS_STEPS;
+	uint64_t bytes = open_bytes(db);
+	uint64_t steps = bytes > (CQ_DB_BUDGET_MAX - CQ_DB_BUDGET_BASE) / CQ_DB_BUDGET_PER_BYTE
+	                     ? CQ_DB_BUDGET_MAX
+	                     : CQ_DB_BUDGET_BASE + CQ_DB_BUDGET_PER_BYTE * bytes;
+	return steps / PROGRESS_STEPS;
 }
 
 /* Non-zero interrupts the statement: it has spent its budget. */
@@ -119,6 +135,7 @@ struct cq_error *cq_db_guard(sqlite3 *db)
 	if (sqlite3_create_function_v2(db, "coreq_budget", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, b,
 	                               budget_holder, NULL, NULL, free) != SQLITE_OK)
 		return cq_error_create(CQ_ERR_DB, "%s", sqlite3_errmsg(db)); /* b freed by SQLite */
+	sqlite3_limit(db, SQLITE_LIMIT_LENGTH, CQ_DB_MAX_VALUE);
 	sqlite3_progress_handler(db, PROGRESS_STEPS, on_progress, b);
 	sqlite3_trace_v2(db, SQLITE_TRACE_STMT, on_trace, b);
 	return NULL;

@@ -17,9 +17,20 @@
  *   machine steps plus CQ_DB_BUDGET_PER_BYTE per byte of the files the
  *   connection has open, then it is interrupted (the count restarts
  *   with every statement that starts, one run inside another's loop
- *   included).  Honest queries stay far below that; a recursive view or
- *   damaged statistics do not.  This also bounds the temporary storage a
- *   statement can fill, which SQLite offers no limit for.
+ *   included).  A file's bytes are its allocated blocks (a sparse tail
+ *   counts for nothing), and the budget is at most CQ_DB_BUDGET_MAX steps
+ *   however big the files.  Honest queries stay far below that; a
+ *   recursive view or damaged statistics do not.  This also bounds the
+ *   temporary storage a statement can fill, which SQLite offers no limit
+ *   for.
+ * - One value (a string or blob, or a whole row) is at most
+ *   CQ_DB_MAX_VALUE bytes (SQLITE_LIMIT_LENGTH): reading a bigger one
+ *   fails with SQLITE_TOOBIG before it is loaded, so a forged 200 MB value
+ *   costs no memory.  The largest honest values are a cached unwind table
+ *   (7.6 MiB for libLLVM-15.so, 5 MiB of .eh_frame, the biggest measured)
+ *   and a stack blob (at most --max-frames 100000 frames, about 1 MiB):
+ *   64 MiB leaves room for an .eh_frame of some 40 MiB; a bigger table is
+ *   not cached (the write fails, and says so).
  * - The schema (cq_db_schema_check): before coreq reads a file of version
  *   N it compares the file's objects with those its own migrations 1..N
  *   make (run into an in-memory database): every table coreq made must be
@@ -44,6 +55,8 @@ struct sqlite3;
 
 #define CQ_DB_BUDGET_BASE     20000000ull /* virtual machine steps per statement, at least (~1 s) */
 #define CQ_DB_BUDGET_PER_BYTE 256ull      /* more steps per byte of the open files */
+#define CQ_DB_BUDGET_MAX      (CQ_DB_BUDGET_BASE * 3600) /* steps at most (~1 hour) */
+#define CQ_DB_MAX_VALUE       (64 << 20)                 /* bytes of one string, blob or row */
 
 /*
  * "file:PATH" (and "?params" if params is not NULL), the path
@@ -52,7 +65,7 @@ struct sqlite3;
  */
 char *cq_db_uri(const char *path, const char *params);
 
-/* Defensive mode, trusted_schema off, triggers off, and the work budget. */
+/* Defensive mode, trusted_schema off, triggers off, the work budget and the value limit. */
 struct cq_error *cq_db_guard(struct sqlite3 *db);
 
 /*

@@ -128,6 +128,11 @@ struct cq_error *cq_db_error(sqlite3 *db, const char *what)
 		                       "%s%sa query ran far longer than the database's size "
 		                       "explains, and was stopped",
 		                       what ? what : "", sep);
+	if ((sqlite3_errcode(db) & 0xff) == SQLITE_TOOBIG)
+		return cq_error_create(CQ_ERR_LIMIT,
+		                       "%s%sa value in the database is over %d MiB, coreq's limit "
+		                       "for one value (a damaged or forged file?)",
+		                       what ? what : "", sep, CQ_DB_MAX_VALUE >> 20);
 	return cq_error_create(CQ_ERR_DB, "%s%s%s", what ? what : "", sep, sqlite3_errmsg(db));
 }
 

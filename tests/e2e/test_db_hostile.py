@@ -18,6 +18,14 @@ Every database coreq opens may have been handed over, merged in or copied:
   signature, whose stack keeps its hash over other frames, or whose module
   has a malformed build-id; a genuine crash ingested afterwards is filed
   under its own signature with its own frames; honest sources still merge.
+
+Values and sizes (issue 45, minor c):
+- a 200 MB value (a core's exe, a stack's frames blob) is refused as over
+  coreq's 64 MiB limit for one value, with one line, before it is loaded:
+  `cores` and `show` stay within a few tens of MiB (the release build's
+  peak RSS, from /usr/bin/time) instead of printing a 200 MB line from 826 MB;
+- a database followed by a 1 TB sparse tail is read as the database it
+  is (its hole buys no work budget: tests/unit/test_db_guard.c).
 """
 import json
 import os
@@ -260,6 +268,60 @@ def merge_poison(tmp, core, other_core):
        r and r.stderr + r.stdout)
 
 
+def peak(*args, timeout=120):
+    """The release build's exit status, stdout size, stderr and peak RSS in MiB, measured by
+    /usr/bin/time (this process's own memory, grown by the edits, would count in a child's
+    ru_maxrss up to its exec)."""
+    with tempfile.TemporaryFile() as out:
+        r = subprocess.run(["/usr/bin/time", "-f", "@@%M", COREQ_RELEASE, *map(str, args)],
+                           stdout=out, stderr=subprocess.PIPE, text=True, errors="replace",
+                           timeout=timeout)
+        lines = [l for l in r.stderr.splitlines() if not l.startswith("Command exited with")]
+        kib = int(lines[-1][2:]) if lines and lines[-1].startswith("@@") else 1 << 30
+        return r.returncode, out.seek(0, 2), "\n".join(lines[:-1]), kib // 1024
+
+
+def big_values(tmp, good):
+    """A 200 MB value costs no memory: it is refused before it is read (limit 64 MiB)."""
+    twin = peak("show", "1", "--db", good)
+    ok(twin[0] == 0, "big values: the honest database is shown", twin[2])
+    huge = 200_000_000
+    exe = copy(good, tmp, "big_exe.db")
+    edit(exe, f"UPDATE cores SET exe = printf('%.*c', {huge}, 'x') WHERE id = 1")
+    blob = copy(good, tmp, "big_blob.db")
+    edit(blob, f"UPDATE stacks SET frames_blob = zeroblob({huge}) WHERE id = "
+               "(SELECT stack_id FROM threads WHERE core_id = 1 AND idx = 0)")
+    for db, what, queries in ((exe, "a 200 MB exe", (["cores"], ["show", "1"],
+                                                    ["cores", "--format", "json"])),
+                              (blob, "a 200 MB frames blob", (["show", "1"], ["list-stacks"]))):
+        for q in queries:
+            rc, out_bytes, err, mib = peak(*q, "--db", db)
+            lines = err.strip().splitlines()
+            refused = (rc == 1 and len(lines) == 1 and lines[0].startswith("coreq: ")
+                       and ("64 MiB" in lines[0] or "too big" in lines[0]))
+            ok((refused or rc == 0) and out_bytes < (1 << 20) and mib < twin[3] + 64,
+               f"{what}: {' '.join(q)} refuses it in one line or leaves it out, "
+               f"in {mib} MiB (honest: {twin[3]} MiB)",
+               f"exit {rc}, {out_bytes} bytes out: {err[-500:]}")
+            r = run(*q, "--db", db, timeout=120)
+            ok(r is not None and not sanitizer_report(r.stderr) and r.returncode in (0, 1)
+               and (r.returncode == 0 or one_line(r)),
+               f"{what}: {' '.join(q)} (ASan): no report, one line if it fails",
+               r and r.stderr[-1000:])
+
+
+def sparse_tail(tmp, good):
+    """A database followed by a 1 TB hole is the database it is."""
+    db = copy(good, tmp, "sparse.db")
+    with open(db, "r+b") as f:
+        f.truncate(os.path.getsize(db) + (1 << 40))
+    for q in (["cores"], ["show", "1"], ["list-stacks"], ["buckets"]):
+        start = time.monotonic()
+        r = run(*q, "--db", db, "--format", "json", timeout=60)
+        ok(clean(r) and json.loads(r.stdout) and time.monotonic() - start < 30,
+           f"a 1 TB sparse tail: {q[0]} reads the database", r and r.stderr[-1000:])
+
+
 def main():
     cases = {c["case"]: c for c in require_corpus()}
     core = cases["segv_null.O2"]["core"]
@@ -273,6 +335,8 @@ def main():
         read_only(tmp, good)
         uri_names(tmp, good, one, cases["fpe.O2"]["core"])
         merge_poison(tmp, core, other)
+        big_values(tmp, good)
+        sparse_tail(tmp, good)
     finally:
         shutil.rmtree(tmp)
     done()

@@ -37,6 +37,7 @@ import stat
 import struct
 import subprocess
 import sys
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
@@ -327,6 +328,99 @@ class Gen:
             argv = ["stack", "--format", "json", "--cache", db, core]
             self.inputs.append(Input("cache_db", os.path.basename(db), argv,
                                      ["stack", "--format", "json", "--no-cache", core]))
+
+    @staticmethod
+    def evil_symbols(blob):
+        """A symbol row with every function named EVIL_..., its CRC-32 recomputed."""
+        n, p, out = blob[0], 1, bytearray(blob[:1])
+        for _ in range(n):
+            flags = blob[p]
+            out += blob[p:p + 5]
+            p += 5
+            for flag in (2, 4):
+                if flags & flag:
+                    end = blob.index(b"\0", p)
+                    out += (b"EVIL_" if flag == 2 else b"") + blob[p:end + 1]
+                    p = end + 1
+        return bytes(out) + struct.pack("<I", zlib.crc32(bytes(out)))
+
+    def forged_cache(self):
+        """Intact caches that lie (issue 45, finding 6): every symbol row names EVIL_...
+        with a good CRC, unwind tables swapped between modules; the file is another uid's
+        (as root), writable by others, or in a directory others can write.  coreq must
+        refuse it with a warning and name no EVIL_ function."""
+        name, core, data = self.bases[0]
+        clean = self.path(".cache.db")
+        subprocess.run([COREQ_RELEASE, "stack", "--cache", clean, core], capture_output=True)
+        ways = (["uid", "mode", "dir"] if os.geteuid() == 0 else ["mode", "dir"])
+        for i in range(self.n):
+            pristine = self.path(".forged.db")
+            shutil.copy(clean, pristine)
+            con = sqlite3.connect(pristine)
+            for src, addr, dbg, fmt, blob in con.execute(
+                    "SELECT source, address, debuginfo, format, frames FROM symbols").fetchall():
+                con.execute("UPDATE symbols SET frames = ? WHERE source = ? AND address = ? AND "
+                            "debuginfo = ? AND format = ?",
+                            (self.evil_symbols(blob), src, addr, dbg, fmt))
+            tables = con.execute("SELECT source, blob FROM unwind_tables").fetchall()
+            if len(tables) > 1:
+                k = self.rng.randrange(1, len(tables))
+                for (src, _), (_, blob) in zip(tables, tables[k:] + tables[:k]):
+                    con.execute("UPDATE unwind_tables SET blob = ? WHERE source = ?", (blob, src))
+            con.commit()
+            con.close()
+            way = ways[i % len(ways)]
+            home = self.path(".forged")
+            os.mkdir(home)
+            db = os.path.join(home, "cache.db")
+
+            def setup(pristine=pristine, home=home, db=db, way=way):
+                for x in ("", "-wal", "-shm", "-journal"):
+                    if os.path.exists(db + x):
+                        os.remove(db + x)
+                shutil.copy(pristine, db)
+                os.chmod(home, 0o777 if way == "dir" else 0o755)
+                os.chmod(db, 0o666 if way == "mode" else 0o644)
+                if way == "uid":
+                    os.chown(db, 65534, 65534)
+
+            def effect(out):
+                return "an EVIL_ name from the forged cache was printed" if b"EVIL_" in out else None
+            self.inputs.append(Input("forged_cache", f"{way}-{i}",
+                                     ["stack", "--format", "json", "--cache", db, core],
+                                     ["stack", "--format", "json", "--no-cache", core],
+                                     setup=setup, effect=effect, effect_sees_output=True))
+
+    def db_limits(self):
+        """Values and sizes (issue 45, minor c): a 200 MB exe, cmdline or frames blob, and a
+        database followed by a 1 TB hole; queries must stay within the twin's memory."""
+        cores = [c for _, c, _ in self.bases[:2]]
+        clean = self.clean_db(cores)
+        huge = 200_000_000
+        changes = [f"UPDATE cores SET exe = printf('%.*c', {huge}, 'x')",
+                   f"UPDATE cores SET cmdline = printf('%.*c', {huge}, 'y') WHERE id = 1",
+                   f"UPDATE stacks SET frames_blob = zeroblob({huge}) WHERE id = 1",
+                   None]
+        dbs = []
+        for change in changes[: max(1, min(self.n, len(changes)))]:
+            db = self.path(".db")
+            shutil.copy(clean, db)
+            if change:
+                con = sqlite3.connect(db)
+                con.execute(change)
+                con.commit()
+                con.close()
+            else:
+                with open(db, "r+b") as f:
+                    f.truncate(os.path.getsize(db) + (1 << 40))
+            dbs.append(db)
+        queries = [["cores", "--format", "json"], ["show", "1", "--format", "json"],
+                   ["list-stacks", "--format", "json"], ["show", "1"], ["cores"]]
+        for i in range(self.n):
+            db, q = dbs[i % len(dbs)], queries[(i // len(dbs)) % len(queries)]
+            self.inputs.append(Input("db_limits", f"{os.path.basename(db)}-{q[0]}",
+                                     [*q, "--db", db], [*q, "--db", clean],
+                                     want_json="json" in q))
 
     def ingest_db(self):
         name, core, data = self.bases[0]
@@ -1403,7 +1497,7 @@ class Gen:
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
-                  self.cache_db, self.ingest_db, self.build_id,
+                  self.cache_db, self.forged_cache, self.db_limits, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
                   self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.task_vtables,
                   self.seek_tables, self.streams):

@@ -4,7 +4,9 @@
  * guarded connection runs no trigger and stops a statement that runs past
  * its work budget; the schema check accepts what coreq's migrations make
  * (and tables of someone else's) and refuses a view where a table should
- * be, a planted trigger, index or view, a dropped NOT NULL, a missing table.
+ * be, a planted trigger, index or view, a dropped NOT NULL, a missing table;
+ * a value over CQ_DB_MAX_VALUE bytes is refused, and a sparse tail buys no
+ * budget.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -162,12 +164,54 @@ static void test_budget_and_triggers(void **state)
 	sqlite3_close(db);
 }
 
+/*
+ * One value is at most CQ_DB_MAX_VALUE bytes, and a file's sparse tail buys
+ * its statements no budget: a database of a few pages followed by a 1 TB
+ * hole stops an endless statement as soon as an empty one does.
+ */
+static void test_value_limit_and_sparse_budget(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/coreq-test-guard-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	sqlite3 *db = fresh(path);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT length(zeroblob(?))", -1, &st, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_int(st, 1, CQ_DB_MAX_VALUE);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	sqlite3_reset(st);
+	sqlite3_bind_int(st, 1, CQ_DB_MAX_VALUE + 1);
+	assert_int_equal(sqlite3_step(st), SQLITE_TOOBIG);
+	sqlite3_finalize(st);
+	assert_int_equal(truncate(path, 1ll << 40), 0);
+	alarm(120); /* the test fails, rather than runs for days, when the hole counts */
+	time_t start = time(NULL);
+	int rc = sqlite3_exec(db,
+	                      "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+	                      "SELECT count(*) FROM r",
+	                      NULL, NULL, NULL);
+	alarm(0);
+	assert_int_equal(rc, SQLITE_INTERRUPT);
+	assert_true(time(NULL) - start < 60);
+	sqlite3_close(db);
+	char side[160];
+	unlink(path);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	unlink(side);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_uri_names_the_file),
 	    cmocka_unit_test(test_schema_check),
 	    cmocka_unit_test(test_budget_and_triggers),
+	    cmocka_unit_test(test_value_limit_and_sparse_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
