@@ -289,11 +289,9 @@ install: $(BUILD)/coreq
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/coreq-push.service.in > $(BUILD)/coreq-push.service
 	install -D -m 0644 $(BUILD)/coreq-push.service $(DESTDIR)$(UNITDIR)/coreq-push.service
 	install -D -m 0644 dist/systemd/coreq-push.timer $(DESTDIR)$(UNITDIR)/coreq-push.timer
-	install -D -m 0644 schema/clickhouse/001_tables.sql $(DESTDIR)$(PREFIX)/share/coreq/clickhouse/001_tables.sql
-	install -D -m 0644 schema/clickhouse/002_signal_sender.sql \
-		$(DESTDIR)$(PREFIX)/share/coreq/clickhouse/002_signal_sender.sql
-	install -D -m 0644 schema/clickhouse/003_waits.sql \
-		$(DESTDIR)$(PREFIX)/share/coreq/clickhouse/003_waits.sql
+	for f in schema/clickhouse/*.sql; do \
+		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/coreq/clickhouse/$${f##*/} || exit 1; \
+	done
 	install -D -m 0644 'dist/systemd/systemd-coredump@.service.d/coreq.conf' \
 		'$(DESTDIR)$(UNITDIR)/systemd-coredump@.service.d/coreq.conf'
 

@@ -432,6 +432,105 @@ static const char *die_function_name(struct frame_draft *d, Dwarf_Die *die)
 	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
 }
 
+/* A compiler's clone suffixes: ".constprop.0", ".isra.0", ".part.0", ".lto_priv.0", ".cold". */
+static bool clone_word(const char *w, size_t n)
+{
+	static const char *const words[] = {"constprop", "isra", "part", "lto_priv", "cold"};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strlen(words[i]) == n && !memcmp(w, words[i], n))
+			return true;
+	return false;
+}
+
+/* name without trailing clone suffixes (" [clone .constprop.0]" or ".constprop.0"), kept. */
+static const char *without_clone(struct frame_draft *d, const char *name)
+{
+	size_t len = strlen(name);
+	for (;;) {
+		size_t was = len;
+		if (len && name[len - 1] == ']') { /* the demangler's " [clone .x.N]" */
+			const char *open = NULL;
+			for (size_t i = len; i-- > 0;)
+				if (name[i] == '[') {
+					open = name + i;
+					break;
+				}
+			if (open && open > name && open[-1] == ' ' && !strncmp(open, "[clone .", 8))
+				len = (size_t)(open - 1 - name);
+		} else {
+			size_t end = len;
+			while (end && name[end - 1] >= '0' && name[end - 1] <= '9')
+				end--;
+			size_t dot = end;
+			while (dot && name[dot - 1] != '.')
+				dot--;
+			if (dot > 1 && clone_word(name + dot, (end == len ? end : end - 1) - dot) &&
+			    (end == len || name[end - 1] == '.'))
+				len = dot - 1;
+		}
+		if (len == was)
+			break;
+	}
+	return len == strlen(name) ? name : keep(d, strndup(name, len));
+}
+
+/*
+ * Whether the demangled symbol base names the function DWARF calls name:
+ * name's identifier (before any "<") stands in base alone or after "::",
+ * followed by its arguments ("ns::cls::name<...>(...)").
+ */
+static bool names_same_function(const char *base, const char *name)
+{
+	/* DWARF spells a template's arguments its own way: compare the identifier. */
+	size_t n = strcspn(name, "<");
+	if (n == 0)
+		return false;
+	for (const char *p = memmem(base, strlen(base), name, n); p;
+	     p = memmem(p + 1, strlen(p + 1), name, n)) {
+		bool start = p == base || (p - base >= 2 && p[-1] == ':' && p[-2] == ':');
+		char after = p[n];
+		if (start && (after == '\0' || after == '(' || after == '<' || after == ' '))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A frame's function as a debugger names it, from the subprogram holding
+ * the pc (NULL: no DWARF covers it) and the symbol table's name (may be
+ * NULL): the subprogram's linkage name, demangled; else its DW_AT_name,
+ * qualified as the symbol spells it when the symbol (without its clone
+ * suffix) names the same function (a C++ template's DIE often has no
+ * linkage name); else the symbol.  A C++20 coroutine's actor or destroy
+ * clone keeps the symbol's name: gcc describes it as nested in its ramp.
+ */
+static const char *outer_function_name(struct frame_draft *d, Dwarf_Die *subprogram,
+                                       const char *from_symbol)
+{
+	if (!subprogram)
+		return from_symbol;
+	if (from_symbol &&
+	    (strstr(from_symbol, "[clone .actor]") || strstr(from_symbol, "[clone .destroy]")))
+		return from_symbol;
+	Dwarf_Attribute attr;
+	const char *linkage =
+	    dwarf_formstring(dwarf_attr_integrate(subprogram, DW_AT_linkage_name, &attr));
+	if (!linkage)
+		linkage = dwarf_formstring(
+		    dwarf_attr_integrate(subprogram, DW_AT_MIPS_linkage_name, &attr));
+	if (linkage)
+		return demangled_or_raw(d, linkage);
+	const char *name = dwarf_formstring(dwarf_attr_integrate(subprogram, DW_AT_name, &attr));
+	if (!name)
+		return from_symbol;
+	if (from_symbol) {
+		const char *base = without_clone(d, from_symbol);
+		if (base && names_same_function(base, name))
+			return base;
+	}
+	return name;
+}
+
 static int clamp_line(Dwarf_Word line)
 {
 	return line > INT_MAX ? 0 : (int)line;
@@ -819,9 +918,7 @@ static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *
 		add_inline_frames(d, sm, cudie, chain, nchain, &file, &line, &subprogram);
 
 	const char *from_symbol = symbol_function_name(d, symbol);
-	const char *function = subprogram ? die_function_name(d, subprogram) : NULL;
-	if (!function)
-		function = from_symbol;
+	const char *function = outer_function_name(d, subprogram, from_symbol);
 	size_t at = d->n;
 	push_frame(d, function, file, line, false);
 	if (d->n > at && from_symbol && strcmp(from_symbol, function) != 0)

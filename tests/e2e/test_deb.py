@@ -36,7 +36,9 @@ A64 = os.environ.get("COREQ_A64", os.path.join(BUILD, "aarch64", "coreq"))
 UNITS = ["coreq-ingest.path", "coreq-ingest.service", "coreq-push.service", "coreq-push.timer"]
 WANT_FILES = ["usr/bin/coreq", "usr/share/man/man1/coreq.1.gz",
               "usr/share/bash-completion/completions/coreq", "usr/share/coreq/rules",
-              "usr/share/coreq/clickhouse/001_tables.sql",
+              # every migration of the fleet store, as make install ships them
+              ] + [f"usr/share/coreq/clickhouse/{f}" for f in
+                   sorted(os.listdir(os.path.join(ROOT, "schema", "clickhouse"))) if f.endswith(".sql")] + [
               "usr/share/coreq/systemd-coredump@.service.d/coreq.conf", "etc/coreq/coreq.conf",
               "usr/share/doc/coreq/copyright", "usr/share/doc/coreq/changelog.Debian.gz"] + \
              [f"lib/systemd/system/{u}" for u in UNITS]
