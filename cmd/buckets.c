@@ -26,8 +26,9 @@ static const char buckets_usage[] =
     "assert, the C++ throw path, Rust panics), names normalised so that a\n"
     "rebuild does not change them, and the signal.  A process killed from outside\n"
     "while its threads wait on locks is a deadlock bucket (its cycle's lock-taking\n"
-    "frames, in canonical order) or a hang bucket (the awaited thread's call and\n"
-    "frames), marked as such.\n"
+    "frames, in canonical order; a possible-deadlock bucket when the cycle rests on\n"
+    "an inferred lock owner nothing in the core confirms) or a hang bucket (the\n"
+    "awaited thread's call and frames), marked as such.\n"
     "\n"
     "  --db P              database (default $COREQ_DB, else db in\n"
     "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
@@ -111,9 +112,8 @@ static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
 		cq_json_int(j, b->example_core);
 		cq_json_object_end(j);
 	} else {
-		printf("%s%sbucket %lld (%s): %lld core%s, first %s, last %s, e.g. core %lld\n",
-		       p->count ? "\n" : "",
-		       wait_kind ? (wait_kind[0] == 'd' ? "deadlock " : "hang ") : "",
+		printf("%s%s%sbucket %lld (%s): %lld core%s, first %s, last %s, e.g. core %lld\n",
+		       p->count ? "\n" : "", wait_kind ? wait_kind : "", wait_kind ? " " : "",
 		       (long long)b->id, cmd_stored_text(b->hash), (long long)b->count,
 		       b->count == 1 ? "" : "s", first, last, (long long)b->example_core);
 		printf("    %s\n", cmd_stored_text(b->signature));

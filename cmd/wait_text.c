@@ -36,6 +36,13 @@ static const char *plural(uint64_t n)
 	return n == 1 ? "" : "s";
 }
 
+/* What confirms an inferred owner (waits.h, owner_confirmed_by), in words. */
+static const char *confirmation(const char *by)
+{
+	return !strcmp(by, "rlock-owner") ? "confirmed by the RLock's owner field"
+	                                  : "confirmed by the with statement that took it";
+}
+
 /* Who holds w's object, as words after it: " held by thread 7", ... */
 static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wait *w)
 {
@@ -45,11 +52,13 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		thread_ref(out, core, w->owner_thread);
 		if (w->owner_inferred)
 			fprintf(
-			    out, " (inferred: %s)",
+			    out, " (inferred: %s; %s)",
 			    w->owner_from && !strcmp(w->owner_from, "python")
 			        ? "its Python frames hold the lock object; a semaphore records no "
 			          "owner"
-			        : "a reference on its stack; Rust's Mutex records no owner");
+			        : "a reference on its stack; Rust's Mutex records no owner",
+			    w->owner_confirmed_by ? confirmation(w->owner_confirmed_by)
+			                          : "nothing the core records confirms it");
 		break;
 	case CQ_OWNER_NOT_IN_CORE:
 		fprintf(out, " held by tid %d, not a thread of this core", w->owner_tid);
@@ -203,18 +212,47 @@ bool cmd_waits_summary_says(const struct cq_core *core, const struct cq_waits *w
 	return false;
 }
 
+/*
+ * A cycle's verdict: "deadlock:" when the locks record every owner;
+ * "deadlock (rests on an inferred owner, confirmed by ...):" when each
+ * inferred owner is confirmed; else "possible deadlock (...):".
+ */
+static void deadlock_verdict(FILE *out, const struct cq_waits *w, const struct cq_deadlock *d)
+{
+	if (d->verdict == CQ_DEADLOCK_RECORDED) {
+		fprintf(out, "deadlock:");
+		return;
+	}
+	if (d->verdict == CQ_DEADLOCK_UNCONFIRMED) {
+		fprintf(out, "possible deadlock (rests on an inferred owner that nothing the core "
+		             "records confirms):");
+		return;
+	}
+	bool with = false, rlock = false;
+	for (size_t k = 0; k < d->n; k++) {
+		const char *by = w->waits[w->cycle[d->first + k]].owner_confirmed_by;
+		with |= by && strcmp(by, "rlock-owner") != 0;
+		rlock |= by && !strcmp(by, "rlock-owner");
+	}
+	fprintf(out,
+	        "deadlock (rests on an inferred owner, %s%s%s):", with ? confirmation("with") : "",
+	        with && rlock ? ", and " : "", rlock ? confirmation("rlock-owner") : "");
+}
+
 void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_waits *w)
 {
 	if (!w)
 		return;
 	for (size_t d = 0; d < w->ndeadlocks && d < SUMMARY_MAX; d++) {
-		fprintf(out, "deadlock:");
+		deadlock_verdict(out, w, &w->deadlocks[d]);
 		for (size_t k = 0; k < w->deadlocks[d].n; k++) {
 			const struct cq_wait *wt = &w->waits[w->cycle[w->deadlocks[d].first + k]];
 			fprintf(out, "%s thread %d waits for ", k ? ";" : "", wt->tid);
 			object_ref(out, wt);
 			fprintf(out, " (held by %d%s)", wt->owner_tid,
-			        wt->owner_inferred ? ", inferred" : "");
+			        !wt->owner_inferred      ? ""
+			        : wt->owner_confirmed_by ? ", inferred, confirmed"
+			                                 : ", inferred, unconfirmed");
 		}
 		fputc('\n', out);
 	}
@@ -249,7 +287,10 @@ void cmd_waits_thread_line(FILE *out, const struct cq_core *core, const struct c
 		fprintf(out, "    ");
 		wait_text(out, core, wt);
 		if (wt->deadlock)
-			fprintf(out, " [deadlock]");
+			fprintf(out, " [%s]",
+			        w->deadlocks[wt->deadlock - 1].verdict == CQ_DEADLOCK_UNCONFIRMED
+			            ? "possible deadlock"
+			            : "deadlock");
 		fputc('\n', out);
 		return;
 	}
@@ -279,6 +320,9 @@ static void json_owner(struct cq_json *j, const struct cq_wait *w)
 	cq_json_bool(j, w->owner_inferred);
 	cq_json_key(j, "owner_inferred_from");
 	cq_json_string(j, w->owner_inferred ? w->owner_from : NULL);
+	/* What the core records that confirms it ("with", "rlock-owner"); null: nothing. */
+	cq_json_key(j, "owner_confirmed_by");
+	cq_json_string(j, w->owner_inferred ? w->owner_confirmed_by : NULL);
 }
 
 void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct cq_waits *w)
@@ -340,6 +384,8 @@ void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct 
 		for (size_t k = 0; k < w->deadlocks[d].n; k++)
 			cq_json_hex(j, w->waits[w->cycle[w->deadlocks[d].first + k]].object);
 		cq_json_array_end(j);
+		cq_json_key(j, "verdict");
+		cq_json_string(j, cq_deadlock_verdict_name(w->deadlocks[d].verdict));
 		cq_json_object_end(j);
 	}
 	cq_json_array_end(j);

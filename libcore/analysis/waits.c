@@ -421,19 +421,39 @@ static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, 
  * semaphores are inferred only through CPython's lock objects.
  */
 
+/*
+ * Checked against what the core records.  An inference rests on a
+ * reference, and a reference is not a hold: a thread that keeps a lock in a
+ * local while the lock's real holder has exited is the one thread that
+ * references it.  So each inferred owner says what, beyond the reference,
+ * confirms it (owner_confirmed_by), and a cycle through an unconfirmed one
+ * is only a possible deadlock (cq_waits_graph).  For CPython: the lock
+ * object's own state (a _thread.lock's `locked` flag must say taken; a
+ * _thread.RLock's rlock_owner must be the holder's thread ident, else the
+ * inference is dropped, and when it is, it confirms), and the frame that
+ * took it (a with statement pushes the lock's bound __exit__ before it takes
+ * the lock, so in any thread but a waiter's that slot says the with
+ * statement holds it).  A Rust Mutex keeps no state that names or confirms
+ * a holder, and its guard is a bare pointer like any &Mutex: no Rust
+ * inference is confirmed.
+ */
+
 /* Bytes above the stack pointer searched per thread, and CPython frames and slots walked. */
 #define INFER_STACK_MAX  (8u << 20)
 #define INFER_PY_FRAMES  4096
 #define INFER_PY_SLOTS   4096
-#define INFER_PY_THREADS 65536
 #define INFER_PY_INTERPS 64
 /*
  * In all: stack bytes (beyond the core's own size: stacks that overlap, a
- * forged core) and CPython frame slots.  A search cut short infers nothing
- * (the thread it did not reach may be the holder).
+ * forged core) and CPython steps (each thread state, each frame and each
+ * slot is one: a frame with no slots still costs one, so a forged list of
+ * empty frames cannot run for ever).  A search cut short infers nothing
+ * (the thread it did not reach may be the holder); so does a thread-state,
+ * frame or interpreter list that runs into a loop (no live interpreter has
+ * one: the core is damaged or forged).
  */
 #define INFER_STACK_EXTRA (64u << 20)
-#define INFER_PY_TOTAL    (1u << 22)
+#define INFER_PY_STEPS    (1u << 22)
 
 /* CPython 3.11 on 64-bit (gdb's ptype /o against python3.11's DWARF, Debian 3.11.2). */
 #define PY311_RUNTIME_INTERP_HEAD 40  /* _PyRuntime.interpreters.head */
@@ -442,6 +462,7 @@ static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, 
 #define PY311_TSTATE_NEXT         8   /* PyThreadState.next */
 #define PY311_TSTATE_INTERP       16  /* .interp: its interpreter (a check of the layout) */
 #define PY311_TSTATE_CFRAME       56  /* .cframe */
+#define PY311_TSTATE_THREAD_ID    152 /* .thread_id: pthread_self(), what an RLock records */
 #define PY311_TSTATE_NATIVE_ID    160 /* .native_thread_id */
 #define PY311_CFRAME_CURRENT      8   /* _PyCFrame.current_frame */
 #define PY311_FRAME_CODE          32  /* _PyInterpreterFrame.f_code */
@@ -453,6 +474,9 @@ static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, 
 #define PY_OBJECT_TYPE            8   /* ob_type */
 #define PY_TYPE_NAME              24  /* PyTypeObject.tp_name */
 #define PY_LOCK_SEM               16  /* lockobject.lock_lock, rlockobject.rlock_lock: the sem_t */
+#define PY_LOCK_LOCKED            32  /* lockobject.locked: 1 while taken */
+#define PY_RLOCK_OWNER            24  /* rlockobject.rlock_owner: the holder's thread ident */
+#define PY_CFUNCTION_DEF          16  /* PyCFunctionObject.m_ml: its PyMethodDef (ml_name @0) */
 #define PY_CFUNCTION_SELF         24  /* PyCFunctionObject.m_self: a bound method's object */
 
 /* One taken lock that records no owner, and who references it. */
@@ -461,6 +485,8 @@ struct infer_lock {
 	bool python;   /* a sem_t: only CPython lock objects count as references */
 	size_t owner;  /* the one thread that references it, NONE */
 	bool several;
+	uint64_t pyobj;  /* python: the lock object the owner's frames hold */
+	bool owner_exit; /* python: among them, the lock's bound __exit__ (a with statement) */
 };
 
 static int infer_order(const void *a, const void *b)
@@ -547,22 +573,45 @@ static bool py_type_is(struct cq_core *core, uint64_t obj, const char *const *na
 	return false;
 }
 
-/* A slot of a CPython frame: a lock object, or a method bound to one; its sem_t or 0. */
-static uint64_t py_lock_sem(struct cq_core *core, uint64_t obj)
+/* A live object: its reference count (ob_refcnt @0) is not 0, as a freed one's is. */
+static bool py_live(struct cq_core *core, uint64_t obj)
 {
-	static const char *const locks[] = {"_thread.lock", "_thread.RLock", NULL};
+	int64_t refs;
+	return cq_mem_read_u64(&core->mem, obj, (uint64_t *)&refs) && refs > 0;
+}
+
+static const char *const py_lock_types[] = {"_thread.lock", "_thread.RLock", NULL};
+static const char *const py_rlock_type[] = {"_thread.RLock", NULL};
+
+/*
+ * A slot of a CPython frame: a lock object, or a method bound to one; its
+ * sem_t or 0.  *lockobj is the lock object, *with_exit says the slot held
+ * its bound __exit__ (what a with statement keeps).  A slot above a running
+ * frame's real top may still point to an object freed since: only live
+ * objects count.
+ */
+static uint64_t py_lock_sem(struct cq_core *core, uint64_t obj, uint64_t *lockobj, bool *with_exit)
+{
 	static const char *const methods[] = {"builtin_function_or_method", NULL};
-	uint64_t sem, self;
-	if (!obj || (obj & 7))
+	uint64_t sem, self, def, name;
+	char buf[16];
+	*with_exit = false;
+	if (!obj || (obj & 7) || !py_live(core, obj))
 		return 0;
 	if (py_type_is(core, obj, methods)) {
 		if (!cq_mem_read_u64(&core->mem, obj + PY_CFUNCTION_SELF, &self) || !self ||
-		    (self & 7))
+		    (self & 7) || !py_live(core, self))
 			return 0;
+		*with_exit = cq_mem_read_u64(&core->mem, obj + PY_CFUNCTION_DEF, &def) &&
+		             cq_mem_read_u64(&core->mem, def, &name) &&
+		             cq_mem_read_string(&core->mem, name, buf, sizeof(buf)) &&
+		             !strcmp(buf, "__exit__");
 		obj = self;
 	}
-	if (!py_type_is(core, obj, locks) || !cq_mem_read_u64(&core->mem, obj + PY_LOCK_SEM, &sem))
+	if (!py_type_is(core, obj, py_lock_types) ||
+	    !cq_mem_read_u64(&core->mem, obj + PY_LOCK_SEM, &sem))
 		return 0;
+	*lockobj = obj;
 	return sem;
 }
 
@@ -580,82 +629,183 @@ static uint64_t py311_runtime(struct cq_core *core)
 	return 0;
 }
 
+/*
+ * Brent's loop check over a linked list: seen(p) for each next node p is
+ * true once p has come round again; at most twice the list's tail and loop.
+ */
+struct loop_check {
+	uint64_t saved;
+	size_t power, lam;
+};
+
+static void loop_start(struct loop_check *c, uint64_t first)
+{
+	c->saved = first;
+	c->power = 1;
+	c->lam = 0;
+}
+
+static bool loop_seen(struct loop_check *c, uint64_t p)
+{
+	if (p == c->saved)
+		return true;
+	if (++c->lam == c->power) {
+		c->saved = p;
+		c->power *= 2;
+		c->lam = 0;
+	}
+	return false;
+}
+
+/* What the CPython walk shares: the locks, the waits, the budget, each thread's ident. */
+struct py_walk {
+	struct cq_core *core;
+	struct infer_lock *l;
+	size_t n;
+	const struct cq_wait *waits;
+	const size_t *wait_of;
+	size_t steps;       /* left of INFER_PY_STEPS */
+	uint64_t *ident_of; /* per thread of the core: its PyThreadState.thread_id, 0 */
+};
+
+/* One slot of thread t's frames: a reference to a taken lock's object. */
+static void py_slot(struct py_walk *pw, size_t t, uint64_t obj)
+{
+	uint64_t lockobj = 0, sem;
+	bool with_exit;
+	struct infer_lock *lock;
+	if (!(sem = py_lock_sem(pw->core, obj, &lockobj, &with_exit)) ||
+	    !(lock = infer_find(pw->l, pw->n, sem)) || !lock->python)
+		return;
+	infer_ref(lock, t, pw->waits, pw->wait_of);
+	if (lock->owner != t)
+		return;
+	if (lock->pyobj && lock->pyobj != lockobj)
+		lock->several = true; /* two lock objects over one sem_t: which is taken? */
+	lock->pyobj = lockobj;
+	lock->owner_exit |= with_exit;
+}
+
+/* Thread t's interpreter frames from frame on; false when cut short, looping or unreadable. */
+static bool py_frames(struct py_walk *pw, size_t t, uint64_t frame)
+{
+	struct cq_mem *mem = &pw->core->mem;
+	struct loop_check loop;
+	loop_start(&loop, frame);
+	for (int f = 0; frame; f++) {
+		uint64_t code, prev;
+		int32_t top, nlocals, stacksize;
+		if (f == INFER_PY_FRAMES || !pw->steps)
+			return false;
+		pw->steps--; /* the frame itself, whatever its slots */
+		if (!cq_mem_read_u64(mem, frame + PY311_FRAME_CODE, &code) ||
+		    !cq_mem_read_u64(mem, frame + PY311_FRAME_PREVIOUS, &prev) ||
+		    !cq_mem_read_u32(mem, frame + PY311_FRAME_STACKTOP, (uint32_t *)&top) ||
+		    !cq_mem_read_u32(mem, code + PY311_CODE_NLOCALSPLUS, (uint32_t *)&nlocals) ||
+		    !cq_mem_read_u32(mem, code + PY311_CODE_STACKSIZE, (uint32_t *)&stacksize) ||
+		    nlocals < 0 || stacksize < 0)
+			return false;
+		/* A running frame (stacktop -1): every slot its code may use. */
+		int64_t slots = top >= 0 && top <= (int64_t)nlocals + stacksize
+		                    ? top
+		                    : (int64_t)nlocals + stacksize;
+		if (slots > INFER_PY_SLOTS)
+			slots = INFER_PY_SLOTS;
+		if ((uint64_t)slots > pw->steps)
+			return false;
+		pw->steps -= (size_t)slots;
+		for (int64_t k = 0; k < slots; k++) {
+			uint64_t obj;
+			if (!cq_mem_read_u64(mem, frame + PY311_FRAME_LOCALSPLUS + 8 * (uint64_t)k,
+			                     &obj))
+				return false;
+			py_slot(pw, t, obj);
+		}
+		frame = prev;
+		if (frame && loop_seen(&loop, frame))
+			return false;
+	}
+	return true;
+}
+
 /* Every CPython thread's interpreter frames: the lock objects their slots hold. */
 /*
- * False when the walk was cut short (the limits above) or met memory the
- * core lacks or a thread state 3.11 would not lay out so: a thread not walked
- * may be the holder.
+ * False when the walk was cut short (the limits above), ran into a loop, or
+ * met memory the core lacks or a thread state 3.11 would not lay out so: a
+ * thread not walked may be the holder.
  */
-static bool infer_from_python(struct cq_core *core, struct infer_lock *l, size_t n,
-                              const struct cq_wait *waits, const size_t *wait_of,
-                              const int64_t *sorted_tids)
+static bool infer_from_python(struct py_walk *pw, const int64_t *sorted_tids)
 {
+	struct cq_core *core = pw->core;
 	uint64_t rt = py311_runtime(core), interp, ts;
 	if (!rt || !cq_mem_read_u64(&core->mem, rt + PY311_RUNTIME_INTERP_HEAD, &interp))
 		return true;
-	size_t budget = INFER_PY_THREADS, total = INFER_PY_TOTAL;
+	struct loop_check interps;
+	loop_start(&interps, interp);
 	for (int i = 0; interp && i < INFER_PY_INTERPS; i++) {
 		if (!cq_mem_read_u64(&core->mem, interp + PY311_INTERP_THREADS, &ts))
 			return false;
-		for (; ts && budget; budget--) {
-			uint64_t native, cframe, frame, next, owner;
+		struct loop_check threads;
+		loop_start(&threads, ts);
+		while (ts) {
+			uint64_t native, ident, cframe, frame, next, owner;
+			if (!pw->steps)
+				return false;
+			pw->steps--;
 			if (!cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NATIVE_ID, &native) ||
+			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_THREAD_ID, &ident) ||
 			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_CFRAME, &cframe) ||
 			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_NEXT, &next) ||
 			    !cq_mem_read_u64(&core->mem, ts + PY311_TSTATE_INTERP, &owner) ||
 			    owner != interp)
 				return false; /* not laid out as 3.11 does */
+			if (next && loop_seen(&threads, next))
+				return false; /* a thread-state list that loops: forged */
 			size_t t = native && native <= INT32_MAX
 			               ? find_tid(sorted_tids, core->nthreads, (int32_t)native)
 			               : NONE;
 			ts = next;
-			if (t == NONE || !cframe ||
-			    !cq_mem_read_u64(&core->mem, cframe + PY311_CFRAME_CURRENT, &frame))
+			if (t == NONE)
 				continue;
-			for (int f = 0; frame && f < INFER_PY_FRAMES; f++) {
-				uint64_t code, prev;
-				int32_t top, nlocals, stacksize;
-				if (!cq_mem_read_u64(&core->mem, frame + PY311_FRAME_CODE, &code) ||
-				    !cq_mem_read_u64(&core->mem, frame + PY311_FRAME_PREVIOUS,
-				                     &prev) ||
-				    !cq_mem_read_u32(&core->mem, frame + PY311_FRAME_STACKTOP,
-				                     (uint32_t *)&top) ||
-				    !cq_mem_read_u32(&core->mem, code + PY311_CODE_NLOCALSPLUS,
-				                     (uint32_t *)&nlocals) ||
-				    !cq_mem_read_u32(&core->mem, code + PY311_CODE_STACKSIZE,
-				                     (uint32_t *)&stacksize) ||
-				    nlocals < 0 || stacksize < 0)
-					return false;
-				/* A running frame (stacktop -1): every slot its code may use. */
-				int64_t slots = top >= 0 && top <= (int64_t)nlocals + stacksize
-				                    ? top
-				                    : (int64_t)nlocals + stacksize;
-				if (slots > INFER_PY_SLOTS)
-					slots = INFER_PY_SLOTS;
-				if ((uint64_t)slots > total || f + 1 == INFER_PY_FRAMES)
-					return false;
-				total -= (size_t)slots;
-				for (int64_t k = 0; k < slots; k++) {
-					uint64_t obj, sem;
-					struct infer_lock *lock;
-					if (!cq_mem_read_u64(&core->mem,
-					                     frame + PY311_FRAME_LOCALSPLUS +
-					                         8 * (uint64_t)k,
-					                     &obj))
-						return false;
-					if ((sem = py_lock_sem(core, obj)) &&
-					    (lock = infer_find(l, n, sem)) && lock->python)
-						infer_ref(lock, t, waits, wait_of);
-				}
-				frame = prev;
-			}
+			pw->ident_of[t] = ident;
+			if (cframe &&
+			    cq_mem_read_u64(&core->mem, cframe + PY311_CFRAME_CURRENT, &frame) &&
+			    !py_frames(pw, t, frame))
+				return false;
 		}
-		if (!budget)
-			return false;
 		if (!cq_mem_read_u64(&core->mem, interp + PY311_INTERP_NEXT, &interp))
 			break;
+		if (interp && loop_seen(&interps, interp))
+			return false;
 	}
 	return !interp;
+}
+
+/*
+ * What the core records about a CPython lock held, by inference, by a
+ * thread whose ident is ident: what confirms it ("rlock-owner", "with"),
+ * NULL when nothing does; *refuted when the lock object says it is not
+ * taken, or taken by another thread.
+ */
+static const char *py_confirm(struct cq_core *core, const struct infer_lock *lock, uint64_t ident,
+                              bool *refuted)
+{
+	uint64_t owner;
+	uint8_t locked;
+	*refuted = false;
+	if (py_type_is(core, lock->pyobj, py_rlock_type)) {
+		if (!cq_mem_read_u64(&core->mem, lock->pyobj + PY_RLOCK_OWNER, &owner) || !ident ||
+		    owner != ident) {
+			*refuted = true;
+			return NULL;
+		}
+		return "rlock-owner";
+	}
+	if (!cq_mem_read(&core->mem, lock->pyobj + PY_LOCK_LOCKED, &locked, 1) || locked != 1) {
+		*refuted = true;
+		return NULL;
+	}
+	return lock->owner_exit ? "with" : NULL;
 }
 
 /* Gives each taken lock without a recorded owner the one thread that references it. */
@@ -711,23 +861,43 @@ static struct cq_error *infer_owners(struct cq_core *core, struct cq_wait *waits
 		else
 			l[kept++] = l[i];
 	k = kept;
+	struct py_walk pw = {
+	    .core = core,
+	    .l = l,
+	    .n = k,
+	    .waits = waits,
+	    .wait_of = wait_of,
+	    .steps = INFER_PY_STEPS,
+	    .ident_of = any_python ? calloc(nthreads ? nthreads : 1, sizeof(*pw.ident_of)) : NULL};
+	if (any_python && !pw.ident_of) {
+		free(l);
+		free(wait_of);
+		return &cq_error_nomem;
+	}
 	bool stacks_done = !any_rust || infer_from_stacks(core, l, k, waits, wait_of);
-	bool python_done =
-	    !any_python || infer_from_python(core, l, k, waits, wait_of, sorted_tids);
+	bool python_done = !any_python || infer_from_python(&pw, sorted_tids);
 	for (size_t i = 0; i < nwaits; i++) {
 		struct cq_wait *w = &waits[i];
 		struct infer_lock *lock;
+		const char *confirmed = NULL;
+		bool refuted = false;
 		if (w->owner != CQ_OWNER_NONE || !(lock = infer_find(l, k, w->object)) ||
 		    lock->owner == NONE || lock->several ||
 		    lock->python != (w->kind == CQ_WAIT_SEMAPHORE) ||
 		    !(lock->python ? python_done : stacks_done))
+			continue;
+		if (lock->python)
+			confirmed = py_confirm(core, lock, pw.ident_of[lock->owner], &refuted);
+		if (refuted)
 			continue;
 		w->owner = CQ_OWNER_THREAD;
 		w->owner_thread = lock->owner;
 		w->owner_tid = core->threads[lock->owner].tid;
 		w->owner_inferred = true;
 		w->owner_from = lock->python ? "python" : "stack";
+		w->owner_confirmed_by = confirmed;
 	}
+	free(pw.ident_of);
 	free(l);
 	free(wait_of);
 	return NULL;
@@ -1021,6 +1191,16 @@ struct cq_error *cq_waits_graph(struct cq_waits *w, const int32_t *tids, size_t 
 				state[path[k]] = 2;
 			}
 			rotate_cycle(w, d->first, d->n);
+			d->verdict = CQ_DEADLOCK_RECORDED;
+			for (size_t k = d->first; k < ncycle; k++) {
+				const struct cq_wait *cw = &w->waits[w->cycle[k]];
+				enum cq_deadlock_verdict v =
+				    !cw->owner_inferred      ? CQ_DEADLOCK_RECORDED
+				    : cw->owner_confirmed_by ? CQ_DEADLOCK_CONFIRMED
+				                             : CQ_DEADLOCK_UNCONFIRMED;
+				if (v > d->verdict)
+					d->verdict = v;
+			}
 			deadlock = w->ndeadlocks;
 			upto = pos[j];
 		} else if (j != NONE) { /* joins a chain already walked */
@@ -1100,6 +1280,19 @@ void cq_waits_free(struct cq_waits *w)
 	free(w->ends);
 	free(w->syscalls);
 	free(w);
+}
+
+const char *cq_deadlock_verdict_name(enum cq_deadlock_verdict v)
+{
+	switch (v) {
+	case CQ_DEADLOCK_RECORDED:
+		break;
+	case CQ_DEADLOCK_CONFIRMED:
+		return "deadlock-inferred-confirmed";
+	case CQ_DEADLOCK_UNCONFIRMED:
+		return "possible-deadlock";
+	}
+	return "deadlock";
 }
 
 const char *cq_wait_kind_name(enum cq_wait_kind kind)

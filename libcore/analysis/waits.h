@@ -114,15 +114,37 @@ struct cq_wait {
 	 */
 	bool owner_inferred;
 	const char *owner_from;
+	/*
+	 * An inferred owner that what the core records confirms (NULL: none
+	 * does, the inference rests on the reference alone): "with" (the
+	 * holder's frame keeps the lock's bound __exit__, which a with
+	 * statement pushes only once the lock is taken) or "rlock-owner" (a
+	 * CPython RLock's own owner field names the holder's thread).
+	 */
+	const char *owner_confirmed_by;
 	/* Filled by cq_waits_graph. */
 	size_t deadlock; /* 1 + index into deadlocks when on a cycle, else 0 */
 	size_t behind;   /* 1 + index into deadlocks its chain runs into, else 0 */
 	size_t end;      /* index into ends where its chain ends; SIZE_MAX: on or behind a cycle */
 };
 
+/*
+ * What a cycle's owners rest on.  A cycle whose owners the locks record is
+ * a deadlock; one that rests on an inferred owner is one only when what the
+ * core records confirms every such owner (owner_confirmed_by), else it is a
+ * possible deadlock: the real holder may be a thread that has exited while
+ * the one thread that references the lock only keeps it in a local.
+ */
+enum cq_deadlock_verdict {
+	CQ_DEADLOCK_RECORDED,    /* "deadlock" */
+	CQ_DEADLOCK_CONFIRMED,   /* "deadlock-inferred-confirmed" */
+	CQ_DEADLOCK_UNCONFIRMED, /* "possible-deadlock" */
+};
+
 /* A cycle: cycle[first .. first + n) are wait indexes, each waiting for the next's thread. */
 struct cq_deadlock {
 	size_t first, n;
+	enum cq_deadlock_verdict verdict;
 };
 
 /*
@@ -176,6 +198,10 @@ void cq_waits_free(struct cq_waits *w);
 
 /* Thread index t's wait (waits are in thread order), or NULL. */
 const struct cq_wait *cq_waits_of_thread(const struct cq_waits *w, size_t t);
+
+/* "deadlock", "deadlock-inferred-confirmed", "possible-deadlock" (the store's and export's words).
+ */
+const char *cq_deadlock_verdict_name(enum cq_deadlock_verdict v);
 
 /* "mutex", "rwlock", "condvar", "thread" (a join), "futex", "semaphore". */
 const char *cq_wait_kind_name(enum cq_wait_kind kind);

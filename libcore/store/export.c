@@ -57,10 +57,16 @@ static const char bucket_rows[] =
     "FROM buckets b JOIN cores c ON c.bucket_id = b.id "
     "JOIN temp.export_cores e ON e.id = c.id GROUP BY b.id ORDER BY b.id";
 
-/* One row per thread blocked on a lock (migration 011; read-only opens need the latest schema). */
+/*
+ * One row per thread blocked on a lock (migrations 011, 013; read-only opens
+ * need the latest schema).  A row stored before 013 on a cycle has no
+ * verdict: its cycle was called a deadlock then.
+ */
 static const char wait_rows[] =
     "SELECT c.identity, coalesce(c.timestamp, c.ingested_at), w.idx, w.tid, w.kind, w.write, "
-    "w.object, w.futex, w.function, w.owner, w.owner_tid, w.count, w.deadlock "
+    "w.object, w.futex, w.function, w.owner, w.owner_tid, w.count, w.deadlock, "
+    "CASE WHEN w.deadlock IS NULL THEN 'waits' ELSE coalesce(w.verdict, 'deadlock') END, "
+    "w.owner_confirmed_by "
     "FROM waits w JOIN temp.export_cores e ON e.id = w.core_id JOIN cores c ON c.id = w.core_id "
     "ORDER BY w.core_id, w.idx";
 
@@ -302,8 +308,8 @@ static void put_wait(struct cq_json *j, sqlite3_stmt *st)
 	put_int(j, "owner_tid", st, 10);
 	put_int(j, "count", st, 11);
 	put_int(j, "deadlock", st, 12);
-	cq_json_key(j, "verdict");
-	cq_json_string(j, sqlite3_column_type(st, 12) == SQLITE_NULL ? "waits" : "deadlock");
+	put_text(j, "verdict", st, 13);
+	put_text(j, "owner_confirmed_by", st, 14);
 }
 
 struct cq_error *cq_store_export_window(struct cq_store *store, int64_t after_id, int64_t limit,

@@ -18,9 +18,13 @@
  *           tid, the primitive (mutex, rwlock, condvar, thread for a join,
  *           futex, semaphore), the object's and the futex word's addresses, the owner
  *           (owner says thread, inferred, not-in-core, readers, none, unreadable or
- *           unknown; owner_tid when a tid is known), and the deadlock
- *           (cycle) number it is on with its verdict ("deadlock" on a
- *           cycle, else "waits")
+ *           unknown; owner_tid when a tid is known; owner_confirmed_by
+ *           what confirms an inferred owner, "with" or "rlock-owner", else
+ *           null), and the deadlock (cycle) number it is on with its
+ *           verdict ("deadlock" on a cycle whose owners are recorded,
+ *           "deadlock-inferred-confirmed" through inferred owners that are
+ *           all confirmed, "possible-deadlock" through an unconfirmed one;
+ *           else "waits")
  * Only analysed cores are exported (status ok or partial); the hook's
  * placeholders (pending, failed, not stored) are not crash records yet.
  * A cursor selects what is new: cores whose local row id is above after_id

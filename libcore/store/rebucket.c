@@ -104,9 +104,10 @@ static const char *const sql_cores =
     "SELECT c.id, c.signal, c.exe, coalesce(c.bucket_id, 0), "
     "coalesce(c.timestamp, c.ingested_at), t.stack_id FROM cores c "
     "JOIN threads t ON t.core_id = c.id AND t.idx = 0 "
-    /* A hang's bucket (deadlock: , hang: ) is the wait-for graph's, not the crashed stack's. */
+    /* A hang's bucket (deadlock, possible deadlock, hang: bucket.h) is the graph's. */
     "WHERE NOT EXISTS (SELECT 1 FROM buckets b WHERE b.id = c.bucket_id AND "
-    "(b.signature LIKE 'deadlock: %' OR b.signature LIKE 'hang: %')) ORDER BY c.id";
+    "(b.signature LIKE 'deadlock: %' OR b.signature LIKE 'deadlock (inferred, confirmed): %' "
+    "OR b.signature LIKE 'possible deadlock: %' OR b.signature LIKE 'hang: %')) ORDER BY c.id";
 static const char *const sql_frames =
     "SELECT f.function, f.sig_name, m.path, f.offset, f.trust FROM frames f "
     "LEFT JOIN modules m ON m.id = f.module_id WHERE f.stack_id = ? ORDER BY f.idx";
@@ -168,7 +169,8 @@ static struct cq_error *write_buckets(sqlite3 *db, const char *version, struct r
 	static const char *const sql[] = {
 	    "UPDATE cores SET bucket_id = NULL WHERE NOT EXISTS (SELECT 1 FROM buckets b WHERE "
 	    "b.id = cores.bucket_id AND (b.signature LIKE 'deadlock: %' OR "
-	    "b.signature LIKE 'hang: %'))",
+	    "b.signature LIKE 'deadlock (inferred, confirmed): %' OR "
+	    "b.signature LIKE 'possible deadlock: %' OR b.signature LIKE 'hang: %'))",
 	    "SELECT id FROM buckets WHERE hash = ?",
 	    "UPDATE buckets SET signature = ?2, count = ?3, first_seen = ?4, last_seen = ?5, "
 	    "example_core = ?6, rules_version = ?7 WHERE id = ?1",

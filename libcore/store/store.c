@@ -182,8 +182,8 @@ static const char *const sql[ST_COUNT] = {
     [ST_INSERT_SUSPENDED] = "INSERT INTO suspended (core_id, idx, kind, stack_id, end) "
                             "VALUES (?,?,?,?,?)",
     [ST_INSERT_WAIT] = "INSERT INTO waits (core_id, idx, tid, kind, write, object, futex, "
-                       "function, owner, owner_tid, count, deadlock) "
-                       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                       "function, owner, owner_tid, count, deadlock, verdict, "
+                       "owner_confirmed_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 };
 
 /* Everything one ingest needs; freed by ingest_end. */
@@ -608,6 +608,13 @@ static struct cq_error *insert_waits(struct ingest *in, int64_t core_id, const s
 		cq_db_bind_int_if(st, 10, has_owner, wt->owner_tid);
 		sqlite3_bind_int64(st, 11, wt->count);
 		cq_db_bind_int_if(st, 12, wt->deadlock != 0, (int64_t)wt->deadlock);
+		/* A cycle through an inferred owner says what it rests on (013_wait_verdict.sql).
+		 */
+		cq_db_bind_text(
+		    st, 13,
+		    wt->deadlock ? cq_deadlock_verdict_name(w->deadlocks[wt->deadlock - 1].verdict)
+		                 : NULL);
+		cq_db_bind_text(st, 14, wt->owner_inferred ? wt->owner_confirmed_by : NULL);
 		if (step_reset(st) != SQLITE_DONE)
 			return db_error(in->store->db, "insert wait");
 	}

@@ -339,13 +339,19 @@ void cq_bucket_signature_free(struct cq_bucket_signature *sig)
 
 static const char deadlock_prefix[] = "deadlock: ";
 static const char hang_prefix[] = "hang: ";
+/* A cycle that rests on inferred owners says so (waits.h, enum cq_deadlock_verdict). */
+static const char confirmed_prefix[] = "deadlock (inferred, confirmed): ";
+static const char possible_prefix[] = "possible deadlock: ";
 
 const char *cq_bucket_wait_kind(const char *signature)
 {
 	if (!signature)
 		return NULL;
-	if (strncmp(signature, deadlock_prefix, sizeof(deadlock_prefix) - 1) == 0)
+	if (strncmp(signature, deadlock_prefix, sizeof(deadlock_prefix) - 1) == 0 ||
+	    strncmp(signature, confirmed_prefix, sizeof(confirmed_prefix) - 1) == 0)
 		return "deadlock";
+	if (strncmp(signature, possible_prefix, sizeof(possible_prefix) - 1) == 0)
+		return "possible-deadlock";
 	if (strncmp(signature, hang_prefix, sizeof(hang_prefix) - 1) == 0)
 		return "hang";
 	return NULL;
@@ -519,7 +525,15 @@ static struct cq_error *deadlock_signature(const struct cq_bucket_rules *r,
 	struct cq_error *err = NULL;
 	if (!cycles)
 		return &cq_error_nomem;
-	size_t len = sizeof(deadlock_prefix) + 64;
+	/* The prefix is the strongest verdict of the core's cycles. */
+	enum cq_deadlock_verdict v = CQ_DEADLOCK_UNCONFIRMED;
+	for (size_t i = 0; i < w->ndeadlocks; i++)
+		if (w->deadlocks[i].verdict < v)
+			v = w->deadlocks[i].verdict;
+	const char *prefix = v == CQ_DEADLOCK_RECORDED    ? deadlock_prefix
+	                     : v == CQ_DEADLOCK_CONFIRMED ? confirmed_prefix
+	                                                  : possible_prefix;
+	size_t len = strlen(prefix) + 64;
 	for (size_t i = 0; i < nc; i++) {
 		if (!(cycles[i] = cycle_text(r, nm, stacks, w, &w->deadlocks[i]))) {
 			err = &cq_error_nomem;
@@ -533,7 +547,7 @@ static struct cq_error *deadlock_signature(const struct cq_bucket_rules *r,
 		err = &cq_error_nomem;
 		goto done;
 	}
-	char *p = out->text + sprintf(out->text, "%s", deadlock_prefix);
+	char *p = out->text + sprintf(out->text, "%s", prefix);
 	for (size_t i = 0; i < nc; i++)
 		p += sprintf(p, "%s%s", i ? " + " : "", cycles[i]);
 	if (nc < w->ndeadlocks)

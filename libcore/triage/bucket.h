@@ -104,6 +104,11 @@ struct cq_waits;
  *
  *   deadlock: mutex lock_ab | mutex lock_ba
  *
+ * A cycle that rests on an inferred owner (waits.h) says so in its prefix:
+ * "deadlock (inferred, confirmed): " when what the core records confirms
+ * each such owner, else "possible deadlock: "; a core with several cycles
+ * takes the strongest one's prefix.
+ *
  * A hang with no cycle signs as what the thread most others wait for is
  * blocked in, and its first two frames outside the C library:
  *
@@ -118,7 +123,10 @@ struct cq_error *cq_bucket_wait_signature(const struct cq_bucket_rules *r,
                                           const struct cq_stacks *stacks, const struct cq_waits *w,
                                           struct cq_bucket_signature *out, bool *made);
 
-/* "deadlock" or "hang" when signature is one of cq_bucket_wait_signature's, else NULL. */
+/*
+ * "deadlock" (either deadlock prefix), "possible-deadlock" or "hang" when
+ * signature is one of cq_bucket_wait_signature's, else NULL.
+ */
 const char *cq_bucket_wait_kind(const char *signature);
 
 #endif

@@ -208,6 +208,8 @@ def waits_upgrade_check(server):
     """A store made before coreq.waits gets 001's table from 003."""
     server.query("DROP TABLE coreq_old.waits")
     good, why = schema(server, "003_waits.sql", "coreq_old")
+    if good:
+        good, why = schema(server, "004_wait_verdict.sql", "coreq_old")
     if not good:
         return False, why
     old = server.query("DESCRIBE TABLE coreq_old.waits")
@@ -246,6 +248,8 @@ def main():
            if os.path.exists(os.path.join(server.d, "error.log")) else "")
         good, why = schema(server)
         ok(good, "schema/clickhouse/001_tables.sql loads", why)
+        good, why = schema(server, "004_wait_verdict.sql")
+        ok(good, "schema/clickhouse/004_wait_verdict.sql adds owner_confirmed_by to coreq.waits", why)
         good, why = upgrade_check(server)
         ok(good, "schema/clickhouse/002_signal_sender.sql upgrades an older coreq.cores to 001's", why)
         good, why = waits_upgrade_check(server)

@@ -1454,6 +1454,113 @@ class Gen:
             blob += elfcore.note_bytes(b"CORE", elfcore.NT_PRSTATUS, desc)
         self.stack("waits", self.write(elfcore.with_notes(data, bytes(blob))), core, name="waits-100000")
 
+    # ---- CPython thread states and frames that loop (issue 45) -----------------------
+    def interp_loops(self):
+        """The CPython 3.11 core real-python3-deadlock (when the corpus has it),
+        its interpreter's thread-state list and frames forged so that coreq's
+        owner inference walks them: a thread state whose next is itself, two
+        that point to each other, a frame whose previous is itself, and 4095
+        frames of no slots behind a thread state that is its own next (the
+        ~2.7e8 steps of issue 45, finding 2)."""
+        core = os.path.join(self.corpus, "cores", "real-python3-deadlock", "core")
+        if not os.path.isfile(core):
+            return
+        data = open(core, "rb").read()
+        exe = next((ln.split("=", 1)[1].strip() for ln in open(os.path.join(os.path.dirname(core), "expect"))
+                    if ln.startswith("exe=")), None)
+        runtime = self.elf_symbol(data, exe, b"_PyRuntime") if exe else None
+        if runtime is None:
+            return
+
+        def u64(d, addr):
+            off = self.file_offset(d, addr, 8)
+            return None if off is None else struct.unpack_from("<Q", d, off)[0]
+
+        def put(d, addr, value, fmt="<Q"):
+            off = self.file_offset(d, addr, struct.calcsize(fmt))
+            if off is not None:
+                struct.pack_into(fmt, d, off, value)
+            return off is not None
+
+        interp = u64(data, runtime + 40)
+        tss, ts = [], interp and u64(data, interp + 16)
+        while ts and len(tss) < 64 and ts not in tss:
+            tss.append(ts)
+            ts = u64(data, ts + 8)
+        if not tss:
+            return
+        taken = {runtime, interp, *tss}
+        big = [p for p in elfcore.phdrs(data) if p["type"] == elfcore.PT_LOAD and p["flags"] & 2
+               and p["filesz"] >= 4096 * 80 + 8192
+               and not any(p["vaddr"] <= a < p["vaddr"] + p["filesz"] for a in taken)]
+        kinds = ["ts-self", "ts-pair", "frame-self", "empty-frames"]
+        for i in range(self.n):
+            kind = kinds[i % len(kinds)]
+            d = bytearray(data)
+            ts = self.rng.choice(tss)
+            if kind == "ts-self" or (kind == "ts-pair" and len(tss) < 2):
+                put(d, ts + 8, ts)
+            elif kind == "ts-pair":
+                a, b = self.rng.sample(tss, 2)
+                put(d, a + 8, b)
+                put(d, b + 8, a)
+            elif kind == "frame-self":
+                for t in tss:
+                    cframe = u64(d, t + 56)
+                    frame = cframe and u64(d, cframe + 8)
+                    if frame:
+                        put(d, frame + 48, frame)
+            else:
+                if not big:
+                    continue
+                base = self.rng.choice(big)["vaddr"] + 4096
+                code, cframe = base + 4096 * 80, base + 4096 * 80 + 128
+                for k in range(4095):
+                    frame = base + 80 * k
+                    put(d, frame + 32, code)
+                    put(d, frame + 48, frame + 80 if k < 4094 else 0)
+                    put(d, frame + 64, 0, "<I")
+                put(d, code + 68, 0, "<I")
+                put(d, code + 76, 0, "<I")
+                put(d, cframe + 8, base)
+                put(d, ts + 56, cframe)
+                put(d, ts + 8, ts)
+            self.stack("interp_loops", self.write(d), core, name=f"interp_loops-{kind}-{i}")
+
+    @staticmethod
+    def elf_symbol(core_data, exe, name):
+        """The address of the dynamic symbol name of exe (a path) in the process of core_data, or None."""
+        try:
+            elf = open(exe, "rb").read()
+        except OSError:
+            return None
+        shoff, = struct.unpack_from("<Q", elf, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", elf, 0x3a)
+        sh = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+        value = None
+        for _, stype, _, _, off, size, link, _, _, entsize in sh:
+            if stype != 11 or not entsize:  # SHT_DYNSYM
+                continue
+            stroff = sh[link][4]
+            for k in range(size // entsize):
+                st_name, = struct.unpack_from("<I", elf, off + k * entsize)
+                end = elf.index(b"\0", stroff + st_name)
+                if elf[stroff + st_name:end] == name:
+                    value, = struct.unpack_from("<Q", elf, off + k * entsize + 8)
+        if value is None:
+            return None
+        etype, = struct.unpack_from("<H", elf, 0x10)
+        if etype == 2:  # ET_EXEC: no load bias
+            return value
+        lowest = min(p["vaddr"] for p in elfcore.phdrs(elf) if p["type"] == elfcore.PT_LOAD) & ~0xfff
+        for n in elfcore.notes(core_data):
+            if n["type"] == elfcore.NT_FILE:
+                page, entries = elfcore.nt_file(n["desc"])
+                for start, _, pgoff, path in entries:
+                    if path == exe.encode() and pgoff == 0:
+                        return start - lowest + value
+        return None
+
     # ---- seekable zstd cores whose seek table lies (libcore/formats/zstd_seek.c) ------
     def seek_tables(self):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
@@ -1499,7 +1606,7 @@ class Gen:
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.forged_cache, self.db_limits, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
-                  self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.task_vtables,
+                  self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.interp_loops, self.task_vtables,
                   self.seek_tables, self.streams):
             if not only or g.__name__ in only:
                 g()

@@ -455,6 +455,11 @@ static void test_no_wait_no_hang_signature(void **state)
 	assert_null(sig.text);
 	assert_null(cq_bucket_wait_kind("f | main | SIGABRT"));
 	assert_string_equal(cq_bucket_wait_kind("hang: read | f"), "hang");
+	/* A cycle that rests on inferred owners (issue 45). */
+	assert_string_equal(cq_bucket_wait_kind("deadlock (inferred, confirmed): semaphore f"),
+	                    "deadlock");
+	assert_string_equal(cq_bucket_wait_kind("possible deadlock: mutex f | mutex g"),
+	                    "possible-deadlock");
 }
 
 int main(void)

@@ -16,6 +16,11 @@
  * for Rust Mutexes: the one other thread whose live stack or registers
  * point to a taken Mutex holds it; two such threads, none, a Mutex not
  * taken, or a pointer below the stack pointer (dead) give no owner.
+ * Then what a cycle rests on (issue 45): recorded owners make a deadlock,
+ * inferred ones a deadlock only when each is confirmed, else a possible
+ * deadlock; and the Rust shape of a lock whose holder exited (a thread keeps
+ * it in a local and waits on a second lock whose holder waits on the
+ * first): the inference closes a cycle, which is a possible deadlock only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -414,6 +419,96 @@ static void test_inferred_rust_owner(void **state)
 	cq_core_close(core);
 }
 
+/* Recorded owners, inferred and confirmed, inferred and not: the cycle's verdict. */
+static void test_cycle_verdicts(void **state)
+{
+	(void)state;
+	/* 1 and 2 wait for each other; 3 and 4; 5 and 6: three cycles. */
+	long owner[] = {-2, 2, 1, 4, 3, 6, 5};
+	struct cq_waits *w = calloc(1, sizeof(*w));
+	assert_non_null(w);
+	w->waits = calloc(6, sizeof(*w->waits));
+	assert_non_null(w->waits);
+	int32_t t7[7];
+	for (size_t i = 0; i < 7; i++)
+		t7[i] = (int32_t)(100 + i);
+	for (size_t i = 1; i < 7; i++) {
+		struct cq_wait *wt = &w->waits[w->nwaits++];
+		wt->thread = i;
+		wt->tid = t7[i];
+		wt->owner = CQ_OWNER_THREAD;
+		wt->owner_thread = (size_t)owner[i];
+		wt->owner_tid = t7[owner[i]];
+	}
+	/* 3 -> 4 inferred and confirmed; 5 -> 6 confirmed, 6 -> 5 inferred, unconfirmed. */
+	w->waits[2].owner_inferred = true;
+	w->waits[2].owner_confirmed_by = "with";
+	w->waits[4].owner_inferred = true;
+	w->waits[4].owner_confirmed_by = "with";
+	w->waits[5].owner_inferred = true;
+	w->nthreads = 7;
+	assert_null(cq_waits_graph(w, t7, 7));
+	assert_int_equal(w->ndeadlocks, 3);
+	enum cq_deadlock_verdict by_first[7] = {0};
+	for (size_t d = 0; d < 3; d++)
+		by_first[w->waits[w->cycle[w->deadlocks[d].first]].thread] =
+		    w->deadlocks[d].verdict;
+	assert_int_equal(by_first[1], CQ_DEADLOCK_RECORDED);
+	assert_int_equal(by_first[3], CQ_DEADLOCK_CONFIRMED);
+	assert_int_equal(by_first[5], CQ_DEADLOCK_UNCONFIRMED);
+	assert_string_equal(cq_deadlock_verdict_name(CQ_DEADLOCK_RECORDED), "deadlock");
+	assert_string_equal(cq_deadlock_verdict_name(CQ_DEADLOCK_CONFIRMED),
+	                    "deadlock-inferred-confirmed");
+	assert_string_equal(cq_deadlock_verdict_name(CQ_DEADLOCK_UNCONFIRMED), "possible-deadlock");
+	cq_waits_free(w);
+}
+
+/*
+ * Issue 45: Rust Mutex A was taken by a thread that has exited.  Thread 50
+ * keeps &A in a local and waits on B; thread 51 holds B (its guard on its
+ * stack) and waits on A.  Each lock's one non-waiting referrer is the other
+ * thread, so the inference closes a cycle that is not there: it must not be
+ * called a deadlock.
+ */
+static void test_exited_holder_not_a_deadlock(void **state)
+{
+	(void)state;
+	static uint8_t locks[0x100];
+	static uint8_t stacks[2][0x100];
+	cw_put(locks + 0x00, 2, 4);           /* A at 0x30000: taken, with a waiter */
+	cw_put(locks + 0x40, 2, 4);           /* B at 0x30040 */
+	cw_put(stacks[0] + 0x60, 0x30000, 8); /* 50: &A, a local */
+	cw_put(stacks[1] + 0x60, 0x30040, 8); /* 51: B's guard */
+	struct core_writer *cw = calloc(1, sizeof(*cw));
+	assert_non_null(cw);
+	thread_regs(cw, 50, 202, 0x30040, 0x40040, 0); /* waits on B */
+	thread_regs(cw, 51, 202, 0x30000, 0x41040, 0); /* waits on A */
+	cw_load(cw, 0x30000, locks, sizeof(locks), PF_R | PF_W);
+	for (int i = 0; i < 2; i++)
+		cw_load(cw, 0x40000 + 0x1000 * (uint64_t)i, stacks[i], sizeof(stacks[i]),
+		        PF_R | PF_W);
+	struct cq_core *core = open_written(cw, "_exited");
+	struct cq_stack_frame rust = {.function =
+	                                  "<std::sys::sync::mutex::futex::Mutex>::lock_contended"};
+	struct cq_thread_stack ts[2];
+	for (size_t t = 0; t < 2; t++)
+		ts[t] = (struct cq_thread_stack){
+		    .thread = &core->threads[t], .frames = &rust, .nframes = 1};
+	struct cq_stacks st = {.threads = ts, .nthreads = 2};
+	struct cq_waits *w;
+	assert_null(cq_waits_find(core, &st, &w));
+	assert_non_null(w);
+	assert_int_equal(w->nwaits, 2);
+	for (size_t i = 0; i < 2; i++) {
+		assert_true(w->waits[i].owner_inferred);
+		assert_null(w->waits[i].owner_confirmed_by); /* a Rust Mutex confirms nothing */
+	}
+	assert_int_equal(w->ndeadlocks, 1);
+	assert_int_equal(w->deadlocks[0].verdict, CQ_DEADLOCK_UNCONFIRMED);
+	cq_waits_free(w);
+	cq_core_close(core);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +522,8 @@ int main(void)
 	    cmocka_unit_test(test_find_on_a_core),
 	    cmocka_unit_test(test_pi_refused_rust_semaphore),
 	    cmocka_unit_test(test_inferred_rust_owner),
+	    cmocka_unit_test(test_cycle_verdicts),
+	    cmocka_unit_test(test_exited_holder_not_a_deadlock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
