@@ -60,12 +60,12 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	if (!err && !duplicate)
 		cq_analyse_note_heap_read(o->stacks ? o->stacks->cache : NULL, core);
 	/*
-	 * A process killed from outside (a watchdog's signal, or none: gcore)
-	 * while its threads wait on locks buckets by why it hung.
+	 * A process killed from outside (a watchdog's signal, or none: a
+	 * snapshot, gcore) while its threads wait on locks buckets by why it hung.
 	 */
-	bool killed =
-	    core && (!core->siginfo.present || (core->siginfo.has_sender && core->has_psinfo &&
-	                                        core->siginfo.sender_pid != core->pid));
+	bool killed = core && (!core->siginfo.present || core->snapshot ||
+	                       (core->siginfo.has_sender && core->has_psinfo &&
+	                        core->siginfo.sender_pid != core->pid));
 	if (!err && waits && killed) {
 		bool made;
 		err = cq_bucket_wait_signature(o->rules, namer, stacks, waits, &out->signature,

@@ -302,7 +302,7 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 		sqlite3_bind_int64(st, i++, (sqlite3_int64)c->siginfo.addr);
 	else
 		sqlite3_bind_null(st, i++);
-	sqlite3_bind_int64(st, i++, crashed->tid);
+	sqlite3_bind_int64(st, i++, crashed ? crashed->tid : 0); /* a snapshot: none */
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->nthreads);
 	bind_known(st, i++, cap, CQ_CAPTURE_TIMESTAMP, cap ? cap->timestamp_us / 1000000 : 0);
 	cq_db_bind_text(st, i++, cap && cap->hostname[0] ? cap->hostname : NULL);
