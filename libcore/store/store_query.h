@@ -69,6 +69,8 @@ struct cq_store_core_row {
 	/* Who sent the signal (schema 010): si_pid and si_uid, when a process did. */
 	bool has_sender;
 	int64_t sender_pid, sender_uid;
+	/* The writer of a snapshot of a live process ("gcore", schema 014); NULL: a crash. */
+	const char *snapshot;
 };
 
 struct cq_store_core_filter {
