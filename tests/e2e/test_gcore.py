@@ -20,7 +20,10 @@ directory (skipped where core_pattern is a pipe).  Checks:
   the text header says `snapshot (gcore)` and no thread `(crashed)`;
 - `waits`, `deadlocks` and `waited_for` of the snapshot equal the kernel
   core's;
-- the kernel core is no snapshot (its first thread crashed).
+- the kernel core is no snapshot (its first thread crashed);
+- ingested, the snapshot is stored as one (cores.snapshot) and, where the
+  graph blames a thread, files in the kernel core's bucket: a hang's, by why
+  it hung, not by the signal.
 """
 import glob
 import os
@@ -195,6 +198,19 @@ def one_program(name, exe, args, ready_file, threads, want_waits):
         ok(wait_graph(full) == wait_graph(kdoc),
            f"{name}: snapshot's wait-for graph is the kernel core's",
            [f"snapshot: {wait_graph(full)}", f"kernel:   {wait_graph(kdoc)}"])
+        # Stored: the snapshot is marked, and files in the kernel core's bucket.
+        db = os.path.join(work, "coreq.db")
+        r = coreq("ingest", "--db", db, "--no-cache", snap, kernel[0])
+        cores, _ = coreq_json("cores", "--db", db, "--format", "json")
+        marks = {c["path"]: (c.get("snapshot"), c["crashed_tid"], c["bucket"]) for c in cores["cores"]}
+        s_mark, k_mark = marks.get(snap), marks.get(kernel[0])
+        ok(r.returncode == 0 and s_mark and k_mark and s_mark[:2] == ("gcore", None) and
+           k_mark[0] is None and k_mark[1], f"{name}: stored as a snapshot, the kernel core not",
+           [str(marks), r.stderr])
+        # Threads on a condvar wait for no thread: both keep a crash bucket.
+        if kdoc["deadlocks"] or any(w["tid"] for w in kdoc["waited_for"]):
+            ok(s_mark and k_mark and s_mark[2] == k_mark[2],
+               f"{name}: the snapshot files in the kernel core's bucket", str(marks))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
