@@ -438,8 +438,14 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct c
 	cq_json_key(j, "arch");
 	cq_json_string(j, core->arch->name);
 	json_signal(j, core);
+	cq_json_key(j, "snapshot");
+	cq_json_string(j, cq_core_snapshot_name(core->snapshot));
 	cq_json_key(j, "crashed_tid");
-	cq_json_int(j, cq_core_crashed_thread(core)->tid);
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	if (crashed)
+		cq_json_int(j, crashed->tid);
+	else
+		cq_json_null(j);
 	cq_json_key(j, "truncated");
 	cq_json_bool(j, core->memory_missing > 0 || core->source.cut_at ||
 	                    cq_source_frame_stats(&core->source).bad > 0 ||

@@ -141,9 +141,9 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 	else if (c->has_sender)
 		snprintf(sender, sizeof(sender), "%lld", (long long)c->sender_pid);
 	printf("%-6lld %-21s %-8lld %-6s %-8s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
-	       (long long)c->pid, uid, cmd_stored_text(c->signal_name), sender,
-	       (long long)c->nthreads, cmd_stored_text(c->bucket_hash), cmd_stored_text(c->status),
-	       cmd_stored_text(c->exe));
+	       (long long)c->pid, uid, c->snapshot ? "snapshot" : cmd_stored_text(c->signal_name),
+	       sender, (long long)c->nthreads, cmd_stored_text(c->bucket_hash),
+	       cmd_stored_text(c->status), cmd_stored_text(c->exe));
 }
 
 static struct cq_error *query_cores(struct cq_store *store, void *ctx)
@@ -288,16 +288,21 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	printf("pid:         %lld\n", (long long)c->pid);
 	if (c->has_uid)
 		printf("uid:         %lld\n", (long long)c->uid);
-	printf("signal:      %lld (%s)", (long long)c->signal,
-	       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
-	if (c->has_si_code) {
+	if (c->snapshot)
+		printf("snapshot:    %s (a live process: no thread crashed)",
+		       cmd_safe(c->snapshot));
+	else
+		printf("signal:      %lld (%s)", (long long)c->signal,
+		       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
+	if (c->has_si_code && !c->snapshot) {
 		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid};
 		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
 	}
 	if (c->has_fault_address)
 		printf(", fault address 0x%" PRIx64, c->fault_address);
-	printf("\ncrashed tid: %lld\nthreads:     %lld\n", (long long)c->crashed_tid,
-	       (long long)c->nthreads);
+	if (!c->snapshot)
+		printf("\ncrashed tid: %lld", (long long)c->crashed_tid);
+	printf("\nthreads:     %lld\n", (long long)c->nthreads);
 	if (c->has_timestamp) {
 		cmd_iso_time(c->timestamp, when);
 		printf("time:        %s%s\n", when,

@@ -222,16 +222,21 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		             "were looked for: %.0f KiB of pages hold them",
 		       rd.scan_kept_bytes / 1024.0);
 	printf("\n");
-	printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
-	if (core->siginfo.present) {
+	if (core->snapshot)
+		printf("snapshot:    %s (a live process: no thread crashed)\n",
+		       cq_core_snapshot_name(core->snapshot));
+	else
+		printf("signal:      %d (%s)", sig, signame ? signame : "unknown");
+	if (core->siginfo.present && !core->snapshot) {
 		const struct cq_core_siginfo *si = &core->siginfo;
 		struct cmd_sender sender = {si->sender_pid, si->sender_uid,
 		                            cq_core_signal_from_self(core)};
 		cmd_print_si_code(si->signo, si->code, si->has_sender ? &sender : NULL);
 	}
-	if (core->siginfo.has_addr)
+	if (core->siginfo.has_addr && !core->snapshot)
 		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
-	printf("\ncrashed tid: %d\n", crashed->tid);
+	if (crashed)
+		printf("\ncrashed tid: %d\n", crashed->tid);
 	if (core->memory_missing)
 		printf("truncated:   %" PRIu64 " of %" PRIu64 " bytes of memory missing\n",
 		       core->memory_missing, core->memory_dumped);
@@ -309,7 +314,7 @@ int cmd_info(int argc, char **argv)
 	struct capture_facts cf;
 	capture_facts(path, &cf);
 	const struct cq_thread_stack *crashed =
-	    a.stacks && a.stacks->nthreads ? &a.stacks->threads[0] : NULL;
+	    a.stacks && a.stacks->nthreads && !a.core->snapshot ? &a.stacks->threads[0] : NULL;
 	struct cq_waits *waits = NULL;
 	err = cq_waits_find(a.core, a.stacks, &waits);
 	if (err) {

@@ -32,7 +32,8 @@ static const char stack_usage[] =
     "bounded stack scan; text output marks frames not found through CFI with\n"
     "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
     "A header first says what crashed: pid, executable, signal, its si_code by\n"
-    "name, and the fault address or who sent the signal.\n"
+    "name, and the fault address or who sent the signal; or, for a snapshot of\n"
+    "a live process (gdb's gcore), `snapshot (gcore)`, with no thread crashed.\n"
     "\n"
     "Threads blocked on a lock (a futex wait under pthread_mutex_lock,\n"
     "pthread_rwlock_*lock, pthread_cond_wait or pthread_join) make a wait-for\n"
@@ -326,7 +327,10 @@ static int thread_order(const void *a, const void *b)
 	return (x->thread->tid > y->thread->tid) - (x->thread->tid < y->thread->tid);
 }
 
-/* What crashed, before the threads: like the head of gdb's and coredumpctl's output. */
+/*
+ * What crashed, before the threads: like the head of gdb's and coredumpctl's
+ * output.  A snapshot (gcore) says so instead of naming the stop signal.
+ */
 static void print_header(const char *path, const struct cq_core *core, const struct cq_capture *cap)
 {
 	int sig = cq_core_signal(core);
@@ -337,14 +341,17 @@ static void print_header(const char *path, const struct cq_core *core, const str
 	printf("Core %s: pid %lld", cmd_safe(path), (long long)ids.pid);
 	if (exe)
 		printf(" (%s)", cmd_safe(exe));
-	printf(", signal %d (%s)", sig, name ? name : "unknown");
-	if (core->siginfo.present) {
+	if (core->snapshot)
+		printf(", snapshot (%s)", cq_core_snapshot_name(core->snapshot));
+	else
+		printf(", signal %d (%s)", sig, name ? name : "unknown");
+	if (core->siginfo.present && !core->snapshot) {
 		const struct cq_core_siginfo *si = &core->siginfo;
 		struct cmd_sender sender = {si->sender_pid, si->sender_uid,
 		                            cq_core_signal_from_self(core)};
 		cmd_print_si_code(si->signo, si->code, si->has_sender ? &sender : NULL);
 	}
-	if (core->siginfo.has_addr)
+	if (core->siginfo.has_addr && !core->snapshot)
 		printf(", fault address 0x%" PRIx64, core->siginfo.addr);
 	if (cap->known & CQ_CAPTURE_TIMESTAMP) {
 		char when[32];

@@ -112,8 +112,13 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_hex(j, c->fault_address);
 	else
 		cq_json_null(j);
+	cq_json_key(j, "snapshot");
+	cq_json_string(j, c->snapshot);
 	cq_json_key(j, "crashed_tid");
-	cq_json_int(j, c->crashed_tid);
+	if (c->snapshot)
+		cq_json_null(j);
+	else
+		cq_json_int(j, c->crashed_tid);
 	cq_json_key(j, "threads");
 	cq_json_int(j, c->nthreads);
 	cq_json_key(j, "timestamp");

@@ -9,8 +9,10 @@
  *
  * Segments live in layers.  A read looks in layer CQ_MEM_LAYER_CORE first and
  * falls back to CQ_MEM_LAYER_FILE for bytes the core does not hold (text and
- * rodata, which the default coredump_filter leaves out).  Reads that span
- * segments work; a read of absent memory fails cleanly.
+ * rodata, which the default coredump_filter leaves out; a file segment has
+ * the protection the file's program headers give it, as gdb's gcore writes
+ * no segment at all for unmodified text).  Reads that span segments work; a
+ * read of absent memory fails cleanly.
  *
  * Invariants: within a layer, segments are sorted by start and do not overlap
  * (cq_mem_finish enforces it by trimming later overlapping segments).

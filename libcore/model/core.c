@@ -242,7 +242,12 @@ int cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, i
 
 const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core)
 {
-	return core->nthreads ? &core->threads[0] : NULL;
+	return core->nthreads && !core->snapshot ? &core->threads[0] : NULL;
+}
+
+const char *cq_core_snapshot_name(enum cq_core_snapshot snapshot)
+{
+	return snapshot == CQ_SNAPSHOT_GCORE ? "gcore" : NULL;
 }
 
 int cq_core_signal(const struct cq_core *core)
@@ -276,7 +281,7 @@ bool cq_core_stopped_from_outside(const struct cq_core *core)
 {
 	const struct cq_core_siginfo *si = &core->siginfo;
 	int signo = cq_core_signal(core);
-	if (!si->present || signo == SIGSTOP)
+	if (core->snapshot || !si->present || signo == SIGSTOP)
 		return true;
 	if (si->has_sender)
 		return !cq_core_signal_from_self(core);

@@ -52,6 +52,15 @@ struct cq_core_mapping {
 	const char *path;     /* points into the core image's note, NUL-terminated */
 };
 
+/*
+ * Who wrote a core that is a snapshot of a live process rather than a
+ * crash's (see cq_core.snapshot).
+ */
+enum cq_core_snapshot {
+	CQ_SNAPSHOT_NONE,  /* a crash's core: the first thread took the signal */
+	CQ_SNAPSHOT_GCORE, /* gdb's gcore (or `generate-core-file`) of a process nothing crashed */
+};
+
 struct cq_core_siginfo {
 	bool present; /* NT_SIGINFO was found */
 	int signo, code, errno_value;
@@ -94,6 +103,15 @@ struct cq_core {
 	char psargs[81];
 
 	struct cq_core_siginfo siginfo;
+	/*
+	 * A snapshot (notes.c): gdb wrote the core (its "GDB" note, or
+	 * NT_PRPSINFO before the first NT_PRSTATUS, where the kernel writes it
+	 * after) and no thread was handling a signal other than a stop (every
+	 * pr_cursig 0 or SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU: gcore attaches with
+	 * SIGSTOP and writes a NT_SIGINFO of SIGSTOP, SI_KERNEL per thread).  No
+	 * thread of a snapshot is crashed.
+	 */
+	enum cq_core_snapshot snapshot;
 
 	struct cq_core_thread *threads; /* crashing thread first */
 	size_t nthreads;
@@ -141,7 +159,7 @@ void cq_core_trim(struct cq_core *core);
  */
 int cq_core_advise(const struct cq_core *core, const uint8_t *p, uint64_t len, int advice);
 
-/* The thread that took the fatal signal (first NT_PRSTATUS), or NULL. */
+/* The thread that took the fatal signal (first NT_PRSTATUS), or NULL (a snapshot). */
 const struct cq_core_thread *cq_core_crashed_thread(const struct cq_core *core);
 
 /* The signal that killed the process: NT_SIGINFO's, else the crashed thread's cursig. */
@@ -156,8 +174,8 @@ int cq_core_signal(const struct cq_core *core);
 bool cq_core_signal_from_self(const struct cq_core *core);
 
 /*
- * The process was stopped from outside rather than crashing: a snapshot with
- * no siginfo or with SIGSTOP (gdb's gcore), a signal another process sent (a
+ * The process was stopped from outside rather than crashing: a snapshot
+ * (core->snapshot, or no siginfo, or SIGSTOP), a signal another process sent (a
  * watchdog's SIGABRT, kill -QUIT), or a non-fault signal the kernel sent on
  * behalf of no fault (SIGQUIT from a terminal).  A fault (SIGSEGV, SIGBUS,
  * SIGILL, SIGFPE, SIGTRAP, SIGSYS from the kernel) and a signal the process
@@ -165,6 +183,9 @@ bool cq_core_signal_from_self(const struct cq_core *core);
  * sender is only what the siginfo claims (see cq_core_siginfo).
  */
 bool cq_core_stopped_from_outside(const struct cq_core *core);
+
+/* "gcore" for a snapshot gdb wrote, NULL for a crash's core. */
+const char *cq_core_snapshot_name(enum cq_core_snapshot snapshot);
 
 /* "SIGSEGV" etc., or NULL for an unknown number. */
 const char *cq_core_signal_name(int signo);

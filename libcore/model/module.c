@@ -222,9 +222,41 @@ static struct cq_error *open_module_file(struct cq_core *core, struct cq_module 
 	}
 }
 
-/* Adds the file's bytes behind every mapping of the module as fallback memory. */
+/*
+ * The protection the loader gave the mapping at addr of mod: the flags of
+ * the file's PT_LOAD whose pages hold addr (the last one, as the loader maps
+ * them in order and a later segment's pages replace an earlier's), else
+ * read-only.  NT_FILE carries no protection, and a core may have no PT_LOAD
+ * for a mapping: gdb's gcore writes none for unmodified read-only file
+ * mappings, so text is known as code from the file alone.
+ */
+static unsigned mapping_flags(const struct cq_module *mod, uint64_t addr, uint64_t page)
+{
+	size_t phnum;
+	unsigned flags = CQ_MEM_READ;
+	if (elf_getphdrnum(mod->elf, &phnum) != 0 || phnum > MAX_PHNUM)
+		return flags;
+	uint64_t link = addr - mod->bias;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    ph.p_memsz > UINT64_MAX - ph.p_vaddr)
+			continue;
+		uint64_t lo = ph.p_vaddr & ~(page - 1), hi = ph.p_vaddr + ph.p_memsz;
+		if (link >= lo && link < hi)
+			flags = (ph.p_flags & PF_R ? CQ_MEM_READ : 0) |
+			        (ph.p_flags & PF_W ? CQ_MEM_WRITE : 0) |
+			        (ph.p_flags & PF_X ? CQ_MEM_EXEC : 0);
+	}
+	return flags;
+}
+
+/*
+ * Adds the file's bytes behind every mapping of the module as fallback
+ * memory, with the protection the file's program headers give each mapping.
+ */
 static struct cq_error *add_file_memory(struct cq_core *core, struct cq_module *mod, size_t first,
-                                        size_t last)
+                                        size_t last, uint64_t page)
 {
 	size_t size;
 	const uint8_t *image = (const uint8_t *)elf_rawfile(mod->elf, &size);
@@ -233,9 +265,9 @@ static struct cq_error *add_file_memory(struct cq_core *core, struct cq_module *
 	for (size_t i = first; i <= last; i++) {
 		const struct cq_core_mapping *m = &core->mappings[i];
 		uint64_t avail = m->file_offset < size ? size - m->file_offset : 0;
-		struct cq_error *err =
-		    cq_mem_add(&core->mem, CQ_MEM_LAYER_FILE, m->start, m->end,
-		               avail ? image + m->file_offset : NULL, avail, CQ_MEM_READ);
+		struct cq_error *err = cq_mem_add(&core->mem, CQ_MEM_LAYER_FILE, m->start, m->end,
+		                                  avail ? image + m->file_offset : NULL, avail,
+		                                  mapping_flags(mod, m->start, page));
 		if (err)
 			return err;
 	}
@@ -288,7 +320,7 @@ static struct cq_error *add_file_module(struct cq_core *core, size_t first, size
 	if (err)
 		return err;
 	if (mod->status == CQ_MODULE_FOUND)
-		return add_file_memory(core, mod, first, last);
+		return add_file_memory(core, mod, first, last, page);
 	return NULL;
 }
 

@@ -8,7 +8,14 @@
  * elf_prpsinfo has uid 16, gid 20, pid 24, ppid 28, fname[16] at 40 and
  * psargs[80] at 56; siginfo has signo 0, errno 4, code 8, then at 16 either
  * si_addr (a fault: 0 < code < SI_KERNEL) or si_pid and si_uid (a signal a
- * process sent: see si_code.h).
+ * process sent: see si_code.h).  Only the first NT_SIGINFO counts: gdb's
+ * gcore writes one after each thread's NT_PRSTATUS, and the first thread's
+ * is the one that stopped it.
+ *
+ * A core gdb wrote is told by its marks: a note of owner "GDB" (its target
+ * description) or NT_PRPSINFO before the first NT_PRSTATUS (the kernel
+ * writes the dumping thread's NT_PRSTATUS first).  When no thread of it was
+ * handling a signal other than a stop, it is a snapshot (core.h).
  */
 #include "libcore/model/notes.h"
 
@@ -94,7 +101,7 @@ static bool signal_has_addr(int signo)
 
 static void parse_siginfo(struct cq_core *core, const uint8_t *desc, size_t size)
 {
-	if (size < SIGINFO_MIN_SIZE)
+	if (size < SIGINFO_MIN_SIZE || core->siginfo.present)
 		return;
 	struct cq_core_siginfo *si = &core->siginfo;
 	si->present = true;
@@ -192,12 +199,22 @@ static struct cq_error *parse_file_note(struct cq_core *core, const uint8_t *des
 	return NULL;
 }
 
+/* What the notes say of their writer, gathered as they are read. */
+struct note_marks {
+	size_t thread_cap;
+	bool gdb; /* a note of gdb's own, or NT_PRPSINFO before any NT_PRSTATUS */
+};
+
 static struct cq_error *parse_one_note(struct cq_core *core, GElf_Nhdr *nh, const char *name,
-                                       const uint8_t *desc, size_t *thread_cap)
+                                       const uint8_t *desc, struct note_marks *marks)
 {
 	bool is_core = name_is(name, nh, "CORE");
+	if (name_is(name, nh, "GDB"))
+		marks->gdb = true;
 	if (is_core && nh->n_type == NT_PRSTATUS)
-		return add_thread(core, desc, nh->n_descsz, thread_cap);
+		return add_thread(core, desc, nh->n_descsz, &marks->thread_cap);
+	if (is_core && nh->n_type == NT_PRPSINFO && core->nthreads == 0)
+		marks->gdb = true;
 	if (is_core && nh->n_type == NT_PRPSINFO)
 		parse_psinfo(core, desc, nh->n_descsz);
 	else if (is_core && nh->n_type == NT_SIGINFO)
@@ -218,10 +235,28 @@ static struct cq_error *parse_one_note(struct cq_core *core, GElf_Nhdr *nh, cons
 	return NULL;
 }
 
+static bool stop_signal(int signo)
+{
+	return signo == 0 || signo == SIGSTOP || signo == SIGTSTP || signo == SIGTTIN ||
+	       signo == SIGTTOU;
+}
+
+/* A core gdb wrote of a process no thread of which was handling a fatal signal. */
+static enum cq_core_snapshot snapshot_of(struct cq_core *core, const struct note_marks *marks)
+{
+	if (!marks->gdb)
+		return CQ_SNAPSHOT_NONE;
+	for (size_t i = 0; i < core->nthreads; i++)
+		if (!stop_signal(core->threads[i].cursig))
+			return CQ_SNAPSHOT_NONE;
+	return CQ_SNAPSHOT_GCORE;
+}
+
 struct cq_error *cq_notes_parse(struct cq_core *core)
 {
 	Elf *elf = core->elf;
-	size_t phnum, thread_cap = 0;
+	size_t phnum;
+	struct note_marks marks = {0};
 	if (elf_getphdrnum(elf, &phnum) != 0)
 		return cq_error_create(CQ_ERR_FORMAT, "cannot read program headers: %s",
 		                       elf_errmsg(-1));
@@ -249,9 +284,8 @@ struct cq_error *cq_notes_parse(struct cq_core *core)
 		while (off < data->d_size &&
 		       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
 			const char *base = data->d_buf;
-			struct cq_error *err =
-			    parse_one_note(core, &nh, base + name_off,
-			                   (const uint8_t *)base + desc_off, &thread_cap);
+			struct cq_error *err = parse_one_note(
+			    core, &nh, base + name_off, (const uint8_t *)base + desc_off, &marks);
 			if (err)
 				return err;
 			off = next;
@@ -263,5 +297,8 @@ struct cq_error *cq_notes_parse(struct cq_core *core)
 	}
 	if (core->nthreads == 0)
 		return cq_error_create(CQ_ERR_FORMAT, "core has no NT_PRSTATUS (thread) notes");
+	core->snapshot = snapshot_of(core, &marks);
+	if (core->snapshot)
+		core->threads[0].crashed = false;
 	return NULL;
 }

@@ -60,8 +60,8 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	if (!err && !duplicate)
 		cq_analyse_note_heap_read(o->stacks ? o->stacks->cache : NULL, core);
 	/*
-	 * A process killed from outside (a watchdog's signal, or none: gcore)
-	 * while its threads wait on locks buckets by why it hung.
+	 * A process killed from outside (a watchdog's signal, or none: a
+	 * snapshot, gcore) while its threads wait on locks buckets by why it hung.
 	 */
 	if (!err && waits && cq_core_stopped_from_outside(core)) {
 		bool made;

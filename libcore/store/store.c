@@ -158,8 +158,8 @@ static const char *const sql[ST_COUNT] = {
         "INSERT INTO cores (identity, path, size, pid, exe, cmdline, uid, gid, signal, "
         "signal_name, si_code, fault_address, crashed_tid, nthreads, timestamp, hostname, "
         "ingested_at, status, message, comm, boot_id, rlimit, source, stored_path, "
-        "meta_conflicts, sender_pid, sender_uid, time_source, id) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "meta_conflicts, sender_pid, sender_uid, time_source, snapshot, id) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_FIND_PLACEHOLDER] = "SELECT id, source FROM cores WHERE identity = 'stored:' || ?",
     [ST_DELETE_CORE] = "DELETE FROM cores WHERE id = ?",
     [ST_SET_STORED_PATH] = "UPDATE cores SET stored_path = ? WHERE id = ? AND stored_path IS NULL",
@@ -321,7 +321,7 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 		sqlite3_bind_int64(st, i++, (sqlite3_int64)c->siginfo.addr);
 	else
 		sqlite3_bind_null(st, i++);
-	sqlite3_bind_int64(st, i++, crashed->tid);
+	sqlite3_bind_int64(st, i++, crashed ? crashed->tid : 0); /* a snapshot: none */
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)c->nthreads);
 	int64_t when;
 	const char *time_source = core_time(cap, &when);
@@ -345,6 +345,7 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 	cq_db_bind_int_if(st, i++, c->siginfo.has_sender, c->siginfo.sender_pid);
 	cq_db_bind_int_if(st, i++, c->siginfo.has_sender, c->siginfo.sender_uid);
 	cq_db_bind_text(st, i++, time_source);
+	cq_db_bind_text(st, i++, cq_core_snapshot_name(c->snapshot));
 	if (reuse_id)
 		sqlite3_bind_int64(st, i++, reuse_id);
 	else

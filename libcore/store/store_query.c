@@ -322,7 +322,7 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, "
 	    "bucket_id, comm, source, stored_path, meta_conflicts, "
 	    "(SELECT hash FROM buckets WHERE id = cores.bucket_id), size, sender_pid, sender_uid, "
-	    "time_source "
+	    "time_source, snapshot "
 	    /* the newest ?8 of them (-1: all), then in the order asked for */
 	    "FROM cores WHERE id IN (SELECT id FROM cores WHERE %s "
 	    "ORDER BY coalesce(timestamp, ingested_at) DESC, id DESC LIMIT ?8) "
@@ -379,6 +379,7 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 		    .sender_pid = sqlite3_column_int64(st, 24),
 		    .sender_uid = sqlite3_column_int64(st, 25),
 		    .time_source = (const char *)sqlite3_column_text(st, 26),
+		    .snapshot = (const char *)sqlite3_column_text(st, 27),
 		};
 		if (fn)
 			fn(ctx, &row);

@@ -73,6 +73,8 @@ struct cq_store_core_row {
 	 * core file's modification time), or NULL (a crash time when set: rows
 	 * before 012). */
 	const char *time_source;
+	/* The writer of a snapshot of a live process ("gcore", schema 014); NULL: a crash. */
+	const char *snapshot;
 };
 
 struct cq_store_core_filter {

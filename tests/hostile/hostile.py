@@ -1601,13 +1601,54 @@ class Gen:
             tbl = zs.table([tuple(x) for x in e], **kw)
             self.stack("seek_tables", self.write(bytes(blob) + tbl, ".zst"), core)
 
+    def gcore_snapshots(self):
+        """Cores made to look as gdb's gcore writes a snapshot (issue 46): no
+        segment for any executable mapping (the text reads from the module
+        files, code by their program headers), NT_PRPSINFO first, a "GDB"
+        note, NT_SIGINFO of SIGSTOP, SI_KERNEL after every thread, every
+        pr_cursig 0; then lies: a pr_cursig or NT_SIGINFO of a fault, short or
+        missing SIGINFO and GDB notes, and registers pointing anywhere in the
+        text or the stack, so the walk and its scan meet file-backed code."""
+        for _ in range(self.n):
+            name, core, data = self.base()
+            d = bytearray(data)
+            text = [p for p in elfcore.phdrs(data) if p["type"] == elfcore.PT_LOAD and p["flags"] & 1]
+            for p in text:
+                struct.pack_into("<I", d, p["hdr"], 0)  # PT_NULL: gone, as gcore leaves it
+            ns = elfcore.notes(data)
+            psinfo = [elfcore.raw_note(data, n) for n in ns if n["type"] == elfcore.NT_PRPSINFO]
+            blob = bytearray(b"".join(psinfo))
+            for n in ns:
+                if n["type"] in (elfcore.NT_PRPSINFO, 0x53494749):
+                    continue
+                desc = bytearray(n["desc"])
+                if n["type"] == elfcore.NT_PRSTATUS and n["name"] == b"CORE":
+                    struct.pack_into("<h", desc, 12, self.rng.choice([0, 0, 0, 19, 11, -1, 0x7fff]))
+                    if text and self.rng.random() < 0.5:
+                        p = self.rng.choice(text)
+                        struct.pack_into("<Q", desc, 112 + 16 * 8, p["vaddr"] + self.rng.randrange(p["memsz"]))
+                    if self.rng.random() < 0.3:
+                        struct.pack_into("<Q", desc, 112 + 4 * 8, self.rng.choice(
+                            [0, 1, (1 << 64) - 1, struct.unpack_from("<Q", desc, 112 + 19 * 8)[0]]))
+                blob += elfcore.note_bytes(n["name"], n["type"], bytes(desc))
+                if n["type"] == elfcore.NT_PRSTATUS and n["name"] == b"CORE":
+                    si = bytearray(128)
+                    struct.pack_into("<ii", si, 0, self.rng.choice([19, 19, 11, 0, -1]), 0)
+                    struct.pack_into("<i", si, 8, self.rng.choice([128, 128, 1, 0, -6]))
+                    blob += elfcore.note_bytes(b"CORE", 0x53494749, bytes(si[: self.rng.choice([128, 128, 8, 0])]))
+            if self.rng.random() < 0.8:
+                blob += elfcore.note_bytes(b"GDB", 0xff000000, bytes(self.rng.randrange(256) for _ in range(
+                    self.rng.choice([0, 3, 64]))))
+            out = elfcore.with_notes(bytes(d), bytes(blob))
+            self.stack("gcore_snapshots", self.write(out), core)
+
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
                   self.cache_db, self.forged_cache, self.db_limits, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
                   self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.interp_loops, self.task_vtables,
-                  self.seek_tables, self.streams):
+                  self.seek_tables, self.streams, self.gcore_snapshots):
             if not only or g.__name__ in only:
                 g()
         return self.inputs

@@ -30,6 +30,7 @@ static struct {
 	uint64_t bias, link_start, link_end;
 	const uint8_t *first_load; /* runtime address of the first PT_LOAD */
 	uint64_t first_filesz;
+	uint64_t text_start, text_end, text_offset; /* the executable PT_LOAD, page-rounded */
 	uint8_t build_id[64];
 	size_t build_id_len;
 } self;
@@ -49,6 +50,12 @@ static int main_program(struct dl_phdr_info *info, size_t size, void *data)
 				self.link_start = ph->p_vaddr;
 				self.first_load = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
 				self.first_filesz = ph->p_filesz;
+			}
+			if (ph->p_flags & PF_X) {
+				self.text_start = (info->dlpi_addr + ph->p_vaddr) & ~4095ull;
+				self.text_end =
+				    (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + 4095) & ~4095ull;
+				self.text_offset = ph->p_offset & ~4095ull;
 			}
 			if (ph->p_vaddr + ph->p_memsz > self.link_end)
 				self.link_end = ph->p_vaddr + ph->p_memsz;
@@ -247,6 +254,62 @@ static void test_core_module_found(void **state)
 	cq_core_close(core);
 }
 
+/*
+ * A core as gdb's gcore writes it: no segment at all for the text mapping
+ * (NT_FILE names it), only the first page's.  The text reads from the file
+ * and is code by the file's PT_LOAD flags; the first page is not code.
+ */
+static void test_text_without_a_segment_is_code(void **state)
+{
+	(void)state;
+	static struct core_writer w;
+	memset(&w, 0, sizeof(w));
+	uint64_t start = (uint64_t)(uintptr_t)self.first_load;
+	assert_true(self.text_start > start);
+#if defined(__aarch64__)
+	w.machine = EM_AARCH64;
+	cw_prstatus_aarch64(&w, 1, 0, self.text_start, 0);
+#else
+	cw_prstatus(&w, 1, 0, self.text_start, 0, 0);
+#endif
+	uint8_t av[48] = {0};
+	cw_put(av, AT_PAGESZ, 8);
+	cw_put(av + 8, 4096, 8);
+	cw_put(av + 16, AT_PHDR, 8);
+	cw_put(av + 24, start + 64, 8);
+	cw_note(&w, "CORE", NT_AUXV, av, sizeof(av));
+	uint8_t fn[16 + 48 + 2 * 4096] = {0};
+	cw_put(fn, 2, 8);
+	cw_put(fn + 8, 4096, 8);
+	const uint64_t e[2][3] = {{start, start + 4096, 0},
+	                          {self.text_start, self.text_end, self.text_offset / 4096}};
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			cw_put(fn + 16 + 24 * i + 8 * j, e[i][j], 8);
+	size_t name_len = strlen(self.path) + 1, at = 16 + 48;
+	memcpy(fn + at, self.path, name_len);
+	memcpy(fn + at + name_len, self.path, name_len);
+	cw_note(&w, "CORE", NT_FILE, fn, at + 2 * name_len);
+	cw_load(&w, start, self.first_load, 4096, PF_R);
+	assert_int_equal(cw_write(&w, core_path, 0), 0);
+	struct cq_core *core;
+	struct cq_error *err = cq_core_open(core_path, NULL, &core);
+	if (err)
+		fail_msg("%s", err->message);
+	assert_int_equal(core->nmodules, 1);
+	assert_int_equal(core->modules[0].status, CQ_MODULE_FOUND);
+	const struct cq_mem_segment *text = cq_mem_find(&core->mem, self.text_start + 16);
+	assert_non_null(text);
+	assert_true(text->flags & CQ_MEM_EXEC);
+	uint8_t b;
+	assert_true(cq_mem_read(&core->mem, self.text_start + 16, &b, 1));
+	assert_int_equal(b, ((const uint8_t *)(uintptr_t)self.text_start)[16]);
+	const struct cq_mem_segment *head = cq_mem_find(&core->mem, start + 8);
+	assert_non_null(head);
+	assert_false(head->flags & CQ_MEM_EXEC);
+	cq_core_close(core);
+}
+
 static void test_core_module_mismatch_ignores_the_file(void **state)
 {
 	(void)state;
@@ -362,6 +425,7 @@ int main(void)
 	    cmocka_unit_test(test_open_elf_refuses_other_files),
 	    cmocka_unit_test(test_find_by_address),
 	    cmocka_unit_test(test_core_module_found),
+	    cmocka_unit_test(test_text_without_a_segment_is_code),
 	    cmocka_unit_test(test_core_module_mismatch_ignores_the_file),
 	    cmocka_unit_test(test_core_module_missing_file),
 	    cmocka_unit_test(test_core_build_id_note_of_odd_size),

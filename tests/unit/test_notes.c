@@ -240,6 +240,99 @@ static void expect_refused(const struct core_writer *w, uint64_t lie, const char
 	cq_error_free(err);
 }
 
+/* A SIGINFO note of signo and code (no sender, no address). */
+static void siginfo_note(struct core_writer *w, int signo, int32_t code)
+{
+	uint8_t si[128] = {0};
+	cw_put(si, (uint64_t)signo, 4);
+	cw_put(si + 8, (uint64_t)code, 4);
+	cw_note(w, "CORE", NT_SIGINFO, si, sizeof(si));
+}
+
+/*
+ * Notes as gdb's gcore writes them: NT_PRPSINFO first, each thread's
+ * NT_PRSTATUS (pr_cursig cursig[i]) followed by its own NT_SIGINFO
+ * (signo[i], code[i]), then a "GDB" note when gdb_note.
+ */
+static struct cq_core *open_gdb_notes(const int *cursig, const int *signo, const int32_t *code,
+                                      bool gdb_note)
+{
+	static struct core_writer w;
+	memset(&w, 0, sizeof(w));
+	uint8_t ps[136] = {0};
+	cw_put(ps + 24, 50, 4); /* pr_pid */
+	memcpy(ps + 40, "sleeper", 7);
+	cw_note(&w, "CORE", NT_PRPSINFO, ps, sizeof(ps));
+	for (int i = 0; i < 2; i++) {
+		cw_prstatus(&w, 50 + i, cursig[i], 0x401000, 0x7ffc0000, 0x7f0000001000);
+		siginfo_note(&w, signo[i], code[i]);
+	}
+	if (gdb_note)
+		cw_note(&w, "GDB", 0xff000000, "<target/>", 10);
+	struct cq_core *core;
+	assert_null(open_written(&w, 0, &core));
+	return core;
+}
+
+/*
+ * gcore of a live process: gdb attached with SIGSTOP (SI_KERNEL), so no
+ * thread handles a signal: a snapshot, with no crashed thread.  gdb's marks
+ * are its "GDB" note or NT_PRPSINFO before the first NT_PRSTATUS.
+ */
+static void test_gcore_of_a_live_process_is_a_snapshot(void **state)
+{
+	(void)state;
+	const int cursig[2] = {0, 0}, signo[2] = {SIGSTOP, SIGSTOP};
+	const int32_t code[2] = {128, 128};
+	for (int gdb_note = 0; gdb_note < 2; gdb_note++) {
+		struct cq_core *core = open_gdb_notes(cursig, signo, code, gdb_note);
+		assert_int_equal(core->snapshot, CQ_SNAPSHOT_GCORE);
+		assert_string_equal(cq_core_snapshot_name(core->snapshot), "gcore");
+		assert_null(cq_core_crashed_thread(core));
+		assert_false(core->threads[0].crashed);
+		assert_false(core->threads[1].crashed);
+		assert_int_equal(core->siginfo.signo, SIGSTOP);
+		cq_core_close(core);
+	}
+}
+
+/*
+ * gcore of a process stopped at its fatal signal under gdb (corpus/lib.sh's
+ * fallback): the first thread's pr_cursig and NT_SIGINFO are the fault, the
+ * others' a stop.  Not a snapshot; the first NT_SIGINFO is the signal.
+ */
+static void test_gcore_at_a_crash_is_a_crash(void **state)
+{
+	(void)state;
+	const int cursig[2] = {SIGSEGV, 0}, signo[2] = {SIGSEGV, SIGSTOP};
+	const int32_t code[2] = {1, 128};
+	struct cq_core *core = open_gdb_notes(cursig, signo, code, true);
+	assert_int_equal(core->snapshot, CQ_SNAPSHOT_NONE);
+	assert_null(cq_core_snapshot_name(core->snapshot));
+	assert_true(core->threads[0].crashed);
+	assert_ptr_equal(cq_core_crashed_thread(core), &core->threads[0]);
+	assert_int_equal(core->siginfo.signo, SIGSEGV);
+	assert_int_equal(core->siginfo.code, 1);
+	assert_int_equal(cq_core_signal(core), SIGSEGV);
+	cq_core_close(core);
+}
+
+/* The kernel's order (NT_PRSTATUS first), no signal: not gdb's, not a snapshot. */
+static void test_kernel_order_is_no_snapshot(void **state)
+{
+	(void)state;
+	static struct core_writer w;
+	memset(&w, 0, sizeof(w));
+	cw_prstatus(&w, 7, 0, 1, 2, 3);
+	uint8_t ps[136] = {0};
+	cw_note(&w, "CORE", NT_PRPSINFO, ps, sizeof(ps));
+	struct cq_core *core;
+	assert_null(open_written(&w, 0, &core));
+	assert_int_equal(core->snapshot, CQ_SNAPSHOT_NONE);
+	assert_true(core->threads[0].crashed);
+	cq_core_close(core);
+}
+
 static void test_hostile_notes_are_refused(void **state)
 {
 	(void)state;
@@ -300,6 +393,9 @@ int main(void)
 	    cmocka_unit_test(test_every_note_is_read),
 	    cmocka_unit_test(test_user_signal_has_no_address),
 	    cmocka_unit_test(test_signal_sender),
+	    cmocka_unit_test(test_gcore_of_a_live_process_is_a_snapshot),
+	    cmocka_unit_test(test_gcore_at_a_crash_is_a_crash),
+	    cmocka_unit_test(test_kernel_order_is_no_snapshot),
 	    cmocka_unit_test(test_hostile_notes_are_refused),
 	};
 	return cmocka_run_group_tests(tests, make_path, remove_path);
