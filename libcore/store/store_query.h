@@ -69,6 +69,8 @@ struct cq_store_core_row {
 	/* Who sent the signal (schema 010): si_pid and si_uid, when a process did. */
 	bool has_sender;
 	int64_t sender_pid, sender_uid;
+	/* They are only what the signal claims (schema 012, sender_claimed.h). */
+	bool sender_claimed;
 };
 
 struct cq_store_core_filter {
