@@ -287,6 +287,8 @@ install: $(BUILD)/coreq
 		$(DESTDIR)$(PREFIX)/share/coreq/clickhouse/002_signal_sender.sql
 	install -D -m 0644 schema/clickhouse/003_waits.sql \
 		$(DESTDIR)$(PREFIX)/share/coreq/clickhouse/003_waits.sql
+	install -D -m 0644 schema/clickhouse/004_sender_claimed.sql \
+		$(DESTDIR)$(PREFIX)/share/coreq/clickhouse/004_sender_claimed.sql
 	install -D -m 0644 'dist/systemd/systemd-coredump@.service.d/coreq.conf' \
 		'$(DESTDIR)$(UNITDIR)/systemd-coredump@.service.d/coreq.conf'
 
