@@ -1381,6 +1381,8 @@ class Gen:
                                     self.rng.randrange(-(1 << 31), 1 << 31)])
             spid = self.rng.choice([1, 0, -1, pid, pid, pid + 1, (1 << 31) - 1, -(1 << 31)])
             suid = self.rng.choice([0, uid, uid, uid + 1, 0xffffffff])
+            if i % 5 == 0:  # what abort() leaves, the one sender that is proven
+                code, spid, suid = self.rng.choice([0, -6]), pid, uid
             d = bytearray(data)
             struct.pack_into("<i", d, si[0]["desc_off"] + 8, code)
             struct.pack_into("<iI", d, si[0]["desc_off"] + 16, spid, suid & 0xffffffff)
