@@ -179,22 +179,29 @@ void cmd_json_frame(struct cq_json *j, const struct cq_stack_frame *f, size_t in
  */
 void cmd_json_frame_fields(struct cq_json *j, const struct cq_stack_frame *f, size_t index);
 
-/* The process that sent a signal (si_pid, si_uid), and whether it is the crashed one. */
+/*
+ * The process that sent a signal (si_pid, si_uid), whether it is the crashed
+ * one, and whether that is only what the signal claims (cq_core_sender_claimed).
+ */
 struct cmd_sender {
 	int64_t pid, uid;
 	bool self;
+	bool claimed;
 };
 
 /*
  * The si_code part of a signal line, for info, stack and show:
- * ", si_code 1 (SEGV_MAPERR: address not mapped to object)", then
- * ", sent by pid N (uid U)" or ", raised by the process itself" when sender
- * is not NULL.
+ * ", si_code 1 (SEGV_MAPERR: address not mapped to object)", then, when
+ * sender is not NULL, ", raised by the process itself" (proven) or
+ * ", sent by pid N (uid U) as the signal claims (why it proves nothing)".
  */
 void cmd_print_si_code(int64_t signo, int64_t code, const struct cmd_sender *sender);
 
 struct cq_si_code;
-/* The JSON members si_code_name, sender_pid and sender_uid (null where absent). */
+/*
+ * The JSON members si_code_name, sender_pid, sender_uid and sender_claimed
+ * (null where absent).
+ */
 void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
                      const struct cmd_sender *sender);
 

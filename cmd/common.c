@@ -373,11 +373,20 @@ void cmd_print_si_code(int64_t signo, int64_t code, const struct cmd_sender *sen
 		printf(" (%s: %s)", what->name, what->description);
 	if (!sender)
 		return;
-	if (sender->self)
+	if (sender->self && !sender->claimed) {
 		printf(", raised by the process itself");
+		return;
+	}
+	if (sender->self)
+		printf(", sent by the process itself (uid %lld)", (long long)sender->uid);
 	else
 		printf(", sent by pid %lld (uid %lld)", (long long)sender->pid,
 		       (long long)sender->uid);
+	if (sender->claimed)
+		printf(" as the signal claims (%s)",
+		       what && what->kernel_fills_sender
+		           ? "a process can queue itself a signal that names any sender"
+		           : "whoever queued it wrote these");
 }
 
 void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
@@ -393,6 +402,11 @@ void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
 	cq_json_key(j, "sender_uid");
 	if (sender)
 		cq_json_int(j, sender->uid);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "sender_claimed");
+	if (sender)
+		cq_json_bool(j, sender->claimed);
 	else
 		cq_json_null(j);
 }
@@ -411,7 +425,8 @@ static void json_signal(struct cq_json *j, const struct cq_core *core)
 	else
 		cq_json_null(j);
 	cmd_json_sender(j, si->present ? cq_si_code_find(si->signo, si->code) : NULL,
-	                si->has_sender ? &(struct cmd_sender){si->sender_pid, si->sender_uid, false}
+	                si->has_sender ? &(struct cmd_sender){si->sender_pid, si->sender_uid, false,
+	                                                      cq_core_sender_claimed(core)}
 	                               : NULL);
 	cq_json_key(j, "fault_address");
 	if (core->siginfo.has_addr)

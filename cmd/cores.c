@@ -20,9 +20,10 @@ static const char cores_usage[] =
     "\n"
     "List the cores stored by `coreq ingest`: id, crash time (marked ~ when it\n"
     "is the core file's modification time, ? when the ingest time),\n"
-    "pid, uid, signal, who sent it (SENDER: a pid, self, or - for the kernel),\n"
-    "threads, crash bucket, status and executable, oldest first, as\n"
-    "coredumpctl list does.\n"
+    "pid, uid, signal, who sent it (SENDER: a pid, self, or - for the kernel;\n"
+    "a ? after it when that is only what the signal claims: a process can\n"
+    "queue itself a signal naming any sender), threads, crash bucket, status\n"
+    "and executable, oldest first, as coredumpctl list does.\n"
     "\n"
     "  --db P              database (default $COREQ_DB, else db in\n"
     "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
@@ -135,11 +136,15 @@ static void print_core_line(void *ctx, const struct cq_store_core_row *c)
 	char uid[24] = "-", sender[24] = "-";
 	if (c->has_uid)
 		snprintf(uid, sizeof(uid), "%lld", (long long)c->uid);
-	/* The process that sent the signal: "self", its pid, or "-" (the kernel's). */
+	/*
+	 * The process that sent the signal: "self", its pid, or "-" (the
+	 * kernel's); a "?" after it when that is only what the signal claims.
+	 */
+	const char *claimed = c->sender_claimed ? "?" : "";
 	if (c->has_sender && c->sender_pid == c->pid)
-		snprintf(sender, sizeof(sender), "self");
+		snprintf(sender, sizeof(sender), "self%s", claimed);
 	else if (c->has_sender)
-		snprintf(sender, sizeof(sender), "%lld", (long long)c->sender_pid);
+		snprintf(sender, sizeof(sender), "%lld%s", (long long)c->sender_pid, claimed);
 	printf("%-6lld %-21s %-8lld %-6s %-8s %-8s %-7lld %-16s %-8s %s\n", (long long)c->id, when,
 	       (long long)c->pid, uid, c->snapshot ? "snapshot" : cmd_stored_text(c->signal_name),
 	       sender, (long long)c->nthreads, cmd_stored_text(c->bucket_hash),
@@ -295,7 +300,8 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		printf("signal:      %lld (%s)", (long long)c->signal,
 		       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
 	if (c->has_si_code && !c->snapshot) {
-		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid};
+		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid,
+		                            c->sender_claimed};
 		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
 	}
 	if (c->has_fault_address)

@@ -230,7 +230,8 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (core->siginfo.present && !core->snapshot) {
 		const struct cq_core_siginfo *si = &core->siginfo;
 		struct cmd_sender sender = {si->sender_pid, si->sender_uid,
-		                            cq_core_signal_from_self(core)};
+		                            cq_core_signal_from_self(core),
+		                            cq_core_sender_claimed(core)};
 		cmd_print_si_code(si->signo, si->code, si->has_sender ? &sender : NULL);
 	}
 	if (core->siginfo.has_addr && !core->snapshot)

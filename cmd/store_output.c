@@ -105,7 +105,8 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 	else
 		cq_json_null(j);
 	cmd_json_sender(j, c->has_si_code ? cq_si_code_find(c->signal, c->si_code) : NULL,
-	                c->has_sender ? &(struct cmd_sender){c->sender_pid, c->sender_uid, false}
+	                c->has_sender ? &(struct cmd_sender){c->sender_pid, c->sender_uid, false,
+	                                                     c->sender_claimed}
 	                              : NULL);
 	cq_json_key(j, "fault_address");
 	if (c->has_fault_address)

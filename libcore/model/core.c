@@ -21,6 +21,7 @@
 #include "libcore/model/module.h"
 #include "libcore/model/link_map.h"
 #include "libcore/model/notes.h"
+#include "libcore/model/si_code.h"
 
 /*
  * Checks the identity bytes before libelf sees the file, so that a short,
@@ -286,6 +287,18 @@ bool cq_core_stopped_from_outside(const struct cq_core *core)
 	if (si->has_sender)
 		return !cq_core_signal_from_self(core);
 	return !fault_signal(signo);
+}
+
+bool cq_core_sender_claimed(const struct cq_core *core)
+{
+	const struct cq_core_siginfo *si = &core->siginfo;
+	if (!si->present || !si->has_sender)
+		return false;
+	const struct cq_si_code *what = cq_si_code_find(si->signo, si->code);
+	bool kernel_fills = what && what->kernel_fills_sender;
+	/* pid 0 is no process's own: a kill from an ancestor pid namespace. */
+	return !(kernel_fills && core->has_psinfo && core->pid > 0 && si->sender_pid == core->pid &&
+	         si->sender_uid == core->uid);
 }
 
 const char *cq_core_signal_name(int signo)

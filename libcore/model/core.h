@@ -187,6 +187,19 @@ bool cq_core_stopped_from_outside(const struct cq_core *core);
 /* "gcore" for a snapshot gdb wrote, NULL for a crash's core. */
 const char *cq_core_snapshot_name(enum cq_core_snapshot snapshot);
 
+/*
+ * The siginfo's sender (si_pid, si_uid) is only what the signal claims: a
+ * process may queue itself (rt_sigqueueinfo, rt_tgsigqueueinfo) a signal of
+ * any si_code <= 0 naming any pid and uid, and any process may queue another
+ * one of a code whose sender it writes itself (SI_QUEUE, SI_MESGQ, ...).
+ * The kernel alone writes the sender of an SI_USER or SI_TKILL another
+ * process sends, so such a signal naming the process's own pid (NT_PRPSINFO)
+ * and real uid is true whoever wrote it: only then is the sender not
+ * claimed.  Any other pid is either the kernel's or the process's forgery,
+ * which a core cannot tell apart.  False when no process sent the signal.
+ */
+bool cq_core_sender_claimed(const struct cq_core *core);
+
 /* "SIGSEGV" etc., or NULL for an unknown number. */
 const char *cq_core_signal_name(int signo);
 

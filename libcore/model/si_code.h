@@ -1,8 +1,8 @@
 /*
  * si_code.h - what a siginfo's si_code says about the signal that killed a
  * process: the kernel header's name for it (SEGV_MAPERR, SI_TKILL, ...),
- * its meaning in words, and whether si_pid/si_uid then name the process that
- * sent it.
+ * its meaning in words, whether si_pid/si_uid then name the process that
+ * sent it, and whether only the kernel writes them when another process does.
  *
  * Codes 1..0x7f mean something per signal (SIGILL, SIGFPE, SIGSEGV, SIGBUS,
  * SIGTRAP, SIGIO, SIGSYS: the fault or event the kernel saw); SI_KERNEL
@@ -23,6 +23,14 @@ struct cq_si_code {
 	const char *name;        /* the kernel header's constant: "SEGV_MAPERR" */
 	const char *description; /* its comment there: "address not mapped to object" */
 	bool has_sender;         /* si_pid@16 and si_uid@20 name the sending process */
+	/*
+	 * Sent by another process, the signal's si_pid and si_uid are the
+	 * kernel's (SI_USER: kill, SI_TKILL: tkill/tgkill); the kernel refuses
+	 * these codes from rt_sigqueueinfo to any process but the caller
+	 * itself, which may queue itself one naming any sender.  False: whoever
+	 * queues the signal writes them (SI_QUEUE, SI_MESGQ, ...).
+	 */
+	bool kernel_fills_sender;
 };
 
 /*

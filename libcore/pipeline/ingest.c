@@ -61,7 +61,11 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 		cq_analyse_note_heap_read(o->stacks ? o->stacks->cache : NULL, core);
 	/*
 	 * A process killed from outside (a watchdog's signal, or none: a
-	 * snapshot, gcore) while its threads wait on locks buckets by why it hung.
+	 * snapshot, gcore)
+	 * while its threads wait on locks buckets by why it hung.  The sender
+	 * is what the signal claims (cq_core_sender_claimed): a process that
+	 * queues itself a watchdog's SIGABRT moves only its own core, which its
+	 * own code shapes anyway, into a hang bucket.
 	 */
 	if (!err && waits && cq_core_stopped_from_outside(core)) {
 		bool made;

@@ -14,6 +14,7 @@
 #include "libcore/base/json.h"
 #include "libcore/db/schema.h"
 #include "libcore/model/si_code.h"
+#include "libcore/store/sender_claimed.h"
 #include "libcore/store/store_db.h"
 
 static const char select_cores[] =
@@ -30,8 +31,8 @@ static const char core_rows[] =
     "SELECT c.id, c.identity, c.hostname, c.boot_id, c.exe, c.cmdline, c.comm, c.pid, c.uid, "
     "c.gid, c.signal, c.signal_name, c.si_code, c.fault_address, c.crashed_tid, c.nthreads, "
     "coalesce(c.timestamp, c.ingested_at), c.timestamp IS NOT NULL, c.ingested_at, c.status, "
-    "b.hash, c.source, c.size, c.sender_pid, c.sender_uid, c.time_source "
-    "FROM cores c JOIN temp.export_cores e ON e.id = c.id "
+    "b.hash, c.source, c.size, c.sender_pid, c.sender_uid, "
+    CQ_SENDER_CLAIMED_SQL ", c.time_source FROM cores c JOIN temp.export_cores e ON e.id = c.id "
     "LEFT JOIN buckets b ON b.id = c.bucket_id ORDER BY c.id";
 
 static const char thread_rows[] =
@@ -163,13 +164,14 @@ static struct cq_error *export_cores(sqlite3 *db, const struct cq_export_options
 		cq_json_string(&j, si_code_name(st, 10, 12));
 		put_int(&j, "sender_pid", st, 23);
 		put_int(&j, "sender_uid", st, 24);
+		put_int(&j, "sender_claimed", st, 25);
 		put_int(&j, "fault_address", st, 13);
 		put_int(&j, "crashed_tid", st, 14);
 		put_int(&j, "nthreads", st, 15);
 		put_int(&j, "crash_time", st, 16);
 		cq_json_key(&j, "time_source");
 		/* 'file': the core file's modification time (schema/012_time_source.sql). */
-		const char *ts = (const char *)sqlite3_column_text(st, 25);
+		const char *ts = (const char *)sqlite3_column_text(st, 26);
 		cq_json_string(&j, ts ? ts : sqlite3_column_int(st, 17) ? "capture" : "ingest");
 		put_int(&j, "ingested_at", st, 18);
 		put_text(&j, "status", st, 19);

@@ -158,8 +158,8 @@ static const char *const sql[ST_COUNT] = {
         "INSERT INTO cores (identity, path, size, pid, exe, cmdline, uid, gid, signal, "
         "signal_name, si_code, fault_address, crashed_tid, nthreads, timestamp, hostname, "
         "ingested_at, status, message, comm, boot_id, rlimit, source, stored_path, "
-        "meta_conflicts, sender_pid, sender_uid, time_source, snapshot, id) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "meta_conflicts, sender_pid, sender_uid, time_source, snapshot, sender_claimed, id) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_FIND_PLACEHOLDER] = "SELECT id, source FROM cores WHERE identity = 'stored:' || ?",
     [ST_DELETE_CORE] = "DELETE FROM cores WHERE id = ?",
     [ST_SET_STORED_PATH] = "UPDATE cores SET stored_path = ? WHERE id = ? AND stored_path IS NULL",
@@ -346,6 +346,7 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 	cq_db_bind_int_if(st, i++, c->siginfo.has_sender, c->siginfo.sender_uid);
 	cq_db_bind_text(st, i++, time_source);
 	cq_db_bind_text(st, i++, cq_core_snapshot_name(c->snapshot));
+	cq_db_bind_int_if(st, i++, c->siginfo.has_sender, cq_core_sender_claimed(c));
 	if (reuse_id)
 		sqlite3_bind_int64(st, i++, reuse_id);
 	else

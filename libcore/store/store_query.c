@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "libcore/store/store.h"
+#include "libcore/store/sender_claimed.h"
 #include "libcore/store/store_db.h"
 #include "libcore/db/bind.h"
 #include "libcore/db/schema.h"
@@ -321,10 +322,11 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 	    "SELECT id, path, exe, cmdline, signal_name, hostname, status, message, pid, signal, "
 	    "crashed_tid, nthreads, ingested_at, uid, si_code, fault_address, timestamp, "
 	    "bucket_id, comm, source, stored_path, meta_conflicts, "
-	    "(SELECT hash FROM buckets WHERE id = cores.bucket_id), size, sender_pid, sender_uid, "
+	    "(SELECT hash FROM buckets WHERE id = c.bucket_id), size, sender_pid, "
+	    "sender_uid, " CQ_SENDER_CLAIMED_SQL ", "
 	    "time_source, snapshot "
 	    /* the newest ?8 of them (-1: all), then in the order asked for */
-	    "FROM cores WHERE id IN (SELECT id FROM cores WHERE %s "
+	    " FROM cores c WHERE id IN (SELECT id FROM cores WHERE %s "
 	    "ORDER BY coalesce(timestamp, ingested_at) DESC, id DESC LIMIT ?8) "
 	    "ORDER BY CASE WHEN ?9 THEN -coalesce(timestamp, ingested_at) ELSE "
 	    "coalesce(timestamp, ingested_at) END, CASE WHEN ?9 THEN -id ELSE id END",
@@ -378,8 +380,9 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 		    .has_sender = sqlite3_column_type(st, 24) != SQLITE_NULL,
 		    .sender_pid = sqlite3_column_int64(st, 24),
 		    .sender_uid = sqlite3_column_int64(st, 25),
-		    .time_source = (const char *)sqlite3_column_text(st, 26),
-		    .snapshot = (const char *)sqlite3_column_text(st, 27),
+		    .sender_claimed = sqlite3_column_int64(st, 26) != 0,
+		    .time_source = (const char *)sqlite3_column_text(st, 27),
+		    .snapshot = (const char *)sqlite3_column_text(st, 28),
 		};
 		if (fn)
 			fn(ctx, &row);

@@ -75,6 +75,8 @@ struct cq_store_core_row {
 	const char *time_source;
 	/* The writer of a snapshot of a live process ("gcore", schema 014); NULL: a crash. */
 	const char *snapshot;
+	/* They are only what the signal claims (schema 015, sender_claimed.h). */
+	bool sender_claimed;
 };
 
 struct cq_store_core_filter {

@@ -254,6 +254,8 @@ def main():
         ok(good, "schema/clickhouse/002_signal_sender.sql upgrades an older coreq.cores to 001's", why)
         good, why = waits_upgrade_check(server)
         ok(good, "schema/clickhouse/003_waits.sql adds 001's coreq.waits to an older store", why)
+        good, why = schema(server, "005_sender_claimed.sql")
+        ok(good, "schema/clickhouse/005_sender_claimed.sql adds coreq.cores.sender_claimed", why)
         for rnd in (1, 2):
             errs = [load(server, db, f"host{h}") for h, db in enumerate(dbs)]
             ok(not any(errs), f"export | clickhouse-client, round {rnd}", str(errs))
@@ -262,21 +264,22 @@ def main():
         ok(n == len(cores) and distinct == len(cores),
            f"each core once after loading twice ({n} rows, {distinct} identities)")
         # abort(), raise() and assert() signal the process itself (SI_TKILL,
-        # si_pid its own); same_segv writes to address 0 (SEGV_MAPERR, no sender).
+        # si_pid and si_uid its own: proven, sender_claimed 0); same_segv
+        # writes to address 0 (SEGV_MAPERR, no sender).
         signal_of = dict(zip(pids, (int(x) for x in facts["signals"].split())))
-        rows = json.loads(server.query("SELECT pid, uid, signal, si_code_name, sender_pid, sender_uid "
-                                       "FROM coreq.cores FINAL FORMAT JSONCompact"))["data"]
+        rows = json.loads(server.query("SELECT pid, uid, signal, si_code_name, sender_pid, sender_uid, "
+                                       "sender_claimed FROM coreq.cores FINAL FORMAT JSONCompact"))["data"]
         num = lambda v: None if v is None else int(v)
         bad = []
-        for pid, uid, sig, name, spid, suid in rows:
+        for pid, uid, sig, name, spid, suid, claimed in rows:
             pid, uid, sig = num(pid), num(uid), num(sig)
-            want = (("SI_TKILL", pid, uid) if signal_of.get(pid) == 6 else
-                    ("SEGV_MAPERR", None, None) if signal_of.get(pid) == 11 else None)
-            if sig != signal_of.get(pid) or (name, num(spid), num(suid)) != want:
-                bad.append(f"pid {pid} signal {sig}: {name} {spid} {suid}, want {want}")
+            want = (("SI_TKILL", pid, uid, 0) if signal_of.get(pid) == 6 else
+                    ("SEGV_MAPERR", None, None, None) if signal_of.get(pid) == 11 else None)
+            if sig != signal_of.get(pid) or (name, num(spid), num(suid), num(claimed)) != want:
+                bad.append(f"pid {pid} signal {sig}: {name} {spid} {suid} {claimed}, want {want}")
         ok(len(rows) == len(cores) and not bad,
-           "si_code_name, sender_pid, sender_uid in ClickHouse: SI_TKILL from itself for SIGABRT,"
-           " SEGV_MAPERR without a sender for SIGSEGV", bad[:10])
+           "si_code_name, sender_pid, sender_uid, sender_claimed in ClickHouse: SI_TKILL from"
+           " itself, proven, for SIGABRT, SEGV_MAPERR without a sender for SIGSEGV", bad[:10])
         threads = int(server.query("SELECT count() FROM coreq.threads FINAL"))
         ok(threads == len(cores), f"one thread per core ({threads})")
         rows = server.query("SELECT bucket, groupUniqArray(pid), count(), uniqExact(host) "

@@ -30,11 +30,12 @@ KINDS = {"native", "inline", "async"}
 TRUSTS = {"context", "cfi", "fp", "scan", "async"}
 # bucket_id came with crash buckets (schema 002); comm, source, stored_path
 # and meta_conflicts with capture metadata (schema 003); sender_pid and
-# sender_uid with the signal's sender (schema 010).
+# sender_uid with the signal's sender (schema 010), sender_claimed with
+# whether that is only the signal's claim (schema 015).
 CORE_KEYS = {"id", "path", "pid", "exe", "cmdline", "signal", "signal_name", "si_code", "fault_address",
              "crashed_tid", "threads", "timestamp", "hostname", "uid", "ingested_at", "status", "message",
              "bucket_id", "bucket", "comm", "source", "stored_path", "meta_conflicts", "time_source",
-             "si_code_name", "sender_pid", "sender_uid"}
+             "si_code_name", "sender_pid", "sender_uid", "sender_claimed"}
 
 
 def diag(r):
@@ -236,6 +237,7 @@ def run(cases, tmp):
                 "threads": int(case["threads"]), "signal_name": ic.get("signal_name"),
                 "si_code": ic.get("si_code"), "si_code_name": ic.get("si_code_name"),
                 "sender_pid": ic.get("sender_pid"), "sender_uid": ic.get("sender_uid"),
+                "sender_claimed": ic.get("sender_claimed"),
                 "fault_address": ic.get("fault_address"),
                 "crashed_tid": ic.get("crashed_tid"), "cmdline": ic.get("cmdline"), "status": "ok"}
         for k, v in want.items():

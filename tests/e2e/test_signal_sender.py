@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Who sent the signal, and what its si_code means: real kernel core dumps
-made here, of a small program killed in eight ways.
+made here, of a small program killed in ten ways.
 
 - from another process: `kill -SEGV PID` (procps kill: SI_USER), `kill -s ABRT
   -q 7 PID` (sigqueue: SI_QUEUE), and tgkill(2) from a child of this test
   (SI_TKILL) whose real uid is 65532 when the test runs as root (the target
   then runs as nobody, so sender, target and test have three different uids);
 - from itself: abort() (SI_TKILL, si_pid = its own pid);
+- forged by itself: rt_sigqueueinfo(2) of SIGABRT to its own pid with
+  si_code SI_USER, si_pid 1 and si_uid 0 (what systemd's watchdog would
+  send), and rt_tgsigqueueinfo(2) to its own thread with SI_TKILL, its own
+  pid and uid 0: the kernel lets a process queue itself any sender;
 - from the kernel: a NULL store (SEGV_MAPERR), a store to a read-only page
   (SEGV_ACCERR), an integer division by zero (FPE_INTDIV), ud2 (ILL_ILLOPN),
   a read past the end of a mapped empty file (BUS_ADRERR) and a misaligned
@@ -18,7 +22,11 @@ and the si_code numbers and names of the kernel's own header
 (/usr/include/asm-generic/siginfo.h).  gdb's `p $_siginfo` on each core is a
 second oracle for the numbers.  Checked in `info` and `stack` (text and JSON),
 in the store (`coreq cores`, `coreq show`, the cores table), after `coreq
-merge`, and in `coreq export`'s core records.
+merge`, and in `coreq export`'s core records.  Everywhere the sender is said
+to be only what the signal claims (`sender_claimed`), except abort()'s: an
+SI_TKILL naming the process's own pid and uid is true whoever wrote it.  A
+merge does not believe a database that says a claimed sender is proven, and
+a database from before sender_claimed gets it, upgraded, by the same rule.
 """
 import ctypes
 import json
@@ -39,6 +47,7 @@ SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static volatile int zero;
@@ -60,6 +69,23 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "abort"))
 		abort();
+	if (!strcmp(mode, "forge") || !strcmp(mode, "forge-self")) {
+		/* Delivered, and the core dumped, as the system call returns. */
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		si.si_signo = SIGABRT;
+		si.si_uid = 0;
+		if (!strcmp(mode, "forge")) {
+			si.si_code = SI_USER;
+			si.si_pid = 1;
+			syscall(SYS_rt_sigqueueinfo, getpid(), SIGABRT, &si);
+		} else {
+			si.si_code = SI_TKILL;
+			si.si_pid = getpid();
+			syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), SIGABRT, &si);
+		}
+		return 3;
+	}
 	if (!strcmp(mode, "null"))
 		*(volatile int *)0 = 1;
 	if (!strcmp(mode, "readonly")) {
@@ -185,12 +211,19 @@ def make_cases(tmp, exe, root):
             sender = tgkill_from_child(pid, signo, SENDER_UID if root else None)
         cases.append(dict(name=name, core=wait_for_core(p, d), pid=pid, signal=signo, code=code,
                           sender_pid=sender, sender_uid=sender_uid, self=False, addr=None,
-                          uid=uid_self, exe=exe))
+                          uid=uid_self, exe=exe, claimed=True))
     # Raised by itself.
     d, p = start("abort", "abort")
     cases.append(dict(name="abort", core=wait_for_core(p, d), pid=p.pid, signal=6, code="SI_TKILL",
                       sender_pid=p.pid, sender_uid=uid_self, self=True, addr=None, uid=uid_self,
-                      exe=exe))
+                      exe=exe, claimed=False))
+    # Forged by itself: pid 1 and uid 0 with kill's SI_USER; its own pid with uid 0.
+    for mode, code, forged_pid in (("forge", "SI_USER", lambda p: 1),
+                                   ("forge-self", "SI_TKILL", lambda p: p.pid)):
+        d, p = start(mode, mode)
+        cases.append(dict(name=mode, core=wait_for_core(p, d), pid=p.pid, signal=6, code=code,
+                          sender_pid=forged_pid(p), sender_uid=0, self=mode == "forge-self",
+                          addr=None, uid=uid_self, exe=exe, claimed=True))
     # The kernel's faults.
     faults = [("null", 11, "SEGV_MAPERR", 0), ("readonly", 11, "SEGV_ACCERR", "printed"),
               ("intdiv", 8, "FPE_INTDIV", None), ("ud2", 4, "ILL_ILLOPN", None),
@@ -202,7 +235,7 @@ def make_cases(tmp, exe, root):
         cases.append(dict(name=mode, core=wait_for_core(p, d), pid=p.pid, signal=signo, code=code,
                           sender_pid=None, sender_uid=None, self=False,
                           addr=int(m.group(1), 16) if m else addr if addr != "printed" else -1,
-                          uid=uid_self, exe=exe))
+                          uid=uid_self, exe=exe, claimed=None))
     return cases
 
 
@@ -220,22 +253,32 @@ def gdb_siginfo(exe, core):
 
 
 def sender_rows(db):
-    """path -> (sender_pid, sender_uid) of the cores table; {} without those columns."""
+    """path -> (sender_pid, sender_uid, sender_claimed) of the cores table; {}
+    without those columns."""
     con = sqlite3.connect(db)
     try:
-        return {p: (s, u) for p, s, u in con.execute("SELECT path, sender_pid, sender_uid FROM cores")}
+        return {p: (s, u, k) for p, s, u, k in
+                con.execute("SELECT path, sender_pid, sender_uid, sender_claimed FROM cores")}
     except sqlite3.Error as e:
-        ok(False, f"{db}: the cores table has sender_pid and sender_uid", str(e))
+        ok(False, f"{db}: the cores table has sender_pid, sender_uid and sender_claimed", str(e))
         return {}
     finally:
         con.close()
 
 
+def stored_claimed(c):
+    """What the store and export say in sender_claimed: 1, 0, or None (no sender)."""
+    return None if c["claimed"] is None else int(c["claimed"])
+
+
 def sender_words(c):
-    if c["self"]:
+    claim = " as the signal claims ("
+    if c["self"] and not c["claimed"]:
         return "raised by the process itself"
+    if c["self"]:
+        return f"sent by the process itself (uid {c['sender_uid']}){claim}"
     if c["sender_pid"] is not None:
-        return f"sent by pid {c['sender_pid']} (uid {c['sender_uid']})"
+        return f"sent by pid {c['sender_pid']} (uid {c['sender_uid']}){claim}"
     return None
 
 
@@ -247,6 +290,8 @@ def check_text(c, what, text, codes, descr_re):
     words = sender_words(c)
     good = want in line and re.search(descr_re, line)
     good = good and (words in line if words else "sent by" not in line and "raised by" not in line)
+    if c["claimed"]:
+        good = good and "raised by" not in line
     ok(good, f"{c['name']}: {what} says {want}...){', ' + words if words else ''}", line)
 
 
@@ -307,11 +352,11 @@ def main():
                     core = json.loads(r.stdout)["core"]
                 except (ValueError, KeyError):
                     core = {}
-                got = {k: core.get(k) for k in ("pid", "signal", "si_code", "si_code_name",
-                                                  "sender_pid", "sender_uid")}
+                got = {k: core.get(k, "absent") for k in ("pid", "signal", "si_code", "si_code_name",
+                                                            "sender_pid", "sender_uid", "sender_claimed")}
                 want = dict(pid=c["pid"], signal=c["signal"], si_code=codes[c["code"]],
                             si_code_name=c["code"], sender_pid=c["sender_pid"],
-                            sender_uid=c["sender_uid"])
+                            sender_uid=c["sender_uid"], sender_claimed=c["claimed"])
                 ok(got == want, f"{c['name']}: {cmd} JSON {want}", f"got {got}")
                 if isinstance(c["addr"], int) and c["addr"] >= 0:
                     ok(core.get("fault_address") == hex(c["addr"]),
@@ -324,8 +369,9 @@ def main():
         ok(r.returncode == 0 and not sanitizer_report(r.stderr), "ingest every core", r.stderr[-2000:])
         rows = sender_rows(db)
         for c in cases:
-            ok(rows.get(c["core"]) == (c["sender_pid"], c["sender_uid"]),
-               f"{c['name']}: cores.sender_pid, sender_uid = {c['sender_pid']}, {c['sender_uid']}",
+            want = (c["sender_pid"], c["sender_uid"], stored_claimed(c))
+            ok(rows.get(c["core"]) == want,
+               f"{c['name']}: cores.sender_pid, sender_uid, sender_claimed = {want}",
                str(rows.get(c["core"])))
         r = coreq("cores", "--db", db, "--format", "json")
         doc = json.loads(r.stdout) if r.returncode == 0 else {}
@@ -333,9 +379,11 @@ def main():
         stored = {s["path"]: s for s in listed}
         for c in cases:
             s = stored.get(c["core"], {})
-            got = (s.get("si_code_name"), s.get("sender_pid"), s.get("sender_uid"))
-            ok(got == (c["code"], c["sender_pid"], c["sender_uid"]),
-               f"{c['name']}: cores --format json has si_code_name, sender_pid, sender_uid", str(got))
+            got = (s.get("si_code_name"), s.get("sender_pid"), s.get("sender_uid"),
+                   s.get("sender_claimed", "absent"))
+            ok(got == (c["code"], c["sender_pid"], c["sender_uid"], c["claimed"]),
+               f"{c['name']}: cores --format json has si_code_name, sender_pid, sender_uid,"
+               f" sender_claimed {c['claimed']}", str(got))
         r = coreq("cores", "--db", db)
         lines = r.stdout.splitlines()
         head = lines[0].split() if lines else []
@@ -343,6 +391,7 @@ def main():
             s = stored.get(c["core"], {})
             line = next((l.split() for l in lines[1:] if l.split() and l.split()[0] == str(s.get("id"))), [])
             want = "self" if c["self"] else str(c["sender_pid"]) if c["sender_pid"] else "-"
+            want += "?" if c["claimed"] else ""
             got = line[head.index("SENDER")] if "SENDER" in head and len(line) == len(head) else None
             ok(got == want, f"{c['name']}: coreq cores shows SENDER {want}", f"{head} {line}")
             r = coreq("show", str(s.get("id")), "--db", db)
@@ -353,17 +402,51 @@ def main():
         r = coreq("merge", "--db", merged, db)
         ok(r.returncode == 0, "merge into an empty database", r.stderr[-2000:])
         mrows = sender_rows(merged)
-        ok(mrows == rows and len(rows) == len(cases), "merge carries sender_pid and sender_uid",
-           f"{mrows} != {rows}")
+        ok(mrows == rows and len(rows) == len(cases),
+           "merge carries sender_pid, sender_uid and sender_claimed", f"{mrows} != {rows}")
+        # A database that says the forged sender is proven is not believed.
+        lying = os.path.join(tmp, "lying.db")
+        shutil.copy(db, lying)
+        con = sqlite3.connect(lying)
+        con.execute("UPDATE cores SET sender_claimed = 0 WHERE sender_pid IS NOT NULL")
+        con.commit()
+        con.close()
+        relied = os.path.join(tmp, "relied.db")
+        r = coreq("merge", "--db", relied, lying)
+        lrows = sender_rows(relied)
+        ok(r.returncode == 0 and lrows == rows,
+           "merge of a database whose every sender says proven: only abort()'s is", f"{lrows} != {rows}")
+        r = coreq("cores", "--db", lying, "--format", "json")
+        doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        said = {s["path"]: s.get("sender_claimed")
+                for s in (doc.get("cores", []) if isinstance(doc, dict) else doc)}
+        ok(said == {c["core"]: c["claimed"] for c in cases},
+           "cores of that database: only abort()'s sender is proven", str(said))
+        # A database stored before the migration that adds sender_claimed (the
+        # last one): upgrading it fills the column by the same rule.
+        old = os.path.join(tmp, "old.db")
+        shutil.copy(db, old)
+        con = sqlite3.connect(old)
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        con.execute("ALTER TABLE cores DROP COLUMN sender_claimed")
+        con.execute(f"PRAGMA user_version = {version - 1}")
+        con.commit()
+        con.close()
+        r = coreq("merge", "--db", old)
+        orows = sender_rows(old)
+        ok(r.returncode == 0 and orows == rows,
+           f"a database of schema {version - 1}, upgraded, has the same sender_claimed",
+           f"{r.stderr} {orows} != {rows}")
         r = coreq("export", "--db", db, "--type", "core")
         records = [json.loads(l) for l in r.stdout.splitlines() if l.strip()] if r.returncode == 0 else []
         by_id = {rec.get("local_id"): rec for rec in records}
         for c in cases:
             rec = by_id.get(stored.get(c["core"], {}).get("id"), {})
-            got = (rec.get("si_code"), rec.get("si_code_name"), rec.get("sender_pid"), rec.get("sender_uid"))
-            ok(got == (codes[c["code"]], c["code"], c["sender_pid"], c["sender_uid"]),
-               f"{c['name']}: export's core record has si_code, si_code_name, sender_pid, sender_uid",
-               str(got))
+            got = (rec.get("si_code"), rec.get("si_code_name"), rec.get("sender_pid"), rec.get("sender_uid"),
+                   rec.get("sender_claimed", "absent"))
+            ok(got == (codes[c["code"]], c["code"], c["sender_pid"], c["sender_uid"], stored_claimed(c)),
+               f"{c['name']}: export's core record has si_code, si_code_name, sender_pid, sender_uid,"
+               f" sender_claimed {stored_claimed(c)}", str(got))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     done()

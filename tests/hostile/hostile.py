@@ -1560,6 +1560,62 @@ class Gen:
                     if path == exe.encode() and pgoff == 0:
                         return start - lowest + value
         return None
+    # ---- a signal the process queued itself (issue 45: a forged sender) --------------
+    def self_queued_signal(self):
+        """Cores whose NT_SIGINFO the process could have queued itself
+        (rt_sigqueueinfo on its own pid takes any si_code <= 0, and >= 0 too,
+        with any si_pid and si_uid): SI_USER "from pid 1 uid 0", its own pid
+        with another uid, sigqueue codes naming it, codes Linux does not
+        define.  `info` must call the sender claimed (JSON sender_claimed,
+        text "as the signal claims") unless the code is SI_USER or SI_TKILL
+        naming the core's own pid and uid (NT_PRPSINFO), report the bytes as
+        they are, and see no sender where the code has none."""
+        NT_SIGINFO, SENDER_CODES = 0x53494749, (0, -1, -3, -4, -6, -60)
+        for i in range(self.n):
+            name, core, data = self.base()
+            ns = elfcore.notes(data)
+            si = [n for n in ns if n["type"] == NT_SIGINFO]
+            ps = [n for n in ns if n["type"] == elfcore.NT_PRPSINFO]
+            if not si or not ps:
+                continue
+            uid, _, pid = struct.unpack_from("<IIi", ps[0]["desc"], 16)
+            code = self.rng.choice([0, 0, -6, -6, -1, -3, -4, -60, -2, -5, -7, 0x80, 1, -1000,
+                                    self.rng.randrange(-(1 << 31), 1 << 31)])
+            spid = self.rng.choice([1, 0, -1, pid, pid, pid + 1, (1 << 31) - 1, -(1 << 31)])
+            suid = self.rng.choice([0, uid, uid, uid + 1, 0xffffffff])
+            if i % 5 == 0:  # what abort() leaves, the one sender that is proven
+                code, spid, suid = self.rng.choice([0, -6]), pid, uid
+            d = bytearray(data)
+            struct.pack_into("<i", d, si[0]["desc_off"] + 8, code)
+            struct.pack_into("<iI", d, si[0]["desc_off"] + 16, spid, suid & 0xffffffff)
+            sender = code in SENDER_CODES
+            proven = code in (0, -6) and pid > 0 and spid == pid and suid == uid
+            path = self.write(d)
+            text = i % 2 == 1
+            fmt = [] if text else ["--format", "json"]
+
+            def effect(out, sender=sender, proven=proven, spid=spid, suid=suid, text=text):
+                if not out:
+                    return None  # a failed run is the other columns' business
+                out = out.decode("utf-8", "replace")
+                if text:
+                    line = next((l for l in out.splitlines() if l.startswith("signal:")), "")
+                    said_proven = "raised by the process itself" in line
+                    said_claimed = "as the signal claims" in line
+                    if said_proven != proven or said_claimed != (sender and not proven):
+                        return f"sender {spid} uid {suid}, proven {proven}: {line}"
+                    return None
+                try:
+                    c = json.loads(out)["core"]
+                except (ValueError, KeyError, TypeError):
+                    return None  # the json column says so
+                want = (spid, suid, not proven) if sender else (None, None, None)
+                got = (c.get("sender_pid"), c.get("sender_uid"), c.get("sender_claimed"))
+                return None if got == want else f"sender {got}, want {want}"
+
+            self.inputs.append(Input("self_queued_signal", os.path.basename(path),
+                                     ["info", *fmt, path], ["info", *fmt, core],
+                                     want_json=not text, effect=effect, effect_sees_output=True))
 
     # ---- seekable zstd cores whose seek table lies (libcore/formats/zstd_seek.c) ------
     def seek_tables(self):
@@ -1648,7 +1704,7 @@ class Gen:
                   self.cache_db, self.forged_cache, self.db_limits, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
                   self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.interp_loops, self.task_vtables,
-                  self.seek_tables, self.streams, self.gcore_snapshots):
+                  self.seek_tables, self.streams, self.gcore_snapshots, self.self_queued_signal):
             if not only or g.__name__ in only:
                 g()
         return self.inputs

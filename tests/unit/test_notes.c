@@ -228,6 +228,41 @@ static void test_signal_sender(void **state)
 	cq_core_close(core);
 }
 
+/*
+ * Whether the sender is only the signal's claim: a process may queue itself
+ * any si_code <= 0 naming anyone, so only an SI_USER or SI_TKILL naming the
+ * process's own pid and uid (NT_PRPSINFO's, here 77 and 0) is proven.
+ */
+static void test_sender_claimed(void **state)
+{
+	(void)state;
+	static const struct {
+		int32_t code;
+		uint32_t pid, uid;
+		bool psinfo, claimed;
+	} cases[] = {
+	    {SI_USER, 77, 0, true, false},  /* kill(getpid()) */
+	    {SI_TKILL, 77, 0, true, false}, /* abort(), raise() */
+	    {SI_USER, 1, 0, true, true},    /* a watchdog's kill, or the process's forgery */
+	    {SI_TKILL, 4321, 1000, true, true},
+	    {SI_USER, 77, 5, true, true},  /* its own pid, another uid: forged */
+	    {SI_QUEUE, 77, 0, true, true}, /* any sender may write any pid into SI_QUEUE */
+	    {SI_MESGQ, 77, 0, true, true},
+	    {SI_TKILL, 9, 0, false, true},     /* a thread's tid, but no NT_PRPSINFO to check */
+	    {SI_TKILL, 0, 0, true, true},      /* from an ancestor pid namespace */
+	    {SEGV_MAPERR, 77, 0, true, false}, /* no sender at all */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int signo = cases[i].code == SEGV_MAPERR ? SIGSEGV : SIGABRT;
+		struct cq_core *core =
+		    open_siginfo(signo, cases[i].code, cases[i].pid, cases[i].uid, cases[i].psinfo);
+		if (cq_core_sender_claimed(core) != cases[i].claimed)
+			fail_msg("case %zu (si_code %d, pid %u, uid %u): claimed %d", i,
+			         cases[i].code, cases[i].pid, cases[i].uid, !cases[i].claimed);
+		cq_core_close(core);
+	}
+}
+
 /* Opens w and expects an error whose message contains want. */
 static void expect_refused(const struct core_writer *w, uint64_t lie, const char *want)
 {
@@ -396,6 +431,7 @@ int main(void)
 	    cmocka_unit_test(test_gcore_of_a_live_process_is_a_snapshot),
 	    cmocka_unit_test(test_gcore_at_a_crash_is_a_crash),
 	    cmocka_unit_test(test_kernel_order_is_no_snapshot),
+	    cmocka_unit_test(test_sender_claimed),
 	    cmocka_unit_test(test_hostile_notes_are_refused),
 	};
 	return cmocka_run_group_tests(tests, make_path, remove_path);

@@ -134,6 +134,21 @@ static void test_senders(void **state)
 	}
 }
 
+/*
+ * Only kill's and tkill/tgkill's sender is the kernel's when another process
+ * sends them: rt_sigqueueinfo refuses SI_USER and SI_TKILL to others.
+ */
+static void test_kernel_fills_sender(void **state)
+{
+	(void)state;
+	for (int64_t code = -128; code <= 0x80; code++) {
+		const struct cq_si_code *c = cq_si_code_find(SIGABRT, code);
+		bool want = code == SI_USER || code == SI_TKILL;
+		assert_true(want ? c && c->has_sender && c->kernel_fills_sender
+		                 : !c || !c->kernel_fills_sender);
+	}
+}
+
 /* The signal whose codes a kernel header constant named `name` is, or -1 for none. */
 static int signal_of(const char *name)
 {
@@ -189,6 +204,7 @@ int main(void)
 	    cmocka_unit_test(test_names_follow_the_headers),
 	    cmocka_unit_test(test_codes_belong_to_their_signal),
 	    cmocka_unit_test(test_senders),
+	    cmocka_unit_test(test_kernel_fills_sender),
 	    cmocka_unit_test(test_every_kernel_constant),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
