@@ -409,13 +409,15 @@ static void test_debuglink_to_itself_ignored(void **state)
 static void test_debuglink_inside_sysroot(void **state)
 {
 	struct fixture *f = *state;
-	char root[PATH_MAX / 2], bin[PATH_MAX], outside[PATH_MAX], link[PATH_MAX], cmd[3 * PATH_MAX];
+	char root[PATH_MAX / 2], bin[PATH_MAX], outside[PATH_MAX], link[PATH_MAX],
+	    cmd[3 * PATH_MAX];
 	snprintf(root, sizeof(root), "%s/sysroot", f->root);
 	snprintf(bin, sizeof(bin), "%s/bin/prog", root);
 	snprintf(outside, sizeof(outside), "%s/outside/prog.debug", f->root);
 	snprintf(link, sizeof(link), "%s/bin/prog.debug", root);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/bin/.debug' '%s/outside' '%s/usr/lib/debug/opt/app/bin'",
-	         root, f->root, root);
+	snprintf(cmd, sizeof(cmd),
+	         "mkdir -p '%s/bin/.debug' '%s/outside' '%s/usr/lib/debug/opt/app/bin'", root,
+	         f->root, root);
 	assert_int_equal(system(cmd), 0);
 	copy_file(f->exe, outside);
 	if (!make_stripped_copy(f, bin, outside))
