@@ -246,12 +246,32 @@ static char *find_by_debuglink(const struct cq_module *mod)
 	return path;
 }
 
+/*
+ * The module's own file as a path its callers may open again: file_path;
+ * under --sysroot, when the name went through links there, the file as it
+ * was resolved inside the sysroot instead (a link in it, opened again on
+ * this host, could lead out of it).
+ */
+static char *own_file(const struct cq_module *mod)
+{
+	char *path;
+	if (!mod->root)
+		return strdup(mod->file_path);
+	if (asprintf(&path, "%s%s", mod->root, mod->file_in_root) < 0)
+		return NULL;
+	if (strcmp(path, mod->file_path) == 0) {
+		free(path);
+		return strdup(mod->file_path); /* callers compare it with file_path */
+	}
+	return path;
+}
+
 char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_dirs)
 {
 	if (!mod || mod->is_vdso)
 		return NULL;
 	if (mod->elf && mod->file_path && elf_has_debug_info(mod->elf))
-		return strdup(mod->file_path);
+		return own_file(mod);
 	char *path = find_by_build_id(mod, debug_dirs);
 	if (!path)
 		path = find_by_debuglink(mod);

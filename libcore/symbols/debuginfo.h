@@ -22,7 +22,9 @@ struct cq_module;
 
 /*
  * Returns a malloc'd path of the debuginfo file for mod, or NULL when there
- * is none.  debug_dirs is NULL-terminated (may be NULL).
+ * is none.  debug_dirs is NULL-terminated (may be NULL).  The module's own
+ * file is returned as mod->file_path, unless under --sysroot links led to
+ * it: then as the file was resolved inside the sysroot.
  */
 char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_dirs);
 

@@ -170,6 +170,34 @@ def main():
         ok(any(m["path"] == climbing for m in mods or []), "a `../` name: the module keeps its recorded name",
            json.dumps(mods))
 
+        # An absolute link the sysroot resolves inside itself, whose target
+        # also exists on this host (another program): the executable (built
+        # with -g, its own debuginfo) is found and symbolized from the
+        # sysroot's copy; the host's file the link names is never opened.
+        root = os.path.join(tmp, "linked")
+        plant(root, {n: f for n, f in files.items() if n != exe}, "copy")
+        host_other = os.path.realpath(shutil.which("true"))
+        inside = os.path.join(root, host_other.lstrip("/"))
+        os.makedirs(os.path.dirname(inside), exist_ok=True)
+        shutil.copyfile(files[exe], inside)
+        at = os.path.join(root, exe.lstrip("/"))
+        os.makedirs(os.path.dirname(at), exist_ok=True)
+        os.symlink(host_other, at)
+        mods, r = modules(core, "--sysroot", root)
+        main_mod = [m for m in (mods or []) if m["path"] == exe]
+        ok(main_mod and main_mod[0]["status"] == "found",
+           "an absolute link inside the sysroot: resolved inside it, the executable found", json.dumps(mods))
+        args = ["stack", "--format", "json", "--no-cache", "--sysroot", root, core]
+        r = coreq(*args, timeout=300)
+        ok(r.returncode == 0 and "level3" in r.stdout,
+           "an absolute link inside the sysroot: the executable's frames named from the sysroot's copy",
+           r.stdout[-400:] + r.stderr[-400:])
+        outside, inside_n = opened_outside(core, root, args)
+        if outside is not None:
+            ok(not outside and not any(host_other in l for l in outside),
+               f"an absolute link inside the sysroot: `coreq stack` opens nothing outside it (strace)",
+               outside[:8])
+
         # The decoy: the files themselves inside the root are found there.
         plant(root, files, "copy")
         os.makedirs(os.path.join(root, "o"))
