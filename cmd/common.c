@@ -277,14 +277,17 @@ void cmd_warn_damaged_core(const char *path, const struct cq_core *core)
 		         "where it is spooled): the rest of the stream was not read",
 		         (unsigned long long)core->source.cut_at);
 	const struct cq_module *main_mod = cq_core_main_module(core);
-	if (main_mod && main_mod->file_at_recorded_path)
-		cmd_warn(path, "%s: not under --sysroot %s: its file at that path is used",
+	if (main_mod && main_mod->status == CQ_MODULE_MISSING && core->options.sysroot &&
+	    !core->options.exe)
+		cmd_warn(path,
+		         "%s: not under --sysroot %s (its file at that path is not used: give it "
+		         "with --exe)",
 		         main_mod->name, core->options.sysroot);
 	else if (!main_mod && core->mappings_from_link_map)
 		cmd_warn(path,
 		         "%s: no file for the executable here (--exe, under --sysroot, or at "
-		         "that path): its frames are not named; its libraries come from the "
-		         "dynamic loader's list",
+		         "that path without --sysroot): its frames are not named; its libraries "
+		         "come from the dynamic loader's list",
 		         core->execfn[0] ? core->execfn : core->fname);
 	for (size_t m = 0; m < core->nmodules; m++) {
 		const struct cq_module *mod = &core->modules[m];

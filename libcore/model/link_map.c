@@ -16,7 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libcore/base/regular_file.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
 
@@ -85,11 +84,10 @@ static struct cq_error *add(struct found *f, uint64_t start, uint64_t end, const
 	return NULL;
 }
 
-/* The PT_INTERP string of the ELF file at path into buf (cap bytes), or "". */
-static void file_interp(const char *path, char *buf, size_t cap)
+/* The PT_INTERP string of the ELF file open as fd into buf (cap bytes), or "". */
+static void file_interp(int fd, char *buf, size_t cap)
 {
 	buf[0] = '\0';
-	int fd = path ? cq_open_regular(path) : -1;
 	if (fd < 0)
 		return;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -110,17 +108,15 @@ static void file_interp(const char *path, char *buf, size_t cap)
 	}
 	if (elf)
 		elf_end(elf);
-	close(fd);
 }
 
 /*
- * The program headers (and e_entry) of the ELF file at path, built for the
- * core's architecture; false if unreadable or another architecture's.
+ * The program headers (and e_entry) of the ELF file open as fd, built for
+ * the core's architecture; false if unreadable or another architecture's.
  */
-static bool file_phdrs(const struct cq_core *core, const char *path, Elf64_Phdr *ph, size_t *n,
+static bool file_phdrs(const struct cq_core *core, int fd, Elf64_Phdr *ph, size_t *n,
                        uint64_t *entry)
 {
-	int fd = path ? cq_open_regular(path) : -1;
 	if (fd < 0)
 		return false;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -150,13 +146,24 @@ static bool file_phdrs(const struct cq_core *core, const char *path, Elf64_Phdr 
 	}
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return good;
+}
+
+/* The file of a library the core names as name on this host (inside --sysroot), or -1. */
+static int library_file(const struct cq_core *core, const char *name)
+{
+	char *path, *in_root;
+	int fd;
+	if (cq_module_open_host_file(core, name, false, &fd, &path, &in_root))
+		return -1;
+	free(path);
+	free(in_root);
+	return fd;
 }
 
 /*
  * The program headers of the object whose ELF header is at base: from core
- * memory, else from its file (name, under the sysroot).
+ * memory, else from its file (name, inside the sysroot).
  */
 static bool object_phdrs(struct cq_core *core, uint64_t base, const char *name, Elf64_Phdr *ph,
                          size_t *n, uint64_t *entry)
@@ -171,12 +178,10 @@ static bool object_phdrs(struct cq_core *core, uint64_t base, const char *name, 
 		*entry = eh.e_entry;
 		return true;
 	}
-	char *path;
-	bool at_recorded_path;
-	if (cq_module_host_path(core, name, false, 0, &path, &at_recorded_path))
-		return false;
-	bool good = file_phdrs(core, path, ph, n, entry);
-	free(path);
+	int fd = library_file(core, name);
+	bool good = file_phdrs(core, fd, ph, n, entry);
+	if (fd >= 0)
+		close(fd);
 	return good;
 }
 
@@ -191,61 +196,55 @@ static bool object_range(struct cq_core *core, uint64_t base, const char *name, 
 	       load_range(ph, n, base, page, start, end);
 }
 
-/* Whether path is a readable ELF file (of any architecture). */
-static bool is_elf_file(const char *path)
+/* Whether fd is a readable ELF file (of any architecture). */
+static bool is_elf_file(int fd)
 {
-	int fd = cq_open_regular(path);
-	if (fd < 0)
-		return false;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	bool good = elf && elf_kind(elf) == ELF_K_ELF;
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return good;
 }
 
 /*
- * The executable's file on this host, with its program headers: the first
- * of its candidates (cq_module_host_path) that is an ELF file decides, as
- * in module discovery; NULL when none is, or it is for another architecture.
+ * The executable's file on this host (cq_module_open_host_file), with its
+ * program headers, as in module discovery: its fd, or -1 when there is none,
+ * it is no ELF file, or it is for another architecture.
  */
-static char *executable_file(struct cq_core *core, const char *exe, Elf64_Phdr *ph, size_t *n,
-                             uint64_t *entry)
+static int executable_file(struct cq_core *core, const char *exe, Elf64_Phdr *ph, size_t *n,
+                           uint64_t *entry)
 {
-	for (unsigned which = 0;; which++) {
-		char *path;
-		bool at_recorded_path;
-		if (cq_module_host_path(core, exe, true, which, &path, &at_recorded_path) || !path)
-			return NULL;
-		if (is_elf_file(path)) {
-			if (file_phdrs(core, path, ph, n, entry))
-				return path;
-			free(path);
-			return NULL;
-		}
-		free(path);
+	char *path, *in_root;
+	int fd;
+	if (cq_module_open_host_file(core, exe, true, &fd, &path, &in_root))
+		return -1;
+	free(path);
+	free(in_root);
+	if (fd >= 0 && (!is_elf_file(fd) || !file_phdrs(core, fd, ph, n, entry))) {
+		close(fd);
+		fd = -1;
 	}
+	return fd;
 }
 
 /*
  * The executable: its load bias (from PT_PHDR, else AT_ENTRY against its
  * header's e_entry), its range and its PT_DYNAMIC address (0: none).  Its
  * program headers are read at AT_PHDR in core memory, else from its file
- * (*path, which the caller frees; NULL when the core held them).
+ * (*fd, which the caller closes; -1 when the core held them).
  */
 static bool executable(struct cq_core *core, const char *exe, uint64_t page, uint64_t *start,
-                       uint64_t *end, uint64_t *dynamic, uint64_t *dynsz, char **path)
+                       uint64_t *end, uint64_t *dynamic, uint64_t *dynsz, int *fd)
 {
 	size_t n = core->at_phnum ? (size_t)core->at_phnum : 0;
 	Elf64_Phdr ph[MAX_PHNUM];
 	uint64_t entry = 0;
 	bool from_file = false;
-	*path = NULL;
+	*fd = -1;
 	if (!core->at_phdr || n == 0 || n > MAX_PHNUM ||
 	    !cq_mem_read(&core->mem, core->at_phdr, ph, n * sizeof(*ph))) {
-		*path = executable_file(core, exe, ph, &n, &entry);
-		from_file = *path != NULL;
+		*fd = executable_file(core, exe, ph, &n, &entry);
+		from_file = *fd >= 0;
 		if (!from_file)
 			return false;
 	}
@@ -288,10 +287,9 @@ static uint64_t find_r_debug(struct cq_core *core, uint64_t dynamic, uint64_t dy
 	return 0;
 }
 
-/* The defined symbol name's value in the ELF file at path (.dynsym, then .symtab). */
-static bool file_symbol(const char *path, const char *name, uint64_t *value)
+/* The defined symbol name's value in the ELF file open as fd (.dynsym, then .symtab). */
+static bool file_symbol(int fd, const char *name, uint64_t *value)
 {
-	int fd = path ? cq_open_regular(path) : -1;
 	if (fd < 0)
 		return false;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -323,7 +321,6 @@ static bool file_symbol(const char *path, const char *name, uint64_t *value)
 	}
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return found;
 }
 
@@ -331,7 +328,7 @@ static bool file_symbol(const char *path, const char *name, uint64_t *value)
  * r_debug found through the dynamic loader, for a core whose executable
  * has its program headers neither in core memory nor in a file here
  * (qemu-user dumps no page of a file's text): AT_BASE is where the loader
- * was mapped, its file (the architecture's standard PT_INTERP path, under
+ * was mapped, its file (the architecture's standard PT_INTERP path, inside
  * --sysroot) gives _r_debug's offset, and the r_debug there must have a
  * known r_version (1; 2 since glibc 2.35) and AT_BASE as its r_ldbase.  The loader's path goes to
  * interp (cap bytes); 0 when any of this fails.
@@ -339,18 +336,15 @@ static bool file_symbol(const char *path, const char *name, uint64_t *value)
 static uint64_t loader_r_debug(struct cq_core *core, uint64_t page, char *interp, size_t cap)
 {
 	const char *name = core->arch->interp_path;
-	char *path;
-	bool at_recorded_path;
-	if (!core->at_base || !name || strlen(name) >= cap ||
-	    cq_module_host_path(core, name, false, 0, &path, &at_recorded_path))
+	int fd;
+	if (!core->at_base || !name || strlen(name) >= cap || (fd = library_file(core, name)) < 0)
 		return 0;
 	Elf64_Phdr ph[MAX_PHNUM];
 	size_t n;
 	uint64_t entry, value, lo, hi, version, ldbase;
-	bool good = file_phdrs(core, path, ph, &n, &entry) &&
-	            load_range(ph, n, 0, page, &lo, &hi) && file_symbol(path, "_r_debug", &value) &&
-	            value >= lo && value < hi;
-	free(path);
+	bool good = file_phdrs(core, fd, ph, &n, &entry) && load_range(ph, n, 0, page, &lo, &hi) &&
+	            file_symbol(fd, "_r_debug", &value) && value >= lo && value < hi;
+	close(fd);
 	if (!good || core->at_base < lo)
 		return 0;
 	uint64_t r_debug = core->at_base - lo + value;
@@ -434,21 +428,23 @@ struct cq_error *cq_link_map_mappings(struct cq_core *core)
 	uint64_t start = 0, end, dynamic = 0, dynsz = 0, r_debug = 0;
 	struct cq_error *err = NULL;
 	char interp[MAX_NAME] = "";
-	char *exe_path = NULL;
+	int exe_fd = -1;
 	const char *exe = core->execfn[0] ? core->execfn : core->has_psinfo ? core->fname : "";
-	if (exe[0] && executable(core, exe, page, &start, &end, &dynamic, &dynsz, &exe_path)) {
+	if (exe[0] && executable(core, exe, page, &start, &end, &dynamic, &dynsz, &exe_fd)) {
 		err = add(&f, start, end, exe);
 		r_debug = dynamic ? find_r_debug(core, dynamic, dynsz) : 0;
-		if (!exe_path) {
+		if (exe_fd < 0) {
 			Elf64_Phdr ph[MAX_PHNUM];
 			size_t n;
 			uint64_t entry;
-			exe_path = executable_file(core, exe, ph, &n, &entry);
+			exe_fd = executable_file(core, exe, ph, &n, &entry);
 		}
-		file_interp(exe_path, interp, sizeof(interp));
-		free(exe_path);
+		file_interp(exe_fd, interp, sizeof(interp));
+		if (exe_fd >= 0)
+			close(exe_fd);
 	} else {
-		free(exe_path); /* headers from a file that did not place the executable */
+		if (exe_fd >= 0)
+			close(exe_fd); /* headers from a file that did not place the executable */
 		r_debug = loader_r_debug(core, page, interp, sizeof(interp));
 	}
 	if (!err && r_debug)

@@ -25,6 +25,7 @@
 #include "libcore/base/bytes.h"
 #include "libcore/model/core.h"
 #include "libcore/base/regular_file.h"
+#include "libcore/base/root_file.h"
 
 #define MAX_PHNUM      128
 #define MAX_NOTE_BYTES 4096
@@ -111,28 +112,39 @@ static bool file_load_bias(Elf *elf, uint64_t map_start, uint64_t page, uint64_t
 	return false;
 }
 
-struct cq_error *cq_module_host_path(const struct cq_core *core, const char *name, bool is_main,
-                                     unsigned which, char **path, bool *at_recorded_path)
+struct cq_error *cq_module_open_host_file(const struct cq_core *core, const char *name,
+                                          bool is_main, int *fd, char **path, char **in_root)
 {
 	const char *root = core->options.sysroot;
-	*path = NULL;
-	*at_recorded_path = false;
+	*fd = -1;
+	*path = *in_root = NULL;
 	if (is_main && core->options.exe) {
-		if (which == 0 && !(*path = strdup(core->options.exe)))
+		if (!(*path = strdup(core->options.exe)))
 			return &cq_error_nomem;
-		return NULL;
-	}
-	if (which == 0 && root) {
-		if (asprintf(path, "%s%s", root, name) < 0) {
+		*fd = cq_open_regular(*path);
+	} else if (root) {
+		/* Inside the sysroot only: nothing outside it is ever tried. */
+		char *normal = cq_root_normalize(name);
+		if (!normal || asprintf(path, "%s%s", root, normal) < 0) {
+			free(normal);
 			*path = NULL;
 			return &cq_error_nomem;
 		}
-		return NULL;
-	}
-	if (which == (root ? 1u : 0u) && (!root || (is_main && name[0] == '/'))) {
-		*at_recorded_path = root != NULL;
+		free(normal);
+		*fd = cq_open_in_root(root, name, in_root);
+		if (*fd < 0 && errno == ENOMEM) {
+			free(*path);
+			*path = NULL;
+			return &cq_error_nomem;
+		}
+	} else {
 		if (!(*path = strdup(name)))
 			return &cq_error_nomem;
+		*fd = cq_open_regular(*path);
+	}
+	if (*fd < 0) {
+		free(*path);
+		*path = NULL;
 	}
 	return NULL;
 }
@@ -153,23 +165,27 @@ static void strip_deleted(struct cq_module *mod)
 }
 
 /*
- * Opens one candidate file for the module: FOUND (and the module takes the
- * file), MISSING (no readable ELF file there) or MISMATCH (another
- * architecture's file, or a build-id other than the core's).
+ * Opens the module's file (cq_module_open_host_file): FOUND (and the module
+ * takes the file), MISSING (no readable ELF file there) or MISMATCH
+ * (another architecture's file, or a build-id other than the core's).
  */
-static enum cq_module_status try_module_file(struct cq_core *core, struct cq_module *mod,
-                                             const struct mem_elf_info *info, uint64_t page,
-                                             char *path)
+static struct cq_error *open_module_file(struct cq_core *core, struct cq_module *mod,
+                                         const struct mem_elf_info *info, uint64_t page)
 {
-	int fd = cq_open_regular(path);
-	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+	char *path, *in_root;
+	int fd;
+	mod->status = CQ_MODULE_MISSING;
+	struct cq_error *err =
+	    cq_module_open_host_file(core, mod->name, mod->is_main, &fd, &path, &in_root);
+	if (err || fd < 0)
+		return err;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
-	enum cq_module_status status = CQ_MODULE_MISSING;
 	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh)) {
 		const void *id = NULL;
 		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &id);
 		bool core_has_id = info->build_id_len > 0;
-		status = CQ_MODULE_MISMATCH;
+		mod->status = CQ_MODULE_MISMATCH;
 		if (eh.e_machine == core->arch->e_machine &&
 		    (!core_has_id || (idlen == (ssize_t)info->build_id_len &&
 		                      memcmp(id, info->build_id, info->build_id_len) == 0))) {
@@ -179,47 +195,21 @@ static enum cq_module_status try_module_file(struct cq_core *core, struct cq_mod
 			}
 			if (!info->has_bias && !file_load_bias(elf, mod->start, page, &mod->bias))
 				mod->bias = 0;
+			mod->status = CQ_MODULE_FOUND;
 			mod->file_path = path;
+			mod->root = in_root ? core->options.sysroot : NULL;
+			mod->file_in_root = in_root;
 			mod->elf = elf;
 			mod->fd = fd;
-			return CQ_MODULE_FOUND;
+			return NULL;
 		}
 	}
 	if (elf)
 		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	free(path);
-	return status;
-}
-
-/*
- * Finds the module's file among its candidates (cq_module_host_path): the
- * first that is there decides, FOUND or MISMATCH (a file under --sysroot
- * with another build-id is reported, not passed over); MISSING when none is.
- */
-static struct cq_error *open_module_file(struct cq_core *core, struct cq_module *mod,
-                                         const struct mem_elf_info *info, uint64_t page)
-{
-	mod->status = CQ_MODULE_MISSING;
-	for (unsigned which = 0;; which++) {
-		bool at_recorded_path;
-		char *path;
-		struct cq_error *err = cq_module_host_path(core, mod->name, mod->is_main, which,
-		                                           &path, &at_recorded_path);
-		if (err || !path)
-			return err;
-		enum cq_module_status status = try_module_file(core, mod, info, page, path);
-		if (status == CQ_MODULE_FOUND) {
-			mod->status = CQ_MODULE_FOUND;
-			mod->file_at_recorded_path = at_recorded_path;
-			return NULL;
-		}
-		if (status == CQ_MODULE_MISMATCH) {
-			mod->status = CQ_MODULE_MISMATCH;
-			return NULL;
-		}
-	}
+	free(in_root);
+	return NULL;
 }
 
 /*
@@ -485,6 +475,7 @@ void cq_module_destroy(struct cq_module *mod)
 	free(mod->image_copy);
 	free(mod->name);
 	free(mod->file_path);
+	free(mod->file_in_root);
 }
 
 const char *cq_module_status_name(enum cq_module_status status)

@@ -4,8 +4,8 @@
  * A module is one mapped ELF file (the executable, each shared library) or
  * the vdso.  Its build-id is read from the core's own copy of the module's
  * first page when the core holds it, else from the file.  The file on this
- * host (under --sysroot, or --exe for the executable; see
- * cq_module_host_path) is used only when its build-id matches the core's
+ * host (inside --sysroot, or --exe for the executable; see
+ * cq_module_open_host_file) is used only when its build-id matches the core's
  * and it is built for the core's architecture: a mismatch is reported and
  * the file ignored, never silently used to fill in memory or symbols.
  */
@@ -39,8 +39,14 @@ struct cq_module {
 	enum cq_module_status status;
 	bool is_vdso;
 	bool is_main;
-	/* The executable's file lies at its recorded path, as --sysroot lacks it. */
-	bool file_at_recorded_path;
+	/*
+	 * The sysroot file_path was found in (borrowed from the core's options)
+	 * and the file's path from there as resolved (malloc'd): whatever is
+	 * looked for next to the file is looked for inside the same root.  Both
+	 * NULL when the file is not under --sysroot.
+	 */
+	const char *root;
+	char *file_in_root;
 	bool deleted; /* the file was replaced after it was mapped; name has no " (deleted)" */
 	void *elf;    /* Elf * of file_path (or of the in-core vdso image) */
 	int fd;
@@ -50,18 +56,18 @@ struct cq_module {
 };
 
 /*
- * The files that may stand on this host for the object a core records as
- * name, in the order they are tried: which = 0, 1, ...  *path is the
- * which-th (malloc'd), or NULL past the last.  The executable's is --exe
- * when given; else name under --sysroot, then (the executable only, when
- * the sysroot has no file for it and name is absolute) name itself, where
- * a program built or installed on this host lies, as the executables of
- * qemu-user's cores do (*at_recorded_path says so); without --sysroot,
- * name.  The first candidate that holds a file decides.  Errors only for
- * out of memory.
+ * Opens the file that stands on this host for the object a core records as
+ * name: --exe for the executable when given; else name inside --sysroot,
+ * resolved as if it were "/" (cq_open_in_root: no "..", absolute name or
+ * link leaves it, and nothing outside it is ever tried, not even for the
+ * executable); without --sysroot, name itself.  Only a regular file is
+ * opened.  *fd (read-only) is -1 when there is no such file; else *path is
+ * its name for output (the sysroot then name normalized), and *in_root its
+ * path inside the sysroot as resolved, NULL when no sysroot was used (both
+ * malloc'd).  Errors only for out of memory.
  */
-struct cq_error *cq_module_host_path(const struct cq_core *core, const char *name, bool is_main,
-                                     unsigned which, char **path, bool *at_recorded_path);
+struct cq_error *cq_module_open_host_file(const struct cq_core *core, const char *name,
+                                          bool is_main, int *fd, char **path, char **in_root);
 
 /* Finds modules from NT_FILE and the auxv, opens their files, adds file memory. */
 struct cq_error *cq_core_load_modules(struct cq_core *core);

@@ -26,6 +26,7 @@
 #include "libcore/base/build_id.h"
 #include "libcore/base/elf_section.h"
 #include "libcore/base/regular_file.h"
+#include "libcore/base/root_file.h"
 #include "libcore/model/module.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
@@ -65,39 +66,38 @@ static bool file_crc32(int fd, uint32_t *out)
 	return n == 0;
 }
 
+/* True when fd is an ELF file whose build-id is id[0..len). */
+static bool fd_has_build_id(int fd, const uint8_t *id, size_t len)
+{
+	elf_version(EV_CURRENT); /* when no core was opened before */
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	bool ok = elf && elf_kind(elf) == ELF_K_ELF && build_id_matches(elf, id, len);
+	if (elf)
+		elf_end(elf);
+	return ok;
+}
+
 /* True when path is a regular ELF file whose build-id is id[0..len). */
 static bool file_has_build_id(const char *path, const uint8_t *id, size_t len)
 {
 	int fd = cq_open_regular(path);
 	if (fd < 0)
 		return false;
-	elf_version(EV_CURRENT); /* when no core was opened before */
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	bool ok = elf && elf_kind(elf) == ELF_K_ELF && build_id_matches(elf, id, len);
-	if (elf)
-		elf_end(elf);
+	bool ok = fd_has_build_id(fd, id, len);
 	close(fd);
 	return ok;
 }
 
 /*
- * Accepts the candidate when it is an ELF file with the module's build-id,
- * or, when the module has none, when its CRC is want_crc (if check_crc).
+ * Accepts the debuglink candidate open as fd when it is an ELF file with the
+ * module's build-id, or, when the module has none, when its CRC is want_crc.
  */
-static bool candidate_ok(const char *path, const struct cq_module *mod, bool check_crc,
-                         uint32_t want_crc)
+static bool candidate_ok(int fd, const struct cq_module *mod, uint32_t want_crc)
 {
 	if (mod->build_id_len > 0)
-		return file_has_build_id(path, mod->build_id, mod->build_id_len);
-	if (!check_crc)
-		return false;
-	int fd = cq_open_regular(path);
-	if (fd < 0)
-		return false;
+		return fd_has_build_id(fd, mod->build_id, mod->build_id_len);
 	uint32_t crc;
-	bool ok = file_crc32(fd, &crc) && crc == want_crc;
-	close(fd);
-	return ok;
+	return file_crc32(fd, &crc) && crc == want_crc;
 }
 
 /*
@@ -171,30 +171,56 @@ static char *dir_of(const char *path)
 	return strndup(path, slash ? (size_t)(slash - path) : 0);
 }
 
-static bool same_file(const char *a, const char *b)
+/* Whether fd is the module's own file (its fd, else its path on this host). */
+static bool is_module_file(int fd, const struct cq_module *mod)
 {
-	struct stat sa, sb;
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
+	struct stat a, b;
+	bool known =
+	    mod->fd >= 0 ? fstat(mod->fd, &b) == 0 : !mod->root && stat(mod->file_path, &b) == 0;
+	return known && fstat(fd, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* One .gnu_debuglink candidate: fmt gets (dir, name). */
-static char *try_debuglink(const char *fmt, const char *dir, const char *name,
-                           const struct cq_module *mod, uint32_t crc)
+/* Whether path has a ".." component. */
+static bool goes_up(const char *path)
 {
-	char *path;
-	if (asprintf(&path, fmt, dir, name) < 0)
-		return NULL;
-	if (!same_file(path, mod->file_path) && candidate_ok(path, mod, true, crc))
-		return path;
-	free(path);
-	return NULL;
+	for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2)
+		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+			return true;
+	return false;
 }
 
 /*
- * The debuglink name next to the host file, in its .debug/ directory, then
- * under /usr/lib/debug/ + the directory the crashed process knew the module
- * by (which is what debug packages mirror, also when --sysroot is in use).
+ * One .gnu_debuglink candidate, dir + sub + "/" + name: inside the module's
+ * root when its file was found under --sysroot (mod->root), as the file
+ * itself was; else on this host.  The path of the file accepted, or NULL.
+ */
+static char *try_debuglink(const struct cq_module *mod, const char *dir, const char *sub,
+                           const char *name, uint32_t crc)
+{
+	char *cand, *in_root = NULL, *path = NULL;
+	if (asprintf(&cand, "%s%s/%s", dir, sub, name) < 0)
+		return NULL;
+	int fd = mod->root ? cq_open_in_root(mod->root, cand, &in_root) : cq_open_regular(cand);
+	if (fd >= 0 && !is_module_file(fd, mod) && candidate_ok(fd, mod, crc)) {
+		if (!in_root)
+			path = cand, cand = NULL;
+		else if (asprintf(&path, "%s%s", mod->root, in_root) < 0)
+			path = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(in_root);
+	free(cand);
+	return path;
+}
+
+/*
+ * The debuglink name (a file name: one with a "/", or "." or "..", is
+ * refused) next to the module's file, in its .debug/ directory, then under
+ * /usr/lib/debug/ + the directory the crashed process knew the module by
+ * (which is what debug packages mirror).  Under --sysroot every candidate
+ * is inside the sysroot, /usr/lib/debug too; on this host a directory the
+ * core names with a ".." is not tried.
  */
 static char *find_by_debuglink(const struct cq_module *mod)
 {
@@ -202,20 +228,41 @@ static char *find_by_debuglink(const struct cq_module *mod)
 		return NULL;
 	GElf_Word crc = 0;
 	const char *name = dwelf_elf_gnu_debuglink(mod->elf, &crc);
-	if (!name || !name[0])
+	if (!name || !name[0] || strchr(name, '/') || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0)
 		return NULL;
-	char *host_dir = dir_of(mod->file_path);
+	char *host_dir = dir_of(mod->root ? mod->file_in_root : mod->file_path);
 	char *core_dir = dir_of(mod->name);
 	char *path = NULL;
 	if (host_dir && core_dir) {
-		path = try_debuglink("%s/%s", host_dir, name, mod, crc);
+		path = try_debuglink(mod, host_dir, "", name, crc);
 		if (!path)
-			path = try_debuglink("%s/.debug/%s", host_dir, name, mod, crc);
-		if (!path)
-			path = try_debuglink(SYSTEM_DEBUG_DIR "%s/%s", core_dir, name, mod, crc);
+			path = try_debuglink(mod, host_dir, "/.debug", name, crc);
+		if (!path && (mod->root || !goes_up(core_dir)))
+			path = try_debuglink(mod, SYSTEM_DEBUG_DIR, core_dir, name, crc);
 	}
 	free(host_dir);
 	free(core_dir);
+	return path;
+}
+
+/*
+ * The module's own file as a path its callers may open again: file_path;
+ * under --sysroot, when the name went through links there, the file as it
+ * was resolved inside the sysroot instead (a link in it, opened again on
+ * this host, could lead out of it).
+ */
+static char *own_file(const struct cq_module *mod)
+{
+	char *path;
+	if (!mod->root)
+		return strdup(mod->file_path);
+	if (asprintf(&path, "%s%s", mod->root, mod->file_in_root) < 0)
+		return NULL;
+	if (strcmp(path, mod->file_path) == 0) {
+		free(path);
+		return strdup(mod->file_path); /* callers compare it with file_path */
+	}
 	return path;
 }
 
@@ -224,7 +271,7 @@ char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_di
 	if (!mod || mod->is_vdso)
 		return NULL;
 	if (mod->elf && mod->file_path && elf_has_debug_info(mod->elf))
-		return strdup(mod->file_path);
+		return own_file(mod);
 	char *path = find_by_build_id(mod, debug_dirs);
 	if (!path)
 		path = find_by_debuglink(mod);

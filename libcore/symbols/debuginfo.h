@@ -6,7 +6,9 @@
  * --debug-dir D as D/.build-id/xx/rest.debug; /usr/lib/debug/.build-id/...;
  * then the .gnu_debuglink name next to the file, in its .debug/ directory,
  * and under /usr/lib/debug/<dir>/ (debuglink candidates are checked by CRC
- * when the module has no build-id).  Used by both the CFI table compiler
+ * when the module has no build-id; for a module found under --sysroot they
+ * are looked for inside the sysroot, /usr/lib/debug/<dir>/ too).  Used by both the CFI table
+ * compiler
  * (.debug_frame) and the symbolizer (DWARF lines and inlines).
  */
 #ifndef CQ_DEBUGINFO_H
@@ -20,7 +22,9 @@ struct cq_module;
 
 /*
  * Returns a malloc'd path of the debuginfo file for mod, or NULL when there
- * is none.  debug_dirs is NULL-terminated (may be NULL).
+ * is none.  debug_dirs is NULL-terminated (may be NULL).  The module's own
+ * file is returned as mod->file_path, unless under --sysroot links led to
+ * it: then as the file was resolved inside the sysroot.
  */
 char *cq_debuginfo_find(const struct cq_module *mod, const char *const *debug_dirs);
 

@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""`--sysroot D` alone on qemu-user's aarch64 cores (issue 32, item 3).
+"""`--sysroot D` on qemu-user's aarch64 cores (issue 32, item 3).
 
 qemu's cores have no NT_FILE and hold no page of any file's text: the
 modules come from the dynamic loader's list, which is found through the
 executable's program headers.  The executable lies at its recorded path on
-this machine, not under D (/usr/aarch64-linux-gnu), and no --exe is given.
+this machine, not under D (/usr/aarch64-linux-gnu); nothing outside D is
+looked at (issue 45, finding 3), so it is named with --exe.
 
 Oracle: gdb-multiarch with `set sysroot D`, on a copy of each core whose
 executable first page is filled in from the file (as in
 test_aarch64_recursion.py): its shared libraries (`info sharedlibrary`) and
 every thread's `bt`.  Checked on every dynamic aarch64 corpus core:
-- the executable is found at its recorded path (and a warning says it is
-  not under D), the loader and libc under D, the same library files as
-  gdb's, each of gdb's text ranges inside coreq's module;
+- with --sysroot alone the executable is not taken from its recorded path
+  (a warning says its frames are not named) and the libraries still come
+  from the loader's list under D;
+- with --exe, the executable is that file, the loader and libc under D, the
+  same library files as gdb's, each of gdb's text ranges inside coreq's
+  module;
 - every thread's frames (pcs and names) equal gdb's;
 - with the executable moved away (its path rewritten in a copy of the
   core), the libraries still come from the loader's list, a warning says
@@ -88,10 +92,17 @@ def check(name, c, tmp):
 
     info, r = coreq_json_of("info", "--format", "json", "--sysroot", sysroot, c["core"])
     mods = (info or {}).get("modules", [])
+    found = {m["file"] for m in mods if m["status"] == "found" and m["path"] != "[vdso]"}
+    ok(not any(m["path"] == exe and m["status"] == "found" for m in mods) and found == set(gdb_libs)
+       and any(exe in l and "frames are not named" in l for l in r.stderr.splitlines()),
+       f"{name}: --sysroot alone: the executable is not taken from its recorded path outside the "
+       f"sysroot (a warning says so), the libraries found under it", [json.dumps(mods), r.stderr])
+
+    info, r = coreq_json_of("info", "--format", "json", "--sysroot", sysroot, "--exe", exe, c["core"])
+    mods = (info or {}).get("modules", [])
     main = [m for m in mods if m["path"] == exe]
-    ok(main and main[0]["status"] == "found" and main[0]["file"] == exe
-       and any("not under --sysroot" in l and exe in l for l in r.stderr.splitlines()),
-       f"{name}: --sysroot alone: the executable is found at its recorded path, and a warning says so",
+    ok(main and main[0]["status"] == "found" and main[0]["file"] == exe and "--exe" not in r.stderr,
+       f"{name}: --sysroot and --exe: the executable is the file --exe names",
        [json.dumps(main), r.stderr])
     libs = {m["file"]: m for m in mods if m["path"] not in (exe, "[vdso]")}
     ok(libs and set(libs) == set(gdb_libs) and all(m["status"] == "found" for m in libs.values())
@@ -101,8 +112,8 @@ def check(name, c, tmp):
 
     gdb = gdb_threads(exe, filled, sysroot)
     d, r = coreq_json_of("stack", "--format", "json", "--no-cache", "--no-async", "--sysroot", sysroot,
-                         c["core"])
-    if not ok(d is not None and not sanitizer_report(r.stderr), f"{name}: coreq stack --sysroot succeeds",
+                         "--exe", exe, c["core"])
+    if not ok(d is not None and not sanitizer_report(r.stderr), f"{name}: coreq stack --sysroot --exe succeeds",
               r.stderr):
         return
     bad = []

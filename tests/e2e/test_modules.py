@@ -73,8 +73,9 @@ def main():
            "--exe overrides the executable's path", str(main_mod))
 
         # An empty sysroot: every library missing, info still complete; the
-        # executable, which lies at its recorded path, is found there, and
-        # one warning says so.
+        # executable, which lies at its recorded path, is not looked for
+        # there, outside the sysroot (issue 45), and one warning says to
+        # give it with --exe.
         empty = os.path.join(tmp, "empty")
         os.makedirs(empty)
         got, r = coreq_json("info", "--format", "json", "--sysroot", empty, core)
@@ -84,10 +85,10 @@ def main():
            "an empty sysroot leaves every library missing and still exits 0", r.stderr)
         main_mod = [m for m in got["modules"] if os.path.realpath(m["path"]) == os.path.realpath(exe)]
         warn = [l for l in r.stderr.splitlines() if "not under --sysroot" in l]
-        ok(main_mod and main_mod[0]["status"] == "found" and main_mod[0]["file"] == main_mod[0]["path"]
-           and len(warn) == 1 and exe in warn[0],
-           "the executable, not under the sysroot, is found at its recorded path, and a warning says so",
-           [str(main_mod), r.stderr])
+        ok(main_mod and main_mod[0]["status"] == "missing" and main_mod[0]["file"] is None
+           and len(warn) == 1 and exe in warn[0] and "--exe" in warn[0],
+           "the executable, not under the sysroot, is not taken from its recorded path, and a warning "
+           "says to give --exe", [str(main_mod), r.stderr])
         ok(len(got["threads"]) == len(info["threads"]), "threads are all reported without files")
     finally:
         shutil.rmtree(tmp)

@@ -301,6 +301,67 @@ class Gen:
                     f.truncate(8 << 30)
             self.stack("sysroot", core, core, extra=("--sysroot", root), name=f"{kind}-{i}")
 
+    def sysroot_traversal(self):
+        """Sysroots whose names and links climb out of them, toward this host's
+        own module files (which carry the build-ids the core records): an
+        absolute link, a relative one with enough `../`, a link to a directory
+        of the host, a magic link, a loop, a chain of 41 links, and an NT_FILE
+        name rewritten (same length) to climb with `../` to a copy beside the
+        sysroot.  Whatever the kind, every module is missing: nothing outside
+        the sysroot is found (the effect checks `coreq info`'s JSON)."""
+        kinds = ["absolute", "relative", "dir_link", "magic", "loop", "chain", "climb"]
+        for i in range(max(self.n, len(kinds))):
+            kind = kinds[i % len(kinds)]
+            name, core, data = self.base()
+            ns = [n for n in elfcore.notes(data) if n["type"] == elfcore.NT_FILE]
+            if not ns:
+                continue
+            desc = ns[0]["desc"]
+            count, = struct.unpack_from("<Q", desc, 0)
+            names = desc[16 + 24 * count:].split(b"\0")[:count]
+            files = sorted({n.decode() for n in names
+                            if n.startswith(b"/") and os.path.isfile(n.decode())})
+            if not files:
+                continue
+            root = self.path(".sysroot")
+            os.makedirs(root)
+            for f in files:
+                at = os.path.join(root, f.lstrip("/"))
+                os.makedirs(os.path.dirname(at), exist_ok=True)
+                real = os.path.realpath(f)
+                if kind == "absolute":
+                    os.symlink(real, at)
+                elif kind == "relative":
+                    os.symlink("../" * (at.count("/") + self.rng.randrange(1, 8)) + real.lstrip("/"), at)
+                elif kind == "magic":
+                    os.symlink("/proc/self/root" + real, at)
+                elif kind == "loop":
+                    os.symlink(os.path.basename(at), at)
+                elif kind == "chain":
+                    for k in range(41):
+                        link = os.path.basename(f"{at}.{k + 1}") if k < 40 else real
+                        os.symlink(link, f"{at}.{k}" if k else at)
+                elif kind == "dir_link" and not os.path.lexists(os.path.dirname(at) + ".d"):
+                    os.symlink(os.path.dirname(real), os.path.dirname(at) + ".d")
+                    os.symlink(os.path.basename(os.path.dirname(at)) + ".d/" + os.path.basename(real), at)
+            d = bytearray(data)
+            if kind == "climb":  # every name: /../<n>/<file> beside the root, the same length
+                lo = ns[0]["desc_off"] + 16 + 24 * count
+                hi = ns[0]["desc_off"] + len(desc)
+                beside = os.path.join(os.path.dirname(root), "o")
+                os.makedirs(beside, exist_ok=True)
+                for f in files:
+                    if len(f) < 12:
+                        continue
+                    new = "/../o/" + "x" * (len(f) - 6 - 5) + f"{len(f):05d}"[-5:]
+                    shutil.copyfile(os.path.realpath(f), os.path.join(beside, new[6:]))
+                    d[lo:hi] = bytes(d[lo:hi]).replace(f.encode() + b"\0", new.encode() + b"\0")
+            out = self.write(bytes(d))
+            argv = ["info", "--format", "json", "--sysroot", root, out]
+            self.inputs.append(Input("sysroot_traversal", f"{kind}-{i}", argv,
+                                     ["info", "--format", "json", "--sysroot", root, core],
+                                     effect=sysroot_found_outside, effect_sees_output=True))
+
     # ---- databases ------------------------------------------------------------------
     def cache_db(self):
         name, core, data = self.bases[0]
@@ -1701,13 +1762,24 @@ class Gen:
     def all(self, only=None):
         for g in (self.header, self.phdrs, self.notes, self.nt_file, self.registers, self.stack_loops,
                   self.truncations, self.many_loads, self.many_threads, self.compressed, self.sysroot,
-                  self.cache_db, self.forged_cache, self.db_limits, self.ingest_db, self.build_id,
+                  self.sysroot_traversal, self.cache_db, self.forged_cache, self.db_limits, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
                   self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.interp_loops, self.task_vtables,
                   self.seek_tables, self.streams, self.gcore_snapshots, self.self_queued_signal):
             if not only or g.__name__ in only:
                 g()
         return self.inputs
+
+
+def sysroot_found_outside(out):
+    """What a sysroot_traversal run must not do: find any module (all its
+    files lie outside the sysroot)."""
+    try:
+        mods = json.loads(out)["modules"]
+    except (ValueError, KeyError, TypeError):
+        return None  # no JSON: the json column says so
+    found = [m["path"] for m in mods if m.get("path") != "[vdso]" and m.get("status") != "missing"]
+    return f"found outside the sysroot: {found[:4]}" if found else None
 
 
 VALID_BUILD_ID = re.compile(r"^(?:[0-9a-fA-F]{2}){1,64}$")

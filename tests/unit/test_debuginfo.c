@@ -401,6 +401,52 @@ static void test_debuglink_to_itself_ignored(void **state)
 	close(fd);
 }
 
+/*
+ * A module found under --sysroot: its debuglink is looked for inside the
+ * sysroot (next to the file, in .debug/, in the sysroot's /usr/lib/debug),
+ * never through a link that leaves it for the host's copy.
+ */
+static void test_debuglink_inside_sysroot(void **state)
+{
+	struct fixture *f = *state;
+	char root[PATH_MAX / 2], bin[PATH_MAX], outside[PATH_MAX], link[PATH_MAX],
+	    cmd[3 * PATH_MAX];
+	snprintf(root, sizeof(root), "%s/sysroot", f->root);
+	snprintf(bin, sizeof(bin), "%s/bin/prog", root);
+	snprintf(outside, sizeof(outside), "%s/outside/prog.debug", f->root);
+	snprintf(link, sizeof(link), "%s/bin/prog.debug", root);
+	snprintf(cmd, sizeof(cmd),
+	         "mkdir -p '%s/bin/.debug' '%s/outside' '%s/usr/lib/debug/opt/app/bin'", root,
+	         f->root, root);
+	assert_int_equal(system(cmd), 0);
+	copy_file(f->exe, outside);
+	if (!make_stripped_copy(f, bin, outside))
+		skip();
+	struct cq_module mod;
+	module_for(f, &mod);
+	mod.file_path = bin;
+	mod.root = root;
+	mod.file_in_root = (char *)"/bin/prog";
+	mod.elf = open_elf(bin, &mod.fd);
+
+	assert_int_equal(symlink(outside, link), 0); /* the host's copy, by an absolute link */
+	check_none(&mod, NULL);
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(symlink("../../../../../../../../outside/prog.debug", link), 0);
+	check_none(&mod, NULL);
+	assert_int_equal(unlink(link), 0);
+
+	char want[PATH_MAX];
+	snprintf(want, sizeof(want), "%s/usr/lib/debug/opt/app/bin/prog.debug", root);
+	copy_file(outside, want);
+	check_found(&mod, NULL, want);
+	snprintf(want, sizeof(want), "%s/bin/.debug/prog.debug", root);
+	copy_file(outside, want);
+	check_found(&mod, NULL, want);
+	elf_end(mod.elf);
+	close(mod.fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +460,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_debuglink, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debuglink_crc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debuglink_to_itself_ignored, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debuglink_inside_sysroot, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -368,54 +371,84 @@ static void test_core_build_id_note_of_odd_size(void **state)
 	cq_core_close(core);
 }
 
-/* Collects every candidate cq_module_host_path gives, joined by spaces, into out. */
-static void candidates(const struct cq_core_options *o, const char *name, bool is_main, char *out,
-                       size_t cap, unsigned *recorded)
+/*
+ * The file opened for name ("-" when none) and its path for output, as
+ * "path" or "path in_root".
+ */
+static void host_file(const struct cq_core_options *o, const char *name, bool is_main, char *out,
+                      size_t cap)
 {
 	struct cq_core core = {.options = *o};
-	out[0] = '\0';
-	*recorded = 0;
-	for (unsigned which = 0; which < 8; which++) {
-		char *path;
-		bool at_recorded_path;
-		assert_null(
-		    cq_module_host_path(&core, name, is_main, which, &path, &at_recorded_path));
-		if (!path)
-			return;
-		if (at_recorded_path)
-			*recorded |= 1u << which;
-		snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? " " : "", path);
-		free(path);
+	char *path, *in_root;
+	int fd;
+	assert_null(cq_module_open_host_file(&core, name, is_main, &fd, &path, &in_root));
+	if (fd < 0) {
+		assert_null(path);
+		assert_null(in_root);
+		snprintf(out, cap, "-");
+		return;
 	}
-	fail_msg("more than 8 candidates");
+	snprintf(out, cap, "%s%s%s", path, in_root ? " " : "", in_root ? in_root : "");
+	close(fd);
+	free(path);
+	free(in_root);
 }
 
 /*
- * The files tried for a module: --exe alone for the executable; under
- * --sysroot, then (the executable only, an absolute name) the recorded path.
+ * The file tried for a module: --exe alone for the executable; inside
+ * --sysroot (never the recorded path, not even for the executable: --exe
+ * names it); without --sysroot the recorded path.
  */
-static void test_host_path_candidates(void **state)
+static void test_host_file(void **state)
 {
 	(void)state;
+	char dir[] = "/tmp/cq_test_host_file.XXXXXX", root[64], app[96], exe[96], want[256];
 	char got[512];
-	unsigned rec;
-	struct cq_core_options none = {0}, root = {.sysroot = "/r"},
-	                       exe = {.sysroot = "/r", .exe = "/x/app"};
-	candidates(&none, "/usr/bin/app", true, got, sizeof(got), &rec);
-	assert_string_equal(got, "/usr/bin/app");
-	assert_int_equal(rec, 0);
-	candidates(&root, "/usr/bin/app", true, got, sizeof(got), &rec);
-	assert_string_equal(got, "/r/usr/bin/app /usr/bin/app");
-	assert_int_equal(rec, 2);
-	candidates(&root, "/lib/libc.so.6", false, got, sizeof(got), &rec);
-	assert_string_equal(got, "/r/lib/libc.so.6");
-	candidates(&root, "app", true, got, sizeof(got), &rec); /* a command name, not a path */
-	assert_string_equal(got, "/rapp");
-	candidates(&exe, "/usr/bin/app", true, got, sizeof(got), &rec);
-	assert_string_equal(got, "/x/app");
-	assert_int_equal(rec, 0);
-	candidates(&exe, "/lib/libc.so.6", false, got, sizeof(got), &rec);
-	assert_string_equal(got, "/r/lib/libc.so.6");
+	assert_non_null(mkdtemp(dir));
+	snprintf(root, sizeof(root), "%s/r", dir);
+	snprintf(app, sizeof(app), "%s/app", dir); /* at its recorded path, outside the root */
+	snprintf(exe, sizeof(exe), "%s/exe", dir); /* named by --exe */
+	char lib_dir[128], lib[160], sys_app[160];
+	snprintf(lib_dir, sizeof(lib_dir), "%s/r/lib", dir);
+	snprintf(lib, sizeof(lib), "%s/libc.so.6", lib_dir);
+	snprintf(sys_app, sizeof(sys_app), "%s/r%s", dir, app); /* app's copy in the root */
+	assert_int_equal(mkdir(root, 0755), 0);
+	assert_int_equal(mkdir(lib_dir, 0755), 0);
+	const char *files[] = {app, exe, lib};
+	for (size_t i = 0; i < 3; i++) {
+		int fd = open(files[i], O_WRONLY | O_CREAT | O_EXCL, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	struct cq_core_options none = {0}, in = {.sysroot = root},
+	                       both = {.sysroot = root, .exe = exe};
+
+	host_file(&none, app, true, got, sizeof(got));
+	assert_string_equal(got, app);
+	host_file(&in, app, true, got, sizeof(got)); /* not in the root: not looked for outside */
+	assert_string_equal(got, "-");
+	host_file(&in, "/lib/libc.so.6", false, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s/lib/libc.so.6 /lib/libc.so.6", root);
+	assert_string_equal(got, want);
+	host_file(&in, "/lib/../../lib/./libc.so.6", false, got, sizeof(got));
+	assert_string_equal(got, want);
+	host_file(&in, "lib/libc.so.6", false, got, sizeof(got)); /* relative: from the root too */
+	assert_string_equal(got, want);
+	host_file(&both, app, true, got, sizeof(got));
+	assert_string_equal(got, exe);
+	host_file(&both, "/lib/libc.so.6", false, got, sizeof(got));
+	assert_string_equal(got, want);
+
+	/* The executable's copy inside the root is found there. */
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && cp '%s' '%s'", sys_app, app,
+	         sys_app);
+	assert_int_equal(system(cmd), 0);
+	host_file(&in, app, true, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s %s", sys_app, app);
+	assert_string_equal(got, want);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -429,7 +462,7 @@ int main(void)
 	    cmocka_unit_test(test_core_module_mismatch_ignores_the_file),
 	    cmocka_unit_test(test_core_module_missing_file),
 	    cmocka_unit_test(test_core_build_id_note_of_odd_size),
-	    cmocka_unit_test(test_host_path_candidates),
+	    cmocka_unit_test(test_host_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
