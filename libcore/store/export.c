@@ -31,8 +31,8 @@ static const char core_rows[] =
     "SELECT c.id, c.identity, c.hostname, c.boot_id, c.exe, c.cmdline, c.comm, c.pid, c.uid, "
     "c.gid, c.signal, c.signal_name, c.si_code, c.fault_address, c.crashed_tid, c.nthreads, "
     "coalesce(c.timestamp, c.ingested_at), c.timestamp IS NOT NULL, c.ingested_at, c.status, "
-    "b.hash, c.source, c.size, c.sender_pid, c.sender_uid, "
-    CQ_SENDER_CLAIMED_SQL ", c.time_source FROM cores c JOIN temp.export_cores e ON e.id = c.id "
+    "b.hash, c.source, c.size, c.sender_pid, c.sender_uid, " CQ_SENDER_CLAIMED_SQL
+    ", c.time_source FROM cores c JOIN temp.export_cores e ON e.id = c.id "
     "LEFT JOIN buckets b ON b.id = c.bucket_id ORDER BY c.id";
 
 static const char thread_rows[] =

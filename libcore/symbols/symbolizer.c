@@ -496,21 +496,36 @@ static bool names_same_function(const char *base, const char *name)
 }
 
 /*
+ * A C++20 coroutine's body split out by the compiler: gcc's actor and
+ * destroyer, clang's resume, destroy and cleanup parts (demangled as
+ * "f(int) [clone .actor]").
+ */
+static bool coroutine_part(const char *name)
+{
+	static const char *const parts[] = {"[clone .actor]", "[clone .destroy]", "[clone .resume]",
+	                                    "[clone .cleanup]"};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (strstr(name, parts[i]))
+			return true;
+	return false;
+}
+
+/*
  * A frame's function as a debugger names it, from the subprogram holding
  * the pc (NULL: no DWARF covers it) and the symbol table's name (may be
  * NULL): the subprogram's linkage name, demangled; else its DW_AT_name,
  * qualified as the symbol spells it when the symbol (without its clone
  * suffix) names the same function (a C++ template's DIE often has no
- * linkage name); else the symbol.  A C++20 coroutine's actor or destroy
- * clone keeps the symbol's name: gcc describes it as nested in its ramp.
+ * linkage name); else the symbol.  A C++20 coroutine's split-out part keeps
+ * the symbol's name: gcc describes its actor as nested in the ramp, clang
+ * names its parts as the ramp.
  */
 static const char *outer_function_name(struct frame_draft *d, Dwarf_Die *subprogram,
                                        const char *from_symbol)
 {
 	if (!subprogram)
 		return from_symbol;
-	if (from_symbol &&
-	    (strstr(from_symbol, "[clone .actor]") || strstr(from_symbol, "[clone .destroy]")))
+	if (from_symbol && coroutine_part(from_symbol))
 		return from_symbol;
 	Dwarf_Attribute attr;
 	const char *linkage =

@@ -31,11 +31,12 @@ TRUSTS = {"context", "cfi", "fp", "scan", "async"}
 # bucket_id came with crash buckets (schema 002); comm, source, stored_path
 # and meta_conflicts with capture metadata (schema 003); sender_pid and
 # sender_uid with the signal's sender (schema 010), sender_claimed with
-# whether that is only the signal's claim (schema 015).
+# whether that is only the signal's claim (schema 015); snapshot with gcore
+# snapshots (schema 014).
 CORE_KEYS = {"id", "path", "pid", "exe", "cmdline", "signal", "signal_name", "si_code", "fault_address",
              "crashed_tid", "threads", "timestamp", "hostname", "uid", "ingested_at", "status", "message",
              "bucket_id", "bucket", "comm", "source", "stored_path", "meta_conflicts", "time_source",
-             "si_code_name", "sender_pid", "sender_uid", "sender_claimed"}
+             "si_code_name", "sender_pid", "sender_uid", "sender_claimed", "snapshot"}
 
 
 def diag(r):

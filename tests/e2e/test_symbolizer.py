@@ -10,10 +10,12 @@ eu-stack (-a) supplies the stack addresses and says which are return
 addresses (it looks those up at pc - 1, as coreq must).  The helper
 tests/tools/symbolize runs libcore's symbolizer alone on those addresses,
 without coreq's unwinder, so only the symbolizer is under test.  The oracles:
-  - eu-stack's name for the frame (from the symbol table) is the name of
-    coreq's outermost (real) frame, symbol version aside;
+  - eu-stack's name for the frame (from the symbol table) is the symbol
+    table's name of coreq's outermost (real) frame, symbol version aside:
+    its `symbol` where that differs from the function, else its function;
   - `eu-addr2line -i` gives the inline chain: the same number of frames, the
-    same inlined function names, and the same file and line for each, but
+    same function names (the outermost by its DWARF subprogram, as gdb and
+    eu-addr2line name it), and the same file and line for each, but
     for the innermost row, whose file:line is gdb's (`info line`, see
     gdb_lines.py: where line-table rows share an address gdb takes a
     statement row, and it gives none past the end of a sequence).
@@ -63,7 +65,7 @@ def stack_pcs(case):
 
 
 def ours(case, pcs):
-    """{(pc, is_ret): [(function, file, line, inlined)]} from the helper."""
+    """{(pc, is_ret): [(function, file, line, inlined, symbol)]} from the helper."""
     args = [HELPER]
     if case.get("debug_dir"):
         args += ["--debug-dir", case["debug_dir"]]
@@ -74,10 +76,11 @@ def ours(case, pcs):
     by_pc = {pc: is_ret for pc, is_ret, _ in pcs}
     for line in r.stdout.splitlines():
         f = [None if v == "-" else v for v in line.split("\t")]
-        if len(f) != 6:
+        if len(f) != 7:
             continue
         pc = int(f[0], 16)
-        result.setdefault((pc, by_pc.get(pc)), []).append((f[2], f[3], int(f[4]), f[5] == "inline"))
+        result.setdefault((pc, by_pc.get(pc)), []).append((f[2], f[3], int(f[4]), f[5] == "inline",
+                                                           f[6]))
     return result, r
 
 
@@ -147,9 +150,10 @@ def short(name):
     if not name:
         return None
     name = re.sub(r"^__GI_", "", name)
-    name = re.sub(r"\(.*$", "", name)
+    # templates first: their arguments may hold parentheses (main(int)::<lambda()>)
     while re.search(r"<[^<>]*>", name):
         name = re.sub(r"<[^<>]*>", "", name)
+    name = re.sub(r"\(.*$", "", name)
     return name.split("::")[-1].strip()
 
 
@@ -160,12 +164,12 @@ def check_pc(case, pc, is_ret, eu_name, frames, chain):
         return ok(False, f"{where} symbolized", diag)
     good = not frames[-1][3] and all(f[3] for f in frames[:-1])
     want_name = rust_name(eu_name.split("@")[0]) if eu_name else None
-    good &= frames[-1][0] == want_name
+    good &= (frames[-1][4] or frames[-1][0]) == want_name
     if chain:
         good &= len(frames) == len(chain)
-        for (fn, file, line, inlined), (o_fn, o_file, o_line) in zip(frames, chain):
+        for (fn, file, line, inlined, _), (o_fn, o_file, o_line) in zip(frames, chain):
             good &= base(file) == base(o_file) and line == o_line
-            if inlined:
+            if o_fn:
                 good &= short(fn) == short(rust_name(o_fn))
     else:
         good &= len(frames) == 1

@@ -60,9 +60,9 @@ static void print_frames(struct cq_core *core, struct cq_symbolizer *sym, uint64
 	size_t n = cq_symbolizer_lookup(sym, pc, is_return, &frames);
 	const struct cq_module *mod = cq_core_module_at(core, pc);
 	for (size_t i = 0; i < n; i++)
-		printf("0x%" PRIx64 "\t%s\t%s\t%s\t%d\t%s\n", pc, mod ? mod->name : "-",
+		printf("0x%" PRIx64 "\t%s\t%s\t%s\t%d\t%s\t%s\n", pc, mod ? mod->name : "-",
 		       or_dash(frames[i].function), or_dash(frames[i].file), frames[i].line,
-		       frames[i].inlined ? "inline" : "real");
+		       frames[i].inlined ? "inline" : "real", or_dash(frames[i].symbol));
 }
 
 int main(int argc, char **argv)
