@@ -58,6 +58,11 @@ def plant(root, files, how):
     for name, real in files.items():
         at = os.path.join(root, name.lstrip("/"))
         os.makedirs(os.path.dirname(at), exist_ok=True)
+        # Never write through a link planted before: copyfile follows it, and
+        # an absolute one names a file of this host (it once overwrote
+        # /usr/bin/true with the corpus program).
+        if os.path.lexists(at):
+            os.unlink(at)
         if how == "absolute":
             os.symlink(real, at)
         elif how == "relative":
