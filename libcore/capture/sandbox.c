@@ -4,9 +4,12 @@
  */
 #include "libcore/capture/sandbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +17,9 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libcore/base/write_all.h"
@@ -28,6 +33,15 @@
 #define MSG_FAILURE 'F' /* followed by a u32 length and a failure the child could not record */
 
 #define MAX_MESSAGE (1u << 16)
+
+/*
+ * How long past the child's own time budget the parent waits for it.  The
+ * child's alarm() is its own: once dropped to the crashed account, that
+ * user may stop it (SIGSTOP), and a stopped process never takes its
+ * SIGALRM.  So the parent keeps the deadline too, on its own clock, and
+ * kills the child's process group when it passes.
+ */
+#define PARENT_GRACE_S 5
 
 /*
  * The account the analysis runs as when the hook is root: the crashed
@@ -52,11 +66,73 @@ static bool analysis_account(const struct cq_capture *c, uid_t *uid, gid_t *gid)
 	return true;
 }
 
-/* Sends or reads all len bytes over the channel; false if it ended first. */
-static bool transfer_all(int fd, void *buf, size_t len, bool sending)
+/*
+ * When the parent stops waiting for the child: a point on CLOCK_MONOTONIC,
+ * or none (no time budget).  The parent's own clock: nothing the child does
+ * moves it.
+ */
+struct deadline {
+	bool none;
+	struct timespec at;
+};
+
+static struct deadline deadline_after(unsigned seconds)
+{
+	struct deadline d = {.none = seconds == 0};
+	clock_gettime(CLOCK_MONOTONIC, &d.at);
+	d.at.tv_sec += (time_t)seconds;
+	return d;
+}
+
+/* Milliseconds left before d (rounded up), for poll: -1 none, 0 passed. */
+static int deadline_ms(const struct deadline *d)
+{
+	if (!d || d->none)
+		return -1;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long long ns =
+	    (long long)(d->at.tv_sec - now.tv_sec) * 1000000000LL + (d->at.tv_nsec - now.tv_nsec);
+	if (ns <= 0)
+		return 0;
+	long long ms = (ns + 999999) / 1000000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/*
+ * Waits until fd is readable or d passes (false, *late set).  With no
+ * deadline, at once: the read itself blocks.
+ */
+static bool readable_by(int fd, const struct deadline *d, bool *late)
+{
+	for (;;) {
+		int ms = deadline_ms(d);
+		if (ms < 0)
+			return true;
+		if (ms == 0) {
+			*late = true;
+			return false;
+		}
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int n = poll(&p, 1, ms);
+		if (n > 0)
+			return true;
+		if (n < 0 && errno != EINTR)
+			return false;
+	}
+}
+
+/*
+ * Sends or reads all len bytes over the channel; false if it ended first or
+ * (reading, with a deadline d) d passed first, which sets *late.
+ */
+static bool transfer_all(int fd, void *buf, size_t len, bool sending, const struct deadline *d,
+                         bool *late)
 {
 	char *p = buf;
 	while (len > 0) {
+		if (!sending && !readable_by(fd, d, late))
+			return false;
 		/* MSG_NOSIGNAL: a child that died must not take the hook with it */
 		ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
 		if (n < 0 && errno == EINTR)
@@ -71,12 +147,18 @@ static bool transfer_all(int fd, void *buf, size_t len, bool sending)
 
 static bool send_all(int fd, const void *buf, size_t len)
 {
-	return transfer_all(fd, (void *)buf, len, true);
+	return transfer_all(fd, (void *)buf, len, true, NULL, NULL);
+}
+
+/* Reads all len bytes (before d, when given: else *late); false if the channel ended. */
+static bool read_all_by(int fd, void *buf, size_t len, const struct deadline *d, bool *late)
+{
+	return transfer_all(fd, buf, len, false, d, late);
 }
 
 static bool read_all(int fd, void *buf, size_t len)
 {
-	return transfer_all(fd, buf, len, false);
+	return read_all_by(fd, buf, len, NULL, NULL);
 }
 
 /* Writes all len bytes to a pipe; false if it could not. */
@@ -96,19 +178,27 @@ static bool send_text(int fd, char msg, const char *text, bool socket)
 	return put(fd, &msg, 1) && put(fd, &n, sizeof(n)) && put(fd, text, len);
 }
 
-/* The text after a length-prefixed message (malloc'd), or NULL when the channel ends. */
-static char *read_text(int fd)
+/*
+ * The text after a length-prefixed message (malloc'd), or NULL when the
+ * channel ends (or d, when given, passes: *late).
+ */
+static char *read_text_by(int fd, const struct deadline *d, bool *late)
 {
 	uint32_t len;
-	if (!read_all(fd, &len, sizeof(len)) || len == 0 || len > MAX_MESSAGE)
+	if (!read_all_by(fd, &len, sizeof(len), d, late) || len == 0 || len > MAX_MESSAGE)
 		return NULL;
 	char *text = malloc((size_t)len + 1);
-	if (!text || !read_all(fd, text, len)) {
+	if (!text || !read_all_by(fd, text, len, d, late)) {
 		free(text);
 		return NULL;
 	}
 	text[len] = 0;
 	return text;
+}
+
+static char *read_text(int fd)
+{
+	return read_text_by(fd, NULL, NULL);
 }
 
 /* The analysis's await_stored: the analysis clock stops while the parent compresses. */
@@ -176,6 +266,8 @@ static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
 static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
                        const char *spool_dir, int report_fd)
 {
+	/* A process group of its own, which the parent kills whole when it must. */
+	setpgid(0, 0);
 	/* The kernel waits for every reader of the core's pipe: this is not one. */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
@@ -271,6 +363,30 @@ static char *spool_dir_for(const struct cq_sandbox_config *cfg)
 	return dir;
 }
 
+/*
+ * Removes the spool directory once its child is gone.  Spool files are
+ * unlinked temporaries (O_TMPFILE), so it is normally empty; whatever a
+ * child that was killed midway left in it goes first, by names relative to
+ * the directory's descriptor (the directory is the account's: nothing in it
+ * is followed).
+ */
+static void remove_spool_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dir && fd >= 0)
+		close(fd);
+	for (struct dirent *e; dir && (e = readdir(dir));) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd(dir), e->d_name, 0) != 0 && errno == EISDIR)
+			unlinkat(dirfd(dir), e->d_name, AT_REMOVEDIR);
+	}
+	if (dir)
+		closedir(dir);
+	rmdir(path);
+}
+
 static void sandbox_close(struct cq_sandbox *sb)
 {
 	if (sb->ctl >= 0)
@@ -280,7 +396,7 @@ static void sandbox_close(struct cq_sandbox *sb)
 	if (sb->memfd >= 0)
 		close(sb->memfd);
 	if (sb->spool_dir) {
-		rmdir(sb->spool_dir); /* empty: spool files are unlinked temporaries */
+		remove_spool_dir(sb->spool_dir);
 		free(sb->spool_dir);
 	}
 	sb->ctl = sb->report = sb->memfd = -1;
@@ -318,6 +434,8 @@ struct cq_error *cq_sandbox_start(const struct cq_sandbox_config *cfg, uint64_t 
 		close(report[0]);
 		child_main(cfg, ctl[1], sb->memfd, sb->spool_dir, report[1]);
 	}
+	if (pid > 0)
+		setpgid(pid, pid); /* as the child does, so that it is so before either runs on */
 	close(ctl[1]);
 	close(report[1]);
 	if (pid < 0) {
@@ -353,21 +471,80 @@ void cq_sandbox_stored(struct cq_sandbox *sb, const char *path)
 	sb->memfd = -1;
 }
 
-/* Reads the child's messages until it closes the pipe (it exits). */
-static void read_reports(int fd, struct cq_sandbox_outcome *out, char **failure)
+/*
+ * Reads the child's messages until it closes the pipe (it exits), or until
+ * d passes (*late).
+ */
+static void read_reports(int fd, struct cq_sandbox_outcome *out, char **failure,
+                         const struct deadline *d, bool *late)
 {
 	char msg;
-	while (read_all(fd, &msg, 1)) {
+	while (read_all_by(fd, &msg, 1, d, late)) {
 		uint32_t uid;
-		if (msg == MSG_UID && read_all(fd, &uid, sizeof(uid))) {
+		if (msg == MSG_UID && read_all_by(fd, &uid, sizeof(uid), d, late)) {
 			out->uid = (int64_t)uid;
 		} else if (msg == MSG_FAILURE && !*failure) {
-			if (!(*failure = read_text(fd)))
+			if (!(*failure = read_text_by(fd, d, late)))
 				break;
 		} else {
 			break;
 		}
 	}
+}
+
+/* A descriptor that polls readable when the child exits, or -1 (no pidfd_open). */
+static int child_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	return -1;
+#endif
+}
+
+/*
+ * Waits for the child to exit until d passes: 1 it did (*status), 0 d
+ * passed first, -1 waitpid failed (errno).  Without a pidfd (a kernel
+ * before 5.3), looks every 20 ms.
+ */
+static int wait_by(pid_t pid, int *status, const struct deadline *d)
+{
+	int pidfd = child_pidfd(pid);
+	int result;
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR)) {
+			result = w == pid ? 1 : -1;
+			break;
+		}
+		int ms = deadline_ms(d);
+		if (ms == 0) {
+			result = 0;
+			break;
+		}
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+		if (pidfd >= 0)
+			poll(&p, 1, ms);
+		else
+			poll(NULL, 0, ms < 0 || ms > 20 ? 20 : ms);
+	}
+	int e = errno;
+	if (pidfd >= 0)
+		close(pidfd);
+	errno = e;
+	return result;
+}
+
+/* Kills the child and whatever it started (SIGKILL ends a stopped process too) and reaps it. */
+static int stop_child(pid_t pid, int *status)
+{
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	int waited;
+	while ((waited = waitpid(pid, status, 0)) < 0 && errno == EINTR)
+		;
+	return waited == pid ? 1 : -1;
 }
 
 struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
@@ -377,25 +554,39 @@ struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
 	out->uid = -1;
 	if (sb->ctl >= 0)
 		cq_sandbox_stored(sb, NULL);
+	const struct cq_sandbox_config *cfg = sb->cfg;
+	/*
+	 * The child's budget runs from its start and pauses only while it
+	 * waits for the stored path, which it has now: it has at most
+	 * cfg->timeout left.
+	 */
+	struct deadline d = deadline_after(cfg->timeout ? cfg->timeout + PARENT_GRACE_S : 0);
+	bool late = false;
 	char *failure = NULL;
-	read_reports(sb->report, out, &failure);
-	int status;
-	int waited;
-	while ((waited = waitpid(sb->pid, &status, 0)) < 0 && errno == EINTR)
-		;
+	read_reports(sb->report, out, &failure, &d, &late);
+	int status = 0;
+	int waited = late ? 0 : wait_by(sb->pid, &status, &d);
+	bool stopped = waited == 0;
+	if (stopped)
+		waited = stop_child(sb->pid, &status);
 	int wait_errno = errno;
 	sandbox_close(sb);
 	if (waited < 0) {
 		free(failure);
 		return cq_error_errno(wait_errno, "cannot wait for the analysis");
 	}
-	const struct cq_sandbox_config *cfg = sb->cfg;
 	if (!stored) {
 		free(failure); /* nothing stored, nothing for the child to record */
 		return NULL;
 	}
 	out->failed = true;
-	if (failure)
+	if (stopped)
+		snprintf(
+		    out->reason, sizeof(out->reason),
+		    "analysis stopped by the hook: still running after its time budget of %u s "
+		    "(its process was stopped or hung)",
+		    cfg->timeout);
+	else if (failure)
 		snprintf(out->reason, sizeof(out->reason), "%s", failure);
 	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
 		snprintf(out->reason, sizeof(out->reason),
@@ -411,7 +602,7 @@ struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
 		         WEXITSTATUS(status), (unsigned long long)cfg->memory);
 	else
 		out->failed = false;
-	out->recorded = out->failed && !failure && WIFEXITED(status);
+	out->recorded = out->failed && !stopped && !failure && WIFEXITED(status);
 	free(failure);
 	return NULL;
 }
