@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -252,6 +253,19 @@ static struct cq_error *apply_memory_budget(uint64_t bytes)
 }
 
 /*
+ * Child: dies with the hook (SIGKILL when the parent goes), since a child
+ * left behind keeps the analysis slot it inherited and may be held stopped
+ * by its account.  A change of account clears this: called again after the
+ * drop.
+ */
+static void die_with_parent(pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+}
+
+/*
  * Child: wait for the raw copy or the stored file, then analyse within the
  * budget.  Exit 0 done (or nothing to do), 1 failed.  Everything that needs
  * root is opened first (work.prepare: the database and the cache, which
@@ -260,14 +274,15 @@ static struct cq_error *apply_memory_budget(uint64_t bytes)
  * child drops to the account and only then reads the core.  It tells the
  * parent the uid it analyses as.
  */
-static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
+static void child_main(const struct cq_sandbox_config *cfg, pid_t parent, int ctl, int memfd,
                        const char *spool_dir, int report_fd) __attribute__((noreturn));
 
-static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
+static void child_main(const struct cq_sandbox_config *cfg, pid_t parent, int ctl, int memfd,
                        const char *spool_dir, int report_fd)
 {
 	/* A process group of its own, which the parent kills whole when it must. */
 	setpgid(0, 0);
+	die_with_parent(parent);
 	/* The kernel waits for every reader of the core's pipe: this is not one. */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
@@ -317,6 +332,7 @@ static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
 		if (fd < 0 || setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
 		    getuid() != uid || geteuid() != uid)
 			child_fail(report_fd, "cannot drop privileges for the analysis");
+		die_with_parent(parent);
 	}
 	if (fd >= 0) {
 		if (dup2(fd, STDIN_FILENO) < 0)
@@ -428,11 +444,12 @@ struct cq_error *cq_sandbox_start(const struct cq_sandbox_config *cfg, uint64_t 
 		sb->memfd = memfd_create("coreq-raw-core", MFD_CLOEXEC);
 	sb->spool_dir = spool_dir_for(cfg);
 	fflush(NULL);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(ctl[0]);
 		close(report[0]);
-		child_main(cfg, ctl[1], sb->memfd, sb->spool_dir, report[1]);
+		child_main(cfg, parent, ctl[1], sb->memfd, sb->spool_dir, report[1]);
 	}
 	if (pid > 0)
 		setpgid(pid, pid); /* as the child does, so that it is so before either runs on */

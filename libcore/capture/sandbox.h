@@ -34,7 +34,9 @@
  * a pidfd to see the exit) and then kills the child's process group.  Once
  * dropped, the child is the crashed account's to signal: a SIGSTOP would
  * otherwise hold its alarm, the hook and its analysis slot forever.  The
- * parent then removes the child's spool directory, whatever it holds.
+ * parent then removes the child's spool directory, whatever it holds.  A
+ * child whose hook dies is killed (PR_SET_PDEATHSIG, set again after the
+ * drop): left behind, it would keep the analysis slot it inherited.
  *
  * Layer: capture (libcore/capture/): where a core came from and how it was kept; above triage.
  * The layer order is in the README (Layout) and tests/check-layers.

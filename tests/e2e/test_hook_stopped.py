@@ -19,6 +19,8 @@ Two stops, each with --timeout 3:
 Oracles: the hook returns at all (before a generous 240 s), its JSON and the
 database row say `failed` and why, the child process is gone, no `.spool-*`
 is left, and a next hook with --max-analyses 1 gets the slot and analyses.
+And a hook killed while its child is stopped takes the child with it (the
+child would otherwise keep the slot it inherited).
 """
 import json
 import os
@@ -185,6 +187,24 @@ def check_stopped_by_user(case, tmp):
         con.close()
 
 
+def check_hook_killed(case, tmp, uid):
+    """The hook itself killed while its child is stopped: the child goes with it."""
+    p = subprocess.Popen(hook_cmd(tmp, 4400, uid), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    child = the_child(p)
+    if child:
+        os.kill(child, signal.SIGSTOP)
+    ok(child is not None and wait_for(lambda: stopped(child), 10), "another analysis child is found and stopped",
+       children(p.pid))
+    p.kill()
+    p.communicate()
+    gone = child is not None and wait_for(lambda: not status(child), 30)
+    if not gone and child:
+        os.kill(child, signal.SIGKILL)
+    ok(gone, "the hook killed (SIGKILL) while its analysis is stopped: the analysis process goes too",
+       status(child) if child else "")
+
+
 def main():
     cases = {c["case"]: c for c in require_corpus()}
     root = os.geteuid() == 0
@@ -196,6 +216,9 @@ def main():
             check_stopped_by_user(cases["abort_deep.O0"], tmp)
         else:
             skip("stopped by the crashed user after the drop", "needs root to drop to uid 65534")
+    with tempfile.TemporaryDirectory(prefix="coreq-hookkill-") as tmp:
+        check_hook_killed(cases["segv_null.O0"], tmp, uid)
+        check_slot_free(cases["fpe.O0"], tmp, uid)
     done()
 
 
