@@ -40,7 +40,8 @@
  * child's alarm() is its own: once dropped to the crashed account, that
  * user may stop it (SIGSTOP), and a stopped process never takes its
  * SIGALRM.  So the parent keeps the deadline too, on its own clock, and
- * kills the child's process group when it passes.
+ * kills the child's process group when it passes, or at once when it sees
+ * the child stopped.
  */
 #define PARENT_GRACE_S 5
 
@@ -68,71 +69,96 @@ static bool analysis_account(const struct cq_capture *c, uid_t *uid, gid_t *gid)
 }
 
 /*
- * When the parent stops waiting for the child: a point on CLOCK_MONOTONIC,
- * or none (no time budget).  The parent's own clock: nothing the child does
- * moves it.
+ * The parent's watch over the child while it waits for it: its own clock
+ * (CLOCK_MONOTONIC; none without a time budget), which nothing the child
+ * does moves, and the child's state.  A stopped child (SIGSTOP, which its
+ * account may send) would never take its own alarm: the parent ends the
+ * wait at once.  late says why a wait ended early.
  */
-struct deadline {
-	bool none;
-	struct timespec at;
+enum late { LATE_NOT, LATE_DEADLINE, LATE_STOPPED };
+
+struct watch {
+	pid_t pid;
+	bool no_deadline;
+	struct timespec deadline;
+	enum late late;
 };
 
-static struct deadline deadline_after(unsigned seconds)
+/* How often the parent looks whether the child is stopped, in ms. */
+#define WATCH_TICK_MS 100
+
+static void watch_start(struct watch *w, pid_t pid, unsigned seconds)
 {
-	struct deadline d = {.none = seconds == 0};
-	clock_gettime(CLOCK_MONOTONIC, &d.at);
-	d.at.tv_sec += (time_t)seconds;
-	return d;
+	w->pid = pid;
+	w->no_deadline = seconds == 0;
+	w->late = LATE_NOT;
+	clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+	w->deadline.tv_sec += (time_t)seconds;
 }
 
-/* Milliseconds left before d (rounded up), for poll: -1 none, 0 passed. */
-static int deadline_ms(const struct deadline *d)
+/* Milliseconds left before the deadline (rounded up): -1 none, 0 passed. */
+static int watch_ms_left(const struct watch *w)
 {
-	if (!d || d->none)
+	if (w->no_deadline)
 		return -1;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	long long ns =
-	    (long long)(d->at.tv_sec - now.tv_sec) * 1000000000LL + (d->at.tv_nsec - now.tv_nsec);
+	long long ns = (long long)(w->deadline.tv_sec - now.tv_sec) * 1000000000LL +
+	               (w->deadline.tv_nsec - now.tv_nsec);
 	if (ns <= 0)
 		return 0;
 	long long ms = (ns + 999999) / 1000000;
 	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-/*
- * Waits until fd is readable or d passes (false, *late set).  With no
- * deadline, at once: the read itself blocks.
- */
-static bool readable_by(int fd, const struct deadline *d, bool *late)
+/* Whether the child is stopped now (left waitable: WNOWAIT). */
+static bool child_stopped(pid_t pid)
 {
-	for (;;) {
-		int ms = deadline_ms(d);
-		if (ms < 0)
-			return true;
-		if (ms == 0) {
-			*late = true;
-			return false;
-		}
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int n = poll(&p, 1, ms);
-		if (n > 0)
-			return true;
-		if (n < 0 && errno != EINTR)
-			return false;
-	}
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == pid && si.si_code == CLD_STOPPED;
+}
+
+/*
+ * Polls fd (or nothing, fd -1) for up to one tick and sets *n to poll's
+ * result; false instead, with w->late set, once the deadline has passed or
+ * the child is stopped.
+ */
+static bool watch_poll(struct watch *w, int fd, int *n)
+{
+	int ms = watch_ms_left(w);
+	if (ms == 0)
+		w->late = LATE_DEADLINE;
+	else if (child_stopped(w->pid))
+		w->late = LATE_STOPPED;
+	if (w->late != LATE_NOT)
+		return false;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	*n = poll(fd >= 0 ? &p : NULL, fd >= 0 ? 1 : 0,
+	          ms < 0 || ms > WATCH_TICK_MS ? WATCH_TICK_MS : ms);
+	return true;
+}
+
+/* Waits until fd is readable (true) or the watch ends the wait (false, w->late). */
+static bool readable_by(int fd, struct watch *w)
+{
+	int n = 0;
+	while (watch_poll(w, fd, &n))
+		if (n > 0 || (n < 0 && errno != EINTR))
+			return true; /* readable, or an error the read will give */
+	return false;
 }
 
 /*
  * Sends or reads all len bytes over the channel; false if it ended first or
- * (reading, with a deadline d) d passed first, which sets *late.
+ * (reading, with a watch w) w ended the wait first, which sets w->late.
  */
-static bool transfer_all(int fd, void *buf, size_t len, bool sending, const struct deadline *d,
-                         bool *late)
+static bool transfer_all(int fd, void *buf, size_t len, bool sending, struct watch *w)
 {
 	char *p = buf;
 	while (len > 0) {
-		if (!sending && !readable_by(fd, d, late))
+		if (!sending && w && !readable_by(fd, w))
 			return false;
 		/* MSG_NOSIGNAL: a child that died must not take the hook with it */
 		ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
@@ -148,18 +174,18 @@ static bool transfer_all(int fd, void *buf, size_t len, bool sending, const stru
 
 static bool send_all(int fd, const void *buf, size_t len)
 {
-	return transfer_all(fd, (void *)buf, len, true, NULL, NULL);
+	return transfer_all(fd, (void *)buf, len, true, NULL);
 }
 
-/* Reads all len bytes (before d, when given: else *late); false if the channel ended. */
-static bool read_all_by(int fd, void *buf, size_t len, const struct deadline *d, bool *late)
+/* Reads all len bytes (while w, when given, lets it); false if the channel ended. */
+static bool read_all_by(int fd, void *buf, size_t len, struct watch *w)
 {
-	return transfer_all(fd, buf, len, false, d, late);
+	return transfer_all(fd, buf, len, false, w);
 }
 
 static bool read_all(int fd, void *buf, size_t len)
 {
-	return read_all_by(fd, buf, len, NULL, NULL);
+	return read_all_by(fd, buf, len, NULL);
 }
 
 /* Writes all len bytes to a pipe; false if it could not. */
@@ -181,15 +207,15 @@ static bool send_text(int fd, char msg, const char *text, bool socket)
 
 /*
  * The text after a length-prefixed message (malloc'd), or NULL when the
- * channel ends (or d, when given, passes: *late).
+ * channel ends (or w, when given, ends the wait: w->late).
  */
-static char *read_text_by(int fd, const struct deadline *d, bool *late)
+static char *read_text_by(int fd, struct watch *w)
 {
 	uint32_t len;
-	if (!read_all_by(fd, &len, sizeof(len), d, late) || len == 0 || len > MAX_MESSAGE)
+	if (!read_all_by(fd, &len, sizeof(len), w) || len == 0 || len > MAX_MESSAGE)
 		return NULL;
 	char *text = malloc((size_t)len + 1);
-	if (!text || !read_all_by(fd, text, len, d, late)) {
+	if (!text || !read_all_by(fd, text, len, w)) {
 		free(text);
 		return NULL;
 	}
@@ -199,7 +225,7 @@ static char *read_text_by(int fd, const struct deadline *d, bool *late)
 
 static char *read_text(int fd)
 {
-	return read_text_by(fd, NULL, NULL);
+	return read_text_by(fd, NULL);
 }
 
 /* The analysis's await_stored: the analysis clock stops while the parent compresses. */
@@ -490,18 +516,17 @@ void cq_sandbox_stored(struct cq_sandbox *sb, const char *path)
 
 /*
  * Reads the child's messages until it closes the pipe (it exits), or until
- * d passes (*late).
+ * w ends the wait (w->late).
  */
-static void read_reports(int fd, struct cq_sandbox_outcome *out, char **failure,
-                         const struct deadline *d, bool *late)
+static void read_reports(int fd, struct cq_sandbox_outcome *out, char **failure, struct watch *w)
 {
 	char msg;
-	while (read_all_by(fd, &msg, 1, d, late)) {
+	while (read_all_by(fd, &msg, 1, w)) {
 		uint32_t uid;
-		if (msg == MSG_UID && read_all_by(fd, &uid, sizeof(uid), d, late)) {
+		if (msg == MSG_UID && read_all_by(fd, &uid, sizeof(uid), w)) {
 			out->uid = (int64_t)uid;
 		} else if (msg == MSG_FAILURE && !*failure) {
-			if (!(*failure = read_text_by(fd, d, late)))
+			if (!(*failure = read_text_by(fd, w)))
 				break;
 		} else {
 			break;
@@ -521,30 +546,24 @@ static int child_pidfd(pid_t pid)
 }
 
 /*
- * Waits for the child to exit until d passes: 1 it did (*status), 0 d
- * passed first, -1 waitpid failed (errno).  Without a pidfd (a kernel
- * before 5.3), looks every 20 ms.
+ * Waits for the child to exit while w lets it: 1 it did (*status), 0 w
+ * ended the wait (w->late), -1 waitpid failed (errno).  A pidfd wakes the
+ * wait at the exit; without one (a kernel before 5.3), the next tick does.
  */
-static int wait_by(pid_t pid, int *status, const struct deadline *d)
+static int wait_by(int *status, struct watch *w)
 {
-	int pidfd = child_pidfd(pid);
-	int result;
+	int pidfd = child_pidfd(w->pid);
+	int result, n;
 	for (;;) {
-		pid_t w = waitpid(pid, status, WNOHANG);
-		if (w == pid || (w < 0 && errno != EINTR)) {
-			result = w == pid ? 1 : -1;
+		pid_t got = waitpid(w->pid, status, WNOHANG);
+		if (got == w->pid || (got < 0 && errno != EINTR)) {
+			result = got == w->pid ? 1 : -1;
 			break;
 		}
-		int ms = deadline_ms(d);
-		if (ms == 0) {
+		if (!watch_poll(w, pidfd, &n)) {
 			result = 0;
 			break;
 		}
-		struct pollfd p = {.fd = pidfd, .events = POLLIN};
-		if (pidfd >= 0)
-			poll(&p, 1, ms);
-		else
-			poll(NULL, 0, ms < 0 || ms > 20 ? 20 : ms);
 	}
 	int e = errno;
 	if (pidfd >= 0)
@@ -577,12 +596,12 @@ struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
 	 * waits for the stored path, which it has now: it has at most
 	 * cfg->timeout left.
 	 */
-	struct deadline d = deadline_after(cfg->timeout ? cfg->timeout + PARENT_GRACE_S : 0);
-	bool late = false;
+	struct watch w;
+	watch_start(&w, sb->pid, cfg->timeout ? cfg->timeout + PARENT_GRACE_S : 0);
 	char *failure = NULL;
-	read_reports(sb->report, out, &failure, &d, &late);
+	read_reports(sb->report, out, &failure, &w);
 	int status = 0;
-	int waited = late ? 0 : wait_by(sb->pid, &status, &d);
+	int waited = w.late != LATE_NOT ? 0 : wait_by(&status, &w);
 	bool stopped = waited == 0;
 	if (stopped)
 		waited = stop_child(sb->pid, &status);
@@ -597,11 +616,13 @@ struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
 		return NULL;
 	}
 	out->failed = true;
-	if (stopped)
+	if (stopped && w.late == LATE_STOPPED)
+		snprintf(out->reason, sizeof(out->reason),
+		         "analysis stopped by the hook: its process was stopped by a signal");
+	else if (stopped)
 		snprintf(
 		    out->reason, sizeof(out->reason),
-		    "analysis stopped by the hook: still running after its time budget of %u s "
-		    "(its process was stopped or hung)",
+		    "analysis stopped by the hook: still running after its time budget of %u s",
 		    cfg->timeout);
 	else if (failure)
 		snprintf(out->reason, sizeof(out->reason), "%s", failure);

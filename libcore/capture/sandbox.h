@@ -33,8 +33,9 @@
  * which waits at most that budget and a few seconds more (its own clock,
  * a pidfd to see the exit) and then kills the child's process group.  Once
  * dropped, the child is the crashed account's to signal: a SIGSTOP would
- * otherwise hold its alarm, the hook and its analysis slot forever.  The
- * parent then removes the child's spool directory, whatever it holds.  A
+ * otherwise hold its alarm, the hook and its analysis slot forever, so a
+ * child the parent sees stopped is killed at once.  The parent then
+ * removes the child's spool directory, whatever it holds.  A
  * child whose hook dies is killed (PR_SET_PDEATHSIG, set again after the
  * drop): left behind, it would keep the analysis slot it inherited.
  *
@@ -124,8 +125,9 @@ void cq_sandbox_raw_complete(void *arg, uint64_t size);
 void cq_sandbox_stored(struct cq_sandbox *sb, const char *path);
 
 /*
- * Waits for the child and says how it ended; a child still running past its
- * time budget (and a grace) is killed, and that is its failure.  With
+ * Waits for the child and says how it ended; a child stopped, or still
+ * running past its time budget (and a grace), is killed, and that is its
+ * failure.  With
  * stored false (nothing was stored) a failure is not one: there was
  * nothing to analyse.
  */
