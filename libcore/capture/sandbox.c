@@ -4,17 +4,23 @@
  */
 #include "libcore/capture/sandbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libcore/base/write_all.h"
@@ -28,6 +34,16 @@
 #define MSG_FAILURE 'F' /* followed by a u32 length and a failure the child could not record */
 
 #define MAX_MESSAGE (1u << 16)
+
+/*
+ * How long past the child's own time budget the parent waits for it.  The
+ * child's alarm() is its own: once dropped to the crashed account, that
+ * user may stop it (SIGSTOP), and a stopped process never takes its
+ * SIGALRM.  So the parent keeps the deadline too, on its own clock, and
+ * kills the child's process group when it passes, or at once when it sees
+ * the child stopped.
+ */
+#define PARENT_GRACE_S 5
 
 /*
  * The account the analysis runs as when the hook is root: the crashed
@@ -52,11 +68,98 @@ static bool analysis_account(const struct cq_capture *c, uid_t *uid, gid_t *gid)
 	return true;
 }
 
-/* Sends or reads all len bytes over the channel; false if it ended first. */
-static bool transfer_all(int fd, void *buf, size_t len, bool sending)
+/*
+ * The parent's watch over the child while it waits for it: its own clock
+ * (CLOCK_MONOTONIC; none without a time budget), which nothing the child
+ * does moves, and the child's state.  A stopped child (SIGSTOP, which its
+ * account may send) would never take its own alarm: the parent ends the
+ * wait at once.  late says why a wait ended early.
+ */
+enum late { LATE_NOT, LATE_DEADLINE, LATE_STOPPED };
+
+struct watch {
+	pid_t pid;
+	bool no_deadline;
+	struct timespec deadline;
+	enum late late;
+};
+
+/* How often the parent looks whether the child is stopped, in ms. */
+#define WATCH_TICK_MS 100
+
+static void watch_start(struct watch *w, pid_t pid, unsigned seconds)
+{
+	w->pid = pid;
+	w->no_deadline = seconds == 0;
+	w->late = LATE_NOT;
+	clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+	w->deadline.tv_sec += (time_t)seconds;
+}
+
+/* Milliseconds left before the deadline (rounded up): -1 none, 0 passed. */
+static int watch_ms_left(const struct watch *w)
+{
+	if (w->no_deadline)
+		return -1;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long long ns = (long long)(w->deadline.tv_sec - now.tv_sec) * 1000000000LL +
+	               (w->deadline.tv_nsec - now.tv_nsec);
+	if (ns <= 0)
+		return 0;
+	long long ms = (ns + 999999) / 1000000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* Whether the child is stopped now (left waitable: WNOWAIT). */
+static bool child_stopped(pid_t pid)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == pid && si.si_code == CLD_STOPPED;
+}
+
+/*
+ * Polls fd (or nothing, fd -1) for up to one tick and sets *n to poll's
+ * result; false instead, with w->late set, once the deadline has passed or
+ * the child is stopped.
+ */
+static bool watch_poll(struct watch *w, int fd, int *n)
+{
+	int ms = watch_ms_left(w);
+	if (ms == 0)
+		w->late = LATE_DEADLINE;
+	else if (child_stopped(w->pid))
+		w->late = LATE_STOPPED;
+	if (w->late != LATE_NOT)
+		return false;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	*n = poll(fd >= 0 ? &p : NULL, fd >= 0 ? 1 : 0,
+	          ms < 0 || ms > WATCH_TICK_MS ? WATCH_TICK_MS : ms);
+	return true;
+}
+
+/* Waits until fd is readable (true) or the watch ends the wait (false, w->late). */
+static bool readable_by(int fd, struct watch *w)
+{
+	int n = 0;
+	while (watch_poll(w, fd, &n))
+		if (n > 0 || (n < 0 && errno != EINTR))
+			return true; /* readable, or an error the read will give */
+	return false;
+}
+
+/*
+ * Sends or reads all len bytes over the channel; false if it ended first or
+ * (reading, with a watch w) w ended the wait first, which sets w->late.
+ */
+static bool transfer_all(int fd, void *buf, size_t len, bool sending, struct watch *w)
 {
 	char *p = buf;
 	while (len > 0) {
+		if (!sending && w && !readable_by(fd, w))
+			return false;
 		/* MSG_NOSIGNAL: a child that died must not take the hook with it */
 		ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
 		if (n < 0 && errno == EINTR)
@@ -71,12 +174,18 @@ static bool transfer_all(int fd, void *buf, size_t len, bool sending)
 
 static bool send_all(int fd, const void *buf, size_t len)
 {
-	return transfer_all(fd, (void *)buf, len, true);
+	return transfer_all(fd, (void *)buf, len, true, NULL);
+}
+
+/* Reads all len bytes (while w, when given, lets it); false if the channel ended. */
+static bool read_all_by(int fd, void *buf, size_t len, struct watch *w)
+{
+	return transfer_all(fd, buf, len, false, w);
 }
 
 static bool read_all(int fd, void *buf, size_t len)
 {
-	return transfer_all(fd, buf, len, false);
+	return read_all_by(fd, buf, len, NULL);
 }
 
 /* Writes all len bytes to a pipe; false if it could not. */
@@ -96,19 +205,27 @@ static bool send_text(int fd, char msg, const char *text, bool socket)
 	return put(fd, &msg, 1) && put(fd, &n, sizeof(n)) && put(fd, text, len);
 }
 
-/* The text after a length-prefixed message (malloc'd), or NULL when the channel ends. */
-static char *read_text(int fd)
+/*
+ * The text after a length-prefixed message (malloc'd), or NULL when the
+ * channel ends (or w, when given, ends the wait: w->late).
+ */
+static char *read_text_by(int fd, struct watch *w)
 {
 	uint32_t len;
-	if (!read_all(fd, &len, sizeof(len)) || len == 0 || len > MAX_MESSAGE)
+	if (!read_all_by(fd, &len, sizeof(len), w) || len == 0 || len > MAX_MESSAGE)
 		return NULL;
 	char *text = malloc((size_t)len + 1);
-	if (!text || !read_all(fd, text, len)) {
+	if (!text || !read_all_by(fd, text, len, w)) {
 		free(text);
 		return NULL;
 	}
 	text[len] = 0;
 	return text;
+}
+
+static char *read_text(int fd)
+{
+	return read_text_by(fd, NULL);
 }
 
 /* The analysis's await_stored: the analysis clock stops while the parent compresses. */
@@ -162,6 +279,19 @@ static struct cq_error *apply_memory_budget(uint64_t bytes)
 }
 
 /*
+ * Child: dies with the hook (SIGKILL when the parent goes), since a child
+ * left behind keeps the analysis slot it inherited and may be held stopped
+ * by its account.  A change of account clears this: called again after the
+ * drop.
+ */
+static void die_with_parent(pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+}
+
+/*
  * Child: wait for the raw copy or the stored file, then analyse within the
  * budget.  Exit 0 done (or nothing to do), 1 failed.  Everything that needs
  * root is opened first (work.prepare: the database and the cache, which
@@ -170,12 +300,15 @@ static struct cq_error *apply_memory_budget(uint64_t bytes)
  * child drops to the account and only then reads the core.  It tells the
  * parent the uid it analyses as.
  */
-static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
+static void child_main(const struct cq_sandbox_config *cfg, pid_t parent, int ctl, int memfd,
                        const char *spool_dir, int report_fd) __attribute__((noreturn));
 
-static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
+static void child_main(const struct cq_sandbox_config *cfg, pid_t parent, int ctl, int memfd,
                        const char *spool_dir, int report_fd)
 {
+	/* A process group of its own, which the parent kills whole when it must. */
+	setpgid(0, 0);
+	die_with_parent(parent);
 	/* The kernel waits for every reader of the core's pipe: this is not one. */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
@@ -225,6 +358,7 @@ static void child_main(const struct cq_sandbox_config *cfg, int ctl, int memfd,
 		if (fd < 0 || setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
 		    getuid() != uid || geteuid() != uid)
 			child_fail(report_fd, "cannot drop privileges for the analysis");
+		die_with_parent(parent);
 	}
 	if (fd >= 0) {
 		if (dup2(fd, STDIN_FILENO) < 0)
@@ -271,6 +405,30 @@ static char *spool_dir_for(const struct cq_sandbox_config *cfg)
 	return dir;
 }
 
+/*
+ * Removes the spool directory once its child is gone.  Spool files are
+ * unlinked temporaries (O_TMPFILE), so it is normally empty; whatever a
+ * child that was killed midway left in it goes first, by names relative to
+ * the directory's descriptor (the directory is the account's: nothing in it
+ * is followed).
+ */
+static void remove_spool_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dir && fd >= 0)
+		close(fd);
+	for (struct dirent *e; dir && (e = readdir(dir));) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd(dir), e->d_name, 0) != 0 && errno == EISDIR)
+			unlinkat(dirfd(dir), e->d_name, AT_REMOVEDIR);
+	}
+	if (dir)
+		closedir(dir);
+	rmdir(path);
+}
+
 static void sandbox_close(struct cq_sandbox *sb)
 {
 	if (sb->ctl >= 0)
@@ -280,7 +438,7 @@ static void sandbox_close(struct cq_sandbox *sb)
 	if (sb->memfd >= 0)
 		close(sb->memfd);
 	if (sb->spool_dir) {
-		rmdir(sb->spool_dir); /* empty: spool files are unlinked temporaries */
+		remove_spool_dir(sb->spool_dir);
 		free(sb->spool_dir);
 	}
 	sb->ctl = sb->report = sb->memfd = -1;
@@ -312,12 +470,15 @@ struct cq_error *cq_sandbox_start(const struct cq_sandbox_config *cfg, uint64_t 
 		sb->memfd = memfd_create("coreq-raw-core", MFD_CLOEXEC);
 	sb->spool_dir = spool_dir_for(cfg);
 	fflush(NULL);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(ctl[0]);
 		close(report[0]);
-		child_main(cfg, ctl[1], sb->memfd, sb->spool_dir, report[1]);
+		child_main(cfg, parent, ctl[1], sb->memfd, sb->spool_dir, report[1]);
 	}
+	if (pid > 0)
+		setpgid(pid, pid); /* as the child does, so that it is so before either runs on */
 	close(ctl[1]);
 	close(report[1]);
 	if (pid < 0) {
@@ -353,21 +514,73 @@ void cq_sandbox_stored(struct cq_sandbox *sb, const char *path)
 	sb->memfd = -1;
 }
 
-/* Reads the child's messages until it closes the pipe (it exits). */
-static void read_reports(int fd, struct cq_sandbox_outcome *out, char **failure)
+/*
+ * Reads the child's messages until it closes the pipe (it exits), or until
+ * w ends the wait (w->late).
+ */
+static void read_reports(int fd, struct cq_sandbox_outcome *out, char **failure, struct watch *w)
 {
 	char msg;
-	while (read_all(fd, &msg, 1)) {
+	while (read_all_by(fd, &msg, 1, w)) {
 		uint32_t uid;
-		if (msg == MSG_UID && read_all(fd, &uid, sizeof(uid))) {
+		if (msg == MSG_UID && read_all_by(fd, &uid, sizeof(uid), w)) {
 			out->uid = (int64_t)uid;
 		} else if (msg == MSG_FAILURE && !*failure) {
-			if (!(*failure = read_text(fd)))
+			if (!(*failure = read_text_by(fd, w)))
 				break;
 		} else {
 			break;
 		}
 	}
+}
+
+/* A descriptor that polls readable when the child exits, or -1 (no pidfd_open). */
+static int child_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	return -1;
+#endif
+}
+
+/*
+ * Waits for the child to exit while w lets it: 1 it did (*status), 0 w
+ * ended the wait (w->late), -1 waitpid failed (errno).  A pidfd wakes the
+ * wait at the exit; without one (a kernel before 5.3), the next tick does.
+ */
+static int wait_by(int *status, struct watch *w)
+{
+	int pidfd = child_pidfd(w->pid);
+	int result, n;
+	for (;;) {
+		pid_t got = waitpid(w->pid, status, WNOHANG);
+		if (got == w->pid || (got < 0 && errno != EINTR)) {
+			result = got == w->pid ? 1 : -1;
+			break;
+		}
+		if (!watch_poll(w, pidfd, &n)) {
+			result = 0;
+			break;
+		}
+	}
+	int e = errno;
+	if (pidfd >= 0)
+		close(pidfd);
+	errno = e;
+	return result;
+}
+
+/* Kills the child and whatever it started (SIGKILL ends a stopped process too) and reaps it. */
+static int stop_child(pid_t pid, int *status)
+{
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	int waited;
+	while ((waited = waitpid(pid, status, 0)) < 0 && errno == EINTR)
+		;
+	return waited == pid ? 1 : -1;
 }
 
 struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
@@ -377,25 +590,41 @@ struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
 	out->uid = -1;
 	if (sb->ctl >= 0)
 		cq_sandbox_stored(sb, NULL);
+	const struct cq_sandbox_config *cfg = sb->cfg;
+	/*
+	 * The child's budget runs from its start and pauses only while it
+	 * waits for the stored path, which it has now: it has at most
+	 * cfg->timeout left.
+	 */
+	struct watch w;
+	watch_start(&w, sb->pid, cfg->timeout ? cfg->timeout + PARENT_GRACE_S : 0);
 	char *failure = NULL;
-	read_reports(sb->report, out, &failure);
-	int status;
-	int waited;
-	while ((waited = waitpid(sb->pid, &status, 0)) < 0 && errno == EINTR)
-		;
+	read_reports(sb->report, out, &failure, &w);
+	int status = 0;
+	int waited = w.late != LATE_NOT ? 0 : wait_by(&status, &w);
+	bool stopped = waited == 0;
+	if (stopped)
+		waited = stop_child(sb->pid, &status);
 	int wait_errno = errno;
 	sandbox_close(sb);
 	if (waited < 0) {
 		free(failure);
 		return cq_error_errno(wait_errno, "cannot wait for the analysis");
 	}
-	const struct cq_sandbox_config *cfg = sb->cfg;
 	if (!stored) {
 		free(failure); /* nothing stored, nothing for the child to record */
 		return NULL;
 	}
 	out->failed = true;
-	if (failure)
+	if (stopped && w.late == LATE_STOPPED)
+		snprintf(out->reason, sizeof(out->reason),
+		         "analysis stopped by the hook: its process was stopped by a signal");
+	else if (stopped)
+		snprintf(
+		    out->reason, sizeof(out->reason),
+		    "analysis stopped by the hook: still running after its time budget of %u s",
+		    cfg->timeout);
+	else if (failure)
 		snprintf(out->reason, sizeof(out->reason), "%s", failure);
 	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
 		snprintf(out->reason, sizeof(out->reason),
@@ -411,7 +640,7 @@ struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
 		         WEXITSTATUS(status), (unsigned long long)cfg->memory);
 	else
 		out->failed = false;
-	out->recorded = out->failed && !failure && WIFEXITED(status);
+	out->recorded = out->failed && !stopped && !failure && WIFEXITED(status);
 	free(failure);
 	return NULL;
 }

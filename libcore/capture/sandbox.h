@@ -29,6 +29,16 @@
  * reason to record.  A memory budget that cannot be applied fails the
  * analysis: the core is never analysed unbounded.
  *
+ * The time budget is kept twice: by the child's alarm(), and by the parent,
+ * which waits at most that budget and a few seconds more (its own clock,
+ * a pidfd to see the exit) and then kills the child's process group.  Once
+ * dropped, the child is the crashed account's to signal: a SIGSTOP would
+ * otherwise hold its alarm, the hook and its analysis slot forever, so a
+ * child the parent sees stopped is killed at once.  The parent then
+ * removes the child's spool directory, whatever it holds.  A
+ * child whose hook dies is killed (PR_SET_PDEATHSIG, set again after the
+ * drop): left behind, it would keep the analysis slot it inherited.
+ *
  * Layer: capture (libcore/capture/): where a core came from and how it was kept; above triage.
  * The layer order is in the README (Layout) and tests/check-layers.
  */
@@ -115,8 +125,11 @@ void cq_sandbox_raw_complete(void *arg, uint64_t size);
 void cq_sandbox_stored(struct cq_sandbox *sb, const char *path);
 
 /*
- * Waits for the child and says how it ended.  With stored false (nothing
- * was stored) a failure is not one: there was nothing to analyse.
+ * Waits for the child and says how it ended; a child stopped, or still
+ * running past its time budget (and a grace), is killed, and that is its
+ * failure.  With
+ * stored false (nothing was stored) a failure is not one: there was
+ * nothing to analyse.
  */
 struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
                                    struct cq_sandbox_outcome *out);

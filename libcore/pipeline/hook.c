@@ -399,10 +399,15 @@ struct cq_error *cq_hook_run(const struct cq_hook_options *o, struct cq_hook_res
 		         "analysis deferred (%u running): `coreq ingest %s` completes it",
 		         o->max_analyses, h.store_dir);
 	if (!err && !oc->core_id) {
-		/* The placeholder went away with no row of its own: a core stored before. */
+		/*
+		 * The placeholder went away with no row of its own: a core stored
+		 * before.  No row names this copy, so it goes.
+		 */
+		bool removed = unlink(r->stored.path) == 0;
 		snprintf(oc->status, sizeof(oc->status), "duplicate");
 		snprintf(oc->message, sizeof(oc->message),
-		         "the same core is already in the database");
+		         "the same core is already in the database%s",
+		         removed ? "; this copy was removed" : "");
 	}
 out:
 	if (slot >= 0)

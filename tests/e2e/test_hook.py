@@ -308,12 +308,21 @@ def check_no_stdio(case, tmp):
 
 
 def check_duplicate(case, tmp):
+    """The same core hooked twice: the second copy has no row, so it is not kept."""
     data = open(case["core"], "rb").read()
+    reps = []
     for _ in range(2):
-        r = hook(tmp, data, int(case["pid"]), int(case["signal"]), T0)
-    got = rows(tmp, "SELECT count(*) FROM cores")
-    ok(r.returncode == 0 and got == [(1,)] and len(stored_files(tmp)) == 2,
-       "the same core hooked twice: exit 0, one row, both copies kept", [diag(r), got])
+        r = hook(tmp, data, int(case["pid"]), int(case["signal"]), T0, extra=["--format", "json"])
+        try:
+            reps.append(json.loads(r.stdout))
+        except ValueError:
+            reps.append({})
+    got = rows(tmp, "SELECT count(*), min(stored_path) FROM cores")
+    files = [os.path.join(tmp, "cores", f) for f in stored_files(tmp)]
+    ok(r.returncode == 0 and [x.get("status") for x in reps] == ["ok", "duplicate"],
+       "the same core hooked twice: exit 0, the second reported a duplicate", [diag(r), reps])
+    ok(got == [(1, reps[0].get("stored_path"))] and files == [reps[0].get("stored_path")],
+       "one row, and one stored copy: the row's; the duplicate's copy is removed", [got, files, reps])
 
 
 def check_raw_copy(case):

@@ -5,11 +5,15 @@
  * it), a core that was not stored is not analysed, the parent learns the
  * account the child ran as, and every failure reaches the outcome with its
  * reason: one the analysis recorded, one it could not record, one before
- * the analysis (prepare), and the time budget.  As root, the child drops to
- * the crashed process's account.  (The memory budget is not set in the
+ * the analysis (prepare), and the time budget: the child's alarm, the
+ * parent's own deadline when the alarm cannot fire, and a stopped child
+ * killed at once.  As root, the child drops to the crashed process's
+ * account.  (The memory budget is not set in the
  * sanitizer build; tests/e2e/test_hook_defaults.py covers it.)
  */
+#include <dirent.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,7 +35,9 @@ static struct {
 	bool prepare_fails;
 	bool analysis_fails, record_fails;
 	unsigned sleep_seconds;
-	char result[128]; /* where the analysis writes what it saw ("" : nowhere) */
+	bool alarm_blocked; /* the alarm cannot end the analysis: only the parent can */
+	bool stops;         /* the analysis is stopped (SIGSTOP) after leaving a file in TMPDIR */
+	char result[128];   /* where the analysis writes what it saw ("" : nowhere) */
 } mode;
 
 static struct cq_error *fake_prepare(void *arg)
@@ -45,6 +51,20 @@ static struct cq_error *fake_analyse(void *arg, const struct cq_sandbox_core *co
                                      struct cq_error **record_error)
 {
 	(void)arg;
+	if (mode.alarm_blocked) {
+		sigset_t alrm;
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		sigprocmask(SIG_BLOCK, &alrm, NULL);
+	}
+	if (mode.stops) {
+		char litter[256];
+		snprintf(litter, sizeof(litter), "%s/litter", getenv("TMPDIR"));
+		FILE *out = fopen(litter, "w");
+		if (out)
+			fclose(out);
+		raise(SIGSTOP);
+	}
 	if (mode.sleep_seconds)
 		sleep(mode.sleep_seconds);
 	char buf[256] = "";
@@ -238,6 +258,56 @@ static void test_time_budget(void **state)
 	assert_string_equal(out.reason, "analysis exceeded its time budget of 1 s");
 }
 
+/* Whether a .spool-* directory is left in dir. */
+static bool spool_left(const char *dir)
+{
+	DIR *d = opendir(dir);
+	bool left = false;
+	for (struct dirent *e; d && (e = readdir(d));)
+		left |= strncmp(e->d_name, ".spool-", 7) == 0;
+	if (d)
+		closedir(d);
+	return left;
+}
+
+/*
+ * The analysis stopped (its account may SIGSTOP it once dropped): it never
+ * takes its alarm, so the parent sees it stopped, kills it and says so, and
+ * removes its spool directory with what it left there.
+ */
+static void test_stopped_analysis(void **state)
+{
+	struct fixture *f = *state;
+	if (geteuid() == 0) {
+		f->cap.uid = 4242; /* a drop, and a spool directory of its own */
+		f->cap.gid = 4242;
+		mode.result[0] = 0;
+	}
+	mode.stops = true;
+	struct cq_sandbox_outcome out;
+	run(f, false, true, &out);
+	assert_true(out.failed);
+	assert_false(out.recorded);
+	assert_string_equal(out.reason,
+	                    "analysis stopped by the hook: its process was stopped by a signal");
+	assert_false(spool_left(f->dir));
+}
+
+/* An analysis its alarm cannot end: the parent's own deadline does. */
+static void test_parent_deadline(void **state)
+{
+	struct fixture *f = *state;
+	f->cfg.timeout = 1;
+	mode.alarm_blocked = true;
+	mode.sleep_seconds = 60;
+	struct cq_sandbox_outcome out;
+	run(f, false, true, &out);
+	assert_true(out.failed);
+	assert_false(out.recorded);
+	assert_string_equal(
+	    out.reason, "analysis stopped by the hook: still running after its time budget of 1 s");
+}
+
 static void test_drops_to_the_crashed_account(void **state)
 {
 	struct fixture *f = *state;
@@ -270,6 +340,8 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_prepare_fails, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_time_budget, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stopped_analysis, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_parent_deadline, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_drops_to_the_crashed_account, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
