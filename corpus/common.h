@@ -16,6 +16,7 @@
 #define _GNU_SOURCE 1
 #endif
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,21 @@
 
 #define CHAIN        __attribute__((noinline, noipa))
 #define KEEP_FRAME() __asm__ volatile("" ::: "memory")
+
+/* Installs handler (SA_SIGINFO) for sig; exits 2 when sigaction fails. */
+static inline void corpus_catch(int sig, void (*handler)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL) != 0) {
+		perror("sigaction");
+		exit(2);
+	}
+}
 
 /* Sleep for the given number of milliseconds. */
 static inline void corpus_sleep_ms(long ms)

@@ -7,8 +7,6 @@
  *   report_fault <- on_segv <- <signal frame> <- victim <- main */
 #include "common.h"
 
-#include <signal.h>
-
 volatile void *fault_address;
 int *volatile report_buffer; /* never set: the reporter's bug */
 
@@ -36,16 +34,7 @@ CHAIN static void victim(void)
 
 int main(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, NULL) != 0) {
-		perror("sigaction");
-		return 2;
-	}
+	corpus_catch(SIGSEGV, on_segv);
 	victim();
 	KEEP_FRAME();
 	return 0;

@@ -5,8 +5,6 @@
  *   abort <- crash_in_handler <- on_segv <- <signal frame> <- victim <- main */
 #include "common.h"
 
-#include <signal.h>
-
 volatile void *fault_address;
 
 CHAIN static void crash_in_handler(void *addr)
@@ -32,16 +30,7 @@ CHAIN static void victim(void)
 
 int main(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, NULL) != 0) {
-		perror("sigaction");
-		return 2;
-	}
+	corpus_catch(SIGSEGV, on_segv);
 	victim();
 	KEEP_FRAME();
 	return 0;
