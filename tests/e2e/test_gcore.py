@@ -148,6 +148,10 @@ def check_snapshot_marks(name, core, ours):
        and "(crashed)" not in r.stdout,
        f"{name}: text header says snapshot (gcore), no thread (crashed)",
        [header] + r.stderr.splitlines())
+    r = coreq("stack", core, "--no-async", "--crashed")
+    ok(r.returncode == 0 and "No thread crashed: the core is a snapshot of a live process (gcore)."
+       in r.stdout.splitlines() and "Thread " not in r.stdout,
+       f"{name}: stack --crashed says no thread crashed", r.stdout.splitlines()[:4])
 
 
 def wait_graph(doc):
