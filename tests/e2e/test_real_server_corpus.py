@@ -1,0 +1,468 @@
+#!/usr/bin/env python3
+"""A corpus of real Debian servers nobody on the team wrote, each under a
+load, each captured twice: snapshotted with gdb's gcore while it runs, then
+killed from outside as a watchdog would (SIGSEGV or SIGABRT, a kernel core
+in its cwd).  Every capture's stacks are compared with gdb's `thread apply
+all bt` frame by frame and with eu-stack's pcs (issue 46, part 5).
+
+- redis-server 7, `io-threads 4`, under redis-benchmark (killed: SIGSEGV,
+  which its own crash handler logs and re-raises);
+- nginx 1.22, a master and two workers under ab (or a small python client):
+  a worker killed with SIGSEGV, the master with SIGABRT;
+- memcached `-t 4` under sets and gets (killed: SIGSEGV);
+- a postgresql-15 backend in a hash join of two generate_series (killed:
+  SIGSEGV; the postmaster, restart_after_crash off, then stops);
+- python3.11 with threads in distinct functions (killed: SIGABRT).
+
+Every server runs as nobody on 127.0.0.1, in a temp dir, and is stopped by
+the test.  Only python3.11 (python3.11-dbg) and glibc (libc6-dbg) have
+debuginfo here; the servers' executables have their symbol tables only (the
+-dbgsym packages are in Debian's debug archive, which this machine does not
+reach), so file:line is compared where gdb prints one.
+
+For each capture a table row gives: threads, frames (coreq / gdb), names
+equal to gdb's, file:line equal to gdb's (of the frames where gdb has a
+file), pcs equal to eu-stack's (native frames).  The checks: coreq and gdb
+see the same threads, and each thread's frames equal gdb's, name for name
+and pc for pc where gdb prints one, after the known differences below, each
+named and counted in a table (DIFFERENCES), none dropped silently.  A
+snapshot says so in JSON (core.snapshot "gcore"); a killed core names its
+signal and its crashed thread.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from coreq_test import coreq_json, done, ok, skip
+from real_servers_common import (core_pattern_file, find_core, free_port, gcore, give_to_nobody,
+                                 http_load, memcached_load, nobody_env, unprivileged, wait_dead,
+                                 wait_for_core, wait_port)
+from test_gcore import eu_stack
+from test_stack_vs_gdb import (KNOWN_ALIASES, collapse_groups, gdb_stacks, libdw_inline_blind_pcs,
+                               location, normalise, same_name)
+
+# The known differences between gdb's frames and coreq's, by kind.  Each
+# one found is counted under its kind, per capture, and printed; any other
+# difference fails the thread.
+DIFFERENCES = {
+    "tailcall": "gdb's tail-call frames (gdb_tailcalls.py: synthesised from DW_TAG_call_site, "
+                "no frame on the stack; eu-stack shows none either): dropped from gdb's side",
+    "inline-libdw": "gdb's inline frames libdw 0.188 does not read (eu-addr2line -i finds none "
+                    "either: python3.11's LTO units): those physical frames compared physically",
+    "inline-libdw-line": "the file:line of such a physical frame: coreq's is the innermost "
+                         "inlined location gdb shows, gdb's the real function's call site",
+}
+ROWS = []
+
+
+def native_name(name):
+    return KNOWN_ALIASES.get(normalise(name), normalise(name))
+
+
+def compare_thread(t, frames, eu_pcs, row, bad):
+    """One thread's frames against gdb's (frames, tail calls dropped) and
+    eu-stack's pcs; counts go to row, failures to bad."""
+    tid = t["tid"]
+    frames = list(frames)
+    if frames and frames[0][0] is None and t["frames"]:
+        # gdb prints no pc on frame 0 where it starts a line: the thread's pc.
+        frames[0] = (int(t["frames"][0]["pc"], 16),) + tuple(frames[0][1:])
+    # Physical frames where gdb shows inline frames and coreq and
+    # eu-addr2line -i none (test_stack_vs_gdb.py's rule).
+    wanted = {pc for k, (pc, _, _, _) in enumerate(frames)
+              if pc is not None and k + 1 < len(frames) and frames[k + 1][0] is None and
+              not frames[k + 1][1].startswith("<")}
+    blind = libdw_inline_blind_pcs(t, wanted) if wanted else set()
+    collapsed = collapse_groups(frames, blind)
+    row["known"]["inline-libdw"] += len(frames) - len(collapsed)
+    g = [(pc, native_name(fn), loc, inner) for pc, fn, loc, inner in collapsed]
+    c = [(int(f["pc"], 16), native_name(f["function"]), location(f)) for f in t["frames"]]
+    row["frames"][0] += len(c)
+    row["frames"][1] += len(g)
+    row["unnamed"] += sum(gn == "??" for _, gn, _, _ in g)
+    names = sum(same_name(gn, cn) for (_, gn, _, _), (_, cn, _) in zip(g, c))
+    row["names"] += names
+    pcs = all(gpc is None or gpc == cpc for (gpc, _, _, _), (cpc, _, _) in zip(g, c))
+    if not (len(g) == len(c) == names and pcs):
+        bad.append(f"thread {tid}: names or pcs differ")
+        bad.append(f"  gdb:   {[(hex(p) if p else None, n) for p, n, _, _ in g]}")
+        bad.append(f"  coreq: {[(hex(p), n) for p, n, _ in c]}")
+    for (_, gn, gloc, inner), (_, _, cloc) in zip(g, c):
+        if not gloc:
+            continue
+        row["files"] += 1
+        if gloc == cloc:
+            row["lines"] += 1
+        elif inner is not None and cloc == inner:
+            row["known"]["inline-libdw-line"] += 1
+        else:
+            bad.append(f"thread {tid}: {gn}: gdb {gloc}, coreq {cloc}")
+    native = [int(f["pc"], 16) for f in t["frames"] if f["kind"] == "native"]
+    row["eu_frames"] += len(eu_pcs)
+    row["eu"] += sum(a == b for a, b in zip(native, eu_pcs))
+    if native != eu_pcs:
+        bad.append(f"thread {tid}: eu-stack {[hex(p) for p in eu_pcs]}")
+        bad.append(f"  coreq's native frames {[hex(p) for p in native]}")
+
+
+def compare_capture(server, capture, exe, core, ours):
+    """One table row, and the checks against gdb and eu-stack."""
+    label = f"{server} ({capture})"
+    tailcalls = set()
+    gdb = gdb_stacks(exe, core, None, tailcalls)
+    eu = eu_stack(exe, core)
+    tids = [t["tid"] for t in ours["threads"]]
+    ok(tids and sorted(tids) == sorted(gdb) == sorted(eu),
+       f"{label}: coreq, gdb and eu-stack see the same {len(tids)} threads",
+       [f"coreq:    {sorted(tids)}", f"gdb:      {sorted(gdb)}", f"eu-stack: {sorted(eu)}"])
+    row = {"label": label, "threads": (len(tids), len(gdb)), "frames": [0, 0], "names": 0,
+           "unnamed": 0, "files": 0, "lines": 0, "eu": 0, "eu_frames": 0,
+           "known": {kind: 0 for kind in DIFFERENCES}}
+    row["known"]["tailcall"] = len(tailcalls)
+    bad = []
+    for t in ours["threads"]:
+        compare_thread(t, gdb.get(t["tid"], []), eu.get(t["tid"], []), row, bad)
+    ok(not bad, f"{label}: every thread's frames equal gdb's ({row['frames'][1]} frames in "
+       f"{len(tids)} threads), file:line too where gdb has one, pcs equal eu-stack's", bad)
+    ROWS.append(row)
+
+
+def check_capture(server, capture, exe, core, signo=None, why_no_core=None):
+    label = f"{server} ({capture})"
+    if not ok(core is not None, f"{label}: a core was written", why_no_core):
+        return
+    ours, _ = coreq_json("stack", core, "--format", "json", "--no-cache", "--no-async",
+                         "--exe", exe, timeout=300)
+    c = ours["core"]
+    if capture == "gcore":
+        ok(c.get("snapshot") == "gcore" and c.get("crashed_tid") is None and
+           not any(t["crashed"] for t in ours["threads"]),
+           f"{label}: JSON says snapshot gcore, no thread crashed",
+           f"snapshot={c.get('snapshot')!r} crashed_tid={c.get('crashed_tid')!r}")
+    else:
+        ok(c.get("snapshot") is None and c.get("signal") == signo and c.get("crashed_tid"),
+           f"{label}: no snapshot, {signal.Signals(signo).name}, a crashed thread",
+           f"snapshot={c.get('snapshot')!r} signal={c.get('signal')!r} "
+           f"crashed_tid={c.get('crashed_tid')!r}")
+    compare_capture(server, capture, exe, core, ours)
+
+
+def spawn(cmd, cwd, log=None, **kw):
+    out = open(os.path.join(cwd, log), "w") if log else subprocess.DEVNULL
+    return subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                            preexec_fn=unprivileged, env=nobody_env(), **kw)
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def snapshot_then_kill(server, exe, proc, work, signo, pid=None):
+    """gcore pid (default: proc's) while it works, then signo from outside."""
+    pid = pid or proc.pid
+    snap, out = gcore(pid, os.path.join(work, "gcore"))
+    if not snap and "ptrace" in out.lower():
+        skip(f"{server} (gcore)", "gdb may not attach here (ptrace refused)")
+    else:
+        check_capture(server, "gcore", exe, snap, why_no_core=out[-600:])
+    os.kill(pid, signo)
+    if pid == proc.pid:
+        core = wait_for_core(proc, work)
+        status = proc.returncode
+    else:
+        core = find_core(pid, work) if wait_dead(pid) else None
+        status = "not our child"
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    check_capture(server, "killed", exe, core, signo,
+                  f"exit status {status}, core_pattern {pattern!r}, in {work}: "
+                  f"{sorted(os.listdir(work))}")
+    return core
+
+
+def redis(tmp):
+    exe = "/usr/bin/redis-server"
+    if not os.path.exists(exe) or not shutil.which("redis-benchmark"):
+        return skip("redis", "redis-server or redis-tools is not installed")
+    port = free_port()
+    srv = spawn([exe, "--port", str(port), "--bind", "127.0.0.1", "--io-threads", "4",
+                 "--io-threads-do-reads", "yes", "--save", "", "--appendonly", "no",
+                 "--crash-memcheck-enabled", "no", "--dir", tmp, "--daemonize", "no"],
+                tmp, "redis.log")
+    bench = None
+    try:
+        if not ok(wait_port(port), "redis: the server listens"):
+            return
+        bench = subprocess.Popen(["redis-benchmark", "-p", str(port), "-n", "10000000", "-c", "50",
+                                  "-t", "set,get", "-q"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        snapshot_then_kill("redis io-threads 4", exe, srv, tmp, signal.SIGSEGV)
+    finally:
+        if bench:
+            stop(bench)
+        stop(srv)
+
+
+def memcached(tmp):
+    exe = "/usr/bin/memcached"
+    if not os.path.exists(exe):
+        return skip("memcached", "memcached is not installed")
+    port = free_port()
+    srv = spawn([exe, "-t", "4", "-p", str(port), "-U", "0", "-l", "127.0.0.1"], tmp)
+    stop_load, load = threading.Event(), None
+    try:
+        if not ok(wait_port(port), "memcached: the server listens"):
+            return
+        load = threading.Thread(target=memcached_load, args=(port, stop_load))
+        load.start()
+        time.sleep(1)
+        snapshot_then_kill("memcached -t 4", exe, srv, tmp, signal.SIGSEGV)
+    finally:
+        stop_load.set()
+        if load:
+            load.join()
+        stop(srv)
+
+
+NGINX_CONF = """daemon off;
+master_process on;
+worker_processes 2;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log;
+working_directory {tmp};
+worker_rlimit_core 1g;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        root {tmp}/www;
+    }}
+}}
+"""
+
+
+def nginx_workers(master):
+    try:
+        with open(f"/proc/{master}/task/{master}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def nginx(tmp):
+    exe = "/usr/sbin/nginx"
+    if not os.path.exists(exe):
+        return skip("nginx", "nginx (nginx-light) is not installed")
+    port = free_port()
+    os.makedirs(os.path.join(tmp, "www"))
+    with open(os.path.join(tmp, "www", "index.html"), "w") as f:
+        f.write("<html>" + "coreq " * 2000 + "</html>\n")
+    with open(os.path.join(tmp, "nginx.conf"), "w") as f:
+        f.write(NGINX_CONF.format(tmp=tmp, port=port))
+    srv = spawn([exe, "-p", tmp, "-c", os.path.join(tmp, "nginx.conf"), "-e",
+                 os.path.join(tmp, "error.log")], tmp)
+    stop_load, load = threading.Event(), None
+    try:
+        if not ok(wait_port(port), "nginx: the server listens"):
+            return
+        url = f"http://127.0.0.1:{port}/"
+        if shutil.which("ab"):
+            load = subprocess.Popen(["ab", "-k", "-q", "-c", "8", "-n", "100000000", url],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:
+            load = threading.Thread(target=http_load, args=(port, stop_load))
+            load.start()
+        time.sleep(1)
+        workers = nginx_workers(srv.pid)
+        if not ok(len(workers) == 2, "nginx: a master and two workers", workers):
+            return
+        work = os.path.join(tmp, "worker")
+        os.makedirs(work)
+        core = snapshot_then_kill("nginx worker", exe, srv, tmp, signal.SIGSEGV, workers[0])
+        if core:  # the master writes its core under the same name
+            os.rename(core, os.path.join(work, "core"))
+        snapshot_then_kill("nginx master", exe, srv, tmp, signal.SIGABRT)
+    finally:
+        stop_load.set()
+        if isinstance(load, threading.Thread):
+            load.join()
+        elif load:
+            stop(load)
+        stop(srv)
+
+
+PG_QUERY = ("SET max_parallel_workers_per_gather = 0; SET work_mem = '64MB'; "
+            "SELECT count(*) FROM generate_series(1, 50000000) a "
+            "JOIN generate_series(1, 50000000) b ON a = b;")
+
+
+def postgres(tmp):
+    bindir = "/usr/lib/postgresql/15/bin"
+    exe = os.path.join(bindir, "postgres")
+    if not os.path.exists(exe):
+        return skip("postgresql-15", "postgresql-15 is not installed")
+    data = os.path.join(tmp, "data")
+    init = subprocess.run([os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres",
+                           "--auth=trust", "-N", "-E", "UTF8", "--locale=C"], cwd=tmp,
+                          capture_output=True, text=True, preexec_fn=unprivileged,
+                          env=nobody_env(), timeout=120)
+    if not ok(init.returncode == 0, "postgresql-15: initdb as nobody", init.stderr[-600:]):
+        return
+    port = free_port()
+    srv = spawn([exe, "-D", data, "-k", tmp, "-h", "127.0.0.1", "-p", str(port),
+                 "-c", "shared_buffers=16MB", "-c", "restart_after_crash=off", "-c", "fsync=off",
+                 "-c", "max_parallel_workers=0"], tmp, "postgres.log")
+    psql = [os.path.join(bindir, "psql"), "-X", "-q", "-h", "127.0.0.1", "-p", str(port),
+            "-U", "postgres", "-At"]
+    query = None
+    try:
+        if not ok(wait_port(port, 30), "postgresql-15: the server listens"):
+            return
+        query = subprocess.Popen(psql + ["-c", PG_QUERY], cwd=tmp, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, env=nobody_env())
+        backend = None
+        for _ in range(100):
+            r = subprocess.run(psql + ["-c", "SELECT pid FROM pg_stat_activity WHERE state = "
+                                       "'active' AND query LIKE '%generate_series%' AND "
+                                       "pid <> pg_backend_pid()"],
+                               capture_output=True, text=True, env=nobody_env(), timeout=30)
+            if r.stdout.strip().isdigit():
+                backend = int(r.stdout.strip())
+                break
+            time.sleep(0.1)
+        if not ok(backend, "postgresql-15: a backend runs the hash join"):
+            return
+        time.sleep(1.5)
+        snapshot_then_kill("postgresql-15 backend", exe, srv, data, signal.SIGSEGV, backend)
+    finally:
+        if query:
+            stop(query)
+        if srv.poll() is None:
+            srv.terminate()
+            try:
+                srv.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        stop(srv)
+
+
+PYTHON_THREADS = r"""
+import hashlib, os, threading, time
+
+def crunch():
+    x = 0
+    while True:
+        x = (x * 31 + 1) % 1000003
+
+def nap():
+    while True:
+        time.sleep(100)
+
+held = threading.Lock()
+held.acquire()
+
+def wait_lock():
+    held.acquire()
+
+def digest():
+    data = b"x" * (1 << 20)
+    while True:
+        hashlib.sha256(data).digest()
+
+def read_pipe():
+    r, w = os.pipe()
+    os.read(r, 1)
+
+for fn in (crunch, nap, wait_lock, digest, read_pipe):
+    threading.Thread(target=fn, name=fn.__name__, daemon=True).start()
+open("ready", "w").close()
+threading.Event().wait()
+"""
+
+
+def python(tmp):
+    exe = "/usr/bin/python3.11"
+    if not os.path.exists(exe):
+        return skip("python3.11", "Debian's python3.11 is not installed")
+    script = os.path.join(tmp, "threads.py")
+    with open(script, "w") as f:
+        f.write(PYTHON_THREADS)
+    proc = spawn([exe, "-S", script], tmp)
+    try:
+        for _ in range(200):
+            if os.path.exists(os.path.join(tmp, "ready")) or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not ok(os.path.exists(os.path.join(tmp, "ready")), "python3.11: threads started"):
+            return
+        time.sleep(0.5)
+        snapshot_then_kill("python3.11 threads", exe, proc, tmp, signal.SIGABRT)
+    finally:
+        stop(proc)
+
+
+def cell(a, b):
+    return f"{a}/{b}"
+
+
+def print_tables():
+    print("# coreq against gdb and eu-stack, per capture (known differences applied):")
+    print("#   threads: coreq/gdb; frames: coreq/gdb; names: equal to gdb's (?? where gdb has no "
+          "name); file:line: equal to gdb's/frames where gdb has a file; eu-stack: native pcs "
+          "equal/eu-stack's frames")
+    head = (f"{'server (capture)':32} {'threads':>8} {'frames':>8} {'names':>11} "
+            f"{'file:line':>10} {'eu-stack':>9}  known differences")
+    print("# " + head)
+    for r in ROWS:
+        known = ", ".join(f"{k} {n}" for k, n in r["known"].items() if n) or "-"
+        names = f"{r['names']}/{r['frames'][1]}" + (f" ??{r['unnamed']}" if r["unnamed"] else "")
+        print(f"# {r['label']:32} {r['threads'][0]:>4}/{r['threads'][1]:<3} "
+              f"{r['frames'][0]:>4}/{r['frames'][1]:<3} {names:>11} "
+              f"{r['lines']:>5}/{r['files']:<4} {r['eu']:>4}/{r['eu_frames']:<4}  {known}")
+    print("# known differences:")
+    for kind, why in DIFFERENCES.items():
+        total = sum(r["known"][kind] for r in ROWS)
+        print(f"#   {kind} ({total} frames): {why}")
+
+
+def main():
+    why = core_pattern_file()
+    if why:
+        skip("real server corpus", why)
+        done()
+    for tool in ("gdb", "gcore", "eu-stack"):
+        if not shutil.which(tool):
+            skip("real server corpus", f"{tool} is not installed (make deps)")
+            done()
+    start = time.time()
+    for name, fn in (("redis", redis), ("memcached", memcached), ("nginx", nginx),
+                     ("postgres", postgres), ("python", python)):
+        tmp = tempfile.mkdtemp(prefix=f"coreq-corpus-{name}-")
+        give_to_nobody(tmp)
+        t0 = time.time()
+        try:
+            fn(tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"# {name}: {time.time() - t0:.1f}s")
+    print_tables()
+    print(f"# total {time.time() - start:.1f}s")
+    done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
