@@ -149,7 +149,7 @@ def compare_capture(server, capture, exe, core, ours):
     ROWS.append(row)
 
 
-def check_capture(server, capture, exe, core, signo=None, why_no_core=None):
+def check_capture(server, capture, exe, core, signo=None, why_no_core=None, working=None):
     label = f"{server} ({capture})"
     if not ok(core is not None, f"{label}: a core was written", why_no_core):
         return
@@ -166,6 +166,9 @@ def check_capture(server, capture, exe, core, signo=None, why_no_core=None):
            f"{label}: no snapshot, {signal.Signals(signo).name}, a crashed thread",
            f"snapshot={c.get('snapshot')!r} signal={c.get('signal')!r} "
            f"crashed_tid={c.get('crashed_tid')!r}")
+    if working:
+        names = {native_name(f["function"]) for t in ours["threads"] for f in t["frames"]}
+        ok(working in names, f"{label}: caught mid-work, in {working}", sorted(names))
     compare_capture(server, capture, exe, core, ours)
 
 
@@ -181,14 +184,15 @@ def stop(proc):
     proc.wait()
 
 
-def snapshot_then_kill(caps, server, exe, proc, work, signo, pid=None):
+def snapshot_then_kill(caps, server, exe, proc, work, signo, pid=None, working=None):
     """gcore pid (default: proc's) while it works, then signo from outside;
     both captures are added to caps, to be checked once the server is
-    stopped.  Returns the kernel's core, or None."""
+    stopped.  working: a function the captures must show (the work in
+    progress).  Returns the kernel's core, or None."""
     pid = pid or proc.pid
     snap, out = gcore(pid, os.path.join(work, "gcore"))
     caps.append({"server": server, "capture": "gcore", "exe": exe, "core": snap,
-                 "why": out[-600:], "died": False})
+                 "why": out[-600:], "died": False, "working": working})
     if not KERNEL_CORES[0]:
         return None  # main() said why, once
     why = core_pattern_file()
@@ -206,7 +210,7 @@ def snapshot_then_kill(caps, server, exe, proc, work, signo, pid=None):
     with open("/proc/sys/kernel/core_pattern") as f:
         pattern = f.read().strip()
     caps.append({"server": server, "capture": "killed", "exe": exe, "core": core, "signo": signo,
-                 "died": died, "why": f"exit status {status}, core_pattern {pattern!r}, in "
+                 "died": died, "working": working, "why": f"exit status {status}, core_pattern {pattern!r}, in "
                                       f"{work}: {sorted(os.listdir(work))}"})
     return core
 
@@ -373,7 +377,9 @@ def postgres(tmp, caps):
         if not ok(backend, "postgresql-15: a backend runs the hash join"):
             return
         time.sleep(1.5)
-        snapshot_then_kill(caps, "postgresql-15 backend", exe, srv, data, signal.SIGSEGV, backend)
+        # standard_ExecutorRun: the executor is running the query.
+        snapshot_then_kill(caps, "postgresql-15 backend", exe, srv, data, signal.SIGSEGV, backend,
+                           "standard_ExecutorRun")
     finally:
         if query:
             stop(query)
@@ -488,7 +494,7 @@ def run_server(name, fn):
                     skip(f"{c['server']} (gcore)", "gdb may not attach here (ptrace refused)")
                     continue
                 check_capture(c["server"], c["capture"], c["exe"], c["core"], c.get("signo"),
-                              c["why"])
+                              c["why"], c["working"])
             return
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
