@@ -291,6 +291,20 @@ def nginx_workers(master):
         return []
 
 
+def stop_orphans(pids, title):
+    """Kill the processes in pids still running as title (workers whose
+    master died: nginx's do not notice)."""
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if not f.read().startswith(title.encode()):
+                    continue
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue
+        wait_dead(pid, 10)
+
+
 def nginx(tmp, caps):
     exe = "/usr/sbin/nginx"
     if not os.path.exists(exe):
@@ -303,7 +317,7 @@ def nginx(tmp, caps):
         f.write(NGINX_CONF.format(tmp=tmp, port=port))
     srv = spawn([exe, "-p", tmp, "-c", os.path.join(tmp, "nginx.conf"), "-e",
                  os.path.join(tmp, "error.log")], tmp)
-    stop_load, load = threading.Event(), None
+    stop_load, load, seen = threading.Event(), None, set()
     try:
         if not ok(wait_port(port), "nginx: the server listens"):
             return
@@ -316,6 +330,7 @@ def nginx(tmp, caps):
             load.start()
         time.sleep(1)
         workers = nginx_workers(srv.pid)
+        seen.update(workers)
         if not ok(len(workers) == 2, "nginx: a master and two workers", workers):
             return
         work = os.path.join(tmp, "worker")
@@ -325,6 +340,8 @@ def nginx(tmp, caps):
         if core:  # the master writes its core under the same name
             caps[-1]["core"] = os.path.join(work, "core")
             os.rename(core, caps[-1]["core"])
+        time.sleep(0.2)
+        seen.update(nginx_workers(srv.pid))  # the worker the master started anew
         snapshot_then_kill(caps, "nginx master", exe, srv, tmp, signal.SIGABRT)
     finally:
         stop_load.set()
@@ -332,7 +349,14 @@ def nginx(tmp, caps):
             load.join()
         elif load:
             stop(load)
+        if srv.poll() is None:
+            srv.terminate()  # the master stops its workers
+            try:
+                srv.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         stop(srv)
+        stop_orphans(seen, "nginx: worker")
 
 
 PG_QUERY = ("SET max_parallel_workers_per_gather = 0; SET work_mem = '64MB'; "
