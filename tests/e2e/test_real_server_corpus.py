@@ -172,10 +172,15 @@ def check_capture(server, capture, exe, core, signo=None, why_no_core=None, work
     compare_capture(server, capture, exe, core, ours)
 
 
-def spawn(cmd, cwd, log=None, **kw):
-    out = open(os.path.join(cwd, log), "w") if log else subprocess.DEVNULL
-    return subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                            preexec_fn=unprivileged, env=nobody_env(), **kw)
+def spawn(cmd, cwd, log=None):
+    """cmd as nobody in cwd, its output to the file log in cwd (or nowhere)."""
+    if not log:
+        return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.STDOUT, preexec_fn=unprivileged,
+                                env=nobody_env())
+    with open(os.path.join(cwd, log), "w") as out:
+        return subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=unprivileged, env=nobody_env())
 
 
 def stop(proc):
