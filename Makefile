@@ -63,6 +63,8 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 # corpus cases real-syslog-ng and real-python3d (corpus/real/), and the
 # servers tests/e2e/test_real_servers.py crashes under load.
 DEPS_PKGS += syslog-ng-core syslog-ng-dbg python3.11-dbg redis-server redis-tools memcached
+# More real servers for tests/e2e/test_real_server_corpus.py (nginx under ab, a postgresql-15 backend).
+DEPS_PKGS += nginx-light apache2-utils postgresql-15
 # tests/fresh-root/run (which .ci/run runs after make test) makes a fresh
 # Debian 12 root with it.
 DEPS_PKGS += mmdebstrap

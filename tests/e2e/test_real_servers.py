@@ -20,10 +20,8 @@ frame).
 """
 import json
 import os
-import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,47 +29,9 @@ import threading
 import time
 
 from coreq_test import coreq, done, ok, skip
+from real_servers_common import core_limit, free_port, memcached_load, wait_for_core, wait_port
 
 SUMMARY = ("deadlock:", "hung:", "waiting:")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def core_limit():
-    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-
-
-def wait_for_core(proc, workdir, timeout=30):
-    """The core the kernel wrote in workdir once proc died, or None."""
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return None
-    for _ in range(50):
-        for name in ("core", f"core.{proc.pid}"):  # kernel.core_uses_pid adds the pid
-            if os.path.exists(os.path.join(workdir, name)):
-                return os.path.join(workdir, name)
-        time.sleep(0.1)
-    return None
-
-
-def wait_port(port, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 def gdb_condvar_tids(exe, core):
@@ -167,22 +127,6 @@ def check_redis_bucket(tmp, core):
        and "sigsegvHandler" not in sig and sig.endswith("SIGSEGV"),
        f"redis: the signature starts at the faulting frame redis logged ({fault}), "
        "below its crash handler", [eip, sig, r.stderr[-300:]])
-
-
-def memcached_load(port, stop):
-    socks = []
-    try:
-        socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(8)]
-        i = 0
-        while not stop.is_set():
-            for s in socks:
-                s.sendall(b"set k%d 0 0 5\r\nhello\r\nget k%d\r\n" % (i, i))
-                s.recv(4096)
-                i += 1
-    except OSError:
-        pass
-    for s in socks:
-        s.close()
 
 
 def memcached(tmp, how):

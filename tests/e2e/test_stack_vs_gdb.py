@@ -166,7 +166,10 @@ FRAME_RE = re.compile(r"^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(.+)$")
 LOCATION_RE = re.compile(r" at (\S+:\d+)$")
 
 
-def gdb_stacks(exe, core, debug_dir):
+def gdb_stacks(exe, core, debug_dir, dropped_tailcalls=None):
+    """{lwp: [(pc, name, file:line, None), ...]} as gdb's `thread apply all
+    bt` gives them, without gdb's tail-call frames (added to the set
+    dropped_tailcalls as (lwp, level) when one is given)."""
     cmd = ["gdb", "-nx", "-batch", "-iex", "set pagination off", "-iex", "set width 0"]
     if debug_dir:
         cmd += ["-iex", f"set debug-file-directory {debug_dir}:/usr/lib/debug"]
@@ -197,6 +200,8 @@ def gdb_stacks(exe, core, debug_dir):
             name = cut_at_depth0(rest, " ").strip() if not rest.startswith("<") else rest
             cur.append((pc, name, loc.group(1) if loc else None, cur_level))
     # Drop the tail-call frames; the fourth member becomes "no inner location".
+    if dropped_tailcalls is not None:
+        dropped_tailcalls |= tailcalls
     return {tid: [(pc, name, loc, None) for pc, name, loc, level in frames
                   if (tid, level) not in tailcalls]
             for tid, frames in stacks.items()}
