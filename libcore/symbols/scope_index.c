@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH       256        /* scopes in one chain */
-#define MAX_UNIT_DIES   (1u << 22) /* children looked at while indexing one unit */
-#define MAX_SCOPE_DIES  (1u << 20) /* DIEs looked at while walking down to one address */
-#define OVERLAP_LOOKBACK 16        /* ranges before the nearest one tried when they overlap */
+#define MAX_DEPTH        256        /* scopes in one chain */
+#define MAX_UNIT_DIES    (1u << 22) /* children looked at while indexing one unit */
+#define MAX_SCOPE_DIES   (1u << 20) /* DIEs looked at while walking down to one address */
+#define OVERLAP_LOOKBACK 16         /* ranges before the nearest one tried when they overlap */
 
 /* Code of the subprogram DIE at die: [lo, hi). */
 struct code_range {
@@ -70,8 +70,8 @@ static void add_range(struct range_list *l, Dwarf_Addr lo, Dwarf_Addr hi, Dwarf_
 		return;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
-		struct code_range *r = cap <= SIZE_MAX / sizeof(*r) ? realloc(l->ranges, cap * sizeof(*r))
-		                                                      : NULL;
+		struct code_range *r =
+		    cap <= SIZE_MAX / sizeof(*r) ? realloc(l->ranges, cap * sizeof(*r)) : NULL;
 		if (!r) {
 			l->nomem = true;
 			return;
@@ -88,8 +88,8 @@ static void add_die_ranges(struct range_list *l, Dwarf_Die *die)
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
 	Dwarf_Off at = dwarf_dieoffset(die);
-	for (unsigned k = 0; k < MAX_UNIT_DIES && (off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0;
-	     k++)
+	for (unsigned k = 0;
+	     k < MAX_UNIT_DIES && (off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0; k++)
 		add_range(l, lo, hi, at);
 }
 
@@ -147,9 +147,8 @@ static struct unit_index *unit_index(struct cq_scope_index *ix, Dwarf_Die *cudie
 		return &ix->units[lo];
 	if (ix->n == ix->cap) {
 		size_t cap = ix->cap ? 2 * ix->cap : 16;
-		struct unit_index *u = cap <= SIZE_MAX / sizeof(*u)
-		                           ? realloc(ix->units, cap * sizeof(*u))
-		                           : NULL;
+		struct unit_index *u =
+		    cap <= SIZE_MAX / sizeof(*u) ? realloc(ix->units, cap * sizeof(*u)) : NULL;
 		if (!u) {
 			*err = &cq_error_nomem;
 			return NULL;

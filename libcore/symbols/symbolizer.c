@@ -646,7 +646,11 @@ static size_t file_index(Dwarf_Die *cudie, const char *path)
 	return SIZE_MAX;
 }
 
-/* Where the inlined subroutine was called from: a location in its caller. */
+/*
+ * Where the inlined subroutine was called from: a location in its caller.
+ * None without a call line (rustc writes DW_AT_call_line 0 beside a call
+ * file): gdb then shows no location rather than pretend to know one.
+ */
 static void call_site(struct sym_module *sm, Dwarf_Die *cudie, Dwarf_Die *inlined,
                       Dwarf_Files *files, size_t nfiles, const char **file, int *line)
 {
@@ -656,7 +660,8 @@ static void call_site(struct sym_module *sm, Dwarf_Die *cudie, Dwarf_Die *inline
 	*line = 0;
 	if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &value) == 0)
 		*line = clamp_line(value);
-	if (files && dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) == 0 &&
+	if (*line != 0 && files &&
+	    dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) == 0 &&
 	    value < nfiles)
 		*file = shown_file(sm, cudie, (size_t)value,
 		                   dwarf_filesrc(files, (size_t)value, NULL, NULL));
