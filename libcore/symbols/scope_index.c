@@ -165,7 +165,12 @@ static struct unit_index *unit_index(struct cq_scope_index *ix, Dwarf_Die *cudie
 	return &ix->units[lo];
 }
 
-/* The subprogram of u holding pc, into *out. */
+/*
+ * The subprogram of u holding pc, into *out: of those starting at the same
+ * address, the last in DIE order, as gdb's block search picks it (glibc's
+ * clone3.S describes one range as __clone3, __GI___clone3 and clone3: gdb
+ * says clone3; libdw's dwarf_getscopes took the first).
+ */
 static bool subprogram_at(struct cq_scope_index *ix, const struct unit_index *u, Dwarf_Addr pc,
                           Dwarf_Die *out)
 {
