@@ -1,7 +1,7 @@
 /*
  * symbol_blob: encoding and strict decoding of symbol-cache rows.
  *
- * Layout (format 6): u8 frame count (>= 1); per frame u8 flags (INLINED,
+ * Layout (formats 6 and 7): u8 frame count (>= 1); per frame u8 flags (INLINED,
  * FUNCTION, FILE, SYMBOL; no other bit), u32 line (little-endian, <=
  * INT_MAX), the function name, the file name and the symbol's name, each
  * NUL-terminated and present only when its flag is set; then a u32 CRC-32

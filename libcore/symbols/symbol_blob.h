@@ -16,8 +16,10 @@
 /* The cache's `format` column for rows written by this codec. */
 /* 4: source files named as gdb names them (line_files.h); 5: names past
  * libiberty's recursion limit demangled (demangle.c); 6: functions named by
- * their DWARF subprogram, the symbol table's name kept beside (symbolizer.h) */
-#define CQ_SYMBOL_BLOB_FORMAT 6
+ * their DWARF subprogram, the symbol table's name kept beside (symbolizer.h);
+ * 7: the inline frames of gcc LTO units, whose abstract origins lie in other
+ * units (scope_index.h) */
+#define CQ_SYMBOL_BLOB_FORMAT 7
 /* Longest function or file name kept (longer ones are cut). */
 #define CQ_SYMBOL_BLOB_MAX_STRING (64u * 1024u)
 

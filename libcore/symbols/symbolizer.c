@@ -18,9 +18,12 @@
  * query debuginfod servers over the network (DEBUGINFOD_URLS), which a
  * crash hook must not do and which would make results depend on the host.
  *
- * Inline frames: dwarf_getscopes gives the innermost DIE at the address;
- * dwarf_getscopes_die gives that DIE's enclosing DIEs in the CU (the
- * concrete tree, innermost first).  Each DW_TAG_inlined_subroutine up to the
+ * Inline frames: the module's scope index (scope_index.h, built unit by
+ * unit on first use) gives the DIEs enclosing the address in the CU (the
+ * concrete tree, innermost first), also in gcc LTO units where libdw's
+ * dwarf_getscopes finds none; for an address no indexed subprogram holds,
+ * dwarf_getscopes gives the innermost DIE and dwarf_getscopes_die its
+ * enclosing DIEs.  Each DW_TAG_inlined_subroutine up to the
  * first DW_TAG_subprogram is one inline frame.  The innermost frame's line
  * is the line-table row at the address; each frame further out is at the
  * DW_AT_call_file/DW_AT_call_line of the inlined subroutine just inside it.
@@ -55,6 +58,7 @@
 #include "libcore/symbols/demangle.h"
 #include "libcore/symbols/line_files.h"
 #include "libcore/symbols/provenance.h"
+#include "libcore/symbols/scope_index.h"
 #include "libcore/symbols/symbol_blob.h"
 #include "libcore/model/module.h"
 #include "libcore/base/regular_file.h"
@@ -74,6 +78,7 @@ struct sym_module {
 	bool aranges_read;
 	struct cq_addr_symbols *symbols; /* its symbol table by address, once built */
 	bool symbols_built;
+	struct cq_scope_index *scopes; /* its units' subprograms by address, made on first use */
 	/* The file table of the unit last asked about (line_files.h), by its line table. */
 	struct cq_line_files files;
 	Dwarf *files_dwarf;
@@ -331,6 +336,7 @@ void cq_symbolizer_destroy(struct cq_symbolizer *s)
 		cq_aranges_free(&s->reported[i].aranges);
 		cq_line_files_free(&s->reported[i].files);
 		cq_addr_symbols_free(s->reported[i].symbols);
+		cq_scope_index_free(s->reported[i].scopes);
 	}
 	for (size_t i = 0; i < s->cap; i++)
 		free(s->slots[i].frames);
@@ -640,7 +646,11 @@ static size_t file_index(Dwarf_Die *cudie, const char *path)
 	return SIZE_MAX;
 }
 
-/* Where the inlined subroutine was called from: a location in its caller. */
+/*
+ * Where the inlined subroutine was called from: a location in its caller.
+ * None without a call line (rustc writes DW_AT_call_line 0 beside a call
+ * file): gdb then shows no location rather than pretend to know one.
+ */
 static void call_site(struct sym_module *sm, Dwarf_Die *cudie, Dwarf_Die *inlined,
                       Dwarf_Files *files, size_t nfiles, const char **file, int *line)
 {
@@ -650,7 +660,8 @@ static void call_site(struct sym_module *sm, Dwarf_Die *cudie, Dwarf_Die *inline
 	*line = 0;
 	if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &value) == 0)
 		*line = clamp_line(value);
-	if (files && dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) == 0 &&
+	if (*line != 0 && files &&
+	    dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) == 0 &&
 	    value < nfiles)
 		*file = shown_file(sm, cudie, (size_t)value,
 		                   dwarf_filesrc(files, (size_t)value, NULL, NULL));
@@ -686,15 +697,30 @@ static int getscopes(Dwarf_Die *cudie, Dwarf_Addr pc, Dwarf_Die **scopes)
 #define getscopes dwarf_getscopes
 #endif
 
-/* The DIEs enclosing the innermost scope at pc (CU-relative), innermost first. */
-static int scope_chain(Dwarf_Die *cudie, Dwarf_Addr pc, Dwarf_Die **chain)
+/*
+ * The DIEs enclosing the innermost scope at pc (CU-relative), innermost
+ * first: from the module's scope index (scope_index.h, which reads the
+ * inlined subroutines of LTO units that dwarf_getscopes misses); where that
+ * has no subprogram holding pc (a function nested in another's DIE), from
+ * libdw.
+ */
+static int scope_chain(struct sym_module *sm, Dwarf_Die *cudie, Dwarf_Addr pc, Dwarf_Die **chain)
 {
 	Dwarf_Die *scopes = NULL;
 	*chain = NULL;
+	Dwarf *dw = dwarf_cu_getdwarf(cudie->cu);
+	if (sm && !sm->scopes && dw)
+		drop_error(sm->owner, cq_scope_index_create(dw, &sm->scopes));
+	struct cq_error *err = NULL;
+	int m = sm ? cq_scope_index_chain(sm->scopes, cudie, pc, chain, &err) : 0;
+	if (sm)
+		drop_error(sm->owner, err);
+	if (m > 0)
+		return m;
 	int n = getscopes(cudie, pc, &scopes);
 	if (n <= 0)
 		return 0;
-	int m = dwarf_getscopes_die(&scopes[0], chain);
+	m = dwarf_getscopes_die(&scopes[0], chain);
 	free(scopes);
 	return m > 0 ? m : 0;
 }
@@ -927,7 +953,7 @@ static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *
 	if (cudie)
 		file = shown_file(sm, cudie, file_index(cudie, file), file);
 	Dwarf_Die *chain = NULL;
-	int nchain = cudie ? scope_chain(cudie, addr - bias, &chain) : 0;
+	int nchain = cudie ? scope_chain(sm, cudie, addr - bias, &chain) : 0;
 	Dwarf_Die *subprogram = NULL;
 	if (nchain > 0)
 		add_inline_frames(d, sm, cudie, chain, nchain, &file, &line, &subprogram);

@@ -258,11 +258,11 @@ def compare_locations(case, tid, g, c_locs):
             LOCATIONS["equal"] += 1
             LOCATIONS["distinct_equal"].add((fn, gloc, cloc))
         elif inner is not None and cloc == inner:
-            # A physical frame with inline frames in it, compared
-            # physically (see compare()) because libdw 0.188 cannot read
-            # those inline scopes (Rust's precompiled std, gcc LTO units):
-            # coreq's frame is at the innermost inlined location gdb shows,
-            # not at the call site in the real function.
+            # A Rust program's physical frame with inline frames in it,
+            # compared physically (see compare()): coreq's frame is at the
+            # innermost inlined location gdb shows, not at the call site in
+            # the real function.  (gcc LTO units are not explained: coreq
+            # reads their inline scopes, scope_index.h.)
             LOCATIONS["explained"] += 1
         else:
             bad.append(f"{fn}: gdb {gloc}, coreq {cloc}")
@@ -271,78 +271,15 @@ def compare_locations(case, tid, g, c_locs):
     return True
 
 
-def libdw_sees_no_inlines(thread):
-    """True when eu-addr2line -i (elfutils, an independent reader of the same
-    DWARF through libdw) finds no inline frame at any of the thread's
-    addresses: gdb's inline frames there are beyond libdw 0.188.  Seen on
-    Debian's python3.11, an LTO build: dwarf_getscopes finds no scope in its
-    <artificial> units."""
-    by_module = {}
-    for f in thread["frames"]:
-        if f["kind"] == "native" and f.get("module") and f.get("offset"):
-            off = int(f["offset"], 16) - (1 if f["index"] > 0 else 0)
-            by_module.setdefault(f["module"], []).append(hex(off))
-    for module, addrs in by_module.items():
-        out = subprocess.run(["eu-addr2line", "-i", "-f", "-e", module] + addrs,
-                             capture_output=True, text=True, timeout=120).stdout.splitlines()
-        if len(out) != 2 * len(addrs):  # one function and one location per address
-            return False
-    return bool(by_module)
-
-
-ADDR2LINE_INLINES = {}  # (module, offset) -> does eu-addr2line -i find an inline frame there
-
-
-def libdw_inline_blind_pcs(thread, wanted):
-    """Of the pcs in wanted (physical frames where gdb shows inline frames),
-    those that coreq shows with no inline frame and where eu-addr2line -i
-    (elfutils, an independent reader of the same DWARF through libdw) finds
-    none either: there, gdb's inline frames are beyond libdw 0.188 (Debian's
-    python3.11, an LTO build, beside libc frames whose inline frames libdw
-    does read).  One eu-addr2line run per module and thread, each address
-    asked once per test."""
-    frames = thread["frames"]
-    by_module = {}
-    for i, f in enumerate(frames):
-        pc = int(f["pc"], 16)
-        if (pc in wanted and f["kind"] == "native" and f.get("module") and f.get("offset") and
-                (i == 0 or frames[i - 1]["kind"] != "inline" or frames[i - 1]["pc"] != f["pc"])):
-            off = hex(int(f["offset"], 16) - (1 if f["index"] > 0 else 0))
-            by_module.setdefault(f["module"], []).append((off, pc))
-    blind = set()
-    for module, items in by_module.items():
-        ask = sorted({off for off, _ in items if (module, off) not in ADDR2LINE_INLINES})
-        for off in ask:
-            out = subprocess.run(["eu-addr2line", "-i", "-f", "-e", module, off],
-                                 capture_output=True, text=True, timeout=120).stdout.splitlines()
-            ADDR2LINE_INLINES[(module, off)] = len(out) != 2  # more than one function: inlines
-        blind |= {pc for off, pc in items if not ADDR2LINE_INLINES[(module, off)]}
-    return blind
-
-
-def collapse_groups(frames, pcs):
-    """gdb's frames with each physical frame whose pc is in pcs collapsed as
-    physical() collapses them all."""
-    out, collapsing = [], False
-    for pc, fn, loc, inner in frames:
-        if pc is not None or not out or fn.startswith("<"):  # <signal handler called>
-            collapsing = pc is not None and pc in pcs
-            out.append((pc, fn, loc, inner))
-        elif collapsing:
-            out[-1] = (out[-1][0], fn, loc, out[-1][3] or out[-1][2])
-        else:
-            out.append((pc, fn, loc, inner))
-    return out
-
-
 def compare(case, gdb, ours):
     name = case["case"]
     all_good = True
     # Rust programs: the precompiled std's inline frames are beyond libdw
     # 0.188 (dwarf_getscopes fails with "no address value" on its units;
     # eu-addr2line -i shows none either), so compare physical frames only.
-    # Any other thread where coreq shows no inline frame and libdw finds
-    # none either (libdw_sees_no_inlines) is compared physically too.
+    # Every other program is compared frame by frame, inline frames
+    # included: gcc LTO units (Debian's python3.11) too, whose inline
+    # scopes dwarf_getscopes misses and coreq reads itself.
     rust = is_rust(case)
     for t in ours["threads"]:
         tid = t["tid"]
@@ -352,28 +289,9 @@ def compare(case, gdb, ours):
         actors = {normalise(f["function"]) for f in t["frames"]
                   if "[clone .actor]" in (f["function"] or "")}
         frames = drop_actor_nesting(gdb[tid], actors)
-        blind = rust or (any(pc is None for pc, _, _, _ in frames[1:]) and
-                         not any(f["kind"] == "inline" for f in t["frames"]) and
-                         len(physical(frames)) == len(t["frames"]) and
-                         libdw_sees_no_inlines(t))
-        if blind and not rust:
-            print(f"# {name}: thread {tid}: libdw finds none of gdb's inline frames "
-                  "(eu-addr2line -i agrees): compared physically")
+        blind = rust
         if blind:
             frames = physical(frames)
-        elif any(pc is None for pc, _, _, _ in frames[1:]):
-            # Per physical frame: where coreq shows no inline frame and libdw
-            # finds none, gdb's inline frames there are compared physically.
-            wanted = {pc for k, (pc, _, _, _) in enumerate(frames)
-                      if pc is not None and k + 1 < len(frames) and frames[k + 1][0] is None and
-                      not frames[k + 1][1].startswith("<")}
-            pcs = libdw_inline_blind_pcs(t, wanted) if wanted else set()
-            collapsed = collapse_groups(frames, pcs)
-            if len(collapsed) != len(frames):
-                print(f"# {name}: thread {tid}: {len(frames) - len(collapsed)} of gdb's inline "
-                      "frames libdw does not find (eu-addr2line -i agrees): those physical "
-                      "frames compared physically")
-            frames = collapsed
         g = [(pc, KNOWN_ALIASES.get(normalise(fn), normalise(fn)), loc, inner)
              for pc, fn, loc, inner in frames]
         c = [(int(f["pc"], 16), KNOWN_ALIASES.get(normalise(f["function"]), normalise(f["function"])),

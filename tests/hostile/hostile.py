@@ -1621,6 +1621,59 @@ class Gen:
                     if path == exe.encode() and pgoff == 0:
                         return start - lowest + value
         return None
+    # ---- a module's DWARF scope tree, read by coreq itself (issue 46 part 2) ------------
+    def lto_scopes(self):
+        """Debian's python3.11 (a gcc LTO build, whose inline scopes
+        libcore/symbols/scope_index.c reads without libdw's dwarf_getscopes)
+        with one byte in 4096, 1024 or 256 of every .debug_info unit changed, first in the
+        --debug-dir tree, on the real-python3 core; the twin has the genuine
+        file there."""
+        core = os.path.join(self.corpus, "cores", "real-python3", "core")
+        exe = "/usr/bin/python3.11"
+        ids = re.findall(r"Build ID: ([0-9a-f]+)", subprocess.run(
+            ["readelf", "-n", exe], capture_output=True, text=True).stdout) if os.path.exists(exe) else []
+        src = f"/usr/lib/debug/.build-id/{ids[0][:2]}/{ids[0][2:]}.debug" if ids else ""
+        if not (os.path.isfile(core) and os.path.isfile(src)):
+            return
+        plain = self.path(".debug")
+        if subprocess.run(["eu-elfcompress", "-q", "-t", "none", "-o", plain, src]).returncode:
+            return
+        data = open(plain, "rb").read()
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
+        sect = lambda i: struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
+        strtab = sect(shstrndx)[4]
+        info = [h for h in map(sect, range(shnum))
+                if data[strtab + h[0]:data.index(b"\0", strtab + h[0])] == b".debug_info"]
+        if not info:
+            return
+        lo, size = info[0][4], info[0][5]
+        units, at = [], 0
+        while at + 4 <= size and len(units) < 100_000:  # DWARF 32-bit unit headers
+            length, = struct.unpack_from("<I", data, lo + at)
+            units.append((lo + at, lo + min(size, at + 4 + length)))
+            at += 4 + length
+        twin_dir = os.path.join(self.out, "lto-genuine", ".build-id", ids[0][:2])
+        os.makedirs(twin_dir, exist_ok=True)
+        os.symlink(src, os.path.join(twin_dir, ids[0][2:] + ".debug"))
+        for i in range(min(self.n, 8)):
+            d = bytearray(data)
+            every = (4096, 1024, 256)[i % 3]  # one byte in every so many, past each unit header
+            for u_lo, u_hi in units:
+                for _ in range(max(1, (u_hi - u_lo) // every)):
+                    at = self.rng.randrange(u_lo + 12, max(u_lo + 13, u_hi))
+                    if at < u_hi:
+                        d[at] = self.rng.choice([0, 0xff, self.rng.randrange(256), d[at] ^ (1 << self.rng.randrange(8))])
+            root = os.path.join(self.out, f"lto-{i}")
+            os.makedirs(os.path.join(root, ".build-id", ids[0][:2]))
+            with open(os.path.join(root, ".build-id", ids[0][:2], ids[0][2:] + ".debug"), "wb") as f:
+                f.write(d)
+            self.inputs.append(Input("lto_scopes", f"lto-{i}",
+                                     ["stack", "--format", "json", "--no-cache", "--debug-dir", root, core],
+                                     ["stack", "--format", "json", "--no-cache", "--debug-dir",
+                                      os.path.join(self.out, "lto-genuine"), core]))
+        os.unlink(plain)
+
     # ---- a signal the process queued itself (issue 45: a forged sender) --------------
     def self_queued_signal(self):
         """Cores whose NT_SIGINFO the process could have queued itself
@@ -1765,7 +1818,8 @@ class Gen:
                   self.sysroot_traversal, self.cache_db, self.forged_cache, self.db_limits, self.ingest_db, self.build_id,
                   self.gdb_args, self.output_paths, self.svg_chars, self.config,
                   self.db_hostile, self.merge_poison, self.cxx_frames, self.cxx_clang_frames, self.waits, self.interp_loops, self.task_vtables,
-                  self.seek_tables, self.streams, self.gcore_snapshots, self.self_queued_signal):
+                  self.seek_tables, self.streams, self.gcore_snapshots, self.self_queued_signal,
+                  self.lto_scopes):
             if not only or g.__name__ in only:
                 g()
         return self.inputs
