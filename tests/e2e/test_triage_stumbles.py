@@ -28,8 +28,10 @@
    `lws decode FILE` reads the file.
 8. Times: --since/--until take relative times (-7d, 2h ago, yesterday) as
    coredumpctl does; a bucket's counts and example core are those of the
-   cores in the window; a core without a captured crash time says so
-   (time_source "ingest").
+   cores in the window; a core without a captured crash time says so:
+   its file's modification time stands in (time_source "file"), and one
+   read from standard input has only its ingest time (time_source
+   "ingest", timestamp null).
 10. `stack` output: a header says what crashed (pid, exe, signal, si_code,
    fault address); inline frames print their pc too, marked [inline]; the
    crashed thread comes first, then the others by tid (read from the
@@ -88,7 +90,7 @@ def stumble_8(cases, tmp):
     old = int(time.time()) - 30 * 86400
     con = sqlite3.connect(db)
     ids = [i for (i,) in con.execute("SELECT id FROM cores ORDER BY id")]
-    con.execute("UPDATE cores SET timestamp = ? WHERE id = ?", (old, ids[0]))
+    con.execute("UPDATE cores SET timestamp = ?, time_source = 'capture' WHERE id = ?", (old, ids[0]))
     con.commit()
     con.close()
 
@@ -113,13 +115,33 @@ def stumble_8(cases, tmp):
            r.stderr)
     r = coreq("show", "--db", db, "--format", "json", str(ids[1]))
     core = json.loads(r.stdout)["core"] if r.returncode == 0 else {}
-    ok(core.get("time_source") == "ingest" and core.get("timestamp") is None,
-       "a core without a captured time says time_source ingest", r.stdout[:300])
+    mtime = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(os.stat(same[1]).st_mtime))
+    ok(core.get("time_source") == "file" and core.get("timestamp") == mtime,
+       f"a core file without a captured time: its modification time ({mtime}), time_source file",
+       r.stdout[:300])
     r = coreq("show", "--db", db, "--format", "json", str(ids[0]))
     core = json.loads(r.stdout)["core"] if r.returncode == 0 else {}
     ok(core.get("time_source") == "capture", "one with a time says capture", r.stdout[:300])
     r = coreq("show", "--db", db, str(ids[1]))
+    ok(f"time:        {mtime} (the core file's modification time: no crash time was captured)"
+       in r.stdout, "text says the time is the file's, not a crash time", r.stdout[:600])
+    r = coreq("cores", "--db", db)
+    rows = [ln for ln in r.stdout.splitlines() if ln.split()[:1] == [str(ids[1])]]
+    ok(rows and rows[0].split()[1] == mtime + "~"
+       and "~ the core file's modification time: no crash time was captured" in r.stdout,
+       "cores marks the file's time ~ and says what ~ means", r.stdout[-600:])
+    # Standard input: no file, so only the ingest time, marked ?.
+    piped = os.path.join(tmp, "piped.db")
+    r = coreq("ingest", "--db", piped, "--no-cache", "-", stdin=open(same[1], "rb"), timeout=300)
+    r = coreq("show", "--db", piped, "--format", "json", "1")
+    core = json.loads(r.stdout)["core"] if r.returncode == 0 else {}
+    ok(core.get("time_source") == "ingest" and core.get("timestamp") is None,
+       "a core from standard input says time_source ingest, no timestamp", r.stdout[:300])
+    r = coreq("show", "--db", piped, "1")
     ok("time:        unknown" in r.stdout, "text says the crash time is unknown", r.stdout[:600])
+    r = coreq("cores", "--db", piped)
+    ok("? when it was ingested" in r.stdout and "Z? " in r.stdout,
+       "cores marks the ingest time ?", r.stdout[-600:])
 
 
 def stumble_2(cases, tmp):
