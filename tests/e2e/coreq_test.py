@@ -121,6 +121,19 @@ def source_markers(path):
     return lines, body, await_line
 
 
+def rust_skipped(case):
+    """Why a corpus case made from Rust is not there, or None: the corpus
+    builds its Rust programs only when a rustc is found (corpus/rustc-path),
+    so on a machine without one they are skipped, not missing."""
+    prog = case.split(".")[0].split("-")[0]
+    if not os.path.isfile(os.path.join(ROOT, "corpus", prog + ".rs")) and \
+            not os.path.isfile(os.path.join(ROOT, "corpus", prog, "Cargo.toml")):
+        return None
+    r = subprocess.run([os.path.join(ROOT, "corpus", "rustc-path")], capture_output=True,
+                       text=True, cwd=os.path.join(ROOT, "corpus"))
+    return None if r.stdout.strip() else "no rustc here: the corpus's Rust programs are not built"
+
+
 def require_corpus():
     cases = corpus_cases()
     if not cases:

@@ -13,7 +13,7 @@ thread's marks) and async_coro-cross.O0 (a chain moved to a blocked thread)."""
 import json
 import random
 
-from coreq_test import coreq, done, ok, require_corpus
+from coreq_test import coreq, done, ok, require_corpus, rust_skipped, skip
 
 
 def text_blocks(out):
@@ -79,6 +79,8 @@ def main():
                               ("async_coro-cross.O0", False)):
         if name in cases:
             check(cases[name], info_oracle)
+        elif rust_skipped(name):
+            skip(f"{name}: frames memo", rust_skipped(name))
         else:
             ok(False, f"corpus case {name} exists")
     done()
