@@ -436,8 +436,9 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 		}
 		free(order);
 		if (!shown && v->crashed_only && core->snapshot)
-			printf("No thread crashed: the core is a snapshot of a live process (%s).\n",
-			       cq_core_snapshot_name(core->snapshot));
+			printf(
+			    "No thread crashed: the core is a snapshot of a live process (%s).\n",
+			    cq_core_snapshot_name(core->snapshot));
 	}
 	frames_memo_free(&memo);
 	if (v->ntids || v->crashed_only)

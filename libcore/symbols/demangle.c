@@ -46,3 +46,39 @@ char *cq_demangle(const char *name)
 		                     DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_NO_RECURSE_LIMIT);
 	return out;
 }
+
+/* A compiler's clone suffix words: ".constprop.0", ".isra.0", ".part.0", ".lto_priv.0", ".cold". */
+static bool clone_word(const char *w, size_t n)
+{
+	static const char *const words[] = {"constprop", "isra", "part", "lto_priv", "cold"};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strlen(words[i]) == n && !memcmp(w, words[i], n))
+			return true;
+	return false;
+}
+
+size_t cq_name_unclone(const char *name)
+{
+	size_t len = strlen(name);
+	for (;;) {
+		size_t was = len;
+		if (len && name[len - 1] == ']') { /* the demangler's " [clone .x.N]" */
+			const char *open = memrchr(name, '[', len);
+			if (open && open > name && open[-1] == ' ' && !strncmp(open, "[clone .", 8))
+				len = (size_t)(open - 1 - name);
+		} else { /* ".word" or ".word.N" at the end */
+			size_t end = len;
+			while (end && name[end - 1] >= '0' && name[end - 1] <= '9')
+				end--;
+			if (end < len && (end == 0 || name[--end] != '.'))
+				return len; /* digits not after a dot: no suffix */
+			size_t dot = end;
+			while (dot && name[dot - 1] != '.')
+				dot--;
+			if (dot > 1 && clone_word(name + dot, end - dot))
+				len = dot - 1;
+		}
+		if (len == was)
+			return len;
+	}
+}

@@ -438,45 +438,10 @@ static const char *die_function_name(struct frame_draft *d, Dwarf_Die *die)
 	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
 }
 
-/* A compiler's clone suffixes: ".constprop.0", ".isra.0", ".part.0", ".lto_priv.0", ".cold". */
-static bool clone_word(const char *w, size_t n)
-{
-	static const char *const words[] = {"constprop", "isra", "part", "lto_priv", "cold"};
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-		if (strlen(words[i]) == n && !memcmp(w, words[i], n))
-			return true;
-	return false;
-}
-
-/* name without trailing clone suffixes (" [clone .constprop.0]" or ".constprop.0"), kept. */
+/* name without trailing clone suffixes (demangle.h), kept. */
 static const char *without_clone(struct frame_draft *d, const char *name)
 {
-	size_t len = strlen(name);
-	for (;;) {
-		size_t was = len;
-		if (len && name[len - 1] == ']') { /* the demangler's " [clone .x.N]" */
-			const char *open = NULL;
-			for (size_t i = len; i-- > 0;)
-				if (name[i] == '[') {
-					open = name + i;
-					break;
-				}
-			if (open && open > name && open[-1] == ' ' && !strncmp(open, "[clone .", 8))
-				len = (size_t)(open - 1 - name);
-		} else {
-			size_t end = len;
-			while (end && name[end - 1] >= '0' && name[end - 1] <= '9')
-				end--;
-			size_t dot = end;
-			while (dot && name[dot - 1] != '.')
-				dot--;
-			if (dot > 1 && clone_word(name + dot, (end == len ? end : end - 1) - dot) &&
-			    (end == len || name[end - 1] == '.'))
-				len = dot - 1;
-		}
-		if (len == was)
-			break;
-	}
+	size_t len = cq_name_unclone(name);
 	return len == strlen(name) ? name : keep(d, strndup(name, len));
 }
 
@@ -491,8 +456,9 @@ static bool names_same_function(const char *base, const char *name)
 	size_t n = strcspn(name, "<");
 	if (n == 0)
 		return false;
-	for (const char *p = memmem(base, strlen(base), name, n); p;
-	     p = memmem(p + 1, strlen(p + 1), name, n)) {
+	const char *end = base + strnlen(base, MAX_STRING_LEN);
+	for (const char *p = memmem(base, (size_t)(end - base), name, n); p;
+	     p = memmem(p + 1, (size_t)(end - p - 1), name, n)) {
 		bool start = p == base || (p - base >= 2 && p[-1] == ':' && p[-2] == ':');
 		char after = p[n];
 		if (start && (after == '\0' || after == '(' || after == '<' || after == ' '))

@@ -21,6 +21,7 @@
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/waits.h"
+#include "libcore/symbols/demangle.h"
 
 #define NAME_MAX_LEN 512
 /* The pseudo-frame of a signal trampoline (analysis/frame_list.c names it). */
@@ -28,23 +29,13 @@
 
 /* ---- name normalisation ------------------------------------------------- */
 
+/* Cuts s's compiler clone suffixes (symbols/demangle.h), and a " [clone" left inside. */
 static void strip_suffix_clone(char *s)
 {
 	char *c = strstr(s, " [clone ");
 	if (c)
 		*c = '\0';
-	/* .cold .isra.N .constprop.N .part.N .lto_priv.N, possibly chained */
-	for (char *dot; (dot = strrchr(s, '.'));) {
-		char *word = dot + 1;
-		if (isdigit((unsigned char)*word)) {
-			*dot = '\0';
-			continue;
-		}
-		if (strcmp(word, "cold") && strcmp(word, "isra") && strcmp(word, "constprop") &&
-		    strcmp(word, "part") && strcmp(word, "lto_priv"))
-			break;
-		*dot = '\0';
-	}
+	s[cq_name_unclone(s)] = '\0';
 }
 
 /* Copies src into dst, cutting the parameter list and collapsing <...> to <T>. */

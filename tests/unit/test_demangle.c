@@ -126,10 +126,44 @@ static void test_past_recursion_limit(void **state)
 	free(deep);
 }
 
+static void check_unclone(const char *name, const char *want)
+{
+	assert_int_equal(cq_name_unclone(name), strlen(want));
+	assert_memory_equal(name, want, strlen(want));
+}
+
+/* Compiler clone suffixes, plain and demangled, chained or not. */
+static void test_unclone(void **state)
+{
+	(void)state;
+	check_unclone("foo.constprop.0", "foo");
+	check_unclone("foo.isra.0", "foo");
+	check_unclone("foo.part.0", "foo");
+	check_unclone("foo.lto_priv.0", "foo");
+	check_unclone("foo.cold", "foo");
+	check_unclone("foo.cold.1", "foo");
+	check_unclone("_PyObject_VectorcallTstate.lto_priv.4.lto_priv.0",
+	              "_PyObject_VectorcallTstate");
+	check_unclone("__new_sem_wait_slow64.constprop.0", "__new_sem_wait_slow64");
+	check_unclone("f(int) [clone .constprop.0]", "f(int)");
+	check_unclone("f(int) [clone .isra.0] [clone .cold]", "f(int)");
+	/* Not clone suffixes: left alone. */
+	check_unclone("foo", "foo");
+	check_unclone("foo.bar.0", "foo.bar.0");
+	check_unclone("foo2", "foo2");
+	check_unclone("v1.2", "v1.2");
+	check_unclone(".cold", ".cold");
+	check_unclone("0", "0");
+	check_unclone("", "");
+	/* Any demangled clone, a coroutine part too (the symbolizer keeps those whole itself). */
+	check_unclone("f(int) [clone .actor]", "f(int)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cxx),
+	    cmocka_unit_test(test_unclone),
 	    cmocka_unit_test(test_rust_legacy),
 	    cmocka_unit_test(test_rust_v0),
 	    cmocka_unit_test(test_not_mangled),
