@@ -263,10 +263,11 @@ static char *fd_path(int fd)
 }
 
 /*
- * The path from the root of the file openat2 opened: the kernel's names of
- * both, else (no /proc) name normalized.
+ * The path from the root of the file openat2 opened, from the kernel's
+ * names of both; NULL when they cannot be read (no /proc) or do not agree.
+ * Never the name as given: links on its way would make it another file.
  */
-static char *resolved_path(int root_fd, int fd, const char *name)
+static char *resolved_path(int root_fd, int fd)
 {
 	char *root = fd_path(root_fd), *file = fd_path(fd), *out = NULL;
 	if (root && file) {
@@ -276,7 +277,7 @@ static char *resolved_path(int root_fd, int fd, const char *name)
 	}
 	free(root);
 	free(file);
-	return out ? out : cq_root_normalize(name);
+	return out;
 }
 
 static int open_in_root_fd(int root_fd, const char *name, char **in_root)
@@ -302,9 +303,10 @@ static int open_in_root_fd(int root_fd, const char *name, char **in_root)
 		close(fd);
 		return fail(EINVAL); /* swapped between the two looks */
 	}
-	if (in_root && !(*in_root = resolved_path(root_fd, fd, name))) {
+	if (in_root && !(*in_root = resolved_path(root_fd, fd))) {
+		/* The kernel's names are not to be had: the walk says where it went. */
 		close(fd);
-		return fail(ENOMEM);
+		return cq_open_in_root_walk(root_fd, name, in_root);
 	}
 	return fd;
 }
