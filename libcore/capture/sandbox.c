@@ -405,27 +405,56 @@ static char *spool_dir_for(const struct cq_sandbox_config *cfg)
 	return dir;
 }
 
+/* At most this deep, and this many passes, is a spool directory emptied. */
+#define SPOOL_DEPTH  16
+#define SPOOL_PASSES 8
+
+/*
+ * Empties the directory fd names (a spool directory or one inside it),
+ * entries relative to it, nothing followed (the directory is the
+ * account's); returns whether it removed anything.
+ */
+static bool empty_dir(int fd, int depth)
+{
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return false;
+	}
+	bool removed = false;
+	for (struct dirent *e; (e = readdir(dir));) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd(dir), e->d_name, 0) == 0) {
+			removed = true;
+			continue;
+		}
+		if (errno != EISDIR || depth >= SPOOL_DEPTH)
+			continue;
+		int sub =
+		    openat(dirfd(dir), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			removed |= empty_dir(sub, depth + 1);
+		removed |= unlinkat(dirfd(dir), e->d_name, AT_REMOVEDIR) == 0;
+	}
+	closedir(dir);
+	return removed;
+}
+
 /*
  * Removes the spool directory once its child is gone.  Spool files are
  * unlinked temporaries (O_TMPFILE), so it is normally empty; whatever a
- * child that was killed midway left in it goes first, by names relative to
- * the directory's descriptor (the directory is the account's: nothing in it
- * is followed).
+ * child that was killed midway, or the account, left in it goes first,
+ * subdirectories too (to a bounded depth), pass after pass while a pass
+ * removes something (unlinking while reading may skip an entry).
  */
 static void remove_spool_dir(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dir && fd >= 0)
-		close(fd);
-	for (struct dirent *e; dir && (e = readdir(dir));) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (unlinkat(dirfd(dir), e->d_name, 0) != 0 && errno == EISDIR)
-			unlinkat(dirfd(dir), e->d_name, AT_REMOVEDIR);
+	for (int pass = 0; pass < SPOOL_PASSES; pass++) {
+		int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || !empty_dir(fd, 0))
+			break;
 	}
-	if (dir)
-		closedir(dir);
 	rmdir(path);
 }
 
@@ -555,9 +584,23 @@ static int wait_by(int *status, struct watch *w)
 	int pidfd = child_pidfd(w->pid);
 	int result, n;
 	for (;;) {
-		pid_t got = waitpid(w->pid, status, WNOHANG);
-		if (got == w->pid || (got < 0 && errno != EINTR)) {
+		/*
+		 * Looked at without reaping: what the child started goes with its
+		 * group while the child, a zombie, still holds the group's id (a
+		 * group id reaped away could be another process's by then).
+		 */
+		siginfo_t info = {0};
+		int r = waitid(P_PID, (id_t)w->pid, &info, WEXITED | WNOHANG | WNOWAIT);
+		if (r == 0 && info.si_pid == w->pid) {
+			kill(-w->pid, SIGKILL);
+			pid_t got;
+			while ((got = waitpid(w->pid, status, 0)) < 0 && errno == EINTR)
+				;
 			result = got == w->pid ? 1 : -1;
+			break;
+		}
+		if (r < 0 && errno != EINTR) {
+			result = -1;
 			break;
 		}
 		if (!watch_poll(w, pidfd, &n)) {
@@ -597,7 +640,11 @@ struct cq_error *cq_sandbox_finish(struct cq_sandbox *sb, bool stored,
 	 * cfg->timeout left.
 	 */
 	struct watch w;
-	watch_start(&w, sb->pid, cfg->timeout ? cfg->timeout + PARENT_GRACE_S : 0);
+	/* The parent's own bound, saturated; the child's alarm is the budget itself. */
+	unsigned bound = !cfg->timeout                              ? 0
+	                 : cfg->timeout > UINT_MAX - PARENT_GRACE_S ? UINT_MAX
+	                                                            : cfg->timeout + PARENT_GRACE_S;
+	watch_start(&w, sb->pid, bound);
 	char *failure = NULL;
 	read_reports(sb->report, out, &failure, &w);
 	int status = 0;
