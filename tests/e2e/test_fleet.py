@@ -256,6 +256,8 @@ def main():
         ok(good, "schema/clickhouse/003_waits.sql adds 001's coreq.waits to an older store", why)
         good, why = schema(server, "005_sender_claimed.sql")
         ok(good, "schema/clickhouse/005_sender_claimed.sql adds coreq.cores.sender_claimed", why)
+        good, why = schema(server, "006_snapshot.sql")
+        ok(good, "schema/clickhouse/006_snapshot.sql adds coreq.cores.snapshot", why)
         for rnd in (1, 2):
             errs = [load(server, db, f"host{h}") for h, db in enumerate(dbs)]
             ok(not any(errs), f"export | clickhouse-client, round {rnd}", str(errs))
