@@ -44,26 +44,33 @@ static struct cq_error *side_file(const char *real, const char *suffix)
 	return own(&st, "its", name);
 }
 
-struct cq_error *cq_own_file_check(const char *path)
+struct cq_error *cq_own_file_check(const char *path, char **resolved)
 {
-	char real[PATH_MAX];
+	char real[PATH_MAX], file[PATH_MAX + 1];
 	struct stat st;
 	struct cq_error *err = NULL;
 	bool exists = realpath(path, real) != NULL;
+	if (resolved)
+		*resolved = NULL;
 	if (!exists) {
 		if (errno != ENOENT)
 			return cq_error_errno(errno, "cannot resolve");
 		if (lstat(path, &st) == 0)
 			return cq_error_create(CQ_ERR_UNSUPPORTED, "a symbolic link to nothing");
 		/* Not made yet: it will be the caller's, in its directory. */
-		char *copy = strdup(path);
-		if (!copy)
-			return &cq_error_nomem;
-		bool found = realpath(dirname(copy), real) != NULL;
+		char *copy = strdup(path), *base = strdup(path);
+		bool found = copy && base && realpath(dirname(copy), real) != NULL;
+		int e = errno;
+		if (found)
+			snprintf(file, sizeof(file), "%s/%s", strcmp(real, "/") ? real : "",
+			         basename(base));
 		free(copy);
+		free(base);
 		if (!found)
-			return cq_error_errno(errno, "cannot resolve its directory");
+			return e == ENOMEM ? &cq_error_nomem
+			                   : cq_error_errno(e, "cannot resolve its directory");
 	} else {
+		snprintf(file, sizeof(file), "%s", real);
 		if (stat(real, &st) != 0)
 			return cq_error_errno(errno, "cannot look at it");
 		if (!S_ISREG(st.st_mode))
@@ -79,5 +86,9 @@ struct cq_error *cq_own_file_check(const char *path)
 	}
 	if (stat(real, &st) != 0)
 		return cq_error_errno(errno, "cannot look at its directory %s", real);
-	return own(&st, "its directory ", real);
+	if ((err = own(&st, "its directory ", real)))
+		return err;
+	if (resolved && !(*resolved = strdup(file)))
+		return &cq_error_nomem;
+	return NULL;
 }

@@ -30,7 +30,11 @@
  * NULL when path (which need not exist yet: then only its directory is
  * checked, and a file made there is the caller's) is the caller's own as
  * above; else an error saying whose it is or who else can write it.
+ * *resolved (when not NULL, and only on success; malloc'd): the file's path
+ * with every link resolved, the one to open, so that no link on the way
+ * can be turned elsewhere after the check (the directory it names is the
+ * caller's or root's: no one else can swap the file in it).
  */
-struct cq_error *cq_own_file_check(const char *path);
+struct cq_error *cq_own_file_check(const char *path, char **resolved);
 
 #endif

@@ -70,10 +70,12 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 	}
 	/* A cache someone else could write may name any file's functions: not read. */
 	struct cq_error *err = cq_path_make_parent_dirs(path);
-	if (!err && (err = cq_own_file_check(path)))
+	char *real = NULL;
+	if (!err && (err = cq_own_file_check(path, &real)))
 		err = cq_error_prefix(err, "not your own cache");
 	if (!err)
-		err = cq_db_open(path, "cache", BUSY_TIMEOUT_MS, &c->db);
+		err = cq_db_open(real, "cache", BUSY_TIMEOUT_MS, &c->db);
+	free(real);
 	if (err) {
 		free(c->path);
 		free(c);

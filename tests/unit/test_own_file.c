@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,7 +41,7 @@ static void touch(const char *path, mode_t mode)
 /* Expects path refused with a message containing what. */
 static void refused(const char *path, const char *what)
 {
-	struct cq_error *err = cq_own_file_check(path);
+	struct cq_error *err = cq_own_file_check(path, NULL);
 	assert_non_null(err);
 	if (!strstr(err->message, what))
 		fail_msg("\"%s\" does not say \"%s\"", err->message, what);
@@ -67,12 +68,21 @@ static void test_own_files(void **state)
 	(void)state;
 	char path[128], side[160];
 	path_in(path, sizeof(path), "mine.db");
-	assert_null(cq_own_file_check(path)); /* not made yet: its directory is mine */
+	assert_null(cq_own_file_check(path, NULL)); /* not made yet: its directory is mine */
 	touch(path, 0644);
-	assert_null(cq_own_file_check(path));
+	assert_null(cq_own_file_check(path, NULL));
+	/* Through a link: the file to open is the one checked, its links resolved. */
+	char link[160], *resolved = NULL, want[PATH_MAX];
+	snprintf(link, sizeof(link), "%s-link", path);
+	assert_int_equal(symlink(path, link), 0);
+	assert_null(cq_own_file_check(link, &resolved));
+	assert_non_null(realpath(path, want));
+	assert_string_equal(resolved, want);
+	free(resolved);
+	unlink(link);
 	snprintf(side, sizeof(side), "%s-wal", path);
 	touch(side, 0644);
-	assert_null(cq_own_file_check(path));
+	assert_null(cq_own_file_check(path, NULL));
 	assert_int_equal(chmod(side, 0666), 0);
 	refused(path, "its wal is writable by others");
 	unlink(side);
