@@ -63,9 +63,9 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 # corpus cases real-syslog-ng and real-python3d (corpus/real/), and the
 # servers tests/e2e/test_real_servers.py crashes under load.
 DEPS_PKGS += syslog-ng-core syslog-ng-dbg python3.11-dbg redis-server redis-tools memcached
-# tests/fresh-root/run (which .ci/run runs after make test) makes a fresh
-# Debian 12 root with it.
-DEPS_PKGS += mmdebstrap
+# tests/fresh-root/run and tests/systemd-real/run (which .ci/run runs) make
+# fresh Debian 12 roots with it; the second boots its root with systemd-nspawn.
+DEPS_PKGS += mmdebstrap systemd-container
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
