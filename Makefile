@@ -65,9 +65,9 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 DEPS_PKGS += syslog-ng-core syslog-ng-dbg python3.11-dbg redis-server redis-tools memcached
 # More real servers for tests/e2e/test_real_server_corpus.py (nginx under ab, a postgresql-15 backend).
 DEPS_PKGS += nginx-light apache2-utils postgresql-15
-# tests/fresh-root/run (which .ci/run runs after make test) makes a fresh
-# Debian 12 root with it.
-DEPS_PKGS += mmdebstrap
+# tests/fresh-root/run and tests/systemd-real/run (which .ci/run runs) make
+# fresh Debian 12 roots with it; the second boots its root with systemd-nspawn.
+DEPS_PKGS += mmdebstrap systemd-container
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral

@@ -7,6 +7,8 @@
  */
 #include "cmd/cmd.h"
 
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,7 +47,9 @@ static const char ingest_usage[] =
     "all.  A core already stored (same content, under any name or compression)\n"
     "is skipped.  DIR means every core-looking file in it and in its\n"
     "subdirectories, down to --max-depth levels (raw or compressed; hidden\n"
-    "names are passed by); a DIR without one says \"0 core files in DIR\".\n"
+    "names are passed by); a DIR without one says \"0 core files in DIR\".  Each\n"
+    "DIR is read again once its files are done, until a reading finds no new\n"
+    "file.  SIGTERM, SIGINT or SIGHUP ends the run between two cores.\n"
     "Cores that cannot be analysed are reported and skipped; the exit status is\n"
     "then 1.  A progress bar is shown when standard error is a terminal.\n"
     "Each core is filed in a crash bucket by its signature: the crashed thread's\n"
@@ -207,6 +211,14 @@ enum {
 	OPT_MAX_DEPTH,
 };
 
+/* The stop signal received, 0 if none (see cmd_ingest). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
 static void print_summary(struct ingest_run *run, const struct cq_ingest_totals *t)
 {
 	if (run->format != CMD_FORMAT_JSON) {
@@ -312,6 +324,17 @@ int cmd_ingest(int argc, char **argv)
 	    .report = on_event,
 	    .report_arg = &run,
 	};
+	/* SIGTERM (systemctl stop or restart of coreq-ingest.service, a
+	 * shutdown), SIGINT, SIGHUP: finish the file being analysed and stop
+	 * before the next, so none is left half done (an unfinished analysis
+	 * counts as failed and is never retried, README "Catching every crash
+	 * on a host"). */
+	struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	static const int stop_signals[] = {SIGTERM, SIGINT, SIGHUP};
+	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaction(stop_signals[i], &sa, NULL);
+	io.stop = &stop_signal;
 	struct cq_ingest_totals totals;
 	cq_ingest_paths(store, (const char *const *)argv + optind, (size_t)(argc - optind), &io,
 	                &totals);
@@ -320,5 +343,12 @@ int cmd_ingest(int argc, char **argv)
 	cmd_close_cache(so.cache);
 	cq_store_close(store);
 	cq_bucket_rules_free(rules);
+	if (stop_signal) {
+		fprintf(stderr, "coreq: ingest: stopped by %s; %zu file%s left for the next run\n",
+		        strsignal(stop_signal), totals.left, totals.left == 1 ? "" : "s");
+		/* End as the signal would have: systemd counts SIGTERM as a clean stop. */
+		signal(stop_signal, SIG_DFL);
+		raise(stop_signal);
+	}
 	return totals.failed || totals.bad_paths ? EXIT_INPUT : EXIT_OK;
 }

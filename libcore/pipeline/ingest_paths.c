@@ -250,6 +250,63 @@ static void ingest_input(const struct run *run, size_t index, const struct input
 	}
 }
 
+static bool stopping(const struct cq_ingest_paths_options *o)
+{
+	return o->stop && *o->stop;
+}
+
+static int path_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Reads the named directories again and appends to in their files that are
+ * not in it yet: files that arrived while the run looked at the others
+ * (systemd-coredump storing the next core of a storm).  coreq-ingest.path
+ * does not see them: systemd stops watching a path unit's paths while the
+ * service it started runs.  So a run ends only when a reading finds nothing
+ * new.  Returns whether it appended any; errors (a directory gone, no
+ * memory) end the rereading.
+ */
+static bool take_arrivals(struct inputs *in, const char *const *paths, size_t npaths,
+                          unsigned depth)
+{
+	struct inputs now = {0};
+	for (size_t i = 0; i < npaths; i++) {
+		struct stat st;
+		size_t found;
+		if (strcmp(paths[i], "-") == 0 || stat(paths[i], &st) != 0 || !S_ISDIR(st.st_mode))
+			continue;
+		struct cq_error *err = expand_dir(&now, paths[i], depth, &found);
+		if (err) {
+			cq_error_free(err);
+			break;
+		}
+	}
+	size_t before = in->n;
+	char **known = now.n ? malloc(in->n * sizeof(*known) + 1) : NULL;
+	if (known) {
+		for (size_t i = 0; i < in->n; i++)
+			known[i] = in->v[i].path;
+		qsort(known, in->n, sizeof(*known), path_ptr_cmp);
+	}
+	for (size_t i = 0; i < now.n; i++) {
+		bool seen =
+		    !known || bsearch(&now.v[i].path, known, before, sizeof(*known), path_ptr_cmp);
+		if (seen || push_input(in, now.v[i].path, NULL) != NULL) {
+			free(now.v[i].path);
+			continue;
+		}
+		/* push_input copied the path; keep the stat taken by the walk. */
+		free(in->v[in->n - 1].path);
+		in->v[in->n - 1] = now.v[i];
+	}
+	free(known);
+	free(now.v);
+	return in->n > before;
+}
+
 void cq_ingest_paths(struct cq_store *store, const char *const *paths, size_t npaths,
                      const struct cq_ingest_paths_options *o, struct cq_ingest_totals *totals)
 {
@@ -277,8 +334,16 @@ void cq_ingest_paths(struct cq_store *store, const char *const *paths, size_t np
 		}
 	}
 	run.total = totals->inputs = in.n;
-	for (size_t i = 0; i < in.n; i++)
-		ingest_input(&run, i, &in.v[i]);
+	size_t next = 0;
+	for (;;) {
+		for (; next < in.n && !stopping(o); next++)
+			ingest_input(&run, next, &in.v[next]);
+		if (next < in.n || stopping(o) || !take_arrivals(&in, paths, npaths, o->max_depth))
+			break;
+		run.total = totals->inputs = in.n;
+	}
+	totals->left = in.n - next;
+	totals->inputs = next;
 	for (size_t i = 0; i < in.n; i++)
 		free(in.v[i].path);
 	free(in.v);

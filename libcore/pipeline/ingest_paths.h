@@ -27,6 +27,7 @@
 #ifndef CQ_INGEST_PATHS_H
 #define CQ_INGEST_PATHS_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "libcore/base/error.h"
@@ -64,18 +65,26 @@ struct cq_ingest_paths_options {
 	unsigned max_depth;              /* levels of subdirectories of a named directory */
 	void (*report)(void *arg, const struct cq_ingest_event *ev);
 	void *report_arg;
+	/* When not NULL and set (by a signal handler), no further file is begun:
+	 * the run ends between two files, leaving the rest for the next run
+	 * instead of one half-analysed file that would then count as failed. */
+	const volatile sig_atomic_t *stop;
 };
 
 struct cq_ingest_totals {
 	size_t inputs; /* files looked at */
 	size_t ingested, duplicates, failed, unchanged;
 	size_t bad_paths; /* named paths that could not be expanded */
+	size_t left;      /* files not begun because stop was set */
 };
 
 /*
  * Ingests paths ("-": standard input; a directory: its core files) into
  * store, reporting each event to o->report, and counts the outcomes.
- * Nothing here stops the run: each failure is one event.
+ * Nothing here stops the run: each failure is one event.  The named
+ * directories are read again after their files are done, and again, until
+ * a reading finds no file the run has not looked at (cores that arrived
+ * meanwhile are taken in the same run).
  */
 void cq_ingest_paths(struct cq_store *store, const char *const *paths, size_t npaths,
                      const struct cq_ingest_paths_options *o, struct cq_ingest_totals *totals);

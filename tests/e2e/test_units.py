@@ -70,8 +70,9 @@ def main():
         ok(r.returncode == 0 and r.stdout.strip() == "" and r.stderr.strip() == "",
            "systemd-analyze verify: the systemd-coredump@.service drop-in, no warning", r.stdout + r.stderr)
         dropin = open(os.path.join(unitdir, "systemd-coredump@.service.d", "coreq.conf")).read()
-        named = re.findall(r"^(?:OnSuccess|Unit)=(\S+)", dropin + open(os.path.join(unitdir, "coreq-ingest.path")).read(),
-                           re.M)
+        named = [a or b for a, b in re.findall(r"^(?:OnSuccess|Unit)=(\S+)|\brestart (\S+\.service)",
+                                               dropin + open(os.path.join(unitdir, "coreq-ingest.path")).read(),
+                                               re.M)]
         ok(named and all(os.path.isfile(os.path.join(unitdir, u)) for u in named),
            "every unit the drop-in and the path unit trigger is installed", named)
 

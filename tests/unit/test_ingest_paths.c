@@ -5,8 +5,8 @@
  * by content, hidden names and symbolic links to directories passed by,
  * --max-depth, path order), and the seen-files protocol (unchanged files
  * skipped, a changed file looked at again, a file whose analysis never
- * finished reported failed once, named files never recorded), each outcome
- * seen through the callback.
+ * finished reported failed once, named files never recorded), a core that
+ * arrives during the run taken in it, each outcome seen through the callback.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -273,6 +273,61 @@ static void test_seen_files(void **state)
 	assert_int_equal(t.unchanged, 0);
 }
 
+/* What the callback saw, and a core it writes into the tree after the first file is done. */
+struct arriving {
+	struct seen seen;
+	char late[200];
+	bool written;
+};
+
+static void on_event_then_write(void *arg, const struct cq_ingest_event *ev)
+{
+	struct arriving *a = arg;
+	on_event(&a->seen, ev);
+	if (ev->kind == CQ_INGEST_EV_DONE && !a->written) {
+		write_core(a->late, 205);
+		a->written = true;
+	}
+}
+
+/*
+ * A core that lands in the directory while the run looks at the others
+ * (systemd-coredump storing the next core of a storm) is taken in the same
+ * run: coreq-ingest.path does not see it, since systemd stops watching
+ * while the service runs.
+ */
+static void test_arrivals_during_the_run(void **state)
+{
+	struct fixture *f = *state;
+	struct arriving a;
+	memset(&a, 0, sizeof(a));
+	a.seen.tree = f->tree;
+	at(f, "late.core", a.late, sizeof(a.late));
+	struct cq_ingest_paths_options o = {
+	    .ingest = {.core = &f->co, .stacks = &f->so, .signature_frames = 5, .rules = f->rules},
+	    .max_depth = 0,
+	    .report = on_event_then_write,
+	    .report_arg = &a};
+	struct cq_ingest_totals t;
+	const char *paths[] = {f->tree};
+	cq_ingest_paths(f->store, paths, 1, &o, &t);
+	assert_true(a.written);
+	assert_int_equal(t.inputs, 3);
+	assert_int_equal(a.seen.ndone, 3);
+	assert_string_equal(a.seen.paths[0], "a.core");
+	assert_string_equal(a.seen.paths[1], "m.zst");
+	assert_string_equal(a.seen.paths[2], "late.core");
+	assert_int_equal(a.seen.status[2], CQ_INGEST_INGESTED);
+	assert_int_equal(a.seen.last_total, 3);
+	assert_int_equal(t.ingested, 2);
+	assert_int_equal(t.failed, 1);
+
+	/* The next run finds the late core seen, like the others. */
+	struct seen s;
+	run(f, paths, 1, 0, &s, &t);
+	assert_int_equal(t.unchanged, 3);
+}
+
 /* A named path that does not exist fails as an input; the others go on. */
 static void test_missing_path(void **state)
 {
@@ -298,6 +353,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_walk_finds_core_files_in_order, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_seen_files, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arrivals_during_the_run, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_path, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
