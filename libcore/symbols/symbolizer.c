@@ -705,6 +705,15 @@ static void push_frame(struct frame_draft *d, const char *function, const char *
  * *file and *line are the location at the address; on return they are the
  * location in the real function (the outermost inline's call site).
  */
+/* Whether a DIE, through its abstract origin, has a name die_function_name can give. */
+static bool die_named(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr)) ||
+	       dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr)) ||
+	       dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+}
+
 static void add_inline_frames(struct frame_draft *d, struct sym_module *sm, Dwarf_Die *cudie,
                               Dwarf_Die *chain, int nchain, const char **file, int *line,
                               Dwarf_Die **subprogram)
@@ -714,13 +723,22 @@ static void add_inline_frames(struct frame_draft *d, struct sym_module *sm, Dwar
 	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
 		files = NULL;
 	*subprogram = NULL;
+	/*
+	 * An inlined call whose abstract origin names nothing (damaged DWARF: a
+	 * reference past its unit) makes the whole chain untrustworthy: no
+	 * inline frame, and the location at the address, as libdw gives.
+	 */
+	bool whole = true;
+	for (int i = 0; i < nchain && dwarf_tag(&chain[i]) != DW_TAG_subprogram; i++)
+		if (dwarf_tag(&chain[i]) == DW_TAG_inlined_subroutine && !die_named(&chain[i]))
+			whole = false;
 	for (int i = 0; i < nchain; i++) {
 		int tag = dwarf_tag(&chain[i]);
 		if (tag == DW_TAG_subprogram) {
 			*subprogram = &chain[i];
 			return;
 		}
-		if (tag != DW_TAG_inlined_subroutine)
+		if (tag != DW_TAG_inlined_subroutine || !whole)
 			continue;
 		if (d->n < CQ_SYMBOLIZER_MAX_INLINE)
 			push_frame(d, die_function_name(d, &chain[i]), *file, *line, true);

@@ -49,8 +49,7 @@ from real_servers_common import (core_pattern_file, find_core, free_port, gcore,
                                  http_load, memcached_load, nobody_env, unprivileged, wait_dead,
                                  wait_for_core, wait_port)
 from test_gcore import eu_stack
-from test_stack_vs_gdb import (KNOWN_ALIASES, collapse_groups, gdb_stacks, libdw_inline_blind_pcs,
-                               location, normalise, same_name)
+from test_stack_vs_gdb import KNOWN_ALIASES, gdb_stacks, location, normalise, same_name
 
 # The known differences between gdb's frames and coreq's, by kind.  Each
 # one found is counted under its kind, per capture, and printed; any other
@@ -58,15 +57,11 @@ from test_stack_vs_gdb import (KNOWN_ALIASES, collapse_groups, gdb_stacks, libdw
 DIFFERENCES = {
     "tailcall": "gdb's tail-call frames (gdb_tailcalls.py: synthesised from DW_TAG_call_site, "
                 "no frame on the stack; eu-stack shows none either): dropped from gdb's side",
-    "inline-libdw": "gdb's inline frames libdw 0.188 does not read (eu-addr2line -i finds none "
-                    "either: python3.11's LTO units): those physical frames compared physically",
     "spelling": "one function spelled two ways, equal after test_stack_vs_gdb.py's normalise "
-                "and same_name: glibc's internal-alias prefixes (__GI_, __libc_), an assembly "
-                "function (no DWARF subprogram) named by another of its symbols (clone3 and "
-                "__clone3), LTO's .lto_priv.N symbol suffix where libdw finds no subprogram "
-                "(python3.11's LTO units, as for inline-libdw); the distinct pairs are printed",
-    "inline-libdw-line": "the file:line of such a physical frame: coreq's is the innermost "
-                         "inlined location gdb shows, gdb's the real function's call site",
+                "and same_name: glibc's internal-alias prefixes (__GI_, __libc_) where an "
+                "assembly function (syscall-template.S) has several symbols at one address and "
+                "gdb's minimal-symbol choice differs from the DWARF name; the distinct pairs "
+                "are printed",
 }
 ROWS = []
 KERNEL_CORES = [True]  # the kernel writes a killed process's core in its cwd
@@ -85,14 +80,7 @@ def compare_thread(t, frames, eu_pcs, row, bad):
     if frames and frames[0][0] is None and t["frames"]:
         # gdb prints no pc on frame 0 where it starts a line: the thread's pc.
         frames[0] = (int(t["frames"][0]["pc"], 16),) + tuple(frames[0][1:])
-    # Physical frames where gdb shows inline frames and coreq and
-    # eu-addr2line -i none (test_stack_vs_gdb.py's rule).
-    wanted = {pc for k, (pc, _, _, _) in enumerate(frames)
-              if pc is not None and k + 1 < len(frames) and frames[k + 1][0] is None and
-              not frames[k + 1][1].startswith("<")}
-    blind = libdw_inline_blind_pcs(t, wanted) if wanted else set()
-    collapsed = collapse_groups(frames, blind)
-    row["known"]["inline-libdw"] += len(frames) - len(collapsed)
+    collapsed = frames  # inline frames too: coreq reads LTO units' scopes itself
     g = [(pc, native_name(fn), loc, inner) for pc, fn, loc, inner in collapsed]
     c = [(int(f["pc"], 16), native_name(f["function"]), location(f)) for f in t["frames"]]
     row["frames"][0] += len(c)
@@ -115,8 +103,6 @@ def compare_thread(t, frames, eu_pcs, row, bad):
         row["files"] += 1
         if gloc == cloc:
             row["lines"] += 1
-        elif inner is not None and cloc == inner:
-            row["known"]["inline-libdw-line"] += 1
         else:
             bad.append(f"thread {tid}: {gn}: gdb {gloc}, coreq {cloc}")
     native = [int(f["pc"], 16) for f in t["frames"] if f["kind"] == "native"]
