@@ -296,6 +296,10 @@ install: $(BUILD)/coreq
 	done
 	install -D -m 0644 'dist/systemd/systemd-coredump@.service.d/coreq.conf' \
 		'$(DESTDIR)$(UNITDIR)/systemd-coredump@.service.d/coreq.conf'
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/coreq/README.md
+	for f in docs/*.md; do \
+		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/doc/coreq/$$f || exit 1; \
+	done
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -8,7 +8,7 @@
  * be made keeps its core, so a caller can still show what the notes say.
  *
  * Layer: analysis (libcore/analysis/): stacks of a core; above symbols.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_ANALYSE_CORE_H
 #define CQ_ANALYSE_CORE_H

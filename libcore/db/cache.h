@@ -13,7 +13,7 @@
  * ~/.cache/coreq/cache.db.
  *
  * Layer: db (libcore/db/): SQLite files, migrations and the cache; above model.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_CACHE_H
 #define CQ_CACHE_H

@@ -13,7 +13,7 @@ Oracles, never coreq's own account of itself:
 - the installed binary's --version against dist/debian/changelog's upstream
   version (amd64 directly, arm64 under qemu-aarch64);
 - `systemd-analyze verify --root` on the installed units, with the host's
-  own systemd units beside them; the drop-in copied where the README says;
+  own systemd units beside them; the drop-in copied where docs/capture.md says;
 - the maintainer scripts' promises: /var/lib/coreq created 0700 root,
   nothing enabled, remove keeps a database written into it by the
   installed coreq (sqlite3 reads it back), purge deletes it.
@@ -40,7 +40,11 @@ WANT_FILES = ["usr/bin/coreq", "usr/share/man/man1/coreq.1.gz",
               ] + [f"usr/share/coreq/clickhouse/{f}" for f in
                    sorted(os.listdir(os.path.join(ROOT, "schema", "clickhouse"))) if f.endswith(".sql")] + [
               "usr/share/coreq/systemd-coredump@.service.d/coreq.conf", "etc/coreq/coreq.conf",
-              "usr/share/doc/coreq/copyright", "usr/share/doc/coreq/changelog.Debian.gz"] + \
+              "usr/share/doc/coreq/copyright", "usr/share/doc/coreq/changelog.Debian.gz",
+              # the README and every guide it links, where its links still lead
+              "usr/share/doc/coreq/README.md"] + \
+             [f"usr/share/doc/coreq/docs/{f}" for f in sorted(os.listdir(os.path.join(ROOT, "docs")))
+              if f.endswith(".md")] + \
              [f"lib/systemd/system/{u}" for u in UNITS]
 
 
@@ -142,7 +146,7 @@ def check_units(root):
             *[f"/lib/systemd/system/{u}" for u in UNITS], timeout=120)
     ok(r.returncode == 0 and not (r.stdout + r.stderr).strip(),
        "systemd-analyze verify --root: the installed units, no warning", r.stdout + r.stderr)
-    # The drop-in, copied where the README says (a stand-in for
+    # The drop-in, copied where docs/capture.md says (a stand-in for
     # systemd-coredump@.service when the host has none).
     d = os.path.join(root, "etc/systemd/system/systemd-coredump@.service.d")
     os.makedirs(d)

@@ -30,7 +30,7 @@
  * a damaged structure in the core is a partial result, not an error.
  *
  * Layer: unwind (unwind/async/): directly on base, like unwind/; the layer
- * order is in the README (Layout) and tests/check-layers.
+ * order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_ASYNC_RUNTIME_H
 #define CQ_ASYNC_RUNTIME_H
