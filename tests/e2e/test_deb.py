@@ -118,7 +118,7 @@ def check_install(root, deb, arch, runner):
     ok(r.returncode == 0, f"dpkg --root installs the {arch} package", r.stdout + r.stderr)
     missing = [f for f in WANT_FILES if not os.path.isfile(os.path.join(root, f))]
     ok(not missing, f"{arch}: binary, man page, completion, units, drop-in, rules, ClickHouse schema, "
-                    "coreq.conf are installed", missing)
+                    "coreq.conf, the README and its guides are installed", missing)
     st = run("dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W", "-f", "${Status}|${Conffiles}", "coreq").stdout
     ok(st.startswith("install ok installed|") and "/etc/coreq/coreq.conf " in st,
        f"{arch}: dpkg records coreq installed, with /etc/coreq/coreq.conf as its conffile", st)
