@@ -4,9 +4,9 @@
  */
 #include "cmd/cmd.h"
 #include "libcore/capture/capture.h"
-#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/waits.h"
+#include "libcore/pipeline/analyse.h"
 #include "cmd/wait_text.h"
 
 #include <inttypes.h>
@@ -91,18 +91,16 @@ static void json_mappings(struct cq_json *j, const struct cq_core *core)
 struct capture_facts {
 	char time[32];
 	const char *hostname;
-	struct cq_capture cap;
+	const struct cq_capture *cap;
 };
 
-static void capture_facts(const char *path, struct capture_facts *f)
+static void capture_facts(const struct cq_capture *cap, struct capture_facts *f)
 {
-	cq_capture_init(&f->cap);
-	if (strcmp(path, "-") != 0)
-		cq_capture_from_file(path, &f->cap);
+	f->cap = cap;
 	f->time[0] = '\0';
-	if (f->cap.known & CQ_CAPTURE_TIMESTAMP)
-		cmd_iso_time(f->cap.timestamp_us / 1000000, f->time);
-	f->hostname = f->cap.hostname[0] ? f->cap.hostname : NULL;
+	if (cap->known & CQ_CAPTURE_TIMESTAMP)
+		cmd_iso_time(cap->timestamp_us / 1000000, f->time);
+	f->hostname = cap->hostname[0] ? cap->hostname : NULL;
 }
 
 static void print_json(const struct cq_core *core, const struct capture_facts *cf,
@@ -112,9 +110,9 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	struct cq_json j;
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
-	cmd_json_core(&j, core, &cf->cap);
+	cmd_json_core(&j, core, cf->cap);
 	struct cq_capture_ids ids;
-	cq_capture_ids(core, &cf->cap, &ids);
+	cq_capture_ids(core, cf->cap, &ids);
 	cq_json_key(&j, "uid");
 	if (ids.has_uid)
 		cq_json_uint(&j, (uint64_t)ids.uid);
@@ -187,7 +185,7 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	const char *exe = cq_core_exe(core, NULL);
 	printf("core:        %s\n", cmd_safe(core->path));
 	struct cq_capture_ids ids;
-	cq_capture_ids(core, &cf->cap, &ids);
+	cq_capture_ids(core, cf->cap, &ids);
 	printf("pid:         %lld\n", (long long)ids.pid);
 	printf("exe:         %s\n", exe ? cmd_safe(exe) : "-");
 	printf("cmdline:     %s\n", core->has_psinfo ? cmd_safe(core->psargs) : "-");
@@ -302,10 +300,10 @@ int cmd_info(int argc, char **argv)
 	cq_stack_options_default(&so);
 	so.async = false;
 	struct cmd_cache_choice cache = {.use = true};
-	struct cq_analysed_core a;
-	struct cq_error *err = cmd_analyse_core(path, &o, &so, &cache, &a);
-	if (err && !a.core) {
-		cmd_analysed_core_free(&a, &so);
+	struct cq_analysis a;
+	struct cq_error *err = cmd_analyse(path, &o, &so, &cache, true, &a);
+	if (err && (!a.core || a.stacks)) { /* no core, or only the wait-for graph failed */
+		cmd_analysis_free(&a);
 		return cmd_fail(path, err);
 	}
 	if (err) { /* the facts of the notes still stand without it */
@@ -313,20 +311,13 @@ int cmd_info(int argc, char **argv)
 		cq_error_free(err);
 	}
 	struct capture_facts cf;
-	capture_facts(path, &cf);
+	capture_facts(&a.capture, &cf);
 	const struct cq_thread_stack *crashed =
 	    a.stacks && a.stacks->nthreads && !a.core->snapshot ? &a.stacks->threads[0] : NULL;
-	struct cq_waits *waits = NULL;
-	err = cq_waits_find(a.core, a.stacks, &waits);
-	if (err) {
-		cmd_analysed_core_free(&a, &so);
-		return cmd_fail(path, err);
-	}
 	if (o.format == CMD_FORMAT_JSON)
-		print_json(a.core, &cf, crashed, waits);
+		print_json(a.core, &cf, crashed, a.waits);
 	else
-		print_text(a.core, &cf, crashed, waits);
-	cq_waits_free(waits);
-	cmd_analysed_core_free(&a, &so);
+		print_text(a.core, &cf, crashed, a.waits);
+	cmd_analysis_free(&a);
 	return EXIT_OK;
 }
