@@ -207,7 +207,19 @@ struct cq_si_code;
 void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
                      const struct cmd_sender *sender);
 
-/* Writes the "core" member shared by every command's JSON output. */
+/*
+ * Where the capture disagrees with the core's notes (cq_capture_reconcile:
+ * "pid: core 12, systemd 13; ..."), as show, info and stack give it: the
+ * text line "conflicts:   ... (the core's values are shown)", none when
+ * conflicts is NULL; the JSON member meta_conflicts (null then).
+ */
+void cmd_print_conflicts(const char *conflicts);
+void cmd_json_conflicts(struct cq_json *j, const char *conflicts);
+
+/*
+ * Writes the "core" member shared by every command's JSON output; with
+ * meta_conflicts last when the capture (may be NULL) has any.
+ */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct cq_capture *cap);
 
 struct cq_stacks;

@@ -351,6 +351,18 @@ void cmd_print_si_code(int64_t signo, int64_t code, const struct cmd_sender *sen
 		           : "whoever queued it wrote these");
 }
 
+void cmd_print_conflicts(const char *conflicts)
+{
+	if (conflicts)
+		printf("conflicts:   %s (the core's values are shown)\n", cmd_safe(conflicts));
+}
+
+void cmd_json_conflicts(struct cq_json *j, const char *conflicts)
+{
+	cq_json_key(j, "meta_conflicts");
+	cq_json_string(j, conflicts);
+}
+
 void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
                      const struct cmd_sender *sender)
 {
@@ -434,6 +446,8 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct c
 		cq_json_null(j);
 	cq_json_key(j, "memory_missing");
 	cq_json_uint(j, core->memory_missing);
+	if (cap && cap->conflicts[0])
+		cmd_json_conflicts(j, cap->conflicts);
 	cq_json_object_end(j);
 }
 

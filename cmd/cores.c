@@ -327,9 +327,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		printf("source:      %s\n", cmd_safe(c->source));
 	if (c->stored_path)
 		printf("stored as:   %s\n", cmd_safe(c->stored_path));
-	if (c->meta_conflicts)
-		printf("conflicts:   %s (the core's values are shown)\n",
-		       cmd_safe(c->meta_conflicts));
+	cmd_print_conflicts(c->meta_conflicts);
 	cmd_iso_time(c->ingested_at, when);
 	printf("ingested:    %s\nstatus:      %s%s%s\n", when, cmd_stored_text(c->status),
 	       c->message ? ": " : "", c->message ? cmd_safe(c->message) : "");

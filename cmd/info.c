@@ -27,7 +27,9 @@ static const char info_usage[] =
     "how the core's bytes were read (mapped, seekable frames, stream, spooled:\n"
     "the compression, the bytes held, whether a stream needed a second pass).\n"
     "When threads are blocked on locks, a summary of the wait-for graph\n"
-    "(deadlocks, the threads the others wait for; see coreq stack).\n"
+    "(deadlocks, the threads the others wait for; see coreq stack).  Where the\n"
+    "file's systemd-coredump name or xattrs disagree with the core's notes, the\n"
+    "notes are shown and a conflicts line says what disagreed (as coreq show).\n"
     "\n"
     "CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n"
     "\n"
@@ -92,6 +94,7 @@ struct capture_facts {
 	char time[32];
 	const char *hostname;
 	const struct cq_capture *cap;
+	const char *conflicts; /* where it disagrees with the notes; NULL: nowhere */
 };
 
 static void capture_facts(const struct cq_capture *cap, struct capture_facts *f)
@@ -101,6 +104,7 @@ static void capture_facts(const struct cq_capture *cap, struct capture_facts *f)
 	if (cap->known & CQ_CAPTURE_TIMESTAMP)
 		cmd_iso_time(cap->timestamp_us / 1000000, f->time);
 	f->hostname = cap->hostname[0] ? cap->hostname : NULL;
+	f->conflicts = cap->conflicts[0] ? cap->conflicts : NULL;
 }
 
 static void print_json(const struct cq_core *core, const struct capture_facts *cf,
@@ -200,6 +204,7 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	printf("time:        %s\n", cf->time[0] ? cf->time : "unknown (not captured)");
 	if (cf->hostname)
 		printf("hostname:    %s\n", cmd_safe(cf->hostname));
+	cmd_print_conflicts(cf->conflicts);
 	printf("arch:        %s\n", arch->name);
 	struct cq_source_read rd = cq_source_read(&core->source);
 	printf("read:        %s", rd.how);

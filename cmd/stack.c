@@ -32,7 +32,9 @@ static const char stack_usage[] =
     "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
     "A header first says what crashed: pid, executable, signal, its si_code by\n"
     "name, and the fault address or who sent the signal; or, for a snapshot of\n"
-    "a live process (gdb's gcore), `snapshot (gcore)`, with no thread crashed.\n"
+    "a live process (gdb's gcore), `snapshot (gcore)`, with no thread crashed;\n"
+    "and where the file's systemd-coredump name or xattrs disagree with the\n"
+    "core's notes, a conflicts line (as coreq info and show).\n"
     "\n"
     "Threads blocked on a lock (a futex wait under pthread_mutex_lock,\n"
     "pthread_rwlock_*lock, pthread_cond_wait or pthread_join) make a wait-for\n"
@@ -358,7 +360,9 @@ static void print_header(const char *path, const struct cq_core *core, const str
 		cmd_iso_time(cap->timestamp_us / 1000000, when);
 		printf(", at %s", when);
 	}
-	printf("\n\n");
+	printf("\n");
+	cmd_print_conflicts(cap->conflicts[0] ? cap->conflicts : NULL);
+	printf("\n");
 }
 
 /* Frames in text, with a line where the stack moves to a blocked thread. */

@@ -155,12 +155,13 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_null(j);
 	cq_json_key(j, "bucket");
 	cq_json_string(j, c->bucket_hash);
-	const char *keys[] = {"comm", "source", "stored_path", "meta_conflicts"};
-	const char *vals[] = {c->comm, c->source, c->stored_path, c->meta_conflicts};
+	const char *keys[] = {"comm", "source", "stored_path"};
+	const char *vals[] = {c->comm, c->source, c->stored_path};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		cq_json_key(j, keys[i]);
 		cq_json_string(j, vals[i]);
 	}
+	cmd_json_conflicts(j, c->meta_conflicts);
 	cq_json_object_end(j);
 }
 
