@@ -107,6 +107,33 @@ static void capture_facts(const struct cq_capture *cap, struct capture_facts *f)
 	f->conflicts = cap->conflicts[0] ? cap->conflicts : NULL;
 }
 
+/* How the core's bytes were read (the "read" member). */
+static void json_read(struct cq_json *j, const struct cq_core *core)
+{
+	struct cq_source_read rd = cq_source_read(&core->source);
+	cq_json_key(j, "read");
+	cq_json_object_begin(j);
+	cq_json_key(j, "how");
+	cq_json_string(j, rd.how);
+	cq_json_key(j, "compression");
+	cq_json_string(j, rd.compression);
+	cq_json_key(j, "bytes");
+	cq_json_uint(j, rd.size);
+	cq_json_key(j, "held_bytes");
+	cq_json_uint(j, rd.held);
+	cq_json_key(j, "second_pass");
+	cq_json_bool(j, rd.second_pass);
+	cq_json_key(j, "heap_hint");
+	cq_json_bool(j, rd.heap_hint);
+	cq_json_key(j, "scan_hint");
+	cq_json_bool(j, rd.scan_hint);
+	cq_json_key(j, "scan_kept_bytes");
+	cq_json_uint(j, rd.scan_kept_bytes);
+	cq_json_key(j, "scan_gave_up");
+	cq_json_bool(j, rd.scan_gave_up);
+	cq_json_object_end(j);
+}
+
 static void print_json(const struct cq_core *core, const struct capture_facts *cf,
                        const struct cq_thread_stack *crashed_stack, const struct cq_waits *waits)
 {
@@ -131,28 +158,7 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	cq_json_string(&j, cf->time[0] ? cf->time : NULL);
 	cq_json_key(&j, "hostname");
 	cq_json_string(&j, cf->hostname);
-	struct cq_source_read rd = cq_source_read(&core->source);
-	cq_json_key(&j, "read");
-	cq_json_object_begin(&j);
-	cq_json_key(&j, "how");
-	cq_json_string(&j, rd.how);
-	cq_json_key(&j, "compression");
-	cq_json_string(&j, rd.compression);
-	cq_json_key(&j, "bytes");
-	cq_json_uint(&j, rd.size);
-	cq_json_key(&j, "held_bytes");
-	cq_json_uint(&j, rd.held);
-	cq_json_key(&j, "second_pass");
-	cq_json_bool(&j, rd.second_pass);
-	cq_json_key(&j, "heap_hint");
-	cq_json_bool(&j, rd.heap_hint);
-	cq_json_key(&j, "scan_hint");
-	cq_json_bool(&j, rd.scan_hint);
-	cq_json_key(&j, "scan_kept_bytes");
-	cq_json_uint(&j, rd.scan_kept_bytes);
-	cq_json_key(&j, "scan_gave_up");
-	cq_json_bool(&j, rd.scan_gave_up);
-	cq_json_object_end(&j);
+	json_read(&j, core);
 	cq_json_key(&j, "crashed_stack");
 	cq_json_array_begin(&j);
 	for (size_t i = 0; crashed_stack && i < crashed_stack->nframes; i++)
@@ -179,13 +185,9 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	cq_json_finish(&j);
 }
 
-static void print_text(const struct cq_core *core, const struct capture_facts *cf,
-                       const struct cq_thread_stack *crashed_stack, const struct cq_waits *waits)
+/* Who the process was, and what the capture adds: the lines before the read. */
+static void print_process_text(const struct cq_core *core, const struct capture_facts *cf)
 {
-	const struct cq_arch *arch = core->arch;
-	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
-	int sig = cq_core_signal(core);
-	const char *signame = cq_core_signal_name(sig);
 	const char *exe = cq_core_exe(core, NULL);
 	printf("core:        %s\n", cmd_safe(core->path));
 	struct cq_capture_ids ids;
@@ -205,7 +207,12 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (cf->hostname)
 		printf("hostname:    %s\n", cmd_safe(cf->hostname));
 	cmd_print_conflicts(cf->conflicts);
-	printf("arch:        %s\n", arch->name);
+	printf("arch:        %s\n", core->arch->name);
+}
+
+/* The read: line, how the core's bytes were read. */
+static void print_read_text(const struct cq_core *core)
+{
 	struct cq_source_read rd = cq_source_read(&core->source);
 	printf("read:        %s", rd.how);
 	if (strcmp(rd.compression, "none") != 0)
@@ -225,6 +232,14 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		             "were looked for: %.0f KiB of pages hold them",
 		       rd.scan_kept_bytes / 1024.0);
 	printf("\n");
+}
+
+/* The signal (or the snapshot), the crashed thread, and what is missing. */
+static void print_signal_text(const struct cq_core *core)
+{
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	int sig = cq_core_signal(core);
+	const char *signame = cq_core_signal_name(sig);
 	if (core->snapshot)
 		printf("snapshot:    %s (a live process: no thread crashed)\n",
 		       cq_core_snapshot_name(core->snapshot));
@@ -244,10 +259,12 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (core->memory_missing)
 		printf("truncated:   %" PRIu64 " of %" PRIu64 " bytes of memory missing\n",
 		       core->memory_missing, core->memory_dumped);
-	if (cmd_waits_summary_says(core, waits)) {
-		printf("\nwaits (threads blocked on locks):\n");
-		cmd_waits_summary(stdout, core, waits);
-	}
+}
+
+/* The tables: threads, modules, mapped files. */
+static void print_tables_text(const struct cq_core *core)
+{
+	const struct cq_arch *arch = core->arch;
 	printf("\nthreads (%zu):\n", core->nthreads);
 	printf("  %-3s%-10s %-18s %-18s %s\n", "", "TID", "PC", "SP", "NAME");
 	for (size_t i = 0; i < core->nthreads; i++) {
@@ -271,6 +288,19 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		printf("  0x%016" PRIx64 " 0x%016" PRIx64 " %08" PRIx64 " %s\n", m->start, m->end,
 		       m->file_offset, cmd_safe(m->path));
 	}
+}
+
+static void print_text(const struct cq_core *core, const struct capture_facts *cf,
+                       const struct cq_thread_stack *crashed_stack, const struct cq_waits *waits)
+{
+	print_process_text(core, cf);
+	print_read_text(core);
+	print_signal_text(core);
+	if (cmd_waits_summary_says(core, waits)) {
+		printf("\nwaits (threads blocked on locks):\n");
+		cmd_waits_summary(stdout, core, waits);
+	}
+	print_tables_text(core);
 	if (crashed_stack) {
 		printf("\nstack of the crashed thread %d:\n", crashed_stack->thread->tid);
 		for (size_t i = 0; i < crashed_stack->nframes; i++)
