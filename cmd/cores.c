@@ -272,6 +272,26 @@ int cmd_cores(int argc, char **argv)
 	return cmd_run_listing(db, &q.out, "cores", empty, query_cores, &q);
 }
 
+/* A stored core's signal (or snapshot) line: si_code, sender, fault address, crashed tid. */
+static void show_signal_text(const struct cq_store_core_row *c)
+{
+	if (c->snapshot)
+		printf("snapshot:    %s (a live process: no thread crashed)",
+		       cmd_safe(c->snapshot));
+	else
+		printf("signal:      %lld (%s)", (long long)c->signal,
+		       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
+	if (c->has_si_code && !c->snapshot) {
+		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid,
+		                            c->sender_claimed};
+		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
+	}
+	if (c->has_fault_address)
+		printf(", fault address 0x%" PRIx64, c->fault_address);
+	if (!c->snapshot)
+		printf("\ncrashed tid: %lld", (long long)c->crashed_tid);
+}
+
 static void show_core(void *ctx, const struct cq_store_core_row *c)
 {
 	struct cmd_listing *p = ctx;
@@ -293,21 +313,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	printf("pid:         %lld\n", (long long)c->pid);
 	if (c->has_uid)
 		printf("uid:         %lld\n", (long long)c->uid);
-	if (c->snapshot)
-		printf("snapshot:    %s (a live process: no thread crashed)",
-		       cmd_safe(c->snapshot));
-	else
-		printf("signal:      %lld (%s)", (long long)c->signal,
-		       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
-	if (c->has_si_code && !c->snapshot) {
-		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid,
-		                            c->sender_claimed};
-		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
-	}
-	if (c->has_fault_address)
-		printf(", fault address 0x%" PRIx64, c->fault_address);
-	if (!c->snapshot)
-		printf("\ncrashed tid: %lld", (long long)c->crashed_tid);
+	show_signal_text(c);
 	printf("\nthreads:     %lld\n", (long long)c->nthreads);
 	if (c->has_timestamp) {
 		cmd_iso_time(c->timestamp, when);
@@ -327,9 +333,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		printf("source:      %s\n", cmd_safe(c->source));
 	if (c->stored_path)
 		printf("stored as:   %s\n", cmd_safe(c->stored_path));
-	if (c->meta_conflicts)
-		printf("conflicts:   %s (the core's values are shown)\n",
-		       cmd_safe(c->meta_conflicts));
+	cmd_print_conflicts(c->meta_conflicts);
 	cmd_iso_time(c->ingested_at, when);
 	printf("ingested:    %s\nstatus:      %s%s%s\n", when, cmd_stored_text(c->status),
 	       c->message ? ": " : "", c->message ? cmd_safe(c->message) : "");
