@@ -20,6 +20,7 @@
 
 struct cq_cache;
 struct cq_core;
+struct cq_core_target_dwarf;
 struct cq_module;
 struct cq_provenance;
 struct cq_stack_options;
@@ -41,6 +42,7 @@ struct cq_core_target {
 	struct cq_tls_layout tls;         /* read by tls_prepare */
 	struct cq_provenance *provenance; /* by module, for cache_get/put: made on first use */
 	bool *provenance_made;
+	struct cq_core_target_dwarf *dwarf; /* by module, for the dwarf op: opened on first use */
 	/*
 	 * Core bytes the walks read, read with pread a 1 KiB block at a time:
 	 * faulting them in through the mapping maps (and later unmaps) 64 KiB

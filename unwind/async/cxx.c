@@ -117,7 +117,6 @@
 #include "libcore/base/memory.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/coro_dispatch.h"
-#include "unwind/async/cxx.h"
 #include "unwind/async/cxx_types_blob.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/heap_chunks.h"
@@ -613,15 +612,7 @@ static struct cq_error *read_module(const struct cq_unwind_target *t, size_t m, 
 	if (n == 0)
 		return NULL;
 	qsort(syms, n, sizeof(*syms), cmp_sym);
-	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
-	int fd = -1;
-	Elf *elf = NULL;
-	if (path && mod->file_path && strcmp(path, mod->file_path) == 0)
-		elf = mod->elf;
-	else if (path && (fd = cq_open_regular(path)) >= 0)
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	free(path);
-	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	Dwarf *dw = t->ops->dwarf ? t->ops->dwarf(t->ctx, m) : NULL; /* the target's */
 	struct cq_error *err = NULL;
 	Dwarf_Die last_cu; /* the compile unit of the last clang coroutine */
 	bool have_last = false;
@@ -660,15 +651,13 @@ static struct cq_error *read_module(const struct cq_unwind_target *t, size_t m, 
 			err = &cq_error_nomem;
 	}
 	*dwarf = dw != NULL;
-	if (dw)
-		dwarf_end(dw);
-	if (elf && elf != mod->elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
 	free(syms);
 	return err;
 }
+
+/* What it caches per module: its coroutine types (cxx_types_blob.h). */
+static const struct cq_target_blob cxx_types_blob = {"cxx", "types", CQ_CXX_TYPES_BLOB_FORMAT};
+static const struct cq_target_blob *const cxx_blobs[] = {&cxx_types_blob, NULL};
 
 /*
  * Module m's coroutine types, appended to x->types: from the target's cache
@@ -684,9 +673,8 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	size_t len, n;
 	bool dwarf;
 	struct cq_cxx_type_row *rows;
-	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES,
-	                                                      CQ_CXX_TYPES_BLOB_FORMAT, &len)
-	                                  : NULL;
+	uint8_t *blob =
+	    t->ops->cache_get ? t->ops->cache_get(t->ctx, m, &cxx_types_blob, &len) : NULL;
 	if (blob) {
 		struct cq_error *err = cq_cxx_types_blob_decode(blob, len, &rows, &n, &dwarf);
 		free(blob);
@@ -753,8 +741,7 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	if (n)
 		free(rows);
 	if (blob)
-		t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES, CQ_CXX_TYPES_BLOB_FORMAT,
-		                  blob, len);
+		t->ops->cache_put(t->ctx, m, &cxx_types_blob, blob, len);
 	free(blob);
 	return NULL;
 }
@@ -1491,19 +1478,26 @@ static struct cq_error *cxx_decode(void *state, const struct cq_async_ctx *ctx)
 	return err;
 }
 
-struct cq_error *cq_cxx_types_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
-                                   bool *cached)
+/*
+ * `coreq cache warm`: the module's coroutine types, read from the cache or
+ * from the module (then cached): "cxx_types" of them (0 for a module
+ * without coroutines), "cxx_cached" when the cache held them already.
+ */
+static struct cq_error *cxx_warm(struct cq_async_warm *w)
 {
-	*types = 0;
-	*cached = false;
 	struct cxx *x = calloc(1, sizeof(*x));
 	if (!x)
 		return &cq_error_nomem;
 	size_t cap = 0;
-	struct cq_error *err = index_module(t, m, x, &cap);
-	*types = x->ntypes;
-	*cached = x->modules_cached > 0;
+	struct cq_error *err = index_module(w->target, w->module, x, &cap);
+	size_t types = err ? 0 : x->ntypes;
+	bool cached = !err && x->modules_cached > 0;
 	cxx_destroy(x);
+	cq_stats_uint(w->figures, "cxx_types", types);
+	cq_stats_bool(w->figures, "cxx_cached", cached);
+	if (types)
+		snprintf(w->text, sizeof(w->text), "C++ coroutines %zu%s", types,
+		         cached ? " (cached already)" : "");
 	return err;
 }
 
@@ -1550,4 +1544,6 @@ const struct cq_async_runtime cq_async_cxx = {
     .decode = cxx_decode,
     .report = cxx_report,
     .destroy = cxx_destroy,
+    .blobs = cxx_blobs,
+    .warm = cxx_warm,
 };

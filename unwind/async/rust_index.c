@@ -38,6 +38,7 @@
 #include "libcore/base/elf_section.h"
 #include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
+#include "unwind/async/runtime.h"
 
 #define VTABLE_SUFFIX     " as core::future::future::Future>::{vtable}"
 #define MAX_NS_DEPTH      64
@@ -1171,19 +1172,7 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
                                            struct cq_rust_index **out)
 {
 	*out = NULL;
-	const struct cq_target_module *mod = &t->modules[m];
-	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
-	if (!path)
-		return NULL;
-	int fd = -1;
-	Elf *elf = NULL;
-	if (mod->file_path && strcmp(path, mod->file_path) == 0) {
-		elf = mod->elf;
-	} else if ((fd = cq_open_regular(path)) >= 0) {
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	}
-	free(path);
-	Dwarf *dwarf = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	Dwarf *dwarf = t->ops->dwarf ? t->ops->dwarf(t->ctx, m) : NULL; /* the target's */
 	struct builder b = {0};
 	struct cq_rust_index *ix = dwarf ? calloc(1, sizeof(*ix)) : NULL;
 	if (ix) {
@@ -1235,17 +1224,21 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		free(w.block_ons);
 		free(w.monos);
 	}
-	if (dwarf)
-		dwarf_end(dwarf);
-	if (elf && elf != mod->elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
 	if (!ix)
 		return dwarf ? &cq_error_nomem : NULL;
 	builder_finish(&b, ix);
 	*out = ix;
 	return NULL;
+}
+
+size_t cq_rust_index_parts(const struct cq_rust_index_part **out)
+{
+	size_t n = 0, nr;
+	const struct cq_async_runtime *const *rt = cq_async_runtimes(&nr);
+	for (size_t i = 0; i < nr && n < CQ_RUST_MAX_PARTS; i++)
+		if (rt[i]->rust_index_part)
+			out[n++] = rt[i]->rust_index_part;
+	return n;
 }
 
 void cq_rust_index_free(struct cq_rust_index *ix)

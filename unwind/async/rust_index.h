@@ -159,13 +159,24 @@ struct cq_rust_index {
 };
 
 /*
- * Indexes every Rust module of the target, each from its debuginfo (the
- * target's debuginfo_path).  Where the target offers a cache, a module it
+ * Indexes every Rust module of the target, each from its DWARF (the
+ * target's dwarf op).  Where the target offers a cache, a module it
  * holds an index of is not read again, and one read is stored there
  * (rust_index_blob.h).
  */
 struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t, struct cq_rust_index **out);
 void cq_rust_index_free(struct cq_rust_index *ix);
+
+/*
+ * The Rust type index of the core's modules, built on the first call of
+ * one analysis and shared by every runtime that asks (the `dyn Future`
+ * search and tokio): a value the runtimes share (runtime.h), freed with
+ * the driver's states.
+ */
+struct cq_async_ctx;
+struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out);
+/* The index if a runtime has built it, else NULL (never builds it). */
+const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx);
 
 /*
  * Indexes one module into the cache (coreq cache warm), unless the cache

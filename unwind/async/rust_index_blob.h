@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "libcore/base/error.h"
+#include "unwind/target.h"
 
 struct cq_rust_index;
 
@@ -27,6 +28,9 @@ struct cq_rust_index;
  *    register (base 4), each mono's code range, the runtimes' parts (tokio's task kinds)
  *    after the monos instead of in the generic header */
 #define CQ_RUST_INDEX_BLOB_FORMAT 8
+
+/* The blob as the cache knows it: runtime "rust", name "index", this format (rust_index_load.c). */
+extern const struct cq_target_blob cq_rust_index_blob;
 
 /* A malloc'd blob of ix (one module's, origins 0); NULL when out of memory. */
 uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len);

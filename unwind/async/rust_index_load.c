@@ -8,8 +8,11 @@
 #include <string.h>
 
 #include "libcore/base/clock.h"
+#include "unwind/async/runtime.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
+
+const struct cq_target_blob cq_rust_index_blob = {"rust", "index", CQ_RUST_INDEX_BLOB_FORMAT};
 
 /* Grows *items (n of size bytes) to hold more; false when out of memory. */
 static bool append_room(void **items, size_t n, size_t more, size_t size)
@@ -116,9 +119,8 @@ static struct cq_error *module_index(const struct cq_unwind_target *t, size_t m,
 	*out = NULL;
 	*cached = false;
 	size_t len;
-	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, CQ_TARGET_BLOB_RUST_INDEX,
-	                                                      CQ_RUST_INDEX_BLOB_FORMAT, &len)
-	                                  : NULL;
+	uint8_t *blob =
+	    t->ops->cache_get ? t->ops->cache_get(t->ctx, m, &cq_rust_index_blob, &len) : NULL;
 	if (blob) {
 		struct cq_error *err = cq_rust_index_blob_decode(blob, len, out);
 		free(blob);
@@ -134,8 +136,7 @@ static struct cq_error *module_index(const struct cq_unwind_target *t, size_t m,
 	if (!err && *out && t->ops->cache_put) {
 		blob = cq_rust_index_blob_encode(*out, &len);
 		if (blob)
-			t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_RUST_INDEX,
-			                  CQ_RUST_INDEX_BLOB_FORMAT, blob, len);
+			t->ops->cache_put(t->ctx, m, &cq_rust_index_blob, blob, len);
 		free(blob);
 	}
 	return err;
@@ -190,4 +191,33 @@ struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m, 
 		*types = one->model.ntypes;
 	cq_rust_index_free(one);
 	return err;
+}
+
+static struct cq_error *share_build(const struct cq_async_ctx *ctx, void **out)
+{
+	struct cq_rust_index *ix = NULL;
+	struct cq_error *err = cq_rust_index_core(ctx->target, &ix);
+	*out = ix;
+	return err;
+}
+
+static void share_free(void *ix)
+{
+	cq_rust_index_free(ix);
+}
+
+/* The index as the runtimes of one analysis share it (runtime.h). */
+static const struct cq_async_share rust_index_share = {share_build, share_free};
+
+struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out)
+{
+	void *v;
+	struct cq_error *err = cq_async_shared_value(ctx, &rust_index_share, &v);
+	*out = v;
+	return err;
+}
+
+const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx)
+{
+	return cq_async_shared_built(ctx, &rust_index_share);
 }
