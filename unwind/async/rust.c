@@ -607,7 +607,9 @@ static struct cq_error *rust_warm(struct cq_async_warm *w)
 {
 	size_t types = 0;
 	bool cached = false;
-	struct cq_error *err = cq_rust_index_warm(w->target, w->module, &types, &cached);
+	struct cq_rust_parts parts;
+	cq_rust_index_parts(w->runtimes, w->nruntimes, &parts);
+	struct cq_error *err = cq_rust_index_warm(w->target, w->module, &parts, &types, &cached);
 	cq_stats_uint(w->figures, "rust_types", types);
 	cq_stats_bool(w->figures, "rust_cached", cached);
 	if (types)

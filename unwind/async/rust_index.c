@@ -1139,11 +1139,9 @@ void cq_rust_index_sort(struct cq_rust_index *ix)
 		qsort(ix->block_ons, ix->nblock_ons, sizeof(*ix->block_ons), cmp_block_on);
 	if (ix->nmonos)
 		qsort(ix->monos, ix->nmonos, sizeof(*ix->monos), cmp_mono);
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t nparts = cq_rust_index_parts(parts);
-	for (size_t i = 0; i < nparts; i++)
-		if (ix->parts[i] && parts[i]->sort)
-			parts[i]->sort(ix->parts[i]);
+	for (size_t i = 0; i < ix->kinds.n; i++)
+		if (ix->parts[i] && ix->kinds.v[i]->sort)
+			ix->kinds.v[i]->sort(ix->parts[i]);
 }
 
 /* Moves the builder's finds into ix: one module's index, link-time addresses, sorted. */
@@ -1169,6 +1167,7 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
  * for running out of memory.
  */
 struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, size_t m,
+                                           const struct cq_rust_parts *parts,
                                            struct cq_rust_index **out)
 {
 	*out = NULL;
@@ -1177,7 +1176,10 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 	struct cq_rust_index *ix = dwarf ? calloc(1, sizeof(*ix)) : NULL;
 	if (ix) {
 		struct walk w = {.dwarf = dwarf, .b = &b};
-		w.nparts = cq_rust_index_parts(w.parts);
+		ix->kinds = *parts;
+		w.nparts = parts->n;
+		for (size_t i = 0; i < w.nparts; i++)
+			w.parts[i] = parts->v[i];
 		for (size_t i = 0; i < w.nparts; i++)
 			w.pstate[i] = w.parts[i]->begin ? w.parts[i]->begin() : NULL;
 		index_units(&b, &w);
@@ -1231,14 +1233,13 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 	return NULL;
 }
 
-size_t cq_rust_index_parts(const struct cq_rust_index_part **out)
+void cq_rust_index_parts(const struct cq_async_runtime *const *rt, size_t n,
+                         struct cq_rust_parts *out)
 {
-	size_t n = 0, nr;
-	const struct cq_async_runtime *const *rt = cq_async_runtimes(&nr);
-	for (size_t i = 0; i < nr && n < CQ_RUST_MAX_PARTS; i++)
+	out->n = 0;
+	for (size_t i = 0; i < n && out->n < CQ_RUST_MAX_PARTS; i++)
 		if (rt[i]->rust_index_part)
-			out[n++] = rt[i]->rust_index_part;
-	return n;
+			out->v[out->n++] = rt[i]->rust_index_part;
 }
 
 void cq_rust_index_free(struct cq_rust_index *ix)
@@ -1259,11 +1260,9 @@ void cq_rust_index_free(struct cq_rust_index *ix)
 	free((void *)ix->model.vtables);
 	for (size_t i = 0; i < ix->nresumes; i++)
 		free(ix->resumes[i].name);
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t nparts = cq_rust_index_parts(parts);
-	for (size_t i = 0; i < nparts; i++)
+	for (size_t i = 0; i < ix->kinds.n; i++)
 		if (ix->parts[i])
-			parts[i]->free(ix->parts[i]);
+			ix->kinds.v[i]->free(ix->parts[i]);
 	for (size_t i = 0; i < ix->nblock_ons; i++)
 		free(ix->block_ons[i].locs);
 	free(ix->block_ons);

@@ -42,8 +42,13 @@ struct cq_wire_reader;
 void cq_rust_blob_put_ref(struct cq_wire_writer *w, int32_t ref);
 int32_t cq_rust_blob_get_ref(struct cq_wire_reader *r, size_t ntypes, bool none_ok);
 
-/* A new index from blob (origins 0), or CQ_ERR_FORMAT when the blob is malformed. */
+/*
+ * A new index from blob (origins 0), its runtime parts read as parts' (the
+ * order they were encoded in), or CQ_ERR_FORMAT when the blob is malformed.
+ */
+struct cq_rust_parts;
 struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
+                                           const struct cq_rust_parts *parts,
                                            struct cq_rust_index **out);
 
 #endif
