@@ -276,9 +276,9 @@ static void target_feed_stop(void *feed)
 	cq_source_feed_stop(feed);
 }
 
-static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q, size_t n)
+size_t cq_core_target_find_symbols(const struct cq_module *mod, struct cq_target_symbol *q,
+                                   size_t n)
 {
-	struct cq_core_target *ctx = p;
 	struct cq_symbol_query one[8]; /* one pass over the tables per 8 names */
 	size_t found = 0;
 	for (size_t at = 0; at < n; at += 8) {
@@ -288,7 +288,7 @@ static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q,
 			                                  .found = q[at + i].found,
 			                                  .addr = q[at + i].addr,
 			                                  .size = q[at + i].size};
-		found += cq_elf_find_symbols(&ctx->core->modules[m], one, k);
+		found += cq_elf_find_symbols(mod, one, k);
 		for (size_t i = 0; i < k; i++)
 			q[at + i] = (struct cq_target_symbol){.name = q[at + i].name,
 			                                      .found = one[i].found,
@@ -296,6 +296,12 @@ static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q,
 			                                      .size = one[i].size};
 	}
 	return found;
+}
+
+static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q, size_t n)
+{
+	struct cq_core_target *ctx = p;
+	return cq_core_target_find_symbols(&ctx->core->modules[m], q, n);
 }
 
 static bool target_tls_prepare(void *p)

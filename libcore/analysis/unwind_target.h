@@ -53,6 +53,11 @@ struct cq_core_target {
 	uint8_t page[CQ_TARGET_PAGES][CQ_TARGET_PAGE_SIZE];
 };
 
+/* The target's find_symbols over mod's symbol tables (cache warm's target uses it too). */
+struct cq_target_symbol;
+size_t cq_core_target_find_symbols(const struct cq_module *mod, struct cq_target_symbol *q,
+                                   size_t n);
+
 /* How a module of the core looks to unwind/ (struct cq_target_module, unwind/target.h). */
 struct cq_target_module cq_core_target_module_view(const struct cq_module *mod);
 

@@ -137,7 +137,15 @@ static void warm_cache_reject(void *p)
 	cq_cache_reject(w->cache);
 }
 
+static size_t warm_find_symbols(void *p, size_t m, struct cq_target_symbol *q, size_t n)
+{
+	(void)m;
+	struct warm_target *w = p;
+	return cq_core_target_find_symbols(w->mod, q, n);
+}
+
 static const struct cq_unwind_target_ops warm_ops = {
+    .find_symbols = warm_find_symbols,
     .dwarf = warm_dwarf,
     .cache_get = warm_cache_get,
     .cache_put = warm_cache_put,
