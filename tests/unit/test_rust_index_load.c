@@ -64,15 +64,6 @@ static struct Dwarf *fake_dwarf(void *ctx, size_t m)
 static const struct cq_unwind_target_ops fake_ops = {
     .dwarf = fake_dwarf, .cache_get = fake_get, .cache_put = fake_put, .cache_reject = fake_reject};
 
-static struct cq_rust_parts table_parts(void)
-{
-	size_t n;
-	const struct cq_async_runtime *const *rt = cq_async_runtimes(&n);
-	struct cq_rust_parts parts;
-	cq_rust_index_parts(rt, n, &parts);
-	return parts;
-}
-
 /* One module's index: ntypes leaves, a vtable at vt for its last type, one resume range. */
 static struct cq_rust_index *module_index(size_t ntypes, uint64_t vt, uint64_t resume)
 {
@@ -81,7 +72,7 @@ static struct cq_rust_index *module_index(size_t ntypes, uint64_t vt, uint64_t r
 	struct cq_rust_vtable *v = calloc(1, sizeof(*v));
 	ix->resumes = calloc(1, sizeof(*ix->resumes));
 	assert_true(ix && t && v && ix->resumes);
-	ix->kinds = table_parts();
+	ix->kinds = rt_table_parts();
 	for (size_t i = 0; i < ntypes; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "m%llx::T%zu", (unsigned long long)vt, i);
@@ -150,7 +141,7 @@ static void test_modules_merged(void **state)
 	(void)state;
 	struct world w;
 	world_make(&w);
-	struct cq_rust_parts parts = table_parts();
+	struct cq_rust_parts parts = rt_table_parts();
 	struct cq_rust_index *ix = NULL;
 	assert_null(cq_rust_index_core(&w.t, &parts, &ix));
 	assert_non_null(ix);
@@ -183,7 +174,7 @@ static void test_warm_one_module(void **state)
 	(void)state;
 	struct world w;
 	world_make(&w);
-	struct cq_rust_parts parts = table_parts();
+	struct cq_rust_parts parts = rt_table_parts();
 	size_t types = 99;
 	bool cached = false;
 	assert_null(cq_rust_index_warm(&w.t, 0, &parts, &types, &cached));
