@@ -53,6 +53,9 @@ static int apply(const char *cmd, const struct cmd_opt *o, const char *arg, void
 	case CMD_OPT_FLAG:
 		*(bool *)field = true;
 		return CMD_OPTS_GO_ON;
+	case CMD_OPT_CLEAR:
+		*(bool *)field = false;
+		return CMD_OPTS_GO_ON;
 	case CMD_OPT_STRING:
 		*(const char **)field = arg;
 		return CMD_OPTS_GO_ON;
@@ -116,6 +119,19 @@ static const struct cmd_opt *row_of(const struct cmd_spec *spec, size_t n, int i
 }
 
 static int print_man(const struct cmd_spec *spec, const char *section);
+
+/* Whether spec's help leaves row o out (cmd_spec.unlisted). */
+static bool unlisted(const struct cmd_spec *spec, const struct cmd_opt *o)
+{
+	size_t len = o->name ? strlen(o->name) : 0;
+	for (const char *p = spec->unlisted; p && len && *p;) {
+		size_t n = strcspn(p, " ");
+		if (n == len && strncmp(p, o->name, n) == 0)
+			return true;
+		p += n + strspn(p + n, " ");
+	}
+	return false;
+}
 
 int cmd_opts_parse(const struct cmd_spec *spec, int argc, char **argv, void *args)
 {
@@ -214,6 +230,8 @@ void cmd_opts_usage(const struct cmd_spec *spec, FILE *out)
 	fprintf(out, "\n%s\n", spec->about);
 	char label[LABEL_MAX];
 	for (const struct cmd_opt *o = spec->opt; o->name || o->letter; o++) {
+		if (unlisted(spec, o))
+			continue;
 		label_of(o, label);
 		print_option(out, label, o->help);
 	}
@@ -297,7 +315,8 @@ static int print_man(const struct cmd_spec *spec, const char *section)
 	if (strcmp(section, "options") != 0)
 		return cmd_usage_error(spec->name, "--help-man takes synopsis or options");
 	for (const struct cmd_opt *o = spec->opt; o->name || o->letter; o++)
-		put_man_option(stdout, o);
+		if (!unlisted(spec, o))
+			put_man_option(stdout, o);
 	static const struct cmd_opt help = {"help", 'h', CMD_OPT_FLAG, 0, NULL, "Show this help",
 	                                    0,      0,   NULL,         NULL};
 	put_man_option(stdout, &help);

@@ -27,6 +27,7 @@
 
 enum cmd_opt_type {
 	CMD_OPT_FLAG,    /* no value; the bool field becomes true */
+	CMD_OPT_CLEAR,   /* no value; the bool field becomes false (--no-X) */
 	CMD_OPT_STRING,  /* the const char * field points at the value */
 	CMD_OPT_COUNT,   /* an unsigned field, a whole number in [min, max] */
 	CMD_OPT_COUNT64, /* the same, into an int64_t field */
@@ -66,6 +67,12 @@ struct cmd_spec {
 	const char *about;         /* --help's description, wrapped, paragraphs "\n\n"-separated */
 	const struct cmd_opt *opt; /* the rows, ended by a row with neither name nor letter */
 	const char *after;         /* --help's text after the options, or NULL */
+	/*
+	 * Long names of rows parsed but not listed: the command refuses them
+	 * once parsed ("--size does not apply here"), as one table serves
+	 * several commands (lws decode, encode, ingest).  NULL: none.
+	 */
+	const char *unlisted;
 	unsigned flags;            /* CMD_SPEC_* */
 };
 
