@@ -22,8 +22,7 @@ static const struct cmd_opt cache_options[] = {
     {"cache", 0, CMD_OPT_STRING, offsetof(struct cache_args, cache_path), "P",
      "the cache (default $COREQ_CACHE, else $XDG_CACHE_HOME/coreq/cache.db)", 0, 0, NULL, NULL},
     {"debug-dir", 0, CMD_OPT_CALL, offsetof(struct cache_args, dirs), "D",
-     "a build-id tree of debuginfo, looked in first (repeatable)", 0, 0, cmd_opt_dir_list,
-     NULL},
+     "a build-id tree of debuginfo, looked in first (repeatable)", 0, 0, cmd_opt_dir_list, NULL},
     CMD_ROW_FORMAT(struct cache_args, format),
     CMD_OPT_END,
 };

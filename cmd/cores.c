@@ -93,8 +93,8 @@ static int signal_option(const char *cmd, const char *option, const char *arg, v
 {
 	(void)option;
 	if (!parse_signal(arg, field))
-		return cmd_usage_error(cmd, "--signal takes a number or a name (SIGSEGV, SEGV), not '%s'",
-		                       arg);
+		return cmd_usage_error(
+		    cmd, "--signal takes a number or a name (SIGSEGV, SEGV), not '%s'", arg);
 	return CMD_OPTS_GO_ON;
 }
 
@@ -149,6 +149,36 @@ int cmd_cores(int argc, char **argv)
 	return cmd_run_listing(q.db, &q.out, "cores", empty, query_cores, &q);
 }
 
+/* show's lines after the threads: time, host, bucket, where it came from, status. */
+static void show_core_record(const struct cq_store_core_row *c)
+{
+	char when[32];
+	if (c->has_timestamp) {
+		cmd_iso_time(c->timestamp, when);
+		printf("time:        %s%s\n", when,
+		       c->time_source && !strcmp(c->time_source, "file")
+		           ? " (the core file's modification time: no crash time was captured)"
+		           : "");
+	} else {
+		printf("time:        unknown (no crash time was captured; see ingested)\n");
+	}
+	if (c->hostname)
+		printf("hostname:    %s\n", cmd_safe(c->hostname));
+	if (c->bucket_id)
+		printf("bucket:      %s (id %lld)\n", cmd_stored_text(c->bucket_hash),
+		       (long long)c->bucket_id);
+	if (c->source)
+		printf("source:      %s\n", cmd_safe(c->source));
+	if (c->stored_path)
+		printf("stored as:   %s\n", cmd_safe(c->stored_path));
+	if (c->meta_conflicts)
+		printf("conflicts:   %s (the core's values are shown)\n",
+		       cmd_safe(c->meta_conflicts));
+	cmd_iso_time(c->ingested_at, when);
+	printf("ingested:    %s\nstatus:      %s%s%s\n", when, cmd_stored_text(c->status),
+	       c->message ? ": " : "", c->message ? cmd_safe(c->message) : "");
+}
+
 static void show_core(void *ctx, const struct cq_store_core_row *c)
 {
 	struct cmd_listing *p = ctx;
@@ -160,7 +190,6 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		cmd_json_stored_core(&p->j, c);
 		return;
 	}
-	char when[32];
 	printf("core:        %lld\n", (long long)c->id);
 	printf("path:        %s\n", cmd_stored_text(c->path));
 	printf("exe:         %s\n", c->exe ? cmd_safe(c->exe) : "-");
@@ -186,30 +215,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	if (!c->snapshot)
 		printf("\ncrashed tid: %lld", (long long)c->crashed_tid);
 	printf("\nthreads:     %lld\n", (long long)c->nthreads);
-	if (c->has_timestamp) {
-		cmd_iso_time(c->timestamp, when);
-		printf("time:        %s%s\n", when,
-		       c->time_source && !strcmp(c->time_source, "file")
-		           ? " (the core file's modification time: no crash time was captured)"
-		           : "");
-	} else {
-		printf("time:        unknown (no crash time was captured; see ingested)\n");
-	}
-	if (c->hostname)
-		printf("hostname:    %s\n", cmd_safe(c->hostname));
-	if (c->bucket_id)
-		printf("bucket:      %s (id %lld)\n", cmd_stored_text(c->bucket_hash),
-		       (long long)c->bucket_id);
-	if (c->source)
-		printf("source:      %s\n", cmd_safe(c->source));
-	if (c->stored_path)
-		printf("stored as:   %s\n", cmd_safe(c->stored_path));
-	if (c->meta_conflicts)
-		printf("conflicts:   %s (the core's values are shown)\n",
-		       cmd_safe(c->meta_conflicts));
-	cmd_iso_time(c->ingested_at, when);
-	printf("ingested:    %s\nstatus:      %s%s%s\n", when, cmd_stored_text(c->status),
-	       c->message ? ": " : "", c->message ? cmd_safe(c->message) : "");
+	show_core_record(c);
 }
 
 static void show_module(void *ctx, const struct cq_store_module_row *m)

@@ -121,49 +121,58 @@ static int parse_args(struct hook *h, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* The crash as one JSON object on standard output. */
+static void report_json(const struct hook *h, const struct cq_hook_result *r,
+                        const struct cq_spool_result *s, const struct cq_store_outcome *o,
+                        const char *error)
+{
+	const struct cq_capture *c = &h->o.cap;
+	struct cq_json j;
+	cq_json_init(&j, stdout);
+	cq_json_object_begin(&j);
+	cq_json_key(&j, "pid");
+	cq_json_int(&j, c->pid);
+	cq_json_key(&j, "analysis_uid");
+	if (r->analysed_as >= 0)
+		cq_json_int(&j, r->analysed_as);
+	else
+		cq_json_null(&j);
+	cq_json_key(&j, "analysed_from");
+	cq_json_string(&j, r->analysed_from);
+	cq_json_key(&j, "comm");
+	cq_json_string(&j, c->comm);
+	cq_json_key(&j, "signal");
+	cq_json_int(&j, c->signal);
+	cq_json_key(&j, "stored_path");
+	cq_json_string(&j, s && s->path ? s->path : NULL);
+	cq_json_key(&j, "raw_bytes");
+	cq_json_uint(&j, s ? s->raw_bytes : 0);
+	cq_json_key(&j, "file_bytes");
+	cq_json_uint(&j, s ? s->file_bytes : 0);
+	cq_json_key(&j, "truncated");
+	cq_json_bool(&j, s && s->truncated);
+	cq_json_key(&j, "core_id");
+	if (o && o->core_id)
+		cq_json_int(&j, o->core_id);
+	else
+		cq_json_null(&j);
+	cq_json_key(&j, "status");
+	cq_json_string(&j, o && o->status[0] ? o->status : (error ? "error" : NULL));
+	cq_json_key(&j, "message");
+	cq_json_string(&j, error ? error : (o && o->message[0] ? o->message : NULL));
+	cq_json_key(&j, "bucket");
+	cq_json_string(&j, o && o->bucket[0] ? o->bucket : NULL);
+	cq_json_object_end(&j);
+	cq_json_finish(&j);
+}
+
 static void report(const struct hook *h, const struct cq_hook_result *r,
                    const struct cq_spool_result *s, const struct cq_store_outcome *o,
                    const char *error)
 {
 	const struct cq_capture *c = &h->o.cap;
 	if (h->format == CMD_FORMAT_JSON) {
-		struct cq_json j;
-		cq_json_init(&j, stdout);
-		cq_json_object_begin(&j);
-		cq_json_key(&j, "pid");
-		cq_json_int(&j, c->pid);
-		cq_json_key(&j, "analysis_uid");
-		if (r->analysed_as >= 0)
-			cq_json_int(&j, r->analysed_as);
-		else
-			cq_json_null(&j);
-		cq_json_key(&j, "analysed_from");
-		cq_json_string(&j, r->analysed_from);
-		cq_json_key(&j, "comm");
-		cq_json_string(&j, c->comm);
-		cq_json_key(&j, "signal");
-		cq_json_int(&j, c->signal);
-		cq_json_key(&j, "stored_path");
-		cq_json_string(&j, s && s->path ? s->path : NULL);
-		cq_json_key(&j, "raw_bytes");
-		cq_json_uint(&j, s ? s->raw_bytes : 0);
-		cq_json_key(&j, "file_bytes");
-		cq_json_uint(&j, s ? s->file_bytes : 0);
-		cq_json_key(&j, "truncated");
-		cq_json_bool(&j, s && s->truncated);
-		cq_json_key(&j, "core_id");
-		if (o && o->core_id)
-			cq_json_int(&j, o->core_id);
-		else
-			cq_json_null(&j);
-		cq_json_key(&j, "status");
-		cq_json_string(&j, o && o->status[0] ? o->status : (error ? "error" : NULL));
-		cq_json_key(&j, "message");
-		cq_json_string(&j, error ? error : (o && o->message[0] ? o->message : NULL));
-		cq_json_key(&j, "bucket");
-		cq_json_string(&j, o && o->bucket[0] ? o->bucket : NULL);
-		cq_json_object_end(&j);
-		cq_json_finish(&j);
+		report_json(h, r, s, o, error);
 		return;
 	}
 	const char *signame = cq_core_signal_name((int)c->signal);
@@ -222,15 +231,13 @@ static const struct cmd_opt hook_options[] = {
      "$XDG_STATE_HOME/coreq/cores, else /var/lib/coreq/cores for root, as the kernel runs it)",
      0, 0, NULL, NULL},
     CMD_ROW_DB(struct hook, o.db),
-    {"cache", 0, CMD_OPT_STRING, FIELD(o.cache), "P", cmd_help_cache, 0, 0, NULL,
-     cmd_more_cache},
+    {"cache", 0, CMD_OPT_STRING, FIELD(o.cache), "P", cmd_help_cache, 0, 0, NULL, cmd_more_cache},
     {"max-size", 0, CMD_OPT_CALL, FIELD(o.max_size), "BYTES",
      "store at most this much of a core (default 32 GiB)", 0, 0, bytes_option, NULL},
     {"timeout", 0, CMD_OPT_COUNT, FIELD(o.timeout), "SECONDS",
      "analysis time budget (default 120; 0 = none)", 0, 86400, NULL, NULL},
     {"memory-limit", 0, CMD_OPT_CALL, FIELD(o.memory), "BYTES",
-     "analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)", 0, 0, bytes_option,
-     NULL},
+     "analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)", 0, 0, bytes_option, NULL},
     {"max-analyses", 0, CMD_OPT_COUNT, FIELD(o.max_analyses), "N",
      "analyse at most N cores at once (default: the number of CPUs; 0 = store only).  In a "
      "crash storm the cores beyond are stored and recorded 'pending'; `coreq ingest DIR` of "

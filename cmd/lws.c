@@ -54,14 +54,13 @@ struct lws_opts {
 static const struct cmd_opt lws_options[] = {
     {"elf", 0, CMD_OPT_STRING, FIELD(elf_path), "FILE",
      "the executable (or library) the addresses belong to", 0, 0, NULL, NULL},
-    {"size", 0, CMD_OPT_STRING, FIELD(size), "N", "the allocation size (required)", 0, 0,
-     NULL, NULL},
-    CMD_ROW_DB(struct lws_opts, db),
-    {"debug-dir", 0, CMD_OPT_CALL, FIELD(common), "D", cmd_help_debug_dir, 0, 0,
-     cmd_opt_debug_dir, cmd_more_debug_dir},
-    {"cache", 0, CMD_OPT_STRING, FIELD(cache_path), "P",
-     "symbol cache (default $COREQ_CACHE, else $XDG_CACHE_HOME/coreq/cache.db)", 0, 0, NULL,
+    {"size", 0, CMD_OPT_STRING, FIELD(size), "N", "the allocation size (required)", 0, 0, NULL,
      NULL},
+    CMD_ROW_DB(struct lws_opts, db),
+    {"debug-dir", 0, CMD_OPT_CALL, FIELD(common), "D", cmd_help_debug_dir, 0, 0, cmd_opt_debug_dir,
+     cmd_more_debug_dir},
+    {"cache", 0, CMD_OPT_STRING, FIELD(cache_path), "P",
+     "symbol cache (default $COREQ_CACHE, else $XDG_CACHE_HOME/coreq/cache.db)", 0, 0, NULL, NULL},
     {"no-cache", 0, CMD_OPT_FLAG, FIELD(no_cache), NULL, cmd_help_no_cache, 0, 0, NULL, NULL},
     CMD_ROW_FORMAT(struct lws_opts, common.format),
     CMD_OPT_END,
@@ -225,6 +224,35 @@ static void decode_stream(struct decoder *d, const char *input, FILE *in)
 	}
 }
 
+/* One argument of lws decode: - (standard input), a file of records, or a record's text. */
+static void decode_argument(struct decoder *d, const char *a)
+{
+	if (strcmp(a, "-") == 0) {
+		decode_stream(d, "-", stdin);
+		return;
+	}
+	/* A path (it exists, or has a '/') is a file of records; else the text itself. */
+	struct stat st;
+	bool pathlike = (a[0] == '/' || strncmp(a, "./", 2) == 0 || strncmp(a, "../", 3) == 0) &&
+	                !strpbrk(a, " \t") && !strstr(a, "~m#");
+	bool is_file = stat(a, &st) == 0 || pathlike;
+	if (is_file && (stat(a, &st) != 0 || !S_ISREG(st.st_mode))) {
+		d->failed = true;
+		cmd_fail(a, stat(a, &st) != 0
+		                ? cq_error_errno(errno, "cannot read")
+		                : cq_error_create(CQ_ERR_USAGE, "not a regular file"));
+		return;
+	}
+	FILE *in = is_file ? fopen(a, "r") : fmemopen((void *)a, strlen(a), "r");
+	if (!in) {
+		d->failed = true;
+		cmd_fail(is_file ? a : "argument", cq_error_errno(errno, "cannot read"));
+		return;
+	}
+	decode_stream(d, is_file ? a : "argument", in);
+	fclose(in);
+}
+
 static int lws_decode(int argc, char **argv)
 {
 	struct lws_opts o = {0};
@@ -249,36 +277,8 @@ static int lws_decode(int argc, char **argv)
 	}
 	if (optind == argc)
 		decode_stream(&d, "-", stdin);
-	for (int i = optind; i < argc; i++) {
-		if (strcmp(argv[i], "-") == 0) {
-			decode_stream(&d, "-", stdin);
-			continue;
-		}
-		/* A path (it exists, or has a '/') is a file of records; else the text itself. */
-		struct stat st;
-		const char *a = argv[i];
-		bool pathlike =
-		    (a[0] == '/' || strncmp(a, "./", 2) == 0 || strncmp(a, "../", 3) == 0) &&
-		    !strpbrk(a, " \t") && !strstr(a, "~m#");
-		bool is_file = stat(a, &st) == 0 || pathlike;
-		if (is_file && (stat(argv[i], &st) != 0 || !S_ISREG(st.st_mode))) {
-			d.failed = true;
-			cmd_fail(argv[i],
-			         stat(argv[i], &st) != 0
-			             ? cq_error_errno(errno, "cannot read")
-			             : cq_error_create(CQ_ERR_USAGE, "not a regular file"));
-			continue;
-		}
-		FILE *in = is_file ? fopen(argv[i], "r") : fmemopen(argv[i], strlen(argv[i]), "r");
-		if (!in) {
-			d.failed = true;
-			cmd_fail(is_file ? argv[i] : "argument",
-			         cq_error_errno(errno, "cannot read"));
-			continue;
-		}
-		decode_stream(&d, is_file ? argv[i] : "argument", in);
-		fclose(in);
-	}
+	for (int i = optind; i < argc; i++)
+		decode_argument(&d, argv[i]);
 	if (d.format == CMD_FORMAT_JSON) {
 		cq_json_array_end(&d.j);
 		cq_json_object_end(&d.j);

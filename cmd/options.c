@@ -91,7 +91,7 @@ static void getopt_table(const struct cmd_spec *spec, size_t n, struct option *l
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct cmd_opt *o = &spec->opt[i];
-		int has = !o->value ? no_argument
+		int has = !o->value           ? no_argument
 		          : optional_value(o) ? optional_argument
 		                              : required_argument;
 		int id = o->letter ? o->letter : ROW_ID + (int)i;
@@ -223,8 +223,8 @@ void cmd_opts_usage(const struct cmd_spec *spec, FILE *out)
 	const char *f = spec->forms;
 	for (bool first = true; *f; first = false) {
 		size_t len = strcspn(f, "\n");
-		fprintf(out, "%s coreq %s %.*s\n", first ? "Usage:" : "      ", spec->name, (int)len,
-		        f);
+		fprintf(out, "%s coreq %s %.*s\n", first ? "Usage:" : "      ", spec->name,
+		        (int)len, f);
 		f += len + (f[len] == '\n');
 	}
 	fprintf(out, "\n%s\n", spec->about);
@@ -317,7 +317,7 @@ static int print_man(const struct cmd_spec *spec, const char *section)
 	for (const struct cmd_opt *o = spec->opt; o->name || o->letter; o++)
 		if (!unlisted(spec, o))
 			put_man_option(stdout, o);
-	static const struct cmd_opt help = {"help", 'h', CMD_OPT_FLAG, 0, NULL, "Show this help",
+	static const struct cmd_opt help = {"help", 'h', CMD_OPT_FLAG, 0,   NULL, "Show this help",
 	                                    0,      0,   NULL,         NULL};
 	put_man_option(stdout, &help);
 	return EXIT_OK;
@@ -414,9 +414,8 @@ const char cmd_help_debug_dir[] = "add a build-id tree of debuginfo (repeatable)
 const char cmd_help_max_core_size[] =
     "cut a compressed or piped core at BYTES once decompressed (K, M, G, T suffixes; "
     "default: the free space of $TMPDIR less 1 GiB); a cut core is truncated";
-const char cmd_help_db[] =
-    "database (default $COREQ_DB, else db in /etc/coreq/coreq.conf, else "
-    "$XDG_STATE_HOME/coreq/coreq.db, else /var/lib/coreq/coreq.db for root)";
+const char cmd_help_db[] = "database (default $COREQ_DB, else db in /etc/coreq/coreq.conf, else "
+                           "$XDG_STATE_HOME/coreq/coreq.db, else /var/lib/coreq/coreq.db for root)";
 const char cmd_help_since[] =
     "only cores that crashed at or after TIME: YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS (UTC), unix "
     "seconds, or relative: -7d, 2h ago, 3 days ago, today, yesterday";

@@ -73,7 +73,7 @@ struct cmd_spec {
 	 * several commands (lws decode, encode, ingest).  NULL: none.
 	 */
 	const char *unlisted;
-	unsigned flags;            /* CMD_SPEC_* */
+	unsigned flags; /* CMD_SPEC_* */
 };
 
 /*
@@ -110,53 +110,88 @@ extern const char cmd_help_format[], cmd_help_exe[], cmd_help_sysroot[], cmd_hel
 extern const char cmd_more_exe[], cmd_more_sysroot[], cmd_more_debug_dir[],
     cmd_more_max_core_size[], cmd_more_cache[], cmd_more_db[];
 
-#define CMD_OPT_END {NULL, 0, CMD_OPT_FLAG, 0, NULL, NULL, 0, 0, NULL, NULL}
+#define CMD_OPT_END                                                                                \
+	{                                                                                          \
+		NULL, 0, CMD_OPT_FLAG, 0, NULL, NULL, 0, 0, NULL, NULL                             \
+	}
 
 /* --format text|json into the enum cmd_format member f of T. */
 #define CMD_ROW_FORMAT(T, f)                                                                       \
-	{"format", 0, CMD_OPT_FORMAT, offsetof(T, f), "text|json", cmd_help_format, 0, 0, NULL, NULL}
+	{                                                                                          \
+		"format", 0, CMD_OPT_FORMAT, offsetof(T, f), "text|json", cmd_help_format, 0, 0,   \
+		    NULL, NULL                                                                     \
+	}
 
 /* The options that say where a core's files are, into the struct cmd_core_opts member f of T. */
 #define CMD_ROWS_CORE_FILES(T, f)                                                                  \
-	{"exe",     0, CMD_OPT_CALL, offsetof(T, f), "P", cmd_help_exe,                          \
-	 0,         0, cmd_opt_exe_file, cmd_more_exe},                                          \
-	    {"sysroot", 0, CMD_OPT_CALL, offsetof(T, f), "D", cmd_help_sysroot,                   \
-	     0,         0, cmd_opt_sysroot, cmd_more_sysroot},                                    \
-	    {"debug-dir", 0, CMD_OPT_CALL, offsetof(T, f), "D", cmd_help_debug_dir,               \
-	     0,           0, cmd_opt_debug_dir, cmd_more_debug_dir},                              \
-	    {"max-core-size", 0, CMD_OPT_CALL, offsetof(T, f), "BYTES", cmd_help_max_core_size,    \
-	     0,               0, cmd_opt_max_core_size, cmd_more_max_core_size}
+	{"exe", 0, CMD_OPT_CALL,     offsetof(T, f), "P", cmd_help_exe,                            \
+	 0,     0, cmd_opt_exe_file, cmd_more_exe},                                                \
+	    {"sysroot", 0, CMD_OPT_CALL,    offsetof(T, f),  "D", cmd_help_sysroot,                \
+	     0,         0, cmd_opt_sysroot, cmd_more_sysroot},                                     \
+	    {"debug-dir", 0, CMD_OPT_CALL,      offsetof(T, f),    "D", cmd_help_debug_dir,        \
+	     0,           0, cmd_opt_debug_dir, cmd_more_debug_dir},                               \
+	{                                                                                          \
+		"max-core-size", 0, CMD_OPT_CALL, offsetof(T, f), "BYTES", cmd_help_max_core_size, \
+		    0, 0, cmd_opt_max_core_size, cmd_more_max_core_size                            \
+	}
 
 /* The core options: --format and the core files (cmd_core_opts at f). */
 #define CMD_ROWS_CORE(T, f) CMD_ROW_FORMAT(T, f.format), CMD_ROWS_CORE_FILES(T, f)
 
 /* --db P into the const char * member f of T. */
 #define CMD_ROW_DB(T, f)                                                                           \
-	{"db", 0, CMD_OPT_STRING, offsetof(T, f), "P", cmd_help_db, 0, 0, NULL, cmd_more_db}
+	{                                                                                          \
+		"db", 0, CMD_OPT_STRING, offsetof(T, f), "P", cmd_help_db, 0, 0, NULL, cmd_more_db \
+	}
 
 /* The store filters --since/--until (int64_t) and --exe NAME (const char *). */
 #define CMD_ROW_SINCE(T, f)                                                                        \
-	{"since", 0, CMD_OPT_TIME, offsetof(T, f), "TIME", cmd_help_since, 0, 0, NULL, NULL}
+	{                                                                                          \
+		"since", 0, CMD_OPT_TIME, offsetof(T, f), "TIME", cmd_help_since, 0, 0, NULL, NULL \
+	}
 #define CMD_ROW_UNTIL(T, f)                                                                        \
-	{"until", 0, CMD_OPT_TIME, offsetof(T, f), "TIME", cmd_help_until, 0, 0, NULL, NULL}
+	{                                                                                          \
+		"until", 0, CMD_OPT_TIME, offsetof(T, f), "TIME", cmd_help_until, 0, 0, NULL, NULL \
+	}
 #define CMD_ROW_EXE_NAME(T, f)                                                                     \
-	{"exe", 0, CMD_OPT_STRING, offsetof(T, f), "NAME", cmd_help_exe_name, 0, 0, NULL, NULL}
+	{                                                                                          \
+		"exe", 0, CMD_OPT_STRING, offsetof(T, f), "NAME", cmd_help_exe_name, 0, 0, NULL,   \
+		    NULL                                                                           \
+	}
 #define CMD_ROWS_STORE_FILTER(T, since, until, exe)                                                \
 	CMD_ROW_SINCE(T, since), CMD_ROW_UNTIL(T, until), CMD_ROW_EXE_NAME(T, exe)
 
 /* --bucket ID (a const char *, checked to be a hash or an id). */
 #define CMD_ROW_BUCKET(T, f)                                                                       \
-	{"bucket", 0, CMD_OPT_CALL, offsetof(T, f), "ID", cmd_help_bucket, 0, 0, cmd_opt_bucket, NULL}
+	{                                                                                          \
+		"bucket", 0, CMD_OPT_CALL, offsetof(T, f), "ID", cmd_help_bucket, 0, 0,            \
+		    cmd_opt_bucket, NULL                                                           \
+	}
 
 /* --cache P and --no-cache, into a const char * and a bool of T. */
 #define CMD_ROWS_CACHE(T, path, off)                                                               \
-	{"cache", 0, CMD_OPT_STRING, offsetof(T, path), "P", cmd_help_cache, 0, 0, NULL, cmd_more_cache},    \
-	    {"no-cache", 0, CMD_OPT_FLAG, offsetof(T, off), NULL, cmd_help_no_cache, 0, 0, NULL, NULL}
+	{"cache", 0, CMD_OPT_STRING, offsetof(T, path), "P", cmd_help_cache,                       \
+	 0,       0, NULL,           cmd_more_cache},                                              \
+	{                                                                                          \
+		"no-cache", 0, CMD_OPT_FLAG, offsetof(T, off), NULL, cmd_help_no_cache, 0, 0,      \
+		    NULL, NULL                                                                     \
+	}
 
 /* --signature-frames N (unsigned) and --rules FILE (const char *), for the bucketing commands. */
 #define CMD_ROWS_BUCKETING(T, frames, rules)                                                       \
-	{"signature-frames", 0, CMD_OPT_COUNT, offsetof(T, frames), "N", cmd_help_signature_frames, \
-	 1, 64, NULL, NULL},                                                                         \
-	    {"rules", 0, CMD_OPT_STRING, offsetof(T, rules), "FILE", cmd_help_rules, 0, 0, NULL, NULL}
+	{"signature-frames",                                                                       \
+	 0,                                                                                        \
+	 CMD_OPT_COUNT,                                                                            \
+	 offsetof(T, frames),                                                                      \
+	 "N",                                                                                      \
+	 cmd_help_signature_frames,                                                                \
+	 1,                                                                                        \
+	 64,                                                                                       \
+	 NULL,                                                                                     \
+	 NULL},                                                                                    \
+	{                                                                                          \
+		"rules", 0, CMD_OPT_STRING, offsetof(T, rules), "FILE", cmd_help_rules, 0, 0,      \
+		    NULL, NULL                                                                     \
+	}
 
 #endif

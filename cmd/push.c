@@ -23,8 +23,10 @@ struct push_args {
 };
 
 #define PUSH_COUNT(name, field, help)                                                              \
-	{name, 0, CMD_OPT_COUNT, offsetof(struct push_args, p.field), "N", help, 1, 1000000, NULL,  \
-	 NULL}
+	{                                                                                          \
+		name, 0, CMD_OPT_COUNT, offsetof(struct push_args, p.field), "N", help, 1,         \
+		    1000000, NULL, NULL                                                            \
+	}
 
 static const struct cmd_opt push_options[] = {
     {"clickhouse", 0, CMD_OPT_STRING, offsetof(struct push_args, p.url), "URL",

@@ -123,18 +123,17 @@ static int max_size_option(const char *cmd, const char *option, const char *arg,
 
 static const struct cmd_opt resymbolize_options[] = {
     CMD_ROW_DB(struct resymbolize_args, db),
-    {"debuginfod", 0, CMD_OPT_CALL, FIELD(urls), "URL", "a debuginfod server (repeatable)", 0,
-     0, debuginfod_option, NULL},
+    {"debuginfod", 0, CMD_OPT_CALL, FIELD(urls), "URL", "a debuginfod server (repeatable)", 0, 0,
+     debuginfod_option, NULL},
     {"debug-dir", 0, CMD_OPT_CALL, FIELD(dirs), "D",
-     "a build-id tree of debuginfo, looked in first (repeatable)", 0, 0, cmd_opt_dir_list,
-     NULL},
+     "a build-id tree of debuginfo, looked in first (repeatable)", 0, 0, cmd_opt_dir_list, NULL},
     {"max-size", 0, CMD_OPT_CALL, FIELD(o.max_size), "BYTES",
      "largest debuginfo file taken from a server (K, M, G suffixes; at least 64K; default "
      "512M)",
      0, 0, max_size_option, NULL},
     {"module-timeout", 0, CMD_OPT_COUNT, FIELD(o.module_seconds), "S",
-     "seconds one module's lookup may take, retries included (default 120; 0: no limit)", 0,
-     86400, NULL, NULL},
+     "seconds one module's lookup may take, retries included (default 120; 0: no limit)", 0, 86400,
+     NULL, NULL},
     {"deadline", 0, CMD_OPT_COUNT, FIELD(o.deadline), "S",
      "seconds after which no server is asked and a lookup under way stops (default 600; 0: "
      "no limit)",
@@ -190,12 +189,11 @@ static int run(struct resymbolize_args *a, struct cq_bucket_rules *rules)
 
 int cmd_resymbolize(int argc, char **argv)
 {
-	struct resymbolize_args a = {
-	    .o = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
-	          .max_size = CQ_RESYMBOLIZE_DEFAULT_MAX_SIZE,
-	          .module_seconds = CQ_RESYMBOLIZE_DEFAULT_MODULE_SECONDS,
-	          .deadline = CQ_RESYMBOLIZE_DEFAULT_DEADLINE},
-	    .format = CMD_FORMAT_TEXT};
+	struct resymbolize_args a = {.o = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
+	                                   .max_size = CQ_RESYMBOLIZE_DEFAULT_MAX_SIZE,
+	                                   .module_seconds = CQ_RESYMBOLIZE_DEFAULT_MODULE_SECONDS,
+	                                   .deadline = CQ_RESYMBOLIZE_DEFAULT_DEADLINE},
+	                             .format = CMD_FORMAT_TEXT};
 	int rc = cmd_opts_parse(&resymbolize_spec, argc, argv, &a);
 	if (rc != CMD_OPTS_GO_ON)
 		return rc;

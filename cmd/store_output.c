@@ -81,6 +81,43 @@ void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const
 	}
 }
 
+/* A stored core's si_code, sender and fault address members. */
+static void json_stored_signal(struct cq_json *j, const struct cq_store_core_row *c)
+{
+	cq_json_key(j, "si_code");
+	if (c->has_si_code)
+		cq_json_int(j, c->si_code);
+	else
+		cq_json_null(j);
+	cmd_json_sender(j, c->has_si_code ? cq_si_code_find(c->signal, c->si_code) : NULL,
+	                c->has_sender ? &(struct cmd_sender){c->sender_pid, c->sender_uid, false,
+	                                                     c->sender_claimed}
+	                              : NULL);
+	cq_json_key(j, "fault_address");
+	if (c->has_fault_address)
+		cq_json_hex(j, c->fault_address);
+	else
+		cq_json_null(j);
+}
+
+/* A stored core's crash time and where it came from. */
+static void json_stored_time(struct cq_json *j, const struct cq_store_core_row *c)
+{
+	char when[32];
+	cq_json_key(j, "timestamp");
+	if (c->has_timestamp) {
+		cmd_iso_time(c->timestamp, when);
+		cq_json_string(j, when);
+	} else {
+		cq_json_null(j);
+	}
+	/* The crash time is the capture's when it has one, else the core file's, else none. */
+	cq_json_key(j, "time_source");
+	cq_json_string(j, !c->has_timestamp ? "ingest"
+	                  : c->time_source  ? c->time_source
+	                                    : "capture");
+}
+
 void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 {
 	char when[32];
@@ -99,20 +136,7 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 	cq_json_int(j, c->signal);
 	cq_json_key(j, "signal_name");
 	cq_json_string(j, c->signal_name);
-	cq_json_key(j, "si_code");
-	if (c->has_si_code)
-		cq_json_int(j, c->si_code);
-	else
-		cq_json_null(j);
-	cmd_json_sender(j, c->has_si_code ? cq_si_code_find(c->signal, c->si_code) : NULL,
-	                c->has_sender ? &(struct cmd_sender){c->sender_pid, c->sender_uid, false,
-	                                                     c->sender_claimed}
-	                              : NULL);
-	cq_json_key(j, "fault_address");
-	if (c->has_fault_address)
-		cq_json_hex(j, c->fault_address);
-	else
-		cq_json_null(j);
+	json_stored_signal(j, c);
 	cq_json_key(j, "snapshot");
 	cq_json_string(j, c->snapshot);
 	cq_json_key(j, "crashed_tid");
@@ -122,18 +146,7 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_int(j, c->crashed_tid);
 	cq_json_key(j, "threads");
 	cq_json_int(j, c->nthreads);
-	cq_json_key(j, "timestamp");
-	if (c->has_timestamp) {
-		cmd_iso_time(c->timestamp, when);
-		cq_json_string(j, when);
-	} else {
-		cq_json_null(j);
-	}
-	/* The crash time is the capture's when it has one, else the core file's, else none. */
-	cq_json_key(j, "time_source");
-	cq_json_string(j, !c->has_timestamp ? "ingest"
-	                  : c->time_source  ? c->time_source
-	                                    : "capture");
+	json_stored_time(j, c);
 	cq_json_key(j, "hostname");
 	cq_json_string(j, c->hostname);
 	cq_json_key(j, "uid");
