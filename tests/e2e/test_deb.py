@@ -34,7 +34,12 @@ from coreq_test import BUILD, CORPUS, COREQ_RELEASE, ROOT, done, ok, read_expect
 
 A64 = os.environ.get("COREQ_A64", os.path.join(BUILD, "aarch64", "coreq"))
 UNITS = ["coreq-ingest.path", "coreq-ingest.service", "coreq-push.service", "coreq-push.timer"]
-WANT_FILES = ["usr/bin/coreq", "usr/share/man/man1/coreq.1.gz",
+# every command's page (man/, `make man`) and the links to pages of several commands (man/links)
+MAN_PAGES = [f"usr/share/man/man1/{f[:-3]}.gz" for f in sorted(os.listdir(os.path.join(ROOT, "man")))
+             if f.endswith(".1.in")] + \
+            [f"usr/share/man/man1/{l.split()[0]}.gz" for l in open(os.path.join(ROOT, "man", "links"))
+             if l.strip() and not l.startswith("#")]
+WANT_FILES = ["usr/bin/coreq", "usr/share/man/man1/coreq.1.gz"] + MAN_PAGES + [
               "usr/share/bash-completion/completions/coreq", "usr/share/coreq/rules",
               # every migration of the fleet store, as make install ships them
               ] + [f"usr/share/coreq/clickhouse/{f}" for f in
@@ -58,8 +63,8 @@ def build(arch, binary, out):
         ok(False, f"dist/debian/build-deb exists to build the {arch} package", script)
         return ""
     env = dict(os.environ, SOURCE_DATE_EPOCH=changelog("Timestamp"))
-    r = run(os.path.join(ROOT, "dist/debian/build-deb"), arch, os.path.abspath(binary), out, cwd=ROOT, env=env,
-            timeout=300)
+    r = run(os.path.join(ROOT, "dist/debian/build-deb"), arch, os.path.abspath(binary), out,
+            os.path.join(BUILD, "man"), cwd=ROOT, env=env, timeout=300)
     deb = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     ok(r.returncode == 0 and os.path.isfile(deb), f"dist/debian/build-deb builds the {arch} package",
        r.stdout + r.stderr)
