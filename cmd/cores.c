@@ -149,34 +149,24 @@ int cmd_cores(int argc, char **argv)
 	return cmd_run_listing(q.db, &q.out, "cores", empty, query_cores, &q);
 }
 
-/* show's lines after the threads: time, host, bucket, where it came from, status. */
-static void show_core_record(const struct cq_store_core_row *c)
+/* A stored core's signal (or snapshot) line: si_code, sender, fault address, crashed tid. */
+static void show_signal_text(const struct cq_store_core_row *c)
 {
-	char when[32];
-	if (c->has_timestamp) {
-		cmd_iso_time(c->timestamp, when);
-		printf("time:        %s%s\n", when,
-		       c->time_source && !strcmp(c->time_source, "file")
-		           ? " (the core file's modification time: no crash time was captured)"
-		           : "");
-	} else {
-		printf("time:        unknown (no crash time was captured; see ingested)\n");
+	if (c->snapshot)
+		printf("snapshot:    %s (a live process: no thread crashed)",
+		       cmd_safe(c->snapshot));
+	else
+		printf("signal:      %lld (%s)", (long long)c->signal,
+		       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
+	if (c->has_si_code && !c->snapshot) {
+		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid,
+		                            c->sender_claimed};
+		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
 	}
-	if (c->hostname)
-		printf("hostname:    %s\n", cmd_safe(c->hostname));
-	if (c->bucket_id)
-		printf("bucket:      %s (id %lld)\n", cmd_stored_text(c->bucket_hash),
-		       (long long)c->bucket_id);
-	if (c->source)
-		printf("source:      %s\n", cmd_safe(c->source));
-	if (c->stored_path)
-		printf("stored as:   %s\n", cmd_safe(c->stored_path));
-	if (c->meta_conflicts)
-		printf("conflicts:   %s (the core's values are shown)\n",
-		       cmd_safe(c->meta_conflicts));
-	cmd_iso_time(c->ingested_at, when);
-	printf("ingested:    %s\nstatus:      %s%s%s\n", when, cmd_stored_text(c->status),
-	       c->message ? ": " : "", c->message ? cmd_safe(c->message) : "");
+	if (c->has_fault_address)
+		printf(", fault address 0x%" PRIx64, c->fault_address);
+	if (!c->snapshot)
+		printf("\ncrashed tid: %lld", (long long)c->crashed_tid);
 }
 
 static void show_core(void *ctx, const struct cq_store_core_row *c)
@@ -199,23 +189,30 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	printf("pid:         %lld\n", (long long)c->pid);
 	if (c->has_uid)
 		printf("uid:         %lld\n", (long long)c->uid);
-	if (c->snapshot)
-		printf("snapshot:    %s (a live process: no thread crashed)",
-		       cmd_safe(c->snapshot));
-	else
-		printf("signal:      %lld (%s)", (long long)c->signal,
-		       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
-	if (c->has_si_code && !c->snapshot) {
-		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid,
-		                            c->sender_claimed};
-		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
-	}
-	if (c->has_fault_address)
-		printf(", fault address 0x%" PRIx64, c->fault_address);
-	if (!c->snapshot)
-		printf("\ncrashed tid: %lld", (long long)c->crashed_tid);
+	show_signal_text(c);
 	printf("\nthreads:     %lld\n", (long long)c->nthreads);
-	show_core_record(c);
+	if (c->has_timestamp) {
+		cmd_iso_time(c->timestamp, when);
+		printf("time:        %s%s\n", when,
+		       c->time_source && !strcmp(c->time_source, "file")
+		           ? " (the core file's modification time: no crash time was captured)"
+		           : "");
+	} else {
+		printf("time:        unknown (no crash time was captured; see ingested)\n");
+	}
+	if (c->hostname)
+		printf("hostname:    %s\n", cmd_safe(c->hostname));
+	if (c->bucket_id)
+		printf("bucket:      %s (id %lld)\n", cmd_stored_text(c->bucket_hash),
+		       (long long)c->bucket_id);
+	if (c->source)
+		printf("source:      %s\n", cmd_safe(c->source));
+	if (c->stored_path)
+		printf("stored as:   %s\n", cmd_safe(c->stored_path));
+	cmd_print_conflicts(c->meta_conflicts);
+	cmd_iso_time(c->ingested_at, when);
+	printf("ingested:    %s\nstatus:      %s%s%s\n", when, cmd_stored_text(c->status),
+	       c->message ? ": " : "", c->message ? cmd_safe(c->message) : "");
 }
 
 static void show_module(void *ctx, const struct cq_store_module_row *m)

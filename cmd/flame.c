@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/analysis/analyse_core.h"
+#include "libcore/pipeline/analyse.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/base/hash.h"
 #include "libcore/base/output_file.h"
@@ -411,6 +411,30 @@ static int put_svg(const char *path, const struct tree *t, const char *title)
 	return err ? cmd_fail(path, err) : EXIT_OK;
 }
 
+/* Every stack of the core at path (threads, then suspended chains) into ps; the graph's title. */
+static struct cq_error *add_core(const char *path, const struct cmd_core_opts *o, struct paths *ps,
+                                 char *title, size_t cap)
+{
+	struct cq_stack_options so;
+	cq_stack_options_default(&so);
+	struct cmd_cache_choice cache = {.use = true};
+	struct cq_analysis a;
+	struct cq_error *err = cmd_analyse(path, o, &so, &cache, false, &a);
+	if (!err) {
+		const struct cq_stacks *stacks = a.stacks;
+		snprintf(title, cap, "coreq flame: %s (%zu threads, %zu suspended chains)", path,
+		         stacks->nthreads, stacks->nsuspended);
+		for (size_t i = 0; i < stacks->nthreads; i++)
+			add_frames(ps, NULL, stacks->threads[i].frames, stacks->threads[i].nframes,
+			           1);
+		for (size_t i = 0; i < stacks->nsuspended; i++)
+			add_frames(ps, "[suspended]", stacks->suspended[i].frames,
+			           stacks->suspended[i].nframes, 1);
+	}
+	cmd_analysis_free(&a);
+	return err;
+}
+
 int cmd_flame(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -468,23 +492,7 @@ int cmd_flame(int argc, char **argv)
 		err = cq_store_each_stack(store, &f, add_stored, &ps);
 		cq_store_close(store);
 	} else {
-		struct cq_stack_options so;
-		cq_stack_options_default(&so);
-		struct cmd_cache_choice cache = {.use = true};
-		struct cq_analysed_core a;
-		if (!(err = cmd_analyse_core(what, &o, &so, &cache, &a))) {
-			const struct cq_stacks *stacks = a.stacks;
-			snprintf(title, sizeof(title),
-			         "coreq flame: %s (%zu threads, %zu suspended chains)", what,
-			         stacks->nthreads, stacks->nsuspended);
-			for (size_t i = 0; i < stacks->nthreads; i++)
-				add_frames(&ps, NULL, stacks->threads[i].frames,
-				           stacks->threads[i].nframes, 1);
-			for (size_t i = 0; i < stacks->nsuspended; i++)
-				add_frames(&ps, "[suspended]", stacks->suspended[i].frames,
-				           stacks->suspended[i].nframes, 1);
-		}
-		cmd_analysed_core_free(&a, &so);
+		err = add_core(what, &o, &ps, title, sizeof(title));
 	}
 	struct tree t = {.cap = 1024, .full = ps.full};
 	if (!err && !(t.v = calloc(t.cap, sizeof(*t.v))))

@@ -8,13 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/db/cache.h"
 #include "libcore/base/json.h"
 #include "libcore/model/module.h"
-#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/waits.h"
 #include "libcore/capture/capture.h"
+#include "libcore/pipeline/analyse.h"
 #include "unwind/async/runtime.h"
 #include "cmd/frames_memo.h"
 #include "cmd/stack_views.h"
@@ -33,7 +32,9 @@ static const char stack_usage[] =
     "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
     "A header first says what crashed: pid, executable, signal, its si_code by\n"
     "name, and the fault address or who sent the signal; or, for a snapshot of\n"
-    "a live process (gdb's gcore), `snapshot (gcore)`, with no thread crashed.\n"
+    "a live process (gdb's gcore), `snapshot (gcore)`, with no thread crashed;\n"
+    "and where the file's systemd-coredump name or xattrs disagree with the\n"
+    "core's notes, a conflicts line (as coreq info and show).\n"
     "\n"
     "Threads blocked on a lock (a futex wait under pthread_mutex_lock,\n"
     "pthread_rwlock_*lock, pthread_cond_wait or pthread_join) make a wait-for\n"
@@ -359,7 +360,9 @@ static void print_header(const char *path, const struct cq_core *core, const str
 		cmd_iso_time(cap->timestamp_us / 1000000, when);
 		printf(", at %s", when);
 	}
-	printf("\n\n");
+	printf("\n");
+	cmd_print_conflicts(cap->conflicts[0] ? cap->conflicts : NULL);
+	printf("\n");
 }
 
 /* Frames in text, with a line where the stack moves to a blocked thread. */
@@ -444,6 +447,31 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 	if (v->ntids || v->crashed_only)
 		return;
 	print_suspended_text(stacks);
+}
+
+/* What --format asks for: stack's own folded and dot, beside text and json. */
+enum stack_format { STACK_TEXT, STACK_JSON, STACK_FOLDED, STACK_DOT };
+
+/* Prints the analysed core in format, as v selects. */
+static int print_analysis(const char *path, const struct cq_analysis *a, const struct stack_view *v,
+                          enum stack_format format)
+{
+	cmd_warn_analysis(path, a->core, a->stacks);
+	int64_t missing;
+	if (stack_view_missing(v, a->stacks, &missing)) {
+		fprintf(stderr, "coreq: %s: no thread %" PRId64 " in this core\n", cmd_safe(path),
+		        missing);
+		return EXIT_INPUT;
+	}
+	if (format == STACK_FOLDED)
+		stack_view_print_folded(stdout, v, a->stacks);
+	else if (format == STACK_DOT)
+		cmd_waits_dot(stdout, a->core, a->waits);
+	else if (format == STACK_JSON)
+		print_json(a->core, &a->capture, a->stacks, a->waits, v);
+	else
+		print_text(path, a->core, &a->capture, a->stacks, a->waits, v);
+	return EXIT_OK;
 }
 
 int cmd_stack(int argc, char **argv)
@@ -532,43 +560,15 @@ int cmd_stack(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cmd_usage_error("stack", "expected exactly one CORE argument");
-	const char *path = argv[optind];
+	enum stack_format format = folded                        ? STACK_FOLDED
+	                           : dot                         ? STACK_DOT
+	                           : o.format == CMD_FORMAT_JSON ? STACK_JSON
+	                                                         : STACK_TEXT;
 	struct cmd_cache_choice cache = {.path = cache_path, .use = !no_cache};
-	struct cq_analysed_core a;
-	struct cq_error *err = cmd_analyse_core(path, &o, &so, &cache, &a);
-	int rc = EXIT_OK;
-	if (err) {
-		rc = cmd_fail(path, err);
-	} else {
-		const struct cq_core *core = a.core;
-		const struct cq_stacks *stacks = a.stacks;
-		cmd_warn_analysis(path, core, stacks);
-		int64_t missing;
-		struct cq_waits *waits = NULL;
-		struct cq_error *werr = no_waits ? NULL : cq_waits_find(a.core, a.stacks, &waits);
-		if (werr) {
-			rc = cmd_fail(path, werr);
-		} else if (stack_view_missing(&view, stacks, &missing)) {
-			fprintf(stderr, "coreq: %s: no thread %" PRId64 " in this core\n",
-			        cmd_safe(path), missing);
-			rc = EXIT_INPUT;
-		} else if (folded) {
-			stack_view_print_folded(stdout, &view, stacks);
-		} else if (dot) {
-			cmd_waits_dot(stdout, core, waits);
-		} else {
-			/* What the file's name and xattrs add to the notes (systemd, the hook). */
-			struct cq_capture cap;
-			cq_capture_init(&cap);
-			if (strcmp(path, "-") != 0)
-				cq_capture_from_file(path, &cap);
-			if (o.format == CMD_FORMAT_JSON)
-				print_json(core, &cap, stacks, waits, &view);
-			else
-				print_text(path, core, &cap, stacks, waits, &view);
-		}
-		cq_waits_free(waits);
-	}
-	cmd_analysed_core_free(&a, &so);
+	struct cq_analysis a;
+	struct cq_error *err = cmd_analyse(argv[optind], &o, &so, &cache, !no_waits, &a);
+	int rc =
+	    err ? cmd_fail(argv[optind], err) : print_analysis(argv[optind], &a, &view, format);
+	cmd_analysis_free(&a);
 	return rc;
 }

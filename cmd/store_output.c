@@ -81,9 +81,13 @@ void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const
 	}
 }
 
-/* A stored core's si_code, sender and fault address members. */
+/* A stored core's signal, sender, fault address and crashed thread. */
 static void json_stored_signal(struct cq_json *j, const struct cq_store_core_row *c)
 {
+	cq_json_key(j, "signal");
+	cq_json_int(j, c->signal);
+	cq_json_key(j, "signal_name");
+	cq_json_string(j, c->signal_name);
 	cq_json_key(j, "si_code");
 	if (c->has_si_code)
 		cq_json_int(j, c->si_code);
@@ -98,9 +102,16 @@ static void json_stored_signal(struct cq_json *j, const struct cq_store_core_row
 		cq_json_hex(j, c->fault_address);
 	else
 		cq_json_null(j);
+	cq_json_key(j, "snapshot");
+	cq_json_string(j, c->snapshot);
+	cq_json_key(j, "crashed_tid");
+	if (c->snapshot)
+		cq_json_null(j);
+	else
+		cq_json_int(j, c->crashed_tid);
 }
 
-/* A stored core's crash time and where it came from. */
+/* When it crashed (and by whose clock), on which host, as which uid. */
 static void json_stored_time(struct cq_json *j, const struct cq_store_core_row *c)
 {
 	char when[32];
@@ -116,6 +127,13 @@ static void json_stored_time(struct cq_json *j, const struct cq_store_core_row *
 	cq_json_string(j, !c->has_timestamp ? "ingest"
 	                  : c->time_source  ? c->time_source
 	                                    : "capture");
+	cq_json_key(j, "hostname");
+	cq_json_string(j, c->hostname);
+	cq_json_key(j, "uid");
+	if (c->has_uid)
+		cq_json_int(j, c->uid);
+	else
+		cq_json_null(j);
 }
 
 void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
@@ -132,28 +150,10 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 	cq_json_string(j, c->exe);
 	cq_json_key(j, "cmdline");
 	cq_json_string(j, c->cmdline);
-	cq_json_key(j, "signal");
-	cq_json_int(j, c->signal);
-	cq_json_key(j, "signal_name");
-	cq_json_string(j, c->signal_name);
 	json_stored_signal(j, c);
-	cq_json_key(j, "snapshot");
-	cq_json_string(j, c->snapshot);
-	cq_json_key(j, "crashed_tid");
-	if (c->snapshot)
-		cq_json_null(j);
-	else
-		cq_json_int(j, c->crashed_tid);
 	cq_json_key(j, "threads");
 	cq_json_int(j, c->nthreads);
 	json_stored_time(j, c);
-	cq_json_key(j, "hostname");
-	cq_json_string(j, c->hostname);
-	cq_json_key(j, "uid");
-	if (c->has_uid)
-		cq_json_int(j, c->uid);
-	else
-		cq_json_null(j);
 	cmd_iso_time(c->ingested_at, when);
 	cq_json_key(j, "ingested_at");
 	cq_json_string(j, when);
@@ -168,12 +168,13 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_null(j);
 	cq_json_key(j, "bucket");
 	cq_json_string(j, c->bucket_hash);
-	const char *keys[] = {"comm", "source", "stored_path", "meta_conflicts"};
-	const char *vals[] = {c->comm, c->source, c->stored_path, c->meta_conflicts};
+	const char *keys[] = {"comm", "source", "stored_path"};
+	const char *vals[] = {c->comm, c->source, c->stored_path};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		cq_json_key(j, keys[i]);
 		cq_json_string(j, vals[i]);
 	}
+	cmd_json_conflicts(j, c->meta_conflicts);
 	cq_json_object_end(j);
 }
 
