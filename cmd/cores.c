@@ -180,6 +180,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		cmd_json_stored_core(&p->j, c);
 		return;
 	}
+	char when[32];
 	printf("core:        %lld\n", (long long)c->id);
 	printf("path:        %s\n", cmd_stored_text(c->path));
 	printf("exe:         %s\n", c->exe ? cmd_safe(c->exe) : "-");
