@@ -408,8 +408,8 @@ int cmd_opt_bucket(const char *cmd, const char *option, const char *arg, void *f
 
 const char cmd_help_format[] = "output format (default text)";
 const char cmd_help_exe[] = "the executable that produced the core";
-const char cmd_help_sysroot[] = "look for every module path inside D, as if D were / (nothing "
-                                "outside D: --exe names an executable it lacks)";
+const char cmd_help_sysroot[] =
+    "look for every module path inside D, as if D were / (nothing outside D is looked at)";
 const char cmd_help_debug_dir[] = "add a build-id tree of debuginfo (repeatable)";
 const char cmd_help_max_core_size[] =
     "cut a compressed or piped core at BYTES once decompressed (K, M, G, T suffixes; "
