@@ -83,7 +83,8 @@ static const struct cmd_opt stack_options[] = {
      "scanned)",
      0, 0, NULL, NULL},
     {"no-waits", 0, CMD_OPT_FLAG, FIELD(no_waits), NULL,
-     "no wait-for graph (no blocked thread is examined)", 0, 0, NULL, NULL},
+     "no wait-for graph (no blocked thread is examined)", 0, 0, NULL,
+     "No\n.BR deadlock: ,\n.BR hung: \" or \" waits\nis reported.\n"},
     CMD_ROWS_CACHE(struct stack_args, cache_path, no_cache),
     CMD_OPT_END,
 };
