@@ -25,10 +25,8 @@
 #include "libcore/pipeline/lws_ingest.h"
 #include "libcore/store/store.h"
 
-static const char lws_usage[] =
-    "Usage: coreq lws decode [--elf FILE [--debug-dir D]...] [--format text|json] [TEXT|-]\n"
-    "       coreq lws encode --size N [--format text|json] ADDR...\n"
-    "       coreq lws ingest --elf FILE [--db P] [--debug-dir D]... LOGFILE... | -\n"
+/* What `coreq lws --help` says after each subcommand's usage line. */
+static const char lws_about[] =
     "\n"
     "libwebsockets' compressed allocation backtraces (lws_backtrace): a \"~m#\"\n"
     "line holds up to 31 return addresses and an allocation size.\n"
@@ -463,6 +461,16 @@ static int lws_ingest(int argc, char **argv)
 
 /* ---- dispatch -------------------------------------------------------------------- */
 
+/* The subcommands' usage lines, from their tables, then what lws is. */
+static void lws_usage(FILE *out)
+{
+	const struct cmd_spec *specs[] = {&decode_spec, &encode_spec, &ingest_spec};
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		fprintf(out, "%s coreq %s %s\n", i ? "      " : "Usage:", specs[i]->name,
+		        specs[i]->forms);
+	fputs(lws_about, out);
+}
+
 int cmd_lws(int argc, char **argv)
 {
 	static const struct {
@@ -474,11 +482,11 @@ int cmd_lws(int argc, char **argv)
 	    {"ingest", lws_ingest},
 	};
 	if (argc < 2) {
-		fputs(lws_usage, stderr);
+		lws_usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(lws_usage, stdout);
+		lws_usage(stdout);
 		return EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
