@@ -128,6 +128,12 @@ def check_install(root, deb, arch, runner):
        f"{arch}: postinst created /var/lib/coreq, mode 0700, owned by root", s)
     wants = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(root, "etc/systemd")) for f in fs]
     ok(not wants, f"{arch}: nothing enabled on installation (no unit link under /etc/systemd)", wants)
+    menv = dict(os.environ, MANPATH=os.path.join(root, "usr/share/man"), MANPAGER="cat", MANWIDTH="80",
+                LC_ALL="C.UTF-8")
+    r = run("man", "coreq-stack", env=menv)
+    r2 = run("man", "coreq-push", env=menv)
+    ok(r.returncode == 0 and "COREQ-STACK(1)" in r.stdout and r2.returncode == 0 and "coreq push" in r2.stdout,
+       f"{arch}: man finds the installed coreq-stack and coreq-push (a link) pages", r.stderr + r2.stderr)
     r = subprocess.run([*runner, os.path.join(root, "usr/bin/coreq"), "--version"], capture_output=True, text=True,
                        timeout=120)
     want = "coreq " + changelog("Version").rsplit("-", 1)[0]
