@@ -121,8 +121,7 @@ $(BUILD)/functions.ok: tests/check-functions $(CMD_SRCS)
 # ---- man pages ------------------------------------------------------------
 # coreq.1 is the overview; each man/coreq-CMD.1.in is a command's page,
 # whose SYNOPSIS and OPTIONS the release binary prints from the option
-# table (coreq CMD --help-man), the one source of --help too.  man/links
-# names the commands whose page is another's.
+# table (coreq CMD --help-man), the one source of --help too.
 MAN_IN    := $(sort $(wildcard man/*.1.in))
 MAN_PAGES := $(patsubst man/%.1.in,$(BUILD)/man/%.1,$(MAN_IN))
 $(BUILD)/man/%.1: man/%.1.in man/build-page $(BUILD)/coreq
@@ -305,9 +304,6 @@ install: $(BUILD)/coreq man
 	install -D -m 0644 coreq.1 $(DESTDIR)$(PREFIX)/share/man/man1/coreq.1
 	for f in $(MAN_PAGES); do \
 		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/man/man1/$${f##*/} || exit 1; \
-	done
-	grep -v '^#' man/links | while read -r name page; do \
-		ln -sf $$page $(DESTDIR)$(PREFIX)/share/man/man1/$$name || exit 1; \
 	done
 	install -D -m 0644 dist/bash-completion/coreq $(DESTDIR)$(PREFIX)/share/bash-completion/completions/coreq
 	install -D -m 0644 dist/coreq.rules $(DESTDIR)$(PREFIX)/share/coreq/rules

@@ -2,8 +2,8 @@
 """The documentation covers the command line (issues 19 and 52).
 
 Every command has a manual page, coreq-CMD(1) (built by `make man` into
-BUILD/man from man/coreq-CMD.1.in and the command's option table; a page
-of several commands is linked under each name by man/links), and coreq(1),
+BUILD/man from man/coreq-CMD.1.in and the command's option table; lws's
+subcommands share coreq-lws(1)), and coreq(1),
 the overview, names each command and its page.  Every option a command's
 --help lists appears in that page's OPTIONS as an entry with a sentence of
 its own, and has words of help in --help: so an option added without help
@@ -25,20 +25,9 @@ COMMANDS = ["info", "stack", "ingest", "list-stacks", "cores", "show", "buckets"
 OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 
 
-def links():
-    """Page name -> the page it links to (man/links)."""
-    out = {}
-    for line in open(os.path.join(ROOT, "man", "links")):
-        if line.strip() and not line.startswith("#"):
-            name, page = line.split()
-            out[name] = page
-    return out
-
-
 def page_of(command):
     """The built page documenting a command ("lws decode" -> coreq-lws.1), or None."""
-    name = f"coreq-{command.split()[0]}.1"
-    path = os.path.join(BUILD, "man", links().get(name, name))
+    path = os.path.join(BUILD, "man", f"coreq-{command.split()[0]}.1")
     return path if os.path.isfile(path) else None
 
 
