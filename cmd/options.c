@@ -6,6 +6,7 @@
  */
 #include "cmd/options.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -91,6 +92,7 @@ static void getopt_table(const struct cmd_spec *spec, size_t n, struct option *l
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct cmd_opt *o = &spec->opt[i];
+		assert(o->letter != 'h' && o->help && (o->type != CMD_OPT_CALL || o->call));
 		int has = !o->value           ? no_argument
 		          : optional_value(o) ? optional_argument
 		                              : required_argument;
@@ -140,8 +142,7 @@ int cmd_opts_parse(const struct cmd_spec *spec, int argc, char **argv, void *arg
 	size_t n = count_rows(spec->opt);
 	struct option longopts[MAX_ROWS + 2];
 	char shorts[3 * MAX_ROWS + 4];
-	if (n > MAX_ROWS)
-		return cmd_usage_error(spec->name, "too many options in its table");
+	assert(n <= MAX_ROWS); /* a table is written here, not read from input */
 	getopt_table(spec, n, longopts, shorts);
 	int id;
 	while ((id = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
