@@ -116,6 +116,38 @@ static void json_frames(struct cq_json *j, struct frames_memo *memo,
 	cq_json_string(j, cq_unwind_end_name(end));
 }
 
+/* A goroutine's wait object, wait start and creator, where its runtime records them. */
+static void json_goroutine(struct cq_json *j, const struct cq_suspended_stack *ss)
+{
+	if (ss->wait_object) {
+		cq_json_key(j, "wait_object");
+		cq_json_hex(j, ss->wait_object);
+	}
+	if (ss->wait_since) {
+		cq_json_key(j, "wait_since");
+		cq_json_int(j, ss->wait_since);
+	}
+	const struct cq_stack_frame *c = ss->created_by;
+	if (c) {
+		cq_json_key(j, "created_by");
+		cq_json_object_begin(j);
+		cq_json_key(j, "pc");
+		cq_json_hex(j, c->pc);
+		cq_json_key(j, "function");
+		if (c->function)
+			cq_json_string(j, c->function);
+		else
+			cq_json_null(j);
+		if (c->file) {
+			cq_json_key(j, "file");
+			cq_json_string(j, c->file);
+			cq_json_key(j, "line");
+			cq_json_int(j, c->line);
+		}
+		cq_json_object_end(j);
+	}
+}
+
 /* What the async-stack search found and did (the "async" member): each runtime's statistics. */
 static void json_async(struct cq_json *j, const struct cq_stats *async)
 {
@@ -197,6 +229,7 @@ static void print_json(const struct cq_core *core, const struct cq_capture *cap,
 				cq_json_int(&j, ss->thread);
 			else
 				cq_json_null(&j);
+			json_goroutine(&j, ss);
 		}
 		json_frames(&j, &memo, ss->frames, ss->nframes, ss->end, 0);
 		cq_json_object_end(&j);
@@ -260,13 +293,20 @@ static void print_chains_text(const struct cq_stacks *stacks, const struct cq_as
 static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_async_runtime *rt)
 {
 	size_t n = 0;
+	int width = 9; /* the STATE column: as wide as its longest ("GC scavenge wait") */
+	for (size_t s = 0; s < stacks->nsuspended; s++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[s];
+		if (runtime_kind(rt, ss->kind) && ss->task_state &&
+		    strlen(ss->task_state) > (size_t)width && strlen(ss->task_state) < 40)
+			width = (int)strlen(ss->task_state);
+	}
 	for (size_t s = 0; s < stacks->nsuspended; s++) {
 		const struct cq_suspended_stack *ss = &stacks->suspended[s];
 		if (!runtime_kind(rt, ss->kind))
 			continue;
 		if (n++ == 0)
-			printf("\n%s:\n%8s  %-9s  %8s  %-24s  %s\n", rt->heading, "ID", "STATE",
-			       "THREAD", "WAITS ON", "FUTURE");
+			printf("\n%s:\n%8s  %-*s  %8s  %-24s  %s\n", rt->heading, "ID", width,
+			       "STATE", "THREAD", "WAITS ON", "FUTURE");
 		const struct cq_stack_frame *leaf = &ss->frames[0];
 		size_t outer = ss->executor_frames < ss->nframes ? ss->executor_frames : 0;
 		const struct cq_stack_frame *root = &ss->frames[ss->nframes - 1 - outer];
@@ -281,8 +321,12 @@ static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_asy
 			snprintf(thread, sizeof(thread), "%" PRId64, ss->thread);
 		if (ss->task_id)
 			snprintf(id, sizeof(id), "%" PRIu64, ss->task_id);
-		printf("%8s  %-9s  %8s  %-24s  %s\n", id, state, thread,
-		       waits && leaf->function ? cmd_safe(leaf->function) : "-",
+		char object[24];
+		snprintf(object, sizeof(object), "0x%" PRIx64, ss->wait_object);
+		printf("%8s  %-*s  %8s  %-24s  %s\n", id, width, state, thread,
+		       ss->wait_object           ? object
+		       : waits && leaf->function ? cmd_safe(leaf->function)
+		                                 : "-",
 		       root->function ? cmd_safe(root->function) : "??");
 	}
 	for (size_t s = 0; s < stacks->nsuspended; s++) {
@@ -291,16 +335,27 @@ static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_asy
 			continue;
 		const char *state = ss->task_state ? ss->task_state : "?";
 		if (ss->task_id)
-			printf("\nTask %" PRIu64 " (%s", ss->task_id, state);
+			printf("\n%s %" PRIu64 " (%s", rt->noun ? rt->noun : "Task", ss->task_id,
+			       state);
 		else
 			printf("\n%s future (%s", ss->kind, state);
 		if (ss->thread)
 			printf(" on thread %" PRId64, ss->thread);
+		if (ss->wait_object)
+			printf(" on 0x%" PRIx64, ss->wait_object);
 		printf("):\n");
 		for (size_t i = 0; i < ss->nframes; i++)
 			cmd_print_frame_text(stdout, &ss->frames[i], i);
 		if (ss->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+		const struct cq_stack_frame *c = ss->created_by;
+		if (c && c->file)
+			printf("     created by %s at %s:%d\n",
+			       c->function ? cmd_safe(c->function) : "??", cmd_safe(c->file),
+			       c->line);
+		else if (c)
+			printf("     created by %s (0x%" PRIx64 ")\n",
+			       c->function ? cmd_safe(c->function) : "??", c->pc);
 	}
 }
 
