@@ -1419,26 +1419,28 @@ const struct cq_rust_index_part cq_tokio_index_part = {
 };
 
 /* The slot of tokio's part among the index's parts, or -1. */
-static int tokio_slot(void)
+static int tokio_slot(const struct cq_rust_index *ix)
 {
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t n = cq_rust_index_parts(parts);
-	for (size_t i = 0; i < n; i++)
-		if (parts[i] == &cq_tokio_index_part)
+	for (size_t i = 0; i < ix->kinds.n; i++)
+		if (ix->kinds.v[i] == &cq_tokio_index_part)
 			return (int)i;
 	return -1;
 }
 
 const struct cq_tokio_index *cq_tokio_index_of(const struct cq_rust_index *ix)
 {
-	int slot = tokio_slot();
+	int slot = tokio_slot(ix);
 	return slot < 0 ? NULL : ix->parts[slot];
 }
 
 bool cq_tokio_index_set(struct cq_rust_index *ix, struct cq_tokio_kind *kinds, size_t n,
                         size_t unresolved)
 {
-	int slot = tokio_slot();
+	int slot = tokio_slot(ix);
+	if (slot < 0 && ix->kinds.n < CQ_RUST_MAX_PARTS) { /* an index made by hand: tokio's slot */
+		slot = (int)ix->kinds.n;
+		ix->kinds.v[ix->kinds.n++] = &cq_tokio_index_part;
+	}
 	struct cq_tokio_index *ti = slot < 0 ? NULL : calloc(1, sizeof(*ti));
 	if (!ti)
 		return false;
