@@ -59,21 +59,23 @@
 #define MAX_TREAP      64         /* depth of a semaRoot's treap */
 #define MAX_DIES       (1u << 22) /* top-level DIEs looked at for the layouts */
 
+#define LAYOUT_SUDOG_TREE 1u /* sudog prev/next/parent: the semaphore treaps can be walked */
+#define LAYOUT_SEMTABLE   2u /* semaRoot.treap too */
+
 /* The offsets (and sizes) of what we read, from DWARF. */
 struct go_layout {
 	uint64_t g_size;
 	uint64_t g_stack_lo, g_stack_hi, g_sched, g_atomicstatus, g_goid, g_waitsince, g_waitreason,
 	    g_waiting, g_gopc, g_m, g_syscallsp, g_syscallpc;
-	uint8_t status_size, goid_size, reason_size;
+	uint64_t status_size, goid_size, reason_size;
 	uint64_t gobuf_sp, gobuf_pc, gobuf_bp;
 	uint64_t m_size, m_procid, m_curg, m_g0, m_gsignal, m_alllink;
 	uint64_t sudog_g, sudog_next, sudog_prev, sudog_elem, sudog_c, sudog_waitlink, sudog_parent;
-	bool has_sudog_tree; /* prev/next/parent: the semaphore treaps can be walked */
-	uint64_t semtable_elem, semroot_treap; /* runtime.semtable's element size, semaRoot.treap */
-	bool has_semtable;
+	uint64_t flags;         /* LAYOUT_SUDOG_TREE, LAYOUT_SEMTABLE */
+	uint64_t semroot_treap; /* semaRoot.treap */
 	/* status constants */
 	int64_t st_idle, st_running, st_syscall, st_waiting, st_dead, st_scan;
-	unsigned found_consts;
+	uint64_t found_consts;
 	uint64_t semtab_size; /* runtime.semTabSize: the semaphore treaps */
 };
 
@@ -95,6 +97,7 @@ struct go_m {
 
 struct go_stats {
 	bool dwarf;           /* the layouts came from DWARF */
+	bool cached;          /* ... through the cache */
 	size_t allgs;         /* gs in runtime.allgs */
 	size_t dead;          /* of them dead or idle: not listed */
 	size_t goroutines;    /* listed */
@@ -113,7 +116,8 @@ struct go_rt {
 	size_t module;
 	struct go_layout l;
 	const char *missing; /* why the goroutines were not read (a warning), or NULL */
-	uint64_t allgs, waitreasons, nwaitreasons, gstatuses, nstatuses, allm, semtable, nsemtable;
+	uint64_t allgs, waitreasons, nwaitreasons, gstatuses, nstatuses, allm, semtable, nsemtable,
+	    semtable_elem;
 	char *reasons[MAX_REASONS];
 	char *statuses[MAX_STATUSES];
 	struct go_g *gs;
@@ -267,13 +271,13 @@ static bool layout_from_dwarf(Dwarf *dw, struct go_layout *l)
 	if (!member(g, "sched", &l->g_sched, NULL, NULL) ||
 	    !member(g, "atomicstatus", &l->g_atomicstatus, NULL, &size) || size == 0 || size > 8)
 		return false;
-	l->status_size = (uint8_t)size;
+	l->status_size = size;
 	if (!member(g, "goid", &l->g_goid, NULL, &size) || size == 0 || size > 8)
 		return false;
-	l->goid_size = (uint8_t)size;
+	l->goid_size = size;
 	if (!member(g, "waitreason", &l->g_waitreason, NULL, &size) || size == 0 || size > 8)
 		return false;
-	l->reason_size = (uint8_t)size;
+	l->reason_size = size;
 	if (!member(g, "waitsince", &l->g_waitsince, NULL, NULL) ||
 	    !member(g, "waiting", &l->g_waiting, NULL, NULL) ||
 	    !member(g, "gopc", &l->g_gopc, NULL, NULL) || !member(g, "m", &l->g_m, NULL, NULL) ||
@@ -300,41 +304,140 @@ static bool layout_from_dwarf(Dwarf *dw, struct go_layout *l)
 		            member(s, "waitlink", &l->sudog_waitlink, NULL, NULL);
 		if (!chan)
 			l->sudog_c = l->sudog_waitlink = 0;
-		l->has_sudog_tree = chan && member(s, "prev", &l->sudog_prev, NULL, NULL) &&
-		                    member(s, "next", &l->sudog_next, NULL, NULL) &&
-		                    member(s, "parent", &l->sudog_parent, NULL, NULL);
-		if (have[ST_SEMAROOT] &&
+		if (chan && member(s, "prev", &l->sudog_prev, NULL, NULL) &&
+		    member(s, "next", &l->sudog_next, NULL, NULL) &&
+		    member(s, "parent", &l->sudog_parent, NULL, NULL))
+			l->flags |= LAYOUT_SUDOG_TREE;
+		if ((l->flags & LAYOUT_SUDOG_TREE) && have[ST_SEMAROOT] &&
 		    member(&structs[ST_SEMAROOT], "treap", &l->semroot_treap, NULL, NULL))
-			l->has_semtable = l->has_sudog_tree;
+			l->flags |= LAYOUT_SEMTABLE;
 	}
 	return l->g_size > 0 && l->g_size <= MAX_G_SIZE && l->m_size > 0;
 }
 
-/*
- * Module m's layouts, from its DWARF (the debuginfo file the target names,
- * the module's own file when it has DWARF).  false: no DWARF, or DWARF
- * without what we need.
- */
-static bool read_layout(const struct cq_unwind_target *t, size_t m, struct go_layout *l)
+/* The layout blob: "coreqgol", the number of fields, then each field (u64 LE, in order). */
+#define LAYOUT_MAGIC 0x6c6f677165726f63ull /* "coreqgol" */
+static const struct cq_target_blob go_layout_blob = {"go", "layout", 1};
+static const struct cq_target_blob *const go_blobs[] = {&go_layout_blob, NULL};
+
+/* Every field of a layout, in the blob's order: n of them into out (pointers into l). */
+#define LAYOUT_FIELDS 42
+static size_t layout_fields(struct go_layout *l, uint64_t *out[LAYOUT_FIELDS])
 {
-	const struct cq_target_module *mod = &t->modules[m];
-	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
-	int fd = -1;
-	Elf *elf = NULL;
-	if (path && mod->file_path && strcmp(path, mod->file_path) == 0)
-		elf = mod->elf;
-	else if (path && (fd = cq_open_regular(path)) >= 0)
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	free(path);
-	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
-	bool ok = dw && layout_from_dwarf(dw, l);
-	if (dw)
-		dwarf_end(dw);
-	if (elf && elf != mod->elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
-	return ok;
+	uint64_t *f[] = {
+	    &l->g_size,
+	    &l->g_stack_lo,
+	    &l->g_stack_hi,
+	    &l->g_sched,
+	    &l->g_atomicstatus,
+	    &l->g_goid,
+	    &l->g_waitsince,
+	    &l->g_waitreason,
+	    &l->g_waiting,
+	    &l->g_gopc,
+	    &l->g_m,
+	    &l->g_syscallsp,
+	    &l->g_syscallpc,
+	    &l->gobuf_sp,
+	    &l->gobuf_pc,
+	    &l->gobuf_bp,
+	    &l->m_size,
+	    &l->m_procid,
+	    &l->m_curg,
+	    &l->m_g0,
+	    &l->m_gsignal,
+	    &l->m_alllink,
+	    &l->sudog_g,
+	    &l->sudog_next,
+	    &l->sudog_prev,
+	    &l->sudog_elem,
+	    &l->sudog_c,
+	    &l->sudog_waitlink,
+	    &l->sudog_parent,
+	    &l->semroot_treap,
+	    &l->semtab_size,
+	    &l->status_size,
+	    &l->goid_size,
+	    &l->reason_size,
+	    &l->flags,
+	    (uint64_t *)&l->st_idle,
+	    (uint64_t *)&l->st_running,
+	    (uint64_t *)&l->st_syscall,
+	    (uint64_t *)&l->st_waiting,
+	    (uint64_t *)&l->st_dead,
+	    (uint64_t *)&l->st_scan,
+	    &l->found_consts,
+	};
+	_Static_assert(sizeof(f) / sizeof(f[0]) == LAYOUT_FIELDS, "layout fields");
+	memcpy(out, f, sizeof(f));
+	return LAYOUT_FIELDS;
+}
+
+/* A layout that a reader may use: sizes in range (a cached blob is untrusted). */
+static bool layout_sane(const struct go_layout *l)
+{
+	return l->g_size > 0 && l->g_size <= MAX_G_SIZE && l->m_size > 0 && l->status_size >= 1 &&
+	       l->status_size <= 8 && l->goid_size >= 1 && l->goid_size <= 8 &&
+	       l->reason_size >= 1 && l->reason_size <= 8 && l->semtab_size < 65536 &&
+	       l->g_sched + l->gobuf_bp + 8 <= l->g_size &&
+	       l->g_sched + l->gobuf_pc + 8 <= l->g_size &&
+	       l->g_sched + l->gobuf_sp + 8 <= l->g_size;
+}
+
+static bool layout_decode(const uint8_t *blob, size_t len, struct go_layout *l)
+{
+	uint64_t *f[LAYOUT_FIELDS];
+	size_t n = layout_fields(l, f);
+	if (len != 8 * (n + 2))
+		return false;
+	uint64_t magic = field(blob, len, 0, 8), count = field(blob, len, 8, 8);
+	if (magic != LAYOUT_MAGIC || count != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		*f[i] = field(blob, len, 16 + 8 * i, 8);
+	return layout_sane(l);
+}
+
+static void layout_encode(struct go_layout *l, uint8_t blob[8 * (LAYOUT_FIELDS + 2)])
+{
+	uint64_t *f[LAYOUT_FIELDS];
+	size_t n = layout_fields(l, f);
+	uint64_t words[LAYOUT_FIELDS + 2] = {LAYOUT_MAGIC, n};
+	for (size_t i = 0; i < n; i++)
+		words[2 + i] = *f[i];
+	for (size_t i = 0; i < n + 2; i++)
+		for (unsigned b = 0; b < 8; b++)
+			blob[8 * i + b] = (uint8_t)(words[i] >> (8 * b));
+}
+
+/*
+ * Module m's layouts: from the target's cache (per module), else from its
+ * DWARF (then cached).  false: no DWARF, or DWARF without what we need.
+ */
+static bool read_layout(const struct cq_unwind_target *t, size_t m, struct go_layout *l,
+                        bool *cached)
+{
+	*cached = false;
+	size_t len = 0;
+	uint8_t *blob =
+	    t->ops->cache_get ? t->ops->cache_get(t->ctx, m, &go_layout_blob, &len) : NULL;
+	if (blob) {
+		bool ok = layout_decode(blob, len, l);
+		free(blob);
+		if (ok)
+			return *cached = true;
+		*l = (struct go_layout){0};
+		if (t->ops->cache_reject)
+			t->ops->cache_reject(t->ctx); /* damaged: read again and replaced */
+	}
+	Dwarf *dw = t->ops->dwarf ? t->ops->dwarf(t->ctx, m) : NULL;
+	if (!dw || !layout_from_dwarf(dw, l) || !layout_sane(l))
+		return false;
+	uint8_t out[8 * (LAYOUT_FIELDS + 2)];
+	layout_encode(l, out);
+	if (t->ops->cache_put)
+		t->ops->cache_put(t->ctx, m, &go_layout_blob, out, sizeof(out));
+	return true;
 }
 
 /* ---- detect ---- */
@@ -404,7 +507,7 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 		return NULL;
 	}
 	g->module = (size_t)mod;
-	if (!read_layout(t, g->module, &g->l)) {
+	if (!read_layout(t, g->module, &g->l, &g->stats.cached)) {
 		g->missing = "a Go program without DWARF (runtime.g's layout): goroutines not "
 		             "listed, only its threads";
 		return NULL;
@@ -420,11 +523,11 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 		g->gstatuses = q[3].addr;
 		g->nstatuses = q[3].size / 16;
 	}
-	if (q[4].found && g->l.has_semtable) {
+	if (q[4].found && (g->l.flags & LAYOUT_SEMTABLE) && g->l.semtab_size &&
+	    q[4].size % g->l.semtab_size == 0) {
 		g->semtable = q[4].addr;
 		g->nsemtable = q[4].size;
-		if (g->l.semtab_size && q[4].size % g->l.semtab_size == 0)
-			g->l.semtable_elem = q[4].size / g->l.semtab_size;
+		g->semtable_elem = q[4].size / g->l.semtab_size;
 	}
 	return NULL;
 }
@@ -566,11 +669,10 @@ static bool sema_walk(struct go_rt *g, const struct cq_async_ctx *ctx, uint64_t 
 
 static struct cq_error *read_sema(struct go_rt *g, const struct cq_async_ctx *ctx)
 {
-	if (!g->semtable || !g->l.semtable_elem)
+	if (!g->semtable || !g->semtable_elem)
 		return NULL;
 	size_t budget = MAX_SEMA_NODES, cap = 0;
-	for (uint64_t off = 0; off + g->l.semtable_elem <= g->nsemtable;
-	     off += g->l.semtable_elem) {
+	for (uint64_t off = 0; off + g->semtable_elem <= g->nsemtable; off += g->semtable_elem) {
 		uint64_t treap;
 		if (!rd_u64(ctx, g->semtable + off + g->l.semroot_treap, &treap))
 			continue;
@@ -891,6 +993,7 @@ static void go_report(const void *state, const struct cq_async_ctx *ctx, struct 
 	const struct go_stats *st = g ? &g->stats : &(const struct go_stats){0};
 	cq_stats_bool(out, "go", g != NULL);
 	cq_stats_bool(out, "go_dwarf", st->dwarf);
+	cq_stats_bool(out, "go_layout_cached", st->cached);
 	cq_stats_uint(out, "go_allgs", st->allgs);
 	cq_stats_uint(out, "go_goroutines", st->goroutines);
 	cq_stats_uint(out, "go_dead", st->dead);
@@ -923,6 +1026,22 @@ static void go_destroy(void *state)
 	free(g);
 }
 
+/* `coreq cache warm`: the module's layouts into the cache ("go_layout", "go_layout_cached"). */
+static struct cq_error *go_warm(struct cq_async_warm *w)
+{
+	const struct cq_unwind_target *t = w->target;
+	struct cq_target_symbol q = {.name = "runtime.allgs"};
+	bool go = t->ops->find_symbols && t->ops->find_symbols(t->ctx, w->module, &q, 1) == 1;
+	struct go_layout l = {0};
+	bool cached = false, layout = go && read_layout(t, w->module, &l, &cached);
+	cq_stats_bool(w->figures, "go_layout", layout);
+	cq_stats_bool(w->figures, "go_layout_cached", cached);
+	if (layout)
+		snprintf(w->text, sizeof(w->text), "Go runtime layouts%s",
+		         cached ? " (cached already)" : "");
+	return NULL;
+}
+
 static const char *const go_kinds[] = {"go", NULL};
 
 const struct cq_async_runtime cq_async_go = {
@@ -936,4 +1055,6 @@ const struct cq_async_runtime cq_async_go = {
     .decode = go_decode,
     .report = go_report,
     .destroy = go_destroy,
+    .blobs = go_blobs,
+    .warm = go_warm,
 };
