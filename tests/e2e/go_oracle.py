@@ -22,6 +22,7 @@ class Goroutine:
     state: str = ""          # the wait reason or status ("chan receive", "running")
     thread: int = 0          # the thread it runs on (dlv), 0 none
     frames: list = field(default_factory=list)  # [(function, file, line)], innermost first
+    created: tuple = None    # (function, file, line) of the go statement, the dump's word
 
 
 def dlv(exe, core, timeout=300):
@@ -93,10 +94,13 @@ def parse_dump(text):
             continue
         if line.startswith("created by "):
             created = True
+            cur.created = (line[len("created by "):].split(" in goroutine")[0], None, None)
             continue
         m = DUMP_AT.match(line)
         if m:
-            if not created and cur.frames and cur.frames[-1][1] is None:
+            if created and cur.created and cur.created[1] is None:
+                cur.created = (cur.created[0], m.group(1), int(m.group(2)))
+            elif not created and cur.frames and cur.frames[-1][1] is None:
                 cur.frames[-1] = (cur.frames[-1][0], m.group(1), int(m.group(2)))
             continue
         m = DUMP_FUNC.match(line)

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Go: every goroutine from a core (issue 48), against two oracles.
+
+The subjects are corpus/go's programs, built and crashed by
+corpus/go/make-go-cores into $GO_CORPUS (default $COREQ_BUILD/go-corpus) at
+`-gcflags=all=-N -l` (O0), at Go's defaults, and stripped (-ldflags=-s -w):
+go_server, a server of 30 goroutines parked in channel receive and send, a
+mutex, time.Sleep, select, a WaitGroup, a sync.Cond and network accept and
+reads; `nilmap` panics on its main goroutine (GOTRACEBACK=crash), `hang` is
+killed with SIGABRT from outside once every goroutine is parked.
+
+Oracles: `dlv core` (goroutines, goroutines -t: ids and frames) and the
+runtime's own GOTRACEBACK=crash dump in the case's stderr (ids, wait reasons,
+"created by").  Per case: expected / found / missed / phantom against both,
+0 missed and 0 phantom; every goroutine's frames equal dlv's (function, file
+and line, innermost first; see go_oracle.same_frames for the frames dlv skips
+past a signal frame); its state equal to the runtime's; its creator the
+dump's.  A table is printed at the end.  Where DWARF is stripped: the warning
+says what is missing, and the threads are still listed.
+"""
+import json
+import os
+import shutil
+import subprocess
+
+from coreq_test import BUILD, ROOT, coreq, coreq_json, done, ok, sanitizer_report, skip
+import go_oracle
+
+GO_CORPUS = os.environ.get("GO_CORPUS", os.path.join(BUILD, "go-corpus"))
+CASES = [f"go_server-{mode}.{v}" for mode in ("nilmap", "hang") for v in ("O0", "default")]
+STRIPPED = [f"go_server-{mode}.stripped" for mode in ("nilmap", "hang")]
+
+
+def case_paths(case):
+    variant = case.rsplit(".", 1)[1]
+    prog = case.split("-", 1)[0]
+    d = os.path.join(GO_CORPUS, "cores", case)
+    return os.path.join(GO_CORPUS, "bin", variant, prog), os.path.join(d, "core"), d
+
+
+def go_addr2line(exe, pcs):
+    """Go's own names of pcs (`go tool addr2line` reads .gopclntab); "?" unknown."""
+    if not pcs:
+        return []
+    r = subprocess.run(["go", "tool", "addr2line", exe], input="".join(f"{pc:#x}\n" for pc in pcs),
+                       capture_output=True, text=True)
+    lines = r.stdout.splitlines()
+    return [lines[2 * i] if 2 * i < len(lines) else "?" for i in range(len(pcs))]
+
+
+def main():
+    if not shutil.which("go"):
+        skip("go goroutines", "go not installed (golang-go)")
+        return done()
+    r = subprocess.run([os.path.join(ROOT, "corpus/go/make-go-cores"), GO_CORPUS],
+                       capture_output=True, text=True)
+    if not ok(r.returncode == 0, "make-go-cores builds and crashes every Go case", r.stderr):
+        return done()
+    have_dlv = shutil.which("dlv") is not None
+    table = []
+    for case in CASES:
+        exe, core, d = case_paths(case)
+        doc, run = coreq_json("stack", "--format", "json", core)
+        ok(not sanitizer_report(run.stderr), f"{case}: no sanitizer report", run.stderr)
+        found = go_oracle.from_coreq(doc)
+        dump = go_oracle.parse_dump(open(os.path.join(d, "stderr"), errors="replace").read())
+        # goroutine 0 in the dump is the signalled M's g0, not a goroutine of allgs
+        dump.pop(0, None)
+        m, p, _, states = go_oracle.compare(found, dump)
+        ok(not m and not p, f"{case}: the runtime's dump's goroutines, none missed, none phantom",
+           f"missed {m} phantom {p}")
+        ok(not states, f"{case}: every wait reason is the runtime's",
+           [f"{g}: coreq {found[g].state!r} runtime {dump[g].state!r}" for g in states])
+        bad_created = [g for g in set(found) & set(dump) if dump[g].created and not (
+            found[g].created_by and found[g].created_by.get("function") == dump[g].created[0]
+            and found[g].created_by.get("line") == dump[g].created[2])]
+        ok(not bad_created, f"{case}: every creator (created by F at file:line) is the runtime's",
+           [f"{g}: coreq {found[g].created_by} runtime {dump[g].created}" for g in bad_created])
+        row = {"case": case, "dump": len(dump), "found": len(found)}
+        if have_dlv:
+            exp = go_oracle.dlv(exe, core)
+            ok(exp, f"{case}: dlv lists goroutines")
+            exp = exp or {}
+            m, p, frames, _ = go_oracle.compare(found, exp)
+            ok(not m and not p, f"{case}: dlv's goroutines, none missed, none phantom",
+               f"missed {m} phantom {p}")
+            ok(not frames, f"{case}: every goroutine's frames equal dlv's",
+               [f"{g}: {go_oracle.first_difference(found[g].frames, exp[g].frames)}"
+                for g in frames])
+            row.update(dlv=len(exp), missed=len(m), phantom=len(p),
+                       equal=len(set(found) & set(exp)) - len(frames), different=len(frames))
+        else:
+            skip(f"{case}: dlv oracle", "dlv not installed (delve)")
+        table.append(row)
+        # where the goroutines wait: the channels and semaphores of the program
+        by_fn = {}
+        for g in found.values():
+            for fn in ("main.chanReceiver", "main.chanSender", "main.mutexWaiter",
+                       "main.groupWaiter", "main.selecter"):
+                if any(f[0] == fn for f in g.frames):
+                    by_fn.setdefault(fn, []).append(g.wait_object)
+        ok(len(by_fn) == 5 and all(len(v) == 3 and v[0] and len(set(v)) == 1
+                                   for v in by_fn.values())
+           and len({v[0] for v in by_fn.values()}) == 5,
+           f"{case}: the 3 goroutines of each channel, mutex, WaitGroup and select wait on one "
+           "object of their own", by_fn)
+        running = [g for g in found.values() if g.state == "running"]
+        crashed = next((t for t in doc["threads"] if t.get("crashed")), None)
+        if "nilmap" in case:
+            ok(len(running) == 1 and running[0].goid == 1 and crashed
+               and running[0].thread == crashed["tid"],
+               f"{case}: goroutine 1 runs on the crashed thread", running)
+        else:
+            ok(not running, f"{case}: no goroutine runs in a hung server", running)
+        ends = [t["tid"] for t in doc["threads"] if t.get("end") not in (None, "outermost")]
+        ok(not ends, f"{case}: every thread's stack ends where its stack does (g0: at the "
+           "stack switch), none at bad memory", ends)
+    for case in STRIPPED:
+        exe, core, d = case_paths(case)
+        r = coreq("stack", "--format", "json", core)
+        ok(r.returncode == 0 and not sanitizer_report(r.stderr),
+           f"{case}: a stripped Go core is read", r.stderr)
+        ok("goroutines not listed" in r.stderr, f"{case}: the warning says what is missing",
+           r.stderr)
+        # every frame in the program named from .gopclntab as Go's own reader names it
+        doc = json.loads(r.stdout) if r.returncode == 0 else {"threads": []}
+        frames = [f for t in doc["threads"] for f in t["frames"]
+                  if f.get("module") == exe and f["kind"] == "native"]
+        pcs = [int(f["pc"], 16) - (1 if i else 0) for i, f in enumerate(frames)]
+        names = go_addr2line(exe, pcs)
+        bad = [(f["pc"], f.get("function"), n) for f, n in zip(frames, names)
+               if n != "?" and f.get("function") != n]
+        unnamed = [f["pc"] for f, n in zip(frames, names) if n != "?" and not f.get("function")]
+        ok(frames and names and not bad and not unnamed,
+           f"{case}: {len(frames)} frames of the stripped program named from .gopclntab as "
+           "`go tool addr2line` names them", bad + unnamed)
+    print("# case | dlv | runtime dump | found | missed | phantom | frames equal | different")
+    for row in table:
+        print(f"# {row['case']} | {row.get('dlv', '-')} | {row['dump']} | {row['found']} | "
+              f"{row.get('missed', '-')} | {row.get('phantom', '-')} | {row.get('equal', '-')} | "
+              f"{row.get('different', '-')}")
+    return done()
+
+
+if __name__ == "__main__":
+    main()
