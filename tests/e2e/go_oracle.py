@@ -53,7 +53,8 @@ def parse_dlv(text):
             if m.group(2):
                 g.thread = int(m.group(2))
             if m.group(3):
-                g.state = m.group(3)
+                # dlv appends the wait's start (g.waitsince) to the reason
+                g.state = re.sub(r" \d+$", "", m.group(3))
             cur = g
             # the second listing (-t) gives the frames: start them afresh
             g.frames = []
@@ -158,6 +159,22 @@ def same_frames(ours, theirs, depth=DLV_DEPTH):
     return head and all(same_frame(o, t) for o, t in zip(tail, rest))
 
 
+def merged_frames(ours, theirs):
+    """A goroutine running on a thread that switched to its system stack
+    (runtime.systemstack): dlv gives the thread's pc, then the goroutine's own
+    frames from its saved context; coreq gives the thread's frames down to
+    runtime.systemstack, then the same goroutine frames.  True when that is
+    all that differs."""
+    if not theirs or not ours or not same_frame(ours[0], theirs[0]):
+        return False
+    rest = theirs[1:]
+    if len(ours) <= len(rest):
+        return False
+    cut = len(ours) - len(rest)
+    return (all(same_frame(o, t) for o, t in zip(ours[cut:], rest))
+            and any(o[0] == "runtime.systemstack" for o in ours[:cut]))
+
+
 def first_difference(ours, theirs):
     for i, (o, t) in enumerate(zip(ours, theirs)):
         if not same_frame(o, t):
@@ -165,11 +182,20 @@ def first_difference(ours, theirs):
     return f"frames: coreq {len(ours)} dlv {len(theirs)}"
 
 
-def compare(found, expected):
-    """(missed ids, phantom ids, ids with other frames, ids with another state)."""
+def compare(found, expected, merged=None):
+    """(missed ids, phantom ids, ids with other frames, ids with another state).
+    merged: a list that gets the ids whose frames differ only as merged_frames says
+    (not counted as different)."""
     missed = sorted(set(expected) - set(found))
     phantom = sorted(set(found) - set(expected))
     both = sorted(set(found) & set(expected))
-    frames = [g for g in both if not same_frames(found[g].frames, expected[g].frames)]
+    frames = []
+    for g in both:
+        if same_frames(found[g].frames, expected[g].frames):
+            continue
+        if merged is not None and merged_frames(found[g].frames, expected[g].frames):
+            merged.append(g)
+        else:
+            frames.append(g)
     states = [g for g in both if expected[g].state and found[g].state != expected[g].state]
     return missed, phantom, frames, states

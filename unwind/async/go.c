@@ -799,22 +799,24 @@ static const struct go_g *g_at(const struct go_rt *g, uint64_t addr)
 static struct cq_error *go_threads(void *state, const struct cq_async_ctx *ctx)
 {
 	struct go_rt *g = state;
-	if (g->missing)
-		return NULL;
-	struct cq_error *err = read_ms(g, ctx);
-	if (!err)
-		err = read_gs(g, ctx);
-	if (!err)
-		err = read_sema(g, ctx);
+	struct cq_error *err = NULL;
+	if (!g->missing) {
+		err = read_ms(g, ctx);
+		if (!err)
+			err = read_gs(g, ctx);
+		if (!err)
+			err = read_sema(g, ctx);
+	}
+	/* Without the layouts (g->missing) no M is known: a stack still ends at its switch. */
 	struct cq_stacks *st = ctx->stacks;
 	for (size_t t = 0; t < st->nthreads && !err && ctx->named; t++) {
 		struct cq_thread_stack *ts = &st->threads[t];
 		const struct go_m *m = m_of_thread(g, t);
-		ptrdiff_t sw = m ? stack_switch(ts->frames, ts->nframes) : -1;
-		if (sw < 0)
+		ptrdiff_t sw = stack_switch(ts->frames, ts->nframes);
+		if (sw < 0 || (!m && !g->missing))
 			continue;
 		/* The goroutine this M runs, on its own stack past the switch. */
-		const struct go_g *cur = g_at(g, m->curg);
+		const struct go_g *cur = m ? g_at(g, m->curg) : NULL;
 		int64_t s = cur ? (int64_t)(cur->status & ~(uint32_t)g->l.st_scan) : -1;
 		bool go_on = cur && (s == g->l.st_running || s == g->l.st_syscall) && cur->pc &&
 		             !in(cur->sp, m->g0_lo, m->g0_hi) && !in(cur->sp, m->gs_lo, m->gs_hi);
