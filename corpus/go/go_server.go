@@ -9,7 +9,7 @@
 //   hang    sleeps until killed from outside (SIGABRT: a hang).
 // Run with GOTRACEBACK=crash so the runtime dumps every goroutine to stderr
 // (the oracle) and aborts with a core (corpus/go/make-go-cores).
-// MODES: nilmap hang
+// MODES: nilmap hang index nilptr
 package main
 
 import (

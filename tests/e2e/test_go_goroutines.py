@@ -58,6 +58,47 @@ def dump_pcs(path):
     return named
 
 
+BUCKET_CASES = ["go_server-nilmap", "go_server-index", "go_server-nilptr", "go_server-hang",
+                "go_deadlock-deadlock"]
+
+
+def buckets_test():
+    """A nil-map panic, an index out of range, a nil dereference (sigpanic), the
+    runtime's deadlock report and an external SIGABRT of a hung server each land
+    in their own bucket, the same at -N -l and at Go's defaults; the signature
+    starts at the panic site, never in the runtime's signal machinery."""
+    import tempfile
+    sigs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "go.db")
+        for case in BUCKET_CASES:
+            for v in ("O0", "default", "stripped"):
+                core = os.path.join(GO_CORPUS, "cores", f"{case}.{v}", "core")
+                doc, run = coreq_json("ingest", "--db", db, "--format", "json", core)
+                r = doc["results"][0]
+                sigs[(case, v)] = (r["bucket"], r["signature"])
+    for case in BUCKET_CASES:
+        a, b = sigs[(case, "O0")], sigs[(case, "default")]
+        ok(a == b, f"{case}: one bucket at -N -l and at Go's defaults: {b[1]}", [a, b])
+        ok(not b[1].startswith("runtime.raise") and "sigtramp" not in b[1]
+           and "sighandler" not in b[1],
+           f"{case}: the signature is not the runtime's signal machinery", b[1])
+        s = sigs[(case, "stripped")]
+        print(f"# {case}.stripped: {s[1]}" + (" (same bucket)" if s == b else " (another bucket)"))
+    default = {sigs[(c, "default")][0] for c in BUCKET_CASES}
+    ok(len(default) == len(BUCKET_CASES), "every Go crash kind has its own bucket",
+       [sigs[(c, "default")] for c in BUCKET_CASES])
+    ok(sigs[("go_server-nilmap", "default")][1].startswith("runtime.mapassign_faststr | main.crashNilMap"),
+       "nil map: the signature starts at the caller of runtime.gopanic",
+       sigs[("go_server-nilmap", "default")])
+    ok(sigs[("go_server-nilptr", "default")][1].startswith("main.crashNilPtr"),
+       "nil dereference: the signature starts at the sigpanic site",
+       sigs[("go_server-nilptr", "default")])
+    ok(sigs[("go_deadlock-deadlock", "default")][1].startswith("runtime.checkdead"),
+       "deadlock: the signature starts at the runtime's check (through Go's own sigreturn)",
+       sigs[("go_deadlock-deadlock", "default")])
+
+
 def main():
     if not shutil.which("go"):
         skip("go goroutines", "go not installed (golang-go)")
@@ -163,6 +204,7 @@ def main():
         ok(frames and not bad,
            f"{case}: {len(frames)} frames of the stripped program at pcs the runtime's dump "
            "names, named from .gopclntab as the runtime names them", bad)
+    buckets_test()
     print("# case | dlv | runtime dump | found | missed | phantom | frames equal | "
           "equal past the system stack | different")
     for row in table:
