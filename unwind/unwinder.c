@@ -268,6 +268,8 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 	} else if (step_sigreturn(w, &caller)) {
 		signal = true;
 		w->at_signal_frame = true;
+		/* x86_64's trampolines (Go's) start right after another function */
+		w->trampoline_at_pc = w->is_return_address && arch->sigframe_dwarf;
 		trust = CQ_TRUST_CFI;
 	} else if (step_fp(w, &caller)) {
 		trust = CQ_TRUST_FP;
