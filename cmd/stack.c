@@ -235,6 +235,10 @@ static void print_json(const struct cq_core *core, const struct cq_capture *cap,
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
+	if (stacks->crash_message) {
+		cq_json_key(&j, "crash_message");
+		cq_json_string(&j, stacks->crash_message);
+	}
 	json_async(&j, &stacks->async);
 	cmd_waits_json(&j, core, waits);
 	cq_json_object_end(&j);
@@ -457,6 +461,8 @@ static void print_text(const char *path, const struct cq_core *core, const struc
                        const struct stack_view *v)
 {
 	print_header(path, core, cap);
+	if (stacks->crash_message)
+		printf("%s\n\n", cmd_safe(stacks->crash_message));
 	if (cmd_waits_summary_says(core, waits)) {
 		cmd_waits_summary(stdout, core, waits);
 		putchar('\n');

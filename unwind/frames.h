@@ -142,6 +142,12 @@ struct cq_stacks {
 	size_t nsuspended;
 	struct cq_stats async;
 	struct cq_stats warnings; /* values are strings; keys are unused */
+	/*
+	 * What the program's runtime said the crash was, read from the core
+	 * (Go: "panic: assignment to entry in nil map"); NULL when none said.
+	 * Owned by the runtime's state, like frames' strings.
+	 */
+	const char *crash_message;
 };
 
 const char *cq_frame_kind_name(enum cq_frame_kind kind);

@@ -62,6 +62,26 @@ BUCKET_CASES = ["go_server-nilmap", "go_server-index", "go_server-nilptr", "go_s
                 "go_deadlock-deadlock"]
 
 
+def panic_test():
+    """The panic value, read from the core (g._panic.arg), is the runtime's own
+    first line: a plainError's text, a runtime.Error's (a boundsError formatted
+    with the runtime's boundsErrorFmts), in the text header and the JSON."""
+    for case in ("go_server-nilmap", "go_server-index", "go_server-nilptr"):
+        for v in ("O0", "default"):
+            d = os.path.join(GO_CORPUS, "cores", f"{case}.{v}")
+            want = open(os.path.join(d, "stderr"), errors="replace").readline().strip()
+            doc, _ = coreq_json("stack", "--format", "json", os.path.join(d, "core"))
+            ok(doc.get("crash_message") == want, f"{case}.{v}: the panic message is the runtime's: "
+               f"{want}", doc.get("crash_message"))
+            r = coreq("stack", os.path.join(d, "core"))
+            ok(want in r.stdout.split("\n\n", 2)[1], f"{case}.{v}: the text header says it",
+               r.stdout[:400])
+    doc, _ = coreq_json("stack", "--format", "json",
+                        os.path.join(GO_CORPUS, "cores", "go_server-hang.default", "core"))
+    ok("crash_message" not in doc, "a hang killed from outside has no panic message",
+       doc.get("crash_message"))
+
+
 def buckets_test():
     """A nil-map panic, an index out of range, a nil dereference (sigpanic), the
     runtime's deadlock report and an external SIGABRT of a hung server each land
@@ -205,6 +225,7 @@ def main():
            f"{case}: {len(frames)} frames of the stripped program at pcs the runtime's dump "
            "names, named from .gopclntab as the runtime names them", bad)
     buckets_test()
+    panic_test()
     print("# case | dlv | runtime dump | found | missed | phantom | frames equal | "
           "equal past the system stack | different")
     for row in table:

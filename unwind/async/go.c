@@ -61,6 +61,7 @@
 
 #define LAYOUT_SUDOG_TREE 1u /* sudog prev/next/parent: the semaphore treaps can be walked */
 #define LAYOUT_SEMTABLE   2u /* semaRoot.treap too */
+#define LAYOUT_PANIC      4u /* g._panic, _panic.arg, _type.str, moduledata.types, boundsError */
 
 /* The offsets (and sizes) of what we read, from DWARF. */
 struct go_layout {
@@ -77,11 +78,14 @@ struct go_layout {
 	int64_t st_idle, st_running, st_syscall, st_waiting, st_dead, st_scan;
 	uint64_t found_consts;
 	uint64_t semtab_size; /* runtime.semTabSize: the semaphore treaps */
+	/* The panic value (g._panic.arg, an interface{}): its type's name, and a
+	 * runtime.boundsError; flags LAYOUT_PANIC when all were found. */
+	uint64_t g_panic, panic_arg, type_tflag, type_str, md_types, be_x, be_y, be_signed, be_code;
 };
 
 /* One goroutine as read from the core. */
 struct go_g {
-	uint64_t addr, goid, gopc, waiting, m, sp, pc, bp, syscallsp, syscallpc;
+	uint64_t addr, goid, gopc, waiting, m, sp, pc, bp, syscallsp, syscallpc, panic;
 	int64_t waitsince;
 	uint32_t status;
 	uint8_t reason;
@@ -118,6 +122,9 @@ struct go_rt {
 	const char *missing; /* why the goroutines were not read (a warning), or NULL */
 	uint64_t allgs, waitreasons, nwaitreasons, gstatuses, nstatuses, allm, semtable, nsemtable,
 	    semtable_elem;
+	uint64_t moduledata, bounds_fmts,
+	    nbounds_fmts; /* the panic value's type names, bounds text */
+	char *panic;      /* "panic: ..." (crash_message) */
 	char *reasons[MAX_REASONS];
 	char *statuses[MAX_STATUSES];
 	struct go_g *gs;
@@ -184,9 +191,22 @@ static bool member(Dwarf_Die *st, const char *name, uint64_t *off, Dwarf_Die *ty
 }
 
 /* Structs we need, by name; found[i] once seen. */
-enum { ST_G, ST_GOBUF, ST_M, ST_SUDOG, ST_SEMAROOT, ST_STACK, NSTRUCTS };
+enum {
+	ST_G,
+	ST_GOBUF,
+	ST_M,
+	ST_SUDOG,
+	ST_SEMAROOT,
+	ST_STACK,
+	ST_PANIC,
+	ST_TYPE,
+	ST_MODULEDATA,
+	ST_BOUNDS,
+	NSTRUCTS
+};
 static const char *const struct_names[NSTRUCTS] = {
-    "runtime.g", "runtime.gobuf", "runtime.m", "runtime.sudog", "runtime.semaRoot", "runtime.stack",
+    "runtime.g",     "runtime.gobuf",  "runtime.m",     "runtime.sudog",      "runtime.semaRoot",
+    "runtime.stack", "runtime._panic", "runtime._type", "runtime.moduledata", "runtime.boundsError",
 };
 
 /* Status constants, by name. */
@@ -312,16 +332,27 @@ static bool layout_from_dwarf(Dwarf *dw, struct go_layout *l)
 		    member(&structs[ST_SEMAROOT], "treap", &l->semroot_treap, NULL, NULL))
 			l->flags |= LAYOUT_SEMTABLE;
 	}
+	if (have[ST_PANIC] && have[ST_TYPE] && have[ST_MODULEDATA] && have[ST_BOUNDS] &&
+	    member(g, "_panic", &l->g_panic, NULL, NULL) &&
+	    member(&structs[ST_PANIC], "arg", &l->panic_arg, NULL, NULL) &&
+	    member(&structs[ST_TYPE], "tflag", &l->type_tflag, NULL, NULL) &&
+	    member(&structs[ST_TYPE], "str", &l->type_str, NULL, NULL) &&
+	    member(&structs[ST_MODULEDATA], "types", &l->md_types, NULL, NULL) &&
+	    member(&structs[ST_BOUNDS], "x", &l->be_x, NULL, NULL) &&
+	    member(&structs[ST_BOUNDS], "y", &l->be_y, NULL, NULL) &&
+	    member(&structs[ST_BOUNDS], "signed", &l->be_signed, NULL, NULL) &&
+	    member(&structs[ST_BOUNDS], "code", &l->be_code, NULL, NULL))
+		l->flags |= LAYOUT_PANIC;
 	return l->g_size > 0 && l->g_size <= MAX_G_SIZE && l->m_size > 0;
 }
 
 /* The layout blob: "coreqgol", the number of fields, then each field (u64 LE, in order). */
 #define LAYOUT_MAGIC 0x6c6f677165726f63ull /* "coreqgol" */
-static const struct cq_target_blob go_layout_blob = {"go", "layout", 1};
+static const struct cq_target_blob go_layout_blob = {"go", "layout", 2};
 static const struct cq_target_blob *const go_blobs[] = {&go_layout_blob, NULL};
 
 /* Every field of a layout, in the blob's order: n of them into out (pointers into l). */
-#define LAYOUT_FIELDS 42
+#define LAYOUT_FIELDS 51
 static size_t layout_fields(struct go_layout *l, uint64_t *out[LAYOUT_FIELDS])
 {
 	uint64_t *f[] = {
@@ -367,6 +398,15 @@ static size_t layout_fields(struct go_layout *l, uint64_t *out[LAYOUT_FIELDS])
 	    (uint64_t *)&l->st_dead,
 	    (uint64_t *)&l->st_scan,
 	    &l->found_consts,
+	    &l->g_panic,
+	    &l->panic_arg,
+	    &l->type_tflag,
+	    &l->type_str,
+	    &l->md_types,
+	    &l->be_x,
+	    &l->be_y,
+	    &l->be_signed,
+	    &l->be_code,
 	};
 	_Static_assert(sizeof(f) / sizeof(f[0]) == LAYOUT_FIELDS, "layout fields");
 	memcpy(out, f, sizeof(f));
@@ -482,6 +522,8 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 	    {.name = "runtime.waitReasonStrings"},
 	    {.name = "runtime.gStatusStrings"},
 	    {.name = "runtime.semtable"},
+	    {.name = "runtime.firstmoduledata"},
+	    {.name = "runtime.boundsErrorFmts"},
 	};
 	size_t nq = sizeof(q) / sizeof(q[0]);
 	ptrdiff_t mod = -1;
@@ -523,6 +565,11 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 		g->gstatuses = q[3].addr;
 		g->nstatuses = q[3].size / 16;
 	}
+	if (q[5].found && q[6].found && (g->l.flags & LAYOUT_PANIC)) {
+		g->moduledata = q[5].addr;
+		g->bounds_fmts = q[6].addr;
+		g->nbounds_fmts = q[6].size / 16;
+	}
 	if (q[4].found && (g->l.flags & LAYOUT_SEMTABLE) && g->l.semtab_size &&
 	    q[4].size % g->l.semtab_size == 0) {
 		g->semtable = q[4].addr;
@@ -554,6 +601,7 @@ static bool read_g(const struct cq_async_ctx *ctx, const struct go_layout *l, ui
 	out->bp = field(buf, len, l->g_sched + l->gobuf_bp, 8);
 	out->syscallsp = field(buf, len, l->g_syscallsp, 8);
 	out->syscallpc = field(buf, len, l->g_syscallpc, 8);
+	out->panic = (l->flags & LAYOUT_PANIC) ? field(buf, len, l->g_panic, 8) : 0;
 	return true;
 }
 
@@ -843,6 +891,127 @@ static struct cq_error *go_threads(void *state, const struct cq_async_ctx *ctx)
 	return err;
 }
 
+/* ---- the panic value ---- */
+
+/* The name of the Go type at type (its _type's str, from moduledata.types), into out. */
+static bool type_name(const struct go_rt *g, const struct cq_async_ctx *ctx, uint64_t type,
+                      char *out, size_t cap)
+{
+	const struct go_layout *l = &g->l;
+	uint64_t types;
+	uint32_t str;
+	uint8_t tflag, hdr[12];
+	if (!type || !rd_u64(ctx, g->moduledata + l->md_types, &types) ||
+	    !rd(ctx, type + l->type_str, &str, 4) || !rd(ctx, type + l->type_tflag, &tflag, 1) ||
+	    !rd(ctx, types + (int32_t)str, hdr, sizeof(hdr)))
+		return false;
+	/* a name: a flags byte, its length as a varint, its bytes (Go 1.17 on) */
+	uint64_t len = 0;
+	size_t at = 1;
+	for (unsigned shift = 0; at < sizeof(hdr); at++, shift += 7) {
+		len |= (uint64_t)(hdr[at] & 0x7f) << shift;
+		if (!(hdr[at] & 0x80))
+			break;
+	}
+	at++;
+	if (at > sizeof(hdr) || len == 0 || len >= cap)
+		return false;
+	if (!rd(ctx, types + (int32_t)str + at, out, len))
+		return false;
+	out[len] = 0;
+	if (tflag & 2) /* tflagExtraStar: the name is stored with a '*' to drop */
+		memmove(out, out + 1, len);
+	for (size_t i = 0; out[i]; i++)
+		if ((unsigned char)out[i] < 0x20)
+			return false;
+	return true;
+}
+
+/* fmt (the runtime's boundsErrorFmts entry) with %x and %y as the runtime prints them. */
+static void bounds_text(const char *fmt, int64_t x, bool sign, int64_t y, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = fmt; *p && n + 24 < cap; p++) {
+		if (p[0] == '%' && (p[1] == 'x' || p[1] == 'y')) {
+			if (p[1] == 'x' && !sign)
+				n += (size_t)snprintf(out + n, cap - n, "%llu",
+				                      (unsigned long long)x);
+			else
+				n += (size_t)snprintf(out + n, cap - n, "%lld",
+				                      (long long)(p[1] == 'x' ? x : y));
+			p++;
+			continue;
+		}
+		out[n++] = *p;
+	}
+	out[n] = 0;
+}
+
+/*
+ * The panic value of goroutine gg (g._panic.arg) as the runtime prints it
+ * ("panic: " then a string, a runtime error's text, an error's message, or
+ * the value's type); NULL when it has none or it cannot be read.
+ */
+static char *panic_text(const struct go_rt *g, const struct cq_async_ctx *ctx,
+                        const struct go_g *gg)
+{
+	uint64_t eface[2];
+	char name[128], msg[256] = "";
+	if (!gg->panic || !g->moduledata || !rd(ctx, gg->panic + g->l.panic_arg, eface, 16) ||
+	    !eface[0] || !type_name(g, ctx, eface[0], name, sizeof(name)))
+		return NULL;
+	const char *prefix = "";
+	char *s = NULL;
+	if (!strcmp(name, "string") || !strcmp(name, "runtime.plainError") ||
+	    !strcmp(name, "*errors.errorString") || !strcmp(name, "*fmt.wrapError")) {
+		s = go_string(ctx, eface[1]); /* the value's first word(s): a string header */
+	} else if (!strcmp(name, "runtime.errorString") ||
+	           !strcmp(name, "runtime.errorAddressString")) {
+		prefix = "runtime error: ";
+		s = go_string(ctx, eface[1]);
+	} else if (!strcmp(name, "runtime.boundsError")) {
+		const struct go_layout *l = &g->l;
+		uint64_t x, y;
+		uint8_t sign, code;
+		char *fmt;
+		if (rd_u64(ctx, eface[1] + l->be_x, &x) && rd_u64(ctx, eface[1] + l->be_y, &y) &&
+		    rd(ctx, eface[1] + l->be_signed, &sign, 1) &&
+		    rd(ctx, eface[1] + l->be_code, &code, 1) && code < g->nbounds_fmts &&
+		    (fmt = go_string(ctx, g->bounds_fmts + 16u * code))) {
+			prefix = "runtime error: ";
+			bounds_text(fmt, (int64_t)x, sign != 0, (int64_t)y, msg, sizeof(msg));
+			free(fmt);
+		}
+	}
+	if (s) {
+		snprintf(msg, sizeof(msg), "%s", s);
+		free(s);
+	}
+	char *out = malloc(512);
+	if (!out)
+		return NULL;
+	if (msg[0])
+		snprintf(out, 512, "panic: %s%s", prefix, msg);
+	else
+		snprintf(out, 512, "panic: a value of type %s", name);
+	return out;
+}
+
+/* The panic of the goroutine running on the crashed thread (thread 0), else of any that panics. */
+static void read_panic(struct go_rt *g, const struct cq_async_ctx *ctx)
+{
+	const struct go_g *pick = NULL;
+	for (size_t i = 0; i < g->nms && !pick; i++)
+		if (g->ms[i].thread == 0)
+			pick = g_at(g, g->ms[i].curg);
+	if (!pick || !pick->panic)
+		for (size_t i = 0; i < g->ngs && (!pick || !pick->panic); i++)
+			if (g->gs[i].panic)
+				pick = &g->gs[i];
+	if (pick && pick->panic && (g->panic = panic_text(g, ctx, pick)))
+		ctx->stacks->crash_message = g->panic;
+}
+
 /* ---- decode ---- */
 
 static const char *status_name(struct go_rt *g, const struct cq_async_ctx *ctx,
@@ -912,6 +1081,7 @@ static struct cq_error *go_decode(void *state, const struct cq_async_ctx *ctx)
 	struct go_rt *g = state;
 	if (g->missing)
 		return NULL;
+	read_panic(g, ctx);
 	const struct cq_unwind_target *t = ctx->target;
 	struct cq_stacks *st = ctx->stacks;
 	struct cq_error *err = NULL;
@@ -1022,6 +1192,7 @@ static void go_destroy(void *state)
 	for (size_t i = 0; i < g->ncreated; i++)
 		free(g->created[i]);
 	free(g->created);
+	free(g->panic);
 	free(g->gs);
 	free(g->ms);
 	free(g->sema);
