@@ -1170,7 +1170,7 @@ static void go_report(const void *state, const struct cq_async_ctx *ctx, struct 
 	cq_stats_uint(out, "go_goroutines", st->goroutines);
 	cq_stats_uint(out, "go_dead", st->dead);
 	cq_stats_uint(out, "go_running", st->running);
-	cq_stats_uint(out, "go_ms", st->ms);
+	cq_stats_uint(out, "go_m_count", st->ms);
 	cq_stats_uint(out, "go_merged", st->merged);
 	cq_stats_uint(out, "go_system_stacks", st->system_stacks);
 	cq_stats_uint(out, "go_sema_waiters", st->sema_waiters);
