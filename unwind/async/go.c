@@ -735,6 +735,8 @@ static struct cq_error *read_sema(struct go_rt *g, const struct cq_async_ctx *ct
 static uint64_t sema_of(const struct go_rt *g, uint64_t gaddr)
 {
 	uint64_t key[2] = {gaddr, 0};
+	if (!g->nsema)
+		return 0;
 	const uint64_t(*p)[2] = bsearch(key, g->sema, g->nsema, sizeof(*g->sema), cmp_pair);
 	return p ? (*p)[1] : 0;
 }
@@ -745,41 +747,54 @@ static bool dead(const struct go_layout *l, uint32_t status)
 	return s == l->st_dead || s == l->st_idle;
 }
 
+/*
+ * Every g of runtime.allgs that is not dead or idle, in id order.  The
+ * slice's pointers are read a chunk at a time, and the reading stops at the
+ * first unreadable one: a damaged length costs what the core holds, not
+ * what it claims.
+ */
 static struct cq_error *read_gs(struct go_rt *g, const struct cq_async_ctx *ctx)
 {
 	uint64_t slice[2];
 	if (!rd(ctx, g->allgs, slice, sizeof(slice)))
 		return NULL;
-	size_t n = slice[1] < MAX_GS ? slice[1] : MAX_GS;
+	size_t n = slice[1] < MAX_GS ? (size_t)slice[1] : MAX_GS;
 	g->stats.allgs = slice[1];
-	if (n == 0)
-		return NULL;
-	uint64_t *ptrs = malloc(n * sizeof(*ptrs));
-	g->gs = malloc(n * sizeof(*g->gs));
-	if (!ptrs || !g->gs) {
-		free(ptrs);
-		return &cq_error_nomem;
-	}
-	if (!rd(ctx, slice[0], ptrs, n * sizeof(*ptrs))) {
-		/* read them one by one: part of the array may be missing */
-		for (size_t i = 0; i < n; i++)
-			if (!rd_u64(ctx, slice[0] + 8 * i, &ptrs[i]))
-				ptrs[i] = 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct go_g gg;
-		if (!ptrs[i] || !read_g(ctx, &g->l, ptrs[i], &gg)) {
-			g->stats.unreadable++;
-			continue;
+	uint64_t ptrs[512];
+	size_t cap = 0;
+	for (size_t i = 0; i < n;) {
+		size_t k = n - i < 512 ? n - i : 512;
+		if (!rd(ctx, slice[0] + 8 * (uint64_t)i, ptrs, k * 8)) {
+			size_t ok = 0;
+			while (ok < k && rd_u64(ctx, slice[0] + 8 * (uint64_t)(i + ok), &ptrs[ok]))
+				ok++;
+			g->stats.unreadable += n - i - ok;
+			n = i + ok; /* the rest of the array is not in the core */
+			k = ok;
 		}
-		if (dead(&g->l, gg.status)) {
-			g->stats.dead++;
-			continue;
+		for (size_t j = 0; j < k; j++) {
+			struct go_g gg;
+			if (!ptrs[j] || !read_g(ctx, &g->l, ptrs[j], &gg)) {
+				g->stats.unreadable++;
+				continue;
+			}
+			if (dead(&g->l, gg.status)) {
+				g->stats.dead++;
+				continue;
+			}
+			if (g->ngs == cap) {
+				cap = cap ? 2 * cap : 64;
+				struct go_g *p = realloc(g->gs, cap * sizeof(*p));
+				if (!p)
+					return &cq_error_nomem;
+				g->gs = p;
+			}
+			g->gs[g->ngs++] = gg;
 		}
-		g->gs[g->ngs++] = gg;
+		i += k;
 	}
-	free(ptrs);
-	qsort(g->gs, g->ngs, sizeof(*g->gs), cmp_goid);
+	if (g->ngs)
+		qsort(g->gs, g->ngs, sizeof(*g->gs), cmp_goid);
 	return NULL;
 }
 
