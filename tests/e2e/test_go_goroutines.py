@@ -62,6 +62,33 @@ BUCKET_CASES = ["go_server-nilmap", "go_server-index", "go_server-nilptr", "go_s
                 "go_deadlock-deadlock"]
 
 
+def group_test():
+    """`stack --group` folds goroutines with the same wait reason and frames into
+    one entry with their count and ids, as the runtime's dump would have them."""
+    d = os.path.join(GO_CORPUS, "cores", "go_server-hang.default")
+    r = coreq("stack", "--group", os.path.join(d, "core"))
+    dump = go_oracle.parse_dump(open(os.path.join(d, "stderr"), errors="replace").read())
+    dump.pop(0, None)
+    # the dump's own folding: goroutines with the same state and functions
+    folds = {}
+    for g in dump.values():
+        folds.setdefault((g.state, tuple(f[0] for f in g.frames)), []).append(g.goid)
+    heads = re.findall(r"^(\d+) goroutines? \((.*)\): ([\d, -]+)$", r.stdout, re.M)
+    total = sum(int(n) for n, _, _ in heads)
+    ok(total == len(dump) and len(heads) == len(folds),
+       f"--group: {len(dump)} goroutines in {len(folds)} groups, as the runtime's dump folds",
+       [f"coreq {total} in {len(heads)}", r.stdout[-2000:]])
+    want = sorted(sorted(v) for v in folds.values())
+    got = []
+    for n, state, ids in heads:
+        one = []
+        for part in ids.split(", "):
+            a, _, b = part.partition("-")
+            one += list(range(int(a), int(b or a) + 1))
+        got.append(sorted(one))
+    ok(sorted(got) == want, "--group: each group's ids are the dump's", [got, want])
+
+
 def panic_test():
     """The panic value, read from the core (g._panic.arg), is the runtime's own
     first line: a plainError's text, a runtime.Error's (a boundsError formatted
@@ -226,6 +253,7 @@ def main():
            "names, named from .gopclntab as the runtime names them", bad)
     buckets_test()
     panic_test()
+    group_test()
     print("# case | dlv | runtime dump | found | missed | phantom | frames equal | "
           "equal past the system stack | different")
     for row in table:
