@@ -1102,6 +1102,11 @@ static struct cq_error *go_decode(void *state, const struct cq_async_ctx *ctx)
 	struct cq_error *err = NULL;
 	for (size_t i = 0; i < g->ngs && !err; i++) {
 		const struct go_g *gg = &g->gs[i];
+		if (ctx->max_suspended && st->nsuspended >= ctx->max_suspended) {
+			g->stats.over_limit +=
+			    g->ngs - i; /* not unwound: they would not be listed */
+			break;
+		}
 		int64_t s = (int64_t)(gg->status & ~(uint32_t)g->l.st_scan);
 		const struct go_m *m = m_at(g, gg->m);
 		bool on_thread = (s == g->l.st_running || s == g->l.st_syscall) && m &&
