@@ -128,7 +128,8 @@ static void test_x86_64_prstatus_layout(void **state)
 	/* psABI: rbx, rbp, r12-r15 are preserved across calls. */
 	assert_true(a->callee_saved == ((1ull << 3) | (1ull << 6) | (0xfull << 12)));
 	assert_int_equal(a->red_zone, 128);
-	/* mov $15 (__NR_rt_sigreturn), %rax; syscall: glibc's __restore_rt, Go's runtime.sigreturn */
+	/* mov $15 (__NR_rt_sigreturn), %rax; syscall: glibc's __restore_rt, Go's runtime.sigreturn
+	 */
 	static const uint8_t tramp[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 	assert_int_equal(a->sigreturn_len, sizeof(tramp));
 	assert_memory_equal(a->sigreturn_code, tramp, sizeof(tramp));
