@@ -68,6 +68,10 @@ DEPS_PKGS += nginx-light apache2-utils postgresql-15
 # tests/fresh-root/run and tests/systemd-real/run (which .ci/run runs) make
 # fresh Debian 12 roots with it; the second boots its root with systemd-nspawn.
 DEPS_PKGS += mmdebstrap systemd-container
+# Go (issue 48): the toolchain that builds corpus/go (make go-corpus), delve
+# (dlv core: the goroutine oracle of tests/e2e/test_go_goroutines.py), and a
+# real Debian Go server (caddy) crashed under load.
+DEPS_PKGS += golang-go delve caddy
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
@@ -101,7 +105,7 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers man hostile \
+.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus go-corpus layers man hostile \
 	aarch64 test-aarch64 deb
 
 all: $(BUILD)/coreq $(BUILD)/layers.ok $(BUILD)/functions.ok man
@@ -230,6 +234,10 @@ fuzz: deps fuzz-build
 # ---- corpus, tests, demo, bench ------------------------------------------
 corpus:
 	$(MAKE) -C corpus OUT=$(abspath $(BUILD))/corpus
+
+# The Go programs of corpus/go and their cores (tests/e2e/test_go_goroutines.py makes them too).
+go-corpus:
+	corpus/go/make-go-cores $(abspath $(BUILD))/go-corpus
 
 # The builds use every CPU (JOBS); the corpus is built one program at a time.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)

@@ -33,8 +33,8 @@ static const struct cmd_spec cache_spec = {
     .about = "Fill the per-build-id cache for the given executables and shared libraries\n"
              "before any core of them arrives: each file's complete unwind table (its\n"
              ".eh_frame, and the .debug_frame of its debuginfo), its Rust type index if\n"
-             "rustc built it, and its C++20 coroutine types.  Run it after a package\n"
-             "upgrade, and the first crash of\n"
+             "rustc built it, its C++20 coroutine types, and a Go program's runtime\n"
+             "layouts.  Run it after a package upgrade, and the first crash of\n"
              "the new build is analysed as fast as the thousandth.  Without it, the first\n"
              "core compiles only the unwind rows its threads visit and stores those.\n"
              "Symbols are cached per frame address, so they are named by the first core.\n",

@@ -145,6 +145,38 @@ static void json_frames(struct cq_json *j, struct frames_memo *memo,
 	cq_json_string(j, cq_unwind_end_name(end));
 }
 
+/* A goroutine's wait object, wait start and creator, where its runtime records them. */
+static void json_goroutine(struct cq_json *j, const struct cq_suspended_stack *ss)
+{
+	if (ss->wait_object) {
+		cq_json_key(j, "wait_object");
+		cq_json_hex(j, ss->wait_object);
+	}
+	if (ss->wait_since) {
+		cq_json_key(j, "wait_since");
+		cq_json_int(j, ss->wait_since);
+	}
+	const struct cq_stack_frame *c = ss->created_by;
+	if (c) {
+		cq_json_key(j, "created_by");
+		cq_json_object_begin(j);
+		cq_json_key(j, "pc");
+		cq_json_hex(j, c->pc);
+		cq_json_key(j, "function");
+		if (c->function)
+			cq_json_string(j, c->function);
+		else
+			cq_json_null(j);
+		if (c->file) {
+			cq_json_key(j, "file");
+			cq_json_string(j, c->file);
+			cq_json_key(j, "line");
+			cq_json_int(j, c->line);
+		}
+		cq_json_object_end(j);
+	}
+}
+
 /* What the async-stack search found and did (the "async" member): each runtime's statistics. */
 static void json_async(struct cq_json *j, const struct cq_stats *async)
 {
@@ -226,11 +258,16 @@ static void print_json(const struct cq_core *core, const struct cq_capture *cap,
 				cq_json_int(&j, ss->thread);
 			else
 				cq_json_null(&j);
+			json_goroutine(&j, ss);
 		}
 		json_frames(&j, &memo, ss->frames, ss->nframes, ss->end, 0);
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
+	if (stacks->crash_message) {
+		cq_json_key(&j, "crash_message");
+		cq_json_string(&j, stacks->crash_message);
+	}
 	json_async(&j, &stacks->async);
 	cmd_waits_json(&j, core, waits);
 	cq_json_object_end(&j);
@@ -289,13 +326,20 @@ static void print_chains_text(const struct cq_stacks *stacks, const struct cq_as
 static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_async_runtime *rt)
 {
 	size_t n = 0;
+	int width = 9; /* the STATE column: as wide as its longest ("GC scavenge wait") */
+	for (size_t s = 0; s < stacks->nsuspended; s++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[s];
+		if (runtime_kind(rt, ss->kind) && ss->task_state &&
+		    strlen(ss->task_state) > (size_t)width && strlen(ss->task_state) < 40)
+			width = (int)strlen(ss->task_state);
+	}
 	for (size_t s = 0; s < stacks->nsuspended; s++) {
 		const struct cq_suspended_stack *ss = &stacks->suspended[s];
 		if (!runtime_kind(rt, ss->kind))
 			continue;
 		if (n++ == 0)
-			printf("\n%s:\n%8s  %-9s  %8s  %-24s  %s\n", rt->heading, "ID", "STATE",
-			       "THREAD", "WAITS ON", "FUTURE");
+			printf("\n%s:\n%8s  %-*s  %8s  %-24s  %s\n", rt->heading, "ID", width,
+			       "STATE", "THREAD", "WAITS ON", "FUTURE");
 		const struct cq_stack_frame *leaf = &ss->frames[0];
 		size_t outer = ss->executor_frames < ss->nframes ? ss->executor_frames : 0;
 		const struct cq_stack_frame *root = &ss->frames[ss->nframes - 1 - outer];
@@ -310,8 +354,12 @@ static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_asy
 			snprintf(thread, sizeof(thread), "%" PRId64, ss->thread);
 		if (ss->task_id)
 			snprintf(id, sizeof(id), "%" PRIu64, ss->task_id);
-		printf("%8s  %-9s  %8s  %-24s  %s\n", id, state, thread,
-		       waits && leaf->function ? cmd_safe(leaf->function) : "-",
+		char object[24];
+		snprintf(object, sizeof(object), "0x%" PRIx64, ss->wait_object);
+		printf("%8s  %-*s  %8s  %-24s  %s\n", id, width, state, thread,
+		       ss->wait_object           ? object
+		       : waits && leaf->function ? cmd_safe(leaf->function)
+		                                 : "-",
 		       root->function ? cmd_safe(root->function) : "??");
 	}
 	for (size_t s = 0; s < stacks->nsuspended; s++) {
@@ -320,26 +368,168 @@ static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_asy
 			continue;
 		const char *state = ss->task_state ? ss->task_state : "?";
 		if (ss->task_id)
-			printf("\nTask %" PRIu64 " (%s", ss->task_id, state);
+			printf("\n%s %" PRIu64 " (%s", rt->noun ? rt->noun : "Task", ss->task_id,
+			       state);
 		else
 			printf("\n%s future (%s", ss->kind, state);
 		if (ss->thread)
 			printf(" on thread %" PRId64, ss->thread);
+		if (ss->wait_object)
+			printf(" on 0x%" PRIx64, ss->wait_object);
 		printf("):\n");
 		for (size_t i = 0; i < ss->nframes; i++)
 			cmd_print_frame_text(stdout, &ss->frames[i], i);
 		if (ss->end != CQ_END_OUTERMOST)
 			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+		const struct cq_stack_frame *c = ss->created_by;
+		if (c && c->file)
+			printf("     created by %s at %s:%d\n",
+			       c->function ? cmd_safe(c->function) : "??", cmd_safe(c->file),
+			       c->line);
+		else if (c)
+			printf("     created by %s (0x%" PRIx64 ")\n",
+			       c->function ? cmd_safe(c->function) : "??", c->pc);
 	}
 }
 
+/* Two tasks fold into one group when their state and frames (by pc) are the same. */
+static int task_fold_order(const void *a, const void *b)
+{
+	const struct cq_suspended_stack *x = *(const struct cq_suspended_stack *const *)a;
+	const struct cq_suspended_stack *y = *(const struct cq_suspended_stack *const *)b;
+	int c = strcmp(x->task_state ? x->task_state : "", y->task_state ? y->task_state : "");
+	if (c)
+		return c;
+	if (x->nframes != y->nframes)
+		return x->nframes < y->nframes ? -1 : 1;
+	for (size_t i = 0; i < x->nframes; i++)
+		if (x->frames[i].pc != y->frames[i].pc)
+			return x->frames[i].pc < y->frames[i].pc ? -1 : 1;
+	return (x->task_id > y->task_id) - (x->task_id < y->task_id);
+}
+
+static bool same_fold(const struct cq_suspended_stack *x, const struct cq_suspended_stack *y)
+{
+	if (strcmp(x->task_state ? x->task_state : "", y->task_state ? y->task_state : "") ||
+	    x->nframes != y->nframes)
+		return false;
+	for (size_t i = 0; i < x->nframes; i++)
+		if (x->frames[i].pc != y->frames[i].pc)
+			return false;
+	return true;
+}
+
+/* Task ids as ranges ("6-8, 21, 40-41"), cut with "..." past cap. */
+static void task_id_ranges(const struct cq_suspended_stack *const *t, size_t n, char *out,
+                           size_t cap)
+{
+	size_t used = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j + 1 < n && t[j + 1]->task_id == t[j]->task_id + 1)
+			j++;
+		char one[48];
+		if (j > i)
+			snprintf(one, sizeof(one), "%s%" PRIu64 "-%" PRIu64, i ? ", " : "",
+			         t[i]->task_id, t[j]->task_id);
+		else
+			snprintf(one, sizeof(one), "%s%" PRIu64, i ? ", " : "", t[i]->task_id);
+		if (used + strlen(one) + 5 >= cap) {
+			snprintf(out + used, cap - used, ", ...");
+			return;
+		}
+		used += (size_t)snprintf(out + used, cap - used, "%s", one);
+		i = j + 1;
+	}
+}
+
+static int by_task_id(const void *a, const void *b)
+{
+	const struct cq_suspended_stack *x = *(const struct cq_suspended_stack *const *)a;
+	const struct cq_suspended_stack *y = *(const struct cq_suspended_stack *const *)b;
+	return (x->task_id > y->task_id) - (x->task_id < y->task_id);
+}
+
+struct task_fold {
+	size_t start, n;
+};
+
+/*
+ * `stack --group`: a task runtime's tasks folded as panicparse and Go's
+ * traceback readers fold goroutines: one entry per state and stack, with
+ * how many and which ids, the biggest group first.
+ */
+static void print_tasks_grouped(const struct cq_stacks *stacks, const struct cq_async_runtime *rt)
+{
+	size_t n = 0;
+	for (size_t s = 0; s < stacks->nsuspended; s++)
+		n += runtime_kind(rt, stacks->suspended[s].kind);
+	if (!n)
+		return;
+	const struct cq_suspended_stack **t = malloc(n * sizeof(*t));
+	struct task_fold *folds = malloc(n * sizeof(*folds));
+	if (!t || !folds) {
+		free(t);
+		free(folds);
+		print_tasks_text(stacks, rt);
+		return;
+	}
+	n = 0;
+	for (size_t s = 0; s < stacks->nsuspended; s++)
+		if (runtime_kind(rt, stacks->suspended[s].kind))
+			t[n++] = &stacks->suspended[s];
+	qsort(t, n, sizeof(*t), task_fold_order);
+	size_t nfolds = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || !same_fold(t[i - 1], t[i]))
+			folds[nfolds++] = (struct task_fold){.start = i};
+		folds[nfolds - 1].n++;
+	}
+	for (size_t k = 0; k < nfolds; k++)
+		qsort(t + folds[k].start, folds[k].n, sizeof(*t), by_task_id);
+	/* the biggest group first, then by first id (a stable order: insertion sort) */
+	for (size_t k = 1; k < nfolds; k++) {
+		struct task_fold f = folds[k];
+		size_t j = k;
+		while (j > 0 && (folds[j - 1].n < f.n ||
+		                 (folds[j - 1].n == f.n &&
+		                  t[folds[j - 1].start]->task_id > t[f.start]->task_id))) {
+			folds[j] = folds[j - 1];
+			j--;
+		}
+		folds[j] = f;
+	}
+	const char *noun = rt->noun ? rt->noun : "Task";
+	printf("\n%s: %zu in %zu group%s\n", rt->heading, n, nfolds, nfolds == 1 ? "" : "s");
+	for (size_t k = 0; k < nfolds; k++) {
+		const struct cq_suspended_stack *first = t[folds[k].start];
+		char ids[1024];
+		task_id_ranges(t + folds[k].start, folds[k].n, ids, sizeof(ids));
+		printf("\n%zu %c%s%s (%s", folds[k].n, noun[0] | 0x20, noun + 1,
+		       folds[k].n == 1 ? "" : "s", first->task_state ? first->task_state : "?");
+		if (first->thread && folds[k].n == 1)
+			printf(" on thread %" PRId64, first->thread);
+		printf("): %s\n", ids);
+		for (size_t i = 0; i < first->nframes; i++)
+			cmd_print_frame_text(stdout, &first->frames[i], i);
+		if (first->end != CQ_END_OUTERMOST)
+			printf("     (stack ends: %s)\n", cq_unwind_end_name(first->end));
+	}
+	free(t);
+	free(folds);
+}
+
 /* Every runtime's suspended stacks, in the runtimes' order, as each lists them. */
-static void print_suspended_text(const struct cq_stacks *stacks)
+static void print_suspended_text(const struct cq_stacks *stacks, bool group)
 {
 	size_t n;
 	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
 	for (size_t r = 0; r < n; r++) {
-		if (rts[r]->listing == CQ_ASYNC_LIST_TASKS)
+		/* a task runtime that names its tasks (Go's goroutines) folds them */
+		if (rts[r]->listing == CQ_ASYNC_LIST_TASKS && group && rts[r]->noun)
+			print_tasks_grouped(stacks, rts[r]);
+		else if (rts[r]->listing == CQ_ASYNC_LIST_TASKS)
 			print_tasks_text(stacks, rts[r]);
 		else
 			print_chains_text(stacks, rts[r]);
@@ -433,6 +623,8 @@ static void print_text(const char *path, const struct cq_core *core, const struc
                        const struct stack_view *v)
 {
 	print_header(path, core, cap);
+	if (stacks->crash_message)
+		printf("%s\n\n", cmd_safe(stacks->crash_message));
 	if (cmd_waits_summary_says(core, waits)) {
 		cmd_waits_summary(stdout, core, waits);
 		putchar('\n');
@@ -474,7 +666,7 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 	frames_memo_free(&memo);
 	if (v->ntids || v->crashed_only)
 		return;
-	print_suspended_text(stacks);
+	print_suspended_text(stacks, v->group);
 }
 
 /* What --format asks for: stack's own folded and dot, beside text and json. */

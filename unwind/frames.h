@@ -111,6 +111,15 @@ struct cq_suspended_stack {
 	 * list names the task by the frame inside them.  0 for most.
 	 */
 	size_t executor_frames;
+	/*
+	 * A goroutine (kind "go"): the object it waits on where the runtime
+	 * records one (a channel's hchan, a semaphore's address; 0: none), when
+	 * it started waiting (the runtime's nanotime; 0: not recorded), and the
+	 * go statement that created it (a frame its runtime owns; NULL: none).
+	 */
+	uint64_t wait_object;
+	int64_t wait_since;
+	const struct cq_stack_frame *created_by;
 };
 
 /* A growing array of frames; the caller owns frames (free()). */
@@ -133,6 +142,12 @@ struct cq_stacks {
 	size_t nsuspended;
 	struct cq_stats async;
 	struct cq_stats warnings; /* values are strings; keys are unused */
+	/*
+	 * What the program's runtime said the crash was, read from the core
+	 * (Go: "panic: assignment to entry in nil map"); NULL when none said.
+	 * Owned by the runtime's state, like frames' strings.
+	 */
+	const char *crash_message;
 };
 
 const char *cq_frame_kind_name(enum cq_frame_kind kind);

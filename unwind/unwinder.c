@@ -125,8 +125,9 @@ struct walk {
 	const struct cq_unwind_options *o;
 	struct cq_regs regs;
 	bool is_return_address;
-	bool at_signal_frame; /* the current frame's own row is a signal frame */
-	bool sp_kept;         /* the step to the current frame left sp where it was */
+	bool at_signal_frame;  /* the current frame's own row is a signal frame */
+	bool trampoline_at_pc; /* ... a trampoline its code gives, at pc itself (not pc - 1) */
+	bool sp_kept;          /* the step to the current frame left sp where it was */
 	uint8_t trust;
 	bool have_stack;
 	uint64_t stack_lo, stack_hi;
@@ -215,8 +216,10 @@ static bool step_sigreturn(struct walk *w, struct cq_regs *caller)
 	    memcmp(code, arch->sigreturn_code, arch->sigreturn_len) != 0)
 		return false;
 	memset(caller, 0, sizeof(*caller));
-	for (unsigned slot = 0; slot < arch->prstatus_nregs; slot++) {
-		int regno = arch->prstatus_dwarf[slot];
+	const int8_t *dwarf = arch->sigframe_dwarf ? arch->sigframe_dwarf : arch->prstatus_dwarf;
+	unsigned nslots = arch->sigframe_dwarf ? arch->sigframe_nregs : arch->prstatus_nregs;
+	for (unsigned slot = 0; slot < nslots; slot++) {
+		int regno = dwarf[slot];
 		uint64_t v;
 		if (regno < 0 || !read_u64(w->t, sp + arch->sigframe_regs_offset + 8ull * slot, &v))
 			continue;
@@ -239,7 +242,18 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 	struct cq_regs caller;
 	uint8_t trust;
 	bool signal = false;
-	if (rules) {
+	/*
+	 * A return address that is exactly a signal trampoline whose CFI does not
+	 * say so (Go's runtime.sigreturn, the sa_restorer of a Go program not
+	 * linked with libc: the CFI found at pc - 1 is the function before it).
+	 */
+	if (rules && w->is_return_address && !(rules[0].flags & CQ_CFI_SIGNAL_FRAME) &&
+	    step_sigreturn(w, &caller)) {
+		w->at_signal_frame = true;
+		w->trampoline_at_pc = true;
+		signal = true;
+		trust = CQ_TRUST_CFI;
+	} else if (rules) {
 		if (rules[1 + arch->ra_reg].kind == CQ_CFI_UNDEFINED) {
 			*end = CQ_END_OUTERMOST;
 			return false;
@@ -254,6 +268,8 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 	} else if (step_sigreturn(w, &caller)) {
 		signal = true;
 		w->at_signal_frame = true;
+		/* x86_64's trampolines (Go's) start right after another function */
+		w->trampoline_at_pc = w->is_return_address && arch->sigframe_dwarf;
 		trust = CQ_TRUST_CFI;
 	} else if (step_fp(w, &caller)) {
 		trust = CQ_TRUST_FP;
@@ -328,6 +344,10 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
 		bool more = step(&w, end);
 		frames[n - 1].is_signal_frame = w.at_signal_frame;
 		w.at_signal_frame = false;
+		/* the trampoline is named where it starts: pc - 1 is the function before it */
+		if (w.trampoline_at_pc)
+			frames[n - 1].is_return_address = false;
+		w.trampoline_at_pc = false;
 		if (!more)
 			break;
 		if (n == o->max_frames) {

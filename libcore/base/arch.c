@@ -57,6 +57,17 @@ static const struct cq_arch_syscall x86_64_syscalls[] = {
     {247, "waitid"},
 };
 
+/*
+ * mov $15, %rax (rt_sigreturn); syscall - glibc's __restore_rt (which its
+ * CFI marks as a signal frame) and Go's runtime.sigreturn (which Go's CFI
+ * does not), the sa_restorer of a Go program not linked with libc.
+ */
+static const uint8_t x86_64_sigreturn[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+
+/* struct sigcontext's first 17 slots: r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip. */
+static const int8_t x86_64_sigframe_dwarf[17] = {8, 9, 10, 11, 12, 13, 14, 15, 5,
+                                                 4, 6, 3,  1,  0,  2,  7,  16};
+
 const struct cq_arch cq_arch_x86_64 = {
     .name = "x86_64",
     .e_machine = EM_X86_64,
@@ -93,6 +104,13 @@ const struct cq_arch cq_arch_x86_64 = {
                 .names = x86_64_syscalls,
                 .nnames = sizeof(x86_64_syscalls) / sizeof(x86_64_syscalls[0])},
     .ends_with_call = x86_64_ends_with_call,
+    .sigreturn_code = x86_64_sigreturn,
+    .sigreturn_len = sizeof(x86_64_sigreturn),
+    /* At the trampoline, sp is the rt_sigframe's ucontext: uc_flags, uc_link,
+     * uc_stack (24), then uc_mcontext (struct sigcontext). */
+    .sigframe_regs_offset = 8 + 8 + 24,
+    .sigframe_dwarf = x86_64_sigframe_dwarf,
+    .sigframe_nregs = 17,
 };
 
 /* aarch64 pr_reg: x0..x30, sp, pc, pstate. DWARF: x0..x30 = 0..30, sp = 31, pc = 32. */

@@ -120,6 +120,13 @@ struct cq_arch {
 	unsigned sigreturn_len;
 	uint64_t sigframe_regs_offset;
 	/*
+	 * The DWARF number of each 64-bit slot of the signal frame's registers
+	 * from sigframe_regs_offset, sigframe_nregs of them; NULL: the slots are
+	 * pr_reg's (prstatus_dwarf).
+	 */
+	const int8_t *sigframe_dwarf;
+	unsigned sigframe_nregs;
+	/*
 	 * glibc's struct pthread, for cores whose libc lacks the _thread_db_*
 	 * descriptors: offset of specific[] and sizeof(struct pthread) as
 	 * glibc 2.36 (Debian 12) has them; 0 when not known for this arch.

@@ -18,8 +18,9 @@
  * libiberty's recursion limit demangled (demangle.c); 6: functions named by
  * their DWARF subprogram, the symbol table's name kept beside (symbolizer.h);
  * 7: the inline frames of gcc LTO units, whose abstract origins lie in other
- * units (scope_index.h) */
-#define CQ_SYMBOL_BLOB_FORMAT 7
+ * units (scope_index.h); 8: Go functions named from .gopclntab (gopclntab.h), as Go
+ * prints them, where the symbol table is gone or says `.abi0` */
+#define CQ_SYMBOL_BLOB_FORMAT 8
 /* Longest function or file name kept (longer ones are cut). */
 #define CQ_SYMBOL_BLOB_MAX_STRING (64u * 1024u)
 

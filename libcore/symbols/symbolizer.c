@@ -55,6 +55,7 @@
 #include "libcore/symbols/aranges.h"
 #include "libcore/symbols/debug_image.h"
 #include "libcore/symbols/debuginfo.h"
+#include "libcore/symbols/gopclntab.h"
 #include "libcore/symbols/demangle.h"
 #include "libcore/symbols/line_files.h"
 #include "libcore/symbols/provenance.h"
@@ -78,6 +79,8 @@ struct sym_module {
 	bool aranges_read;
 	struct cq_addr_symbols *symbols; /* its symbol table by address, once built */
 	bool symbols_built;
+	struct cq_gopclntab gopcln; /* a Go program's function table (gopclntab.h), once read */
+	bool gopcln_read, gopcln_ok;
 	struct cq_scope_index *scopes; /* its units' subprograms by address, made on first use */
 	/* The file table of the unit last asked about (line_files.h), by its line table. */
 	struct cq_line_files files;
@@ -746,9 +749,44 @@ static void add_inline_frames(struct frame_draft *d, struct sym_module *sm, Dwar
 	}
 }
 
-/* The name of the symbol holding addr, through the module's symbol index (addr_symbols.h). */
+/*
+ * The Go function holding addr, from the module's .gopclntab (gopclntab.h):
+ * named as Go prints it, where the symbol table says `runtime.raise.abi0`
+ * or is gone (a stripped Go program).  NULL for a module that is no Go
+ * program, and for code the table does not cover (cgo's C code).
+ */
+static const char *go_function_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr)
+{
+	if (!sm)
+		return NULL;
+	if (!sm->gopcln_read) {
+		sm->gopcln_read = true;
+		GElf_Addr bias;
+		Elf *elf = dwfl_module_getelf(dm, &bias);
+		GElf_Shdr sh;
+		Elf_Scn *scn = elf ? cq_elf_section(elf, ".gopclntab", &sh) : NULL;
+		Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+		sm->gopcln_ok = data && data->d_buf &&
+		                cq_gopclntab_init(&sm->gopcln, data->d_buf, data->d_size);
+	}
+	if (!sm->gopcln_ok)
+		return NULL;
+	Dwarf_Addr bias = 0;
+	if (!dwfl_module_getelf(dm, &bias) || addr < bias)
+		return NULL;
+	uint64_t entry;
+	return cq_gopclntab_find(&sm->gopcln, addr - bias, &entry);
+}
+
+/*
+ * The name of the symbol holding addr: a Go function's from its
+ * .gopclntab, else through the module's symbol index (addr_symbols.h).
+ */
 static const char *symbol_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr)
 {
+	const char *go = go_function_at(sm, dm, addr);
+	if (go)
+		return go;
 	if (sm && !sm->symbols_built) {
 		sm->symbols_built = true;
 		drop_error(sm->owner, cq_addr_symbols_build(dm, &sm->symbols));

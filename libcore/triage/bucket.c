@@ -150,7 +150,8 @@ static void name_frame(const struct cq_bucket_rules *r, const struct cq_bucket_f
 		cq_bucket_normalize_name(name, n->name, sizeof(n->name));
 		/* The trampoline by its symbol where debuginfo names it (glibc's x86_64
 		 * __restore_rt, the aarch64 vdso's): one name, with debuginfo or not. */
-		if (!strcmp(n->name, "__restore_rt") || !strcmp(n->name, "__kernel_rt_sigreturn"))
+		if (!strcmp(n->name, "__restore_rt") || !strcmp(n->name, "__kernel_rt_sigreturn") ||
+		    !strncmp(n->name, "runtime.sigreturn", 17)) /* Go's, without libc */
 			snprintf(n->name, sizeof(n->name), "%s", SIGNAL_FRAME);
 		n->symbolized = true;
 	} else if (f->module && f->main) {

@@ -128,7 +128,17 @@ static void test_x86_64_prstatus_layout(void **state)
 	/* psABI: rbx, rbp, r12-r15 are preserved across calls. */
 	assert_true(a->callee_saved == ((1ull << 3) | (1ull << 6) | (0xfull << 12)));
 	assert_int_equal(a->red_zone, 128);
-	assert_null(a->sigreturn_code);
+	/* mov $15 (__NR_rt_sigreturn), %rax; syscall: glibc's __restore_rt, Go's runtime.sigreturn
+	 */
+	static const uint8_t tramp[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+	assert_int_equal(a->sigreturn_len, sizeof(tramp));
+	assert_memory_equal(a->sigreturn_code, tramp, sizeof(tramp));
+	/* struct sigcontext after uc_flags, uc_link and uc_stack: r8 first, rip 17th */
+	assert_int_equal(a->sigframe_regs_offset, 40);
+	assert_int_equal(a->sigframe_nregs, 17);
+	assert_int_equal(a->sigframe_dwarf[0], 8);
+	assert_int_equal(a->sigframe_dwarf[15], (int)a->sp_reg);
+	assert_int_equal(a->sigframe_dwarf[16], (int)a->pc_reg);
 }
 
 static void test_aarch64_layout(void **state)

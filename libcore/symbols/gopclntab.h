@@ -1,0 +1,55 @@
+/*
+ * gopclntab.h - the functions of a Go program, named from its .gopclntab,
+ * the table the Go runtime itself reads to print its tracebacks.
+ *
+ * Every Go binary keeps .gopclntab, stripped or not (`-ldflags=-s -w` and
+ * Debian's dh_strip remove .symtab and DWARF, not it): where the ELF symbol
+ * table is gone, the symbolizer names a Go function from here, as Go prints
+ * it (`runtime.raise`, not the symbol table's `runtime.raise.abi0`).
+ *
+ * Formats read (the header's magic): Go 1.2-1.15 (0xfffffffb), 1.16-1.17
+ * (0xfffffffa), 1.18-1.19 (0xfffffff0) and 1.20 on (0xfffffff1), little
+ * endian, 8-byte pointers.  The section is untrusted input like the core:
+ * every offset is bounds checked, a table whose entries do not ascend ends
+ * where they stop, and a name is read only inside its name table.
+ */
+#ifndef CQ_GOPCLNTAB_H
+#define CQ_GOPCLNTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libcore/base/error.h"
+
+/* The table over a section's bytes (not copied: they must outlive it). */
+struct cq_gopclntab {
+	const uint8_t *data;
+	size_t len;
+	uint32_t magic;
+	uint64_t text_start; /* 1.18 on: function entries are offsets from it */
+	uint64_t nfunc;
+	size_t ftab;         /* offset of the function table */
+	size_t names;        /* offset of the function names (1.16 on; 1.2: the table itself) */
+	size_t funcdata;     /* offset _func records are relative to */
+	unsigned entry_size; /* bytes of one function table entry: 8 (1.18 on) or 16 */
+};
+
+/*
+ * Reads the header of a .gopclntab (its bytes, len of them).  false: not a
+ * table of a format read here (*t is then unusable).
+ */
+bool cq_gopclntab_init(struct cq_gopclntab *t, const uint8_t *data, size_t len);
+
+/*
+ * The name of the function holding addr (a link-time address) and its entry
+ * address in *entry; NULL when no function of the table holds it.  The name
+ * points into the section's bytes and is NUL-terminated there.
+ */
+const char *cq_gopclntab_find(const struct cq_gopclntab *t, uint64_t addr, uint64_t *entry);
+
+/* Function i's entry address (i < t->nfunc; i == nfunc: the end of the last); false if unreadable.
+ */
+bool cq_gopclntab_entry(const struct cq_gopclntab *t, uint64_t i, uint64_t *entry);
+
+#endif

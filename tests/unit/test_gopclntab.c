@@ -1,0 +1,177 @@
+/*
+ * test_gopclntab.c - Go function names from .gopclntab (libcore/symbols/
+ * gopclntab.h): tables laid out by hand in the 1.18/1.20 and 1.2 formats,
+ * and damaged ones.  The real tables of Go programs are checked against
+ * `go tool addr2line` in tests/e2e/test_go_goroutines.py.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "libcore/symbols/gopclntab.h"
+#include "byte_buf.h"
+
+/*
+ * A Go 1.18 table: three functions at text+0x0, +0x40, +0x100, the end at
+ * +0x180; names "main.main", "runtime.raise", "main.(*T).m".
+ */
+static void table_118(struct buf *b, uint32_t magic, uint64_t text)
+{
+	b->n = 0;
+	static const char *const names[] = {"main.main", "runtime.raise", "main.(*T).m"};
+	static const uint32_t entries[] = {0x0, 0x40, 0x100, 0x180};
+	size_t header = 8 + 8 * 8;
+	size_t names_off = header;
+	size_t names_len = 0;
+	for (int i = 0; i < 3; i++)
+		names_len += strlen(names[i]) + 1;
+	size_t pcln = names_off + names_len;
+	put(b, magic, 4);
+	put(b, 0, 1);
+	put(b, 0, 1);
+	put(b, 1, 1); /* minLC */
+	put(b, 8, 1); /* ptrSize */
+	put(b, 3, 8); /* nfunc */
+	put(b, 0, 8); /* nfiles */
+	put(b, text, 8);
+	put(b, names_off, 8);
+	put(b, 0, 8); /* cuOffset */
+	put(b, 0, 8); /* filetabOffset */
+	put(b, 0, 8); /* pctabOffset */
+	put(b, pcln, 8);
+	uint32_t nameoff[3], off = 0;
+	for (int i = 0; i < 3; i++) {
+		nameoff[i] = off;
+		memcpy(b->b + b->n, names[i], strlen(names[i]) + 1);
+		b->n += strlen(names[i]) + 1;
+		off += (uint32_t)strlen(names[i]) + 1;
+	}
+	/* ftab: 4 entries {entryoff, funcoff}; the _funcs after it */
+	size_t funcs = 4 * 8;
+	for (int i = 0; i < 4; i++) {
+		put(b, entries[i], 4);
+		put(b, i < 3 ? funcs + 8 * (size_t)i : 0, 4);
+	}
+	for (int i = 0; i < 3; i++) {
+		put(b, entries[i], 4);
+		put(b, nameoff[i], 4);
+	}
+}
+
+static void test_118(void **state)
+{
+	(void)state;
+	struct buf b;
+	table_118(&b, 0xfffffff0u, 0x401000);
+	struct cq_gopclntab t;
+	assert_true(cq_gopclntab_init(&t, b.b, b.n));
+	uint64_t entry = 0;
+	assert_string_equal(cq_gopclntab_find(&t, 0x401000, &entry), "main.main");
+	assert_int_equal(entry, 0x401000);
+	assert_string_equal(cq_gopclntab_find(&t, 0x40103f, &entry), "main.main");
+	assert_string_equal(cq_gopclntab_find(&t, 0x401040, &entry), "runtime.raise");
+	assert_int_equal(entry, 0x401040);
+	assert_string_equal(cq_gopclntab_find(&t, 0x40117f, &entry), "main.(*T).m");
+	assert_null(cq_gopclntab_find(&t, 0x401180, &entry)); /* past the last */
+	assert_null(cq_gopclntab_find(&t, 0x400fff, &entry)); /* before the first */
+	/* 1.20's magic, same layout */
+	table_118(&b, 0xfffffff1u, 0x401000);
+	assert_true(cq_gopclntab_init(&t, b.b, b.n));
+	assert_string_equal(cq_gopclntab_find(&t, 0x401050, &entry), "runtime.raise");
+}
+
+/* A Go 1.2 table: two functions at 0x1000, 0x1100, end 0x1200. */
+static void test_12(void **state)
+{
+	(void)state;
+	struct buf b = {0};
+	put(&b, 0xfffffffbu, 4);
+	put(&b, 0, 1);
+	put(&b, 0, 1);
+	put(&b, 1, 1);
+	put(&b, 8, 1);
+	put(&b, 2, 8); /* nfunc */
+	/* ftab at 16: 3 entries {entry, funcoff} of 16 bytes: 48 bytes; _funcs at 64 */
+	put(&b, 0x1000, 8);
+	put(&b, 64, 8);
+	put(&b, 0x1100, 8);
+	put(&b, 80, 8);
+	put(&b, 0x1200, 8);
+	put(&b, 0, 8);
+	/* _func {entry uintptr, nameoff i32, pad}: names at 96 */
+	put(&b, 0x1000, 8);
+	put(&b, 96, 4);
+	put(&b, 0, 4);
+	put(&b, 0x1100, 8);
+	put(&b, 96 + 5, 4);
+	put(&b, 0, 4);
+	memcpy(b.b + b.n, "main\0init", 10);
+	b.n += 10;
+	struct cq_gopclntab t;
+	assert_true(cq_gopclntab_init(&t, b.b, b.n));
+	uint64_t entry;
+	assert_string_equal(cq_gopclntab_find(&t, 0x1080, &entry), "main");
+	assert_string_equal(cq_gopclntab_find(&t, 0x1100, &entry), "init");
+	assert_null(cq_gopclntab_find(&t, 0x1200, &entry));
+}
+
+/* Damaged tables answer nothing, never read past the section. */
+static void test_damaged(void **state)
+{
+	(void)state;
+	struct buf b;
+	struct cq_gopclntab t;
+	uint64_t entry;
+	table_118(&b, 0xfffffff0u, 0x401000);
+	/* an unknown magic, 4-byte pointers, too short */
+	uint8_t copy[512];
+	memcpy(copy, b.b, b.n);
+	copy[0] = 0x12;
+	assert_false(cq_gopclntab_init(&t, copy, b.n));
+	memcpy(copy, b.b, b.n);
+	copy[7] = 4;
+	assert_false(cq_gopclntab_init(&t, copy, b.n));
+	assert_false(cq_gopclntab_init(&t, b.b, 15));
+	/* nfunc past the section */
+	memcpy(copy, b.b, b.n);
+	copy[8] = 0xff, copy[9] = 0xff, copy[14] = 0x7f;
+	assert_false(cq_gopclntab_init(&t, copy, b.n));
+	/* the section cut inside the _funcs: the names are not reached */
+	size_t cut = b.n - 20;
+	if (cq_gopclntab_init(&t, b.b, cut)) {
+		const char *n = cq_gopclntab_find(&t, 0x401100, &entry);
+		assert_true(n == NULL || (n >= (const char *)b.b && n < (const char *)b.b + cut));
+	}
+	/* a name offset past the section */
+	memcpy(copy, b.b, b.n);
+	size_t last_nameoff = b.n - 4;
+	copy[last_nameoff + 3] = 0x70;
+	assert_true(cq_gopclntab_init(&t, copy, b.n));
+	assert_null(cq_gopclntab_find(&t, 0x401100, &entry));
+	assert_string_equal(cq_gopclntab_find(&t, 0x401000, &entry), "main.main");
+	/* entries out of order answer nothing where they are */
+	memcpy(copy, b.b, b.n);
+	struct cq_gopclntab ok;
+	assert_true(cq_gopclntab_init(&ok, copy, b.n));
+	size_t ftab = ok.ftab;
+	copy[ftab + 8] = 0x00, copy[ftab + 9] = 0x02; /* entry 1 at +0x200, past entry 2 */
+	assert_true(cq_gopclntab_init(&t, copy, b.n));
+	const char *n = cq_gopclntab_find(&t, 0x401050, &entry);
+	assert_true(n == NULL || strcmp(n, "main.main") == 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_118),
+	    cmocka_unit_test(test_12),
+	    cmocka_unit_test(test_damaged),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
