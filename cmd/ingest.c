@@ -155,6 +155,25 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 	fflush(stdout);
 }
 
+/* The cache as --cache/--no-cache chose it, opened the first time a core needs it. */
+struct lazy_cache {
+	const char *path; /* NULL: the default */
+	bool use;
+	bool tried;
+	struct cq_cache *cache; /* closed once every core is ingested */
+};
+
+/* The ingest's open_cache: a run over files that are not cores never opens (creates) it. */
+static struct cq_cache *open_lazy_cache(void *arg)
+{
+	struct lazy_cache *lc = arg;
+	if (lc->use && !lc->tried) {
+		lc->tried = true;
+		lc->cache = cmd_open_cache(lc->path);
+	}
+	return lc->cache;
+}
+
 static void warn_damaged(void *arg, const char *path, const struct cq_core *core)
 {
 	(void)arg;
@@ -305,7 +324,9 @@ int cmd_ingest(int argc, char **argv)
 	int rc = cmd_open_rules_and_store(rules_path, db, &rules, &store);
 	if (rc != EXIT_OK)
 		return rc;
-	so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
+	/* Opened when the first core needs it, then kept for every core. */
+	struct lazy_cache cache = {.path = cache_path, .use = !no_cache};
+	so.cache = NULL;
 	so.debug_dirs = o.core.debug_dirs;
 	struct ingest_run run = {.format = o.format};
 	if (run.format == CMD_FORMAT_JSON) {
@@ -319,6 +340,8 @@ int cmd_ingest(int argc, char **argv)
 	               .stacks = &so,
 	               .signature_frames = signature_frames,
 	               .rules = rules,
+	               .open_cache = open_lazy_cache,
+	               .open_cache_arg = &cache,
 	               .opened = warn_damaged},
 	    .max_depth = max_depth,
 	    .report = on_event,
@@ -340,7 +363,7 @@ int cmd_ingest(int argc, char **argv)
 	                &totals);
 	progress_clear(&run.progress);
 	print_summary(&run, &totals);
-	cmd_close_cache(so.cache);
+	cmd_close_cache(cache.cache);
 	cq_store_close(store);
 	cq_bucket_rules_free(rules);
 	if (stop_signal) {
