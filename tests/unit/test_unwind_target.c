@@ -724,6 +724,9 @@ static void test_with_cache(void **state)
 	for (size_t m = 0; m < t->nmodules; m++)
 		if (m != e && t->modules[m].found)
 			assert_null(t->ops->cache_get(t->ctx, m, &b, &len));
+	/* Nor does a module past the list (as the dwarf op: NULL, no read past the arrays). */
+	assert_null(t->ops->cache_get(t->ctx, t->nmodules, &b, &len));
+	t->ops->cache_put(t->ctx, t->nmodules, &b, blob, sizeof(blob));
 	t->ops->cache_reject(t->ctx);
 	assert_int_equal(cq_cache_rejected(cache), 1);
 
