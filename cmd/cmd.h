@@ -32,7 +32,7 @@ enum cmd_format {
 
 #define CMD_MAX_DEBUG_DIRS 16
 
-/* Options that say where a core's files are, shared by info/stack/ingest. */
+/* Options that say where a core's files are, shared by info/stack/ingest/flame (options.h). */
 struct cmd_core_opts {
 	enum cmd_format format;
 	struct cq_core_options core;
@@ -40,34 +40,7 @@ struct cmd_core_opts {
 	size_t ndebug_dirs;
 };
 
-/* getopt_long ids for the shared options (above the ASCII range). */
-enum {
-	OPT_FORMAT = 0x100,
-	OPT_EXE,
-	OPT_SYSROOT,
-	OPT_DEBUG_DIR,
-	OPT_MAX_CORE_SIZE,
-	OPT_HELP,
-	OPT_FIRST_COMMAND_SPECIFIC,
-};
-
-#define CMD_CORE_LONG_OPTIONS                                                                      \
-	{"format", required_argument, NULL, OPT_FORMAT},                                           \
-	    {"exe", required_argument, NULL, OPT_EXE},                                             \
-	    {"sysroot", required_argument, NULL, OPT_SYSROOT},                                     \
-	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},                                 \
-	    {"max-core-size", required_argument, NULL, OPT_MAX_CORE_SIZE},                         \
-	{                                                                                          \
-		"help", no_argument, NULL, OPT_HELP                                                \
-	}
-
 void cmd_core_opts_init(struct cmd_core_opts *o);
-
-/*
- * Handles one of the shared options.  Returns 1 if it was one, 0 if not, and
- * -1 after printing a usage error.
- */
-int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd);
 
 /*
  * Parses a byte count: digits with an optional binary suffix K, M, G or T

@@ -68,61 +68,6 @@ bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char
 	return true;
 }
 
-/* A path given as an option must exist and be of type (S_IFREG, S_IFDIR). */
-static bool path_is(const char *arg, mode_t type, const char *option, const char *cmd)
-{
-	struct stat st;
-	if (stat(arg, &st) != 0) {
-		cmd_usage_error(cmd, "%s %s: %s", option, cmd_safe(arg), strerror(errno));
-		return false;
-	}
-	if ((st.st_mode & S_IFMT) != type) {
-		cmd_usage_error(cmd, "%s %s: not a %s", option, cmd_safe(arg),
-		                type == S_IFDIR ? "directory" : "regular file");
-		return false;
-	}
-	return true;
-}
-
-int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd)
-{
-	switch (opt) {
-	case OPT_MAX_CORE_SIZE:
-		if (!cmd_parse_bytes(arg, &o->core.max_spool, cmd, "--max-core-size"))
-			return -1;
-		if (o->core.max_spool == 0) {
-			cmd_usage_error(cmd, "--max-core-size must be above 0");
-			return -1;
-		}
-		return 1;
-	case OPT_FORMAT:
-		return cmd_parse_format(arg, &o->format, cmd) ? 1 : -1;
-	case OPT_EXE:
-		if (!path_is(arg, S_IFREG, "--exe", cmd))
-			return -1;
-		o->core.exe = arg;
-		return 1;
-	case OPT_SYSROOT:
-		if (!path_is(arg, S_IFDIR, "--sysroot", cmd))
-			return -1;
-		o->core.sysroot = arg;
-		return 1;
-	case OPT_DEBUG_DIR:
-		if (!path_is(arg, S_IFDIR, "--debug-dir", cmd))
-			return -1;
-		if (o->ndebug_dirs == CMD_MAX_DEBUG_DIRS) {
-			cmd_usage_error(cmd, "at most %d --debug-dir options", CMD_MAX_DEBUG_DIRS);
-			return -1;
-		}
-		o->debug_dirs[o->ndebug_dirs++] = arg;
-		o->debug_dirs[o->ndebug_dirs] = NULL;
-		o->core.debug_dirs = o->debug_dirs;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 const char *cmd_safe(const char *s)
 {
 	static struct {

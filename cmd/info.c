@@ -3,6 +3,7 @@
  * threads and its modules, as text or JSON (shape in DESIGN.md).
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "libcore/capture/capture.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/waits.h"
@@ -15,34 +16,31 @@
 #include "libcore/base/json.h"
 #include "libcore/model/module.h"
 
-static const char info_usage[] =
-    "Usage: coreq info CORE [--format text|json] [--exe P] [--sysroot D] [--debug-dir D]\n"
-    "                       [--max-core-size BYTES]\n"
-    "\n"
-    "Print what a core file records: pid, executable, command line, signal\n"
-    "(name, si_code and its kernel name, fault address, or the pid and uid of\n"
-    "the process that sent it), the crashing thread, every thread (tid, pc, sp)\n"
-    "and every mapped module (path, build-id, address range, and whether the\n"
-    "file on this host is found, missing, or has a different build-id), and\n"
-    "how the core's bytes were read (mapped, seekable frames, stream, spooled:\n"
-    "the compression, the bytes held, whether a stream needed a second pass).\n"
-    "When threads are blocked on locks, a summary of the wait-for graph\n"
-    "(deadlocks, the threads the others wait for; see coreq stack).  Where the\n"
-    "file's systemd-coredump name or xattrs disagree with the core's notes, the\n"
-    "notes are shown and a conflicts line says what disagreed (as coreq show).\n"
-    "\n"
-    "CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n"
-    "\n"
-    "  --format text|json  output format (default text)\n"
-    "  --exe P             the executable that produced the core\n"
-    "  --sysroot D         look for every module path inside D, as if D were /\n"
-    "                      (nothing outside D: --exe names an executable it lacks)\n"
-    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-    "  --max-core-size BYTES  cut a compressed or piped core at BYTES once\n"
-    "                      decompressed (K, M, G, T suffixes; default: the free\n"
-    "                      space of $TMPDIR less 1 GiB); a cut core is truncated\n"
-    "  --help              show this help\n";
+struct info_args {
+	struct cmd_core_opts o;
+};
 
+static const struct cmd_opt info_options[] = {
+    CMD_ROWS_CORE(struct info_args, o),
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec info_spec = {
+    .name = "info",
+    .forms = "[OPTIONS] CORE",
+    .about = "Print what a core file records: pid, executable, command line, signal\n"
+             "(name, si_code and its kernel name, fault address, or the pid and uid of\n"
+             "the process that sent it), the crashing thread, every thread (tid, pc, sp)\n"
+             "and every mapped module (path, build-id, address range, and whether the\n"
+             "file on this host is found, missing, or has a different build-id), and\n"
+             "how the core's bytes were read (mapped, seekable frames, stream, spooled:\n"
+             "the compression, the bytes held, whether a stream needed a second pass).\n"
+             "When threads are blocked on locks, a summary of the wait-for graph\n"
+             "(deadlocks, the threads the others wait for; see coreq stack).\n"
+             "\n"
+             "CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n",
+    .opt = info_options,
+};
 static void json_modules(struct cq_json *j, const struct cq_core *core)
 {
 	char hex[2 * CQ_BUILD_ID_MAX + 1];
@@ -310,23 +308,11 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option longopts[] = {CMD_CORE_LONG_OPTIONS, {NULL, 0, NULL, 0}};
-	struct cmd_core_opts o;
-	cmd_core_opts_init(&o);
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		if (opt == OPT_HELP) {
-			fputs(info_usage, stdout);
-			return EXIT_OK;
-		}
-		int r = cmd_core_opts_handle(&o, opt, optarg, "info");
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r == 0)
-			return cmd_option_error("info", opt, argv);
-	}
+	struct info_args i;
+	cmd_core_opts_init(&i.o);
+	int rc = cmd_opts_parse(&info_spec, argc, argv, &i);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
 	if (optind + 1 != argc)
 		return cmd_usage_error("info", "expected exactly one CORE argument");
 	const char *path = argv[optind];
@@ -336,7 +322,7 @@ int cmd_info(int argc, char **argv)
 	so.async = false;
 	struct cmd_cache_choice cache = {.use = true};
 	struct cq_analysis a;
-	struct cq_error *err = cmd_analyse(path, &o, &so, &cache, true, &a);
+	struct cq_error *err = cmd_analyse(path, &i.o, &so, &cache, true, &a);
 	if (err && (!a.core || a.stacks)) { /* no core, or only the wait-for graph failed */
 		cmd_analysis_free(&a);
 		return cmd_fail(path, err);
@@ -349,7 +335,7 @@ int cmd_info(int argc, char **argv)
 	capture_facts(&a.capture, &cf);
 	const struct cq_thread_stack *crashed =
 	    a.stacks && a.stacks->nthreads && !a.core->snapshot ? &a.stacks->threads[0] : NULL;
-	if (o.format == CMD_FORMAT_JSON)
+	if (i.o.format == CMD_FORMAT_JSON)
 		print_json(a.core, &cf, crashed, a.waits);
 	else
 		print_text(a.core, &cf, crashed, a.waits);

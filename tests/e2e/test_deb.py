@@ -34,7 +34,10 @@ from coreq_test import BUILD, CORPUS, COREQ_RELEASE, ROOT, done, ok, read_expect
 
 A64 = os.environ.get("COREQ_A64", os.path.join(BUILD, "aarch64", "coreq"))
 UNITS = ["coreq-ingest.path", "coreq-ingest.service", "coreq-push.service", "coreq-push.timer"]
-WANT_FILES = ["usr/bin/coreq", "usr/share/man/man1/coreq.1.gz",
+# every command's page (man/, `make man`)
+MAN_PAGES = [f"usr/share/man/man1/{f[:-3]}.gz" for f in sorted(os.listdir(os.path.join(ROOT, "man")))
+             if f.endswith(".1.in")]
+WANT_FILES = ["usr/bin/coreq", "usr/share/man/man1/coreq.1.gz"] + MAN_PAGES + [
               "usr/share/bash-completion/completions/coreq", "usr/share/coreq/rules",
               # every migration of the fleet store, as make install ships them
               ] + [f"usr/share/coreq/clickhouse/{f}" for f in
@@ -62,8 +65,8 @@ def build(arch, binary, out):
         ok(False, f"dist/debian/build-deb exists to build the {arch} package", script)
         return ""
     env = dict(os.environ, SOURCE_DATE_EPOCH=changelog("Timestamp"))
-    r = run(os.path.join(ROOT, "dist/debian/build-deb"), arch, os.path.abspath(binary), out, cwd=ROOT, env=env,
-            timeout=300)
+    r = run(os.path.join(ROOT, "dist/debian/build-deb"), arch, os.path.abspath(binary), out,
+            os.path.join(BUILD, "man"), cwd=ROOT, env=env, timeout=300)
     deb = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     ok(r.returncode == 0 and os.path.isfile(deb), f"dist/debian/build-deb builds the {arch} package",
        r.stdout + r.stderr)
@@ -127,6 +130,12 @@ def check_install(root, deb, arch, runner):
        f"{arch}: postinst created /var/lib/coreq, mode 0700, owned by root", s)
     wants = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(root, "etc/systemd")) for f in fs]
     ok(not wants, f"{arch}: nothing enabled on installation (no unit link under /etc/systemd)", wants)
+    menv = dict(os.environ, MANPATH=os.path.join(root, "usr/share/man"), MANPAGER="cat", MANWIDTH="80",
+                LC_ALL="C.UTF-8")
+    r = run("man", "coreq-stack", env=menv)
+    r2 = run("man", "coreq-push", env=menv)
+    ok(r.returncode == 0 and "COREQ-STACK(1)" in r.stdout and r2.returncode == 0 and "coreq push" in r2.stdout,
+       f"{arch}: man finds the installed coreq-stack and coreq-push pages", r.stderr + r2.stderr)
     r = subprocess.run([*runner, os.path.join(root, "usr/bin/coreq"), "--version"], capture_output=True, text=True,
                        timeout=120)
     want = "coreq " + changelog("Version").rsplit("-", 1)[0]
