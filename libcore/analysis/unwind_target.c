@@ -392,6 +392,12 @@ static struct Dwarf *target_dwarf(void *p, size_t m)
 	                            ctx->options->debug_dirs);
 }
 
+void cq_core_target_close_dwarf(struct cq_core_target *ct)
+{
+	for (size_t i = 0; ct->dwarf && i < ct->core->nmodules; i++)
+		cq_module_dwarf_close(&ct->dwarf[i], &ct->core->modules[i]);
+}
+
 /* Module m's cache key (build-id and file identity), made on first use. */
 static struct cq_cache_key *module_key(struct cq_core_target *ctx, size_t m)
 {
@@ -513,8 +519,7 @@ void cq_core_target_destroy(struct cq_core_target *ct)
 	for (size_t i = 0; ct->provenance && ct->provenance_made && i < ct->core->nmodules; i++)
 		if (ct->provenance_made[i])
 			cq_provenance_free(&ct->provenance[i]);
-	for (size_t i = 0; ct->dwarf && i < ct->core->nmodules; i++)
-		cq_module_dwarf_close(&ct->dwarf[i], &ct->core->modules[i]);
+	cq_core_target_close_dwarf(ct);
 	free(ct->dwarf);
 	ct->dwarf = NULL;
 	free(ct->provenance);

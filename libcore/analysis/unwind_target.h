@@ -69,6 +69,14 @@ struct Dwarf *cq_module_dwarf_open(struct cq_module_dwarf *d, const struct cq_mo
                                    const char *const *debug_dirs);
 void cq_module_dwarf_close(struct cq_module_dwarf *d, const struct cq_module *mod);
 
+/*
+ * Closes every module's DWARF the dwarf op opened (a later call opens it
+ * again): the analysis calls it once the runtimes' detect step, where they
+ * read DWARF, is over, so that libdw's tables and the debuginfo's mapped
+ * pages are not held through the threads' unwind, the scan and decode.
+ */
+void cq_core_target_close_dwarf(struct cq_core_target *ct);
+
 /* The target's find_symbols over mod's symbol tables (cache warm's target uses it too). */
 struct cq_target_symbol;
 size_t cq_core_target_find_symbols(const struct cq_module *mod, struct cq_target_symbol *q,
