@@ -164,7 +164,7 @@ struct cq_unwind_target_ops {
 	 * Each call returns the same handle until the target closes it: a
 	 * runtime uses it within the step it asked in, and keeps nothing that
 	 * points into it (the core's target closes every module's DWARF once
-	 * the detect step is over: libcore/analysis/unwind_target.h).
+	 * the runtimes' detect step is over).
 	 */
 	struct Dwarf *(*dwarf)(void *ctx, size_t m);
 	/* Module m's cached blob (malloc'd, its size in *len) at blob->format, or NULL. */
