@@ -114,6 +114,25 @@ static void report(struct ingest_run *run, const char *path, const char *status,
 	fflush(stdout);
 }
 
+/* The cache as --cache/--no-cache chose it, opened the first time a core needs it. */
+struct lazy_cache {
+	const char *path; /* NULL: the default */
+	bool use;
+	bool tried;
+	struct cq_cache *cache; /* closed once every core is ingested */
+};
+
+/* The ingest's open_cache: a run over files that are not cores never opens (creates) it. */
+static struct cq_cache *open_lazy_cache(void *arg)
+{
+	struct lazy_cache *lc = arg;
+	if (lc->use && !lc->tried) {
+		lc->tried = true;
+		lc->cache = cmd_open_cache(lc->path);
+	}
+	return lc->cache;
+}
+
 static void warn_damaged(void *arg, const char *path, const struct cq_core *core)
 {
 	(void)arg;
@@ -254,7 +273,9 @@ static void ingest_paths(struct ingest_args *a, struct cq_store *store,
                          struct cq_bucket_rules *rules, int argc, char **argv,
                          struct cq_ingest_totals *totals)
 {
-	a->so.cache = a->no_cache ? NULL : cmd_open_cache(a->cache_path);
+	/* Opened when the first core needs it, then kept for every core. */
+	struct lazy_cache cache = {.path = a->cache_path, .use = !a->no_cache};
+	a->so.cache = NULL;
 	a->so.debug_dirs = a->o.core.debug_dirs;
 	struct ingest_run run = {.format = a->o.format};
 	if (run.format == CMD_FORMAT_JSON) {
@@ -268,6 +289,8 @@ static void ingest_paths(struct ingest_args *a, struct cq_store *store,
 	               .stacks = &a->so,
 	               .signature_frames = a->signature_frames,
 	               .rules = rules,
+	               .open_cache = open_lazy_cache,
+	               .open_cache_arg = &cache,
 	               .opened = warn_damaged},
 	    .max_depth = a->max_depth,
 	    .report = on_event,
@@ -279,7 +302,7 @@ static void ingest_paths(struct ingest_args *a, struct cq_store *store,
 	                totals);
 	progress_clear(&run.progress);
 	print_summary(&run, totals);
-	cmd_close_cache(a->so.cache);
+	cmd_close_cache(cache.cache);
 }
 
 int cmd_ingest(int argc, char **argv)

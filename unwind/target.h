@@ -161,7 +161,10 @@ struct cq_unwind_target_ops {
 	 * Module m's DWARF (libdw's Dwarf *), read from the debuginfo the target
 	 * found for it (the file itself when it has DWARF), opened on the first
 	 * call and owned by the target (freed with it); NULL when it has none.
-	 * Each call returns the same handle.
+	 * Each call returns the same handle until the target closes it: a
+	 * runtime uses it within the step it asked in, and keeps nothing that
+	 * points into it (the core's target closes every module's DWARF once
+	 * the runtimes' detect step is over).
 	 */
 	struct Dwarf *(*dwarf)(void *ctx, size_t m);
 	/* Module m's cached blob (malloc'd, its size in *len) at blob->format, or NULL. */

@@ -106,6 +106,7 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 	cq_stats_bool(&p->pub.async, "searched", o->async);
 	if (o->async && (err = cq_async_detect(&actx, &p->async, &keep_native)))
 		goto out;
+	cq_core_target_close_dwarf(&ct); /* the runtimes read DWARF in detect only */
 	if (keep_native &&
 	    !(native = calloc(core->nthreads ? core->nthreads : 1, sizeof(*native)))) {
 		err = &cq_error_nomem;

@@ -351,26 +351,16 @@ static struct cq_error *target_add_frames(void *p, struct cq_frame_list *fl,
 	return cq_frame_list_add(fl, ctx->core, ctx->symbolizer, uf, (enum cq_frame_kind)kind);
 }
 
-/* A module's DWARF, as the dwarf op hands it out: opened once, freed with the target. */
-struct cq_core_target_dwarf {
-	bool tried;
-	int fd; /* the separate debuginfo file's, or -1 */
-	Elf *elf;
-	Dwarf *dwarf;
-};
-
-static struct Dwarf *target_dwarf(void *p, size_t m)
+struct Dwarf *cq_module_dwarf_open(struct cq_module_dwarf *d, const struct cq_module *mod,
+                                   const char *const *debug_dirs)
 {
-	struct cq_core_target *ctx = p;
-	if (!ctx->dwarf || m >= ctx->core->nmodules)
-		return NULL;
-	struct cq_core_target_dwarf *d = &ctx->dwarf[m];
 	if (d->tried)
 		return d->dwarf;
 	d->tried = true;
 	d->fd = -1;
-	const struct cq_module *mod = &ctx->core->modules[m];
-	char *path = cq_debuginfo_find(mod, ctx->options->debug_dirs);
+	d->elf = NULL;
+	d->dwarf = NULL;
+	char *path = cq_debuginfo_find(mod, debug_dirs);
 	if (path && mod->file_path && strcmp(path, mod->file_path) == 0)
 		d->elf = mod->elf;
 	else if (path && (d->fd = cq_open_regular(path)) >= 0)
@@ -380,20 +370,38 @@ static struct Dwarf *target_dwarf(void *p, size_t m)
 	return d->dwarf;
 }
 
-static void dwarf_close(struct cq_core_target_dwarf *d, const struct cq_module *mod)
+void cq_module_dwarf_close(struct cq_module_dwarf *d, const struct cq_module *mod)
 {
+	if (!d->tried)
+		return;
 	if (d->dwarf)
 		dwarf_end(d->dwarf);
 	if (d->elf && d->elf != mod->elf)
 		elf_end(d->elf);
 	if (d->fd >= 0)
 		close(d->fd);
+	*d = (struct cq_module_dwarf){.fd = -1};
+}
+
+static struct Dwarf *target_dwarf(void *p, size_t m)
+{
+	struct cq_core_target *ctx = p;
+	if (!ctx->dwarf || m >= ctx->core->nmodules)
+		return NULL;
+	return cq_module_dwarf_open(&ctx->dwarf[m], &ctx->core->modules[m],
+	                            ctx->options->debug_dirs);
+}
+
+void cq_core_target_close_dwarf(struct cq_core_target *ct)
+{
+	for (size_t i = 0; ct->dwarf && i < ct->core->nmodules; i++)
+		cq_module_dwarf_close(&ct->dwarf[i], &ct->core->modules[i]);
 }
 
 /* Module m's cache key (build-id and file identity), made on first use. */
 static struct cq_cache_key *module_key(struct cq_core_target *ctx, size_t m)
 {
-	if (!ctx->options->cache || !ctx->provenance)
+	if (!ctx->options->cache || !ctx->provenance || m >= ctx->core->nmodules)
 		return NULL;
 	if (!ctx->provenance_made[m]) {
 		const struct cq_module *mod = &ctx->core->modules[m];
@@ -508,12 +516,10 @@ struct cq_error *cq_core_target_init(struct cq_core_target *ct, struct cq_core *
 
 void cq_core_target_destroy(struct cq_core_target *ct)
 {
-	for (size_t i = 0; ct->provenance && i < ct->core->nmodules; i++)
+	for (size_t i = 0; ct->provenance && ct->provenance_made && i < ct->core->nmodules; i++)
 		if (ct->provenance_made[i])
 			cq_provenance_free(&ct->provenance[i]);
-	for (size_t i = 0; ct->dwarf && i < ct->core->nmodules; i++)
-		if (ct->dwarf[i].tried)
-			dwarf_close(&ct->dwarf[i], &ct->core->modules[i]);
+	cq_core_target_close_dwarf(ct);
 	free(ct->dwarf);
 	ct->dwarf = NULL;
 	free(ct->provenance);

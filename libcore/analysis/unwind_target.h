@@ -20,7 +20,6 @@
 
 struct cq_cache;
 struct cq_core;
-struct cq_core_target_dwarf;
 struct cq_module;
 struct cq_provenance;
 struct cq_stack_options;
@@ -42,7 +41,7 @@ struct cq_core_target {
 	struct cq_tls_layout tls;         /* read by tls_prepare */
 	struct cq_provenance *provenance; /* by module, for cache_get/put: made on first use */
 	bool *provenance_made;
-	struct cq_core_target_dwarf *dwarf; /* by module, for the dwarf op: opened on first use */
+	struct cq_module_dwarf *dwarf; /* by module, for the dwarf op: opened on first use */
 	/*
 	 * Core bytes the walks read, read with pread a 1 KiB block at a time:
 	 * faulting them in through the mapping maps (and later unmaps) 64 KiB
@@ -52,6 +51,31 @@ struct cq_core_target {
 	uint64_t page_at[CQ_TARGET_PAGES]; /* target address of each page, + 1; 0: empty */
 	uint8_t page[CQ_TARGET_PAGES][CQ_TARGET_PAGE_SIZE];
 };
+
+/*
+ * A module's DWARF as a target's dwarf op hands it out (unwind/target.h),
+ * read from the debuginfo cq_debuginfo_find finds for it (the module's own
+ * file when that has DWARF): opened on the first call, the same handle on
+ * every later one (NULL: none), closed once by cq_module_dwarf_close.  The
+ * core's target and `cache warm`'s both keep theirs this way.
+ */
+struct cq_module_dwarf {
+	bool tried;
+	int fd;          /* the separate debuginfo file's, or -1 */
+	struct Elf *elf; /* the module's own (then not ended here), or the debuginfo's */
+	struct Dwarf *dwarf;
+};
+struct Dwarf *cq_module_dwarf_open(struct cq_module_dwarf *d, const struct cq_module *mod,
+                                   const char *const *debug_dirs);
+void cq_module_dwarf_close(struct cq_module_dwarf *d, const struct cq_module *mod);
+
+/*
+ * Closes every module's DWARF the dwarf op opened (a later call opens it
+ * again): the analysis calls it once the runtimes' detect step, where they
+ * read DWARF, is over, so that libdw's tables and the debuginfo's mapped
+ * pages are not held through the threads' unwind, the scan and decode.
+ */
+void cq_core_target_close_dwarf(struct cq_core_target *ct);
 
 /* The target's find_symbols over mod's symbol tables (cache warm's target uses it too). */
 struct cq_target_symbol;

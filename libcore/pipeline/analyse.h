@@ -57,7 +57,8 @@ struct cq_analyse_options {
 	 * May be NULL (then stacks->cache is used as it is).  Else stacks->cache
 	 * must be NULL: called at most once, the first time the analysis needs
 	 * the cache; its result (NULL: none) is out->opened_cache, which the
-	 * caller closes after cq_analysis_free.
+	 * caller closes after cq_analysis_free (or keeps, when the callback hands
+	 * out a cache the caller keeps for several analyses: `coreq ingest`).
 	 */
 	struct cq_cache *(*open_cache)(void *arg);
 	void *open_cache_arg;

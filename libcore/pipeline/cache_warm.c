@@ -4,7 +4,6 @@
  */
 #include "libcore/pipeline/cache_warm.h"
 
-#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,27 +81,13 @@ struct warm_target {
 	struct cq_cache *cache;
 	struct cq_provenance prov; /* made on first use */
 	bool prov_made;
-	bool dwarf_tried; /* its DWARF, opened on first use */
-	int dwarf_fd;
-	Elf *dwarf_elf;
-	Dwarf *dwarf;
+	struct cq_module_dwarf dwarf; /* its DWARF, opened on first use */
 };
 
 static struct Dwarf *warm_dwarf(void *p, size_t m)
 {
-	(void)m;
 	struct warm_target *w = p;
-	if (w->dwarf_tried)
-		return w->dwarf;
-	w->dwarf_tried = true;
-	char *path = cq_debuginfo_find(w->mod, w->debug_dirs);
-	if (path && w->mod->file_path && strcmp(path, w->mod->file_path) == 0)
-		w->dwarf_elf = w->mod->elf;
-	else if (path && (w->dwarf_fd = cq_open_regular(path)) >= 0)
-		w->dwarf_elf = elf_begin(w->dwarf_fd, ELF_C_READ_MMAP, NULL);
-	free(path);
-	w->dwarf = w->dwarf_elf ? dwarf_begin_elf(w->dwarf_elf, DWARF_C_READ, NULL) : NULL;
-	return w->dwarf;
+	return m == 0 ? cq_module_dwarf_open(&w->dwarf, w->mod, w->debug_dirs) : NULL;
 }
 
 static struct cq_cache_key *warm_key(struct warm_target *w)
@@ -157,20 +142,14 @@ static struct cq_error *warm_runtimes(struct cq_module *mod, const struct cq_arc
                                       const char *const *debug_dirs, struct cq_cache *cache,
                                       struct cq_cache_warm_result *r)
 {
-	struct warm_target w = {
-	    .mod = mod, .debug_dirs = debug_dirs, .cache = cache, .dwarf_fd = -1};
+	struct warm_target w = {.mod = mod, .debug_dirs = debug_dirs, .cache = cache};
 	struct cq_target_module view = cq_core_target_module_view(mod);
 	struct cq_unwind_target t = {
 	    .ops = &warm_ops, .ctx = &w, .arch = arch, .modules = &view, .nmodules = 1};
 	struct cq_error *err = cq_async_warm(&t, 0, &r->runtimes, &r->runtimes_text);
 	if (w.prov_made)
 		cq_provenance_free(&w.prov);
-	if (w.dwarf)
-		dwarf_end(w.dwarf);
-	if (w.dwarf_elf && w.dwarf_elf != mod->elf)
-		elf_end(w.dwarf_elf);
-	if (w.dwarf_fd >= 0)
-		close(w.dwarf_fd);
+	cq_module_dwarf_close(&w.dwarf, mod);
 	return err;
 }
 

@@ -64,6 +64,7 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
                                 const struct cq_ingest_options *o, struct cq_ingest_result *out)
 {
 	assert(store && path && o && o->stacks);
+	assert(!o->open_cache || !o->stacks->cache);
 	memset(out, 0, sizeof(*out));
 	bool stdin_core = strcmp(path, "-") == 0;
 	char *abs =
@@ -73,6 +74,8 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 	                                .stacks = o->stacks,
 	                                .waits = true,
 	                                .capture = o->capture_override,
+	                                .open_cache = o->open_cache,
+	                                .open_cache_arg = o->open_cache_arg,
 	                                .opened = ingest_opened,
 	                                .opened_arg = &st};
 	struct cq_analysis a;
@@ -109,7 +112,7 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 		    cq_store_placeholder_failed(store, abs, err->message, false, &out->failed_row);
 	free(abs);
 	cq_bucket_namer_destroy(st.namer);
-	cq_analysis_free(&a);
+	cq_analysis_free(&a); /* a.opened_cache is the caller's (open_cache): kept open */
 	return err;
 }
 

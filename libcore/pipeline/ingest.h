@@ -26,6 +26,7 @@
 #include "libcore/triage/bucket.h"
 
 struct cq_bucket_rules;
+struct cq_cache;
 struct cq_capture;
 struct cq_core;
 struct cq_core_options;
@@ -33,8 +34,17 @@ struct cq_stack_options;
 
 struct cq_ingest_options {
 	const struct cq_core_options *core;
-	const struct cq_stack_options
-	    *stacks; /* its cache: open, kept by the caller (may be NULL) */
+	/* Its cache: open, kept by the caller (may be NULL); NULL with open_cache. */
+	const struct cq_stack_options *stacks;
+	/*
+	 * May be NULL (then stacks->cache is used as it is: the hook opens its
+	 * cache as root, before the sandbox drops privileges).  Else called when
+	 * a core's analysis first needs the cache (cq_analyse's open_cache: a
+	 * file that is not a core never asks): it returns the caller's cache
+	 * (NULL: none), which the caller keeps open across cores and closes.
+	 */
+	struct cq_cache *(*open_cache)(void *arg);
+	void *open_cache_arg;
 	unsigned signature_frames;
 	const struct cq_bucket_rules *rules; /* how signatures are made (cq_bucket_rules_load) */
 	/* With path "-": the stored file standard input holds (its rows are replaced). */

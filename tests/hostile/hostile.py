@@ -364,12 +364,18 @@ class Gen:
 
     # ---- databases ------------------------------------------------------------------
     def cache_db(self):
-        name, core, data = self.bases[0]
-        clean = self.path(".cache.db")
-        subprocess.run([COREQ_RELEASE, "stack", "--cache", clean, core], capture_output=True)
+        # A C core (tables and symbols) and, every other input, a Rust one: its
+        # cache also holds a runtime blob (the Rust index in runtime_blobs).
+        bases = [self.bases[0]] + [b for b in self.bases if b[0].startswith("rust_")][:1]
+        cleans = []
+        for name, core, data in bases:
+            clean = self.path(".cache.db")
+            subprocess.run([COREQ_RELEASE, "stack", "--cache", clean, core], capture_output=True)
+            cleans.append(clean)
         for i in range(self.n):
+            name, core, data = bases[i % len(bases)]
             db = self.path(".cache.db")
-            shutil.copy(clean, db)
+            shutil.copy(cleans[i % len(bases)], db)
             con = sqlite3.connect(db)
             rows = con.execute("SELECT build_id, address, debuginfo, frames FROM symbols").fetchall()
             for bid, addr, dbg, blob in rows:
@@ -379,8 +385,11 @@ class Gen:
                 con.execute("UPDATE unwind_tables SET blob = ? WHERE build_id = ?",
                             (bytes(self.flip(blob, 0, len(blob), 1 + i % 8)), bid))
             for src, rt, nm, blob in con.execute("SELECT source, runtime, name, blob FROM runtime_blobs").fetchall():
+                # bits flipped and cut short; or no blob at all: text, an empty blob
+                bad = [bytes(self.flip(blob, 0, len(blob), 1 + i % 8))[: len(blob) - (i % 3)],
+                       "not a blob", b""][(i // 2) % 3]
                 con.execute("UPDATE runtime_blobs SET blob = ? WHERE source = ? AND runtime = ? AND name = ?",
-                            (bytes(self.flip(blob, 0, len(blob), 1 + i % 8))[: len(blob) - (i % 3)], src, rt, nm))
+                            (bad, src, rt, nm))
             con.commit()
             con.close()
             if i % 4 == 3:  # the file itself damaged

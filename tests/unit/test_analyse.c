@@ -3,11 +3,13 @@
  * a corpus core gives its core and stacks (the expect file's threads and
  * crash chain); opened runs once, after the core opened and before the
  * stacks are made, and can end the analysis there (no stacks, no cache
- * opened); the cache is asked of open_cache once, and only for a core that
- * opened (a one-stream core's hints ask it as the core opens); the wait-for graph, when asked, is
- * the program's own record (the oracle file of a deadlock core); the capture given is reconciled
- * with the notes; a file that is not a core and a missing path are errors with no core; freeing
- * twice is harmless.
+ * opened), or fail it (its error, the core kept, no stacks nor waits); the
+ * cache is asked of open_cache once, and only for a core that opened (a
+ * one-stream core's hints ask it as the core opens); the wait-for graph,
+ * when asked, is the program's own record (the oracle file of a deadlock
+ * core); the capture given is reconciled with the notes; a file that is not
+ * a core and a missing path are errors with no core; freeing twice is
+ * harmless.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +34,7 @@ struct seen {
 	int32_t pid;
 	bool had_stacks; /* when opened ran */
 	bool stop;
+	bool fail;              /* opened returns an error */
 	struct cq_cache *cache; /* what open_cache gives */
 };
 
@@ -44,7 +47,7 @@ static struct cq_error *on_opened(void *arg, const char *path, const struct cq_a
 	s->pid = a->core->pid;
 	s->had_stacks = a->stacks != NULL;
 	*stop = s->stop;
-	return NULL;
+	return s->fail ? cq_error_create(CQ_ERR_LIMIT, "opened refused it") : NULL;
 }
 
 static struct cq_cache *on_open_cache(void *arg)
@@ -125,6 +128,38 @@ static void test_opened_stops(void **state)
 	assert_non_null(a.core);
 	assert_null(a.stacks);
 	/* A mapped core's open asks no hint: nothing needed the cache. */
+	assert_int_equal(seen.caches, 0);
+	assert_null(a.opened_cache);
+	cq_analysis_free(&a);
+}
+
+/*
+ * An error opened returns ends the analysis with the core (its notes still
+ * stand: the partial result of analyse.h), no stacks, no wait-for graph
+ * although asked, and no cache opened; it is the error cq_analyse returns.
+ */
+static void test_opened_error(void **state)
+{
+	(void)state;
+	struct corpus_case c;
+	CORPUS_CASE("segv_null.O0", &c);
+	struct cq_core_options co = {0};
+	struct cq_stack_options so;
+	cq_stack_options_default(&so);
+	struct seen seen = {.fail = true};
+	struct cq_analyse_options o;
+	options(&o, &co, &so, &seen);
+	o.waits = true;
+	struct cq_analysis a;
+	struct cq_error *err = cq_analyse(c.core, &o, &a);
+	assert_non_null(err);
+	assert_string_equal(err->message, "opened refused it");
+	cq_error_free(err);
+	assert_int_equal(seen.opened, 1);
+	assert_non_null(a.core);
+	assert_int_equal(a.core->pid, c.pid);
+	assert_null(a.stacks);
+	assert_null(a.waits);
 	assert_int_equal(seen.caches, 0);
 	assert_null(a.opened_cache);
 	cq_analysis_free(&a);
@@ -288,6 +323,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_a_corpus_core),
 	    cmocka_unit_test(test_opened_stops),
+	    cmocka_unit_test(test_opened_error),
 	    cmocka_unit_test(test_waits_are_the_oracles),
 	    cmocka_unit_test(test_capture_reconciled),
 	    cmocka_unit_test(test_stream_hints_open_the_cache_once),

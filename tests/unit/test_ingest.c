@@ -5,7 +5,8 @@
  * chain makes; ingesting it again is a duplicate that writes nothing; a
  * file that is no core is an error that writes nothing, unless the hook
  * left a placeholder for it, which is then marked failed with the error;
- * the opened callback sees the core.
+ * the opened callback sees the core; open_cache is asked only when a core's
+ * analysis needs the cache.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,9 +18,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/capture/capture.h"
+#include "libcore/db/cache.h"
 #include "libcore/model/core.h"
 #include "libcore/pipeline/ingest.h"
 #include "libcore/store/capture_rows.h"
@@ -233,11 +236,73 @@ static void test_stored_copy_that_fails_is_recorded(void **state)
 	cq_ingest_result_free(&r);
 }
 
+/* What open_cache saw: how often it was asked, and the cache it hands out (kept by the test). */
+struct lazy_seen {
+	size_t asked;
+	struct cq_cache *cache;
+};
+
+static struct cq_cache *open_counted(void *arg)
+{
+	struct lazy_seen *s = arg;
+	s->asked++;
+	return s->cache;
+}
+
+/*
+ * open_cache (ingest.h): not asked for a file that is not a core nor for a
+ * core already stored; asked once for a core to analyse, whose unwind
+ * tables then reach the cache; the cache stays the caller's (open after
+ * the ingest, closed once by the test).
+ */
+static void test_open_cache_lazily(void **state)
+{
+	struct fixture *f = *state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/cache.db", f->dir);
+	struct lazy_seen seen = {0};
+	assert_null(cq_cache_open(path, &seen.cache));
+	f->io.open_cache = open_counted;
+	f->io.open_cache_arg = &seen;
+	snprintf(path, sizeof(path), "%s/not-a-core", f->dir);
+	write_text(path);
+	struct cq_ingest_result r;
+	struct cq_error *err = cq_ingest_core(f->store, path, &f->io, &r);
+	assert_non_null(err);
+	cq_error_free(err);
+	cq_ingest_result_free(&r);
+	assert_int_equal(seen.asked, 0);
+
+	struct corpus_case c;
+	CORPUS_CASE("abort_deep.O0", &c);
+	assert_null(cq_ingest_core(f->store, c.core, &f->io, &r));
+	assert_false(r.store.duplicate);
+	cq_ingest_result_free(&r);
+	assert_int_equal(seen.asked, 1);
+	assert_null(cq_ingest_core(f->store, c.core, &f->io, &r));
+	assert_true(r.store.duplicate);
+	cq_ingest_result_free(&r);
+	assert_int_equal(seen.asked, 1); /* a stored core needs no stacks, so no cache */
+	assert_null(cq_cache_close(seen.cache));
+	snprintf(path, sizeof(path), "%s/cache.db", f->dir);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_prepare_v2(db, "SELECT count(*) FROM unwind_tables", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	sqlite3_int64 rows = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	assert_true(rows > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_core_stored_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_a_core_is_an_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_open_cache_lazily, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stored_copy_that_fails_is_recorded, setup,
 	                                    teardown),
 	};

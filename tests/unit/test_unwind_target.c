@@ -482,7 +482,8 @@ static void test_find_symbols(void **state)
 /*
  * The dwarf op: the executable's DWARF (readelf -S lists .debug_info), the
  * same handle on every call, whose compile unit at crash_main (readelf -s's
- * value) is threads8.c's; none for a module past the list or the vdso.
+ * value) is threads8.c's, and again after the target closed it; none for a
+ * module past the list or the vdso.
  */
 static void test_dwarf(void **state)
 {
@@ -513,6 +514,14 @@ static void test_dwarf(void **state)
 	const char *name = dwarf_diename(&cu);
 	assert_non_null(name);
 	assert_non_null(strstr(name, "threads8.c"));
+	/* Closed (as the analysis does once detect is over), then opened again on the next call. */
+	cq_core_target_close_dwarf(&f.ct);
+	cq_core_target_close_dwarf(&f.ct); /* twice: harmless */
+	dw = t->ops->dwarf(t->ctx, e);
+	assert_non_null(dw);
+	assert_ptr_equal(t->ops->dwarf(t->ctx, e), dw);
+	assert_non_null(dwarf_addrdie(dw, value, &cu));
+	assert_non_null(strstr(dwarf_diename(&cu), "threads8.c"));
 	assert_null(t->ops->dwarf(t->ctx, t->nmodules));
 	for (size_t m = 0; m < t->nmodules; m++)
 		if (t->modules[m].is_vdso)
@@ -724,6 +733,9 @@ static void test_with_cache(void **state)
 	for (size_t m = 0; m < t->nmodules; m++)
 		if (m != e && t->modules[m].found)
 			assert_null(t->ops->cache_get(t->ctx, m, &b, &len));
+	/* Nor does a module past the list (as the dwarf op: NULL, no read past the arrays). */
+	assert_null(t->ops->cache_get(t->ctx, t->nmodules, &b, &len));
+	t->ops->cache_put(t->ctx, t->nmodules, &b, blob, sizeof(blob));
 	t->ops->cache_reject(t->ctx);
 	assert_int_equal(cq_cache_rejected(cache), 1);
 

@@ -193,6 +193,9 @@ struct cq_async_runtime {
 /* Every runtime, in the order their suspended stacks are listed (runtime_table.c). */
 const struct cq_async_runtime *const *cq_async_runtimes(size_t *n);
 
+/* The table's lines, at most: the driver keeps one state per line (checked as the table builds). */
+#define CQ_ASYNC_MAX_RUNTIMES 16
+
 /*
  * Runs every runtime's warm hook, in the table's order, over module m of
  * t (see struct cq_async_warm): their figures appended to figures, their

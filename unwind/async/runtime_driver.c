@@ -31,7 +31,7 @@
  */
 #define SCAN_CHUNK (2u << 20)
 
-#define MAX_RUNTIMES 16 /* the table's lines, at most */
+#define MAX_RUNTIMES CQ_ASYNC_MAX_RUNTIMES
 
 struct cq_async_states {
 	const struct cq_async_runtime *const *runtimes; /* the table */

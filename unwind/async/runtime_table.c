@@ -23,6 +23,10 @@ static const struct cq_async_runtime *const runtimes[] = {
 #undef RUNTIME
 };
 
+/* A line past the driver's bound would be a runtime silently never run. */
+_Static_assert(sizeof(runtimes) / sizeof(runtimes[0]) <= CQ_ASYNC_MAX_RUNTIMES,
+               "more runtimes than CQ_ASYNC_MAX_RUNTIMES");
+
 const struct cq_async_runtime *const *cq_async_runtimes(size_t *n)
 {
 	*n = sizeof(runtimes) / sizeof(runtimes[0]);
