@@ -1,0 +1,815 @@
+/*
+ * python.c - the CPython runtime: every thread's interpreter frames,
+ * spliced into its native stack as frames of kind python (qualified name,
+ * file, line), and the thread that holds the GIL.
+ *
+ * Found through the program's own symbols (the executable's when it links
+ * CPython in, as Debian's python3.11 does, else libpython's):
+ *
+ *   _PyRuntime                  the runtime state: interpreters, the GIL
+ *   Py_Version                  PY_VERSION_HEX (3.11 on): which layout
+ *   _PyEval_EvalFrameDefault    the evaluation loop, where frames splice in
+ *
+ * A process without _PyRuntime and Py_Version costs two symbol lookups per
+ * module and nothing else.  Layouts come from libpython's DWARF when it is
+ * there (python3.11-dbg) and otherwise from the version-keyed table
+ * python_layouts.def; a version with neither is reported, not guessed.
+ *
+ * The walk (3.11): _PyRuntime.interpreters.head -> each interpreter's
+ * threads.head -> each PyThreadState, matched to the core's thread by its
+ * native_thread_id; its cframe->current_frame is the innermost
+ * _PyInterpreterFrame, `previous` the next one out.  One call of
+ * _PyEval_EvalFrameDefault runs the frames from the one it was entered with
+ * (is_entry) inwards: a thread's Python frames, innermost first, are cut at
+ * each entry frame and each run is put in front of (inside) the next
+ * _PyEval_EvalFrameDefault frame of the native stack, counting out from
+ * the innermost.  Frames left over (a native unwind cut short) go at the
+ * end of the stack and are counted.  The line of a frame is its code
+ * object's location table at prev_instr, as PyCode_Addr2Line computes it.
+ *
+ * Everything read from the core is untrusted: every list is bounded and
+ * checked for loops, every string and table bounded in length.
+ */
+#include "unwind/async/python.h"
+
+#include <dwarf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libcore/base/regular_file.h"
+#include "unwind/async/dwarf_type.h"
+#include "unwind/async/runtime.h"
+
+/* Bounds on what a damaged or forged core can make the walk read. */
+#define MAX_INTERPS    64
+#define MAX_TSTATES    65536
+#define MAX_STRING     4096
+#define MAX_LINETABLE  (1u << 20)
+#define MAX_DWARF_CUS  100000
+#define MAX_TOP_DIES   (1u << 22)
+#define MAX_PATH_DEPTH 4
+
+static const struct cq_python_layout layouts[] = {
+#define PY_LAYOUT(maj, min, ...) {.major = (maj), .minor = (min), __VA_ARGS__},
+#include "unwind/async/python_layouts.def"
+#undef PY_LAYOUT
+};
+
+const struct cq_python_layout *cq_python_layout_table(unsigned major, unsigned minor)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i].major == major && layouts[i].minor == minor)
+			return &layouts[i];
+	return NULL;
+}
+
+/* ---- layouts from DWARF ------------------------------------------------ */
+
+struct layout_field {
+	const char *type, *path;
+	size_t at; /* offsetof(struct cq_python_layout, field) */
+};
+
+static const struct layout_field layout_fields[] = {
+#define CQ_PY_FIELD(name, t, p) {t, p, offsetof(struct cq_python_layout, name)},
+    CQ_PYTHON_LAYOUT_FIELDS(CQ_PY_FIELD)
+#undef CQ_PY_FIELD
+};
+#define NFIELDS (sizeof(layout_fields) / sizeof(layout_fields[0]))
+
+/* The distinct type names the fields name (at most NFIELDS). */
+static size_t type_names(const char **out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < NFIELDS; i++) {
+		size_t k = 0;
+		while (k < n && strcmp(out[k], layout_fields[i].type) != 0)
+			k++;
+		if (k == n)
+			out[n++] = layout_fields[i].type;
+	}
+	return n;
+}
+
+/* A struct with members (not a declaration), typedefs peeled. */
+static bool defined_struct(Dwarf_Die *die)
+{
+	Dwarf_Die child;
+	return cq_dwt_peel(die) && dwarf_tag(die) == DW_TAG_structure_type &&
+	       !dwarf_hasattr(die, DW_AT_declaration) && dwarf_child(die, &child) == 0;
+}
+
+/* Finds each named struct or typedef among the compile units' top-level DIEs. */
+static bool find_types(Dwarf *dw, const char **names, size_t n, Dwarf_Die *types)
+{
+	bool found[NFIELDS] = {false};
+	size_t left = n, budget = MAX_TOP_DIES;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	for (size_t cus = 0; left && cus < MAX_DWARF_CUS &&
+	                     dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0;
+	     cus++, off = next) {
+		Dwarf_Die cu, die;
+		if (!dwarf_offdie(dw, off + hsize, &cu) || dwarf_child(&cu, &die) != 0)
+			continue;
+		do {
+			if (budget-- == 0)
+				return false;
+			int tag = dwarf_tag(&die);
+			if (tag != DW_TAG_structure_type && tag != DW_TAG_typedef)
+				continue;
+			const char *name = dwarf_diename(&die);
+			for (size_t k = 0; name && k < n; k++) {
+				Dwarf_Die t = die;
+				if (found[k] || strcmp(name, names[k]) != 0 || !defined_struct(&t))
+					continue;
+				types[k] = t;
+				found[k] = true;
+				left--;
+			}
+		} while (left && dwarf_siblingof(&die, &die) == 0);
+	}
+	return left == 0;
+}
+
+/* The offset of a dotted member path inside type (each step a direct member). */
+static bool member_path(Dwarf_Die type, const char *path, uint64_t *out)
+{
+	char part[64];
+	uint64_t total = 0;
+	for (int depth = 0; depth < MAX_PATH_DEPTH; depth++) {
+		const char *dot = strchr(path, '.');
+		size_t len = dot ? (size_t)(dot - path) : strlen(path);
+		if (len == 0 || len >= sizeof(part))
+			return false;
+		memcpy(part, path, len);
+		part[len] = '\0';
+		uint64_t off;
+		Dwarf_Die found;
+		if (!cq_dwt_find_member(&type, cq_dwt_named, part, 0, &off, &found))
+			return false;
+		total += off;
+		if (!dot) {
+			*out = total;
+			return true;
+		}
+		type = found;
+		path = dot + 1;
+	}
+	return false;
+}
+
+bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char **missing)
+{
+	const char *names[NFIELDS];
+	Dwarf_Die types[NFIELDS];
+	size_t n = type_names(names);
+	*missing = NULL;
+	bool all = find_types(dw, names, n, types);
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const struct layout_field *f = &layout_fields[i];
+		size_t k = 0;
+		while (strcmp(names[k], f->type) != 0)
+			k++;
+		uint64_t v = 0;
+		bool ok = all;
+		if (ok && f->path)
+			ok = member_path(types[k], f->path, &v);
+		else if (ok)
+			ok = (v = cq_dwt_size(&types[k])) != 0;
+		if (!ok || v > UINT32_MAX) {
+			*missing = f->path ? f->path : f->type;
+			return false;
+		}
+		memcpy((char *)out + f->at, &(uint32_t){(uint32_t)v}, sizeof(uint32_t));
+	}
+	return true;
+}
+
+/*
+ * Module m's DWARF layout for a version coreq reads (the table has its
+ * row: the version's frame list is one python.c walks).  One small
+ * function that opens the module's debuginfo through the target.
+ */
+static bool layout_from_dwarf(const struct cq_unwind_target *t, size_t m,
+                              struct cq_python_layout *out)
+{
+	const struct cq_target_module *mod = &t->modules[m];
+	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
+	int fd = -1;
+	Elf *elf = NULL;
+	if (path && mod->file_path && strcmp(path, mod->file_path) == 0)
+		elf = mod->elf;
+	else if (path && (fd = cq_open_regular(path)) >= 0)
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	free(path);
+	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	const char *missing;
+	bool ok = dw && cq_python_layout_dwarf(dw, out, &missing);
+	if (dw)
+		dwarf_end(dw);
+	if (elf && elf != mod->elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* ---- the location table ---------------------------------------------- */
+
+/* 3.11's location entry kinds (Objects/locations.md). */
+enum {
+	LOC_ONE_LINE0 = 10,
+	LOC_ONE_LINE1 = 11,
+	LOC_ONE_LINE2 = 12,
+	LOC_NO_COLUMNS = 13,
+	LOC_LONG = 14,
+	LOC_NONE = 15,
+};
+
+/* An unsigned varint of 6-bit groups (bit 6: more) at *at; stops at end. */
+static uint32_t read_varint(const uint8_t *table, size_t len, size_t *at)
+{
+	uint32_t v = 0;
+	unsigned shift = 0;
+	while (*at < len) {
+		uint8_t b = table[(*at)++];
+		if (shift < 32)
+			v |= (uint32_t)(b & 63) << shift;
+		shift += 6;
+		if (!(b & 64))
+			break;
+	}
+	return v;
+}
+
+static int32_t read_svarint(const uint8_t *table, size_t len, size_t *at)
+{
+	uint32_t v = read_varint(table, len, at);
+	return v & 1 ? -(int32_t)(v >> 1) : (int32_t)(v >> 1);
+}
+
+int cq_python_addr2line(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	if (addr < 0)
+		return firstlineno;
+	int64_t line = firstlineno, end = 0;
+	size_t at = 0;
+	while (at < len) {
+		uint8_t first = table[at];
+		unsigned code = (first >> 3) & 15;
+		int64_t delta = 0;
+		size_t p = at + 1;
+		if (code == LOC_NO_COLUMNS || code == LOC_LONG)
+			delta = read_svarint(table, len, &p);
+		else if (code >= LOC_ONE_LINE0 && code <= LOC_ONE_LINE2)
+			delta = code - LOC_ONE_LINE0;
+		line += delta;
+		if (line < INT32_MIN || line > INT32_MAX)
+			return -1;
+		end += ((first & 7) + 1) * 2;
+		if (addr < end)
+			return code == LOC_NONE ? -1 : (int)line;
+		/* The next entry starts at the next byte with bit 7 set. */
+		at++;
+		while (at < len && !(table[at] & 128))
+			at++;
+	}
+	return -1;
+}
+
+/* ---- reading the core ------------------------------------------------ */
+
+/* What one code object gives its frames (strings owned by the runtime). */
+struct code_info {
+	uint64_t addr;
+	const char *qualname, *filename;
+	int firstlineno;
+	uint8_t *linetable;
+	size_t linetable_len;
+};
+
+struct py_frame {
+	uint64_t addr;
+	const struct code_info *code;
+	int line;
+	bool is_entry;
+};
+
+struct python {
+	struct cq_python_layout layout;
+	bool from_dwarf;
+	unsigned major, minor, micro;
+	uint64_t runtime;
+	uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault, 0 0: by name */
+	/* Code objects read so far: an open-addressing table by address. */
+	struct code_info *codes;
+	size_t ncodes, capcodes;
+	/* Strings the frames point to. */
+	char **strings;
+	size_t nstrings, capstrings;
+	struct py_frame *frames; /* one thread's frames */
+	size_t max_frames;
+	/* What it found (report). */
+	bool no_layout;
+	size_t tstates, threads_matched, threads_with_frames, python_frames, unplaced;
+	size_t truncated, unreadable;
+	int64_t gil_tid; /* the thread holding the GIL, 0: none known */
+	bool gil_locked;
+};
+
+static void python_destroy(void *p)
+{
+	struct python *py = p;
+	for (size_t i = 0; i < py->capcodes; i++)
+		free(py->codes[i].linetable);
+	free(py->codes);
+	for (size_t i = 0; i < py->nstrings; i++)
+		free(py->strings[i]);
+	free(py->strings);
+	free(py->frames);
+	free(py);
+}
+
+static bool rd(const struct cq_unwind_target *t, uint64_t addr, void *buf, size_t len)
+{
+	return t->ops->read(t->ctx, addr, buf, len);
+}
+
+static bool rd64(const struct cq_unwind_target *t, uint64_t addr, uint64_t *v)
+{
+	return rd(t, addr, v, sizeof(*v));
+}
+
+/* Keeps s (malloc'd) for the frames; NULL when out of memory (s freed). */
+static const char *keep_string(struct python *py, char *s)
+{
+	if (py->nstrings == py->capstrings) {
+		size_t cap = py->capstrings ? py->capstrings * 2 : 64;
+		char **a = realloc(py->strings, cap * sizeof(*a));
+		if (!a) {
+			free(s);
+			return NULL;
+		}
+		py->strings = a;
+		py->capstrings = cap;
+	}
+	py->strings[py->nstrings++] = s;
+	return s;
+}
+
+/* Appends code point c as UTF-8 (a surrogate or beyond U+10FFFF as '?'). */
+static size_t put_utf8(char *out, uint32_t c)
+{
+	if (c < 0x80) {
+		out[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		out[0] = (char)(0xc0 | c >> 6);
+		out[1] = (char)(0x80 | (c & 63));
+		return 2;
+	}
+	if ((c >= 0xd800 && c < 0xe000) || c > 0x10ffff) {
+		out[0] = '?';
+		return 1;
+	}
+	if (c < 0x10000) {
+		out[0] = (char)(0xe0 | c >> 12);
+		out[1] = (char)(0x80 | (c >> 6 & 63));
+		out[2] = (char)(0x80 | (c & 63));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | c >> 18);
+	out[1] = (char)(0x80 | (c >> 12 & 63));
+	out[2] = (char)(0x80 | (c >> 6 & 63));
+	out[3] = (char)(0x80 | (c & 63));
+	return 4;
+}
+
+/*
+ * A str object as UTF-8 (malloc'd), at most MAX_STRING characters, or NULL:
+ * a compact string (every name and file name of a code object is one),
+ * ASCII or of 1, 2 or 4 bytes a character.
+ */
+static char *read_str(const struct cq_unwind_target *t, const struct cq_python_layout *l,
+                      uint64_t obj)
+{
+	uint64_t length;
+	uint32_t state;
+	if (!obj || !rd64(t, obj + l->unicode_length, &length) ||
+	    !rd(t, obj + l->unicode_state, &state, sizeof(state)) || length > MAX_STRING)
+		return NULL;
+	unsigned kind = state >> 2 & 7, compact = state >> 5 & 1, ascii = state >> 6 & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4))
+		return NULL;
+	uint64_t data = obj + (ascii ? l->ascii_size : l->compact_size);
+	uint8_t *raw = malloc(length * kind + 1);
+	char *s = malloc(length * 4 + 1);
+	if (!raw || !s || !rd(t, data, raw, length * kind)) {
+		free(raw);
+		free(s);
+		return NULL;
+	}
+	size_t n = 0;
+	for (uint64_t i = 0; i < length; i++) {
+		uint32_t c = kind == 1   ? raw[i]
+		             : kind == 2 ? (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8
+		                         : (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
+		                               (uint32_t)raw[4 * i + 2] << 16 |
+		                               (uint32_t)raw[4 * i + 3] << 24;
+		if (ascii && c >= 0x80)
+			c = '?';
+		n += put_utf8(s + n, c);
+	}
+	s[n] = '\0';
+	free(raw);
+	return s;
+}
+
+static size_t code_slot(const struct python *py, uint64_t addr)
+{
+	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 20) & (py->capcodes - 1);
+}
+
+static bool codes_grow(struct python *py)
+{
+	size_t cap = py->capcodes ? py->capcodes * 2 : 256;
+	struct code_info *old = py->codes;
+	size_t oldcap = py->capcodes;
+	if (!(py->codes = calloc(cap, sizeof(*py->codes)))) {
+		py->codes = old;
+		return false;
+	}
+	py->capcodes = cap;
+	for (size_t i = 0; i < oldcap; i++) {
+		if (!old[i].addr)
+			continue;
+		size_t k = code_slot(py, old[i].addr);
+		while (py->codes[k].addr)
+			k = (k + 1) & (cap - 1);
+		py->codes[k] = old[i];
+	}
+	free(old);
+	return true;
+}
+
+/*
+ * The code object at addr, read once (its names, first line and location
+ * table); NULL when out of memory.  A code object the core lacks gives a
+ * frame without a name.
+ */
+static const struct code_info *code_at(struct python *py, const struct cq_unwind_target *t,
+                                       uint64_t addr, bool *nomem)
+{
+	if ((py->ncodes + 1) * 2 > py->capcodes && !codes_grow(py)) {
+		*nomem = true;
+		return NULL;
+	}
+	size_t k = code_slot(py, addr);
+	while (py->codes[k].addr && py->codes[k].addr != addr)
+		k = (k + 1) & (py->capcodes - 1);
+	struct code_info *c = &py->codes[k];
+	if (c->addr)
+		return c;
+	const struct cq_python_layout *l = &py->layout;
+	*c = (struct code_info){.addr = addr};
+	py->ncodes++;
+	uint64_t qual = 0, file = 0, table = 0, len = 0;
+	int32_t first = 0;
+	rd64(t, addr + l->code_qualname, &qual);
+	rd64(t, addr + l->code_filename, &file);
+	if (rd(t, addr + l->code_firstlineno, &first, sizeof(first)))
+		c->firstlineno = first;
+	char *s = read_str(t, l, qual);
+	if (s && !(c->qualname = keep_string(py, s)))
+		*nomem = true;
+	s = read_str(t, l, file);
+	if (s && !(c->filename = keep_string(py, s)))
+		*nomem = true;
+	if (rd64(t, addr + l->code_linetable, &table) && table &&
+	    rd64(t, table + l->bytes_size, &len) && len > 0 && len <= MAX_LINETABLE) {
+		if (!(c->linetable = malloc(len)))
+			*nomem = true;
+		else if (rd(t, table + l->bytes_data, c->linetable, len))
+			c->linetable_len = len;
+	}
+	return c;
+}
+
+/* Brent's loop check over a linked list (seen: the walk came round). */
+struct loop_check {
+	uint64_t saved;
+	size_t power, lam;
+};
+
+static bool loop_seen(struct loop_check *c, uint64_t p)
+{
+	if (p == c->saved)
+		return true;
+	if (++c->lam == c->power) {
+		c->saved = p;
+		c->power *= 2;
+		c->lam = 0;
+	}
+	return false;
+}
+
+/*
+ * A thread state's frames, innermost first, into py->frames; how many.
+ * *cut: the list was longer than the bound, looped or became unreadable.
+ */
+static size_t read_frames(struct python *py, const struct cq_unwind_target *t, uint64_t tstate,
+                          bool *cut, bool *nomem)
+{
+	const struct cq_python_layout *l = &py->layout;
+	uint64_t cframe, frame;
+	*cut = false;
+	if (!rd64(t, tstate + l->tstate_cframe, &cframe) || !cframe ||
+	    !rd64(t, cframe + l->cframe_current, &frame))
+		return 0;
+	struct loop_check loop = {.saved = frame, .power = 1};
+	size_t n = 0;
+	while (frame && !*nomem) {
+		uint64_t code, prev, instr;
+		uint8_t entry;
+		if (n == py->max_frames || (frame & 7) || !rd64(t, frame + l->frame_code, &code) ||
+		    !rd64(t, frame + l->frame_previous, &prev) ||
+		    !rd64(t, frame + l->frame_prev_instr, &instr) ||
+		    !rd(t, frame + l->frame_is_entry, &entry, 1)) {
+			*cut = true;
+			break;
+		}
+		const struct code_info *c = code ? code_at(py, t, code, nomem) : NULL;
+		int line = -1;
+		if (c) {
+			int64_t lasti = ((int64_t)(instr - (code + l->code_adaptive))) / 2;
+			line = cq_python_addr2line(c->linetable, c->linetable_len, c->firstlineno,
+			                           lasti * 2);
+		}
+		py->frames[n++] = (struct py_frame){
+		    .addr = frame, .code = c, .line = line, .is_entry = entry != 0};
+		frame = prev;
+		if (frame && loop_seen(&loop, frame)) {
+			*cut = true;
+			break;
+		}
+	}
+	return n;
+}
+
+/* Is native frame f a call of _PyEval_EvalFrameDefault? */
+static bool is_eval_frame(const struct python *py, const struct cq_stack_frame *f)
+{
+	if (f->kind != CQ_FRAME_NATIVE)
+		return false;
+	if (py->eval_hi)
+		return f->pc >= py->eval_lo && f->pc <= py->eval_hi;
+	return f->function && strcmp(f->function, "_PyEval_EvalFrameDefault") == 0;
+}
+
+static void set_python_frame(struct cq_stack_frame *out, const struct py_frame *p)
+{
+	*out = (struct cq_stack_frame){
+	    .kind = CQ_FRAME_PYTHON,
+	    .trust = CQ_TRUST_ASYNC,
+	    .function = p->code ? p->code->qualname : NULL,
+	    .file = p->code ? p->code->filename : NULL,
+	    .line = p->line > 0 ? p->line : 0,
+	    .object = p->addr,
+	};
+}
+
+/*
+ * Thread ts's stack with its n Python frames spliced in: each run up to an
+ * entry frame in front of the next _PyEval_EvalFrameDefault frame's inline
+ * calls, counting out; the rest at the end.
+ */
+static struct cq_error *splice(struct python *py, struct cq_thread_stack *ts, size_t n,
+                               bool holds_gil)
+{
+	size_t total = ts->nframes + n;
+	struct cq_stack_frame *out = malloc((total ? total : 1) * sizeof(*out));
+	if (!out)
+		return &cq_error_nomem;
+	size_t k = 0, p = 0;
+	for (size_t i = 0; i < ts->nframes; i++) {
+		/* The group of frame i: its inline calls, then the native frame at the same pc. */
+		size_t j = i;
+		while (j < ts->nframes && ts->frames[j].kind == CQ_FRAME_INLINE &&
+		       j + 1 < ts->nframes && ts->frames[j + 1].pc == ts->frames[i].pc)
+			j++;
+		bool group_start = i == 0 || ts->frames[i - 1].kind != CQ_FRAME_INLINE ||
+		                   ts->frames[i - 1].pc != ts->frames[i].pc;
+		if (group_start && p < n && is_eval_frame(py, &ts->frames[j])) {
+			while (p < n) {
+				set_python_frame(&out[k++], &py->frames[p]);
+				if (py->frames[p++].is_entry)
+					break;
+			}
+		}
+		out[k++] = ts->frames[i];
+	}
+	py->unplaced += n - p;
+	while (p < n)
+		set_python_frame(&out[k++], &py->frames[p++]);
+	if (holds_gil)
+		for (size_t i = 0; i < k; i++)
+			if (out[i].kind == CQ_FRAME_PYTHON) {
+				out[i].state = "holds the GIL";
+				break;
+			}
+	if (ts->owns_frames)
+		free(ts->frames);
+	ts->frames = out;
+	ts->nframes = k;
+	ts->owns_frames = true;
+	return NULL;
+}
+
+/* The core's thread whose tid is tid, or SIZE_MAX. */
+static size_t thread_of(const struct cq_unwind_target *t, uint64_t tid)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (tid && (uint64_t)t->threads[i].tid == tid)
+			return i;
+	return SIZE_MAX;
+}
+
+enum { Q_RUNTIME, Q_VERSION, Q_EVAL, Q_COUNT };
+
+static struct cq_error *python_detect(const struct cq_async_ctx *ctx, void **state,
+                                      struct cq_async_needs *needs)
+{
+	const struct cq_unwind_target *t = ctx->target;
+	*state = NULL;
+	struct cq_target_symbol q[Q_COUNT] = {
+	    [Q_RUNTIME] = {.name = "_PyRuntime"},
+	    [Q_VERSION] = {.name = "Py_Version"},
+	    [Q_EVAL] = {.name = "_PyEval_EvalFrameDefault"},
+	};
+	size_t m = 0;
+	for (; t->ops->find_symbols && m < t->nmodules; m++) {
+		q[Q_RUNTIME].found = q[Q_VERSION].found = q[Q_EVAL].found = false;
+		if (t->ops->find_symbols(t->ctx, m, q, 2) == 2)
+			break;
+	}
+	uint32_t version;
+	if (m == t->nmodules || !rd(t, q[Q_VERSION].addr, &version, sizeof(version)))
+		return NULL;
+	struct python *py = calloc(1, sizeof(*py));
+	if (!py)
+		return &cq_error_nomem;
+	py->major = version >> 24;
+	py->minor = version >> 16 & 0xff;
+	py->micro = version >> 8 & 0xff;
+	py->runtime = q[Q_RUNTIME].addr;
+	if (t->ops->find_symbols(t->ctx, m, &q[Q_EVAL], 1) == 1 && q[Q_EVAL].size) {
+		py->eval_lo = q[Q_EVAL].addr;
+		py->eval_hi = q[Q_EVAL].addr + q[Q_EVAL].size;
+	}
+	const struct cq_python_layout *row = cq_python_layout_table(py->major, py->minor);
+	if (row && layout_from_dwarf(t, m, &py->layout)) {
+		py->layout.major = py->major;
+		py->layout.minor = py->minor;
+		py->from_dwarf = true;
+	} else if (row) {
+		py->layout = *row;
+	} else {
+		py->no_layout = true;
+	}
+	py->max_frames = ctx->unwind->max_frames ? ctx->unwind->max_frames : 256;
+	if (!py->no_layout && !(py->frames = calloc(py->max_frames, sizeof(*py->frames)))) {
+		python_destroy(py);
+		return &cq_error_nomem;
+	}
+	*needs = (struct cq_async_needs){.native_frames = false};
+	*state = py;
+	return NULL;
+}
+
+/* Every interpreter's thread states: each matched thread's frames spliced in. */
+static struct cq_error *python_threads(void *state, const struct cq_async_ctx *ctx)
+{
+	struct python *py = state;
+	const struct cq_unwind_target *t = ctx->target;
+	const struct cq_python_layout *l = &py->layout;
+	if (py->no_layout)
+		return NULL;
+	uint64_t holder = 0, interp = 0;
+	int32_t locked = 0;
+	if (rd(t, py->runtime + l->runtime_gil_locked, &locked, sizeof(locked)) && locked > 0 &&
+	    rd64(t, py->runtime + l->runtime_gil_holder, &holder))
+		py->gil_locked = true;
+	else
+		holder = 0;
+	if (!rd64(t, py->runtime + l->runtime_interp_head, &interp))
+		return NULL;
+	struct loop_check interps = {.saved = interp, .power = 1};
+	bool nomem = false;
+	for (int i = 0; interp && i < MAX_INTERPS && !nomem; i++) {
+		uint64_t ts;
+		if (!rd64(t, interp + l->interp_threads, &ts))
+			break;
+		struct loop_check tss = {.saved = ts, .power = 1};
+		for (size_t k = 0; ts && k < MAX_TSTATES && !nomem; k++) {
+			uint64_t native = 0, next = 0, owner = 0;
+			if (!rd64(t, ts + l->tstate_native_id, &native) ||
+			    !rd64(t, ts + l->tstate_next, &next) ||
+			    !rd64(t, ts + l->tstate_interp, &owner) || owner != interp) {
+				py->unreadable++;
+				break;
+			}
+			py->tstates++;
+			size_t th = thread_of(t, native);
+			if (th != SIZE_MAX && th < ctx->stacks->nthreads) {
+				py->threads_matched++;
+				if (ts == holder)
+					py->gil_tid = t->threads[th].tid;
+				bool cut;
+				size_t n = read_frames(py, t, ts, &cut, &nomem);
+				py->truncated += cut;
+				py->python_frames += n;
+				py->threads_with_frames += n > 0;
+				struct cq_error *err =
+				    n && !nomem
+				        ? splice(py, &ctx->stacks->threads[th], n, ts == holder)
+				        : NULL;
+				if (err)
+					return err;
+			}
+			ts = next;
+			if (ts && loop_seen(&tss, ts)) {
+				py->unreadable++;
+				break;
+			}
+		}
+		if (!rd64(t, interp + l->interp_next, &interp))
+			break;
+		if (interp && loop_seen(&interps, interp))
+			break;
+	}
+	return nomem ? &cq_error_nomem : NULL;
+}
+
+/* The "python" keys of the async statistics, and what a person should be warned of. */
+static void python_report(const void *state, const struct cq_async_ctx *ctx, struct cq_stats *st,
+                          struct cq_stats *warnings)
+{
+	(void)ctx;
+	const struct python *py = state;
+	const struct python none = {0};
+	if (!py)
+		py = &none;
+	char version[32];
+	snprintf(version, sizeof(version), "%u.%u.%u", py->major, py->minor, py->micro);
+	cq_stats_bool(st, "python", state != NULL);
+	cq_stats_string(st, "python_version", state ? version : NULL);
+	cq_stats_string(st, "python_layout",
+	                !state || py->no_layout ? NULL
+	                : py->from_dwarf        ? "dwarf"
+	                                        : "table");
+	cq_stats_uint(st, "python_thread_states", py->tstates);
+	cq_stats_uint(st, "python_threads", py->threads_with_frames);
+	cq_stats_uint(st, "python_frames", py->python_frames);
+	cq_stats_uint(st, "python_frames_unplaced", py->unplaced);
+	cq_stats_uint(st, "python_truncated", py->truncated);
+	if (py->gil_tid)
+		cq_stats_uint(st, "python_gil_holder", (uint64_t)py->gil_tid);
+	else
+		cq_stats_null(st, "python_gil_holder");
+	char line[200];
+	if (state && py->no_layout) {
+		snprintf(line, sizeof(line),
+		         "CPython %s: no layout for this version (coreq reads 3.11): its Python "
+		         "frames are not shown",
+		         version);
+		cq_stats_string(warnings, NULL, line);
+	}
+	if (py->unreadable || py->truncated) {
+		snprintf(line, sizeof(line),
+		         "CPython: %zu thread-state list%s and %zu frame list%s damaged or cut "
+		         "short: some Python frames are missing",
+		         py->unreadable, py->unreadable == 1 ? "" : "s", py->truncated,
+		         py->truncated == 1 ? "" : "s");
+		cq_stats_string(warnings, NULL, line);
+	}
+}
+
+static const char *const python_kinds[] = {"python", NULL};
+
+const struct cq_async_runtime cq_async_python = {
+    .name = "python",
+    .kinds = python_kinds,
+    .listing = CQ_ASYNC_LIST_CHAINS,
+    .heading = "Suspended Python coroutines",
+    .noun = "coroutine",
+    .leaf = "frame",
+    .detect = python_detect,
+    .threads = python_threads,
+    .report = python_report,
+    .destroy = python_destroy,
+};

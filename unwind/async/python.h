@@ -1,0 +1,80 @@
+/*
+ * python.h - what the python runtime (python.c) knows about CPython, for
+ * its tests: the layouts of the structures it reads (from libpython's DWARF
+ * or from the version-keyed table python_layouts.def), and the location
+ * table of a code object, decoded as the interpreter decodes it.
+ *
+ * Layer: unwind (unwind/async/).
+ */
+#ifndef CQ_ASYNC_PYTHON_H
+#define CQ_ASYNC_PYTHON_H
+
+#include <elfutils/libdw.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * X(field, struct or typedef name, member path or NULL for the type's size):
+ * every offset the reader uses, and where the DWARF says it.
+ */
+#define CQ_PYTHON_LAYOUT_FIELDS(X)                                                                 \
+	X(runtime_interp_head, "pyruntimestate", "interpreters.head")                              \
+	X(runtime_gil_holder, "pyruntimestate", "ceval.gil.last_holder")                           \
+	X(runtime_gil_locked, "pyruntimestate", "ceval.gil.locked")                                \
+	X(interp_next, "_is", "next")                                                              \
+	X(interp_threads, "_is", "threads.head")                                                   \
+	X(tstate_next, "_ts", "next")                                                              \
+	X(tstate_interp, "_ts", "interp")                                                          \
+	X(tstate_cframe, "_ts", "cframe")                                                          \
+	X(tstate_thread_id, "_ts", "thread_id")                                                    \
+	X(tstate_native_id, "_ts", "native_thread_id")                                             \
+	X(cframe_current, "_PyCFrame", "current_frame")                                            \
+	X(frame_code, "_PyInterpreterFrame", "f_code")                                             \
+	X(frame_previous, "_PyInterpreterFrame", "previous")                                       \
+	X(frame_prev_instr, "_PyInterpreterFrame", "prev_instr")                                   \
+	X(frame_is_entry, "_PyInterpreterFrame", "is_entry")                                       \
+	X(frame_owner, "_PyInterpreterFrame", "owner")                                             \
+	X(code_firstlineno, "PyCodeObject", "co_firstlineno")                                      \
+	X(code_filename, "PyCodeObject", "co_filename")                                            \
+	X(code_qualname, "PyCodeObject", "co_qualname")                                            \
+	X(code_linetable, "PyCodeObject", "co_linetable")                                          \
+	X(code_adaptive, "PyCodeObject", "co_code_adaptive")                                       \
+	X(bytes_size, "PyBytesObject", "ob_base.ob_size")                                          \
+	X(bytes_data, "PyBytesObject", "ob_sval")                                                  \
+	X(unicode_length, "PyASCIIObject", "length")                                               \
+	X(unicode_state, "PyASCIIObject", "state")                                                 \
+	X(ascii_size, "PyASCIIObject", NULL)                                                       \
+	X(compact_utf8_length, "PyCompactUnicodeObject", "utf8_length")                            \
+	X(compact_utf8, "PyCompactUnicodeObject", "utf8")                                          \
+	X(compact_size, "PyCompactUnicodeObject", NULL)
+
+/* The offsets (and two sizes) of one CPython version's structures, in bytes. */
+struct cq_python_layout {
+	unsigned major, minor;
+#define CQ_PY_FIELD(name, type, member) uint32_t name;
+	CQ_PYTHON_LAYOUT_FIELDS(CQ_PY_FIELD)
+#undef CQ_PY_FIELD
+};
+
+/* The table's row for major.minor, or NULL: a version coreq cannot read without DWARF. */
+const struct cq_python_layout *cq_python_layout_table(unsigned major, unsigned minor);
+
+/*
+ * Every field of the layout from dw (libpython's DWARF: the executable's
+ * when it links CPython in, else libpython's); false, with *missing the
+ * first field not found ("pyruntimestate interpreters.head"), when one is
+ * absent.  Bounded: each type is looked for among the top-level DIEs of the
+ * compile units, at most a few thousand member DIEs read.
+ */
+bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char **missing);
+
+/*
+ * The line of byte offset `addr` of a code object's instructions, from its
+ * location table (co_linetable, 3.11's format) and co_firstlineno, as
+ * PyCode_Addr2Line computes it: -1 when the table says the instruction has
+ * no line (or the table ends before it); firstlineno for addr < 0.
+ */
+int cq_python_addr2line(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
+
+#endif
