@@ -38,12 +38,8 @@ static void print_text(const char *path, const struct cq_cache_warm_result *r)
 {
 	printf("%s: build-id %s: unwind table %u rows%s", cmd_safe(path), r->build_id, r->rows,
 	       r->table_cached ? " (cached already)" : "");
-	if (r->rust_types)
-		printf(", Rust index %zu types%s", r->rust_types,
-		       r->rust_cached ? " (cached already)" : "");
-	if (r->cxx_types)
-		printf(", C++ coroutines %zu%s", r->cxx_types,
-		       r->cxx_cached ? " (cached already)" : "");
+	if (r->runtimes_text && *r->runtimes_text)
+		printf(", %s", r->runtimes_text); /* each runtime's, from its warm hook */
 	putchar('\n');
 }
 
@@ -60,14 +56,7 @@ static void print_json(struct cq_json *j, const char *path, const struct cq_cach
 	cq_json_bool(j, r->table_cached);
 	cq_json_key(j, "debuginfo");
 	cq_json_bool(j, r->debug_frame);
-	cq_json_key(j, "rust_types");
-	cq_json_uint(j, r->rust_types);
-	cq_json_key(j, "rust_cached");
-	cq_json_bool(j, r->rust_cached);
-	cq_json_key(j, "cxx_types");
-	cq_json_uint(j, r->cxx_types);
-	cq_json_key(j, "cxx_cached");
-	cq_json_bool(j, r->cxx_cached);
+	cq_stats_json(&r->runtimes, j); /* each runtime's figures, under its own keys */
 	cq_json_object_end(j);
 }
 
@@ -138,6 +127,7 @@ int cmd_cache(int argc, char **argv)
 		struct cq_cache_warm_result r;
 		err = cq_cache_warm(argv[i], dirs, cache, &r);
 		if (err) {
+			cq_cache_warm_result_free(&r);
 			rc = cmd_fail(argv[i], err);
 			continue;
 		}
@@ -145,6 +135,7 @@ int cmd_cache(int argc, char **argv)
 			print_json(&j, argv[i], &r);
 		else
 			print_text(argv[i], &r);
+		cq_cache_warm_result_free(&r);
 	}
 	if (format == CMD_FORMAT_JSON) {
 		cq_json_array_end(&j);

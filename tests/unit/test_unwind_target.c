@@ -661,21 +661,27 @@ static void test_with_cache(void **state)
 	cq_cfi_table_free(stored);
 	cq_provenance_free(&prov);
 
-	/* A runtime's blob, per module and kind. */
+	/* A runtime's blob, per module, runtime, name and format. */
+	const struct cq_target_blob b = {"some_runtime", "types", 3},
+	                            other_name = {"some_runtime", "index", 3},
+	                            other_runtime = {"another", "types", 3},
+	                            other_format = {"some_runtime", "types", 4};
 	size_t len = 0;
-	assert_null(t->ops->cache_get(t->ctx, e, CQ_TARGET_BLOB_RUST_INDEX,
-	                              CQ_RUST_INDEX_BLOB_FORMAT, &len));
+	assert_null(t->ops->cache_get(t->ctx, e, &b, &len));
 	const uint8_t blob[] = "a runtime's blob";
-	t->ops->cache_put(t->ctx, e, CQ_TARGET_BLOB_RUST_INDEX, CQ_RUST_INDEX_BLOB_FORMAT, blob,
-	                  sizeof(blob));
-	uint8_t *back = t->ops->cache_get(t->ctx, e, CQ_TARGET_BLOB_RUST_INDEX,
-	                                  CQ_RUST_INDEX_BLOB_FORMAT, &len);
+	t->ops->cache_put(t->ctx, e, &b, blob, sizeof(blob));
+	uint8_t *back = t->ops->cache_get(t->ctx, e, &b, &len);
 	assert_non_null(back);
 	assert_int_equal(len, sizeof(blob));
 	assert_memory_equal(back, blob, sizeof(blob));
 	free(back);
-	assert_null(t->ops->cache_get(t->ctx, e, CQ_TARGET_BLOB_RUST_INDEX,
-	                              CQ_RUST_INDEX_BLOB_FORMAT + 1, &len));
+	assert_null(t->ops->cache_get(t->ctx, e, &other_name, &len));
+	assert_null(t->ops->cache_get(t->ctx, e, &other_runtime, &len));
+	assert_null(t->ops->cache_get(t->ctx, e, &other_format, &len));
+	/* Another module's files do not serve it. */
+	for (size_t m = 0; m < t->nmodules; m++)
+		if (m != e && t->modules[m].found)
+			assert_null(t->ops->cache_get(t->ctx, m, &b, &len));
 	t->ops->cache_reject(t->ctx);
 	assert_int_equal(cq_cache_rejected(cache), 1);
 
