@@ -169,6 +169,29 @@ def read_record(path):
     return rec, spin
 
 
+def check_cache(case):
+    """The DWARF layout is cached per module: a second run reads it back and gives the same frames."""
+    tmp = tempfile.mkdtemp(prefix="coreq-python-cache-")
+    try:
+        db = os.path.join(tmp, "cache.db")
+        runs = []
+        for _ in range(2):
+            r = coreq("stack", case["core"], "--format", "json", "--cache", db, timeout=300)
+            if not ok(r.returncode == 0 and not sanitizer_report(r.stderr),
+                      f"{case['case']}: coreq stack with a cache runs clean", r.stderr):
+                return
+            d = json.loads(r.stdout)
+            runs.append((d["async"].get("python_layout_cached"),
+                         [[(f["function"], f["file"], f["line"]) for f in t["frames"]
+                           if f["kind"] == "python"] for t in d["threads"]]))
+        ok(runs[0][0] is False and runs[1][0] is True,
+           f"{case['case']}: the DWARF layout is read once, then from the cache",
+           [r[0] for r in runs])
+        ok(runs[0][1] == runs[1][1], f"{case['case']}: the same Python frames cold and warm")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def corpus_subjects(rows):
     cases = [c for c in require_corpus() if c["case"].startswith("real-python3")]
     ok(any(c["case"] == "real-python3-stacks" for c in cases), "the corpus has real-python3-stacks")
@@ -182,6 +205,8 @@ def corpus_subjects(rows):
         if c["case"] == "real-python3-stacks" and os.path.exists(oracle):
             record, spin = read_record(oracle)
         check_core(c["case"], exe, c["core"], gdb, record, rows)
+        if c["case"] == "real-python3-stacks":
+            check_cache(c)
         if spin:
             got, _ = coreq_python(c["core"], exe, False)
             tid, name, lo, hi, path = spin

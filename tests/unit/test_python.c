@@ -187,12 +187,38 @@ static void test_table_matches_debug_build(void **state)
 	check_against_dwarf("/usr/bin/python3.11d");
 }
 
+/* A cached layout: read back whole; damaged, short or of another version: refused. */
+static void test_layout_blob(void **state)
+{
+	(void)state;
+	const struct cq_python_layout *row = cq_python_layout_table(3, 11);
+	size_t nfields = sizeof(*row) / sizeof(uint32_t) - 2;
+	uint32_t w[64];
+	assert_true(nfields + 3 <= 64);
+	w[0] = 3;
+	w[1] = 11;
+	w[2] = (uint32_t)nfields;
+	memcpy(&w[3], &row->runtime_interp_head, nfields * sizeof(uint32_t));
+	size_t len = (nfields + 3) * sizeof(uint32_t);
+	struct cq_python_layout got;
+	assert_true(cq_python_layout_decode((const uint8_t *)w, len, 3, 11, &got));
+	assert_memory_equal(&got, row, sizeof(got));
+	assert_false(cq_python_layout_decode((const uint8_t *)w, len - 1, 3, 11, &got));
+	assert_false(cq_python_layout_decode((const uint8_t *)w, len, 3, 12, &got));
+	w[2]++;
+	assert_false(cq_python_layout_decode((const uint8_t *)w, len, 3, 11, &got));
+	w[2]--;
+	w[5] = 0xffffffffu; /* an offset no structure has */
+	assert_false(cq_python_layout_decode((const uint8_t *)w, len, 3, 11, &got));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_addr2line),
 	    cmocka_unit_test(test_addr2line_damaged),
 	    cmocka_unit_test(test_table_versions),
+	    cmocka_unit_test(test_layout_blob),
 	    cmocka_unit_test(test_table_matches_dwarf),
 	    cmocka_unit_test(test_table_matches_debug_build),
 	};

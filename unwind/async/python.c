@@ -36,9 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/runtime.h"
 
@@ -189,32 +187,76 @@ bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char 
 }
 
 /*
- * Module m's DWARF layout for a version coreq reads (the table has its
- * row: the version's frame list is one python.c walks).  One small
- * function that opens the module's debuginfo through the target.
+ * What the runtime caches per module: the layout its DWARF gave (a header
+ * of the version and the field count, then each field), so a later core of
+ * the same files reads no DWARF.  A layout from the table is not cached:
+ * the table is in coreq already.
  */
-static bool layout_from_dwarf(const struct cq_unwind_target *t, size_t m,
-                              struct cq_python_layout *out)
+static const struct cq_target_blob layout_blob = {"python", "layout", 1};
+static const struct cq_target_blob *const python_blobs[] = {&layout_blob, NULL};
+
+#define BLOB_WORDS (3 + NFIELDS)
+#define MAX_OFFSET (1u << 20)
+
+static void layout_encode(const struct cq_python_layout *l, uint32_t *w)
 {
-	const struct cq_target_module *mod = &t->modules[m];
-	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
-	int fd = -1;
-	Elf *elf = NULL;
-	if (path && mod->file_path && strcmp(path, mod->file_path) == 0)
-		elf = mod->elf;
-	else if (path && (fd = cq_open_regular(path)) >= 0)
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	free(path);
-	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	w[0] = l->major;
+	w[1] = l->minor;
+	w[2] = (uint32_t)NFIELDS;
+	for (size_t i = 0; i < NFIELDS; i++)
+		memcpy(&w[3 + i], (const char *)l + layout_fields[i].at, sizeof(uint32_t));
+}
+
+bool cq_python_layout_decode(const uint8_t *blob, size_t len, unsigned major, unsigned minor,
+                             struct cq_python_layout *out)
+{
+	uint32_t w[BLOB_WORDS];
+	if (len != sizeof(w))
+		return false;
+	memcpy(w, blob, sizeof(w));
+	if (w[0] != major || w[1] != minor || w[2] != NFIELDS)
+		return false;
+	out->major = major;
+	out->minor = minor;
+	for (size_t i = 0; i < NFIELDS; i++) {
+		if (w[3 + i] >= MAX_OFFSET)
+			return false;
+		memcpy((char *)out + layout_fields[i].at, &w[3 + i], sizeof(uint32_t));
+	}
+	return true;
+}
+
+/*
+ * Module m's layout from its DWARF (the target's), for a version coreq
+ * reads (the table has its row: the version's frame list is one python.c
+ * walks): from the cache when it holds it for these files, else read and
+ * cached.  *cached: the cache had it.
+ */
+static bool layout_from_dwarf(const struct cq_unwind_target *t, size_t m, unsigned major,
+                              unsigned minor, struct cq_python_layout *out, bool *cached)
+{
+	size_t len = 0;
+	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, &layout_blob, &len) : NULL;
+	*cached = false;
+	if (blob) {
+		bool good = cq_python_layout_decode(blob, len, major, minor, out);
+		free(blob);
+		if (good)
+			return *cached = true;
+		if (t->ops->cache_reject)
+			t->ops->cache_reject(t->ctx); /* damaged: read again and replaced */
+	}
+	Dwarf *dw = t->ops->dwarf ? t->ops->dwarf(t->ctx, m) : NULL; /* the target's */
 	const char *missing;
-	bool ok = dw && cq_python_layout_dwarf(dw, out, &missing);
-	if (dw)
-		dwarf_end(dw);
-	if (elf && elf != mod->elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
-	return ok;
+	if (!dw || !cq_python_layout_dwarf(dw, out, &missing))
+		return false;
+	out->major = major;
+	out->minor = minor;
+	uint32_t w[BLOB_WORDS];
+	layout_encode(out, w);
+	if (t->ops->cache_put)
+		t->ops->cache_put(t->ctx, m, &layout_blob, (const uint8_t *)w, sizeof(w));
+	return true;
 }
 
 /* ---- the location table ---------------------------------------------- */
@@ -301,6 +343,7 @@ struct py_frame {
 struct python {
 	struct cq_python_layout layout;
 	bool from_dwarf;
+	bool cached; /* from_dwarf, and the cache held it */
 	unsigned major, minor, micro;
 	uint64_t runtime;
 	uint64_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault, 0 0: by name */
@@ -672,9 +715,7 @@ static struct cq_error *python_detect(const struct cq_async_ctx *ctx, void **sta
 		py->eval_hi = q[Q_EVAL].addr + q[Q_EVAL].size;
 	}
 	const struct cq_python_layout *row = cq_python_layout_table(py->major, py->minor);
-	if (row && layout_from_dwarf(t, m, &py->layout)) {
-		py->layout.major = py->major;
-		py->layout.minor = py->minor;
+	if (row && layout_from_dwarf(t, m, py->major, py->minor, &py->layout, &py->cached)) {
 		py->from_dwarf = true;
 	} else if (row) {
 		py->layout = *row;
@@ -772,6 +813,7 @@ static void python_report(const void *state, const struct cq_async_ctx *ctx, str
 	                !state || py->no_layout ? NULL
 	                : py->from_dwarf        ? "dwarf"
 	                                        : "table");
+	cq_stats_bool(st, "python_layout_cached", py->cached);
 	cq_stats_uint(st, "python_thread_states", py->tstates);
 	cq_stats_uint(st, "python_threads", py->threads_with_frames);
 	cq_stats_uint(st, "python_frames", py->python_frames);
@@ -812,4 +854,5 @@ const struct cq_async_runtime cq_async_python = {
     .threads = python_threads,
     .report = python_report,
     .destroy = python_destroy,
+    .blobs = python_blobs,
 };

@@ -70,6 +70,14 @@ const struct cq_python_layout *cq_python_layout_table(unsigned major, unsigned m
 bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char **missing);
 
 /*
+ * A layout cached for a module (the python runtime's blob "layout": the
+ * version, the field count, each field as a 32-bit word); false when it is
+ * damaged or of another version or field list.
+ */
+bool cq_python_layout_decode(const uint8_t *blob, size_t len, unsigned major, unsigned minor,
+                             struct cq_python_layout *out);
+
+/*
  * The line of byte offset `addr` of a code object's instructions, from its
  * location table (co_linetable, 3.11's format) and co_firstlineno, as
  * PyCode_Addr2Line computes it: -1 when the table says the instruction has
