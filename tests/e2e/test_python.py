@@ -218,6 +218,91 @@ def corpus_subjects(rows):
                got[1].get("python_gil_holder") if got else None)
 
 
+def run_in(hide, *args):
+    """coreq with python3.11-dbg (hide False) or without it."""
+    if not hide:
+        return coreq(*args, timeout=300)
+    cmd = "mount -t tmpfs none /usr/lib/debug && exec \"$@\""
+    return subprocess.run(["unshare", "-m", "sh", "-c", cmd, "sh",
+                           os.environ.get("COREQ", "build/asan/coreq")] + [str(a) for a in args],
+                          capture_output=True, text=True, errors="replace", timeout=300)
+
+
+def bucket_subjects():
+    """Python crashes bucket by their Python frames (real-python3-crash-*)."""
+    cases = {c["case"]: c for c in require_corpus() if c["case"].startswith("real-python3-crash-")}
+    want = ["real-python3-crash-site_a", "real-python3-crash-site_b", "real-python3-crash-abort"]
+    if not ok(all(w in cases for w in want), "the corpus has the Python crash cases", sorted(cases)):
+        return
+    python_parts = {}
+    for hide in (False, True):
+        mode = "without -dbg" if hide else "with -dbg"
+        tmp = tempfile.mkdtemp(prefix="coreq-python-buckets-")
+        try:
+            db = os.path.join(tmp, "db.sqlite")
+            sig = {}
+            for name in want:
+                r = run_in(hide, "ingest", "--db", db, "--no-cache", cases[name]["core"])
+                ok(r.returncode == 0 and not sanitizer_report(r.stderr), f"{name} ({mode}): ingested",
+                   r.stderr)
+            r = run_in(hide, "cores", "--db", db, "--format", "json")
+            cores = json.loads(r.stdout)["cores"] if r.returncode == 0 else []
+            r = run_in(hide, "buckets", "--db", db, "--format", "json")
+            buckets = {b["hash"]: b["signature"] for b in json.loads(r.stdout)["buckets"]} \
+                if r.returncode == 0 else {}
+            for c in cores:
+                for name in want:
+                    if c["path"] == cases[name]["core"]:
+                        sig[name] = buckets.get(c["bucket"], "")
+            oracle = {}
+            for name in want:
+                with open(os.path.join(cases[name]["dir"], "oracle")) as f:
+                    oracle[name] = f.read().split("\n")[0].split(" ", 1)
+            a, b = sig.get(want[0], ""), sig.get(want[1], "")
+            ok(a and b and a != b, f"two Python callers of one C function sign apart ({mode})", [a, b])
+            for name in want[:2]:
+                site = oracle[name][1]
+                parts = sig.get(name, "").split(" | ")
+                ok(site in parts and "_PyEval_EvalFrameDefault" not in parts and len(parts) <= 7,
+                   f"{name} ({mode}): the signature leads with the Python caller {site}, "
+                   f"no interpreter frame", sig.get(name))
+            ab = sig.get(want[2], "").split(" | ")
+            ok(ab[:1] == ["abort_hook"] and ab[-1] == "SIGABRT",
+               f"{want[2]} ({mode}): the signature is the excepthook's Python frame", ab)
+            for name in want:
+                s_ = sig.get(name, "")
+                # The part from the Python call site on: the same with -dbg or without.
+                key = s_[s_.find(oracle[name][1]):] if oracle[name][0] == "site" else s_
+                python_parts.setdefault(name, set()).add(key)
+            r = run_in(hide, "rebucket", "--db", db)
+            r2 = run_in(hide, "buckets", "--db", db, "--format", "json")
+            after = {b["signature"] for b in json.loads(r2.stdout)["buckets"]} if r2.returncode == 0 else set()
+            ok(r.returncode == 0 and set(sig.values()) <= after,
+               f"rebucket from the stored frames gives the same signatures ({mode})",
+               [sorted(sig.values()), sorted(after), r.stderr])
+            # The exception the abort handled, from the core, as the program recorded it.
+            exc = oracle[want[2]][1]
+            got, err = coreq_python_states(cases[want[2]]["core"], hide)
+            ok(any(exc.replace(" ", ": ", 1) in (st or "") for st in got),
+               f"{want[2]} ({mode}): the exception handled at the abort is recovered ({exc})",
+               [got, err])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    for name, keys in python_parts.items():
+        ok(len(keys) == 1, f"{name}: the Python part of the signature is the same with -dbg and without",
+           sorted(keys))
+
+
+def coreq_python_states(core, hide):
+    """The states (marks) of the crashed thread's Python frames."""
+    r = run_in(hide, "stack", core, "--format", "json", "--no-cache")
+    if r.returncode != 0:
+        return [], r.stderr
+    d = json.loads(r.stdout)
+    t = next((t for t in d["threads"] if t["crashed"]), {"frames": []})
+    return [f["state"] for f in t["frames"] if f["kind"] == "python"], r.stderr
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -350,6 +435,7 @@ def main():
         return done()
     rows = []
     corpus_subjects(rows)
+    bucket_subjects()
     real_subjects(rows)
     print("# subject | debuginfo | threads | expected | found | missed | phantom | wrong line "
           "| py-bt gave no line")

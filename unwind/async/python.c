@@ -192,7 +192,7 @@ bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char 
  * the same files reads no DWARF.  A layout from the table is not cached:
  * the table is in coreq already.
  */
-static const struct cq_target_blob layout_blob = {"python", "layout", 1};
+static const struct cq_target_blob layout_blob = {"python", "layout", 2};
 static const struct cq_target_blob *const python_blobs[] = {&layout_blob, NULL};
 
 #define BLOB_WORDS (3 + NFIELDS)
@@ -359,7 +359,8 @@ struct python {
 	bool no_layout;
 	size_t tstates, threads_matched, threads_with_frames, python_frames, unplaced;
 	size_t truncated, unreadable;
-	int64_t gil_tid; /* the thread holding the GIL, 0: none known */
+	size_t exceptions; /* threads raising or handling one */
+	int64_t gil_tid;   /* the thread holding the GIL, 0: none known */
 	bool gil_locked;
 };
 
@@ -604,6 +605,80 @@ static size_t read_frames(struct python *py, const struct cq_unwind_target *t, u
 	return n;
 }
 
+#define MAX_TYPE_NAME   128
+#define MAX_EXC_ITEMS   64
+#define MAX_EXC_MESSAGE 200
+
+/* A NUL-terminated C string of at most cap - 1 bytes at addr; false when unreadable. */
+static bool read_cstr(const struct cq_unwind_target *t, uint64_t addr, char *buf, size_t cap)
+{
+	for (size_t i = 0; i + 1 < cap; i++) {
+		if (!rd(t, addr + i, &buf[i], 1))
+			return false;
+		if (!buf[i])
+			return true;
+	}
+	buf[cap - 1] = '\0';
+	return true;
+}
+
+/* The tp_name of obj's type into buf; false when unreadable. */
+static bool type_name(const struct cq_unwind_target *t, const struct cq_python_layout *l,
+                      uint64_t obj, char *buf, size_t cap)
+{
+	uint64_t type, name;
+	return obj && !(obj & 7) && rd64(t, obj + l->object_type, &type) &&
+	       rd64(t, type + l->type_name, &name) && read_cstr(t, name, buf, cap);
+}
+
+/*
+ * What thread state ts is doing with an exception, as "raising T: message"
+ * (curexc_value: being raised) or "handling T: message" (the innermost
+ * exception an except block or excepthook handles), the message the
+ * exception's first argument when it is a str; NULL for none or unreadable.
+ */
+static char *thread_exception(const struct cq_unwind_target *t, const struct cq_python_layout *l,
+                              uint64_t ts)
+{
+	uint64_t exc = 0, item = 0;
+	char type[MAX_TYPE_NAME];
+	const char *verb = "raising";
+	if (!rd64(t, ts + l->tstate_curexc_value, &exc) ||
+	    !type_name(t, l, exc, type, sizeof(type))) {
+		exc = 0;
+		verb = "handling";
+		rd64(t, ts + l->tstate_exc_info, &item);
+		for (int i = 0; item && i < MAX_EXC_ITEMS; i++) {
+			uint64_t v = 0;
+			if (!rd64(t, item + l->stackitem_value, &v) ||
+			    (v && type_name(t, l, v, type, sizeof(type)) &&
+			     strcmp(type, "NoneType"))) {
+				exc = v;
+				break;
+			}
+			if (!rd64(t, item + l->stackitem_previous, &item))
+				break;
+		}
+	}
+	if (!exc || !type_name(t, l, exc, type, sizeof(type)))
+		return NULL;
+	char *msg = NULL, tuple[16], str[16];
+	uint64_t args, n = 0, first;
+	if (rd64(t, exc + l->exception_args, &args) &&
+	    type_name(t, l, args, tuple, sizeof(tuple)) && !strcmp(tuple, "tuple") &&
+	    rd64(t, args + l->tuple_size, &n) && n >= 1 && rd64(t, args + l->tuple_items, &first) &&
+	    type_name(t, l, first, str, sizeof(str)) && !strcmp(str, "str"))
+		msg = read_str(t, l, first);
+	if (msg && strlen(msg) > MAX_EXC_MESSAGE)
+		strcpy(msg + MAX_EXC_MESSAGE - 3, "...");
+	size_t len = strlen(verb) + strlen(type) + (msg ? strlen(msg) : 0) + 4;
+	char *out = malloc(len);
+	if (out)
+		snprintf(out, len, "%s %s%s%s", verb, type, msg ? ": " : "", msg ? msg : "");
+	free(msg);
+	return out;
+}
+
 /* Is native frame f a call of _PyEval_EvalFrameDefault? */
 static bool is_eval_frame(const struct python *py, const struct cq_stack_frame *f)
 {
@@ -632,7 +707,7 @@ static void set_python_frame(struct cq_stack_frame *out, const struct py_frame *
  * calls, counting out; the rest at the end.
  */
 static struct cq_error *splice(struct python *py, struct cq_thread_stack *ts, size_t n,
-                               bool holds_gil)
+                               const char *state)
 {
 	size_t total = ts->nframes + n;
 	struct cq_stack_frame *out = malloc((total ? total : 1) * sizeof(*out));
@@ -659,12 +734,11 @@ static struct cq_error *splice(struct python *py, struct cq_thread_stack *ts, si
 	py->unplaced += n - p;
 	while (p < n)
 		set_python_frame(&out[k++], &py->frames[p++]);
-	if (holds_gil)
-		for (size_t i = 0; i < k; i++)
-			if (out[i].kind == CQ_FRAME_PYTHON) {
-				out[i].state = "holds the GIL";
-				break;
-			}
+	for (size_t i = 0; state && i < k; i++)
+		if (out[i].kind == CQ_FRAME_PYTHON) {
+			out[i].state = state;
+			break;
+		}
 	if (ts->owns_frames)
 		free(ts->frames);
 	ts->frames = out;
@@ -732,6 +806,31 @@ static struct cq_error *python_detect(const struct cq_async_ctx *ctx, void **sta
 	return NULL;
 }
 
+/*
+ * The mark of a thread's innermost Python frame: "holds the GIL", the
+ * exception it raises or handles, both ("holds the GIL; handling ..."), or
+ * NULL.  Kept with the runtime's strings.
+ */
+static const char *thread_state(struct python *py, const struct cq_unwind_target *t, uint64_t ts,
+                                bool holds_gil, bool *nomem)
+{
+	char *exc = thread_exception(t, &py->layout, ts);
+	py->exceptions += exc != NULL;
+	if (!exc)
+		return holds_gil ? "holds the GIL" : NULL;
+	if (holds_gil) {
+		size_t len = strlen(exc) + 16;
+		char *both = malloc(len);
+		if (both)
+			snprintf(both, len, "holds the GIL; %s", exc);
+		free(exc);
+		exc = both;
+	}
+	const char *kept = exc ? keep_string(py, exc) : NULL;
+	*nomem |= kept == NULL;
+	return kept;
+}
+
 /* Every interpreter's thread states: each matched thread's frames spliced in. */
 static struct cq_error *python_threads(void *state, const struct cq_async_ctx *ctx)
 {
@@ -775,10 +874,11 @@ static struct cq_error *python_threads(void *state, const struct cq_async_ctx *c
 				py->truncated += cut;
 				py->python_frames += n;
 				py->threads_with_frames += n > 0;
+				const char *mark =
+				    n ? thread_state(py, t, ts, ts == holder, &nomem) : NULL;
 				struct cq_error *err =
-				    n && !nomem
-				        ? splice(py, &ctx->stacks->threads[th], n, ts == holder)
-				        : NULL;
+				    n && !nomem ? splice(py, &ctx->stacks->threads[th], n, mark)
+				                : NULL;
 				if (err)
 					return err;
 			}
@@ -819,6 +919,7 @@ static void python_report(const void *state, const struct cq_async_ctx *ctx, str
 	cq_stats_uint(st, "python_frames", py->python_frames);
 	cq_stats_uint(st, "python_frames_unplaced", py->unplaced);
 	cq_stats_uint(st, "python_truncated", py->truncated);
+	cq_stats_uint(st, "python_exceptions", py->exceptions);
 	if (py->gil_tid)
 		cq_stats_uint(st, "python_gil_holder", (uint64_t)py->gil_tid);
 	else

@@ -29,6 +29,15 @@
 	X(tstate_cframe, "_ts", "cframe")                                                          \
 	X(tstate_thread_id, "_ts", "thread_id")                                                    \
 	X(tstate_native_id, "_ts", "native_thread_id")                                             \
+	X(tstate_curexc_value, "_ts", "curexc_value")                                              \
+	X(tstate_exc_info, "_ts", "exc_info")                                                      \
+	X(stackitem_value, "_err_stackitem", "exc_value")                                          \
+	X(stackitem_previous, "_err_stackitem", "previous_item")                                   \
+	X(object_type, "_object", "ob_type")                                                       \
+	X(type_name, "_typeobject", "tp_name")                                                     \
+	X(exception_args, "PyBaseExceptionObject", "args")                                         \
+	X(tuple_size, "PyTupleObject", "ob_base.ob_size")                                          \
+	X(tuple_items, "PyTupleObject", "ob_item")                                                 \
 	X(cframe_current, "_PyCFrame", "current_frame")                                            \
 	X(frame_code, "_PyInterpreterFrame", "f_code")                                             \
 	X(frame_previous, "_PyInterpreterFrame", "previous")                                       \
