@@ -293,6 +293,57 @@ def bucket_subjects():
            sorted(keys))
 
 
+def asyncio_subject():
+    """real-python3-asyncio: every pending task once, each chain ending with the task's own record."""
+    case = next((c for c in require_corpus() if c["case"] == "real-python3-asyncio"), None)
+    if not ok(case is not None, "the corpus has real-python3-asyncio"):
+        return
+    pending, records, awaits, done_ = [], {}, {}, []
+    with open(os.path.join(case["dir"], "oracle")) as f:
+        for line in f:
+            parts = line.rstrip("\n").split(" ", 4)
+            if parts[0] == "task":
+                pending.append(parts[1])
+            elif parts[0] == "frame":
+                records.setdefault(parts[1], []).append((parts[2], int(parts[3]), parts[4]))
+            elif parts[0] == "awaits":
+                awaits[parts[1]] = parts[2]
+            elif parts[0] == "done":
+                done_.append(parts[1])
+    for hide in (False, True):
+        mode = "without -dbg" if hide else "with -dbg"
+        r = run_in(hide, "stack", case["core"], "--format", "json", "--no-cache")
+        if not ok(r.returncode == 0 and not sanitizer_report(r.stderr), f"asyncio ({mode}): coreq runs clean",
+                  r.stderr):
+            continue
+        d = json.loads(r.stdout)
+        tasks = {}
+        for s_ in d["suspended"]:
+            if s_["kind"] != "python":
+                continue
+            state = s_["frames"][-1]["state"] or ""
+            name = state.split(";")[0][len("task "):] if state.startswith("task ") else None
+            tasks.setdefault(name, []).append(s_)
+        listed = sorted(n or "?" for n, v in tasks.items() for _ in v)
+        ok(listed == sorted(pending),
+           f"asyncio ({mode}): each of the {len(pending)} pending tasks listed once, no phantom "
+           f"(done and cancelled tasks left out)", [f"listed:  {listed}", f"pending: {sorted(pending)}"])
+        ok(not any(n in tasks for n in done_), f"asyncio ({mode}): no done task listed", done_)
+        for name, rec in sorted(records.items()):
+            chain = tasks.get(name, [{"frames": []}])[0]["frames"]
+            got = [(f["function"], f["line"], f["file"]) for f in chain]
+            ok(len(got) >= len(rec) and got[len(got) - len(rec):] == rec,
+               f"asyncio ({mode}): task {name}'s chain ends with its own record, lines included",
+               [f"record: {rec}", f"coreq:  {got}"])
+        for name, other in awaits.items():
+            chain = tasks.get(name, [{"frames": [{"state": None}]}])[0]["frames"]
+            ok(f"awaiting task {other}" in (chain[0]["state"] or ""),
+               f"asyncio ({mode}): task {name} awaits task {other}", chain[0]["state"])
+        print(f"# python asyncio {mode}: pending {len(pending)} listed {len(listed)} "
+              f"phantom {len(set(listed) - set(pending))} missed {len(set(pending) - set(listed))} "
+              f"done listed {sum(n in tasks for n in done_)}")
+
+
 def coreq_python_states(core, hide):
     """The states (marks) of the crashed thread's Python frames."""
     r = run_in(hide, "stack", core, "--format", "json", "--no-cache")
@@ -436,6 +487,7 @@ def main():
     rows = []
     corpus_subjects(rows)
     bucket_subjects()
+    asyncio_subject()
     real_subjects(rows)
     print("# subject | debuginfo | threads | expected | found | missed | phantom | wrong line "
           "| py-bt gave no line")

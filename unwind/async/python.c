@@ -37,8 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/base/elf_section.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/runtime.h"
+#include "unwind/async/word_scan.h"
 
 /* Bounds on what a damaged or forged core can make the walk read. */
 #define MAX_INTERPS    64
@@ -77,16 +79,23 @@ static const struct layout_field layout_fields[] = {
 };
 #define NFIELDS (sizeof(layout_fields) / sizeof(layout_fields[0]))
 
-/* The distinct type names the fields name (at most NFIELDS). */
-static size_t type_names(const char **out)
+static const struct layout_field asyncio_fields[] = {
+#define CQ_PY_FIELD(name, t, p) {t, p, offsetof(struct cq_python_layout, name)},
+    CQ_PYTHON_ASYNCIO_FIELDS(CQ_PY_FIELD)
+#undef CQ_PY_FIELD
+};
+#define NASYNCIO (sizeof(asyncio_fields) / sizeof(asyncio_fields[0]))
+
+/* The distinct type names the fields name (at most nf). */
+static size_t type_names(const struct layout_field *fields, size_t nf, const char **out)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < NFIELDS; i++) {
+	for (size_t i = 0; i < nf; i++) {
 		size_t k = 0;
-		while (k < n && strcmp(out[k], layout_fields[i].type) != 0)
+		while (k < n && strcmp(out[k], fields[i].type) != 0)
 			k++;
 		if (k == n)
-			out[n++] = layout_fields[i].type;
+			out[n++] = fields[i].type;
 	}
 	return n;
 }
@@ -159,15 +168,17 @@ static bool member_path(Dwarf_Die type, const char *path, uint64_t *out)
 	return false;
 }
 
-bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char **missing)
+/* The fields of out that fields name, from dw (see cq_python_layout_dwarf). */
+static bool fields_dwarf(Dwarf *dw, const struct layout_field *fields, size_t nf,
+                         struct cq_python_layout *out, const char **missing)
 {
 	const char *names[NFIELDS];
 	Dwarf_Die types[NFIELDS];
-	size_t n = type_names(names);
+	size_t n = type_names(fields, nf, names);
 	*missing = NULL;
 	bool all = find_types(dw, names, n, types);
-	for (size_t i = 0; i < NFIELDS; i++) {
-		const struct layout_field *f = &layout_fields[i];
+	for (size_t i = 0; i < nf; i++) {
+		const struct layout_field *f = &fields[i];
 		size_t k = 0;
 		while (strcmp(names[k], f->type) != 0)
 			k++;
@@ -186,13 +197,23 @@ bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char 
 	return true;
 }
 
+bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char **missing)
+{
+	return fields_dwarf(dw, layout_fields, NFIELDS, out, missing);
+}
+
+bool cq_python_asyncio_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char **missing)
+{
+	return fields_dwarf(dw, asyncio_fields, NASYNCIO, out, missing);
+}
+
 /*
  * What the runtime caches per module: the layout its DWARF gave (a header
  * of the version and the field count, then each field), so a later core of
  * the same files reads no DWARF.  A layout from the table is not cached:
  * the table is in coreq already.
  */
-static const struct cq_target_blob layout_blob = {"python", "layout", 2};
+static const struct cq_target_blob layout_blob = {"python", "layout", 3};
 static const struct cq_target_blob *const python_blobs[] = {&layout_blob, NULL};
 
 #define BLOB_WORDS (3 + NFIELDS)
@@ -360,7 +381,14 @@ struct python {
 	size_t tstates, threads_matched, threads_with_frames, python_frames, unplaced;
 	size_t truncated, unreadable;
 	size_t exceptions; /* threads raising or handling one */
-	int64_t gil_tid;   /* the thread holding the GIL, 0: none known */
+	/* asyncio: the C accelerator's Task type, the scan's candidates, what decode found. */
+	uint64_t task_type;
+	bool asyncio_dwarf;
+	uint64_t *tasks, *hits;
+	size_t ntasks, captasks;
+	bool tasks_nomem;
+	size_t tasks_listed, tasks_done, tasks_rejected;
+	int64_t gil_tid; /* the thread holding the GIL, 0: none known */
 	bool gil_locked;
 };
 
@@ -374,6 +402,8 @@ static void python_destroy(void *p)
 		free(py->strings[i]);
 	free(py->strings);
 	free(py->frames);
+	free(py->tasks);
+	free(py->hits);
 	free(py);
 }
 
@@ -756,6 +786,310 @@ static size_t thread_of(const struct cq_unwind_target *t, uint64_t tid)
 	return SIZE_MAX;
 }
 
+/* ---- asyncio tasks ---------------------------------------------------- */
+
+#define MAX_TASKS     (1u << 16)
+#define CHUNK_HITS    4096u
+#define RESUME_OPCODE 151 /* 3.11's RESUME: its oparg >= 2 after an await */
+#define RESUME_QUICK  150 /* RESUME quickened in a warm code object (_PyOpcode_Deopt) */
+#define MAX_STACKTOP  (1 << 16)
+
+enum { FRAME_CREATED = -2, FRAME_SUSPENDED = -1, FRAME_EXECUTING = 0 };
+
+static const char task_type_name[] = "_asyncio.Task";
+
+/* The address in module m of the C string s in its .rodata, or 0. */
+static uint64_t rodata_string(const struct cq_target_module *mod, const char *s)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = mod->elf ? cq_elf_section(mod->elf, ".rodata", &sh) : NULL;
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!d || !d->d_buf || sh.sh_type == SHT_NOBITS)
+		return 0;
+	size_t n = strlen(s) + 1;
+	const char *p = d->d_buf, *end = p + d->d_size;
+	for (const char *at = p; end - at >= (ptrdiff_t)n;) {
+		const char *hit = memchr(at, s[0], (size_t)(end - at - (ptrdiff_t)n + 1));
+		if (!hit)
+			break;
+		if (memcmp(hit, s, n) == 0 && (hit == p || hit[-1] == '\0'))
+			return sh.sh_addr + (uint64_t)(hit - p) + mod->bias;
+		at = hit + 1;
+	}
+	return 0;
+}
+
+struct type_search {
+	const struct cq_unwind_target *t;
+	const struct cq_python_layout *l;
+	uint64_t found;
+};
+
+/* A word equal to the name's address: the tp_name of a type object whose type is `type`. */
+static bool type_hit(void *arg, uint64_t addr, const uint64_t *words)
+{
+	(void)words;
+	struct type_search *ts = arg;
+	char name[8];
+	uint64_t type = addr - ts->l->type_name;
+	if (type_name(ts->t, ts->l, type, name, sizeof(name)) && !strcmp(name, "type")) {
+		ts->found = type;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The asyncio accelerator's Task type (a static PyTypeObject in _asyncio's
+ * data whose tp_name is "_asyncio.Task"), or 0 when the program has not
+ * loaded _asyncio.  Its layout from _asyncio's DWARF when there is one.
+ */
+static uint64_t find_task_type(const struct cq_async_ctx *ctx, struct python *py)
+{
+	const struct cq_unwind_target *t = ctx->target;
+	for (size_t m = 0; m < t->nmodules; m++) {
+		const char *base = strrchr(t->modules[m].name, '/');
+		base = base ? base + 1 : t->modules[m].name;
+		if (strncmp(base, "_asyncio.", 9) != 0)
+			continue;
+		uint64_t name = rodata_string(&t->modules[m], task_type_name);
+		struct type_search ts = {.t = t, .l = &py->layout};
+		if (!name || (cq_async_data_words(ctx, m, name, name, 0, type_hit, &ts), !ts.found))
+			continue;
+		Dwarf *dw = t->ops->dwarf ? t->ops->dwarf(t->ctx, m) : NULL;
+		struct cq_python_layout l = py->layout;
+		const char *missing;
+		if (dw && cq_python_asyncio_layout_dwarf(dw, &l, &missing)) {
+			py->layout = l;
+			py->asyncio_dwarf = true;
+		}
+		return ts.found;
+	}
+	return 0;
+}
+
+static void python_scan(void *state, const struct cq_async_ctx *ctx, const struct cq_async_chunk *c)
+{
+	(void)ctx;
+	struct python *py = state;
+	if (!c->data || py->tasks_nomem)
+		return;
+	size_t n = cq_word_scan(c->data + c->overlap, c->addr + c->overlap, c->len - c->overlap,
+	                        py->task_type, py->hits, CHUNK_HITS);
+	for (size_t i = 0; i < n && i < CHUNK_HITS && py->ntasks < MAX_TASKS; i++) {
+		uint64_t obj = py->hits[i] - py->layout.object_type;
+		if (py->ntasks == py->captasks) {
+			size_t cap = py->captasks ? py->captasks * 2 : 64;
+			uint64_t *a = realloc(py->tasks, cap * sizeof(*a));
+			if (!a) {
+				py->tasks_nomem = true;
+				return;
+			}
+			py->tasks = a;
+			py->captasks = cap;
+		}
+		py->tasks[py->ntasks++] = obj;
+	}
+}
+
+/* A task's name: its str, or "Task-N" for the int N 3.11 keeps for an unnamed one. */
+static char *task_name(const struct cq_unwind_target *t, const struct cq_python_layout *l,
+                       uint64_t task, uint64_t *number)
+{
+	uint64_t name;
+	char type[8];
+	*number = 0;
+	if (!rd64(t, task + l->task_name, &name) || !type_name(t, l, name, type, sizeof(type)))
+		return NULL;
+	if (!strcmp(type, "str")) {
+		char *s = read_str(t, l, name), *end;
+		if (s && !strncmp(s, "Task-", 5) && s[5] >= '1' && s[5] <= '9') {
+			unsigned long long v = strtoull(s + 5, &end, 10);
+			*number = *end ? 0 : v;
+		}
+		return s;
+	}
+	int64_t size;
+	uint32_t digit;
+	if (strcmp(type, "int") || !rd64(t, name + l->long_size, (uint64_t *)&size) || size != 1 ||
+	    !rd(t, name + l->long_digits, &digit, sizeof(digit)))
+		return NULL;
+	*number = digit & 0x3fffffffu;
+	char *s = malloc(32);
+	if (s)
+		snprintf(s, 32, "Task-%llu", (unsigned long long)*number);
+	return s;
+}
+
+/*
+ * The coroutine a suspended coroutine awaits (3.11's _PyGen_yf: the next
+ * instruction is RESUME, or RESUME_QUICK, with oparg >= 2, the awaited
+ * object on top of its value stack), or 0.
+ */
+static uint64_t awaited(const struct cq_unwind_target *t, const struct cq_python_layout *l,
+                        uint64_t frame, uint64_t instr)
+{
+	uint16_t next;
+	int32_t top;
+	uint64_t yf;
+	if (!rd(t, instr + 2, &next, sizeof(next)) ||
+	    ((next & 0xff) != RESUME_OPCODE && (next & 0xff) != RESUME_QUICK) || (next >> 8) < 2 ||
+	    !rd(t, frame + l->frame_stacktop, &top, sizeof(top)) || top < 1 || top > MAX_STACKTOP ||
+	    !rd64(t, frame + l->frame_localsplus + 8 * (uint64_t)(top - 1), &yf))
+		return 0;
+	return yf;
+}
+
+#define FUTURE_ITER_FUTURE 16 /* _asyncio.FutureIter: {PyObject_HEAD; FutureObj *future} */
+
+/*
+ * What a coroutine awaits when it is not a coroutine: a future's iterator
+ * stands for its future, named by type (type, in place); *task is the
+ * future's address when it is a Task.
+ */
+static void leaf_of(struct python *py, const struct cq_unwind_target *t, uint64_t yf, char *type,
+                    size_t cap, uint64_t *task)
+{
+	uint64_t fut;
+	char name[64];
+	*task = 0;
+	if (strcmp(type, "_asyncio.FutureIter") != 0 || !rd64(t, yf + FUTURE_ITER_FUTURE, &fut) ||
+	    !type_name(t, &py->layout, fut, name, sizeof(name)))
+		return;
+	snprintf(type, cap, "%s", name);
+	if (fut && !strcmp(name, task_type_name))
+		*task = fut;
+}
+
+/* One pending task's await chain, innermost first, into a suspended stack; false: not a task. */
+static bool task_chain(struct python *py, const struct cq_unwind_target *t, uint64_t task,
+                       struct cq_suspended_stack *s, bool *nomem)
+{
+	const struct cq_python_layout *l = &py->layout;
+	uint64_t refs, coro;
+	uint32_t fstate;
+	char type[64];
+	if (!rd64(t, task, &refs) || refs == 0 || refs >= (1ull << 32) ||
+	    !rd(t, task + l->task_state, &fstate, sizeof(fstate)) || fstate > 2)
+		return false;
+	if (fstate != 0) { /* done or cancelled: not waiting on anything */
+		py->tasks_done++;
+		return false;
+	}
+	if (!rd64(t, task + l->task_coro, &coro) || !type_name(t, l, coro, type, sizeof(type)) ||
+	    strcmp(type, "coroutine"))
+		return false;
+	struct cq_stack_frame *f = calloc(py->max_frames, sizeof(*f));
+	if (!f) {
+		*nomem = true;
+		return false;
+	}
+	size_t n = 0;
+	const char *running = NULL, *leaf = NULL;
+	uint64_t awaited_task = 0;
+	for (uint64_t c = coro; c && n < py->max_frames && !*nomem;) {
+		int8_t cstate;
+		uint64_t frame = c + l->coro_iframe, code, instr;
+		if (!rd(t, c + l->coro_frame_state, &cstate, 1) || cstate > FRAME_EXECUTING ||
+		    !rd64(t, frame + l->frame_code, &code) ||
+		    !rd64(t, frame + l->frame_prev_instr, &instr))
+			break;
+		const struct code_info *ci = code_at(py, t, code, nomem);
+		int line = ci ? ci->firstlineno : 0;
+		if (ci && cstate != FRAME_CREATED)
+			line = cq_python_addr2line(
+			    ci->linetable, ci->linetable_len, ci->firstlineno,
+			    (((int64_t)(instr - (code + l->code_adaptive))) / 2) * 2);
+		f[n++] = (struct cq_stack_frame){.kind = CQ_FRAME_PYTHON,
+		                                 .trust = CQ_TRUST_ASYNC,
+		                                 .function = ci ? ci->qualname : NULL,
+		                                 .file = ci ? ci->filename : NULL,
+		                                 .line = line > 0 ? line : 0,
+		                                 .object = c};
+		if (cstate == FRAME_EXECUTING) {
+			running = "running";
+			break;
+		}
+		if (cstate == FRAME_CREATED)
+			break;
+		uint64_t yf = awaited(t, l, frame, instr);
+		if (!yf || !type_name(t, l, yf, type, sizeof(type)))
+			break;
+		if (strcmp(type, "coroutine")) {
+			leaf_of(py, t, yf, type, sizeof(type), &awaited_task);
+			leaf = type;
+			break;
+		}
+		c = yf;
+	}
+	if (n == 0) {
+		free(f);
+		return false;
+	}
+	/* Innermost first. */
+	for (size_t i = 0; i < n / 2; i++) {
+		struct cq_stack_frame x = f[i];
+		f[i] = f[n - 1 - i];
+		f[n - 1 - i] = x;
+	}
+	uint64_t number;
+	char *name = task_name(t, l, task, &number);
+	char mark[200];
+	uint64_t other;
+	char *other_name = awaited_task ? task_name(t, l, awaited_task, &other) : NULL;
+	if (leaf && other_name)
+		snprintf(mark, sizeof(mark), "awaiting task %s", other_name);
+	else if (leaf)
+		snprintf(mark, sizeof(mark), "awaiting %s", leaf);
+	free(other_name);
+	if (leaf) {
+		const char *kept = keep_string(py, strdup(mark));
+		*nomem |= kept == NULL;
+		f[0].state = kept;
+	}
+	if (name) {
+		snprintf(mark, sizeof(mark), "task %s%s%s", name, n == 1 && leaf ? "; " : "",
+		         n == 1 && leaf ? f[0].state : "");
+		free(name);
+		const char *kept = keep_string(py, strdup(mark));
+		*nomem |= kept == NULL;
+		f[n - 1].state = kept;
+	}
+	*s = (struct cq_suspended_stack){.kind = "python",
+	                                 .leaf = task,
+	                                 .frames = f,
+	                                 .nframes = n,
+	                                 .end = CQ_END_OUTERMOST,
+	                                 .has_task = true,
+	                                 .task_id = number,
+	                                 .task_state = running ? running : "idle"};
+	return true;
+}
+
+/* Every pending asyncio task the scan found, once each, as a suspended chain. */
+static struct cq_error *python_decode(void *state, const struct cq_async_ctx *ctx)
+{
+	struct python *py = state;
+	if (py->tasks_nomem)
+		return &cq_error_nomem;
+	size_t n = cq_async_sort_unique(py->tasks, py->ntasks, sizeof(*py->tasks));
+	bool nomem = false;
+	for (size_t i = 0; i < n && !nomem; i++) {
+		struct cq_suspended_stack s;
+		if (!task_chain(py, ctx->target, py->tasks[i], &s, &nomem)) {
+			py->tasks_rejected++;
+			continue;
+		}
+		bool added;
+		struct cq_error *err = cq_async_add_suspended(ctx, &s, &added);
+		if (err)
+			return err;
+		py->tasks_listed += added;
+	}
+	py->tasks_rejected -= py->tasks_done;
+	return nomem ? &cq_error_nomem : NULL;
+}
+
 enum { Q_RUNTIME, Q_VERSION, Q_EVAL, Q_COUNT };
 
 static struct cq_error *python_detect(const struct cq_async_ctx *ctx, void **state,
@@ -796,12 +1130,25 @@ static struct cq_error *python_detect(const struct cq_async_ctx *ctx, void **sta
 	} else {
 		py->no_layout = true;
 	}
+	if (py->from_dwarf) /* _asyncio's fields are not libpython's: the table's until its DWARF */
+		for (size_t i = 0; i < NASYNCIO; i++)
+			memcpy((char *)&py->layout + asyncio_fields[i].at,
+			       (const char *)row + asyncio_fields[i].at, sizeof(uint32_t));
 	py->max_frames = ctx->unwind->max_frames ? ctx->unwind->max_frames : 256;
 	if (!py->no_layout && !(py->frames = calloc(py->max_frames, sizeof(*py->frames)))) {
 		python_destroy(py);
 		return &cq_error_nomem;
 	}
-	*needs = (struct cq_async_needs){.native_frames = false};
+	if (!py->no_layout)
+		py->task_type = find_task_type(ctx, py);
+	if (py->task_type && !(py->hits = malloc(CHUNK_HITS * sizeof(*py->hits)))) {
+		python_destroy(py);
+		return &cq_error_nomem;
+	}
+	*needs = (struct cq_async_needs){.native_frames = false,
+	                                 .scan = py->task_type != 0,
+	                                 .scan_lo = py->task_type,
+	                                 .scan_hi = py->task_type};
 	*state = py;
 	return NULL;
 }
@@ -920,6 +1267,15 @@ static void python_report(const void *state, const struct cq_async_ctx *ctx, str
 	cq_stats_uint(st, "python_frames_unplaced", py->unplaced);
 	cq_stats_uint(st, "python_truncated", py->truncated);
 	cq_stats_uint(st, "python_exceptions", py->exceptions);
+	cq_stats_bool(st, "python_asyncio", py->task_type != 0);
+	cq_stats_string(st, "python_asyncio_layout",
+	                !py->task_type      ? NULL
+	                : py->asyncio_dwarf ? "dwarf"
+	                                    : "table");
+	cq_stats_uint(st, "python_task_candidates", py->ntasks);
+	cq_stats_uint(st, "python_tasks", py->tasks_listed);
+	cq_stats_uint(st, "python_tasks_done", py->tasks_done);
+	cq_stats_uint(st, "python_tasks_rejected", py->tasks_rejected);
 	if (py->gil_tid)
 		cq_stats_uint(st, "python_gil_holder", (uint64_t)py->gil_tid);
 	else
@@ -947,12 +1303,14 @@ static const char *const python_kinds[] = {"python", NULL};
 const struct cq_async_runtime cq_async_python = {
     .name = "python",
     .kinds = python_kinds,
-    .listing = CQ_ASYNC_LIST_CHAINS,
-    .heading = "Suspended Python coroutines",
-    .noun = "coroutine",
-    .leaf = "frame",
+    .listing = CQ_ASYNC_LIST_TASKS,
+    .heading = "asyncio tasks",
+    .noun = "task",
+    .leaf = "task",
     .detect = python_detect,
     .threads = python_threads,
+    .scan = python_scan,
+    .decode = python_decode,
     .report = python_report,
     .destroy = python_destroy,
     .blobs = python_blobs,

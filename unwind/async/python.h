@@ -56,13 +56,31 @@
 	X(ascii_size, "PyASCIIObject", NULL)                                                       \
 	X(compact_utf8_length, "PyCompactUnicodeObject", "utf8_length")                            \
 	X(compact_utf8, "PyCompactUnicodeObject", "utf8")                                          \
-	X(compact_size, "PyCompactUnicodeObject", NULL)
+	X(compact_size, "PyCompactUnicodeObject", NULL)                                            \
+	X(frame_stacktop, "_PyInterpreterFrame", "stacktop")                                       \
+	X(frame_localsplus, "_PyInterpreterFrame", "localsplus")                                   \
+	X(coro_frame_state, "PyCoroObject", "cr_frame_state")                                      \
+	X(coro_iframe, "PyCoroObject", "cr_iframe")                                                \
+	X(long_size, "_longobject", "ob_base.ob_size")                                             \
+	X(long_digits, "_longobject", "ob_digit")
+
+/*
+ * The same for the asyncio accelerator's structures (_asyncio's DWARF, not
+ * libpython's): a Task's state, the future it waits on, its coroutine, its
+ * name.
+ */
+#define CQ_PYTHON_ASYNCIO_FIELDS(X)                                                                \
+	X(task_state, "TaskObj", "task_state")                                                     \
+	X(task_fut_waiter, "TaskObj", "task_fut_waiter")                                           \
+	X(task_coro, "TaskObj", "task_coro")                                                       \
+	X(task_name, "TaskObj", "task_name")
 
 /* The offsets (and two sizes) of one CPython version's structures, in bytes. */
 struct cq_python_layout {
 	unsigned major, minor;
 #define CQ_PY_FIELD(name, type, member) uint32_t name;
 	CQ_PYTHON_LAYOUT_FIELDS(CQ_PY_FIELD)
+	CQ_PYTHON_ASYNCIO_FIELDS(CQ_PY_FIELD)
 #undef CQ_PY_FIELD
 };
 
@@ -77,6 +95,9 @@ const struct cq_python_layout *cq_python_layout_table(unsigned major, unsigned m
  * compile units, at most a few thousand member DIEs read.
  */
 bool cq_python_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char **missing);
+
+/* The CQ_PYTHON_ASYNCIO_FIELDS of out from dw, _asyncio's DWARF; as above. */
+bool cq_python_asyncio_layout_dwarf(Dwarf *dw, struct cq_python_layout *out, const char **missing);
 
 /*
  * A layout cached for a module (the python runtime's blob "layout": the
