@@ -11,13 +11,16 @@
  *       (3 threads): its tid's low byte (tid = 100 + b) and a byte whose
  *       bit i says native frame i (of 6) is a _PyEval_EvalFrameDefault call
  *   8   memory, readable at MEM_BASE: _PyRuntime is at MEM_BASE (its
- *       interpreter list at +40, the GIL at +368), and every pointer in it
- *       may point back into it (cycles, misaligned, unreadable all reachable)
+ *       interpreter list at +40, the GIL at +368), _asyncio's TaskType at
+ *       MEM_BASE + 0x1800, and every pointer in it may point back into it
+ *       (cycles, misaligned, unreadable all reachable)
  *
- * Py_Version says 3.11, so the layout is python_layouts.def's.  Checked:
- * every native frame is kept, in order; every added frame is of kind python
- * with pc 0, a line >= 0, and at most max_frames of them per thread; two
- * runs give the same stacks; the report runs.
+ * Py_Version says 3.11, so the layout is python_layouts.def's.  The whole
+ * memory is one chunk of the scan for asyncio tasks.  Checked: every native
+ * frame is kept, in order; every added frame is of kind python with pc 0, a
+ * line >= 0, and at most max_frames of them per thread; every task chain is
+ * of kind python, 1 to max_frames frames of kind python; two runs give the
+ * same stacks and the same tasks; the report runs.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,6 +38,7 @@
 #define HDR_SIZE    8
 #define MAX_THREADS 3
 #define NATIVE      6
+#define TASK_TYPE   (MEM_BASE + 0x1800)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -62,10 +66,12 @@ static bool sp_read(void *ctx, uint64_t addr, void *buf, size_t len)
 static size_t sp_find_symbols(void *ctx, size_t m, struct cq_target_symbol *q, size_t n)
 {
 	(void)ctx;
-	(void)m;
 	size_t found = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(q[i].name, "_PyRuntime"))
+		if (m == 1) { /* _asyncio */
+			if (!strcmp(q[i].name, "TaskType"))
+				q[i] = (struct cq_target_symbol){q[i].name, true, TASK_TYPE, 0x200};
+		} else if (!strcmp(q[i].name, "_PyRuntime"))
 			q[i] = (struct cq_target_symbol){q[i].name, true, MEM_BASE, 4096};
 		else if (!strcmp(q[i].name, "Py_Version"))
 			q[i] = (struct cq_target_symbol){q[i].name, true, VERSION_AT, 4};
@@ -80,10 +86,15 @@ static const struct cq_unwind_target_ops sp_ops = {.read = sp_read,
                                                    .find_symbols = sp_find_symbols};
 
 /* One run: the threads' stacks after the runtime, into out (nthreads arrays). */
-static void run(const uint8_t *hdr, struct space *sp, struct cq_thread_stack *out, size_t *nout)
+static void run(const uint8_t *hdr, struct space *sp, struct cq_thread_stack *out, size_t *nout,
+                struct cq_stacks *tasks)
 {
 	size_t nthreads = 1 + hdr[0] % MAX_THREADS;
-	struct cq_target_module mod = {.name = "python3.11", .start = EVAL_LO, .end = OTHER_PC + 1};
+	struct cq_target_module mods[2] = {
+	    {.name = "python3.11", .start = EVAL_LO, .end = OTHER_PC + 1},
+	    {.name = "/usr/lib/python3.11/lib-dynload/_asyncio.cpython-311-x86_64-linux-gnu.so",
+	     .start = OTHER_PC + 0x10000,
+	     .end = OTHER_PC + 0x20000}};
 	struct cq_target_thread th[MAX_THREADS];
 	static struct cq_stack_frame native[MAX_THREADS][NATIVE];
 	struct cq_thread_stack ts[MAX_THREADS];
@@ -97,8 +108,8 @@ static void run(const uint8_t *hdr, struct space *sp, struct cq_thread_stack *ou
 	}
 	struct cq_unwind_target tg = {.ops = &sp_ops,
 	                              .ctx = sp,
-	                              .modules = &mod,
-	                              .nmodules = 1,
+	                              .modules = mods,
+	                              .nmodules = 2,
 	                              .threads = th,
 	                              .nthreads = nthreads};
 	struct cq_unwind_options uo = {.max_frames = 1 + hdr[1] % 64u};
@@ -110,6 +121,14 @@ static void run(const uint8_t *hdr, struct space *sp, struct cq_thread_stack *ou
 		abort();
 	if (cq_async_python.threads(state, &ctx))
 		abort(); /* only out of memory */
+	if (needs.scan) {
+		struct cq_async_chunk c = {
+		    .addr = MEM_BASE, .data = sp->mem, .len = sp->len & ~7ull};
+		if (sp->mem && c.len)
+			cq_async_python.scan(state, &ctx, &c);
+		if (cq_async_python.decode(state, &ctx))
+			abort();
+	}
 	struct cq_stats stats = {0}, warnings = {0};
 	cq_async_python.report(state, &ctx, &stats, &warnings);
 	for (size_t t = 0; t < nthreads; t++) {
@@ -139,6 +158,17 @@ static void run(const uint8_t *hdr, struct space *sp, struct cq_thread_stack *ou
 		}
 	}
 	*nout = nthreads;
+	for (size_t i = 0; i < st.nsuspended; i++) {
+		struct cq_suspended_stack *s = &st.suspended[i];
+		if (strcmp(s->kind, "python") || s->nframes == 0 || s->nframes > uo.max_frames)
+			abort();
+		for (size_t k = 0; k < s->nframes; k++) {
+			if (s->frames[k].kind != CQ_FRAME_PYTHON || s->frames[k].line < 0)
+				abort();
+			s->frames[k].function = s->frames[k].file = s->frames[k].state = NULL;
+		}
+	}
+	*tasks = (struct cq_stacks){.suspended = st.suspended, .nsuspended = st.nsuspended};
 	cq_async_python.destroy(state);
 	cq_stats_free(&stats);
 	cq_stats_free(&warnings);
@@ -151,9 +181,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct space sp = {.mem = size > HDR_SIZE ? data + HDR_SIZE : NULL,
 	                   .len = size > HDR_SIZE ? size - HDR_SIZE : 0};
 	struct cq_thread_stack a[MAX_THREADS], b[MAX_THREADS];
+	struct cq_stacks ta, tb;
 	size_t na, nb;
-	run(hdr, &sp, a, &na);
-	run(hdr, &sp, b, &nb);
+	run(hdr, &sp, a, &na, &ta);
+	run(hdr, &sp, b, &nb, &tb);
+	if (ta.nsuspended != tb.nsuspended)
+		abort();
+	for (size_t i = 0; i < ta.nsuspended; i++) {
+		if (ta.suspended[i].nframes != tb.suspended[i].nframes ||
+		    ta.suspended[i].leaf != tb.suspended[i].leaf)
+			abort();
+		free(ta.suspended[i].frames);
+		free(tb.suspended[i].frames);
+	}
+	free(ta.suspended);
+	free(tb.suspended);
 	for (size_t t = 0; t < na; t++) {
 		if (a[t].nframes != b[t].nframes)
 			abort();

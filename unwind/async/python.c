@@ -841,7 +841,8 @@ static bool type_hit(void *arg, uint64_t addr, const uint64_t *words)
 
 /*
  * The asyncio accelerator's Task type (a static PyTypeObject in _asyncio's
- * data whose tp_name is "_asyncio.Task"), or 0 when the program has not
+ * data whose tp_name is "_asyncio.Task": its symbol TaskType, or the word
+ * in the module's data that points to that name), or 0 when the program has not
  * loaded _asyncio.  Its layout from _asyncio's DWARF when there is one.
  */
 static uint64_t find_task_type(const struct cq_async_ctx *ctx, struct python *py)
@@ -852,9 +853,19 @@ static uint64_t find_task_type(const struct cq_async_ctx *ctx, struct python *py
 		base = base ? base + 1 : t->modules[m].name;
 		if (strncmp(base, "_asyncio.", 9) != 0)
 			continue;
-		uint64_t name = rodata_string(&t->modules[m], task_type_name);
+		/* Its symbol where the file keeps a symbol table, else its name in .rodata. */
+		struct cq_target_symbol q = {.name = "TaskType"};
 		struct type_search ts = {.t = t, .l = &py->layout};
-		if (!name || (cq_async_data_words(ctx, m, name, name, 0, type_hit, &ts), !ts.found))
+		char name[sizeof(task_type_name)];
+		uint64_t tp_name;
+		if (t->ops->find_symbols && t->ops->find_symbols(t->ctx, m, &q, 1) == 1 &&
+		    rd64(t, q.addr + py->layout.type_name, &tp_name) &&
+		    read_cstr(t, tp_name, name, sizeof(name)) && !strcmp(name, task_type_name))
+			ts.found = q.addr;
+		uint64_t str = ts.found ? 0 : rodata_string(&t->modules[m], task_type_name);
+		if (str)
+			cq_async_data_words(ctx, m, str, str, 0, type_hit, &ts);
+		if (!ts.found)
 			continue;
 		Dwarf *dw = t->ops->dwarf ? t->ops->dwarf(t->ctx, m) : NULL;
 		struct cq_python_layout l = py->layout;
