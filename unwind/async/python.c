@@ -642,6 +642,11 @@ static size_t read_frames(struct python *py, const struct cq_unwind_target *t, u
 /* A NUL-terminated C string of at most cap - 1 bytes at addr; false when unreadable. */
 static bool read_cstr(const struct cq_unwind_target *t, uint64_t addr, char *buf, size_t cap)
 {
+	/* Whole when it can (a name rarely ends at the edge of the memory the core holds). */
+	if (rd(t, addr, buf, cap - 1)) {
+		buf[cap - 1] = '\0';
+		return true;
+	}
 	for (size_t i = 0; i + 1 < cap; i++) {
 		if (!rd(t, addr + i, &buf[i], 1))
 			return false;
