@@ -192,6 +192,28 @@ def check_cache(case):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def check_thread_names(case):
+    """Each threading.Thread's name (the program's oracle) marks its Thread._bootstrap frame."""
+    names = {}
+    with open(os.path.join(case["dir"], "oracle")) as f:
+        for line in f:
+            parts = line.split()
+            if parts[0] == "thread" and parts[2] != "MainThread":
+                names[int(parts[1])] = parts[2]
+    for hide in (False, True):
+        mode = "without -dbg" if hide else "with -dbg"
+        r = run_in(hide, "stack", case["core"], "--format", "json", "--no-cache")
+        d = json.loads(r.stdout) if r.returncode == 0 else {"threads": []}
+        got = {}
+        for t in d["threads"]:
+            for f in t["frames"]:
+                st = f.get("state") or ""
+                if f["kind"] == "python" and st.startswith('thread "'):
+                    got[t["tid"]] = st[len('thread "'):-1]
+        ok(got == names, f"{case['case']} ({mode}): every thread's threading name from the core",
+           [f"oracle: {names}", f"coreq:  {got}"])
+
+
 def corpus_subjects(rows):
     cases = [c for c in require_corpus() if c["case"].startswith("real-python3")]
     ok(any(c["case"] == "real-python3-stacks" for c in cases), "the corpus has real-python3-stacks")
@@ -207,6 +229,7 @@ def corpus_subjects(rows):
         check_core(c["case"], exe, c["core"], gdb, record, rows)
         if c["case"] == "real-python3-stacks":
             check_cache(c)
+            check_thread_names(c)
         if spin:
             got, _ = coreq_python(c["core"], exe, False)
             tid, name, lo, hi, path = spin

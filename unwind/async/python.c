@@ -359,6 +359,7 @@ struct py_frame {
 	const struct code_info *code;
 	int line;
 	bool is_entry;
+	const char *label; /* a mark of its own: the thread's Python name */
 };
 
 struct python {
@@ -380,7 +381,8 @@ struct python {
 	bool no_layout;
 	size_t tstates, threads_matched, threads_with_frames, python_frames, unplaced;
 	size_t truncated, unreadable;
-	size_t exceptions; /* threads raising or handling one */
+	size_t exceptions;   /* threads raising or handling one */
+	size_t thread_names; /* threads named by their threading.Thread */
 	/* asyncio: the C accelerator's Task type, the scan's candidates, what decode found. */
 	uint64_t task_type;
 	bool asyncio_dwarf;
@@ -733,6 +735,7 @@ static void set_python_frame(struct cq_stack_frame *out, const struct py_frame *
 	    .file = p->code ? p->code->filename : NULL,
 	    .line = p->line > 0 ? p->line : 0,
 	    .object = p->addr,
+	    .state = p->label,
 	};
 }
 
@@ -771,7 +774,7 @@ static struct cq_error *splice(struct python *py, struct cq_thread_stack *ts, si
 		set_python_frame(&out[k++], &py->frames[p++]);
 	for (size_t i = 0; state && i < k; i++)
 		if (out[i].kind == CQ_FRAME_PYTHON) {
-			out[i].state = state;
+			out[i].state = state; /* over the thread's name, if it is that frame */
 			break;
 		}
 	if (ts->owns_frames)
@@ -1169,6 +1172,78 @@ static struct cq_error *python_detect(const struct cq_async_ctx *ctx, void **sta
 	return NULL;
 }
 
+/* ---- Python-level thread names ------------------------------------------ */
+
+#define TPFLAGS_MANAGED_DICT (1ull << 4) /* 3.11: the dict and values before the object */
+#define MANAGED_DICT_AT      24          /* ((PyObject **)obj)[-3] */
+#define MANAGED_VALUES_AT    32          /* ((PyDictValues **)obj)[-4] */
+#define MAX_DICT_ENTRIES     1024
+#define MAX_LOG2_INDEX_BYTES 20
+
+/*
+ * The value of obj's instance attribute `name` (a key of its dict: its own
+ * dict, or the values of a split table whose keys its type shares), or 0.
+ */
+static uint64_t attribute(const struct cq_unwind_target *t, const struct cq_python_layout *l,
+                          uint64_t obj, const char *name)
+{
+	uint64_t type, flags, dict = 0, keys = 0, values = 0, n;
+	uint8_t log2, kind;
+	if (!obj || (obj & 7) || !rd64(t, obj + l->object_type, &type) ||
+	    !rd64(t, type + l->type_flags, &flags) || !(flags & TPFLAGS_MANAGED_DICT) ||
+	    !rd64(t, obj - MANAGED_DICT_AT, &dict))
+		return 0;
+	if (dict ? !rd64(t, dict + l->dict_keys, &keys) || !rd64(t, dict + l->dict_values, &values)
+	         : !rd64(t, obj - MANAGED_VALUES_AT, &values) ||
+	               !rd64(t, type + l->heaptype_cached_keys, &keys))
+		return 0;
+	if (!keys || !rd(t, keys + l->keys_log2_index_bytes, &log2, 1) ||
+	    !rd(t, keys + l->keys_kind, &kind, 1) || !rd64(t, keys + l->keys_nentries, &n) ||
+	    log2 > MAX_LOG2_INDEX_BYTES || kind > 2 || n > MAX_DICT_ENTRIES || (!dict && !values))
+		return 0;
+	/* Entries after the indices: {hash, key, value} (general) or {key, value}. */
+	uint64_t entries = keys + l->keys_indices + (1ull << log2);
+	uint64_t size = kind == 0 ? 24 : 16, key_at = kind == 0 ? 8 : 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t key, value;
+		if (!rd64(t, entries + i * size + key_at, &key) || !key)
+			continue;
+		char *k = read_str(t, l, key);
+		bool match = k && !strcmp(k, name);
+		free(k);
+		if (!match)
+			continue;
+		bool got = values ? rd64(t, values + 8 * i, &value)
+		                  : rd64(t, entries + i * size + key_at + 8, &value);
+		return got ? value : 0;
+	}
+	return 0;
+}
+
+/*
+ * The threading.Thread name of a thread whose outermost frames are
+ * Thread._bootstrap (self, its first local, has the attribute _name), and
+ * that frame's index; NULL when there is none.
+ */
+static char *thread_name(struct python *py, const struct cq_unwind_target *t, size_t n, size_t *at)
+{
+	const struct cq_python_layout *l = &py->layout;
+	for (size_t i = n; i-- > 0;) {
+		const struct code_info *c = py->frames[i].code;
+		if (!c || !c->qualname || strcmp(c->qualname, "Thread._bootstrap") != 0)
+			continue;
+		uint64_t self, value;
+		char type[8];
+		if (!rd64(t, py->frames[i].addr + l->frame_localsplus, &self) ||
+		    !(value = attribute(t, l, self, "_name")) ||
+		    !type_name(t, l, value, type, sizeof(type)) || strcmp(type, "str"))
+			return NULL;
+		*at = i;
+		return read_str(t, l, value);
+	}
+	return NULL;
+}
+
 /*
  * The mark of a thread's innermost Python frame: "holds the GIL", the
  * exception it raises or handles, both ("holds the GIL; handling ..."), or
@@ -1239,6 +1314,20 @@ static struct cq_error *python_threads(void *state, const struct cq_async_ctx *c
 				py->threads_with_frames += n > 0;
 				const char *mark =
 				    n ? thread_state(py, t, ts, ts == holder, &nomem) : NULL;
+				size_t named_at = SIZE_MAX;
+				char *tname = n ? thread_name(py, t, n, &named_at) : NULL;
+				if (tname) {
+					size_t len = strlen(tname) + 16;
+					char *label = malloc(len);
+					if (label)
+						snprintf(label, len, "thread \"%s\"", tname);
+					free(tname);
+					py->frames[named_at].label =
+					    label ? keep_string(py, label) : NULL;
+					nomem |=
+					    label == NULL || py->frames[named_at].label == NULL;
+					py->thread_names += !nomem;
+				}
 				struct cq_error *err =
 				    n && !nomem ? splice(py, &ctx->stacks->threads[th], n, mark)
 				                : NULL;
@@ -1283,6 +1372,7 @@ static void python_report(const void *state, const struct cq_async_ctx *ctx, str
 	cq_stats_uint(st, "python_frames_unplaced", py->unplaced);
 	cq_stats_uint(st, "python_truncated", py->truncated);
 	cq_stats_uint(st, "python_exceptions", py->exceptions);
+	cq_stats_uint(st, "python_thread_names", py->thread_names);
 	cq_stats_bool(st, "python_asyncio", py->task_type != 0);
 	cq_stats_string(st, "python_asyncio_layout",
 	                !py->task_type      ? NULL

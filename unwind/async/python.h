@@ -62,7 +62,15 @@
 	X(coro_frame_state, "PyCoroObject", "cr_frame_state")                                      \
 	X(coro_iframe, "PyCoroObject", "cr_iframe")                                                \
 	X(long_size, "_longobject", "ob_base.ob_size")                                             \
-	X(long_digits, "_longobject", "ob_digit")
+	X(long_digits, "_longobject", "ob_digit")                                                  \
+	X(type_flags, "_typeobject", "tp_flags")                                                   \
+	X(heaptype_cached_keys, "_heaptypeobject", "ht_cached_keys")                               \
+	X(dict_keys, "PyDictObject", "ma_keys")                                                    \
+	X(dict_values, "PyDictObject", "ma_values")                                                \
+	X(keys_log2_index_bytes, "_dictkeysobject", "dk_log2_index_bytes")                         \
+	X(keys_kind, "_dictkeysobject", "dk_kind")                                                 \
+	X(keys_nentries, "_dictkeysobject", "dk_nentries")                                         \
+	X(keys_indices, "_dictkeysobject", "dk_indices")
 
 /*
  * The same for the asyncio accelerator's structures (_asyncio's DWARF, not
