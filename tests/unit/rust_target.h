@@ -141,6 +141,16 @@ static const struct cq_unwind_target_ops rt_ops = {
     .cache_reject = rt_cache_reject,
 };
 
+/* The parts of every runtime of the table, as the driver hands them to the index. */
+static inline struct cq_rust_parts rt_table_parts(void)
+{
+	size_t n;
+	const struct cq_async_runtime *const *rt = cq_async_runtimes(&n);
+	struct cq_rust_parts parts;
+	cq_rust_index_parts(rt, n, &parts);
+	return parts;
+}
+
 static inline char *rt_dup(const char *s)
 {
 	char *d = strdup(s);

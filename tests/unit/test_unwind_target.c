@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <elfutils/libdw.h>
 
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/unwind_target.h"
@@ -478,6 +479,47 @@ static void test_find_symbols(void **state)
 	close_case(&f);
 }
 
+/*
+ * The dwarf op: the executable's DWARF (readelf -S lists .debug_info), the
+ * same handle on every call, whose compile unit at crash_main (readelf -s's
+ * value) is threads8.c's; none for a module past the list or the vdso.
+ */
+static void test_dwarf(void **state)
+{
+	(void)state;
+	struct fixture f;
+	if (!open_case("threads8.O0", &f, NULL))
+		return;
+	const struct cq_unwind_target *t = f.t;
+	size_t e = exe_module(&f);
+	char line[512];
+	bool has_info = false;
+	FILE *p = run("readelf -S -W '%s'", f.c.exe);
+	while (fgets(line, sizeof(line), p))
+		has_info = has_info || strstr(line, " .debug_info ");
+	pclose(p);
+	Dwarf *dw = t->ops->dwarf(t->ctx, e);
+	if (!has_info) {
+		assert_null(dw);
+		close_case(&f);
+		return;
+	}
+	assert_non_null(dw);
+	assert_ptr_equal(t->ops->dwarf(t->ctx, e), dw);
+	uint64_t value, size;
+	assert_true(readelf_symbol(f.c.exe, "crash_main", &value, &size));
+	Dwarf_Die cu;
+	assert_non_null(dwarf_addrdie(dw, value, &cu));
+	const char *name = dwarf_diename(&cu);
+	assert_non_null(name);
+	assert_non_null(strstr(name, "threads8.c"));
+	assert_null(t->ops->dwarf(t->ctx, t->nmodules));
+	for (size_t m = 0; m < t->nmodules; m++)
+		if (t->modules[m].is_vdso)
+			assert_null(t->ops->dwarf(t->ctx, m));
+	close_case(&f);
+}
+
 /* gdb's view of one thread's entry for a key: "tls TID SEQ DATA KEYSEQ". */
 struct gdb_tls {
 	long tid;
@@ -701,7 +743,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_views),        cmocka_unit_test(test_memory_ops),
 	    cmocka_unit_test(test_find_symbols), cmocka_unit_test(test_tls),
-	    cmocka_unit_test(test_cached_table), cmocka_unit_test(test_with_cache),
+	    cmocka_unit_test(test_dwarf),        cmocka_unit_test(test_cached_table),
+	    cmocka_unit_test(test_with_cache),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,7 +115,6 @@
 
 #include "libcore/base/clock.h"
 #include "libcore/base/memory.h"
-#include "libcore/base/regular_file.h"
 #include "unwind/async/coro_dispatch.h"
 #include "unwind/async/cxx_types_blob.h"
 #include "unwind/async/dwarf_type.h"

@@ -25,7 +25,6 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -36,7 +35,6 @@
 #include "libcore/base/bytes.h"
 
 #include "libcore/base/elf_section.h"
-#include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/runtime.h"
 
