@@ -172,9 +172,10 @@ static void frame_name(const struct cq_stack_frame *f, char *buf, size_t size)
 {
 	if (f->function)
 		snprintf(buf, size, "%s%s", f->function,
-		         f->kind == CQ_FRAME_INLINE  ? " [inline]"
-		         : f->kind == CQ_FRAME_ASYNC ? " [async]"
-		                                     : "");
+		         f->kind == CQ_FRAME_INLINE   ? " [inline]"
+		         : f->kind == CQ_FRAME_ASYNC  ? " [async]"
+		         : f->kind == CQ_FRAME_PYTHON ? " [py]"
+		                                      : "");
 	else if (f->module)
 		snprintf(buf, size, "%s+0x%llx", cq_module_basename(f->module),
 		         (unsigned long long)f->offset);

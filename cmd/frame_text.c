@@ -85,8 +85,34 @@ static void print_object_frame_text(FILE *out, const struct cq_stack_frame *f, s
 	put(out, ")\n");
 }
 
+/* An interpreter's frame: its function, file and line, as py-bt names them, and [py]. */
+static void print_python_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index)
+{
+	put_index(out, index);
+	put(out, cmd_sgr("\033[33m"));
+	put(out, f->function ? cmd_safe(f->function) : "??");
+	put(out, cmd_sgr("\033[0m"));
+	put(out, " at ");
+	put(out, f->file ? cmd_safe(f->file) : "??");
+	if (f->line > 0) {
+		putc_unlocked(':', out);
+		put_dec(out, f->line);
+	}
+	put(out, " [py]");
+	if (f->state) {
+		put(out, " [");
+		put(out, f->state);
+		putc_unlocked(']', out);
+	}
+	putc_unlocked('\n', out);
+}
+
 void cmd_print_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index)
 {
+	if (f->kind == CQ_FRAME_PYTHON) {
+		print_python_frame_text(out, f, index);
+		return;
+	}
 	if (f->object) {
 		print_object_frame_text(out, f, index);
 		return;

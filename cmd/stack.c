@@ -115,7 +115,10 @@ static const struct cmd_spec stack_spec = {
              "with a count (\u00d74), and the chains of suspended coroutines are listed\n"
              "after the threads.  In Rust programs built with -C debuginfo=2, the\n"
              "suspended futures are listed too: each task's await chain, innermost\n"
-             "first, with the state and line of every await.\n",
+             "first, with the state and line of every await.  In CPython 3.11, each\n"
+             "thread's Python frames (function, file, line) are spliced in front of\n"
+             "the interpreter frame that runs them, marked [py], and pending asyncio\n"
+             "tasks are listed with their await chains.\n",
     .opt = stack_options,
 };
 

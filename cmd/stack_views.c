@@ -198,6 +198,8 @@ static void put_folded_name(FILE *out, const struct cq_stack_frame *f)
 		fputs("_[i]", out);
 	else if (f->kind == CQ_FRAME_ASYNC)
 		fputs("_[a]", out);
+	else if (f->kind == CQ_FRAME_PYTHON)
+		fputs("_[py]", out);
 }
 
 static void put_folded(FILE *out, const char *root, const struct cq_stack_frame *frames, size_t n,

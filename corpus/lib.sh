@@ -20,7 +20,7 @@ CASE_TIMEOUT=${COREQ_CASE_TIMEOUT:-60}
 # Thread counts of the threads-N cases (program nthreads, variant O2).
 NTHREADS_COUNTS=(10 1000 3000)
 # Cores of real Debian programs.
-REAL_CASES=(real-sleep real-python3 real-perl real-python3d real-syslog-ng real-python3-deadlock real-python3-deadlock-with real-python3-exited-holder)
+REAL_CASES=(real-sleep real-python3 real-perl real-python3d real-syslog-ng real-python3-deadlock real-python3-deadlock-with real-python3-exited-holder real-python3-stacks real-python3-crash-site_a real-python3-crash-site_b real-python3-crash-abort real-python3-asyncio)
 # Crash sites of bucket_multi (a program whose manifest signal is SITE), as
 # "site signal function": `bucket_multi SITE` dies of that signal in that
 # function, called from the manifest's chain (dispatch main).  Each site is
@@ -304,6 +304,28 @@ while True:
 		# no cycle, though an owner inferred from references makes one.
 		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
 		C_ARGS=("$CORPUS_DIR/real/python3-exited-holder.py") C_THREADS=3
+		;;
+	real-python3-stacks)
+		# Threads blocked in distinct Python code; the script writes each
+		# one's own Python stack (tests/e2e/test_python.py's oracle).
+		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
+		C_ARGS=("$CORPUS_DIR/real/python3-stacks.py") C_THREADS=10
+		;;
+	real-python3-crash-site_a | real-python3-crash-site_b)
+		# ctypes.string_at(0) faults under two Python callers (corpus/real/python3-crash.py).
+		C_EXE=/usr/bin/python3 C_SIG=$(signum SEGV)
+		C_ARGS=("$CORPUS_DIR/real/python3-crash.py" "${case#real-python3-crash-}")
+		;;
+	real-python3-crash-abort)
+		# A thread's uncaught exception reaches an excepthook that aborts.
+		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_THREADS=2
+		C_ARGS=("$CORPUS_DIR/real/python3-crash.py" abort)
+		;;
+	real-python3-asyncio)
+		# An event loop with tasks suspended in different awaits; the script
+		# writes each pending task's own chain (tests/e2e/test_python.py).
+		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
+		C_ARGS=("$CORPUS_DIR/real/python3-asyncio.py")
 		;;
 	real-syslog-ng)
 		# Worker threads come and go with the load: the count is the core's.

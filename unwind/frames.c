@@ -10,6 +10,8 @@ const char *cq_frame_kind_name(enum cq_frame_kind kind)
 		return "inline";
 	case CQ_FRAME_ASYNC:
 		return "async";
+	case CQ_FRAME_PYTHON:
+		return "python";
 	case CQ_FRAME_NATIVE:
 	default:
 		return "native";

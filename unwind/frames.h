@@ -5,7 +5,8 @@
  * A cq_thread_stack is one thread's frames, innermost first: each native
  * frame the unwinder found, preceded by the calls inlined at its pc (kind
  * inline), with async frames (kind async) spliced in where an async runtime
- * merged a coroutine chain.  A cq_suspended_stack is a chain of async
+ * merged a coroutine chain, and interpreted frames (kind python) in front of
+ * the interpreter's native frame that runs them.  A cq_suspended_stack is a chain of async
  * frames that runs on no thread: a suspended coroutine, future or task.
  *
  * Ownership: frames arrays belong to the stack that holds them; the
@@ -37,6 +38,13 @@ enum cq_frame_kind {
 	CQ_FRAME_NATIVE,
 	CQ_FRAME_INLINE,
 	CQ_FRAME_ASYNC,
+	/*
+	 * An interpreter's frame (CPython's _PyInterpreterFrame), pc 0: its
+	 * function (the qualified name), file and line are the interpreted
+	 * code's, object the frame record's address; state a mark such as
+	 * "holds the GIL".  Spliced in front of the native frame that runs it.
+	 */
+	CQ_FRAME_PYTHON,
 };
 
 struct cq_stack_frame {

@@ -332,9 +332,9 @@ static bool hash_stored_frame(sqlite3_stmt *st, int64_t idx, uint64_t *h)
 			return false;
 	const char *kind = (const char *)sqlite3_column_text(st, 4);
 	int k = 0;
-	while (k <= CQ_FRAME_ASYNC && strcmp(kind, cq_frame_kind_name((enum cq_frame_kind)k)) != 0)
+	while (k <= CQ_FRAME_PYTHON && strcmp(kind, cq_frame_kind_name((enum cq_frame_kind)k)) != 0)
 		k++;
-	if (k > CQ_FRAME_ASYNC)
+	if (k > CQ_FRAME_PYTHON)
 		return false;
 	uint8_t build_id[CQ_BUILD_ID_HEX_MAX / 2];
 	struct cq_stack_hash_frame f = {
@@ -344,8 +344,8 @@ static bool hash_stored_frame(sqlite3_stmt *st, int64_t idx, uint64_t *h)
 	    .state = (const char *)sqlite3_column_text(st, 6),
 	    .line = sqlite3_column_int64(st, 7),
 	};
-	/* A suspended future's frame: kind async and no code address (frames.h). */
-	f.future = k == CQ_FRAME_ASYNC && f.where == 0;
+	/* A suspended future's frame or a Python frame: no code address (frames.h). */
+	f.future = (k == CQ_FRAME_ASYNC || k == CQ_FRAME_PYTHON) && f.where == 0;
 	if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
 		const char *key = sqlite3_column_type(st, 2) == SQLITE_TEXT
 		                      ? (const char *)sqlite3_column_text(st, 2)

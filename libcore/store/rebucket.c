@@ -39,7 +39,7 @@ static struct cq_error *sign(sqlite3 *db, sqlite3_stmt *fst, const struct cq_buc
                              struct cq_bucket_signature *sig)
 {
 	struct cq_bucket_frame *f = calloc(MAX_FRAMES, sizeof(*f));
-	char **strings = calloc(MAX_FRAMES * 3, sizeof(*strings));
+	char **strings = calloc(MAX_FRAMES * 4, sizeof(*strings));
 	struct cq_error *err = NULL;
 	size_t n = 0;
 	if (!f || !strings) {
@@ -49,12 +49,13 @@ static struct cq_error *sign(sqlite3 *db, sqlite3_stmt *fst, const struct cq_buc
 	sqlite3_bind_int64(fst, 1, stack_id);
 	int rc;
 	while (n < MAX_FRAMES && (rc = sqlite3_step(fst)) == SQLITE_ROW) {
-		const char *cols[3];
-		for (int c = 0; c < 3; c++) {
-			const unsigned char *t = sqlite3_column_text(fst, c);
+		bool python = cq_store_text_is((const char *)sqlite3_column_text(fst, 5), "python");
+		const char *cols[4];
+		for (int c = 0; c < 4; c++) {
+			const unsigned char *t = sqlite3_column_text(fst, c < 3 ? c : 6);
 			cols[c] = NULL;
 			if (t &&
-			    !(cols[c] = strings[3 * n + (size_t)c] = strdup((const char *)t))) {
+			    !(cols[c] = strings[4 * n + (size_t)c] = strdup((const char *)t))) {
 				err = &cq_error_nomem;
 				break;
 			}
@@ -67,7 +68,9 @@ static struct cq_error *sign(sqlite3 *db, sqlite3_stmt *fst, const struct cq_buc
 		    .module = cols[2],
 		    .offset = (uint64_t)sqlite3_column_int64(fst, 3),
 		    .main = cols[2] && exe && strcmp(cols[2], exe) == 0,
-		    .scanned = cq_store_text_is((const char *)sqlite3_column_text(fst, 4), "scan")};
+		    .scanned = cq_store_text_is((const char *)sqlite3_column_text(fst, 4), "scan"),
+		    .python = python,
+		    .file = python ? cols[3] : NULL};
 		n++;
 	}
 	if (!err && n < MAX_FRAMES && rc != SQLITE_DONE)
@@ -76,7 +79,7 @@ static struct cq_error *sign(sqlite3 *db, sqlite3_stmt *fst, const struct cq_buc
 	if (!err)
 		err = cq_bucket_signature_of(rules, f, n, signo, nframes, sig);
 out:
-	for (size_t i = 0; strings && i < MAX_FRAMES * 3; i++)
+	for (size_t i = 0; strings && i < MAX_FRAMES * 4; i++)
 		free(strings[i]);
 	free(strings);
 	free(f);
@@ -109,7 +112,7 @@ static const char *const sql_cores =
     "(b.signature LIKE 'deadlock: %' OR b.signature LIKE 'deadlock (inferred, confirmed): %' "
     "OR b.signature LIKE 'possible deadlock: %' OR b.signature LIKE 'hang: %')) ORDER BY c.id";
 static const char *const sql_frames =
-    "SELECT f.function, f.sig_name, m.path, f.offset, f.trust FROM frames f "
+    "SELECT f.function, f.sig_name, m.path, f.offset, f.trust, f.kind, f.file FROM frames f "
     "LEFT JOIN modules m ON m.id = f.module_id WHERE f.stack_id = ? ORDER BY f.idx";
 
 /* Reads every core and signs it under the rules. */

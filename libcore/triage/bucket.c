@@ -141,6 +141,13 @@ static void name_frame(const struct cq_bucket_rules *r, const struct cq_bucket_f
                        struct named *n)
 {
 	memset(n, 0, sizeof(*n));
+	if (f->python) { /* the interpreted code's own name, as Python spells it */
+		snprintf(n->name, sizeof(n->name), "%s", f->function ? f->function : "??");
+		n->symbolized = f->function != NULL;
+		n->weak = f->function == NULL;
+		n->in_app = !f->file || cq_bucket_rules_in_app(r, f->file);
+		return;
+	}
 	n->in_app = f->module && cq_bucket_rules_in_app(r, f->module);
 	const char *name = f->alt_name ? f->alt_name : f->function;
 	if (name && name[0] == '[') { /* a placeholder for a library frame nothing names */
@@ -196,22 +203,81 @@ static size_t reraised_below(const struct cq_bucket_rules *r, const struct named
 	return 0;
 }
 
+#define MAX_INTERPRETERS 4 /* modules running Python frames in one stack */
+
+static bool in_list(const char *const *list, size_t n, const char *s)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (!strcmp(list[i], s))
+			return true;
+	return false;
+}
+
+/*
+ * A stack with Python frames (names[first_py] the innermost): keeps the
+ * native frames inside it up to the first that counts or is a library's
+ * placeholder (the fault's frame), leaving out the
+ * interpreter's (the module of the native frame each run of Python frames
+ * is spliced in front of), then only the Python frames.  How many remain.
+ */
+static size_t python_frames_only(const struct cq_bucket_rules *r,
+                                 const struct cq_bucket_frame *frames, const size_t *src,
+                                 struct named *names, size_t n, size_t first_py)
+{
+	const char *interp[MAX_INTERPRETERS];
+	size_t ninterp = 0;
+	for (size_t i = first_py; i + 1 < n; i++) {
+		const struct cq_bucket_frame *next = &frames[src[i + 1]];
+		if (frames[src[i]].python && !next->python && next->module &&
+		    !in_list(interp, ninterp, next->module) && ninterp < MAX_INTERPRETERS)
+			interp[ninterp++] = next->module;
+	}
+	/* The fault's frame is below the crash machinery (abort, raise), whatever names them. */
+	size_t below = 0;
+	for (size_t i = 0; i < first_py; i++)
+		if (is_kind(r, &names[i], CQ_RULE_MACHINERY))
+			below = i + 1;
+	size_t k = 0;
+	for (size_t i = 0; i < first_py; i++) {
+		if (in_list(interp, ninterp, frames[src[i]].module))
+			continue;
+		names[k++] = names[i];
+		if (i >= below && (names[i].weak || (!is_kind(r, &names[i], CQ_RULE_PREFIX) &&
+		                                     !is_kind(r, &names[i], CQ_RULE_MACHINERY))))
+			break; /* the fault's frame (a library's placeholder without debuginfo) */
+	}
+	for (size_t i = first_py; i < n; i++)
+		if (frames[src[i]].python)
+			names[k++] = names[i];
+	return k;
+}
+
 struct cq_error *cq_bucket_signature_of(const struct cq_bucket_rules *r,
                                         const struct cq_bucket_frame *frames, size_t nf, int signo,
                                         unsigned nframes, struct cq_bucket_signature *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct named *names = calloc(nf ? nf : 1, sizeof(*names));
-	if (!names)
+	size_t *src = calloc(nf ? nf : 1, sizeof(*src)); /* names[i] is frames[src[i]] */
+	if (!names || !src) {
+		free(names);
+		free(src);
 		return &cq_error_nomem;
-	size_t n = 0;
+	}
+	size_t n = 0, first_py = SIZE_MAX;
 	for (size_t i = 0; i < nf; i++) {
 		if (frames[i].scanned)
 			continue;
 		name_frame(r, &frames[i], &names[n]);
-		if (!is_kind(r, &names[n], CQ_RULE_SKIP))
+		src[n] = i;
+		if (frames[i].python && first_py == SIZE_MAX)
+			first_py = n;
+		if (frames[i].python || !is_kind(r, &names[n], CQ_RULE_SKIP))
 			n++;
 	}
+	if (first_py < n)
+		n = python_frames_only(r, frames, src, names, n, first_py);
+	free(src);
 	/* Start-up: the first frame where threads begin ends the search. */
 	size_t startup = 0;
 	while (startup < n && !is_kind(r, &names[startup], CQ_RULE_STARTUP))
@@ -306,7 +372,9 @@ struct cq_error *cq_bucket_signature(const struct cq_bucket_rules *r, struct cq_
 		    .module = sf->module ? sf->module->name : NULL,
 		    .offset = sf->offset,
 		    .main = sf->module && sf->module->is_main,
-		    .scanned = sf->trust == CQ_TRUST_SCAN};
+		    .scanned = sf->trust == CQ_TRUST_SCAN,
+		    .python = sf->kind == CQ_FRAME_PYTHON,
+		    .file = sf->kind == CQ_FRAME_PYTHON ? sf->file : NULL};
 	}
 	err = cq_bucket_signature_of(r, f, ts->nframes, signo, nframes, out);
 out:

@@ -10,6 +10,17 @@
  *
  *   validate_length | parse_header | handle_request | main | SIGABRT
  *
+ * A crashed thread that runs Python code (frames of kind python) signs by
+ * its Python frames: the native frames inside the innermost Python frame up
+ * to the first that counts (the fault's: a C extension's function, after
+ * machinery and prefix frames; a library's placeholder where it has no
+ * name), then the Python frames alone; the
+ * interpreter's own frames (every frame of a module that runs a Python
+ * frame) never appear, so the signature is the same with python3.11-dbg or
+ * without it, and two Python callers of one C function sign apart:
+ *
+ *   strlen | string_at | read_header | serve | <module> | SIGSEGV
+ *
  * Layer: triage (libcore/triage/): crash signatures; above analysis.
  * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
@@ -57,6 +68,13 @@ struct cq_bucket_frame {
 	uint64_t offset;    /* module-relative */
 	bool main;          /* in the main executable */
 	bool scanned;       /* found by stack scanning: never in a signature */
+	/*
+	 * An interpreter's frame (kind python): function is its qualified
+	 * name, file its source file (in-app unless the rules' not-in-app
+	 * patterns match it), module NULL.
+	 */
+	bool python;
+	const char *file;
 };
 
 /*

@@ -76,6 +76,8 @@ def compare_thread(t, frames, eu_pcs, row, bad):
     """One thread's frames against gdb's (frames, tail calls dropped) and
     eu-stack's pcs; counts go to row, failures to bad."""
     tid = t["tid"]
+    # gdb's bt shows no interpreted frames (coreq's kind python): native ones only.
+    t = dict(t, frames=[f for f in t["frames"] if f["kind"] != "python"])
     frames = list(frames)
     if frames and frames[0][0] is None and t["frames"]:
         # gdb prints no pc on frame 0 where it starts a line: the thread's pc.
