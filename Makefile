@@ -68,6 +68,9 @@ DEPS_PKGS += nginx-light apache2-utils postgresql-15
 # tests/fresh-root/run and tests/systemd-real/run (which .ci/run runs) make
 # fresh Debian 12 roots with it; the second boots its root with systemd-nspawn.
 DEPS_PKGS += mmdebstrap systemd-container
+# Go crash buckets (issue 48): the toolchain that builds corpus/go_crash and
+# delve, the oracle of tests/e2e/test_go_buckets.py's frame names.
+DEPS_PKGS += golang-go delve
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
@@ -101,7 +104,7 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers hostile \
+.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus go-crash-corpus layers hostile \
 	aarch64 test-aarch64 deb
 
 all: $(BUILD)/coreq $(BUILD)/layers.ok
@@ -214,6 +217,11 @@ fuzz: deps fuzz-build
 # ---- corpus, tests, demo, bench ------------------------------------------
 corpus:
 	$(MAKE) -C corpus OUT=$(abspath $(BUILD))/corpus
+
+# corpus/go_crash's Go program, crashed once per mode and flag set
+# (tests/e2e/test_go_buckets.py makes them too).
+go-crash-corpus:
+	corpus/go_crash/make-go-crash-cores $(abspath $(BUILD))/go-crash-corpus
 
 # The builds use every CPU (JOBS); the corpus is built one program at a time.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)

@@ -14,6 +14,7 @@
 #include "libcore/model/stream_image.h"
 #include "libcore/store/capture_rows.h"
 #include "libcore/triage/frame_names.h"
+#include "libcore/triage/go_hang.h"
 
 struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
                                 const struct cq_ingest_options *o, struct cq_ingest_result *out)
@@ -72,6 +73,9 @@ struct cq_error *cq_ingest_core(struct cq_store *store, const char *path,
 		err = cq_bucket_wait_signature(o->rules, namer, stacks, waits, &out->signature,
 		                               &made);
 	}
+	/* A Go runtime that died of a signal it was sent, not of a panic (go_hang.h). */
+	if (!err && !duplicate && cq_bucket_go_signalled(&stacks->threads[0]))
+		err = cq_bucket_go_hang_signature(o->rules, namer, stacks, &out->signature);
 	if (stdin_core && o->await_stored) {
 		/* Nothing is written before the core is stored, a failure included. */
 		free(abs);
