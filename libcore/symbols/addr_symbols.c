@@ -19,6 +19,10 @@
  * starts between the highest end of the global symbols below the address
  * and the address).  Anything else, and any address that would need more
  * than MAX_SCAN entries looked at, goes to dwfl_module_addrinfo.
+ *
+ * One deliberate difference: a Go program's "PKG(SECTION)" symbols (the Go
+ * linker's names for the sections of cgo's C objects) answer with the name
+ * of the function symbol at the same address (name_host_sections).
  */
 #include "libcore/symbols/addr_symbols.h"
 

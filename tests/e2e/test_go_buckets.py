@@ -187,8 +187,9 @@ def main():
                 continue
         else:
             want = crash_site(c["stderr"])
-        ok(want and fr and fr[0] == want,
-           f"{name}: the signature starts at the program's crash site {want}", [sig])
+        whose = "the runtime's throw site (Go's dump)" if mode == "deadlock" else \
+            "the program's recorded crash site"
+        ok(want and fr and fr[0] == want, f"{name}: the signature starts at {whose} {want}", [sig])
 
     # Names: coreq's frames of the crashed goroutine against dlv's and gdb's.
     have_dlv, have_gdb = shutil.which("dlv"), shutil.which("gdb")
