@@ -70,7 +70,8 @@ DEPS_PKGS += nginx-light apache2-utils postgresql-15
 DEPS_PKGS += mmdebstrap systemd-container
 # Go (issue 48): the toolchain that builds corpus/go (make go-corpus), delve
 # (dlv core: the goroutine oracle of tests/e2e/test_go_goroutines.py), and a
-# real Debian Go server (caddy) crashed under load.
+# real Debian Go server (caddy) crashed under load; corpus/go_crash (make
+# go-crash-corpus) for tests/e2e/test_go_buckets.py.
 DEPS_PKGS += golang-go delve caddy
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -105,7 +106,7 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus go-corpus layers man hostile \
+.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus go-corpus go-crash-corpus layers man hostile \
 	aarch64 test-aarch64 deb
 
 all: $(BUILD)/coreq $(BUILD)/layers.ok $(BUILD)/functions.ok man
@@ -238,6 +239,11 @@ corpus:
 # The Go programs of corpus/go and their cores (tests/e2e/test_go_goroutines.py makes them too).
 go-corpus:
 	corpus/go/make-go-cores $(abspath $(BUILD))/go-corpus
+
+# corpus/go_crash's Go program, crashed once per mode and flag set
+# (tests/e2e/test_go_buckets.py makes them too).
+go-crash-corpus:
+	corpus/go_crash/make-go-crash-cores $(abspath $(BUILD))/go-crash-corpus
 
 # The builds use every CPU (JOBS); the corpus is built one program at a time.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)

@@ -13,6 +13,8 @@
 #include "libcore/pipeline/analyse.h"
 #include "libcore/store/capture_rows.h"
 #include "libcore/triage/frame_names.h"
+#include "libcore/triage/go_hang.h"
+#include "libcore/triage/go_hang.h"
 
 /* What the analysis's opened step needs: a stored core's identity, and whether it is stored. */
 struct ingest_step {
@@ -57,6 +59,10 @@ static struct cq_error *signature(const struct cq_ingest_options *o, struct inge
 		err = cq_bucket_wait_signature(o->rules, st->namer, a->stacks, a->waits,
 		                               &st->out->signature, &made);
 	}
+	/* A Go runtime that died of a signal it was sent, not of a panic (go_hang.h). */
+	if (!err && cq_bucket_go_signalled(&a->stacks->threads[0]))
+		err = cq_bucket_go_hang_signature(o->rules, st->namer, a->stacks,
+		                                  &st->out->signature);
 	return err;
 }
 

@@ -19,6 +19,10 @@
  * starts between the highest end of the global symbols below the address
  * and the address).  Anything else, and any address that would need more
  * than MAX_SCAN entries looked at, goes to dwfl_module_addrinfo.
+ *
+ * One deliberate difference: a Go program's "PKG(SECTION)" symbols (the Go
+ * linker's names for the sections of cgo's C objects) answer with the name
+ * of the function symbol at the same address (name_host_sections).
  */
 #include "libcore/symbols/addr_symbols.h"
 
@@ -104,6 +108,44 @@ static bool sort_by_value(struct entry *e, size_t n)
 	return true;
 }
 
+/*
+ * Whether name is the Go linker's name for a section of a C object it linked
+ * in itself (cgo's code, internal linking): "PKG(SECTION)", such as
+ * "runtime/cgo(.text)" (cmd/link/internal/loadelf names them so).  Such a
+ * symbol has the size of the function it starts with, whose own symbol
+ * (crosscall_amd64, from assembly) may have none.
+ */
+static bool host_section_name(const char *name)
+{
+	size_t n = strlen(name);
+	const char *open = strstr(name, "(.");
+	return n > 3 && name[n - 1] == ')' && open && open > name && !strchr(open + 2, '(');
+}
+
+/*
+ * A Go host-object section symbol takes the name of a function symbol at
+ * the same address (e sorted by value): the frame is named by the C
+ * function (crosscall_amd64, threadentry), not by the object's section.
+ */
+static void name_host_sections(struct entry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!host_section_name(e[i].name))
+			continue;
+		size_t lo = i, hi = i;
+		while (lo > 0 && e[lo - 1].value == e[i].value)
+			lo--;
+		while (hi + 1 < n && e[hi + 1].value == e[i].value)
+			hi++;
+		for (size_t k = lo; k <= hi; k++) {
+			if (!host_section_name(e[k].name)) {
+				e[i].name = e[k].name;
+				break;
+			}
+		}
+	}
+}
+
 struct cq_error *cq_addr_symbols_build(Dwfl_Module *dm, struct cq_addr_symbols **out)
 {
 	*out = NULL;
@@ -142,6 +184,7 @@ struct cq_error *cq_addr_symbols_build(Dwfl_Module *dm, struct cq_addr_symbols *
 		cq_addr_symbols_free(t);
 		return &cq_error_nomem;
 	}
+	name_host_sections(t->e, t->n);
 	uint64_t high = 0, global_high = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		uint64_t end = t->e[i].value + t->e[i].size;

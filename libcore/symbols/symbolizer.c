@@ -57,6 +57,7 @@
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/symbols/gopclntab.h"
 #include "libcore/symbols/demangle.h"
+#include "libcore/symbols/go_names.h"
 #include "libcore/symbols/line_files.h"
 #include "libcore/symbols/provenance.h"
 #include "libcore/symbols/scope_index.h"
@@ -67,8 +68,10 @@
 
 #define MAX_DEBUG_DIRS 256
 #define MAX_STRING_LEN CQ_SYMBOL_BLOB_MAX_STRING
-#define CACHE_MIN_CAP  256u
-#define MAX_FRAMES     (CQ_SYMBOLIZER_MAX_INLINE + 1)
+/* A Go symbol name as Go prints it is cut to this (go_names.h). */
+#define MAX_GO_NAME   1024
+#define CACHE_MIN_CAP 256u
+#define MAX_FRAMES    (CQ_SYMBOLIZER_MAX_INLINE + 1)
 
 /* What libdwfl's per-module userdata points at. */
 struct sym_module {
@@ -413,15 +416,27 @@ static const char *demangled_or_raw(struct frame_draft *d, const char *name)
 	return demangled ? demangled : name;
 }
 
+/* name as Go prints it where Go spells it otherwise (go_names.h), kept; else name. */
+static const char *go_printed(struct frame_draft *d, const char *name)
+{
+	char go[MAX_GO_NAME];
+	const char *printed =
+	    name && cq_name_go_printed(name, go, sizeof(go)) ? keep(d, strdup(go)) : NULL;
+	return printed ? printed : name;
+}
+
 /*
  * A symbol-table name as a function name: without the symbol version that
- * glibc's .symtab spells into names ("pthread_kill@@GLIBC_2.34"), demangled.
+ * glibc's .symtab spells into names ("pthread_kill@@GLIBC_2.34"), demangled;
+ * a Go symbol as Go prints it ("runtime.raise", not "runtime.raise.abi0":
+ * go_names.h).
  */
 static const char *symbol_function_name(struct frame_draft *d, const char *symbol)
 {
 	const char *at = symbol ? strchr(symbol, '@') : NULL;
 	if (at && at != symbol)
 		symbol = keep(d, strndup(symbol, (size_t)(at - symbol)));
+	symbol = go_printed(d, symbol);
 	return symbol ? demangled_or_raw(d, symbol) : NULL;
 }
 
@@ -438,7 +453,7 @@ static const char *die_function_name(struct frame_draft *d, Dwarf_Die *die)
 	 * name an alias macro gave (glibc's __GI___futex_abstimed_wait_cancelable64). */
 	if (linkage)
 		return demangled_or_raw(d, linkage);
-	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+	return go_printed(d, dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr)));
 }
 
 /* name without trailing clone suffixes (demangle.h), kept. */
@@ -510,7 +525,8 @@ static const char *outer_function_name(struct frame_draft *d, Dwarf_Die *subprog
 		    dwarf_attr_integrate(subprogram, DW_AT_MIPS_linkage_name, &attr));
 	if (linkage)
 		return demangled_or_raw(d, linkage);
-	const char *name = dwarf_formstring(dwarf_attr_integrate(subprogram, DW_AT_name, &attr));
+	const char *name =
+	    go_printed(d, dwarf_formstring(dwarf_attr_integrate(subprogram, DW_AT_name, &attr)));
 	if (!name)
 		return from_symbol;
 	if (from_symbol) {

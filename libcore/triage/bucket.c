@@ -4,7 +4,8 @@
  * The rules are data (rules.h; the defaults in dist/coreq.rules): which
  * frames are how a program dies rather than where (the signature starts
  * below the outermost of them), where threads start (it ends above the
- * first), which frames never count, which modules are the program's own.
+ * first), which frames never count, which modules are the program's own,
+ * which frames a language's own traceback hides (Go's runtime).
  */
 #include "libcore/triage/bucket.h"
 
@@ -22,6 +23,7 @@
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/waits.h"
 #include "libcore/symbols/demangle.h"
+#include "libcore/symbols/go_names.h"
 
 #define NAME_MAX_LEN 512
 /* The pseudo-frame of a signal trampoline (analysis/frame_list.c names it). */
@@ -46,7 +48,9 @@ static void shape(const char *src, char *dst, size_t cap)
 	for (size_t i = 0; src[i] && o + 4 < cap; i++) {
 		char c = src[i];
 		bool op = i >= 8 && strncmp(src + i - 8, "operator", 8) == 0;
-		if (angle == 0 && paren == 0 && c == '(' && !op) {
+		/* Go's method receiver, main.(*T).M, is no parameter list. */
+		bool receiver = c == '(' && i > 0 && src[i - 1] == '.';
+		if (angle == 0 && paren == 0 && c == '(' && !op && !receiver) {
 			if (strncmp(src + i, "(anonymous namespace)", 21) == 0) {
 				i += 20;
 				const char *anon = "{anon}";
@@ -116,7 +120,8 @@ void cq_bucket_normalize_name(const char *name, char *out, size_t cap)
 		return;
 	}
 	char tmp[NAME_MAX_LEN];
-	snprintf(tmp, sizeof(tmp), "%s", name);
+	if (!cq_name_go_printed(name, tmp, sizeof(tmp))) /* runtime.raise.abi0: runtime.raise */
+		snprintf(tmp, sizeof(tmp), "%s", name);
 	char *at = strchr(tmp, '@'); /* a symbol version that slipped through */
 	if (at && at != tmp)
 		*at = '\0';
@@ -301,10 +306,22 @@ struct cq_error *cq_bucket_signature_of(const struct cq_bucket_rules *r,
 	 * a signal frame lies above start-up.  The crash is where the signal
 	 * interrupted, below the innermost signal frame, not in the handler.  A
 	 * handler that faults itself has its own frame innermost: it stays.
+	 * Machinery further below still goes (Go's runtime re-raises its
+	 * SIGABRT through its own handler; the panic lies below that).
 	 */
 	size_t handler = reraised_below(r, names, startup);
-	if (handler)
+	if (handler > start)
 		start = handler;
+	/*
+	 * Frames the language's own traceback hides (Go's runtime.mapassign
+	 * between a panic and the program's frame): the signature starts at the
+	 * first frame below them, when one is left above start-up.
+	 */
+	size_t shown = start;
+	while (shown < startup && is_kind(r, &names[shown], CQ_RULE_HIDDEN))
+		shown++;
+	if (shown < startup)
+		start = shown;
 	size_t end = start;
 	while (end < n && !is_kind(r, &names[end], CQ_RULE_STARTUP))
 		end++;

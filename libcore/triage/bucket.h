@@ -103,7 +103,8 @@ void cq_bucket_signature_free(struct cq_bucket_signature *sig);
 /*
  * A function name without parameters, return type, template arguments
  * (collapsed to <T>), compiler clone suffixes, Rust hash or glibc alias
- * prefix, into out (always NUL-terminated).
+ * prefix, and a Go name as Go prints it (no .abi0, generics as [...]:
+ * symbols/go_names.h), into out (always NUL-terminated).
  */
 void cq_bucket_normalize_name(const char *name, char *out, size_t cap);
 

@@ -30,6 +30,7 @@ static const char *const kind_names[CQ_RULE_KINDS] = {
     [CQ_RULE_SENTINEL] = "sentinel",
     [CQ_RULE_IN_APP] = "in-app",
     [CQ_RULE_NOT_IN_APP] = "not-in-app",
+    [CQ_RULE_HIDDEN] = "hidden",
 };
 
 void cq_bucket_rules_free(struct cq_bucket_rules *r)
@@ -95,7 +96,7 @@ static struct cq_error *parse_line(struct cq_bucket_rules *r, char *line, size_t
 	}
 	return cq_error_create(CQ_ERR_FORMAT,
 	                       "unknown rule '%s' (machinery, startup, skip, prefix, "
-	                       "sentinel, in-app, not-in-app or version)",
+	                       "sentinel, in-app, not-in-app, hidden or version)",
 	                       line);
 }
 

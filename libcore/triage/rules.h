@@ -4,7 +4,7 @@
  * dist/coreq.rules, which is also the built-in default).
  *
  * A rules file is lines of `KIND PATTERN` (machinery, startup, skip,
- * prefix, sentinel, in-app, not-in-app), `version TEXT`, comments (#) and
+ * prefix, sentinel, in-app, not-in-app, hidden), `version TEXT`, comments (#) and
  * blank lines.  Patterns are shell globs.  Every bucket records the version
  * of the rules that made it; a file without a version line is versioned by
  * a hash of its text, so two different files never share a version.
@@ -28,6 +28,7 @@ enum cq_rule_kind {
 	CQ_RULE_SENTINEL,
 	CQ_RULE_IN_APP,
 	CQ_RULE_NOT_IN_APP,
+	CQ_RULE_HIDDEN,
 	CQ_RULE_KINDS,
 };
 

@@ -180,7 +180,7 @@ def check_rebucket(tmp, rust):
     with open(os.path.join(ROOT, "dist", "coreq.rules")) as f:
         text = f.read()
     with open(rules, "w") as f:
-        f.write(text.replace("version 2", "version test-merge")
+        f.write(text.replace("version 3", "version test-merge")
                 + "\nskip rust_crash::crash_sites::parse_record\n"
                 + "skip rust_crash::crash_sites::decode_header\n")
     r = coreq("rebucket", "--db", db, "--rules", rules, "--format", "json")
@@ -201,7 +201,7 @@ def check_rebucket(tmp, rust):
     again, _ = buckets(db)
     ok(r.returncode == 0 and rep.get("split") == 1 and rep.get("buckets_after") == 3
        and {b["hash"] for b in again or []} == set(by_hash)
-       and all(b["count"] == 4 and b.get("rules_version") == "2" for b in again or []),
+       and all(b["count"] == 4 and b.get("rules_version") == "3" for b in again or []),
        "rebucket with the default rules splits them again: the 3 original buckets, 4 cores each",
        [r.stdout, r.stderr, json.dumps(again)])
     # --bucket takes the hash as well as the id.

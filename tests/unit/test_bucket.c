@@ -218,6 +218,76 @@ static void test_crash_handlers(void **state)
 	check_signature(plain, 3, SIGTERM, 5, "suicide | main | SIGTERM");
 }
 
+/*
+ * Go (issue 48): the frames of corpus/go_crash's crashed threads as gdb and
+ * dlv list them (the first signal frame and the second raise are the
+ * runtime's re-raised SIGABRT, GOTRACEBACK=crash); the signature starts at
+ * the frame the program records as its crash site, past the runtime's
+ * hidden frames (runtime.mapassign_faststr), and at the runtime's own site
+ * when nothing but the runtime is left (the deadlock's g0 stack).
+ */
+static void test_go_crashes(void **state)
+{
+	(void)state;
+	check_name("runtime.raise.abi0", "runtime.raise");
+	check_name("main.(*server).handle", "main.(*server).handle");
+	check_name("main.pick[go.shape.int_0]", "main.pick[...]");
+	struct cq_stack_frame nilmap[] = {
+	    named("runtime.raise.abi0"),    named("runtime.dieFromSignal"),
+	    named("runtime.sigfwdgo"),      named("runtime.sigtrampgo"),
+	    named("runtime.sigtramp.abi0"), named("<signal handler called>"),
+	    named("runtime.raise.abi0"),    named("runtime.dieFromSignal"),
+	    named("runtime.crash"),         named("runtime.fatalpanic"),
+	    named("runtime.gopanic"),       named("runtime.mapassign_faststr"),
+	    named("main.assignNilMap"),     named("main.main"),
+	    named("runtime.main"),          named("runtime.goexit.abi0"),
+	};
+	check_signature(nilmap, 16, SIGABRT, 5, "main.assignNilMap | main.main | SIGABRT");
+	struct cq_stack_frame nilptr[] = {
+	    named("runtime.raise.abi0"),  named("runtime.dieFromSignal"),
+	    named("runtime.crash"),       named("runtime.fatalpanic"),
+	    named("runtime.gopanic"),     named("runtime.panicmem"),
+	    named("runtime.sigpanic"),    named("main.derefNil.func1"),
+	    named("main.update"),         named("main.(*server).handle"),
+	    named("runtime.goexit.abi0"),
+	};
+	check_signature(nilptr, 11, SIGABRT, 5,
+	                "main.derefNil.func1 | main.update | main.(*server).handle | SIGABRT");
+	struct cq_stack_frame deadlock[] = {
+	    named("runtime.raise.abi0"),    named("runtime.dieFromSignal"),
+	    named("runtime.sigfwdgo"),      named("runtime.sigtrampgo"),
+	    named("runtime.sigtramp.abi0"), named("<signal handler called>"),
+	    named("runtime.raise.abi0"),    named("runtime.dieFromSignal"),
+	    named("runtime.crash"),         named("runtime.fatalthrow"),
+	    named("runtime.fatal"),         named("runtime.checkdead"),
+	    named("runtime.mput"),          named("runtime.stopm"),
+	    named("runtime.findRunnable"),  named("runtime.schedule"),
+	    named("runtime.park_m"),        named("runtime.mcall"),
+	};
+	check_signature(deadlock, 18, SIGABRT, 3,
+	                "runtime.checkdead | runtime.mput | runtime.stopm | SIGABRT");
+	/* An exported runtime function is the program's call (Go's traceback shows it). */
+	struct cq_stack_frame exported[] = {named("runtime.gopanic"), named("runtime.Goexit"),
+	                                    named("main.worker"), named("runtime.goexit.abi0")};
+	check_signature(exported, 4, SIGABRT, 5, "runtime.Goexit | main.worker | SIGABRT");
+}
+
+/*
+ * A C crash handler that re-raises a signal whose interrupted frames begin
+ * with machinery (the program had called abort()): the signature starts
+ * below that machinery too, never at it.
+ */
+static void test_handler_above_machinery(void **state)
+{
+	(void)state;
+	struct cq_stack_frame f[] = {
+	    named("raise"), named("on_abrt"), named("<signal handler called>"),
+	    named("raise"), named("abort"),   named("victim"),
+	    named("main"),
+	};
+	check_signature(f, 7, SIGABRT, 5, "victim | main | SIGABRT");
+}
+
 static void test_rust_panics_start_at_the_app(void **state)
 {
 	(void)state;
@@ -473,6 +543,8 @@ int main(void)
 	    cmocka_unit_test(test_segv_keeps_top_and_scan_frames_are_dropped),
 	    cmocka_unit_test(test_rust_panics_start_at_the_app),
 	    cmocka_unit_test(test_crash_handlers),
+	    cmocka_unit_test(test_go_crashes),
+	    cmocka_unit_test(test_handler_above_machinery),
 	    cmocka_unit_test(test_prefix_skip_recursion_and_in_app),
 	    cmocka_unit_test(test_rules_files),
 	    cmocka_unit_test(test_deadlock_signature_lock_takers),
