@@ -115,10 +115,17 @@ WAIT_SHAPES=(
 	"condvar ABRT 3 wait_for_watchdog main"
 )
 
-# The C++ deadlock (deadlock_cxx.cc): ABBA on two std::mutex with
-# std::lock_guard, from std::thread workers; the case deadlock_cxx-abba.VARIANT.
+# The C++ hangs (deadlock_cxx.cc): ABBA on two std::mutex with
+# std::lock_guard, from std::thread workers; a cycle through a
+# std::shared_mutex read hold, and its writer behind a reader that exited; waits on a
+# std::condition_variable_any and on a POSIX semaphore.  The case
+# deadlock_cxx-SHAPE.VARIANT.
 CXX_WAIT_SHAPES=(
 	"abba ABRT 3 wait_for_watchdog main"
+	"shared ABRT 4 wait_for_watchdog main"
+	"shared_exited ABRT 4 wait_for_watchdog main"
+	"condvar_any ABRT 3 wait_for_watchdog main"
+	"sem ABRT 3 wait_for_watchdog main"
 )
 
 # shape_rows PROG: the shape table of a SHAPE program, one row a line.

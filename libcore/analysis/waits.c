@@ -9,6 +9,7 @@
  * Nothing here allocates more than a few words per thread of the core.
  */
 #include "libcore/analysis/waits.h"
+#include "libcore/analysis/wait_reader.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -983,6 +984,9 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 			break;
 		}
 	}
+	if (nwaits && (err = cq_wait_readers_confirm(core, by_thread, waits, nwaits)) != NULL)
+		goto fail;
+	err = &cq_error_nomem;
 	free(by_thread);
 	by_thread = NULL;
 	if (!nwaits) {
@@ -1028,12 +1032,12 @@ static size_t next_wait(const struct cq_wait *w, const size_t *wait_of)
 	return w->owner == CQ_OWNER_THREAD ? wait_of[w->owner_thread] : NONE;
 }
 
-/* Most waiters first, then by tid (threads before ownerless objects). */
-static const struct cq_wait_end *sort_ends;
-static int end_order(const void *a, const void *b)
+/* Most waiters first, then by tid (threads before ownerless objects); ctx: the ends. */
+static int end_order(const void *a, const void *b, void *ctx)
 {
-	const struct cq_wait_end *x = &sort_ends[*(const size_t *)a];
-	const struct cq_wait_end *y = &sort_ends[*(const size_t *)b];
+	const struct cq_wait_end *ends = ctx;
+	const struct cq_wait_end *x = &ends[*(const size_t *)a];
+	const struct cq_wait_end *y = &ends[*(const size_t *)b];
 	if (x->waiters != y->waiters)
 		return x->waiters > y->waiters ? -1 : 1;
 	if (x->is_thread != y->is_thread)
@@ -1058,9 +1062,7 @@ static struct cq_error *order_ends(struct cq_waits *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
-	sort_ends = w->ends;
-	qsort(order, n, sizeof(*order), end_order);
-	sort_ends = NULL;
+	qsort_r(order, n, sizeof(*order), end_order, w->ends);
 	for (size_t i = 0; i < n; i++) {
 		sorted[i] = w->ends[order[i]];
 		rank[order[i]] = i;
@@ -1075,12 +1077,12 @@ static struct cq_error *order_ends(struct cq_waits *w)
 	return NULL;
 }
 
-/* Ownerless ends by object, then kind (sort_ends and sort_waits set). */
-static const struct cq_wait *sort_waits;
-static int object_order(const void *a, const void *b)
+/* Ownerless ends by object, then kind; ctx: the graph (its ends and waits). */
+static int object_order(const void *a, const void *b, void *ctx)
 {
-	const struct cq_wait *x = &sort_waits[sort_ends[*(const size_t *)a].wait];
-	const struct cq_wait *y = &sort_waits[sort_ends[*(const size_t *)b].wait];
+	const struct cq_waits *w = ctx;
+	const struct cq_wait *x = &w->waits[w->ends[*(const size_t *)a].wait];
+	const struct cq_wait *y = &w->waits[w->ends[*(const size_t *)b].wait];
 	if (x->object != y->object)
 		return x->object < y->object ? -1 : 1;
 	return (x->kind > y->kind) - (x->kind < y->kind);
@@ -1105,16 +1107,12 @@ static struct cq_error *merge_ends(struct cq_waits *w)
 		if (!w->ends[e].is_thread)
 			idx[nfree++] = e;
 	}
-	sort_ends = w->ends;
-	sort_waits = w->waits;
-	qsort(idx, nfree, sizeof(*idx), object_order);
+	qsort_r(idx, nfree, sizeof(*idx), object_order, w);
 	for (size_t k = 1; k < nfree; k++)
-		if (object_order(&idx[k - 1], &idx[k]) == 0) {
+		if (object_order(&idx[k - 1], &idx[k], w) == 0) {
 			map[idx[k]] = map[idx[k - 1]];
 			w->ends[map[idx[k]]].waiters += w->ends[idx[k]].waiters;
 		}
-	sort_ends = NULL;
-	sort_waits = NULL;
 	size_t kept = 0;
 	for (size_t e = 0; e < n; e++) /* idx becomes each kept end's new index */
 		if (map[e] == e) {

@@ -109,8 +109,10 @@ struct cq_wait {
 	 * owners" in waits.c): the lock records none, and exactly one other
 	 * thread holds a reference to it while it is taken.  owner_from says
 	 * where: "stack" (a word of its live stack or a register: a Rust
-	 * MutexGuard) or "python" (a slot of its CPython 3.11 interpreter
-	 * frames: the threading.Lock object).  owner is then CQ_OWNER_THREAD.
+	 * MutexGuard), "python" (a slot of its CPython 3.11 interpreter
+	 * frames: the threading.Lock object) or "reader" (the one reader an
+	 * rwlock counts, found and confirmed by wait_reader.c; never without a
+	 * confirmation).  owner is then CQ_OWNER_THREAD.
 	 */
 	bool owner_inferred;
 	const char *owner_from;
@@ -118,8 +120,11 @@ struct cq_wait {
 	 * An inferred owner that what the core records confirms (NULL: none
 	 * does, the inference rests on the reference alone): "with" (the
 	 * holder's frame keeps the lock's bound __exit__, which a with
-	 * statement pushes only once the lock is taken) or "rlock-owner" (a
-	 * CPython RLock's own owner field names the holder's thread).
+	 * statement pushes only once the lock is taken), "rlock-owner" (a
+	 * CPython RLock's own owner field names the holder's thread), or, for
+	 * an rwlock's reader, "shared-lock" (a std::shared_lock on its stack
+	 * owns the lock) or "read-call" (its frame's code read-locked it and
+	 * has not unlocked it since).
 	 */
 	const char *owner_confirmed_by;
 	/* Filled by cq_waits_graph. */
