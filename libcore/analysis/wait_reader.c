@@ -82,9 +82,8 @@ static struct reader_lock *lock_find(struct reader_lock *l, size_t n, uint64_t a
 static void find_rw_entries(struct reader_pass *p)
 {
 	static const char *const names[] = {
-	    "pthread_rwlock_rdlock",      "__pthread_rwlock_rdlock",
-	    "pthread_rwlock_timedrdlock", "pthread_rwlock_clockrdlock",
-	    "pthread_rwlock_unlock",      "__pthread_rwlock_unlock",
+	    "pthread_rwlock_rdlock",      "__pthread_rwlock_rdlock", "pthread_rwlock_timedrdlock",
+	    "pthread_rwlock_clockrdlock", "pthread_rwlock_unlock",   "__pthread_rwlock_unlock",
 	};
 	enum { NNAMES = sizeof(names) / sizeof(names[0]), NREAD = 4 };
 	p->rw_found = true;
@@ -233,7 +232,8 @@ static bool scan_threads(struct reader_pass *p)
 			uint64_t word = cq_load_u64(s + off);
 			if (lock_find(p->l, p->n, word))
 				reference(p, t, word,
-				          off + SHARED_LOCK_OWNS < len ? s[off + SHARED_LOCK_OWNS] : -1);
+				          off + SHARED_LOCK_OWNS < len ? s[off + SHARED_LOCK_OWNS]
+				                                       : -1);
 		}
 	}
 	return true;
