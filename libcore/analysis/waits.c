@@ -51,7 +51,11 @@ static bool interrupted_call(int64_t ret)
 /*
  * The system call thread t was blocked in when the core was written, or -1.
  * x86_64: orig_rax says which and rax that it was interrupted; aarch64: the
- * kernel rewound pc onto the svc, and x8 says which (arch.h).
+ * kernel rewound pc onto the svc, and x8 says which (arch.h).  qemu-user
+ * leaves pc just after the svc, the call's arguments still in x0..x5 (its
+ * cores are the ones without NT_FILE, whose modules come from the loader's
+ * list); a kernel's core is never read so, where pc after an svc is a
+ * call that has returned.
  */
 static int64_t blocked_call(struct cq_core *core, const struct cq_core_thread *t)
 {
@@ -59,8 +63,12 @@ static int64_t blocked_call(struct cq_core *core, const struct cq_core_thread *t
 	if (sr->nr_is_orig)
 		return t->syscall_nr >= 0 && interrupted_call(t->syscall_ret) ? t->syscall_nr : -1;
 	uint32_t insn;
-	if (sr->svc_insn && cq_regs_has(&t->regs, core->arch->pc_reg) &&
-	    cq_mem_read_u32(&core->mem, t->regs.value[core->arch->pc_reg], &insn) &&
+	if (!sr->svc_insn || !cq_regs_has(&t->regs, core->arch->pc_reg))
+		return -1;
+	uint64_t pc = t->regs.value[core->arch->pc_reg];
+	if (cq_mem_read_u32(&core->mem, pc, &insn) && insn == sr->svc_insn)
+		return t->syscall_nr;
+	if (core->mappings_from_link_map && pc >= 4 && cq_mem_read_u32(&core->mem, pc - 4, &insn) &&
 	    insn == sr->svc_insn)
 		return t->syscall_nr;
 	return -1;

@@ -24,9 +24,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const functions[] = {
-    "__GI___lll_lock_wait",     "___pthread_rwlock_wrlock",
-    "___pthread_rwlock_rdlock", "___pthread_cond_wait",
-    "__pthread_clockjoin_ex",   "__new_sem_wait_slow64",
+    "__GI___lll_lock_wait",
+    "___pthread_rwlock_wrlock",
+    "___pthread_rwlock_rdlock",
+    "___pthread_cond_wait",
+    "__pthread_clockjoin_ex",
+    "__new_sem_wait_slow64",
     "<std::sys::sync::mutex::futex::Mutex>::lock_contended",
 };
 #define NFUNCTIONS (sizeof(functions) / sizeof(functions[0]))
@@ -40,8 +43,8 @@ static void find_waits(struct cq_core *core, const uint8_t *data, size_t size)
 		goto out;
 	for (size_t t = 0; t < n; t++) {
 		fr[t].function = functions[(size ? data[t % size] : 0) % NFUNCTIONS];
-		ts[t] = (struct cq_thread_stack){.thread = &core->threads[t], .frames = &fr[t],
-		                                 .nframes = 1};
+		ts[t] = (struct cq_thread_stack){
+		    .thread = &core->threads[t], .frames = &fr[t], .nframes = 1};
 	}
 	struct cq_stacks stacks = {.threads = ts, .nthreads = n};
 	struct cq_waits *w = NULL;
