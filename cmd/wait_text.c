@@ -141,11 +141,13 @@ static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wai
  * object the chain ends at); the others wait behind them, on locks those
  * hold.  Sets *one to a direct waiter.
  */
-static size_t direct_waiters(const struct cq_waits *w, size_t e, const struct cq_wait **one)
+static size_t direct_waiters(const struct cq_waits *w, size_t e, const struct cq_wait **one,
+                             bool *mixed)
 {
 	const struct cq_wait_end *end = &w->ends[e];
 	const struct cq_wait *at = end->is_thread ? NULL : &w->waits[end->wait];
 	size_t n = 0;
+	*mixed = false;
 	for (size_t i = 0; i < w->nwaits; i++) {
 		const struct cq_wait *wt = &w->waits[i];
 		if (wt->end != e)
@@ -155,6 +157,8 @@ static size_t direct_waiters(const struct cq_waits *w, size_t e, const struct cq
 		                  : wt->object == at->object && wt->kind == at->kind;
 		if (direct && n++ == 0)
 			*one = wt;
+		else if (direct && wt->write != (*one)->write)
+			*mixed = true; /* an rwlock's readers and writers */
 	}
 	return n;
 }
@@ -181,7 +185,8 @@ static void end_text(FILE *out, const struct cq_core *core, const struct cq_wait
 {
 	const struct cq_wait_end *end = &w->ends[e];
 	const struct cq_wait *one = NULL;
-	size_t direct = direct_waiters(w, e, &one);
+	bool mixed;
+	size_t direct = direct_waiters(w, e, &one, &mixed);
 	/* A condvar or a bare futex is waited on, not held: not by itself a hang. */
 	bool ownerless = !end->is_thread && w->waits[end->wait].owner == CQ_OWNER_NONE;
 	fprintf(out, "%s: ", ownerless ? "waiting" : "hung");
@@ -199,7 +204,7 @@ static void end_text(FILE *out, const struct cq_core *core, const struct cq_wait
 			fprintf(out, ", blocked in %s()", end->syscall);
 	} else {
 		const struct cq_wait *wt = &w->waits[end->wait];
-		fprintf(out, "%s", wait_verb(wt));
+		fprintf(out, "%s", mixed ? "to read or write " : wait_verb(wt));
 		object_ref(out, wt);
 		owner_text(out, core, wt);
 	}

@@ -128,9 +128,18 @@ CXX_WAIT_SHAPES=(
 	"sem ABRT 3 wait_for_watchdog main"
 )
 
+# Rust std::sync's RwLock and Condvar in a hang (rust_waits.rs); the case
+# rust_waits-SHAPE.VARIANT.
+RUST_WAIT_SHAPES=(
+	"rwlock ABRT 4 rust_waits::wait_for_watchdog rust_waits::main"
+	"condvar ABRT 3 rust_waits::wait_for_watchdog rust_waits::main"
+)
+
 # shape_rows PROG: the shape table of a SHAPE program, one row a line.
 shape_rows() {
-	if [[ $1 == deadlock ]]; then
+	if [[ $1 == rust_waits ]]; then
+		printf '%s\n' "${RUST_WAIT_SHAPES[@]}"
+	elif [[ $1 == deadlock ]]; then
 		printf '%s\n' "${WAIT_SHAPES[@]}"
 	elif [[ $1 == deadlock_cxx ]]; then
 		printf '%s\n' "${CXX_WAIT_SHAPES[@]}"
@@ -337,6 +346,12 @@ while True:
 		prog=deadlock_cxx variant=${case##*.}
 		n=${case%.*}
 		C_ARGS=("${n#deadlock_cxx-}")
+		C_KILL=1 C_READY_FILE=1
+		;;
+	rust_waits-*.*)
+		prog=rust_waits variant=${case##*.}
+		n=${case%.*}
+		C_ARGS=("${n#rust_waits-}")
 		C_KILL=1 C_READY_FILE=1
 		;;
 	rust_deadlock.*)

@@ -41,6 +41,8 @@
 #define RWLOCK_WRITERS_FUTEX  12
 #define RWLOCK_CUR_WRITER     24
 #define COND_G_SIGNALS        40
+/* Rust's std futex RwLock (library/std/src/sys/sync/rwlock/futex.rs): {state, writer_notify}. */
+#define RUST_RWLOCK_NOTIFY 4
 
 /* -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK, -EINTR. */
 static bool interrupted_call(int64_t ret)
@@ -967,6 +969,9 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 		}
 		if (w->rust_std) { /* a futex word: no owner, the object is the word's */
 			w->object = w->futex;
+			/* RwLock {state @0, writer_notify @4}: a writer sleeps on writer_notify */
+			if (w->kind == CQ_WAIT_RWLOCK && w->write && w->futex >= RUST_RWLOCK_NOTIFY)
+				w->object = w->futex - RUST_RWLOCK_NOTIFY;
 			w->owner = CQ_OWNER_NONE;
 			continue;
 		}

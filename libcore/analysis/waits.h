@@ -27,7 +27,9 @@
  *   sem_t             the futex is the semaphore's value word (@0): a count,
  *                     no owner (CPython's threading.Lock is one)
  *   Rust std::sync    Mutex, RwLock, Condvar: a futex word (Mutex: 0, 1
- *                     locked, 2 contended) and a poison flag: no owner
+ *                     locked, 2 contended) and a poison flag: no owner; an
+ *                     RwLock is {state, writer_notify}: readers sleep on
+ *                     state, writers on writer_notify (@4), one object
  *   pthread_join      the futex is the joined thread's tid field: its value
  *                     is the tid, the thread waited for
  *
