@@ -78,6 +78,11 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		        plural(w->count));
 		break;
 	case CQ_OWNER_NONE:
+		if (w->parking_lot && w->kind != CQ_WAIT_CONDVAR) {
+			fprintf(out, " (parking_lot::%s: no owner recorded)",
+			        w->kind == CQ_WAIT_MUTEX ? "Mutex" : "RwLock");
+			break;
+		}
 		if (w->rust_std && w->kind != CQ_WAIT_CONDVAR) {
 			fprintf(out, " (Rust std::sync::%s: no owner recorded)",
 			        w->kind == CQ_WAIT_MUTEX ? "Mutex" : "RwLock");

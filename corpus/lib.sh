@@ -135,10 +135,19 @@ RUST_WAIT_SHAPES=(
 	"condvar ABRT 3 rust_waits::wait_for_watchdog rust_waits::main"
 )
 
+# parking_lot's Mutex and RwLock in a hang (parking_lot_waits/, a cargo
+# crate); the case parking_lot_waits-SHAPE.VARIANT.
+PARKING_WAIT_SHAPES=(
+	"mutex ABRT 4 parking_lot_waits::wait_for_watchdog parking_lot_waits::main"
+	"rwlock ABRT 3 parking_lot_waits::wait_for_watchdog parking_lot_waits::main"
+)
+
 # shape_rows PROG: the shape table of a SHAPE program, one row a line.
 shape_rows() {
 	if [[ $1 == rust_waits ]]; then
 		printf '%s\n' "${RUST_WAIT_SHAPES[@]}"
+	elif [[ $1 == parking_lot_waits ]]; then
+		printf '%s\n' "${PARKING_WAIT_SHAPES[@]}"
 	elif [[ $1 == deadlock ]]; then
 		printf '%s\n' "${WAIT_SHAPES[@]}"
 	elif [[ $1 == deadlock_cxx ]]; then
@@ -171,6 +180,7 @@ all_cases() {
 		[[ $prog == smol_tasks ]] && ! compgen -G '/usr/share/cargo/registry/smol-1.*' >/dev/null && continue
 		[[ $prog == futures_pool ]] && ! compgen -G '/usr/share/cargo/registry/futures-executor-0.3.*' >/dev/null && continue
 		[[ $prog == async_std_tasks ]] && ! compgen -G '/usr/share/cargo/registry/async-std-1.*' >/dev/null && continue
+		[[ $prog == parking_lot_waits ]] && ! compgen -G '/usr/share/cargo/registry/parking_lot-0.12.*' >/dev/null && continue
 		if [[ $sig == SITE ]]; then
 			for site in "${BUCKET_SITES[@]}"; do
 				printf '%s-%s\n' "$prog" "${site%% *}"
@@ -348,10 +358,10 @@ while True:
 		C_ARGS=("${n#deadlock_cxx-}")
 		C_KILL=1 C_READY_FILE=1
 		;;
-	rust_waits-*.*)
-		prog=rust_waits variant=${case##*.}
+	rust_waits-*.* | parking_lot_waits-*.*)
 		n=${case%.*}
-		C_ARGS=("${n#rust_waits-}")
+		prog=${n%%-*} variant=${case##*.}
+		C_ARGS=("${n#"$prog"-}")
 		C_KILL=1 C_READY_FILE=1
 		;;
 	rust_deadlock.*)

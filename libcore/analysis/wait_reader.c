@@ -241,8 +241,8 @@ static bool scan_threads(struct reader_pass *p)
 
 static bool one_reader_wait(const struct cq_wait *w)
 {
-	return w->kind == CQ_WAIT_RWLOCK && w->write && w->owner == CQ_OWNER_READERS &&
-	       w->count == 1;
+	return w->kind == CQ_WAIT_RWLOCK && w->write && !w->parking_lot &&
+	       w->owner == CQ_OWNER_READERS && w->count == 1;
 }
 
 struct cq_error *cq_wait_readers_confirm(struct cq_core *core,

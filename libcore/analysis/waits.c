@@ -93,37 +93,42 @@ static const char *syscall_name(const struct cq_arch *arch, int64_t nr)
 static const struct {
 	const char *part;
 	enum cq_wait_kind kind;
-	bool write, rust;
+	bool write, rust, parking;
 } lock_functions[] = {
-    {"Mutex>::lock_contended", CQ_WAIT_MUTEX, false, true},
-    {"futex_mutex::Mutex::lock_contended", CQ_WAIT_MUTEX, false, true},
-    {"RwLock>::write_contended", CQ_WAIT_RWLOCK, true, true},
-    {"futex_rwlock::RwLock::write_contended", CQ_WAIT_RWLOCK, true, true},
-    {"RwLock>::read_contended", CQ_WAIT_RWLOCK, false, true},
-    {"futex_rwlock::RwLock::read_contended", CQ_WAIT_RWLOCK, false, true},
-    {"Condvar>::wait", CQ_WAIT_CONDVAR, false, true},
-    {"futex_condvar::Condvar::wait", CQ_WAIT_CONDVAR, false, true},
-    {"lll_lock_wait", CQ_WAIT_MUTEX, false, false},
-    {"mutex_cond_lock", CQ_WAIT_MUTEX, false, false},
-    {"mutex_lock", CQ_WAIT_MUTEX, false, false},
-    {"mutex_timedlock", CQ_WAIT_MUTEX, false, false},
-    {"mutex_clocklock", CQ_WAIT_MUTEX, false, false},
-    {"rwlock_wrlock", CQ_WAIT_RWLOCK, true, false},
-    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true, false},
-    {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true, false},
-    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false, false},
-    {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false, false},
-    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false, false},
-    {"cond_wait", CQ_WAIT_CONDVAR, false, false},
-    {"cond_timedwait", CQ_WAIT_CONDVAR, false, false},
-    {"cond_clockwait", CQ_WAIT_CONDVAR, false, false},
-    {"pthread_join", CQ_WAIT_JOIN, false, false},
-    {"pthread_timedjoin", CQ_WAIT_JOIN, false, false},
-    {"pthread_clockjoin", CQ_WAIT_JOIN, false, false},
-    {"pthread_tryjoin", CQ_WAIT_JOIN, false, false},
-    {"sem_wait", CQ_WAIT_SEMAPHORE, false, false},
-    {"sem_timedwait", CQ_WAIT_SEMAPHORE, false, false},
-    {"sem_clockwait", CQ_WAIT_SEMAPHORE, false, false},
+    {"parking_lot::raw_mutex::RawMutex::lock_slow", CQ_WAIT_MUTEX, false, false, true},
+    {"RawRwLock::lock_exclusive_slow", CQ_WAIT_RWLOCK, true, false, true},
+    {"RawRwLock::lock_upgradable_slow", CQ_WAIT_RWLOCK, true, false, true},
+    {"RawRwLock::lock_shared_slow", CQ_WAIT_RWLOCK, false, false, true},
+    {"parking_lot::condvar::Condvar::wait_until_internal", CQ_WAIT_CONDVAR, false, false, true},
+    {"Mutex>::lock_contended", CQ_WAIT_MUTEX, false, true, false},
+    {"futex_mutex::Mutex::lock_contended", CQ_WAIT_MUTEX, false, true, false},
+    {"RwLock>::write_contended", CQ_WAIT_RWLOCK, true, true, false},
+    {"futex_rwlock::RwLock::write_contended", CQ_WAIT_RWLOCK, true, true, false},
+    {"RwLock>::read_contended", CQ_WAIT_RWLOCK, false, true, false},
+    {"futex_rwlock::RwLock::read_contended", CQ_WAIT_RWLOCK, false, true, false},
+    {"Condvar>::wait", CQ_WAIT_CONDVAR, false, true, false},
+    {"futex_condvar::Condvar::wait", CQ_WAIT_CONDVAR, false, true, false},
+    {"lll_lock_wait", CQ_WAIT_MUTEX, false, false, false},
+    {"mutex_cond_lock", CQ_WAIT_MUTEX, false, false, false},
+    {"mutex_lock", CQ_WAIT_MUTEX, false, false, false},
+    {"mutex_timedlock", CQ_WAIT_MUTEX, false, false, false},
+    {"mutex_clocklock", CQ_WAIT_MUTEX, false, false, false},
+    {"rwlock_wrlock", CQ_WAIT_RWLOCK, true, false, false},
+    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true, false, false},
+    {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true, false, false},
+    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false, false, false},
+    {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false, false, false},
+    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false, false, false},
+    {"cond_wait", CQ_WAIT_CONDVAR, false, false, false},
+    {"cond_timedwait", CQ_WAIT_CONDVAR, false, false, false},
+    {"cond_clockwait", CQ_WAIT_CONDVAR, false, false, false},
+    {"pthread_join", CQ_WAIT_JOIN, false, false, false},
+    {"pthread_timedjoin", CQ_WAIT_JOIN, false, false, false},
+    {"pthread_clockjoin", CQ_WAIT_JOIN, false, false, false},
+    {"pthread_tryjoin", CQ_WAIT_JOIN, false, false, false},
+    {"sem_wait", CQ_WAIT_SEMAPHORE, false, false, false},
+    {"sem_timedwait", CQ_WAIT_SEMAPHORE, false, false, false},
+    {"sem_clockwait", CQ_WAIT_SEMAPHORE, false, false, false},
 };
 
 /*
@@ -169,6 +174,7 @@ static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w,
 		w->kind = lock_functions[k].kind;
 		w->write = lock_functions[k].write;
 		w->rust_std = lock_functions[k].rust;
+		w->parking_lot = lock_functions[k].parking;
 		w->function = fn;
 		return true;
 	}
@@ -210,6 +216,58 @@ static bool pi_mutex_held_by_other(struct cq_core *core, uint64_t addr, int32_t 
 		return false;
 	*owner = tid;
 	return true;
+}
+
+/*
+ * parking_lot parks a thread on a futex word of its own: its ThreadParker,
+ * inside parking_lot_core 0.9's ThreadData {parker, key, next_in_queue,
+ * unpark_token, park_token, parked_with_timeout}, which rustc lays out as
+ * key @0, next_in_queue @8, unpark_token @16, park_token @24, parker @32
+ * (gdb on corpus/parking_lot_waits, O0 and O2).  The key is the lock's
+ * address, or an RwLock's plus 1 for a writer that has taken WRITER_BIT
+ * and waits for the readers to leave (raw_rwlock.rs, wait_for_readers).
+ * It is taken only when the lock there is in a state a parked waiter
+ * leaves: a Mutex's byte has PARKED_BIT (2); an RwLock's word PARKED_BIT or
+ * WRITER_PARKED_BIT (1, 2), and for the writer behind readers WRITER_BIT
+ * and WRITER_PARKED_BIT, the readers counted from bit 4 (the owner is then
+ * that many readers, as for glibc); a Condvar's word is its mutex, not 0.
+ * Else the object is the futex word.  No parking_lot lock records who holds
+ * it.
+ */
+#define PARKING_KEY_BEFORE_FUTEX 32
+#define PARKING_MUTEX_PARKED     2u
+#define PARKING_RWLOCK_PARKED    3u
+#define PARKING_RWLOCK_WRITER    0xau /* WRITER_BIT | WRITER_PARKED_BIT */
+#define PARKING_READER_SHIFT     4
+
+static void parking_lot_object(struct cq_core *core, struct cq_wait *w)
+{
+	uint64_t key, state = 0;
+	uint8_t byte;
+	bool parked = false;
+	w->object = w->futex;
+	w->owner = CQ_OWNER_NONE;
+	if (w->futex < PARKING_KEY_BEFORE_FUTEX ||
+	    !cq_mem_read_u64(&core->mem, w->futex - PARKING_KEY_BEFORE_FUTEX, &key) || !key)
+		return;
+	if (w->kind == CQ_WAIT_RWLOCK && (key & 7) == 1 && w->write) {
+		if (!cq_mem_read_u64(&core->mem, key - 1, &state) ||
+		    (state & PARKING_RWLOCK_WRITER) != PARKING_RWLOCK_WRITER)
+			return;
+		w->object = key - 1;
+		if (state >> PARKING_READER_SHIFT && state >> PARKING_READER_SHIFT <= UINT32_MAX) {
+			w->owner = CQ_OWNER_READERS;
+			w->count = (uint32_t)(state >> PARKING_READER_SHIFT);
+		}
+		return;
+	}
+	if (w->kind == CQ_WAIT_MUTEX)
+		parked = cq_mem_read(&core->mem, key, &byte, 1) && (byte & PARKING_MUTEX_PARKED);
+	else if (!(key & 7) && cq_mem_read_u64(&core->mem, key, &state))
+		parked =
+		    w->kind == CQ_WAIT_RWLOCK ? (state & PARKING_RWLOCK_PARKED) != 0 : state != 0;
+	if (parked)
+		w->object = key;
 }
 
 /* Offset of __kind in pthread_mutex_t: glibc's lock code keeps &mutex->__data.__kind live. */
@@ -965,6 +1023,10 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 			w->kind = CQ_WAIT_FUTEX;
 			w->object = w->futex;
 			w->owner = CQ_OWNER_NONE;
+			continue;
+		}
+		if (w->parking_lot) {
+			parking_lot_object(core, w);
 			continue;
 		}
 		if (w->rust_std) { /* a futex word: no owner, the object is the word's */

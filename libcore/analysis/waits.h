@@ -30,6 +30,9 @@
  *                     locked, 2 contended) and a poison flag: no owner; an
  *                     RwLock is {state, writer_notify}: readers sleep on
  *                     state, writers on writer_notify (@4), one object
+ *   parking_lot       Mutex, RwLock, Condvar (Rust): the futex is the parked
+ *                     thread's own; the lock is the key its ThreadData
+ *                     holds (waits.c): no owner
  *   pthread_join      the futex is the joined thread's tid field: its value
  *                     is the tid, the thread waited for
  *
@@ -106,6 +109,12 @@ struct cq_wait {
 	 * flag): the owner is not recorded (CQ_OWNER_NONE), object is the word.
 	 */
 	bool rust_std;
+	/*
+	 * parking_lot's Mutex, RwLock or Condvar (Rust): the thread sleeps on
+	 * its own parker word; object is the lock it parked on (its ThreadData's
+	 * key, waits.c), the owner is not recorded (CQ_OWNER_NONE).
+	 */
+	bool parking_lot;
 	/*
 	 * The owner was inferred, not recorded (cq_waits_find, "Inferred
 	 * owners" in waits.c): the lock records none, and exactly one other

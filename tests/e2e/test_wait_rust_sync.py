@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Rust std::sync's RwLock and Condvar in a hang (issue 50).
+"""Rust std::sync's RwLock and Condvar, and parking_lot's Mutex and RwLock,
+in a hang (issue 50).
 
 corpus/rust_waits.rs hangs in two shapes at O0 and O2 and is killed with
 SIGABRT once every waiter is blocked in futex; before that it writes its own
@@ -14,14 +15,43 @@ coreq:
   (Rust records none: coreq must not invent one), and one chain end: the
   summary says `waiting:`, to read or write, no owner recorded;
 - condvar: "cv-0" and "cv-1" wait on one Condvar: no owner, one end.
+corpus/parking_lot_waits (a cargo crate on Debian's parking_lot 0.12) the
+same way: a parked thread sleeps on its own ThreadParker word, not the lock:
+- mutex: "holder" locks M and sleeps, two waiters park on M: both wait for
+  M itself (the oracle's address), no owner (parking_lot records none); gdb
+  reads M's state byte as LOCKED|PARKED (3);
+- rwlock: "reader" holds L shared and sleeps, "writer" has taken WRITER_BIT
+  and parks until the readers leave: it waits to write L, held by 1 reader
+  (the count parking_lot keeps; gdb reads L's word as ONE_READER | WRITER |
+  WRITER_PARKED, 0x1a).
 No other thread waits and no deadlock is reported.
 """
+import re
+import subprocess
 import os
 
-from coreq_test import CORPUS, coreq, coreq_json, done, ok, rust_skipped, sanitizer_report, skip
+from coreq_test import (CORPUS, coreq, coreq_json, done, ok, read_expect, rust_skipped,
+                        sanitizer_report, skip)
 
-SHAPES = ["rwlock", "condvar"]
+CASES = [("rust_waits", "rwlock"), ("rust_waits", "condvar"), ("parking_lot_waits", "mutex"),
+         ("parking_lot_waits", "rwlock")]
 VARIANTS = ["O0", "O2"]
+# kind in the oracle -> (kind, access, owner, count, rust_std) coreq must give.
+KINDS = {"rust-rwlock-write": ("rwlock", "write", "none", None, True),
+         "rust-rwlock-read": ("rwlock", "read", "none", None, True),
+         "rust-condvar": ("condvar", None, "none", None, True),
+         "parking-mutex": ("mutex", None, "none", None, False),
+         "parking-rwlock-write": ("rwlock", "write", "readers", 1, False)}
+# parking_lot's lock state as gdb reads it: (C type, value).
+PARKING_STATE = {"parking-mutex": ("unsigned char", 3), "parking-rwlock-write": ("unsigned long", 0x1a)}
+
+
+def gdb_value(exe, core, ctype, addr):
+    r = subprocess.run(["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off", "-ex",
+                        f"print/d *({ctype} *){addr:#x}", exe, core],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r"^\$\d+ = (-?\d+)", r.stdout, re.M)
+    return int(m.group(1)) if m else None
 
 
 def read_oracle(path):
@@ -38,9 +68,9 @@ def read_oracle(path):
 
 
 def main():
-    for shape in SHAPES:
+    for prog, shape in CASES:
         for v in VARIANTS:
-            name = f"rust_waits-{shape}.{v}"
+            name = f"{prog}-{shape}.{v}"
             d = os.path.join(CORPUS, "cores", name)
             why = rust_skipped(name)
             if why:
@@ -56,16 +86,20 @@ def main():
             waits = {w["tid"]: w for w in j.get("waits", [])}
             ok(set(waits) == set(o["waits"]), f"{name}: the oracle's waiters wait, no other thread",
                [sorted(waits), sorted(o["waits"])])
-            kinds = {"rust-rwlock-write": ("rwlock", "write"), "rust-rwlock-read": ("rwlock", "read"),
-                     "rust-condvar": ("condvar", None)}
+            exe = read_expect(os.path.join(d, "expect"))["exe"]
             for tid, (kind, addr, size) in sorted(o["waits"].items()):
                 w = waits.get(tid, {})
                 obj = int(w.get("object", "0x0"), 16)
-                ok((w.get("kind"), w.get("access")) == kinds[kind] and w.get("rust_std")
-                   and addr <= obj < addr + size and w.get("owner") == "none"
-                   and w.get("owner_tid") is None,
-                   f"{name}: thread {tid} waits on the {kind.split('-', 1)[1]} at {hex(addr)} "
-                   "(Rust's, no owner)", w)
+                k, access, owner, count, rust = KINDS[kind]
+                ok((w.get("kind"), w.get("access"), w.get("owner"), w.get("count"),
+                    w.get("rust_std")) == (k, access, owner, count, rust)
+                   and addr <= obj < addr + size and w.get("owner_tid") is None,
+                   f"{name}: thread {tid} waits on the {k} at {hex(addr)}, owner {owner}"
+                   f"{f' ({count})' if count else ''}", w)
+                if kind in PARKING_STATE:
+                    ctype, want = PARKING_STATE[kind]
+                    ok(gdb_value(exe, core, ctype, addr) == want,
+                       f"{name}: gdb reads the {k}'s state as {want:#x}")
             objs = {w.get("object") for w in waits.values()}
             ends = j.get("waited_for", [])
             ok(len(objs) == 1 and len(ends) == 1 and ends[0].get("object") in objs
@@ -74,10 +108,19 @@ def main():
             ok(j.get("deadlocks", []) == [], f"{name}: no deadlock", j.get("deadlocks"))
             text = coreq("stack", core, "--no-cache").stdout.splitlines()
             obj = next(iter(objs)) if objs else "?"
-            want = (f"waiting: 2 threads wait to read or write rwlock {obj} (Rust std::sync::RwLock: "
-                    "no owner recorded)" if shape == "rwlock" else
-                    f"waiting: 2 threads wait on condvar {obj} (a condvar has no owner)")
-            ok(want in text and not any(ln.startswith("hung:") for ln in text),
+            want = {
+                ("rust_waits", "rwlock"): f"waiting: 2 threads wait to read or write rwlock {obj} "
+                                          "(Rust std::sync::RwLock: no owner recorded)",
+                ("rust_waits", "condvar"): f"waiting: 2 threads wait on condvar {obj} "
+                                           "(a condvar has no owner)",
+                ("parking_lot_waits", "mutex"): f"waiting: 2 threads wait for mutex {obj} "
+                                                "(parking_lot::Mutex: no owner recorded)",
+                ("parking_lot_waits", "rwlock"): f"hung: thread {next(iter(o['waits']), 0)} waits "
+                                                 f"to write rwlock {obj} held by 1 reader "
+                                                 "(readers are not recorded)",
+            }[(prog, shape)]
+            ok(want in text and not any(ln.startswith(("deadlock", "possible deadlock"))
+                                        for ln in text),
                f"{name}: the summary says {want!r}", text[:4])
             for tid in o["holds"]:
                 ok(tid not in waits, f"{name}: the reader {tid}, asleep, waits on nothing")
