@@ -1036,15 +1036,25 @@ static int cmp_vote(const void *a, const void *b)
 	return (x->parent > y->parent) - (x->parent < y->parent);
 }
 
+/* Does following parents from frame f reach frame a (within the frame count)? */
+static bool reaches(const struct cxx *x, int64_t f, int64_t a)
+{
+	for (size_t steps = 0; f >= 0 && steps <= x->nframes; steps++, f = x->frames[f].parent)
+		if (f == a)
+			return true;
+	return false;
+}
+
 /*
  * Frames whose promise points at a never-started frame (through): each is
- * awaited by that frame's own awaiter unless a vote names its awaiter.
+ * awaited by that frame's own awaiter unless a vote names its awaiter, and
+ * unless that would close a cycle.
  */
 static void pass_through(struct cxx *x, const struct vote *through, size_t n)
 {
 	for (size_t k = 0; k < n; k++) {
 		struct frame *a = &x->frames[through[k].child], *b = &x->frames[through[k].parent];
-		if (a->parent >= 0 || b->parent < 0 || (uint32_t)b->parent == through[k].child)
+		if (a->parent >= 0 || b->parent < 0 || reaches(x, b->parent, through[k].child))
 			continue;
 		a->parent = b->parent;
 		a->votes = 1;
