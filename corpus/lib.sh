@@ -135,11 +135,12 @@ RUST_WAIT_SHAPES=(
 	"condvar ABRT 3 rust_waits::wait_for_watchdog rust_waits::main"
 )
 
-# parking_lot's Mutex and RwLock in a hang (parking_lot_waits/, a cargo
+# parking_lot's Mutex, RwLock and Condvar in a hang (parking_lot_waits/, a cargo
 # crate); the case parking_lot_waits-SHAPE.VARIANT.
 PARKING_WAIT_SHAPES=(
 	"mutex ABRT 4 parking_lot_waits::wait_for_watchdog parking_lot_waits::main"
 	"rwlock ABRT 3 parking_lot_waits::wait_for_watchdog parking_lot_waits::main"
+	"condvar ABRT 3 parking_lot_waits::wait_for_watchdog parking_lot_waits::main"
 )
 
 # shape_rows PROG: the shape table of a SHAPE program, one row a line.

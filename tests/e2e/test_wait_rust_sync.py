@@ -23,7 +23,9 @@ same way: a parked thread sleeps on its own ThreadParker word, not the lock:
 - rwlock: "reader" holds L shared and sleeps, "writer" has taken WRITER_BIT
   and parks until the readers leave: it waits to write L, held by 1 reader
   (the count parking_lot keeps; gdb reads L's word as ONE_READER | WRITER |
-  WRITER_PARKED, 0x1a).
+  WRITER_PARKED, 0x1a);
+- condvar: two threads wait on one Condvar (the key they parked on), no
+  owner.
 No other thread waits and no deadlock is reported.
 """
 import re
@@ -34,14 +36,15 @@ from coreq_test import (CORPUS, coreq, coreq_json, done, ok, read_expect, rust_s
                         sanitizer_report, skip)
 
 CASES = [("rust_waits", "rwlock"), ("rust_waits", "condvar"), ("parking_lot_waits", "mutex"),
-         ("parking_lot_waits", "rwlock")]
+         ("parking_lot_waits", "rwlock"), ("parking_lot_waits", "condvar")]
 VARIANTS = ["O0", "O2"]
 # kind in the oracle -> (kind, access, owner, count, rust_std) coreq must give.
 KINDS = {"rust-rwlock-write": ("rwlock", "write", "none", None, True),
          "rust-rwlock-read": ("rwlock", "read", "none", None, True),
          "rust-condvar": ("condvar", None, "none", None, True),
          "parking-mutex": ("mutex", None, "none", None, False),
-         "parking-rwlock-write": ("rwlock", "write", "readers", 1, False)}
+         "parking-rwlock-write": ("rwlock", "write", "readers", 1, False),
+         "parking-condvar": ("condvar", None, "none", None, False)}
 # parking_lot's lock state as gdb reads it: (C type, value).
 PARKING_STATE = {"parking-mutex": ("unsigned char", 3), "parking-rwlock-write": ("unsigned long", 0x1a)}
 
@@ -115,6 +118,8 @@ def main():
                                            "(a condvar has no owner)",
                 ("parking_lot_waits", "mutex"): f"waiting: 2 threads wait for mutex {obj} "
                                                 "(parking_lot::Mutex: no owner recorded)",
+                ("parking_lot_waits", "condvar"): f"waiting: 2 threads wait on condvar {obj} "
+                                                  "(a condvar has no owner)",
                 ("parking_lot_waits", "rwlock"): f"hung: thread {next(iter(o['waits']), 0)} waits "
                                                  f"to write rwlock {obj} held by 1 reader "
                                                  "(readers are not recorded)",

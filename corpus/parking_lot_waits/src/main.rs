@@ -6,6 +6,8 @@
 //           wait to lock M (RawMutex::lock_slow, parked)
 //   rwlock  "reader" holds RwLock L shared and sleeps; "writer" waits to
 //           write L (RawRwLock::lock_exclusive_slow, parked)
+//   condvar "cv-0" and "cv-1" wait on Condvar CV (its Mutex CM released by
+//           the wait) that nobody notifies (Condvar::wait_until_internal)
 //
 // A parked thread sleeps in a futex wait on its own ThreadParker word (in
 // its parking_lot_core ThreadData), not on the lock: the lock is the key it
@@ -18,7 +20,8 @@
 //   thread TID NAME                  a worker and its name
 //   holds TID KIND ADDR SIZE N       TID holds the lock at ADDR (SIZE bytes)
 //   waits TID KIND ADDR SIZE         TID is blocked taking it (KIND
-//                                    parking-mutex, parking-rwlock-write)
+//                                    parking-mutex, parking-rwlock-write,
+//                                    parking-condvar)
 //   verdict waiting
 use std::io::Write;
 use std::sync::mpsc::{channel, Sender};
@@ -26,6 +29,8 @@ use std::time::Duration;
 
 static M: parking_lot::Mutex<u64> = parking_lot::const_mutex(0);
 static L: parking_lot::RwLock<u64> = parking_lot::const_rwlock(0);
+static CV: parking_lot::Condvar = parking_lot::Condvar::new();
+static CM: parking_lot::Mutex<bool> = parking_lot::const_mutex(false);
 
 fn gettid() -> u32 {
     let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
@@ -87,6 +92,15 @@ fn lock_write(tid: Sender<u32>) {
     std::hint::black_box(&g);
 }
 
+#[inline(never)]
+fn wait_condvar(tid: Sender<u32>) {
+    tid.send(gettid()).unwrap();
+    let mut g = CM.lock();
+    while !*g {
+        CV.wait(&mut g);
+    }
+}
+
 fn spawn(name: &str, body: fn(Sender<u32>)) -> u32 {
     let (tx, rx) = channel();
     std::thread::Builder::new().name(name.into()).spawn(move || body(tx)).unwrap();
@@ -124,8 +138,17 @@ fn main() {
         lines.push(format!("thread {writer} writer"));
         lines.push(format!("holds {reader} parking-rwlock {a:#x} {size} 1"));
         lines.push(format!("waits {writer} parking-rwlock-write {a:#x} {size}"));
+    } else if shape == "condvar" {
+        let (a, size) = (&CV as *const _ as usize, std::mem::size_of_val(&CV));
+        let t0 = spawn("cv-0", wait_condvar);
+        let t1 = spawn("cv-1", wait_condvar);
+        wait_until_parked(&[t0, t1]);
+        lines.push(format!("thread {t0} cv-0"));
+        lines.push(format!("thread {t1} cv-1"));
+        lines.push(format!("waits {t0} parking-condvar {a:#x} {size}"));
+        lines.push(format!("waits {t1} parking-condvar {a:#x} {size}"));
     } else {
-        eprintln!("usage: parking_lot_waits mutex|rwlock");
+        eprintln!("usage: parking_lot_waits mutex|rwlock|condvar");
         std::process::exit(2);
     }
     lines.push("verdict waiting".into());
