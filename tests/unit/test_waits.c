@@ -23,7 +23,8 @@
  * first): the inference closes a cycle, which is a possible deadlock only.
  * Then the one reader of an rwlock (issue 50): confirmed by an owning
  * std::shared_lock on its stack, never by a bare reference, nor when two
- * threads claim it or the lock counts two readers.
+ * threads claim it or the lock counts two readers.  Then parking_lot's
+ * locks, found from the key of the parked thread's ThreadData.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -580,6 +581,61 @@ static void test_one_reader(void **state)
 	cq_core_close(core);
 }
 
+/*
+ * parking_lot (waits.c, parking_lot_object): a parked thread sleeps on its
+ * own ThreadParker word; its ThreadData's key, 32 bytes before it, is the
+ * lock.  A Mutex whose byte has PARKED_BIT is the object; one whose byte
+ * does not is not (the futex word stays the object); a writer that parked
+ * on an RwLock's key + 1 with WRITER and WRITER_PARKED set waits behind the
+ * readers the word counts.
+ */
+static void test_parking_lot(void **state)
+{
+	(void)state;
+	static uint8_t mem[0x200];
+	cw_put(mem + 0x00, 3, 1); /* Mutex M at 0x70000: LOCKED | PARKED */
+	cw_put(mem + 0x08, 1, 1); /* Mutex N at 0x70008: LOCKED, nobody parked */
+	cw_put(mem + 0x10, 0x10 | 0xa,
+	       8); /* RwLock L at 0x70010: one reader, WRITER, WRITER_PARKED */
+	cw_put(mem + 0x100, 0x70000, 8); /* ThreadData A (0x70100): key M, parker @0x120 */
+	cw_put(mem + 0x140, 0x70008, 8); /* ThreadData B (0x70140): key N, parker @0x160 */
+	cw_put(mem + 0x180, 0x70011, 8); /* ThreadData C (0x70180): key L + 1, parker @0x1a0 */
+	struct core_writer *cw = calloc(1, sizeof(*cw));
+	assert_non_null(cw);
+	futex_thread(cw, 70, 0x70120, 0);
+	futex_thread(cw, 71, 0x70160, 0);
+	futex_thread(cw, 72, 0x701a0, 0);
+	cw_load(cw, 0x70000, mem, sizeof(mem), PF_R | PF_W);
+	struct cq_core *core = open_written(cw, "_parking");
+	struct cq_stack_frame mutex = {.function = "parking_lot::raw_mutex::RawMutex::lock_slow"};
+	struct cq_stack_frame rw = {.function =
+	                                "parking_lot::raw_rwlock::RawRwLock::lock_exclusive_slow"};
+	struct cq_thread_stack ts[3];
+	for (size_t t = 0; t < 3; t++)
+		ts[t] = (struct cq_thread_stack){
+		    .thread = &core->threads[t], .frames = t == 2 ? &rw : &mutex, .nframes = 1};
+	struct cq_stacks st = {.threads = ts, .nthreads = 3};
+	struct cq_waits *w;
+	assert_null(cq_waits_find(core, &st, &w));
+	assert_non_null(w);
+	assert_int_equal(w->nwaits, 3);
+	assert_true(w->waits[0].parking_lot);
+	assert_int_equal(w->waits[0].kind, CQ_WAIT_MUTEX);
+	assert_int_equal(w->waits[0].object, 0x70000);
+	assert_int_equal(w->waits[0].owner, CQ_OWNER_NONE);
+	assert_int_equal(w->waits[1].object, 0x70160); /* N is not parked on: the futex word */
+	assert_int_equal(w->waits[1].owner, CQ_OWNER_NONE);
+	assert_int_equal(w->waits[2].kind, CQ_WAIT_RWLOCK);
+	assert_true(w->waits[2].write);
+	assert_int_equal(w->waits[2].object, 0x70010);
+	assert_int_equal(w->waits[2].owner, CQ_OWNER_READERS);
+	assert_int_equal(w->waits[2].count, 1);
+	assert_false(w->waits[2].owner_inferred); /* no reader is confirmed for parking_lot */
+	assert_int_equal(w->ndeadlocks, 0);
+	cq_waits_free(w);
+	cq_core_close(core);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -596,6 +652,7 @@ int main(void)
 	    cmocka_unit_test(test_cycle_verdicts),
 	    cmocka_unit_test(test_exited_holder_not_a_deadlock),
 	    cmocka_unit_test(test_one_reader),
+	    cmocka_unit_test(test_parking_lot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
