@@ -28,6 +28,13 @@
 /* A thread's innermost frames whose functions' code is read, and bytes of code a function. */
 #define READER_FRAMES   64
 #define READER_CODE_MAX (64u << 10)
+/*
+ * Bytes of code read in all, and functions whose answer is kept (threads of
+ * a pool share their frames' functions).  A pass that runs out of code
+ * confirms no reader: a thread not asked might be a second claimant.
+ */
+#define READER_CODE_BUDGET (64u << 20)
+#define READER_FN_CACHE    64
 /* libstdc++'s std::shared_lock: {mutex_type *_M_pm; bool _M_owns;}. */
 #define SHARED_LOCK_OWNS 8
 
@@ -58,6 +65,10 @@ struct reader_pass {
 	struct rw_entries rw;
 	bool rw_found;
 	uint8_t *code; /* READER_CODE_MAX bytes */
+	uint64_t code_left;
+	bool cut; /* the code budget ran out */
+	uint64_t fn_addr[READER_FN_CACHE];
+	int8_t fn_reads[READER_FN_CACHE]; /* 0 unknown, 1 read-locks, 2 does not */
 };
 
 static int lock_order(const void *a, const void *b)
@@ -148,6 +159,14 @@ static bool frame_read_locked(struct reader_pass *p, const struct cq_stack_frame
 	    f->pc <= fn.addr)
 		return false;
 	uint64_t len = f->pc - fn.addr;
+	size_t slot = (size_t)(f->pc >> 4) % READER_FN_CACHE;
+	if (p->fn_addr[slot] == f->pc && p->fn_reads[slot])
+		return p->fn_reads[slot] == 1;
+	if (len > p->code_left) {
+		p->cut = true;
+		return false;
+	}
+	p->code_left -= len;
 	if (len > READER_CODE_MAX || !cq_mem_read(&p->core->mem, fn.addr, p->code, len))
 		return false;
 	int last = 0;
@@ -159,6 +178,8 @@ static bool frame_read_locked(struct reader_pass *p, const struct cq_stack_frame
 		if (k)
 			last = k;
 	}
+	p->fn_addr[slot] = f->pc;
+	p->fn_reads[slot] = last == 1 ? 1 : 2;
 	return last == 1;
 }
 
@@ -254,7 +275,8 @@ struct cq_error *cq_wait_readers_confirm(struct cq_core *core,
 		n += one_reader_wait(&waits[i]);
 	if (!n)
 		return NULL;
-	struct reader_pass p = {.core = core, .by_thread = by_thread, .waits = waits};
+	struct reader_pass p = {
+	    .core = core, .by_thread = by_thread, .waits = waits, .code_left = READER_CODE_BUDGET};
 	size_t *wait_of = malloc((nthreads ? nthreads : 1) * sizeof(*wait_of));
 	p.l = calloc(n, sizeof(*p.l));
 	p.reads = calloc(nthreads ? nthreads : 1, 1);
@@ -281,7 +303,7 @@ struct cq_error *cq_wait_readers_confirm(struct cq_core *core,
 			p.l[kept++] = p.l[k];
 	p.n = kept;
 	p.wait_of = wait_of;
-	if (scan_threads(&p)) {
+	if (scan_threads(&p) && !p.cut) {
 		for (size_t i = 0; i < nwaits; i++) {
 			struct cq_wait *w = &waits[i];
 			struct reader_lock *lock;
