@@ -58,7 +58,7 @@ DEPS_PKGS := build-essential pkg-config libelf-dev libdw-dev libarchive-dev \
 	gdb-multiarch libcurl4-openssl-dev clickhouse-server clickhouse-client \
 	libdebuginfod-dev debuginfod bash-completion chromium librust-tokio-dev \
 	libasio-dev libboost1.74-dev librust-smol-dev librust-futures-executor-dev librust-num-cpus-dev \
-	librust-async-std-dev $(ARM64_PKGS) file dpkg-dev lintian strace
+	librust-async-std-dev librust-parking-lot-dev $(ARM64_PKGS) file dpkg-dev lintian strace
 # Real programs nobody on the team wrote, with their debuginfo, for the
 # corpus cases real-syslog-ng and real-python3d (corpus/real/), and the
 # servers tests/e2e/test_real_servers.py crashes under load.

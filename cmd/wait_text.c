@@ -39,8 +39,23 @@ static const char *plural(uint64_t n)
 /* What confirms an inferred owner (waits.h, owner_confirmed_by), in words. */
 static const char *confirmation(const char *by)
 {
+	if (!strcmp(by, "shared-lock"))
+		return "confirmed by a std::shared_lock on its stack that owns it";
+	if (!strcmp(by, "read-call"))
+		return "confirmed by its frame that read-locked it and has not unlocked it";
 	return !strcmp(by, "rlock-owner") ? "confirmed by the RLock's owner field"
 	                                  : "confirmed by the with statement that took it";
+}
+
+/* Where an inferred owner comes from (waits.h, owner_from), in words. */
+static const char *inferred_from(const char *from)
+{
+	if (from && !strcmp(from, "python"))
+		return "its Python frames hold the lock object; a semaphore records no owner";
+	if (from && !strcmp(from, "reader"))
+		return "the one reader the rwlock counts, its address on its stack; readers are "
+		       "not recorded";
+	return "a reference on its stack; Rust's Mutex records no owner";
 }
 
 /* Who holds w's object, as words after it: " held by thread 7", ... */
@@ -51,14 +66,9 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		fprintf(out, " held by ");
 		thread_ref(out, core, w->owner_thread);
 		if (w->owner_inferred)
-			fprintf(
-			    out, " (inferred: %s; %s)",
-			    w->owner_from && !strcmp(w->owner_from, "python")
-			        ? "its Python frames hold the lock object; a semaphore records no "
-			          "owner"
-			        : "a reference on its stack; Rust's Mutex records no owner",
-			    w->owner_confirmed_by ? confirmation(w->owner_confirmed_by)
-			                          : "nothing the core records confirms it");
+			fprintf(out, " (inferred: %s; %s)", inferred_from(w->owner_from),
+			        w->owner_confirmed_by ? confirmation(w->owner_confirmed_by)
+			                              : "nothing the core records confirms it");
 		break;
 	case CQ_OWNER_NOT_IN_CORE:
 		fprintf(out, " held by tid %d, not a thread of this core", w->owner_tid);
@@ -68,6 +78,11 @@ static void owner_text(FILE *out, const struct cq_core *core, const struct cq_wa
 		        plural(w->count));
 		break;
 	case CQ_OWNER_NONE:
+		if (w->parking_lot && w->kind != CQ_WAIT_CONDVAR) {
+			fprintf(out, " (parking_lot::%s: no owner recorded)",
+			        w->kind == CQ_WAIT_MUTEX ? "Mutex" : "RwLock");
+			break;
+		}
 		if (w->rust_std && w->kind != CQ_WAIT_CONDVAR) {
 			fprintf(out, " (Rust std::sync::%s: no owner recorded)",
 			        w->kind == CQ_WAIT_MUTEX ? "Mutex" : "RwLock");
@@ -131,11 +146,13 @@ static void wait_text(FILE *out, const struct cq_core *core, const struct cq_wai
  * object the chain ends at); the others wait behind them, on locks those
  * hold.  Sets *one to a direct waiter.
  */
-static size_t direct_waiters(const struct cq_waits *w, size_t e, const struct cq_wait **one)
+static size_t direct_waiters(const struct cq_waits *w, size_t e, const struct cq_wait **one,
+                             bool *mixed)
 {
 	const struct cq_wait_end *end = &w->ends[e];
 	const struct cq_wait *at = end->is_thread ? NULL : &w->waits[end->wait];
 	size_t n = 0;
+	*mixed = false;
 	for (size_t i = 0; i < w->nwaits; i++) {
 		const struct cq_wait *wt = &w->waits[i];
 		if (wt->end != e)
@@ -145,6 +162,8 @@ static size_t direct_waiters(const struct cq_waits *w, size_t e, const struct cq
 		                  : wt->object == at->object && wt->kind == at->kind;
 		if (direct && n++ == 0)
 			*one = wt;
+		else if (direct && wt->write != (*one)->write)
+			*mixed = true; /* an rwlock's readers and writers */
 	}
 	return n;
 }
@@ -171,7 +190,8 @@ static void end_text(FILE *out, const struct cq_core *core, const struct cq_wait
 {
 	const struct cq_wait_end *end = &w->ends[e];
 	const struct cq_wait *one = NULL;
-	size_t direct = direct_waiters(w, e, &one);
+	bool mixed;
+	size_t direct = direct_waiters(w, e, &one, &mixed);
 	/* A condvar or a bare futex is waited on, not held: not by itself a hang. */
 	bool ownerless = !end->is_thread && w->waits[end->wait].owner == CQ_OWNER_NONE;
 	fprintf(out, "%s: ", ownerless ? "waiting" : "hung");
@@ -189,7 +209,7 @@ static void end_text(FILE *out, const struct cq_core *core, const struct cq_wait
 			fprintf(out, ", blocked in %s()", end->syscall);
 	} else {
 		const struct cq_wait *wt = &w->waits[end->wait];
-		fprintf(out, "%s", wait_verb(wt));
+		fprintf(out, "%s", mixed ? "to read or write " : wait_verb(wt));
 		object_ref(out, wt);
 		owner_text(out, core, wt);
 	}
@@ -228,15 +248,28 @@ static void deadlock_verdict(FILE *out, const struct cq_waits *w, const struct c
 		             "records confirms):");
 		return;
 	}
-	bool with = false, rlock = false;
+	/* What each inferred owner of the cycle rests on, each kind of confirmation once. */
+	static const char *const kinds[] = {"with", "rlock-owner", "shared-lock", "read-call"};
+	bool seen[sizeof(kinds) / sizeof(kinds[0])] = {false}, reader = false, other = false;
 	for (size_t k = 0; k < d->n; k++) {
-		const char *by = w->waits[w->cycle[d->first + k]].owner_confirmed_by;
-		with |= by && strcmp(by, "rlock-owner") != 0;
-		rlock |= by && !strcmp(by, "rlock-owner");
+		const struct cq_wait *cw = &w->waits[w->cycle[d->first + k]];
+		if (!cw->owner_inferred || !cw->owner_confirmed_by)
+			continue;
+		bool is_reader = cw->owner_from && !strcmp(cw->owner_from, "reader");
+		reader |= is_reader;
+		other |= !is_reader;
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			seen[i] |= !strcmp(cw->owner_confirmed_by, kinds[i]);
 	}
-	fprintf(out,
-	        "deadlock (rests on an inferred owner, %s%s%s):", with ? confirmation("with") : "",
-	        with && rlock ? ", and " : "", rlock ? confirmation("rlock-owner") : "");
+	fprintf(out, "deadlock (rests on %s%s%s", other ? "an inferred owner" : "",
+	        other && reader ? " and " : "", reader ? "a confirmed reader" : "");
+	bool first = true;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (seen[i]) {
+			fprintf(out, "%s%s", first ? ", " : ", and ", confirmation(kinds[i]));
+			first = false;
+		}
+	fprintf(out, "):");
 }
 
 void cmd_waits_summary(FILE *out, const struct cq_core *core, const struct cq_waits *w)

@@ -115,15 +115,41 @@ WAIT_SHAPES=(
 	"condvar ABRT 3 wait_for_watchdog main"
 )
 
-# The C++ deadlock (deadlock_cxx.cc): ABBA on two std::mutex with
-# std::lock_guard, from std::thread workers; the case deadlock_cxx-abba.VARIANT.
+# The C++ hangs (deadlock_cxx.cc): ABBA on two std::mutex with
+# std::lock_guard, from std::thread workers; a cycle through a
+# std::shared_mutex read hold, and its writer behind a reader that exited; waits on a
+# std::condition_variable_any and on a POSIX semaphore.  The case
+# deadlock_cxx-SHAPE.VARIANT.
 CXX_WAIT_SHAPES=(
 	"abba ABRT 3 wait_for_watchdog main"
+	"shared ABRT 4 wait_for_watchdog main"
+	"shared_exited ABRT 4 wait_for_watchdog main"
+	"condvar_any ABRT 3 wait_for_watchdog main"
+	"sem ABRT 3 wait_for_watchdog main"
+)
+
+# Rust std::sync's RwLock and Condvar in a hang (rust_waits.rs); the case
+# rust_waits-SHAPE.VARIANT.
+RUST_WAIT_SHAPES=(
+	"rwlock ABRT 4 rust_waits::wait_for_watchdog rust_waits::main"
+	"condvar ABRT 3 rust_waits::wait_for_watchdog rust_waits::main"
+)
+
+# parking_lot's Mutex, RwLock and Condvar in a hang (parking_lot_waits/, a cargo
+# crate); the case parking_lot_waits-SHAPE.VARIANT.
+PARKING_WAIT_SHAPES=(
+	"mutex ABRT 4 parking_lot_waits::wait_for_watchdog parking_lot_waits::main"
+	"rwlock ABRT 3 parking_lot_waits::wait_for_watchdog parking_lot_waits::main"
+	"condvar ABRT 3 parking_lot_waits::wait_for_watchdog parking_lot_waits::main"
 )
 
 # shape_rows PROG: the shape table of a SHAPE program, one row a line.
 shape_rows() {
-	if [[ $1 == deadlock ]]; then
+	if [[ $1 == rust_waits ]]; then
+		printf '%s\n' "${RUST_WAIT_SHAPES[@]}"
+	elif [[ $1 == parking_lot_waits ]]; then
+		printf '%s\n' "${PARKING_WAIT_SHAPES[@]}"
+	elif [[ $1 == deadlock ]]; then
 		printf '%s\n' "${WAIT_SHAPES[@]}"
 	elif [[ $1 == deadlock_cxx ]]; then
 		printf '%s\n' "${CXX_WAIT_SHAPES[@]}"
@@ -155,6 +181,7 @@ all_cases() {
 		[[ $prog == smol_tasks ]] && ! compgen -G '/usr/share/cargo/registry/smol-1.*' >/dev/null && continue
 		[[ $prog == futures_pool ]] && ! compgen -G '/usr/share/cargo/registry/futures-executor-0.3.*' >/dev/null && continue
 		[[ $prog == async_std_tasks ]] && ! compgen -G '/usr/share/cargo/registry/async-std-1.*' >/dev/null && continue
+		[[ $prog == parking_lot_waits ]] && ! compgen -G '/usr/share/cargo/registry/parking_lot-0.12.*' >/dev/null && continue
 		if [[ $sig == SITE ]]; then
 			for site in "${BUCKET_SITES[@]}"; do
 				printf '%s-%s\n' "$prog" "${site%% *}"
@@ -352,6 +379,12 @@ while True:
 		prog=deadlock_cxx variant=${case##*.}
 		n=${case%.*}
 		C_ARGS=("${n#deadlock_cxx-}")
+		C_KILL=1 C_READY_FILE=1
+		;;
+	rust_waits-*.* | parking_lot_waits-*.*)
+		n=${case%.*}
+		prog=${n%%-*} variant=${case##*.}
+		C_ARGS=("${n#"$prog"-}")
 		C_KILL=1 C_READY_FILE=1
 		;;
 	rust_deadlock.*)

@@ -9,6 +9,7 @@
  * Nothing here allocates more than a few words per thread of the core.
  */
 #include "libcore/analysis/waits.h"
+#include "libcore/analysis/wait_reader.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,8 @@
 #define RWLOCK_WRITERS_FUTEX  12
 #define RWLOCK_CUR_WRITER     24
 #define COND_G_SIGNALS        40
+/* Rust's std futex RwLock (library/std/src/sys/sync/rwlock/futex.rs): {state, writer_notify}. */
+#define RUST_RWLOCK_NOTIFY 4
 
 /* -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK, -EINTR. */
 static bool interrupted_call(int64_t ret)
@@ -50,7 +53,11 @@ static bool interrupted_call(int64_t ret)
 /*
  * The system call thread t was blocked in when the core was written, or -1.
  * x86_64: orig_rax says which and rax that it was interrupted; aarch64: the
- * kernel rewound pc onto the svc, and x8 says which (arch.h).
+ * kernel rewound pc onto the svc, and x8 says which (arch.h).  qemu-user
+ * leaves pc just after the svc, the call's arguments still in x0..x5 (its
+ * cores are the ones without NT_FILE, whose modules come from the loader's
+ * list); a kernel's core is never read so, where pc after an svc is a
+ * call that has returned.
  */
 static int64_t blocked_call(struct cq_core *core, const struct cq_core_thread *t)
 {
@@ -58,8 +65,12 @@ static int64_t blocked_call(struct cq_core *core, const struct cq_core_thread *t
 	if (sr->nr_is_orig)
 		return t->syscall_nr >= 0 && interrupted_call(t->syscall_ret) ? t->syscall_nr : -1;
 	uint32_t insn;
-	if (sr->svc_insn && cq_regs_has(&t->regs, core->arch->pc_reg) &&
-	    cq_mem_read_u32(&core->mem, t->regs.value[core->arch->pc_reg], &insn) &&
+	if (!sr->svc_insn || !cq_regs_has(&t->regs, core->arch->pc_reg))
+		return -1;
+	uint64_t pc = t->regs.value[core->arch->pc_reg];
+	if (cq_mem_read_u32(&core->mem, pc, &insn) && insn == sr->svc_insn)
+		return t->syscall_nr;
+	if (core->mappings_from_link_map && pc >= 4 && cq_mem_read_u32(&core->mem, pc - 4, &insn) &&
 	    insn == sr->svc_insn)
 		return t->syscall_nr;
 	return -1;
@@ -82,37 +93,42 @@ static const char *syscall_name(const struct cq_arch *arch, int64_t nr)
 static const struct {
 	const char *part;
 	enum cq_wait_kind kind;
-	bool write, rust;
+	bool write, rust, parking;
 } lock_functions[] = {
-    {"Mutex>::lock_contended", CQ_WAIT_MUTEX, false, true},
-    {"futex_mutex::Mutex::lock_contended", CQ_WAIT_MUTEX, false, true},
-    {"RwLock>::write_contended", CQ_WAIT_RWLOCK, true, true},
-    {"futex_rwlock::RwLock::write_contended", CQ_WAIT_RWLOCK, true, true},
-    {"RwLock>::read_contended", CQ_WAIT_RWLOCK, false, true},
-    {"futex_rwlock::RwLock::read_contended", CQ_WAIT_RWLOCK, false, true},
-    {"Condvar>::wait", CQ_WAIT_CONDVAR, false, true},
-    {"futex_condvar::Condvar::wait", CQ_WAIT_CONDVAR, false, true},
-    {"lll_lock_wait", CQ_WAIT_MUTEX, false, false},
-    {"mutex_cond_lock", CQ_WAIT_MUTEX, false, false},
-    {"mutex_lock", CQ_WAIT_MUTEX, false, false},
-    {"mutex_timedlock", CQ_WAIT_MUTEX, false, false},
-    {"mutex_clocklock", CQ_WAIT_MUTEX, false, false},
-    {"rwlock_wrlock", CQ_WAIT_RWLOCK, true, false},
-    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true, false},
-    {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true, false},
-    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false, false},
-    {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false, false},
-    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false, false},
-    {"cond_wait", CQ_WAIT_CONDVAR, false, false},
-    {"cond_timedwait", CQ_WAIT_CONDVAR, false, false},
-    {"cond_clockwait", CQ_WAIT_CONDVAR, false, false},
-    {"pthread_join", CQ_WAIT_JOIN, false, false},
-    {"pthread_timedjoin", CQ_WAIT_JOIN, false, false},
-    {"pthread_clockjoin", CQ_WAIT_JOIN, false, false},
-    {"pthread_tryjoin", CQ_WAIT_JOIN, false, false},
-    {"sem_wait", CQ_WAIT_SEMAPHORE, false, false},
-    {"sem_timedwait", CQ_WAIT_SEMAPHORE, false, false},
-    {"sem_clockwait", CQ_WAIT_SEMAPHORE, false, false},
+    {"parking_lot::raw_mutex::RawMutex::lock_slow", CQ_WAIT_MUTEX, false, false, true},
+    {"RawRwLock::lock_exclusive_slow", CQ_WAIT_RWLOCK, true, false, true},
+    {"RawRwLock::lock_upgradable_slow", CQ_WAIT_RWLOCK, true, false, true},
+    {"RawRwLock::lock_shared_slow", CQ_WAIT_RWLOCK, false, false, true},
+    {"parking_lot::condvar::Condvar::wait_until_internal", CQ_WAIT_CONDVAR, false, false, true},
+    {"Mutex>::lock_contended", CQ_WAIT_MUTEX, false, true, false},
+    {"futex_mutex::Mutex::lock_contended", CQ_WAIT_MUTEX, false, true, false},
+    {"RwLock>::write_contended", CQ_WAIT_RWLOCK, true, true, false},
+    {"futex_rwlock::RwLock::write_contended", CQ_WAIT_RWLOCK, true, true, false},
+    {"RwLock>::read_contended", CQ_WAIT_RWLOCK, false, true, false},
+    {"futex_rwlock::RwLock::read_contended", CQ_WAIT_RWLOCK, false, true, false},
+    {"Condvar>::wait", CQ_WAIT_CONDVAR, false, true, false},
+    {"futex_condvar::Condvar::wait", CQ_WAIT_CONDVAR, false, true, false},
+    {"lll_lock_wait", CQ_WAIT_MUTEX, false, false, false},
+    {"mutex_cond_lock", CQ_WAIT_MUTEX, false, false, false},
+    {"mutex_lock", CQ_WAIT_MUTEX, false, false, false},
+    {"mutex_timedlock", CQ_WAIT_MUTEX, false, false, false},
+    {"mutex_clocklock", CQ_WAIT_MUTEX, false, false, false},
+    {"rwlock_wrlock", CQ_WAIT_RWLOCK, true, false, false},
+    {"rwlock_timedwrlock", CQ_WAIT_RWLOCK, true, false, false},
+    {"rwlock_clockwrlock", CQ_WAIT_RWLOCK, true, false, false},
+    {"rwlock_rdlock", CQ_WAIT_RWLOCK, false, false, false},
+    {"rwlock_timedrdlock", CQ_WAIT_RWLOCK, false, false, false},
+    {"rwlock_clockrdlock", CQ_WAIT_RWLOCK, false, false, false},
+    {"cond_wait", CQ_WAIT_CONDVAR, false, false, false},
+    {"cond_timedwait", CQ_WAIT_CONDVAR, false, false, false},
+    {"cond_clockwait", CQ_WAIT_CONDVAR, false, false, false},
+    {"pthread_join", CQ_WAIT_JOIN, false, false, false},
+    {"pthread_timedjoin", CQ_WAIT_JOIN, false, false, false},
+    {"pthread_clockjoin", CQ_WAIT_JOIN, false, false, false},
+    {"pthread_tryjoin", CQ_WAIT_JOIN, false, false, false},
+    {"sem_wait", CQ_WAIT_SEMAPHORE, false, false, false},
+    {"sem_timedwait", CQ_WAIT_SEMAPHORE, false, false, false},
+    {"sem_clockwait", CQ_WAIT_SEMAPHORE, false, false, false},
 };
 
 /*
@@ -158,6 +174,7 @@ static bool classify(const struct cq_thread_stack *ts, struct cq_wait *w,
 		w->kind = lock_functions[k].kind;
 		w->write = lock_functions[k].write;
 		w->rust_std = lock_functions[k].rust;
+		w->parking_lot = lock_functions[k].parking;
 		w->function = fn;
 		return true;
 	}
@@ -199,6 +216,58 @@ static bool pi_mutex_held_by_other(struct cq_core *core, uint64_t addr, int32_t 
 		return false;
 	*owner = tid;
 	return true;
+}
+
+/*
+ * parking_lot parks a thread on a futex word of its own: its ThreadParker,
+ * inside parking_lot_core 0.9's ThreadData {parker, key, next_in_queue,
+ * unpark_token, park_token, parked_with_timeout}, which rustc lays out as
+ * key @0, next_in_queue @8, unpark_token @16, park_token @24, parker @32
+ * (gdb on corpus/parking_lot_waits, O0 and O2).  The key is the lock's
+ * address, or an RwLock's plus 1 for a writer that has taken WRITER_BIT
+ * and waits for the readers to leave (raw_rwlock.rs, wait_for_readers).
+ * It is taken only when the lock there is in a state a parked waiter
+ * leaves: a Mutex's byte has PARKED_BIT (2); an RwLock's word PARKED_BIT or
+ * WRITER_PARKED_BIT (1, 2), and for the writer behind readers WRITER_BIT
+ * and WRITER_PARKED_BIT, the readers counted from bit 4 (the owner is then
+ * that many readers, as for glibc); a Condvar's word is its mutex, not 0.
+ * Else the object is the futex word.  No parking_lot lock records who holds
+ * it.
+ */
+#define PARKING_KEY_BEFORE_FUTEX 32
+#define PARKING_MUTEX_PARKED     2u
+#define PARKING_RWLOCK_PARKED    3u
+#define PARKING_RWLOCK_WRITER    0xau /* WRITER_BIT | WRITER_PARKED_BIT */
+#define PARKING_READER_SHIFT     4
+
+static void parking_lot_object(struct cq_core *core, struct cq_wait *w)
+{
+	uint64_t key, state = 0;
+	uint8_t byte;
+	bool parked = false;
+	w->object = w->futex;
+	w->owner = CQ_OWNER_NONE;
+	if (w->futex < PARKING_KEY_BEFORE_FUTEX ||
+	    !cq_mem_read_u64(&core->mem, w->futex - PARKING_KEY_BEFORE_FUTEX, &key) || !key)
+		return;
+	if (w->kind == CQ_WAIT_RWLOCK && (key & 7) == 1 && w->write) {
+		if (!cq_mem_read_u64(&core->mem, key - 1, &state) ||
+		    (state & PARKING_RWLOCK_WRITER) != PARKING_RWLOCK_WRITER)
+			return;
+		w->object = key - 1;
+		if (state >> PARKING_READER_SHIFT && state >> PARKING_READER_SHIFT <= UINT32_MAX) {
+			w->owner = CQ_OWNER_READERS;
+			w->count = (uint32_t)(state >> PARKING_READER_SHIFT);
+		}
+		return;
+	}
+	if (w->kind == CQ_WAIT_MUTEX)
+		parked = cq_mem_read(&core->mem, key, &byte, 1) && (byte & PARKING_MUTEX_PARKED);
+	else if (!(key & 7) && cq_mem_read_u64(&core->mem, key, &state))
+		parked =
+		    w->kind == CQ_WAIT_RWLOCK ? (state & PARKING_RWLOCK_PARKED) != 0 : state != 0;
+	if (parked)
+		w->object = key;
 }
 
 /* Offset of __kind in pthread_mutex_t: glibc's lock code keeps &mutex->__data.__kind live. */
@@ -956,8 +1025,15 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 			w->owner = CQ_OWNER_NONE;
 			continue;
 		}
+		if (w->parking_lot) {
+			parking_lot_object(core, w);
+			continue;
+		}
 		if (w->rust_std) { /* a futex word: no owner, the object is the word's */
 			w->object = w->futex;
+			/* RwLock {state @0, writer_notify @4}: a writer sleeps on writer_notify */
+			if (w->kind == CQ_WAIT_RWLOCK && w->write && w->futex >= RUST_RWLOCK_NOTIFY)
+				w->object = w->futex - RUST_RWLOCK_NOTIFY;
 			w->owner = CQ_OWNER_NONE;
 			continue;
 		}
@@ -983,6 +1059,9 @@ struct cq_error *cq_waits_find(struct cq_core *core, const struct cq_stacks *sta
 			break;
 		}
 	}
+	if (nwaits && (err = cq_wait_readers_confirm(core, by_thread, waits, nwaits)) != NULL)
+		goto fail;
+	err = &cq_error_nomem;
 	free(by_thread);
 	by_thread = NULL;
 	if (!nwaits) {
@@ -1028,12 +1107,12 @@ static size_t next_wait(const struct cq_wait *w, const size_t *wait_of)
 	return w->owner == CQ_OWNER_THREAD ? wait_of[w->owner_thread] : NONE;
 }
 
-/* Most waiters first, then by tid (threads before ownerless objects). */
-static const struct cq_wait_end *sort_ends;
-static int end_order(const void *a, const void *b)
+/* Most waiters first, then by tid (threads before ownerless objects); ctx: the ends. */
+static int end_order(const void *a, const void *b, void *ctx)
 {
-	const struct cq_wait_end *x = &sort_ends[*(const size_t *)a];
-	const struct cq_wait_end *y = &sort_ends[*(const size_t *)b];
+	const struct cq_wait_end *ends = ctx;
+	const struct cq_wait_end *x = &ends[*(const size_t *)a];
+	const struct cq_wait_end *y = &ends[*(const size_t *)b];
 	if (x->waiters != y->waiters)
 		return x->waiters > y->waiters ? -1 : 1;
 	if (x->is_thread != y->is_thread)
@@ -1058,9 +1137,7 @@ static struct cq_error *order_ends(struct cq_waits *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
-	sort_ends = w->ends;
-	qsort(order, n, sizeof(*order), end_order);
-	sort_ends = NULL;
+	qsort_r(order, n, sizeof(*order), end_order, w->ends);
 	for (size_t i = 0; i < n; i++) {
 		sorted[i] = w->ends[order[i]];
 		rank[order[i]] = i;
@@ -1075,12 +1152,12 @@ static struct cq_error *order_ends(struct cq_waits *w)
 	return NULL;
 }
 
-/* Ownerless ends by object, then kind (sort_ends and sort_waits set). */
-static const struct cq_wait *sort_waits;
-static int object_order(const void *a, const void *b)
+/* Ownerless ends by object, then kind; ctx: the graph (its ends and waits). */
+static int object_order(const void *a, const void *b, void *ctx)
 {
-	const struct cq_wait *x = &sort_waits[sort_ends[*(const size_t *)a].wait];
-	const struct cq_wait *y = &sort_waits[sort_ends[*(const size_t *)b].wait];
+	const struct cq_waits *w = ctx;
+	const struct cq_wait *x = &w->waits[w->ends[*(const size_t *)a].wait];
+	const struct cq_wait *y = &w->waits[w->ends[*(const size_t *)b].wait];
 	if (x->object != y->object)
 		return x->object < y->object ? -1 : 1;
 	return (x->kind > y->kind) - (x->kind < y->kind);
@@ -1105,16 +1182,12 @@ static struct cq_error *merge_ends(struct cq_waits *w)
 		if (!w->ends[e].is_thread)
 			idx[nfree++] = e;
 	}
-	sort_ends = w->ends;
-	sort_waits = w->waits;
-	qsort(idx, nfree, sizeof(*idx), object_order);
+	qsort_r(idx, nfree, sizeof(*idx), object_order, w);
 	for (size_t k = 1; k < nfree; k++)
-		if (object_order(&idx[k - 1], &idx[k]) == 0) {
+		if (object_order(&idx[k - 1], &idx[k], w) == 0) {
 			map[idx[k]] = map[idx[k - 1]];
 			w->ends[map[idx[k]]].waiters += w->ends[idx[k]].waiters;
 		}
-	sort_ends = NULL;
-	sort_waits = NULL;
 	size_t kept = 0;
 	for (size_t e = 0; e < n; e++) /* idx becomes each kept end's new index */
 		if (map[e] == e) {

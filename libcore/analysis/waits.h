@@ -27,7 +27,12 @@
  *   sem_t             the futex is the semaphore's value word (@0): a count,
  *                     no owner (CPython's threading.Lock is one)
  *   Rust std::sync    Mutex, RwLock, Condvar: a futex word (Mutex: 0, 1
- *                     locked, 2 contended) and a poison flag: no owner
+ *                     locked, 2 contended) and a poison flag: no owner; an
+ *                     RwLock is {state, writer_notify}: readers sleep on
+ *                     state, writers on writer_notify (@4), one object
+ *   parking_lot       Mutex, RwLock, Condvar (Rust): the futex is the parked
+ *                     thread's own; the lock is the key its ThreadData
+ *                     holds (waits.c): no owner
  *   pthread_join      the futex is the joined thread's tid field: its value
  *                     is the tid, the thread waited for
  *
@@ -105,12 +110,20 @@ struct cq_wait {
 	 */
 	bool rust_std;
 	/*
+	 * parking_lot's Mutex, RwLock or Condvar (Rust): the thread sleeps on
+	 * its own parker word; object is the lock it parked on (its ThreadData's
+	 * key, waits.c), the owner is not recorded (CQ_OWNER_NONE).
+	 */
+	bool parking_lot;
+	/*
 	 * The owner was inferred, not recorded (cq_waits_find, "Inferred
 	 * owners" in waits.c): the lock records none, and exactly one other
 	 * thread holds a reference to it while it is taken.  owner_from says
 	 * where: "stack" (a word of its live stack or a register: a Rust
-	 * MutexGuard) or "python" (a slot of its CPython 3.11 interpreter
-	 * frames: the threading.Lock object).  owner is then CQ_OWNER_THREAD.
+	 * MutexGuard), "python" (a slot of its CPython 3.11 interpreter
+	 * frames: the threading.Lock object) or "reader" (the one reader an
+	 * rwlock counts, found and confirmed by wait_reader.c; never without a
+	 * confirmation).  owner is then CQ_OWNER_THREAD.
 	 */
 	bool owner_inferred;
 	const char *owner_from;
@@ -118,8 +131,11 @@ struct cq_wait {
 	 * An inferred owner that what the core records confirms (NULL: none
 	 * does, the inference rests on the reference alone): "with" (the
 	 * holder's frame keeps the lock's bound __exit__, which a with
-	 * statement pushes only once the lock is taken) or "rlock-owner" (a
-	 * CPython RLock's own owner field names the holder's thread).
+	 * statement pushes only once the lock is taken), "rlock-owner" (a
+	 * CPython RLock's own owner field names the holder's thread), or, for
+	 * an rwlock's reader, "shared-lock" (a std::shared_lock on its stack
+	 * owns the lock) or "read-call" (its frame's code read-locked it and
+	 * has not unlocked it since).
 	 */
 	const char *owner_confirmed_by;
 	/* Filled by cq_waits_graph. */

@@ -282,8 +282,11 @@ bool cq_core_stopped_from_outside(const struct cq_core *core)
 {
 	const struct cq_core_siginfo *si = &core->siginfo;
 	int signo = cq_core_signal(core);
-	if (core->snapshot || !si->present || signo == SIGSTOP)
+	if (core->snapshot || signo == SIGSTOP)
 		return true;
+	/* No siginfo (qemu-user's cores): a fault signal is still a crash. */
+	if (!si->present)
+		return !fault_signal(signo);
 	if (si->has_sender)
 		return !cq_core_signal_from_self(core);
 	return !fault_signal(signo);

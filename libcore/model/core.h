@@ -175,7 +175,7 @@ bool cq_core_signal_from_self(const struct cq_core *core);
 
 /*
  * The process was stopped from outside rather than crashing: a snapshot
- * (core->snapshot, or no siginfo, or SIGSTOP), a signal another process sent (a
+ * (core->snapshot, or SIGSTOP, or no siginfo and no fault signal), a signal another process sent (a
  * watchdog's SIGABRT, kill -QUIT), or a non-fault signal the kernel sent on
  * behalf of no fault (SIGQUIT from a terminal).  A fault (SIGSEGV, SIGBUS,
  * SIGILL, SIGFPE, SIGTRAP, SIGSYS from the kernel) and a signal the process

@@ -70,6 +70,50 @@ size_t cq_elf_find_symbols(const struct cq_module *mod, struct cq_symbol_query *
 	return count_found(q, n);
 }
 
+static bool table_containing(Elf_Scn *scn, const GElf_Shdr *sh, uint64_t addr,
+                             struct cq_symbol_query *out)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	if (!data || sh->sh_entsize == 0)
+		return false;
+	size_t count = sh->sh_size / sh->sh_entsize;
+	if (count > MAX_SYMBOLS)
+		count = MAX_SYMBOLS;
+	for (size_t i = 1; i < count; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+		    sym.st_size == 0 || addr < sym.st_value || addr - sym.st_value >= sym.st_size)
+			continue;
+		out->found = true;
+		out->addr = sym.st_value;
+		out->size = sym.st_size;
+		return true;
+	}
+	return false;
+}
+
+bool cq_elf_function_at(const struct cq_module *mod, uint64_t addr, struct cq_symbol_query *out)
+{
+	out->found = false;
+	if (mod->status != CQ_MODULE_FOUND || !mod->elf || mod->is_vdso || addr < mod->bias)
+		return false;
+	static const GElf_Word types[] = {SHT_SYMTAB, SHT_DYNSYM};
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(mod->elf, scn)) != NULL) {
+			GElf_Shdr sh;
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == types[t] &&
+			    table_containing(scn, &sh, addr - mod->bias, out)) {
+				out->addr += mod->bias;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 static int export_cmp(const void *a, const void *b)
 {
 	const struct cq_elf_export *x = a, *y = b;

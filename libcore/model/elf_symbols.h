@@ -35,6 +35,14 @@ struct cq_symbol_query {
 size_t cq_elf_find_symbols(const struct cq_module *mod, struct cq_symbol_query *q, size_t n);
 
 /* A function a module exports (its .dynsym), at its link-time address. */
+/*
+ * The function symbol (STT_FUNC, of a size) of mod's .symtab or .dynsym
+ * whose range holds the runtime address addr: out->addr its runtime start,
+ * out->size its size (out->name is left alone).  False when none does.  A
+ * linear pass, as cq_elf_find_symbols.
+ */
+bool cq_elf_function_at(const struct cq_module *mod, uint64_t addr, struct cq_symbol_query *out);
+
 struct cq_elf_export {
 	const char *name; /* points into the module's ELF string table */
 	uint64_t value, size;

@@ -34,6 +34,8 @@ def cases():
     out = {}
     if os.path.isdir(A64):
         for name in sorted(os.listdir(A64)):
+            if name.startswith("deadlock-"):
+                continue  # hang cores: test_aarch64_waits.py (gdb names read() by another alias)
             e = os.path.join(A64, name, "expect")
             if os.path.isfile(e):
                 c = read_expect(e)

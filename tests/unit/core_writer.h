@@ -15,13 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CW_MAX 16384
+#define CW_MAX   16384
+#define CW_LOADS 8
 
 struct core_writer {
 	uint8_t notes[CW_MAX];
 	size_t notes_len;
-	Elf64_Phdr loads[4];
-	const uint8_t *load_bytes[4];
+	Elf64_Phdr loads[CW_LOADS];
+	const uint8_t *load_bytes[CW_LOADS];
 	unsigned nloads;
 	uint16_t machine; /* e_machine; 0: EM_X86_64 */
 };
@@ -77,6 +78,8 @@ static inline void cw_prstatus_aarch64(struct core_writer *w, int32_t tid, int s
 static inline void cw_load(struct core_writer *w, uint64_t vaddr, const uint8_t *bytes,
                            uint64_t len, uint32_t flags)
 {
+	if (w->nloads == CW_LOADS)
+		abort(); /* a test that needs more segments raises CW_LOADS */
 	Elf64_Phdr *ph = &w->loads[w->nloads];
 	memset(ph, 0, sizeof(*ph));
 	ph->p_type = PT_LOAD;
@@ -103,7 +106,7 @@ static inline int cw_write(const struct core_writer *w, const char *path, uint64
 	eh.e_ehsize = sizeof(eh);
 	eh.e_phentsize = sizeof(Elf64_Phdr);
 	eh.e_phnum = (uint16_t)(1 + w->nloads);
-	Elf64_Phdr ph[5];
+	Elf64_Phdr ph[1 + CW_LOADS];
 	uint64_t off = sizeof(eh) + eh.e_phnum * sizeof(Elf64_Phdr);
 	memset(&ph[0], 0, sizeof(ph[0]));
 	ph[0].p_type = PT_NOTE;

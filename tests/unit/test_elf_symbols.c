@@ -1,6 +1,6 @@
 /*
  * test_elf_symbols.c - a module's symbols by name, its exports and its
- * soname (libcore/model/elf_symbols.h).
+ * soname, and the function holding an address (libcore/model/elf_symbols.h).
  *
  * Two oracles: a shared object written by hand (elf_writer.h), whose every
  * symbol the test chose, for the rules (defined symbols only, .symtab
@@ -121,6 +121,33 @@ static void test_find_symbols_symtab_first_with_bias(void **state)
 	mod.is_vdso = true;
 	assert_int_equal(cq_elf_find_symbols(&mod, again, 1), 0);
 	mod.is_vdso = false;
+	cq_module_destroy(&mod);
+}
+
+/* The function whose range holds an address: sized functions only, .symtab first, with the bias. */
+static void test_function_at(void **state)
+{
+	(void)state;
+	struct ew_spec spec = {
+	    .dynsyms = dynsyms, .ndyn = 14, .syms = syms, .nsym = 4, .soname = "libt.so.1"};
+	struct cq_module mod;
+	open_written(&spec, &mod);
+	mod.bias = 0x7f0000000000ull;
+	struct cq_symbol_query q;
+	assert_true(cq_elf_function_at(&mod, 0x7f0000001250ull, &q)); /* zeta [0x1200, 0x1280) */
+	assert_true(q.found);
+	assert_true(q.addr == 0x7f0000001200ull);
+	assert_int_equal(q.size, 0x80);
+	assert_true(cq_elf_function_at(&mod, 0x7f0000003000ull, &q)); /* weak_fn's first byte */
+	assert_true(q.addr == 0x7f0000003000ull);
+	assert_false(cq_elf_function_at(&mod, 0x7f0000001280ull, &q)); /* one past zeta */
+	assert_false(q.found);
+	assert_false(cq_elf_function_at(&mod, 0x7f0000004000ull, &q)); /* a variable */
+	assert_false(cq_elf_function_at(&mod, 0x7f0000004100ull, &q)); /* no type, no size */
+	assert_false(cq_elf_function_at(&mod, 0x1200ull, &q));         /* below the bias */
+	mod.status = CQ_MODULE_MISMATCH;
+	assert_false(cq_elf_function_at(&mod, 0x7f0000001250ull, &q));
+	mod.status = CQ_MODULE_FOUND;
 	cq_module_destroy(&mod);
 }
 
@@ -337,6 +364,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_find_symbols_symtab_first_with_bias),
+	    cmocka_unit_test(test_function_at),
 	    cmocka_unit_test(test_exports_are_global_functions_by_value),
 	    cmocka_unit_test(test_soname),
 	    cmocka_unit_test(test_damaged_symbol_table),

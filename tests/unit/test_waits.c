@@ -21,6 +21,10 @@
  * deadlock; and the Rust shape of a lock whose holder exited (a thread keeps
  * it in a local and waits on a second lock whose holder waits on the
  * first): the inference closes a cycle, which is a possible deadlock only.
+ * Then the one reader of an rwlock (issue 50): confirmed by an owning
+ * std::shared_lock on its stack, never by a bare reference, nor when two
+ * threads claim it or the lock counts two readers.  Then parking_lot's
+ * locks, found from the key of the parked thread's ThreadData.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -509,6 +513,129 @@ static void test_exited_holder_not_a_deadlock(void **state)
 	cq_core_close(core);
 }
 
+/*
+ * The one reader of an rwlock (wait_reader.c): writers wait behind rwlocks
+ * that count one reader (L0, L1, L2) or two (L3).  L0's reader keeps a
+ * std::shared_lock that owns it ({&L0, true}) on its stack: the writer's
+ * owner, inferred and confirmed.  L1 is only referenced (a bare pointer,
+ * then 0): no owner.  L2 has two owning guards on two threads: which one
+ * reads is not known.  L3 counts two readers: no one owner.
+ */
+static void test_one_reader(void **state)
+{
+	(void)state;
+	static uint8_t locks[0x100];
+	static uint8_t stacks[5][0x100];
+	for (int k = 0; k < 4; k++) /* __readers: WRLOCKED, k == 3 two readers, else one */
+		cw_put(locks + 0x40 * k, (k == 3 ? 2u : 1u) << 3 | 2u, 4);
+	cw_put(stacks[0] + 0x80, 0x50000, 8); /* A: a shared_lock owning L0 */
+	cw_put(stacks[0] + 0x88, 1, 8);
+	cw_put(stacks[0] + 0xa0, 0x500c0, 8); /* A: and one owning L3 */
+	cw_put(stacks[0] + 0xa8, 1, 8);
+	cw_put(stacks[1] + 0x60, 0x50040, 8); /* B: a bare pointer to L1 */
+	cw_put(stacks[2] + 0x50, 0x50080, 8); /* C and D: guards owning L2 */
+	cw_put(stacks[2] + 0x58, 1, 8);
+	cw_put(stacks[3] + 0x50, 0x50080, 8);
+	cw_put(stacks[3] + 0x58, 1, 8);
+	cw_put(stacks[4] + 0x50, 0x50000, 8); /* W0's own guard of L0: a waiter's, not counted */
+	cw_put(stacks[4] + 0x58, 1, 8);
+	struct core_writer *cw = calloc(1, sizeof(*cw));
+	assert_non_null(cw);
+	for (int i = 0; i < 4; i++) /* A, B, C, D: in read() */
+		thread_regs(cw, 50 + i, 0, 3, 0x60040 + 0x1000 * (uint64_t)i, 0);
+	for (int k = 0; k < 4; k++) /* W0..W3 wait on Lk's __wrphase_futex; W1..W3: an empty word */
+		thread_regs(cw, 60 + k, 202, 0x50008 + 0x40 * (uint64_t)k, k ? 0x500f8 : 0x64040,
+		            0);
+	cw_load(cw, 0x50000, locks, sizeof(locks), PF_R | PF_W);
+	for (int i = 0; i < 5; i++)
+		cw_load(cw, 0x60000 + 0x1000 * (uint64_t)i, stacks[i], sizeof(stacks[i]),
+		        PF_R | PF_W);
+	struct cq_core *core = open_written(cw, "_reader");
+	assert_int_equal(core->nthreads, 8);
+	struct cq_stack_frame wr = {.function = "___pthread_rwlock_wrlock"};
+	struct cq_thread_stack ts[8];
+	for (size_t t = 0; t < 8; t++)
+		ts[t] = (struct cq_thread_stack){
+		    .thread = &core->threads[t], .frames = &wr, .nframes = t >= 4 ? 1 : 0};
+	struct cq_stacks st = {.threads = ts, .nthreads = 8};
+	struct cq_waits *w;
+	assert_null(cq_waits_find(core, &st, &w));
+	assert_non_null(w);
+	assert_int_equal(w->nwaits, 4);
+	assert_int_equal(w->waits[0].kind, CQ_WAIT_RWLOCK);
+	assert_true(w->waits[0].write);
+	assert_int_equal(w->waits[0].object, 0x50000);
+	assert_int_equal(w->waits[0].owner, CQ_OWNER_THREAD);
+	assert_int_equal(w->waits[0].owner_tid, 50);
+	assert_true(w->waits[0].owner_inferred);
+	assert_string_equal(w->waits[0].owner_from, "reader");
+	assert_string_equal(w->waits[0].owner_confirmed_by, "shared-lock");
+	for (int k = 1; k < 4; k++) {
+		assert_int_equal(w->waits[k].owner, CQ_OWNER_READERS);
+		assert_int_equal(w->waits[k].count, k == 3 ? 2 : 1);
+		assert_false(w->waits[k].owner_inferred);
+		assert_null(w->waits[k].owner_confirmed_by);
+	}
+	assert_int_equal(w->ndeadlocks, 0);
+	cq_waits_free(w);
+	cq_core_close(core);
+}
+
+/*
+ * parking_lot (waits.c, parking_lot_object): a parked thread sleeps on its
+ * own ThreadParker word; its ThreadData's key, 32 bytes before it, is the
+ * lock.  A Mutex whose byte has PARKED_BIT is the object; one whose byte
+ * does not is not (the futex word stays the object); a writer that parked
+ * on an RwLock's key + 1 with WRITER and WRITER_PARKED set waits behind the
+ * readers the word counts.
+ */
+static void test_parking_lot(void **state)
+{
+	(void)state;
+	static uint8_t mem[0x200];
+	cw_put(mem + 0x00, 3, 1); /* Mutex M at 0x70000: LOCKED | PARKED */
+	cw_put(mem + 0x08, 1, 1); /* Mutex N at 0x70008: LOCKED, nobody parked */
+	cw_put(mem + 0x10, 0x10 | 0xa,
+	       8); /* RwLock L at 0x70010: one reader, WRITER, WRITER_PARKED */
+	cw_put(mem + 0x100, 0x70000, 8); /* ThreadData A (0x70100): key M, parker @0x120 */
+	cw_put(mem + 0x140, 0x70008, 8); /* ThreadData B (0x70140): key N, parker @0x160 */
+	cw_put(mem + 0x180, 0x70011, 8); /* ThreadData C (0x70180): key L + 1, parker @0x1a0 */
+	struct core_writer *cw = calloc(1, sizeof(*cw));
+	assert_non_null(cw);
+	futex_thread(cw, 70, 0x70120, 0);
+	futex_thread(cw, 71, 0x70160, 0);
+	futex_thread(cw, 72, 0x701a0, 0);
+	cw_load(cw, 0x70000, mem, sizeof(mem), PF_R | PF_W);
+	struct cq_core *core = open_written(cw, "_parking");
+	struct cq_stack_frame mutex = {.function = "parking_lot::raw_mutex::RawMutex::lock_slow"};
+	struct cq_stack_frame rw = {.function =
+	                                "parking_lot::raw_rwlock::RawRwLock::lock_exclusive_slow"};
+	struct cq_thread_stack ts[3];
+	for (size_t t = 0; t < 3; t++)
+		ts[t] = (struct cq_thread_stack){
+		    .thread = &core->threads[t], .frames = t == 2 ? &rw : &mutex, .nframes = 1};
+	struct cq_stacks st = {.threads = ts, .nthreads = 3};
+	struct cq_waits *w;
+	assert_null(cq_waits_find(core, &st, &w));
+	assert_non_null(w);
+	assert_int_equal(w->nwaits, 3);
+	assert_true(w->waits[0].parking_lot);
+	assert_int_equal(w->waits[0].kind, CQ_WAIT_MUTEX);
+	assert_int_equal(w->waits[0].object, 0x70000);
+	assert_int_equal(w->waits[0].owner, CQ_OWNER_NONE);
+	assert_int_equal(w->waits[1].object, 0x70160); /* N is not parked on: the futex word */
+	assert_int_equal(w->waits[1].owner, CQ_OWNER_NONE);
+	assert_int_equal(w->waits[2].kind, CQ_WAIT_RWLOCK);
+	assert_true(w->waits[2].write);
+	assert_int_equal(w->waits[2].object, 0x70010);
+	assert_int_equal(w->waits[2].owner, CQ_OWNER_READERS);
+	assert_int_equal(w->waits[2].count, 1);
+	assert_false(w->waits[2].owner_inferred); /* no reader is confirmed for parking_lot */
+	assert_int_equal(w->ndeadlocks, 0);
+	cq_waits_free(w);
+	cq_core_close(core);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -524,6 +651,8 @@ int main(void)
 	    cmocka_unit_test(test_inferred_rust_owner),
 	    cmocka_unit_test(test_cycle_verdicts),
 	    cmocka_unit_test(test_exited_holder_not_a_deadlock),
+	    cmocka_unit_test(test_one_reader),
+	    cmocka_unit_test(test_parking_lot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

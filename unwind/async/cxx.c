@@ -36,7 +36,13 @@
  * that would make it an awaiter, or make it awaited through an awaiter
  * temporary, is no vote, and such a frame that another frame points at is
  * held by it and listed in no chain (libunifex's per-task done coroutine,
- * pointed at from every promise; corpus/cxx_done.cc).  A running coroutine
+ * pointed at from every promise; corpus/cxx_done.cc).  One such frame is
+ * seen through: when A's promise points at a never-started B (B is A's
+ * continuation) and B's own promise names B's awaiter C, A is awaited by C
+ * (when nothing else names A's awaiter), and B, passed through, is listed
+ * in no chain (libunifex's at_coroutine_exit cleanup coroutine, which a
+ * task that hops to another scheduler puts between itself and its awaiter:
+ * it runs when the task completes, then resumes the awaiter).  A running coroutine
  * that has not suspended yet still shows its initial index; its awaiter
  * is found through its own promise.
  * Chains read leaf first: a frame, the frame that awaits it, and so on, each
@@ -174,6 +180,7 @@ struct frame {
 	bool on_thread;    /* running, or awaiting a running frame */
 	bool listed;       /* in a suspended chain already */
 	bool held;         /* never started, and another frame points at it */
+	bool passed;       /* held, and a link passes through it (see link_frames) */
 	const char *state; /* "initial", "await #k", ... (names) */
 };
 
@@ -1016,11 +1023,37 @@ static int cmp_vote(const void *a, const void *b)
 	return (x->parent > y->parent) - (x->parent < y->parent);
 }
 
+/* Does following parents from frame f reach frame a (within the frame count)? */
+static bool reaches(const struct cxx *x, int64_t f, int64_t a)
+{
+	for (size_t steps = 0; f >= 0 && steps <= x->nframes; steps++, f = x->frames[f].parent)
+		if (f == a)
+			return true;
+	return false;
+}
+
+/*
+ * Frames whose promise points at a never-started frame (through): each is
+ * awaited by that frame's own awaiter unless a vote names its awaiter, and
+ * unless that would close a cycle.
+ */
+static void pass_through(struct cxx *x, const struct vote *through, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct frame *a = &x->frames[through[k].child], *b = &x->frames[through[k].parent];
+		if (a->parent >= 0 || b->parent < 0 || reaches(x, b->parent, through[k].child))
+			continue;
+		a->parent = b->parent;
+		a->votes = 1;
+		b->passed = true;
+	}
+}
+
 /* Links every frame to the frame that awaits it (see the top comment). */
 static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 {
-	struct vote *v = NULL;
-	size_t nv = 0, cap = 0;
+	struct vote *v = NULL, *through = NULL;
+	size_t nv = 0, cap = 0, nthrough = 0, through_cap = 0;
 	uint64_t words[MAX_FRAME_WORDS];
 	for (size_t i = 0; i < x->nframes; i++) {
 		const struct coro_type *ty = &x->types[x->frames[i].type];
@@ -1046,8 +1079,23 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 			 */
 			if (never_started(x, &x->frames[j]) ||
 			    (!in_promise && never_started(x, &x->frames[i]))) {
-				if (never_started(x, &x->frames[j]))
-					x->frames[j].held = true;
+				if (!never_started(x, &x->frames[j]))
+					continue;
+				x->frames[j].held = true;
+				if (!in_promise || never_started(x, &x->frames[i]))
+					continue;
+				if (nthrough == through_cap) {
+					size_t c = through_cap ? through_cap * 2 : 16;
+					struct vote *p = realloc(through, c * sizeof(*p));
+					if (!p) {
+						free(v);
+						free(through);
+						return &cq_error_nomem;
+					}
+					through = p;
+					through_cap = c;
+				}
+				through[nthrough++] = (struct vote){(uint32_t)i, (uint32_t)j};
 				continue;
 			}
 			if (nv == cap) {
@@ -1055,6 +1103,7 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 				struct vote *p = realloc(v, c * sizeof(*p));
 				if (!p) {
 					free(v);
+					free(through);
 					return &cq_error_nomem;
 				}
 				v = p;
@@ -1078,6 +1127,8 @@ static struct cq_error *link_frames(struct cxx *x, struct cq_mem *mem)
 		s = e;
 	}
 	free(v);
+	pass_through(x, through, nthrough);
+	free(through);
 	/* Cycles: follow parents from each frame; a frame met twice closes one. */
 	uint32_t *seen = calloc(x->nframes ? x->nframes : 1, sizeof(*seen));
 	if (!seen)
@@ -1358,11 +1409,29 @@ static struct cq_error *merge_thread(struct cxx *x, const struct cq_async_ctx *c
 	if (running < 0)
 		return NULL;
 	x->running++;
+	/*
+	 * The chain's awaiters whose actors follow on the native stack, in
+	 * order (at -O0 a coroutine calls the one it awaits), stay where they
+	 * are: the async frames go after the last of them (a task resumed on
+	 * another thread by a scheduler hop keeps its own actor's frame there,
+	 * its awaiters none).
+	 */
+	size_t split = at, depth = 0, max = ctx->unwind->max_frames ? ctx->unwind->max_frames : 1;
+	for (int64_t f = x->frames[running].parent; f >= 0 && depth < max;
+	     f = x->frames[f].parent, depth++) {
+		size_t found = SIZE_MAX;
+		for (size_t i = split + 1; i < ts->nframes && found == SIZE_MAX; i++)
+			if (actor_at(x, &ts->frames[i], false) == &x->types[x->frames[f].type])
+				found = i;
+		if (found == SIZE_MAX)
+			break;
+		split = found;
+	}
 	struct cq_frame_list fl = {0};
-	for (size_t i = 0; i <= at; i++)
+	for (size_t i = 0; i <= split; i++)
 		if (!frame_list_push(&fl, &ts->frames[i]))
 			goto nomem;
-	size_t depth = 0, max = ctx->unwind->max_frames ? ctx->unwind->max_frames : 1;
+	depth = 0;
 	for (int64_t f = running; f >= 0 && depth < max; f = x->frames[f].parent, depth++) {
 		struct frame *fr = &x->frames[f];
 		if (fr->on_thread)
@@ -1382,7 +1451,7 @@ static struct cq_error *merge_thread(struct cxx *x, const struct cq_async_ctx *c
 		}
 		x->merged++;
 	}
-	for (size_t i = at + 1; i < ts->nframes; i++)
+	for (size_t i = split + 1; i < ts->nframes; i++)
 		if (!frame_list_push(&fl, &ts->frames[i]))
 			goto nomem;
 	if (ts->owns_frames)
@@ -1403,7 +1472,7 @@ static struct cq_error *add_suspended(struct cxx *x, const struct cq_async_ctx *
 	for (size_t i = 0; i < x->nframes; i++) {
 		if (x->frames[i].has_child || x->frames[i].on_thread)
 			continue;
-		if (x->frames[i].held && x->frames[i].parent < 0) {
+		if (x->frames[i].held && (x->frames[i].parent < 0 || x->frames[i].passed)) {
 			x->held++;
 			continue;
 		}
