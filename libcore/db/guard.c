@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "libcore/db/db_error.h"
 #include "libcore/db/schema.h"
 
 #define PROGRESS_STEPS 10000 /* virtual machine steps between budget checks */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "libcore/base/paths.h"
+#include "libcore/db/db_error.h"
 #include "libcore/db/guard.h"
 
 unsigned cq_schema_latest(const char *set)
@@ -106,36 +107,6 @@ static struct cq_error *enable_wal(sqlite3 *db, int busy_ms)
 	}
 }
 
-static bool damaged(sqlite3 *db)
-{
-	int code = sqlite3_extended_errcode(db) & 0xff;
-	return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
-}
-
-struct cq_error *cq_db_error(sqlite3 *db, const char *what)
-{
-	const char *sep = what && *what ? ": " : "";
-	if (damaged(db)) {
-		const char *path = sqlite3_db_filename(db, "main");
-		return cq_error_create(CQ_ERR_DB,
-		                       "%s%sdamaged database (%s); recover what it holds with "
-		                       "`sqlite3 %s .recover | sqlite3 NEW.db`, or move it aside",
-		                       what ? what : "", sep, sqlite3_errmsg(db),
-		                       path && *path ? path : "FILE");
-	}
-	if ((sqlite3_errcode(db) & 0xff) == SQLITE_INTERRUPT)
-		return cq_error_create(CQ_ERR_LIMIT,
-		                       "%s%sa query ran far longer than the database's size "
-		                       "explains, and was stopped",
-		                       what ? what : "", sep);
-	if ((sqlite3_errcode(db) & 0xff) == SQLITE_TOOBIG)
-		return cq_error_create(CQ_ERR_LIMIT,
-		                       "%s%sa value in the database is over %d MiB, coreq's limit "
-		                       "for one value (a damaged or forged file?)",
-		                       what ? what : "", sep, CQ_DB_MAX_VALUE >> 20);
-	return cq_error_create(CQ_ERR_DB, "%s%s%s", what ? what : "", sep, sqlite3_errmsg(db));
-}
-
 /* Opens path (never read as a URI) with flags and "?params", guarded (guard.h). */
 static struct cq_error *open_guarded(const char *path, const char *params, int flags, int busy_ms,
                                      sqlite3 **out)
@@ -176,7 +147,7 @@ static struct cq_error *check_file(sqlite3 *db, const char *set, unsigned *have)
 	struct cq_error *err = cq_db_user_version(db, have);
 	if (!err && *have <= cq_schema_latest(set))
 		err = cq_db_schema_check(db, "main", set, *have);
-	if (err && err->code == CQ_ERR_DB && damaged(db)) {
+	if (err && err->code == CQ_ERR_DB && cq_db_damaged(db)) {
 		cq_error_free(err);
 		err = cq_db_error(db, NULL);
 	}
@@ -220,7 +191,7 @@ struct cq_error *cq_db_open(const char *path, const char *set, int busy_ms, sqli
 	                       : "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL",
 	                 NULL, NULL, NULL) != SQLITE_OK ||
 	    (err = cq_db_migrate(db, set))) {
-		if (!err || (err->code == CQ_ERR_DB && damaged(db))) {
+		if (!err || (err->code == CQ_ERR_DB && cq_db_damaged(db))) {
 			cq_error_free(err);
 			err = cq_db_error(db, NULL);
 		}

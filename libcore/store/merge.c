@@ -21,6 +21,7 @@
 #include "unwind/frames.h"
 #include "libcore/base/build_id.h"
 #include "libcore/db/guard.h"
+#include "libcore/db/db_error.h"
 #include "libcore/db/schema.h"
 #include "libcore/formats/stack_blob.h"
 #include "libcore/store/sender_claimed.h"

@@ -29,6 +29,7 @@
 #include "libcore/base/paths.h"
 #include "libcore/base/hash.h"
 #include "libcore/db/bind.h"
+#include "libcore/db/db_error.h"
 #include "libcore/db/schema.h"
 #include "libcore/formats/stack_blob.h"
 #include "libcore/analysis/stacktrace.h"

@@ -9,7 +9,7 @@
 #include <sqlite3.h>
 
 #include "libcore/db/bind.h"
-#include "libcore/db/schema.h"
+#include "libcore/db/db_error.h"
 #include "libcore/store/store_db.h"
 
 struct cq_error *
