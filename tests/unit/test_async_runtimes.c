@@ -6,6 +6,8 @@
  * stack) and every runtime still reports its statistics' keys; the
  * suspended list honours its bound, freeing what it does not take; every
  * runtime's descriptor names its kinds and how they are listed.
+ *
+ * Files tested: unwind/async/runtimes.c, unwind/async/stub.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
