@@ -1,9 +1,13 @@
 /*
  * migrate.c - open coreq's SQLite files and apply the embedded schema
  * migrations (see schema.h).
+ *
+ * Invariants (asserted): a set is "db" or "cache"; each migration runs in
+ * its own transaction, so none is open when migrating starts.
  */
 #include "libcore/db/schema.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <libgen.h>
 #include <sqlite3.h>
@@ -42,6 +46,7 @@ struct cq_error *cq_db_user_version(sqlite3 *db, unsigned *out)
 
 static struct cq_error *apply(sqlite3 *db, const struct cq_schema_migration *m)
 {
+	assert(m && m->version >= 1 && m->sql && sqlite3_get_autocommit(db));
 	char pragma[64];
 	snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %u;", m->version);
 	char *msg = NULL;
@@ -71,8 +76,14 @@ fail:
 	return err;
 }
 
+static bool known_set(const char *set)
+{
+	return set && (strcmp(set, "db") == 0 || strcmp(set, "cache") == 0);
+}
+
 struct cq_error *cq_db_migrate(sqlite3 *db, const char *set)
 {
+	assert(db && known_set(set) && sqlite3_get_autocommit(db));
 	unsigned have;
 	struct cq_error *err = cq_db_user_version(db, &have);
 	if (err)
@@ -165,6 +176,7 @@ static struct cq_error *newer(unsigned have, const char *set)
 
 struct cq_error *cq_db_open(const char *path, const char *set, int busy_ms, sqlite3 **out)
 {
+	assert(path && known_set(set) && out);
 	*out = NULL;
 	struct cq_error *err = cq_path_make_parent_dirs(path);
 	if (err)
