@@ -82,6 +82,8 @@ TEST_LIBS  = $(shell $(PKG_CONFIG) --libs libarchive 2>/dev/null)
 INCLUDES := -I. -I$(BUILD)/gen
 BASE_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(WARN) $(INCLUDES) $(PKG_CFLAGS) -MMD -MP
 
+# Asserts stay on in release too (no -DNDEBUG): they guard coreq's own
+# invariants, never what a core's bytes decide (docs/invariants.md).
 REL_CFLAGS  = $(BASE_CFLAGS) -O2 -g
 ASAN_CFLAGS = $(BASE_CFLAGS) -DCQ_TEST_RUNTIMES -O1 -g -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
