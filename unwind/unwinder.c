@@ -11,8 +11,8 @@
  * Invariants (asserted): the architecture's named registers are below
  * CQ_REGS_MAX and its table describes at least nregs of them; a rule that
  * names a register names one its table describes (the compiler and the
- * cache's reader both refuse any other); a walk never writes more than
- * max_frames frames, and each step moves to a frame with a pc and an sp.
+ * cache's reader both refuse any other); a walk writes at least one frame
+ * and at most max_frames, and each step moves to a frame with a pc and an sp.
  */
 #include "unwind/unwind.h"
 
@@ -326,7 +326,6 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
 {
 	const struct cq_arch *arch = t->arch;
 	assert(t->ops && arch_sane(arch) && regs && o && frames && nframes && end);
-	assert(o->max_frames > 0);
 	struct walk w = {.t = t, .o = o, .regs = *regs, .trust = CQ_TRUST_CONTEXT};
 	size_t n = 0;
 	*end = CQ_END_MAX_FRAMES;
@@ -357,7 +356,7 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
 			break;
 		}
 	}
-	assert(n >= 1 && n <= o->max_frames);
+	assert(o->max_frames ? n >= 1 && n <= o->max_frames : n == 0);
 	*nframes = n;
 }
 

@@ -252,7 +252,7 @@ static struct cq_error *write_buckets(sqlite3 *db, const char *version, struct r
 struct cq_error *cq_store_rebucket(struct cq_store *store, const struct cq_bucket_rules *rules,
                                    unsigned nframes, struct cq_store_rebucket_result *out)
 {
-	assert(store && rules && rules->version && out);
+	assert(store && rules && out);
 	memset(out, 0, sizeof(*out));
 	sqlite3 *db = cq_store_db(store);
 	assert(sqlite3_get_autocommit(db)); /* the re-bucketing is its own transaction */
