@@ -21,16 +21,6 @@
 #include "libcore/db/db_error.h"
 #include "libcore/db/guard.h"
 
-unsigned cq_schema_latest(const char *set)
-{
-	unsigned latest = 0;
-	for (unsigned i = 0; i < cq_schema_migration_count; i++)
-		if (strcmp(cq_schema_migrations[i].set, set) == 0 &&
-		    cq_schema_migrations[i].version > latest)
-			latest = cq_schema_migrations[i].version;
-	return latest;
-}
-
 struct cq_error *cq_db_user_version(sqlite3 *db, unsigned *out)
 {
 	sqlite3_stmt *st;
