@@ -103,10 +103,10 @@ ASAN_CMD  := $(patsubst %.c,$(BUILD)/asan/%.o,$(CMD_SRCS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers hostile \
+.PHONY: all deps demo-deps test demo bench fuzz fuzz-build install format clean corpus layers man hostile \
 	aarch64 test-aarch64 deb
 
-all: $(BUILD)/coreq $(BUILD)/layers.ok
+all: $(BUILD)/coreq $(BUILD)/layers.ok $(BUILD)/functions.ok man
 
 # The layer check (see the layer list above): includes, cmd/'s includes of
 # the library's public headers (libcore/public-headers), and, from the
@@ -116,6 +116,22 @@ $(BUILD)/layers.ok: tests/check-layers libcore/public-headers $(LAYER_FILES) $(R
 	@mkdir -p $(BUILD)
 	tests/check-layers --objects $(BUILD)/release && touch $@
 layers: $(BUILD)/layers.ok
+
+# No cmd/ function over 60 lines (issue 47; tests/check-functions).
+$(BUILD)/functions.ok: tests/check-functions $(CMD_SRCS)
+	@mkdir -p $(BUILD)
+	tests/check-functions && touch $@
+
+# ---- man pages ------------------------------------------------------------
+# coreq.1 is the overview; each man/coreq-CMD.1.in is a command's page,
+# whose SYNOPSIS and OPTIONS the release binary prints from the option
+# table (coreq CMD --help-man), the one source of --help too.
+MAN_IN    := $(sort $(wildcard man/*.1.in))
+MAN_PAGES := $(patsubst man/%.1.in,$(BUILD)/man/%.1,$(MAN_IN))
+$(BUILD)/man/%.1: man/%.1.in man/build-page $(BUILD)/coreq
+	@mkdir -p $(dir $@)
+	man/build-page $(BUILD)/coreq $< > $@.tmp && mv $@.tmp $@
+man: $(MAN_PAGES)
 
 # ---- dependencies -------------------------------------------------------
 # What `make demo` runs needs far less: the build (with libcurl's and
@@ -222,7 +238,9 @@ corpus:
 # The builds use every CPU (JOBS); the corpus is built one program at a time.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/layers.ok $(BUILD)/asan/coreq $(UNIT_BINS) $(BUILD)/coreq
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/layers.ok $(BUILD)/functions.ok $(BUILD)/asan/coreq \
+		$(UNIT_BINS) $(BUILD)/coreq
+	@$(MAKE) --no-print-directory man
 	@$(MAKE) --no-print-directory -j$(JOBS) CROSS=aarch64 BUILD=$(A64) $(A64)/coreq \
 		$(patsubst %,$(A64)/asan/tests/%,$(A64_UNIT_SAMPLE))
 	@$(MAKE) --no-print-directory corpus
@@ -257,8 +275,9 @@ DEB_DATE = $(shell dpkg-parsechangelog -l dist/debian/changelog -S Timestamp)
 deb: $(BUILD)/coreq
 	@$(MAKE) --no-print-directory CROSS=aarch64 BUILD=$(A64) $(A64)/coreq
 	@mkdir -p $(BUILD)/deb
-	SOURCE_DATE_EPOCH=$(DEB_DATE) dist/debian/build-deb amd64 $(BUILD)/coreq $(BUILD)/deb
-	SOURCE_DATE_EPOCH=$(DEB_DATE) dist/debian/build-deb arm64 $(A64)/coreq $(BUILD)/deb
+	@$(MAKE) --no-print-directory man
+	SOURCE_DATE_EPOCH=$(DEB_DATE) dist/debian/build-deb amd64 $(BUILD)/coreq $(BUILD)/deb $(BUILD)/man
+	SOURCE_DATE_EPOCH=$(DEB_DATE) dist/debian/build-deb arm64 $(A64)/coreq $(BUILD)/deb $(BUILD)/man
 	lintian --fail-on error,warning $(BUILD)/deb/coreq_*_amd64.deb $(BUILD)/deb/coreq_*_arm64.deb
 
 # The demo builds and crashes only the corpus programs it shows.
@@ -284,9 +303,12 @@ bench: deps
 # systemd units go under $(PREFIX)/lib/systemd/system, ExecStart naming the
 # installed binary.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-install: $(BUILD)/coreq
+install: $(BUILD)/coreq man
 	install -D -m 0755 $(BUILD)/coreq $(DESTDIR)$(PREFIX)/bin/coreq
 	install -D -m 0644 coreq.1 $(DESTDIR)$(PREFIX)/share/man/man1/coreq.1
+	for f in $(MAN_PAGES); do \
+		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/man/man1/$${f##*/} || exit 1; \
+	done
 	install -D -m 0644 dist/bash-completion/coreq $(DESTDIR)$(PREFIX)/share/bash-completion/completions/coreq
 	install -D -m 0644 dist/coreq.rules $(DESTDIR)$(PREFIX)/share/coreq/rules
 	install -D -m 0644 dist/systemd/coreq-ingest.path $(DESTDIR)$(UNITDIR)/coreq-ingest.path
@@ -300,6 +322,10 @@ install: $(BUILD)/coreq
 	done
 	install -D -m 0644 'dist/systemd/systemd-coredump@.service.d/coreq.conf' \
 		'$(DESTDIR)$(UNITDIR)/systemd-coredump@.service.d/coreq.conf'
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/coreq/README.md
+	for f in docs/*.md; do \
+		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/doc/coreq/$$f || exit 1; \
+	done
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

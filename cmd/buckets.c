@@ -9,52 +9,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "cmd/options.h"
 #include "cmd/store_output.h"
 #include "libcore/base/json.h"
 #include "libcore/store/store.h"
 #include "libcore/store/store_query.h"
 #include "libcore/triage/bucket.h"
 #include "libcore/triage/rules.h"
-
-static const char buckets_usage[] =
-    "Usage: coreq buckets [--db P] [--since TIME] [--until TIME] [--exe NAME]\n"
-    "                     [--limit N] [--format text|json]\n"
-    "       coreq buckets --rules[=FILE]\n"
-    "\n"
-    "List crash buckets, most cores first.  A bucket is a crash signature: the\n"
-    "crashed thread's first frames after the crash machinery (abort, raise,\n"
-    "assert, the C++ throw path, Rust panics), names normalised so that a\n"
-    "rebuild does not change them, and the signal.  A process killed from outside\n"
-    "while its threads wait on locks is a deadlock bucket (its cycle's lock-taking\n"
-    "frames, in canonical order; a possible-deadlock bucket when the cycle rests on\n"
-    "an inferred lock owner nothing in the core confirms) or a hang bucket (the\n"
-    "awaited thread's call and frames), marked as such.\n"
-    "\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --since TIME        only cores that crashed at or after TIME: YYYY-MM-DD,\n"
-    "                      YYYY-MM-DDTHH:MM:SS (UTC), unix seconds, or relative:\n"
-    "                      -7d, 2h ago, 3 days ago, today, yesterday; counts,\n"
-    "                      first/last seen and example cores are of those cores\n"
-    "  --until TIME        only cores that crashed before TIME (same forms)\n"
-    "  --exe NAME          only cores of this executable (full path or basename)\n"
-    "  --limit N           only the N largest buckets\n"
-    "  --format text|json  output format (default text)\n"
-    "  --rules[=FILE]      print the bucketing rules in force (FILE, else\n"
-    "                      $COREQ_RULES, else rules in /etc/coreq/coreq.conf, else\n"
-    "                      /etc/coreq/rules, else the built-in\n"
-    "                      ones) with their format, and exit\n"
-    "  --help              show this help\n";
-
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_SINCE,
-	OPT_UNTIL,
-	OPT_LIMIT,
-	OPT_EXE_NAME,
-	OPT_RULES,
-};
 
 /* Prints the rules in force, as their file says them. */
 static int print_rules(const char *path)
@@ -72,6 +33,7 @@ struct buckets_query {
 	struct cmd_listing out; /* first: the listing callbacks get it as their context */
 	struct cq_store_bucket_filter filter;
 	unsigned limit; /* 0: every bucket */
+	const char *db;
 };
 
 static void print_bucket(void *ctx, const struct cq_store_bucket_row *b)
@@ -129,57 +91,50 @@ static struct cq_error *query_buckets(struct cq_store *store, void *ctx)
 	return cq_store_each_bucket(store, &q->filter, print_bucket, &q->out);
 }
 
+/* --rules[=FILE]: print the rules in force, and exit. */
+static int rules_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	(void)option;
+	(void)cmd;
+	(void)field;
+	return print_rules(arg);
+}
+
+static const struct cmd_opt buckets_options[] = {
+    CMD_ROW_DB(struct buckets_query, db),
+    CMD_ROWS_STORE_FILTER(struct buckets_query, filter.since, filter.until, filter.exe),
+    {"limit", 0, CMD_OPT_COUNT, offsetof(struct buckets_query, limit), "N",
+     "only the N largest buckets", 1, UINT32_MAX, NULL, NULL},
+    CMD_ROW_FORMAT(struct buckets_query, out.format),
+    {"rules", 0, CMD_OPT_CALL, 0, "[=FILE]",
+     "print the bucketing rules in force (FILE, else $COREQ_RULES, else rules in "
+     "/etc/coreq/coreq.conf, else /etc/coreq/rules, else the built-in ones) with their "
+     "format, and exit",
+     0, 0, rules_option, NULL},
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec buckets_spec = {
+    .name = "buckets",
+    .forms = "[OPTIONS]\n--rules[=FILE]",
+    .about = "List crash buckets, most cores first.  A bucket is a crash signature: the\n"
+             "crashed thread's first frames after the crash machinery (abort, raise,\n"
+             "assert, the C++ throw path, Rust panics), names normalised so that a\n"
+             "rebuild does not change them, and the signal.  A process killed from outside\n"
+             "while its threads wait on locks is a deadlock bucket (its cycle's lock-taking\n"
+             "frames, in canonical order; a possible-deadlock bucket when the cycle rests on\n"
+             "an inferred lock owner nothing in the core confirms) or a hang bucket (the\n"
+             "awaited thread's call and frames), marked as such.  With --since or --until,\n"
+             "counts, first/last seen and example cores are of those cores.\n",
+    .opt = buckets_options,
+    .flags = CMD_SPEC_NO_ARGS,
+};
+
 int cmd_buckets(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"since", required_argument, NULL, OPT_SINCE},
-	    {"until", required_argument, NULL, OPT_UNTIL},
-	    {"limit", required_argument, NULL, OPT_LIMIT},
-	    {"exe", required_argument, NULL, OPT_EXE_NAME},
-	    {"rules", optional_argument, NULL, OPT_RULES},
-	    {NULL, 0, NULL, 0},
-	};
 	struct buckets_query q = {.out.format = CMD_FORMAT_TEXT};
-	const char *db = NULL;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		switch (opt) {
-		case OPT_HELP:
-			fputs(buckets_usage, stdout);
-			return EXIT_OK;
-		case OPT_FORMAT:
-			if (!cmd_parse_format(optarg, &q.out.format, "buckets"))
-				return EXIT_USAGE;
-			break;
-		case OPT_DB:
-			db = optarg;
-			break;
-		case OPT_SINCE:
-		case OPT_UNTIL:
-			if (cmd_time_option("buckets", opt == OPT_SINCE ? "--since" : "--until",
-			                    optarg,
-			                    opt == OPT_SINCE ? &q.filter.since : &q.filter.until))
-				return EXIT_USAGE;
-			break;
-		case OPT_EXE_NAME:
-			q.filter.exe = optarg;
-			break;
-		case OPT_LIMIT:
-			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &q.limit, "buckets", "--limit"))
-				return EXIT_USAGE;
-			break;
-		case OPT_RULES:
-			return print_rules(optarg);
-		default:
-			return cmd_option_error("buckets", opt, argv);
-		}
-	}
-	if (optind != argc)
-		return cmd_usage_error("buckets", "unexpected argument '%s'", argv[optind]);
-	return cmd_run_listing(db, &q.out, "buckets", "no buckets", query_buckets, &q);
+	int rc = cmd_opts_parse(&buckets_spec, argc, argv, &q);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
+	return cmd_run_listing(q.db, &q.out, "buckets", "no buckets", query_buckets, &q);
 }

@@ -32,7 +32,7 @@ enum cmd_format {
 
 #define CMD_MAX_DEBUG_DIRS 16
 
-/* Options that say where a core's files are, shared by info/stack/ingest. */
+/* Options that say where a core's files are, shared by info/stack/ingest/flame (options.h). */
 struct cmd_core_opts {
 	enum cmd_format format;
 	struct cq_core_options core;
@@ -40,34 +40,7 @@ struct cmd_core_opts {
 	size_t ndebug_dirs;
 };
 
-/* getopt_long ids for the shared options (above the ASCII range). */
-enum {
-	OPT_FORMAT = 0x100,
-	OPT_EXE,
-	OPT_SYSROOT,
-	OPT_DEBUG_DIR,
-	OPT_MAX_CORE_SIZE,
-	OPT_HELP,
-	OPT_FIRST_COMMAND_SPECIFIC,
-};
-
-#define CMD_CORE_LONG_OPTIONS                                                                      \
-	{"format", required_argument, NULL, OPT_FORMAT},                                           \
-	    {"exe", required_argument, NULL, OPT_EXE},                                             \
-	    {"sysroot", required_argument, NULL, OPT_SYSROOT},                                     \
-	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},                                 \
-	    {"max-core-size", required_argument, NULL, OPT_MAX_CORE_SIZE},                         \
-	{                                                                                          \
-		"help", no_argument, NULL, OPT_HELP                                                \
-	}
-
 void cmd_core_opts_init(struct cmd_core_opts *o);
-
-/*
- * Handles one of the shared options.  Returns 1 if it was one, 0 if not, and
- * -1 after printing a usage error.
- */
-int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd);
 
 /*
  * Parses a byte count: digits with an optional binary suffix K, M, G or T
@@ -112,7 +85,7 @@ int cmd_option_error(const char *cmd, int opt, char **argv);
 /* Prints `coreq CMD: message` and a hint to use --help; returns EXIT_USAGE. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-struct cq_analysed_core;
+struct cq_analysis;
 struct cq_stack_options;
 
 /* Which cache an analysis uses: path (NULL: the default), unless use is false. */
@@ -122,15 +95,17 @@ struct cmd_cache_choice {
 };
 
 /*
- * Opens a core with the shared options and makes its stacks with so (one
- * call: cq_analyse_core), warning about a damaged core and opening the
- * chosen cache once the core is open.  On error out->core is set when only
- * the stacks failed.  Free with cmd_analysed_core_free, which closes the cache.
+ * Analyses a core (the one library call, cq_analyse) with the shared
+ * options and so (its debug directories are o's), warning about a damaged
+ * core and opening the chosen cache only when the analysis needs it;
+ * waits: find the wait-for graph too.  On error out->core is set when only
+ * the stacks failed.  Free with cmd_analysis_free, which closes the cache.
  */
-struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *o,
-                                  struct cq_stack_options *so, const struct cmd_cache_choice *cache,
-                                  struct cq_analysed_core *out);
-void cmd_analysed_core_free(struct cq_analysed_core *a, struct cq_stack_options *so);
+struct cq_error *cmd_analyse(const char *path, const struct cmd_core_opts *o,
+                             const struct cq_stack_options *so,
+                             const struct cmd_cache_choice *cache, bool waits,
+                             struct cq_analysis *out);
+void cmd_analysis_free(struct cq_analysis *a);
 
 /* Parses a whole number in [min, max] for option name; prints a usage error if not. */
 bool cmd_parse_count(const char *arg, unsigned min, unsigned max, unsigned *out, const char *cmd,
@@ -205,7 +180,19 @@ struct cq_si_code;
 void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
                      const struct cmd_sender *sender);
 
-/* Writes the "core" member shared by every command's JSON output. */
+/*
+ * Where the capture disagrees with the core's notes (cq_capture_reconcile:
+ * "pid: core 12, systemd 13; ..."), as show, info and stack give it: the
+ * text line "conflicts:   ... (the core's values are shown)", none when
+ * conflicts is NULL; the JSON member meta_conflicts (null then).
+ */
+void cmd_print_conflicts(const char *conflicts);
+void cmd_json_conflicts(struct cq_json *j, const char *conflicts);
+
+/*
+ * Writes the "core" member shared by every command's JSON output; with
+ * meta_conflicts last when the capture (may be NULL) has any.
+ */
 void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct cq_capture *cap);
 
 struct cq_stacks;

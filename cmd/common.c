@@ -10,12 +10,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "libcore/analysis/analyse_core.h"
-#include "libcore/analysis/scan_probe.h"
 #include "libcore/analysis/unwind_target.h"
 #include "libcore/base/arch.h"
 #include "libcore/db/cache.h"
-#include "libcore/model/stream_image.h"
+#include "libcore/pipeline/analyse.h"
 #include "libcore/base/json.h"
 #include "libcore/base/text.h"
 #include "libcore/capture/capture.h"
@@ -67,61 +65,6 @@ bool cmd_parse_bytes(const char *arg, uint64_t *out, const char *cmd, const char
 	}
 	*out = (uint64_t)v << shift;
 	return true;
-}
-
-/* A path given as an option must exist and be of type (S_IFREG, S_IFDIR). */
-static bool path_is(const char *arg, mode_t type, const char *option, const char *cmd)
-{
-	struct stat st;
-	if (stat(arg, &st) != 0) {
-		cmd_usage_error(cmd, "%s %s: %s", option, cmd_safe(arg), strerror(errno));
-		return false;
-	}
-	if ((st.st_mode & S_IFMT) != type) {
-		cmd_usage_error(cmd, "%s %s: not a %s", option, cmd_safe(arg),
-		                type == S_IFDIR ? "directory" : "regular file");
-		return false;
-	}
-	return true;
-}
-
-int cmd_core_opts_handle(struct cmd_core_opts *o, int opt, const char *arg, const char *cmd)
-{
-	switch (opt) {
-	case OPT_MAX_CORE_SIZE:
-		if (!cmd_parse_bytes(arg, &o->core.max_spool, cmd, "--max-core-size"))
-			return -1;
-		if (o->core.max_spool == 0) {
-			cmd_usage_error(cmd, "--max-core-size must be above 0");
-			return -1;
-		}
-		return 1;
-	case OPT_FORMAT:
-		return cmd_parse_format(arg, &o->format, cmd) ? 1 : -1;
-	case OPT_EXE:
-		if (!path_is(arg, S_IFREG, "--exe", cmd))
-			return -1;
-		o->core.exe = arg;
-		return 1;
-	case OPT_SYSROOT:
-		if (!path_is(arg, S_IFDIR, "--sysroot", cmd))
-			return -1;
-		o->core.sysroot = arg;
-		return 1;
-	case OPT_DEBUG_DIR:
-		if (!path_is(arg, S_IFDIR, "--debug-dir", cmd))
-			return -1;
-		if (o->ndebug_dirs == CMD_MAX_DEBUG_DIRS) {
-			cmd_usage_error(cmd, "at most %d --debug-dir options", CMD_MAX_DEBUG_DIRS);
-			return -1;
-		}
-		o->debug_dirs[o->ndebug_dirs++] = arg;
-		o->debug_dirs[o->ndebug_dirs] = NULL;
-		o->core.debug_dirs = o->debug_dirs;
-		return 1;
-	default:
-		return 0;
-	}
 }
 
 const char *cmd_safe(const char *s)
@@ -183,86 +126,46 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-/* cq_analyse_core's opened: warn about a damaged core, then open the cache it will use. */
-static void analysis_opened(void *arg, const char *path, const struct cq_core *core,
-                            struct cq_stack_options *so)
+/* The analysis's opened: warn about a damaged core. */
+static struct cq_error *analysis_opened(void *arg, const char *path, const struct cq_analysis *a,
+                                        bool *stop)
+{
+	(void)arg;
+	(void)stop;
+	cmd_warn_damaged_core(path, a->core);
+	return NULL;
+}
+
+/* The analysis's open_cache: the cache as chosen, opened when first needed. */
+static struct cq_cache *analysis_open_cache(void *arg)
 {
 	const struct cmd_cache_choice *cache = arg;
-	cmd_warn_damaged_core(path, core);
-	so->cache = cache->use ? cmd_open_cache(cache->path) : NULL;
+	return cache->use ? cmd_open_cache(cache->path) : NULL;
 }
 
-/* What a one-stream core's stream hint asks with: the cache as chosen, the analysis's options. */
-struct cmd_hint {
-	const struct cmd_cache_choice *cache;
-	const struct cq_core_options *core;
-	const struct cq_stack_options *stacks;
-};
-
-/*
- * The core's stream hint: whether the cache remembers that this build's
- * analysis reads its heap.  Asked only for a one-stream compressed core, so
- * the cache is opened here for that one question; the analysis opens it
- * again once the core has opened.
- */
-static bool cache_reads_heap(void *arg, const char *exe_build_id)
+struct cq_error *cmd_analyse(const char *path, const struct cmd_core_opts *o,
+                             const struct cq_stack_options *so,
+                             const struct cmd_cache_choice *cache, bool waits,
+                             struct cq_analysis *out)
 {
-	const struct cmd_hint *h = arg;
-	if (!h->cache->use)
-		return false;
-	struct cq_cache *cache = cmd_open_cache(h->cache->path);
-	bool yes = cq_cache_reads_heap(cache, exe_build_id);
-	cmd_close_cache(cache);
-	return yes;
+	struct cq_stack_options stacks = *so;
+	stacks.cache = NULL;
+	stacks.debug_dirs = o->core.debug_dirs;
+	struct cq_analyse_options ao = {.core = &o->core,
+	                                .stacks = &stacks,
+	                                .waits = waits,
+	                                .open_cache = analysis_open_cache,
+	                                .open_cache_arg = (void *)cache,
+	                                .opened = analysis_opened};
+	return cq_analyse(path, &ao, out);
 }
 
-/* The scan note the cache holds for this build, asked the same way. */
-static char *cache_scan_note(void *arg, const char *exe_build_id)
+void cmd_analysis_free(struct cq_analysis *a)
 {
-	const struct cmd_hint *h = arg;
-	if (!h->cache->use)
-		return NULL;
-	struct cq_cache *cache = cmd_open_cache(h->cache->path);
-	char *note = cq_cache_scan_note(cache, exe_build_id);
-	cmd_close_cache(cache);
-	return note;
-}
-
-/* Without a note: what the scan will look for, from the core's head (scan_probe.h). */
-static size_t head_probe(void *arg, const uint8_t *head, uint64_t len, struct cq_feed_words *out,
-                         size_t max)
-{
-	const struct cmd_hint *h = arg;
-	struct cq_stack_options so = *h->stacks;
-	so.cache = h->cache->use ? cmd_open_cache(h->cache->path) : NULL;
-	size_t n = cq_scan_probe(head, len, h->core, &so, out, max);
-	cmd_close_cache(so.cache);
-	return n;
-}
-
-struct cq_error *cmd_analyse_core(const char *path, const struct cmd_core_opts *o,
-                                  struct cq_stack_options *so, const struct cmd_cache_choice *cache,
-                                  struct cq_analysed_core *out)
-{
-	so->cache = NULL;
-	so->debug_dirs = o->core.debug_dirs;
-	struct cmd_hint harg = {cache, &o->core, so};
-	struct cq_stream_hint hint = {cache_reads_heap, &harg, cache_scan_note,
-	                              so->async ? head_probe : NULL};
-	struct cq_core_options co = o->core;
-	co.stream_hint = &hint;
-	struct cq_analyse_options ao = {
-	    .core = &co, .stacks = so, .opened = analysis_opened, .opened_arg = (void *)cache};
-	return cq_analyse_core(path, &ao, out);
-}
-
-void cmd_analysed_core_free(struct cq_analysed_core *a, struct cq_stack_options *so)
-{
-	if (a->stacks)
-		cq_analyse_note_heap_read(so->cache, a->core);
-	cq_analysed_core_free(a);
-	cmd_close_cache(so->cache);
-	so->cache = NULL;
+	struct cq_cache *cache = a->opened_cache;
+	a->opened_cache = NULL;
+	cq_analysis_free(a);
+	cmd_close_cache(cache); /* after the stacks: their symbolizer reads it */
 }
 
 void cmd_warn_damaged_core(const char *path, const struct cq_core *core)
@@ -392,6 +295,18 @@ void cmd_print_si_code(int64_t signo, int64_t code, const struct cmd_sender *sen
 		           : "whoever queued it wrote these");
 }
 
+void cmd_print_conflicts(const char *conflicts)
+{
+	if (conflicts)
+		printf("conflicts:   %s (the core's values are shown)\n", cmd_safe(conflicts));
+}
+
+void cmd_json_conflicts(struct cq_json *j, const char *conflicts)
+{
+	cq_json_key(j, "meta_conflicts");
+	cq_json_string(j, conflicts);
+}
+
 void cmd_json_sender(struct cq_json *j, const struct cq_si_code *what,
                      const struct cmd_sender *sender)
 {
@@ -475,6 +390,8 @@ void cmd_json_core(struct cq_json *j, const struct cq_core *core, const struct c
 		cq_json_null(j);
 	cq_json_key(j, "memory_missing");
 	cq_json_uint(j, core->memory_missing);
+	if (cap && cap->conflicts[0])
+		cmd_json_conflicts(j, cap->conflicts);
 	cq_json_object_end(j);
 }
 

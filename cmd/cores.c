@@ -8,110 +8,17 @@
 #include <string.h>
 #include <stdlib.h>
 
+#include "cmd/options.h"
 #include "cmd/store_output.h"
 #include "libcore/base/json.h"
 #include "libcore/model/core.h"
 #include "libcore/store/store.h"
 
-static const char cores_usage[] =
-    "Usage: coreq cores [--db P] [--bucket ID] [--since TIME] [--until TIME]\n"
-    "                   [--exe NAME] [--pid PID] [--signal SIG] [-n N] [-r]\n"
-    "                   [--format text|json]\n"
-    "\n"
-    "List the cores stored by `coreq ingest`: id, crash time (marked ~ when it\n"
-    "is the core file's modification time, ? when the ingest time),\n"
-    "pid, uid, signal, who sent it (SENDER: a pid, self, or - for the kernel;\n"
-    "a ? after it when that is only what the signal claims: a process can\n"
-    "queue itself a signal naming any sender), threads, crash bucket, status\n"
-    "and executable, oldest first, as coredumpctl list does.\n"
-    "\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --bucket ID         only the cores in crash bucket ID: its hash or its id\n"
-    "  --since TIME        only cores that crashed at or after TIME (YYYY-MM-DD,\n"
-    "                      unix seconds, -7d, 2h ago, today, yesterday)\n"
-    "  --until TIME        only cores that crashed before TIME\n"
-    "  --exe NAME          only cores of this executable (path or basename)\n"
-    "  --pid PID           only cores of this process id\n"
-    "  --signal SIG        only cores killed by SIG (number, SIGSEGV or SEGV)\n"
-    "  -n N                only the newest N\n"
-    "  -r, --reverse       newest first\n"
-    "  --format text|json  output format (default text)\n"
-    "  --help              show this help\n";
-
-static const char show_usage[] =
-    "Usage: coreq show ID [--db P] [--format text|json]\n"
-    "\n"
-    "Show one stored core: what it records, its modules, and every thread's\n"
-    "stack, the crashed thread first.  ID comes from `coreq cores`.\n"
-    "\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --format text|json  output format (default text)\n"
-    "  --help              show this help\n";
-
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_BUCKET,
-	OPT_SINCE,
-	OPT_UNTIL,
-	OPT_EXE_NAME,
-	OPT_PID,
-	OPT_SIGNAL,
-};
-
-/*
- * Parses --db/--format/--help (and --bucket where bucket is not NULL) for
- * both commands; returns -1 to exit with *rc.
- */
-static int parse_db_options(int argc, char **argv, const char *cmd, const char *usage,
-                            const char **db, enum cmd_format *format, const char **bucket, int *rc)
-{
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"bucket", required_argument, NULL, OPT_BUCKET},
-	    {NULL, 0, NULL, 0},
-	};
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		if (opt == OPT_HELP) {
-			fputs(usage, stdout);
-			*rc = EXIT_OK;
-			return -1;
-		}
-		if (opt == OPT_DB) {
-			*db = optarg;
-		} else if (opt == OPT_BUCKET && bucket) {
-			if (!cq_store_bucket_key_valid(optarg)) {
-				*rc = cmd_usage_error(
-				    cmd,
-				    "--bucket takes a bucket's 16-hex-digit hash or "
-				    "its id, not '%s'",
-				    optarg);
-				return -1;
-			}
-			*bucket = optarg;
-		} else if (opt != OPT_FORMAT) {
-			*rc = cmd_option_error(cmd, opt, argv);
-			return -1;
-		} else if (!cmd_parse_format(optarg, format, cmd)) {
-			*rc = EXIT_USAGE;
-			return -1;
-		}
-	}
-	return 0;
-}
-
 struct cores_query {
 	struct cmd_listing out; /* first: print_core_line's ctx is either */
 	struct cq_store_core_filter filter;
 	size_t file_times, ingest_times; /* rows whose TIME is not a crash time */
+	const char *db;
 };
 
 static void print_core_line(void *ctx, const struct cq_store_core_row *c)
@@ -182,94 +89,84 @@ static bool parse_signal(const char *arg, int64_t *out)
 	return false;
 }
 
-int cmd_cores(int argc, char **argv)
+static int signal_option(const char *cmd, const char *option, const char *arg, void *field)
 {
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"bucket", required_argument, NULL, OPT_BUCKET},
-	    {"since", required_argument, NULL, OPT_SINCE},
-	    {"until", required_argument, NULL, OPT_UNTIL},
-	    {"exe", required_argument, NULL, OPT_EXE_NAME},
-	    {"pid", required_argument, NULL, OPT_PID},
-	    {"signal", required_argument, NULL, OPT_SIGNAL},
-	    {"reverse", no_argument, NULL, 'r'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *db = NULL;
-	struct cores_query q = {.out.format = CMD_FORMAT_TEXT};
-	unsigned v;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":hn:r", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-		case OPT_HELP:
-			fputs(cores_usage, stdout);
-			return EXIT_OK;
-		case OPT_FORMAT:
-			if (!cmd_parse_format(optarg, &q.out.format, "cores"))
-				return EXIT_USAGE;
-			break;
-		case OPT_DB:
-			db = optarg;
-			break;
-		case OPT_BUCKET:
-			if (!cq_store_bucket_key_valid(optarg))
-				return cmd_usage_error(
-				    "cores",
-				    "--bucket takes a bucket's 16-hex-digit hash or "
-				    "its id, not '%s'",
-				    optarg);
-			q.filter.bucket = optarg;
-			break;
-		case OPT_SINCE:
-		case OPT_UNTIL:
-			if (cmd_time_option("cores", opt == OPT_SINCE ? "--since" : "--until",
-			                    optarg,
-			                    opt == OPT_SINCE ? &q.filter.since : &q.filter.until))
-				return EXIT_USAGE;
-			break;
-		case OPT_EXE_NAME:
-			q.filter.exe = optarg;
-			break;
-		case OPT_PID:
-			if (!cmd_parse_count(optarg, 1, INT32_MAX, &v, "cores", "--pid"))
-				return EXIT_USAGE;
-			q.filter.pid = v;
-			break;
-		case OPT_SIGNAL:
-			if (!parse_signal(optarg, &q.filter.signal))
-				return cmd_usage_error(
-				    "cores",
-				    "--signal takes a number or a name (SIGSEGV, "
-				    "SEGV), not '%s'",
-				    optarg);
-			break;
-		case 'n':
-			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "cores", "-n"))
-				return EXIT_USAGE;
-			q.filter.limit = v;
-			break;
-		case 'r':
-			q.filter.newest_first = true;
-			break;
-		default:
-			return cmd_option_error("cores", opt, argv);
-		}
-	}
-	if (optind != argc)
-		return cmd_usage_error("cores", "unexpected argument '%s'", argv[optind]);
-	char empty[96];
-	bool filtered =
-	    q.filter.since || q.filter.until || q.filter.exe || q.filter.pid || q.filter.signal;
-	if (q.filter.bucket)
-		snprintf(empty, sizeof(empty), "no cores in bucket %s%s", q.filter.bucket,
+	(void)option;
+	if (!parse_signal(arg, field))
+		return cmd_usage_error(
+		    cmd, "--signal takes a number or a name (SIGSEGV, SEGV), not '%s'", arg);
+	return CMD_OPTS_GO_ON;
+}
+
+static const struct cmd_opt cores_options[] = {
+    CMD_ROW_DB(struct cores_query, db),
+    CMD_ROW_BUCKET(struct cores_query, filter.bucket),
+    CMD_ROWS_STORE_FILTER(struct cores_query, filter.since, filter.until, filter.exe),
+    {"pid", 0, CMD_OPT_COUNT64, offsetof(struct cores_query, filter.pid), "PID",
+     "only cores of this process id", 1, INT32_MAX, NULL, NULL},
+    {"signal", 0, CMD_OPT_CALL, offsetof(struct cores_query, filter.signal), "SIG",
+     "only cores killed by SIG (number, SIGSEGV or SEGV)", 0, 0, signal_option, NULL},
+    {NULL, 'n', CMD_OPT_COUNT64, offsetof(struct cores_query, filter.limit), "N",
+     "only the newest N", 1, UINT32_MAX, NULL, NULL},
+    {"reverse", 'r', CMD_OPT_FLAG, offsetof(struct cores_query, filter.newest_first), NULL,
+     "newest first", 0, 0, NULL, NULL},
+    CMD_ROW_FORMAT(struct cores_query, out.format),
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec cores_spec = {
+    .name = "cores",
+    .forms = "[OPTIONS]",
+    .about = "List the cores stored by `coreq ingest`: id, crash time (marked ~ when it\n"
+             "is the core file's modification time, ? when the ingest time),\n"
+             "pid, uid, signal, who sent it (SENDER: a pid, self, or - for the kernel;\n"
+             "a ? after it when that is only what the signal claims: a process can\n"
+             "queue itself a signal naming any sender), threads, crash bucket, status\n"
+             "and executable, oldest first, as coredumpctl list does.\n",
+    .opt = cores_options,
+    .flags = CMD_SPEC_NO_ARGS,
+};
+
+/* The text shown when no core matches. */
+static void empty_text(const struct cq_store_core_filter *f, char *buf, size_t cap)
+{
+	bool filtered = f->since || f->until || f->exe || f->pid || f->signal;
+	if (f->bucket)
+		snprintf(buf, cap, "no cores in bucket %s%s", f->bucket,
 		         filtered ? " that match" : "");
 	else
-		snprintf(empty, sizeof(empty),
-		         filtered ? "no cores that match" : "no cores stored");
-	return cmd_run_listing(db, &q.out, "cores", empty, query_cores, &q);
+		snprintf(buf, cap, filtered ? "no cores that match" : "no cores stored");
+}
+
+int cmd_cores(int argc, char **argv)
+{
+	struct cores_query q = {.out.format = CMD_FORMAT_TEXT};
+	int rc = cmd_opts_parse(&cores_spec, argc, argv, &q);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
+	char empty[96];
+	empty_text(&q.filter, empty, sizeof(empty));
+	return cmd_run_listing(q.db, &q.out, "cores", empty, query_cores, &q);
+}
+
+/* A stored core's signal (or snapshot) line: si_code, sender, fault address, crashed tid. */
+static void show_signal_text(const struct cq_store_core_row *c)
+{
+	if (c->snapshot)
+		printf("snapshot:    %s (a live process: no thread crashed)",
+		       cmd_safe(c->snapshot));
+	else
+		printf("signal:      %lld (%s)", (long long)c->signal,
+		       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
+	if (c->has_si_code && !c->snapshot) {
+		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid,
+		                            c->sender_claimed};
+		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
+	}
+	if (c->has_fault_address)
+		printf(", fault address 0x%" PRIx64, c->fault_address);
+	if (!c->snapshot)
+		printf("\ncrashed tid: %lld", (long long)c->crashed_tid);
 }
 
 static void show_core(void *ctx, const struct cq_store_core_row *c)
@@ -293,21 +190,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	printf("pid:         %lld\n", (long long)c->pid);
 	if (c->has_uid)
 		printf("uid:         %lld\n", (long long)c->uid);
-	if (c->snapshot)
-		printf("snapshot:    %s (a live process: no thread crashed)",
-		       cmd_safe(c->snapshot));
-	else
-		printf("signal:      %lld (%s)", (long long)c->signal,
-		       c->signal_name ? cmd_safe(c->signal_name) : "unknown");
-	if (c->has_si_code && !c->snapshot) {
-		struct cmd_sender sender = {c->sender_pid, c->sender_uid, c->sender_pid == c->pid,
-		                            c->sender_claimed};
-		cmd_print_si_code(c->signal, c->si_code, c->has_sender ? &sender : NULL);
-	}
-	if (c->has_fault_address)
-		printf(", fault address 0x%" PRIx64, c->fault_address);
-	if (!c->snapshot)
-		printf("\ncrashed tid: %lld", (long long)c->crashed_tid);
+	show_signal_text(c);
 	printf("\nthreads:     %lld\n", (long long)c->nthreads);
 	if (c->has_timestamp) {
 		cmd_iso_time(c->timestamp, when);
@@ -327,9 +210,7 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 		printf("source:      %s\n", cmd_safe(c->source));
 	if (c->stored_path)
 		printf("stored as:   %s\n", cmd_safe(c->stored_path));
-	if (c->meta_conflicts)
-		printf("conflicts:   %s (the core's values are shown)\n",
-		       cmd_safe(c->meta_conflicts));
+	cmd_print_conflicts(c->meta_conflicts);
 	cmd_iso_time(c->ingested_at, when);
 	printf("ingested:    %s\nstatus:      %s%s%s\n", when, cmd_stored_text(c->status),
 	       c->message ? ": " : "", c->message ? cmd_safe(c->message) : "");
@@ -403,52 +284,79 @@ static void show_suspended(void *ctx, const struct cq_store_suspended_row *s)
 		printf("     (stack ends: %s)\n", cmd_safe(s->end));
 }
 
+struct show_args {
+	struct cmd_listing out;
+	const char *db;
+};
+
+static const struct cmd_opt show_options[] = {
+    CMD_ROW_DB(struct show_args, db),
+    CMD_ROW_FORMAT(struct show_args, out.format),
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec show_spec = {
+    .name = "show",
+    .forms = "[OPTIONS] ID",
+    .about = "Show one stored core: what it records, its modules, and every thread's\n"
+             "stack, the crashed thread first.  ID comes from `coreq cores`.\n",
+    .opt = show_options,
+};
+
+/* Each part of core id after its row, within the JSON object show_core began. */
+static struct cq_error *show_parts(struct cq_store *store, int64_t id, struct cmd_listing *p)
+{
+	bool json = p->format == CMD_FORMAT_JSON;
+	struct cq_error *err;
+	if (json) {
+		cq_json_key(&p->j, "modules");
+		cq_json_array_begin(&p->j);
+	} else {
+		printf("\nmodules:\n");
+	}
+	if ((err = cq_store_each_module(store, id, show_module, p)))
+		return err;
+	if (json) {
+		cq_json_array_end(&p->j);
+		cq_json_key(&p->j, "threads");
+		cq_json_array_begin(&p->j);
+	}
+	if ((err = cq_store_each_thread(store, id, show_thread, p)))
+		return err;
+	if (json) {
+		cq_json_array_end(&p->j);
+		cq_json_key(&p->j, "suspended");
+		cq_json_array_begin(&p->j);
+	}
+	/* The async chains ingest stored, as `coreq stack` lists them after the threads. */
+	if ((err = cq_store_each_suspended(store, id, show_suspended, p)))
+		return err;
+	if (json) {
+		cq_json_array_end(&p->j);
+		cq_json_object_end(&p->j);
+		cq_json_finish(&p->j);
+	}
+	return NULL;
+}
+
 int cmd_show(int argc, char **argv)
 {
-	const char *db = NULL;
-	struct cmd_listing p = {.format = CMD_FORMAT_TEXT};
-	int rc = EXIT_OK;
+	struct show_args a = {.out.format = CMD_FORMAT_TEXT};
+	int rc = cmd_opts_parse(&show_spec, argc, argv, &a);
 	unsigned id;
-	if (parse_db_options(argc, argv, "show", show_usage, &db, &p.format, NULL, &rc) < 0)
+	if (rc != CMD_OPTS_GO_ON)
 		return rc;
 	if (optind + 1 != argc)
 		return cmd_usage_error("show", "expected exactly one core ID");
 	if (!cmd_parse_count(argv[optind], 1, UINT32_MAX, &id, "show", "ID"))
 		return EXIT_USAGE;
 	struct cq_store *store;
-	if ((rc = cmd_open_store_query(db, &store)) != EXIT_OK)
+	if ((rc = cmd_open_store_query(a.db, &store)) != EXIT_OK)
 		return rc;
-	struct cq_error *err;
 	struct cq_store_core_filter one = {.id = id};
-	err = cq_store_each_core(store, &one, show_core, &p);
-	if (!err && p.format == CMD_FORMAT_JSON) {
-		cq_json_key(&p.j, "modules");
-		cq_json_array_begin(&p.j);
-	} else if (!err) {
-		printf("\nmodules:\n");
-	}
+	struct cq_error *err = cq_store_each_core(store, &one, show_core, &a.out);
 	if (!err)
-		err = cq_store_each_module(store, id, show_module, &p);
-	if (!err && p.format == CMD_FORMAT_JSON) {
-		cq_json_array_end(&p.j);
-		cq_json_key(&p.j, "threads");
-		cq_json_array_begin(&p.j);
-	}
-	if (!err)
-		err = cq_store_each_thread(store, id, show_thread, &p);
-	if (!err && p.format == CMD_FORMAT_JSON) {
-		cq_json_array_end(&p.j);
-		cq_json_key(&p.j, "suspended");
-		cq_json_array_begin(&p.j);
-	}
-	/* The async chains ingest stored, as `coreq stack` lists them after the threads. */
-	if (!err)
-		err = cq_store_each_suspended(store, id, show_suspended, &p);
-	if (!err && p.format == CMD_FORMAT_JSON) {
-		cq_json_array_end(&p.j);
-		cq_json_object_end(&p.j);
-		cq_json_finish(&p.j);
-	}
+		err = show_parts(store, id, &a.out);
 	cq_store_close(store);
 	if (err) {
 		char what[32];

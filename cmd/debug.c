@@ -16,6 +16,7 @@
  * goes under, and gdb's argument vector.
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,36 +26,42 @@
 #include "libcore/store/store.h"
 #include "libcore/store/stored_core.h"
 
-static const char debug_usage[] =
-    "Usage: coreq debug [--db P] [--exe P] ID|CORE [-- GDB-ARGS...]\n"
-    "\n"
-    "Start gdb on a core and the executable that produced it: a stored core by\n"
-    "its ID (`coreq cores`), or a core file.  A compressed core (the hook's .zst)\n"
-    "is decompressed first, into a temporary file that is gone when gdb exits.\n"
-    "Arguments after -- go to gdb (e.g. -- -batch -ex bt).\n"
-    "\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --exe P             the executable (default: the one the core names)\n"
-    "  --help              show this help\n";
+/* What debug's and dump's options write. */
+struct debug_args {
+	const char *db, *exe, *out;
+};
 
-static const char dump_usage[] =
-    "Usage: coreq dump [--db P] ID -o FILE\n"
-    "\n"
-    "Write the stored core ID (`coreq cores`), decompressed, to FILE (- for\n"
-    "standard output), as coredumpctl dump does: a fresh file of mode 0600\n"
-    "renamed over FILE; a FILE that is a link, FIFO or device is refused.\n"
-    "\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  -o, --output FILE   where to write it (required)\n"
-    "  --help              show this help\n";
+static const struct cmd_opt debug_options[] = {
+    CMD_ROW_DB(struct debug_args, db),
+    {"exe", 0, CMD_OPT_STRING, offsetof(struct debug_args, exe), "P",
+     "the executable (default: the one the core names)", 0, 0, NULL, NULL},
+    CMD_OPT_END,
+};
 
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_EXE_PATH,
+static const struct cmd_spec debug_spec = {
+    .name = "debug",
+    .forms = "[OPTIONS] ID|CORE [-- GDB-ARGS...]",
+    .about = "Start gdb on a core and the executable that produced it: a stored core by\n"
+             "its ID (`coreq cores`), or a core file.  A compressed core (the hook's .zst)\n"
+             "is decompressed first, into a temporary file that is gone when gdb exits.\n"
+             "Arguments after -- go to gdb (e.g. -- -batch -ex bt).\n",
+    .opt = debug_options,
+};
+
+static const struct cmd_opt dump_options[] = {
+    CMD_ROW_DB(struct debug_args, db),
+    {"output", 'o', CMD_OPT_STRING, offsetof(struct debug_args, out), "FILE",
+     "where to write it (required; - for standard output)", 0, 0, NULL, NULL},
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec dump_spec = {
+    .name = "dump",
+    .forms = "[OPTIONS] ID -o FILE",
+    .about = "Write the stored core ID (`coreq cores`), decompressed, to FILE (- for\n"
+             "standard output), as coredumpctl dump does: a fresh file of mode 0600\n"
+             "renamed over FILE; a FILE that is a link, FIFO or device is refused.\n",
+    .opt = dump_options,
 };
 
 /* The name an error of a stored core goes under (stored_core.h). */
@@ -116,97 +123,71 @@ static struct cq_error *exec_gdb(char **user_args, size_t nuser, const char *exe
 	return cq_error_errno(e, "cannot start");
 }
 
+/* The stored core id, or the core file arg, handed over for gdb. */
+static struct cq_error *handoff(const char *arg, const struct debug_args *a,
+                                struct cq_stored_core_handoff *h, unsigned *id, int *rc)
+{
+	if (!is_id(arg) || access(arg, F_OK) == 0)
+		return cq_stored_core_file_for_debugger(arg, a->exe, h);
+	struct cq_store *store;
+	*id = (unsigned)strtoul(arg, NULL, 10);
+	if ((*rc = cmd_open_store_query(a->db, &store)) != EXIT_OK)
+		return NULL;
+	struct cq_error *err = cq_stored_core_for_debugger(store, *id, a->exe, h);
+	cq_store_close(store);
+	return err;
+}
+
 int cmd_debug(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"exe", required_argument, NULL, OPT_EXE_PATH},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *db = NULL, *exe = NULL;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h' || opt == OPT_HELP) {
-			fputs(debug_usage, stdout);
-			return EXIT_OK;
-		} else if (opt == OPT_DB) {
-			db = optarg;
-		} else if (opt == OPT_EXE_PATH) {
-			exe = optarg;
-		} else {
-			return cmd_option_error("debug", opt, argv);
-		}
-	}
+	struct debug_args a = {NULL};
+	int rc = cmd_opts_parse(&debug_spec, argc, argv, &a);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
 	if (optind >= argc)
 		return cmd_usage_error("debug", "expected a core ID or a CORE file");
 	const char *arg = argv[optind++];
 	struct cq_stored_core_handoff h;
-	struct cq_error *err;
 	unsigned id = 0;
-	if (is_id(arg) && access(arg, F_OK) != 0) {
-		struct cq_store *store;
-		id = (unsigned)strtoul(arg, NULL, 10);
-		int rc = cmd_open_store_query(db, &store);
-		if (rc != EXIT_OK)
-			return rc;
-		err = cq_stored_core_for_debugger(store, id, exe, &h);
-		cq_store_close(store);
-	} else {
-		err = cq_stored_core_file_for_debugger(arg, exe, &h);
-	}
+	rc = EXIT_OK;
+	struct cq_error *err = handoff(arg, &a, &h, &id, &rc);
+	if (rc != EXIT_OK)
+		return rc;
 	if (err) {
 		char what[32];
-		int rc = cmd_fail(
-		    blamed(h.blame, id, h.path ? h.path : arg, NULL, what, sizeof(what)), err);
+		rc = cmd_fail(blamed(h.blame, id, h.path ? h.path : arg, NULL, what, sizeof(what)),
+		              err);
 		cq_stored_core_handoff_free(&h);
 		return rc;
 	}
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
 	err = exec_gdb(argv + optind, (size_t)(argc - optind), h.exe, h.fd);
-	int rc = cmd_fail(err->code == CQ_ERR_NOMEM ? h.path : "gdb", err);
+	rc = cmd_fail(err->code == CQ_ERR_NOMEM ? h.path : "gdb", err);
 	cq_stored_core_handoff_free(&h);
 	return rc;
 }
 
 int cmd_dump(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"output", required_argument, NULL, 'o'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *db = NULL, *out = NULL;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		if (opt == 'h' || opt == OPT_HELP) {
-			fputs(dump_usage, stdout);
-			return EXIT_OK;
-		} else if (opt == OPT_DB) {
-			db = optarg;
-		} else if (opt == 'o') {
-			out = optarg;
-		} else {
-			return cmd_option_error("dump", opt, argv);
-		}
-	}
+	struct debug_args a = {NULL};
+	int rc = cmd_opts_parse(&dump_spec, argc, argv, &a);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
 	if (optind + 1 != argc || !is_id(argv[optind]))
 		return cmd_usage_error("dump", "expected exactly one core ID");
-	if (!out)
+	if (!a.out)
 		return cmd_usage_error("dump", "-o FILE is required (- for standard output)");
 	struct cq_store *store;
-	int rc = cmd_open_store_query(db, &store);
-	if (rc != EXIT_OK)
+	if ((rc = cmd_open_store_query(a.db, &store)) != EXIT_OK)
 		return rc;
 	unsigned id = (unsigned)strtoul(argv[optind], NULL, 10);
 	struct cq_stored_core s;
-	struct cq_error *err =
-	    cq_stored_core_write(store, id, strcmp(out, "-") == 0 ? NULL : out, STDOUT_FILENO, &s);
+	struct cq_error *err = cq_stored_core_write(
+	    store, id, strcmp(a.out, "-") == 0 ? NULL : a.out, STDOUT_FILENO, &s);
 	cq_store_close(store);
 	char what[32];
-	rc = err ? cmd_fail(blamed(s.blame, id, s.path, out, what, sizeof(what)), err) : EXIT_OK;
+	rc = err ? cmd_fail(blamed(s.blame, id, s.path, a.out, what, sizeof(what)), err) : EXIT_OK;
 	cq_stored_core_close(&s);
 	return rc;
 }

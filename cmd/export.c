@@ -5,6 +5,7 @@
  *       "INSERT INTO coreq.cores SETTINGS input_format_skip_unknown_fields = 1 FORMAT JSONEachRow"
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,48 +13,6 @@
 
 #include "libcore/store/export.h"
 #include "libcore/store/store.h"
-
-static const char export_usage[] =
-    "Usage: coreq export [--db P] [--since TIME | --after-id N] [--limit N]\n"
-    "                    [--type core,thread,stack,bucket,wait] [--host NAME]\n"
-    "                    [--format ndjson]\n"
-    "\n"
-    "Write the stored crash records to standard output, one JSON object per\n"
-    "line, for a fleet store such as ClickHouse (schema/clickhouse/, `FORMAT\n"
-    "JSONEachRow`).  Record types: core, thread (threads and suspended async\n"
-    "chains), stack (frames as build-id + offset + kind + trust, with names),\n"
-    "bucket, and wait (one per thread blocked on a lock: its tid, the primitive,\n"
-    "the lock's address, the owner's tid or why it is unknown, the deadlock it\n"
-    "is on); each has a natural key (a core's content identity, a stack's or\n"
-    "bucket's hash, a thread's core and place), so loading the same records\n"
-    "twice changes nothing.\n"
-    "Only analysed cores (status ok or partial) are exported.  Every core\n"
-    "record carries local_id: give the highest one seen to --after-id next\n"
-    "time to ship only what is new (standard error says it).\n"
-    "\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --since TIME        cores that crashed at or after TIME: YYYY-MM-DD,\n"
-    "                      YYYY-MM-DDTHH:MM:SS (UTC), unix seconds, -7d, 2h ago,\n"
-    "                      today or yesterday\n"
-    "  --after-id N        cores whose local id is above N\n"
-    "  --limit N           at most N cores (with their threads, stacks, buckets,\n"
-    "                      waits)\n"
-    "  --type LIST         only these record types (comma-separated)\n"
-    "  --host NAME         host name for cores that do not record theirs (default:\n"
-    "                      this host's)\n"
-    "  --format ndjson     the only format (default)\n"
-    "  --help              show this help\n";
-
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_SINCE,
-	OPT_AFTER_ID,
-	OPT_LIMIT,
-	OPT_TYPE,
-	OPT_HOST,
-};
 
 static bool parse_types(const char *arg, unsigned *out)
 {
@@ -95,80 +54,88 @@ static void host_identity(char host[256], char machine_id[64])
 	}
 }
 
+struct export_args {
+	struct cq_export_options o;
+	const char *db, *host;
+};
+
+static int format_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	(void)option;
+	(void)field;
+	if (strcmp(arg, "ndjson") != 0)
+		return cmd_usage_error(cmd, "--format must be ndjson, not '%s'", arg);
+	return CMD_OPTS_GO_ON;
+}
+
+static int type_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	(void)option;
+	if (!parse_types(arg, field))
+		return cmd_usage_error(cmd,
+		                       "--type takes core, thread, stack, bucket, wait "
+		                       "(comma-separated), not '%s'",
+		                       arg);
+	return CMD_OPTS_GO_ON;
+}
+
+static const struct cmd_opt export_options[] = {
+    CMD_ROW_DB(struct export_args, db),
+    {"since", 0, CMD_OPT_TIME, offsetof(struct export_args, o.since), "TIME",
+     "cores that crashed at or after TIME: YYYY-MM-DD, YYYY-MM-DDTHH:MM:SS (UTC), unix "
+     "seconds, -7d, 2h ago, today or yesterday",
+     0, 0, NULL, NULL},
+    {"after-id", 0, CMD_OPT_COUNT64, offsetof(struct export_args, o.after_id), "N",
+     "cores whose local id is above N", 0, UINT32_MAX, NULL, NULL},
+    {"limit", 0, CMD_OPT_COUNT64, offsetof(struct export_args, o.limit), "N",
+     "at most N cores (with their threads, stacks, buckets, waits)", 0, UINT32_MAX, NULL, NULL},
+    {"type", 0, CMD_OPT_CALL, offsetof(struct export_args, o.types), "LIST",
+     "only these record types (comma-separated): core, thread, stack, bucket, wait", 0, 0,
+     type_option, NULL},
+    {"host", 0, CMD_OPT_STRING, offsetof(struct export_args, host), "NAME",
+     "host name for cores that do not record theirs (default: this host's)", 0, 0, NULL, NULL},
+    {"format", 0, CMD_OPT_CALL, 0, "ndjson", "the only format (default)", 0, 0, format_option,
+     NULL},
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec export_spec = {
+    .name = "export",
+    .forms = "[OPTIONS]",
+    .about = "Write the stored crash records to standard output, one JSON object per\n"
+             "line, for a fleet store such as ClickHouse (schema/clickhouse/, `FORMAT\n"
+             "JSONEachRow`).  Record types: core, thread (threads and suspended async\n"
+             "chains), stack (frames as build-id + offset + kind + trust, with names),\n"
+             "bucket, and wait (one per thread blocked on a lock: its tid, the primitive,\n"
+             "the lock's address, the owner's tid or why it is unknown, the deadlock it\n"
+             "is on); each has a natural key (a core's content identity, a stack's or\n"
+             "bucket's hash, a thread's core and place), so loading the same records\n"
+             "twice changes nothing.\n"
+             "Only analysed cores (status ok or partial) are exported.  Every core\n"
+             "record carries local_id: give the highest one seen to --after-id next\n"
+             "time to ship only what is new (standard error says it).\n",
+    .opt = export_options,
+    .flags = CMD_SPEC_NO_ARGS,
+};
+
 int cmd_export(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"since", required_argument, NULL, OPT_SINCE},
-	    {"after-id", required_argument, NULL, OPT_AFTER_ID},
-	    {"limit", required_argument, NULL, OPT_LIMIT},
-	    {"type", required_argument, NULL, OPT_TYPE},
-	    {"host", required_argument, NULL, OPT_HOST},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *db = NULL, *host_name = NULL;
-	struct cq_export_options o = {0};
-	unsigned n;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		switch (opt) {
-		case 'h':
-		case OPT_HELP:
-			fputs(export_usage, stdout);
-			return EXIT_OK;
-		case OPT_FORMAT:
-			if (strcmp(optarg, "ndjson") != 0)
-				return cmd_usage_error("export",
-				                       "--format must be ndjson, not '%s'", optarg);
-			break;
-		case OPT_DB:
-			db = optarg;
-			break;
-		case OPT_SINCE:
-			if (cmd_time_option("export", "--since", optarg, &o.since))
-				return EXIT_USAGE;
-			break;
-		case OPT_AFTER_ID:
-		case OPT_LIMIT:
-			if (!cmd_parse_count(optarg, 0, UINT32_MAX, &n, "export",
-			                     opt == OPT_LIMIT ? "--limit" : "--after-id"))
-				return EXIT_USAGE;
-			*(opt == OPT_LIMIT ? &o.limit : &o.after_id) = n;
-			break;
-		case OPT_TYPE:
-			if (!parse_types(optarg, &o.types))
-				return cmd_usage_error(
-				    "export",
-				    "--type takes core, thread, stack, bucket, wait "
-				    "(comma-separated), not '%s'",
-				    optarg);
-			break;
-		case OPT_HOST:
-			host_name = optarg;
-			break;
-		default:
-			return cmd_option_error("export", opt, argv);
-		}
-	}
-	if (optind != argc)
-		return cmd_usage_error("export", "unexpected argument '%s'", argv[optind]);
+	struct export_args a = {.db = NULL};
+	int rc = cmd_opts_parse(&export_spec, argc, argv, &a);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
 	char host[256], machine_id[64];
 	host_identity(host, machine_id);
-	o.host = host_name ? host_name : host;
-	o.machine_id = machine_id[0] ? machine_id : NULL;
+	a.o.host = a.host ? a.host : host;
+	a.o.machine_id = machine_id[0] ? machine_id : NULL;
 	struct cq_store *store;
-	int rc = cmd_open_store_query(db, &store);
-	if (rc != EXIT_OK)
+	if ((rc = cmd_open_store_query(a.db, &store)) != EXIT_OK)
 		return rc;
 	struct cq_export_result r;
-	struct cq_error *err = cq_store_export(store, &o, stdout, &r);
+	struct cq_error *err = cq_store_export(store, &a.o, stdout, &r);
 	cq_store_close(store);
 	if (err)
-		return cmd_fail(db ? db : "database", err);
+		return cmd_fail(a.db ? a.db : "database", err);
 	fprintf(stderr,
 	        "coreq export: %lld cores, %lld threads, %lld stacks, %lld buckets, %lld waits; "
 	        "last id %lld\n",

@@ -8,12 +8,13 @@
  * tower of their own beside the threads.
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/analysis/analyse_core.h"
+#include "libcore/pipeline/analyse.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/base/hash.h"
 #include "libcore/base/output_file.h"
@@ -21,31 +22,6 @@
 #include "libcore/model/module.h"
 #include "libcore/store/store.h"
 #include "libcore/store/store_query.h"
-
-static const char flame_usage[] =
-    "Usage: coreq flame CORE -o FILE [--exe P] [--sysroot D] [--debug-dir D]\n"
-    "       coreq flame --bucket ID [--db P] -o FILE\n"
-    "\n"
-    "Write a flame graph as a self-contained interactive SVG: every thread of\n"
-    "CORE, or the stored stacks of the cores in crash bucket ID (merged across\n"
-    "cores), each frame a box as wide as the threads that pass through it,\n"
-    "outermost frames at the bottom, suspended async chains as a tower of their\n"
-    "own.  Open it in a browser: hover shows a frame and its thread count,\n"
-    "click zooms in, click the root zooms out.\n"
-    "\n"
-    "  -o, --output FILE   the SVG to write (- for standard output): a fresh\n"
-    "                      file renamed over FILE; a link, FIFO or device\n"
-    "                      there is refused\n"
-    "  --bucket ID         the bucket's stored stacks (its hash or id)\n"
-    "  --db P              database for --bucket (default $COREQ_DB, else\n"
-    "                      $XDG_STATE_HOME/coreq/coreq.db)\n"
-    "  --exe P, --sysroot D, --debug-dir D   as for `coreq stack`\n"
-    "  --help              show this help\n";
-
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_BUCKET,
-};
 
 #define WIDTH     1200.0
 #define ROW       16
@@ -411,88 +387,97 @@ static int put_svg(const char *path, const struct tree *t, const char *title)
 	return err ? cmd_fail(path, err) : EXIT_OK;
 }
 
-int cmd_flame(int argc, char **argv)
+/* Every stack of the core at path (threads, then suspended chains) into ps; the graph's title. */
+static struct cq_error *add_core(const char *path, const struct cmd_core_opts *o, struct paths *ps,
+                                 char *title, size_t cap)
 {
-	static const struct option longopts[] = {
-	    CMD_CORE_LONG_OPTIONS,
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"bucket", required_argument, NULL, OPT_BUCKET},
-	    {"output", required_argument, NULL, 'o'},
-	    {NULL, 0, NULL, 0},
-	};
+	struct cq_stack_options so;
+	cq_stack_options_default(&so);
+	struct cmd_cache_choice cache = {.use = true};
+	struct cq_analysis a;
+	struct cq_error *err = cmd_analyse(path, o, &so, &cache, false, &a);
+	if (!err) {
+		const struct cq_stacks *stacks = a.stacks;
+		snprintf(title, cap, "coreq flame: %s (%zu threads, %zu suspended chains)", path,
+		         stacks->nthreads, stacks->nsuspended);
+		for (size_t i = 0; i < stacks->nthreads; i++)
+			add_frames(ps, NULL, stacks->threads[i].frames, stacks->threads[i].nframes,
+			           1);
+		for (size_t i = 0; i < stacks->nsuspended; i++)
+			add_frames(ps, "[suspended]", stacks->suspended[i].frames,
+			           stacks->suspended[i].nframes, 1);
+	}
+	cmd_analysis_free(&a);
+	return err;
+}
+
+struct flame_args {
 	struct cmd_core_opts o;
-	cmd_core_opts_init(&o);
-	const char *db = NULL, *bucket = NULL, *out_path = NULL;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-		if (opt == 'h' || opt == OPT_HELP) {
-			fputs(flame_usage, stdout);
-			return EXIT_OK;
-		}
-		int r = cmd_core_opts_handle(&o, opt, optarg, "flame");
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		if (opt == OPT_DB)
-			db = optarg;
-		else if (opt == OPT_BUCKET) {
-			if (!cq_store_bucket_key_valid(optarg))
-				return cmd_usage_error(
-				    "flame", "--bucket takes a bucket's hash or id, not '%s'",
-				    optarg);
-			bucket = optarg;
-		} else if (opt == 'o')
-			out_path = optarg;
-		else
-			return cmd_option_error("flame", opt, argv);
-	}
-	if (!out_path)
-		return cmd_usage_error("flame", "-o FILE is required (- for standard output)");
-	if (!bucket && optind + 1 != argc)
-		return cmd_usage_error("flame", "expected a CORE, or --bucket ID");
-	if (bucket && optind != argc)
-		return cmd_usage_error("flame", "a CORE and --bucket do not go together");
-	struct paths ps = {0};
-	char title[512];
+	const char *db, *bucket, *out;
+};
+
+static int bucket_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	(void)option;
+	if (!cq_store_bucket_key_valid(arg))
+		return cmd_usage_error(cmd, "--bucket takes a bucket's hash or id, not '%s'", arg);
+	*(const char **)field = arg;
+	return CMD_OPTS_GO_ON;
+}
+
+#define FIELD(f) offsetof(struct flame_args, f)
+
+static const struct cmd_opt flame_options[] = {
+    {"output", 'o', CMD_OPT_STRING, FIELD(out), "FILE",
+     "the SVG to write (- for standard output): a fresh file renamed over FILE; a link, FIFO "
+     "or device there is refused",
+     0, 0, NULL, NULL},
+    {"bucket", 0, CMD_OPT_CALL, FIELD(bucket), "ID", "the bucket's stored stacks (its hash or id)",
+     0, 0, bucket_option, NULL},
+    CMD_ROW_DB(struct flame_args, db),
+    CMD_ROWS_CORE_FILES(struct flame_args, o),
+    {"format", 0, CMD_OPT_FORMAT, FIELD(o.format), "text|json",
+     "taken as by the other commands that read a core; the output is always SVG", 0, 0, NULL, NULL},
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec flame_spec = {
+    .name = "flame",
+    .forms = "[OPTIONS] CORE -o FILE\n--bucket ID [--db P] -o FILE",
+    .about = "Write a flame graph as a self-contained interactive SVG: every thread of\n"
+             "CORE, or the stored stacks of the cores in crash bucket ID (merged across\n"
+             "cores), each frame a box as wide as the threads that pass through it,\n"
+             "outermost frames at the bottom, suspended async chains as a tower of their\n"
+             "own.  Open it in a browser: hover shows a frame and its thread count,\n"
+             "click zooms in, click the root zooms out.\n",
+    .opt = flame_options,
+};
+
+/* The stored stacks of the bucket, into ps; the exit status when the database would not open. */
+static struct cq_error *add_bucket(const struct flame_args *a, struct paths *ps, char *title,
+                                   size_t cap, int *rc)
+{
+	snprintf(title, cap, "coreq flame: the stored stacks of bucket %s", a->bucket);
+	struct cq_store *store;
+	if ((*rc = cmd_open_store_query(a->db, &store)) != EXIT_OK)
+		return NULL;
+	struct cq_store_stack_filter f = {.bucket = a->bucket};
+	struct cq_error *err = cq_store_each_stack(store, &f, add_stored, ps);
+	cq_store_close(store);
+	return err;
+}
+
+/* The graph of ps under title, written to out; the exit status. */
+static int draw(const char *out, const char *what, const char *title, struct paths *ps)
+{
 	struct cq_error *err = NULL;
-	const char *what = bucket ? bucket : argv[optind];
-	if (bucket) {
-		snprintf(title, sizeof(title), "coreq flame: the stored stacks of bucket %s",
-		         bucket);
-		struct cq_store *store;
-		int rc = cmd_open_store_query(db, &store);
-		if (rc != EXIT_OK)
-			return rc;
-		struct cq_store_stack_filter f = {.bucket = bucket};
-		err = cq_store_each_stack(store, &f, add_stored, &ps);
-		cq_store_close(store);
-	} else {
-		struct cq_stack_options so;
-		cq_stack_options_default(&so);
-		struct cmd_cache_choice cache = {.use = true};
-		struct cq_analysed_core a;
-		if (!(err = cmd_analyse_core(what, &o, &so, &cache, &a))) {
-			const struct cq_stacks *stacks = a.stacks;
-			snprintf(title, sizeof(title),
-			         "coreq flame: %s (%zu threads, %zu suspended chains)", what,
-			         stacks->nthreads, stacks->nsuspended);
-			for (size_t i = 0; i < stacks->nthreads; i++)
-				add_frames(&ps, NULL, stacks->threads[i].frames,
-				           stacks->threads[i].nframes, 1);
-			for (size_t i = 0; i < stacks->nsuspended; i++)
-				add_frames(&ps, "[suspended]", stacks->suspended[i].frames,
-				           stacks->suspended[i].nframes, 1);
-		}
-		cmd_analysed_core_free(&a, &so);
-	}
-	struct tree t = {.cap = 1024, .full = ps.full};
-	if (!err && !(t.v = calloc(t.cap, sizeof(*t.v))))
+	struct tree t = {.cap = 1024, .full = ps->full};
+	if (!(t.v = calloc(t.cap, sizeof(*t.v))))
 		err = &cq_error_nomem;
 	if (!err) {
 		t.v[0].name = "all";
 		t.n = 1;
-		build_tree(&t, &ps);
+		build_tree(&t, ps);
 	}
 	int rc = EXIT_OK;
 	if (err) {
@@ -501,12 +486,36 @@ int cmd_flame(int argc, char **argv)
 		fprintf(stderr, "coreq: %s: no stacks to draw\n", cmd_safe(what));
 		rc = EXIT_INPUT;
 	} else {
-		rc = put_svg(out_path, &t, title);
+		rc = put_svg(out, &t, title);
 		if (t.full)
 			fprintf(stderr, "coreq: %s: warning: the graph was cut at %d frames\n",
 			        cmd_safe(what), MAX_NODES);
 	}
 	free(t.v);
+	return rc;
+}
+
+int cmd_flame(int argc, char **argv)
+{
+	struct flame_args a = {.db = NULL};
+	cmd_core_opts_init(&a.o);
+	int rc = cmd_opts_parse(&flame_spec, argc, argv, &a);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
+	if (!a.out)
+		return cmd_usage_error("flame", "-o FILE is required (- for standard output)");
+	if (!a.bucket && optind + 1 != argc)
+		return cmd_usage_error("flame", "expected a CORE, or --bucket ID");
+	if (a.bucket && optind != argc)
+		return cmd_usage_error("flame", "a CORE and --bucket do not go together");
+	struct paths ps = {0};
+	char title[512];
+	const char *what = a.bucket ? a.bucket : argv[optind];
+	rc = EXIT_OK;
+	struct cq_error *err = a.bucket ? add_bucket(&a, &ps, title, sizeof(title), &rc)
+	                                : add_core(what, &a.o, &ps, title, sizeof(title));
+	if (rc == EXIT_OK)
+		rc = err ? cmd_fail(what, err) : draw(a.out, what, title, &ps);
 	paths_free(&ps);
 	return rc;
 }

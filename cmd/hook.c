@@ -9,6 +9,7 @@
  * crash to stderr (or syslog when there is no stderr), or a JSON object.
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,64 +26,6 @@
 #include "libcore/capture/spool.h"
 #include "libcore/pipeline/hook.h"
 #include "libcore/store/capture_rows.h"
-
-static const char hook_usage[] =
-    "Usage: coreq hook [--store DIR] [--db P] [--cache P] [--max-size BYTES] [--keep-free BYTES]\n"
-    "                  [--timeout SECONDS] [--memory-limit BYTES] [--max-analyses N]\n"
-    "                  [--raw-memory BYTES] [--format text|json]\n"
-    "                  PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM\n"
-    "\n"
-    "The kernel.core_pattern pipe handler:\n"
-    "  kernel.core_pattern=|/usr/bin/coreq hook %P %u %g %s %t %c %h %e\n"
-    "Reads a core from standard input and stores it first, zstd-compressed and\n"
-    "named like systemd-coredump's cores (with user.coredump.* xattrs), in the\n"
-    "store directory; records it in the database; and analyses and ingests it\n"
-    "as `coreq ingest` would, in a child process with a time and memory budget.\n"
-    "The child reads a raw copy kept in memory (or the input itself, when it is\n"
-    "a regular file) while the stored copy is being compressed, and writes to\n"
-    "the database only once the core is stored.\n"
-    "If the analysis fails, the stored core and a 'failed' row with the reason\n"
-    "remain, and `coreq ingest FILE` of the stored core can complete it later.\n"
-    "RLIMIT 0 stores nothing and records that.  Logs one line per crash to\n"
-    "standard error (syslog when there is none).\n"
-    "\n"
-    "  --store DIR          where cores are kept (default: store in /etc/coreq/coreq.conf,\n"
-    "                       else $XDG_STATE_HOME/coreq/cores, else\n"
-    "                       /var/lib/coreq/cores for root, as the kernel runs it)\n"
-    "  --db P               database (default $COREQ_DB, else db in\n"
-    "                       /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                       coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --cache P            unwind-table and symbol cache (default $COREQ_CACHE, else\n"
-    "                       cache in the configuration, else $XDG_CACHE_HOME/coreq/\n"
-    "                       cache.db, else /var/lib/coreq/cache.db for root)\n"
-    "  --max-size BYTES     store at most this much of a core (default 32 GiB)\n"
-    "  --timeout SECONDS    analysis time budget (default 120; 0 = none)\n"
-    "  --memory-limit BYTES analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)\n"
-    "  --max-analyses N     analyse at most N cores at once (default: the number of\n"
-    "                       CPUs; 0 = store only).  In a crash storm the cores beyond\n"
-    "                       are stored and recorded 'pending'; `coreq ingest DIR` of\n"
-    "                       the store completes them\n"
-    "  --keep-free BYTES    leave this much free in the store's file system (default\n"
-    "                       1 GiB; 0 = no check): a core that would not fit is cut\n"
-    "                       short, or not stored at all\n"
-    "  --raw-memory BYTES   keep up to this much of the raw core in memory for the\n"
-    "                       analysis, which then overlaps the compression (default\n"
-    "                       0: the stored file is analysed, frame by frame, once it\n"
-    "                       is written); a bigger core is analysed from that file\n"
-    "  --format text|json   the log line as text on stderr, or a JSON object on stdout\n"
-    "  --help               show this help\n";
-
-enum {
-	OPT_STORE = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_DB,
-	OPT_CACHE,
-	OPT_MAX_SIZE,
-	OPT_TIMEOUT,
-	OPT_MEMORY,
-	OPT_KEEP_FREE,
-	OPT_MAX_ANALYSES,
-	OPT_RAW_MEMORY,
-};
 
 struct hook {
 	struct cq_hook_options o;
@@ -178,49 +121,58 @@ static int parse_args(struct hook *h, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* The crash as one JSON object on standard output. */
+static void report_json(const struct hook *h, const struct cq_hook_result *r,
+                        const struct cq_spool_result *s, const struct cq_store_outcome *o,
+                        const char *error)
+{
+	const struct cq_capture *c = &h->o.cap;
+	struct cq_json j;
+	cq_json_init(&j, stdout);
+	cq_json_object_begin(&j);
+	cq_json_key(&j, "pid");
+	cq_json_int(&j, c->pid);
+	cq_json_key(&j, "analysis_uid");
+	if (r->analysed_as >= 0)
+		cq_json_int(&j, r->analysed_as);
+	else
+		cq_json_null(&j);
+	cq_json_key(&j, "analysed_from");
+	cq_json_string(&j, r->analysed_from);
+	cq_json_key(&j, "comm");
+	cq_json_string(&j, c->comm);
+	cq_json_key(&j, "signal");
+	cq_json_int(&j, c->signal);
+	cq_json_key(&j, "stored_path");
+	cq_json_string(&j, s && s->path ? s->path : NULL);
+	cq_json_key(&j, "raw_bytes");
+	cq_json_uint(&j, s ? s->raw_bytes : 0);
+	cq_json_key(&j, "file_bytes");
+	cq_json_uint(&j, s ? s->file_bytes : 0);
+	cq_json_key(&j, "truncated");
+	cq_json_bool(&j, s && s->truncated);
+	cq_json_key(&j, "core_id");
+	if (o && o->core_id)
+		cq_json_int(&j, o->core_id);
+	else
+		cq_json_null(&j);
+	cq_json_key(&j, "status");
+	cq_json_string(&j, o && o->status[0] ? o->status : (error ? "error" : NULL));
+	cq_json_key(&j, "message");
+	cq_json_string(&j, error ? error : (o && o->message[0] ? o->message : NULL));
+	cq_json_key(&j, "bucket");
+	cq_json_string(&j, o && o->bucket[0] ? o->bucket : NULL);
+	cq_json_object_end(&j);
+	cq_json_finish(&j);
+}
+
 static void report(const struct hook *h, const struct cq_hook_result *r,
                    const struct cq_spool_result *s, const struct cq_store_outcome *o,
                    const char *error)
 {
 	const struct cq_capture *c = &h->o.cap;
 	if (h->format == CMD_FORMAT_JSON) {
-		struct cq_json j;
-		cq_json_init(&j, stdout);
-		cq_json_object_begin(&j);
-		cq_json_key(&j, "pid");
-		cq_json_int(&j, c->pid);
-		cq_json_key(&j, "analysis_uid");
-		if (r->analysed_as >= 0)
-			cq_json_int(&j, r->analysed_as);
-		else
-			cq_json_null(&j);
-		cq_json_key(&j, "analysed_from");
-		cq_json_string(&j, r->analysed_from);
-		cq_json_key(&j, "comm");
-		cq_json_string(&j, c->comm);
-		cq_json_key(&j, "signal");
-		cq_json_int(&j, c->signal);
-		cq_json_key(&j, "stored_path");
-		cq_json_string(&j, s && s->path ? s->path : NULL);
-		cq_json_key(&j, "raw_bytes");
-		cq_json_uint(&j, s ? s->raw_bytes : 0);
-		cq_json_key(&j, "file_bytes");
-		cq_json_uint(&j, s ? s->file_bytes : 0);
-		cq_json_key(&j, "truncated");
-		cq_json_bool(&j, s && s->truncated);
-		cq_json_key(&j, "core_id");
-		if (o && o->core_id)
-			cq_json_int(&j, o->core_id);
-		else
-			cq_json_null(&j);
-		cq_json_key(&j, "status");
-		cq_json_string(&j, o && o->status[0] ? o->status : (error ? "error" : NULL));
-		cq_json_key(&j, "message");
-		cq_json_string(&j, error ? error : (o && o->message[0] ? o->message : NULL));
-		cq_json_key(&j, "bucket");
-		cq_json_string(&j, o && o->bucket[0] ? o->bucket : NULL);
-		cq_json_object_end(&j);
-		cq_json_finish(&j);
+		report_json(h, r, s, o, error);
 		return;
 	}
 	const char *signame = cq_core_signal_name((int)c->signal);
@@ -263,80 +215,80 @@ static int run_hook(struct hook *h)
 	return rc;
 }
 
+/* A byte count, in plain digits. */
+static int bytes_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	if (!parse_u64(arg, field))
+		return cmd_usage_error(cmd, "%s takes a byte count, not '%s'", option, arg);
+	return CMD_OPTS_GO_ON;
+}
+
+#define FIELD(f) offsetof(struct hook, f)
+
+static const struct cmd_opt hook_options[] = {
+    {"store", 0, CMD_OPT_STRING, FIELD(o.store_dir), "DIR",
+     "where cores are kept (default: store in /etc/coreq/coreq.conf, else "
+     "$XDG_STATE_HOME/coreq/cores, else /var/lib/coreq/cores for root, as the kernel runs it)",
+     0, 0, NULL, NULL},
+    CMD_ROW_DB(struct hook, o.db),
+    {"cache", 0, CMD_OPT_STRING, FIELD(o.cache), "P", cmd_help_cache, 0, 0, NULL, cmd_more_cache},
+    {"max-size", 0, CMD_OPT_CALL, FIELD(o.max_size), "BYTES",
+     "store at most this much of a core (default 32 GiB)", 0, 0, bytes_option, NULL},
+    {"timeout", 0, CMD_OPT_COUNT, FIELD(o.timeout), "SECONDS",
+     "analysis time budget (default 120; 0 = none)", 0, 86400, NULL, NULL},
+    {"memory-limit", 0, CMD_OPT_CALL, FIELD(o.memory), "BYTES",
+     "analysis memory budget, RLIMIT_DATA (default 2 GiB; 0 = none)", 0, 0, bytes_option, NULL},
+    {"max-analyses", 0, CMD_OPT_COUNT, FIELD(o.max_analyses), "N",
+     "analyse at most N cores at once (default: the number of CPUs; 0 = store only).  In a "
+     "crash storm the cores beyond are stored and recorded 'pending'; `coreq ingest DIR` of "
+     "the store completes them",
+     0, 1024, NULL, NULL},
+    {"keep-free", 0, CMD_OPT_CALL, FIELD(o.keep_free), "BYTES",
+     "leave this much free in the store's file system (default 1 GiB; 0 = no check): a core "
+     "that would not fit is cut short, or not stored at all",
+     0, 0, bytes_option, NULL},
+    {"raw-memory", 0, CMD_OPT_CALL, FIELD(o.raw_memory), "BYTES",
+     "keep up to this much of the raw core in memory for the analysis, which then overlaps "
+     "the compression (default 0: the stored file is analysed, frame by frame, once it is "
+     "written); a bigger core is analysed from that file",
+     0, 0, bytes_option, NULL},
+    {"format", 0, CMD_OPT_FORMAT, FIELD(format), "text|json",
+     "the log line as text on stderr, or a JSON object on stdout", 0, 0, NULL, NULL},
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec hook_spec = {
+    .name = "hook",
+    .forms = "[OPTIONS] PID UID GID SIGNAL TIME RLIMIT HOSTNAME COMM",
+    .about = "The kernel.core_pattern pipe handler:\n"
+             "  kernel.core_pattern=|/usr/bin/coreq hook %P %u %g %s %t %c %h %e\n"
+             "Reads a core from standard input and stores it first, zstd-compressed and\n"
+             "named like systemd-coredump's cores (with user.coredump.* xattrs), in the\n"
+             "store directory; records it in the database; and analyses and ingests it\n"
+             "as `coreq ingest` would, in a child process with a time and memory budget.\n"
+             "The child reads a raw copy kept in memory (or the input itself, when it is\n"
+             "a regular file) while the stored copy is being compressed, and writes to\n"
+             "the database only once the core is stored.\n"
+             "If the analysis fails, the stored core and a 'failed' row with the reason\n"
+             "remain, and `coreq ingest FILE` of the stored core can complete it later.\n"
+             "RLIMIT 0 stores nothing and records that.  Logs one line per crash to\n"
+             "standard error (syslog when there is none).\n",
+    .opt = hook_options,
+    /* stop at the first positional, so a negative-looking argument is data */
+    .flags = CMD_SPEC_IN_ORDER,
+};
+
 int cmd_hook(int argc, char **argv)
 {
 	fill_standard_fds();
 	/* The database holds every user's command lines: readable by root only. */
 	umask(077);
-	static const struct option longopts[] = {
-	    {"store", required_argument, NULL, OPT_STORE},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"cache", required_argument, NULL, OPT_CACHE},
-	    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-	    {"memory-limit", required_argument, NULL, OPT_MEMORY},
-	    {"keep-free", required_argument, NULL, OPT_KEEP_FREE},
-	    {"max-analyses", required_argument, NULL, OPT_MAX_ANALYSES},
-	    {"raw-memory", required_argument, NULL, OPT_RAW_MEMORY},
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {NULL, 0, NULL, 0},
-	};
 	struct hook h = {.format = CMD_FORMAT_TEXT};
 	cq_hook_options_init(&h.o);
-	int opt;
-	uint64_t v;
-	/* "+": stop at the first positional, so a negative-looking argument is data. */
-	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		switch (opt) {
-		case OPT_HELP:
-			fputs(hook_usage, stdout);
-			return EXIT_OK;
-		case OPT_FORMAT:
-			if (!cmd_parse_format(optarg, &h.format, "hook"))
-				return EXIT_USAGE;
-			break;
-		case OPT_STORE:
-			h.o.store_dir = optarg;
-			break;
-		case OPT_DB:
-			h.o.db = optarg;
-			break;
-		case OPT_CACHE:
-			h.o.cache = optarg;
-			break;
-		case OPT_MAX_SIZE:
-		case OPT_MEMORY:
-		case OPT_KEEP_FREE:
-		case OPT_RAW_MEMORY:
-			if (!parse_u64(optarg, &v))
-				return cmd_usage_error("hook", "%s takes a byte count, not '%s'",
-				                       opt == OPT_MAX_SIZE    ? "--max-size"
-				                       : opt == OPT_MEMORY    ? "--memory-limit"
-				                       : opt == OPT_KEEP_FREE ? "--keep-free"
-				                                              : "--raw-memory",
-				                       optarg);
-			*(opt == OPT_MAX_SIZE    ? &h.o.max_size
-			  : opt == OPT_MEMORY    ? &h.o.memory
-			  : opt == OPT_KEEP_FREE ? &h.o.keep_free
-			                         : &h.o.raw_memory) = v;
-			break;
-		case OPT_TIMEOUT:
-			if (!cmd_parse_count(optarg, 0, 86400, &h.o.timeout, "hook", "--timeout"))
-				return EXIT_USAGE;
-			break;
-		case OPT_MAX_ANALYSES:
-			if (!cmd_parse_count(optarg, 0, 1024, &h.o.max_analyses, "hook",
-			                     "--max-analyses"))
-				return EXIT_USAGE;
-			break;
-		default:
-			return cmd_option_error("hook", opt, argv);
-		}
-	}
-	int rc = parse_args(&h, argc - optind, argv + optind);
+	int rc = cmd_opts_parse(&hook_spec, argc, argv, &h);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
+	rc = parse_args(&h, argc - optind, argv + optind);
 	if (rc != EXIT_OK)
 		return rc;
 	return run_hook(&h);

@@ -3,10 +3,11 @@
  * threads and its modules, as text or JSON (shape in DESIGN.md).
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "libcore/capture/capture.h"
-#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/waits.h"
+#include "libcore/pipeline/analyse.h"
 #include "cmd/wait_text.h"
 
 #include <inttypes.h>
@@ -15,32 +16,31 @@
 #include "libcore/base/json.h"
 #include "libcore/model/module.h"
 
-static const char info_usage[] =
-    "Usage: coreq info CORE [--format text|json] [--exe P] [--sysroot D] [--debug-dir D]\n"
-    "                       [--max-core-size BYTES]\n"
-    "\n"
-    "Print what a core file records: pid, executable, command line, signal\n"
-    "(name, si_code and its kernel name, fault address, or the pid and uid of\n"
-    "the process that sent it), the crashing thread, every thread (tid, pc, sp)\n"
-    "and every mapped module (path, build-id, address range, and whether the\n"
-    "file on this host is found, missing, or has a different build-id), and\n"
-    "how the core's bytes were read (mapped, seekable frames, stream, spooled:\n"
-    "the compression, the bytes held, whether a stream needed a second pass).\n"
-    "When threads are blocked on locks, a summary of the wait-for graph\n"
-    "(deadlocks, the threads the others wait for; see coreq stack).\n"
-    "\n"
-    "CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n"
-    "\n"
-    "  --format text|json  output format (default text)\n"
-    "  --exe P             the executable that produced the core\n"
-    "  --sysroot D         look for every module path inside D, as if D were /\n"
-    "                      (nothing outside D: --exe names an executable it lacks)\n"
-    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-    "  --max-core-size BYTES  cut a compressed or piped core at BYTES once\n"
-    "                      decompressed (K, M, G, T suffixes; default: the free\n"
-    "                      space of $TMPDIR less 1 GiB); a cut core is truncated\n"
-    "  --help              show this help\n";
+struct info_args {
+	struct cmd_core_opts o;
+};
 
+static const struct cmd_opt info_options[] = {
+    CMD_ROWS_CORE(struct info_args, o),
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec info_spec = {
+    .name = "info",
+    .forms = "[OPTIONS] CORE",
+    .about = "Print what a core file records: pid, executable, command line, signal\n"
+             "(name, si_code and its kernel name, fault address, or the pid and uid of\n"
+             "the process that sent it), the crashing thread, every thread (tid, pc, sp)\n"
+             "and every mapped module (path, build-id, address range, and whether the\n"
+             "file on this host is found, missing, or has a different build-id), and\n"
+             "how the core's bytes were read (mapped, seekable frames, stream, spooled:\n"
+             "the compression, the bytes held, whether a stream needed a second pass).\n"
+             "When threads are blocked on locks, a summary of the wait-for graph\n"
+             "(deadlocks, the threads the others wait for; see coreq stack).\n"
+             "\n"
+             "CORE is a path, '-' for standard input, or a zstd/lz4/xz/gzip/bzip2 file.\n",
+    .opt = info_options,
+};
 static void json_modules(struct cq_json *j, const struct cq_core *core)
 {
 	char hex[2 * CQ_BUILD_ID_MAX + 1];
@@ -91,18 +91,45 @@ static void json_mappings(struct cq_json *j, const struct cq_core *core)
 struct capture_facts {
 	char time[32];
 	const char *hostname;
-	struct cq_capture cap;
+	const struct cq_capture *cap;
+	const char *conflicts; /* where it disagrees with the notes; NULL: nowhere */
 };
 
-static void capture_facts(const char *path, struct capture_facts *f)
+static void capture_facts(const struct cq_capture *cap, struct capture_facts *f)
 {
-	cq_capture_init(&f->cap);
-	if (strcmp(path, "-") != 0)
-		cq_capture_from_file(path, &f->cap);
+	f->cap = cap;
 	f->time[0] = '\0';
-	if (f->cap.known & CQ_CAPTURE_TIMESTAMP)
-		cmd_iso_time(f->cap.timestamp_us / 1000000, f->time);
-	f->hostname = f->cap.hostname[0] ? f->cap.hostname : NULL;
+	if (cap->known & CQ_CAPTURE_TIMESTAMP)
+		cmd_iso_time(cap->timestamp_us / 1000000, f->time);
+	f->hostname = cap->hostname[0] ? cap->hostname : NULL;
+	f->conflicts = cap->conflicts[0] ? cap->conflicts : NULL;
+}
+
+/* How the core's bytes were read (the "read" member). */
+static void json_read(struct cq_json *j, const struct cq_core *core)
+{
+	struct cq_source_read rd = cq_source_read(&core->source);
+	cq_json_key(j, "read");
+	cq_json_object_begin(j);
+	cq_json_key(j, "how");
+	cq_json_string(j, rd.how);
+	cq_json_key(j, "compression");
+	cq_json_string(j, rd.compression);
+	cq_json_key(j, "bytes");
+	cq_json_uint(j, rd.size);
+	cq_json_key(j, "held_bytes");
+	cq_json_uint(j, rd.held);
+	cq_json_key(j, "second_pass");
+	cq_json_bool(j, rd.second_pass);
+	cq_json_key(j, "heap_hint");
+	cq_json_bool(j, rd.heap_hint);
+	cq_json_key(j, "scan_hint");
+	cq_json_bool(j, rd.scan_hint);
+	cq_json_key(j, "scan_kept_bytes");
+	cq_json_uint(j, rd.scan_kept_bytes);
+	cq_json_key(j, "scan_gave_up");
+	cq_json_bool(j, rd.scan_gave_up);
+	cq_json_object_end(j);
 }
 
 static void print_json(const struct cq_core *core, const struct capture_facts *cf,
@@ -112,9 +139,9 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	struct cq_json j;
 	cq_json_init(&j, stdout);
 	cq_json_object_begin(&j);
-	cmd_json_core(&j, core, &cf->cap);
+	cmd_json_core(&j, core, cf->cap);
 	struct cq_capture_ids ids;
-	cq_capture_ids(core, &cf->cap, &ids);
+	cq_capture_ids(core, cf->cap, &ids);
 	cq_json_key(&j, "uid");
 	if (ids.has_uid)
 		cq_json_uint(&j, (uint64_t)ids.uid);
@@ -129,28 +156,7 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	cq_json_string(&j, cf->time[0] ? cf->time : NULL);
 	cq_json_key(&j, "hostname");
 	cq_json_string(&j, cf->hostname);
-	struct cq_source_read rd = cq_source_read(&core->source);
-	cq_json_key(&j, "read");
-	cq_json_object_begin(&j);
-	cq_json_key(&j, "how");
-	cq_json_string(&j, rd.how);
-	cq_json_key(&j, "compression");
-	cq_json_string(&j, rd.compression);
-	cq_json_key(&j, "bytes");
-	cq_json_uint(&j, rd.size);
-	cq_json_key(&j, "held_bytes");
-	cq_json_uint(&j, rd.held);
-	cq_json_key(&j, "second_pass");
-	cq_json_bool(&j, rd.second_pass);
-	cq_json_key(&j, "heap_hint");
-	cq_json_bool(&j, rd.heap_hint);
-	cq_json_key(&j, "scan_hint");
-	cq_json_bool(&j, rd.scan_hint);
-	cq_json_key(&j, "scan_kept_bytes");
-	cq_json_uint(&j, rd.scan_kept_bytes);
-	cq_json_key(&j, "scan_gave_up");
-	cq_json_bool(&j, rd.scan_gave_up);
-	cq_json_object_end(&j);
+	json_read(&j, core);
 	cq_json_key(&j, "crashed_stack");
 	cq_json_array_begin(&j);
 	for (size_t i = 0; crashed_stack && i < crashed_stack->nframes; i++)
@@ -177,17 +183,13 @@ static void print_json(const struct cq_core *core, const struct capture_facts *c
 	cq_json_finish(&j);
 }
 
-static void print_text(const struct cq_core *core, const struct capture_facts *cf,
-                       const struct cq_thread_stack *crashed_stack, const struct cq_waits *waits)
+/* Who the process was, and what the capture adds: the lines before the read. */
+static void print_process_text(const struct cq_core *core, const struct capture_facts *cf)
 {
-	const struct cq_arch *arch = core->arch;
-	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
-	int sig = cq_core_signal(core);
-	const char *signame = cq_core_signal_name(sig);
 	const char *exe = cq_core_exe(core, NULL);
 	printf("core:        %s\n", cmd_safe(core->path));
 	struct cq_capture_ids ids;
-	cq_capture_ids(core, &cf->cap, &ids);
+	cq_capture_ids(core, cf->cap, &ids);
 	printf("pid:         %lld\n", (long long)ids.pid);
 	printf("exe:         %s\n", exe ? cmd_safe(exe) : "-");
 	printf("cmdline:     %s\n", core->has_psinfo ? cmd_safe(core->psargs) : "-");
@@ -202,7 +204,13 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	printf("time:        %s\n", cf->time[0] ? cf->time : "unknown (not captured)");
 	if (cf->hostname)
 		printf("hostname:    %s\n", cmd_safe(cf->hostname));
-	printf("arch:        %s\n", arch->name);
+	cmd_print_conflicts(cf->conflicts);
+	printf("arch:        %s\n", core->arch->name);
+}
+
+/* The read: line, how the core's bytes were read. */
+static void print_read_text(const struct cq_core *core)
+{
 	struct cq_source_read rd = cq_source_read(&core->source);
 	printf("read:        %s", rd.how);
 	if (strcmp(rd.compression, "none") != 0)
@@ -222,6 +230,14 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		             "were looked for: %.0f KiB of pages hold them",
 		       rd.scan_kept_bytes / 1024.0);
 	printf("\n");
+}
+
+/* The signal (or the snapshot), the crashed thread, and what is missing. */
+static void print_signal_text(const struct cq_core *core)
+{
+	const struct cq_core_thread *crashed = cq_core_crashed_thread(core);
+	int sig = cq_core_signal(core);
+	const char *signame = cq_core_signal_name(sig);
 	if (core->snapshot)
 		printf("snapshot:    %s (a live process: no thread crashed)\n",
 		       cq_core_snapshot_name(core->snapshot));
@@ -241,10 +257,12 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 	if (core->memory_missing)
 		printf("truncated:   %" PRIu64 " of %" PRIu64 " bytes of memory missing\n",
 		       core->memory_missing, core->memory_dumped);
-	if (cmd_waits_summary_says(core, waits)) {
-		printf("\nwaits (threads blocked on locks):\n");
-		cmd_waits_summary(stdout, core, waits);
-	}
+}
+
+/* The tables: threads, modules, mapped files. */
+static void print_tables_text(const struct cq_core *core)
+{
+	const struct cq_arch *arch = core->arch;
 	printf("\nthreads (%zu):\n", core->nthreads);
 	printf("  %-3s%-10s %-18s %-18s %s\n", "", "TID", "PC", "SP", "NAME");
 	for (size_t i = 0; i < core->nthreads; i++) {
@@ -268,6 +286,19 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 		printf("  0x%016" PRIx64 " 0x%016" PRIx64 " %08" PRIx64 " %s\n", m->start, m->end,
 		       m->file_offset, cmd_safe(m->path));
 	}
+}
+
+static void print_text(const struct cq_core *core, const struct capture_facts *cf,
+                       const struct cq_thread_stack *crashed_stack, const struct cq_waits *waits)
+{
+	print_process_text(core, cf);
+	print_read_text(core);
+	print_signal_text(core);
+	if (cmd_waits_summary_says(core, waits)) {
+		printf("\nwaits (threads blocked on locks):\n");
+		cmd_waits_summary(stdout, core, waits);
+	}
+	print_tables_text(core);
 	if (crashed_stack) {
 		printf("\nstack of the crashed thread %d:\n", crashed_stack->thread->tid);
 		for (size_t i = 0; i < crashed_stack->nframes; i++)
@@ -277,23 +308,11 @@ static void print_text(const struct cq_core *core, const struct capture_facts *c
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option longopts[] = {CMD_CORE_LONG_OPTIONS, {NULL, 0, NULL, 0}};
-	struct cmd_core_opts o;
-	cmd_core_opts_init(&o);
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		if (opt == OPT_HELP) {
-			fputs(info_usage, stdout);
-			return EXIT_OK;
-		}
-		int r = cmd_core_opts_handle(&o, opt, optarg, "info");
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r == 0)
-			return cmd_option_error("info", opt, argv);
-	}
+	struct info_args i;
+	cmd_core_opts_init(&i.o);
+	int rc = cmd_opts_parse(&info_spec, argc, argv, &i);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
 	if (optind + 1 != argc)
 		return cmd_usage_error("info", "expected exactly one CORE argument");
 	const char *path = argv[optind];
@@ -302,10 +321,10 @@ int cmd_info(int argc, char **argv)
 	cq_stack_options_default(&so);
 	so.async = false;
 	struct cmd_cache_choice cache = {.use = true};
-	struct cq_analysed_core a;
-	struct cq_error *err = cmd_analyse_core(path, &o, &so, &cache, &a);
-	if (err && !a.core) {
-		cmd_analysed_core_free(&a, &so);
+	struct cq_analysis a;
+	struct cq_error *err = cmd_analyse(path, &i.o, &so, &cache, true, &a);
+	if (err && (!a.core || a.stacks)) { /* no core, or only the wait-for graph failed */
+		cmd_analysis_free(&a);
 		return cmd_fail(path, err);
 	}
 	if (err) { /* the facts of the notes still stand without it */
@@ -313,20 +332,13 @@ int cmd_info(int argc, char **argv)
 		cq_error_free(err);
 	}
 	struct capture_facts cf;
-	capture_facts(path, &cf);
+	capture_facts(&a.capture, &cf);
 	const struct cq_thread_stack *crashed =
 	    a.stacks && a.stacks->nthreads && !a.core->snapshot ? &a.stacks->threads[0] : NULL;
-	struct cq_waits *waits = NULL;
-	err = cq_waits_find(a.core, a.stacks, &waits);
-	if (err) {
-		cmd_analysed_core_free(&a, &so);
-		return cmd_fail(path, err);
-	}
-	if (o.format == CMD_FORMAT_JSON)
-		print_json(a.core, &cf, crashed, waits);
+	if (i.o.format == CMD_FORMAT_JSON)
+		print_json(a.core, &cf, crashed, a.waits);
 	else
-		print_text(a.core, &cf, crashed, waits);
-	cq_waits_free(waits);
-	cmd_analysed_core_free(&a, &so);
+		print_text(a.core, &cf, crashed, a.waits);
+	cmd_analysis_free(&a);
 	return EXIT_OK;
 }

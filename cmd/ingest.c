@@ -6,6 +6,7 @@
  * each outcome as it comes, with a progress bar on a terminal.
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -35,48 +36,6 @@ struct ingest_run {
 };
 
 #define DEFAULT_MAX_DEPTH 8
-
-static const char ingest_usage[] =
-    "Usage: coreq ingest [--db P] [--format text|json] [--sysroot D] [--debug-dir D]\n"
-    "                    [--cache P | --no-cache] [--signature-frames N] [--rules FILE]\n"
-    "                    [--no-async] [--max-core-size BYTES] [--max-depth N]\n"
-    "                    CORE... | DIR | -\n"
-    "\n"
-    "Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
-    "the database, one transaction per core: a core is stored whole or not at\n"
-    "all.  A core already stored (same content, under any name or compression)\n"
-    "is skipped.  DIR means every core-looking file in it and in its\n"
-    "subdirectories, down to --max-depth levels (raw or compressed; hidden\n"
-    "names are passed by); a DIR without one says \"0 core files in DIR\".  Each\n"
-    "DIR is read again once its files are done, until a reading finds no new\n"
-    "file.  SIGTERM, SIGINT or SIGHUP ends the run between two cores.\n"
-    "Cores that cannot be analysed are reported and skipped; the exit status is\n"
-    "then 1.  A progress bar is shown when standard error is a terminal.\n"
-    "Each core is filed in a crash bucket by its signature: the crashed thread's\n"
-    "first N frames, normalised, after the crash machinery (abort, raise, assert,\n"
-    "the C++ throw path, Rust panics), and the signal (see `coreq buckets`); a\n"
-    "process killed from outside while its threads wait on locks, by its deadlock\n"
-    "or the thread it waits for.  The wait-for graph is stored (table waits).\n"
-    "\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --format text|json  output format (default text)\n"
-    "  --sysroot D         look for every module path inside D, as if D were /\n"
-    "                      (nothing outside D is looked at)\n"
-    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-    "  --max-core-size BYTES  cut a compressed or piped core at BYTES once\n"
-    "                      decompressed (K, M, G, T suffixes; default: the free\n"
-    "                      space of $TMPDIR less 1 GiB); a cut core is truncated\n"
-    "  --cache P           unwind-table and symbol cache (see coreq stack)\n"
-    "  --no-cache          do not use the cache\n"
-    "  --signature-frames N  frames in a crash signature (default 5)\n"
-    "  --rules FILE        bucketing rules (default $COREQ_RULES, else rules in\n"
-    "                      /etc/coreq/coreq.conf, else /etc/coreq/rules,\n"
-    "                      else the built-in ones: see `coreq buckets --rules`)\n"
-    "  --no-async          native frames only: no async stacks, no suspended ones\n"
-    "  --max-depth N       levels of subdirectories of DIR to look in (default 8, 0: none)\n"
-    "  --help              show this help\n";
 
 static void progress_clear(struct progress *p)
 {
@@ -201,16 +160,6 @@ static void on_event(void *arg, const struct cq_ingest_event *ev)
 	}
 }
 
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_CACHE,
-	OPT_NO_CACHE,
-	OPT_SIGNATURE_FRAMES,
-	OPT_NO_ASYNC,
-	OPT_RULES,
-	OPT_MAX_DEPTH,
-};
-
 /* The stop signal received, 0 if none (see cmd_ingest). */
 static volatile sig_atomic_t stop_signal;
 
@@ -241,73 +190,73 @@ static void print_summary(struct ingest_run *run, const struct cq_ingest_totals 
 	cq_json_finish(j);
 }
 
-int cmd_ingest(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    CMD_CORE_LONG_OPTIONS,
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"cache", required_argument, NULL, OPT_CACHE},
-	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
-	    {"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
-	    {"no-async", no_argument, NULL, OPT_NO_ASYNC},
-	    {"rules", required_argument, NULL, OPT_RULES},
-	    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-	    {NULL, 0, NULL, 0},
-	};
-	unsigned max_depth = DEFAULT_MAX_DEPTH;
-	unsigned signature_frames = CQ_BUCKET_DEFAULT_FRAMES;
+struct ingest_args {
 	struct cmd_core_opts o;
 	struct cq_stack_options so;
-	cmd_core_opts_init(&o);
-	cq_stack_options_default(&so);
-	const char *db = NULL, *cache_path = NULL, *rules_path = NULL;
-	bool no_cache = false;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		if (opt == OPT_HELP) {
-			fputs(ingest_usage, stdout);
-			return EXIT_OK;
-		}
-		int r = cmd_core_opts_handle(&o, opt, optarg, "ingest");
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		if (opt == OPT_DB)
-			db = optarg;
-		else if (opt == OPT_CACHE)
-			cache_path = optarg;
-		else if (opt == OPT_NO_CACHE)
-			no_cache = true;
-		else if (opt == OPT_NO_ASYNC)
-			so.async = false;
-		else if (opt == OPT_RULES)
-			rules_path = optarg;
-		else if (opt == OPT_MAX_DEPTH) {
-			if (!cmd_parse_count(optarg, 0, 64, &max_depth, "ingest", "--max-depth"))
-				return EXIT_USAGE;
-		} else if (opt == OPT_SIGNATURE_FRAMES) {
-			if (!cmd_parse_count(optarg, 1, 64, &signature_frames, "ingest",
-			                     "--signature-frames"))
-				return EXIT_USAGE;
-		} else
-			return cmd_option_error("ingest", opt, argv);
-	}
-	if (optind >= argc)
-		return cmd_usage_error("ingest", "expected CORE..., a directory, or -");
-	if (o.core.exe)
-		return cmd_usage_error("ingest", "--exe is for one core; use --sysroot");
+	const char *db, *cache_path, *rules;
+	bool no_cache;
+	unsigned max_depth, signature_frames;
+};
 
-	struct cq_bucket_rules *rules;
-	struct cq_store *store;
-	int rc = cmd_open_rules_and_store(rules_path, db, &rules, &store);
-	if (rc != EXIT_OK)
-		return rc;
-	so.cache = no_cache ? NULL : cmd_open_cache(cache_path);
-	so.debug_dirs = o.core.debug_dirs;
-	struct ingest_run run = {.format = o.format};
+#define FIELD(f) offsetof(struct ingest_args, f)
+
+static const struct cmd_opt ingest_options[] = {
+    CMD_ROW_DB(struct ingest_args, db),
+    CMD_ROWS_CORE(struct ingest_args, o),
+    CMD_ROWS_CACHE(struct ingest_args, cache_path, no_cache),
+    CMD_ROWS_BUCKETING(struct ingest_args, signature_frames, rules),
+    {"no-async", 0, CMD_OPT_CLEAR, FIELD(so.async), NULL,
+     "native frames only: no async stacks, no suspended ones", 0, 0, NULL, NULL},
+    {"max-depth", 0, CMD_OPT_COUNT, FIELD(max_depth), "N",
+     "levels of subdirectories of DIR to look in (default 8, 0: none)", 0, 64, NULL, NULL},
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec ingest_spec = {
+    .name = "ingest",
+    .forms = "[OPTIONS] CORE... | DIR | -",
+    .about = "Analyse each core (every thread's stack, as `coreq stack`) and store it in\n"
+             "the database, one transaction per core: a core is stored whole or not at\n"
+             "all.  A core already stored (same content, under any name or compression)\n"
+             "is skipped.  DIR means every core-looking file in it and in its\n"
+             "subdirectories, down to --max-depth levels (raw or compressed; hidden\n"
+             "names are passed by); a DIR without one says \"0 core files in DIR\".  Each\n"
+             "DIR is read again once its files are done, until a reading finds no new\n"
+             "file.  SIGTERM, SIGINT or SIGHUP ends the run between two cores.\n"
+             "Cores that cannot be analysed are reported and skipped; the exit status is\n"
+             "then 1.  A progress bar is shown when standard error is a terminal.\n"
+             "Each core is filed in a crash bucket by its signature: the crashed thread's\n"
+             "first N frames, normalised, after the crash machinery (abort, raise, assert,\n"
+             "the C++ throw path, Rust panics), and the signal (see `coreq buckets`); a\n"
+             "process killed from outside while its threads wait on locks, by its deadlock\n"
+             "or the thread it waits for.  The wait-for graph is stored (table waits).\n",
+    .opt = ingest_options,
+    .unlisted = "exe", /* refused: --exe is for one core */
+};
+
+/*
+ * SIGTERM (systemctl stop or restart of coreq-ingest.service, a shutdown),
+ * SIGINT, SIGHUP: finish the file being analysed and stop before the next,
+ * so none is left half done (an unfinished analysis counts as failed and
+ * is never retried, docs/capture.md, "systemd-coredump").
+ */
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	static const int stop_signals[] = {SIGTERM, SIGINT, SIGHUP};
+	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaction(stop_signals[i], &sa, NULL);
+}
+
+/* Ingests the paths argv[optind...] into store under rules; the totals. */
+static void ingest_paths(struct ingest_args *a, struct cq_store *store,
+                         struct cq_bucket_rules *rules, int argc, char **argv,
+                         struct cq_ingest_totals *totals)
+{
+	a->so.cache = a->no_cache ? NULL : cmd_open_cache(a->cache_path);
+	a->so.debug_dirs = a->o.core.debug_dirs;
+	struct ingest_run run = {.format = a->o.format};
 	if (run.format == CMD_FORMAT_JSON) {
 		cq_json_init(&run.json, stdout);
 		cq_json_object_begin(&run.json);
@@ -315,32 +264,43 @@ int cmd_ingest(int argc, char **argv)
 		cq_json_array_begin(&run.json);
 	}
 	struct cq_ingest_paths_options io = {
-	    .ingest = {.core = &o.core,
-	               .stacks = &so,
-	               .signature_frames = signature_frames,
+	    .ingest = {.core = &a->o.core,
+	               .stacks = &a->so,
+	               .signature_frames = a->signature_frames,
 	               .rules = rules,
 	               .opened = warn_damaged},
-	    .max_depth = max_depth,
+	    .max_depth = a->max_depth,
 	    .report = on_event,
 	    .report_arg = &run,
+	    .stop = &stop_signal,
 	};
-	/* SIGTERM (systemctl stop or restart of coreq-ingest.service, a
-	 * shutdown), SIGINT, SIGHUP: finish the file being analysed and stop
-	 * before the next, so none is left half done (an unfinished analysis
-	 * counts as failed and is never retried, README "Catching every crash
-	 * on a host"). */
-	struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
-	sigemptyset(&sa.sa_mask);
-	static const int stop_signals[] = {SIGTERM, SIGINT, SIGHUP};
-	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
-		sigaction(stop_signals[i], &sa, NULL);
-	io.stop = &stop_signal;
-	struct cq_ingest_totals totals;
+	catch_stop_signals();
 	cq_ingest_paths(store, (const char *const *)argv + optind, (size_t)(argc - optind), &io,
-	                &totals);
+	                totals);
 	progress_clear(&run.progress);
-	print_summary(&run, &totals);
-	cmd_close_cache(so.cache);
+	print_summary(&run, totals);
+	cmd_close_cache(a->so.cache);
+}
+
+int cmd_ingest(int argc, char **argv)
+{
+	struct ingest_args a = {.max_depth = DEFAULT_MAX_DEPTH,
+	                        .signature_frames = CQ_BUCKET_DEFAULT_FRAMES};
+	cmd_core_opts_init(&a.o);
+	cq_stack_options_default(&a.so);
+	int rc = cmd_opts_parse(&ingest_spec, argc, argv, &a);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
+	if (optind >= argc)
+		return cmd_usage_error("ingest", "expected CORE..., a directory, or -");
+	if (a.o.core.exe)
+		return cmd_usage_error("ingest", "--exe is for one core; use --sysroot");
+	struct cq_bucket_rules *rules;
+	struct cq_store *store;
+	if ((rc = cmd_open_rules_and_store(a.rules, a.db, &rules, &store)) != EXIT_OK)
+		return rc;
+	struct cq_ingest_totals totals;
+	ingest_paths(&a, store, rules, argc, argv, &totals);
 	cq_store_close(store);
 	cq_bucket_rules_free(rules);
 	if (stop_signal) {

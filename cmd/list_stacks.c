@@ -7,49 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/options.h"
 #include "cmd/store_output.h"
 #include "libcore/base/json.h"
 #include "libcore/store/store.h"
-
-static const char list_stacks_usage[] =
-    "Usage: coreq list-stacks [--db P] [--core ID] [--exe NAME] [--bucket ID] [--limit N]\n"
-    "                         [--source core|lws] [--format text|json|folded]\n"
-    "\n"
-    "List the unique merged stacks stored by `coreq ingest`, most shared first:\n"
-    "how many threads and cores have each one, when it was first and last seen,\n"
-    "and its frames.  With --source lws, the allocation sites of the logs stored\n"
-    "by `coreq lws ingest` instead, heaviest first: how many allocations and\n"
-    "bytes each stack made, in how many logs, and its frames.\n"
-    "\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --core ID           only the threads of core ID (see `coreq cores`)\n"
-    "  --exe NAME          only cores of this executable (full path or basename)\n"
-    "  --bucket ID         only cores in crash bucket ID (see `coreq buckets`)\n"
-    "  --limit N           at most N stacks\n"
-    "  --source core|lws   threads of cores (default), or lws allocation sites;\n"
-    "                      with lws, --exe NAME matches the ELF and --core and\n"
-    "                      --bucket do not apply\n"
-    "  --format text|json|folded  output format (default text); folded: one\n"
-    "                      line per stack, outermost frame first, ';'-joined, and\n"
-    "                      how many threads and suspended chains have it\n"
-    "  --help              show this help\n";
-
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_CORE,
-	OPT_EXE_NAME,
-	OPT_LIMIT,
-	OPT_BUCKET,
-	OPT_SOURCE,
-};
 
 struct stacks_query {
 	struct cmd_listing out; /* first: the listing callbacks get it as their context */
 	struct cq_store_stack_filter filter;
 	bool lws;    /* --source lws */
 	bool folded; /* --format folded */
+	const char *db;
 };
 
 /* A stored stack as a folded-stack line: outermost frame first, ';'-joined, then the count. */
@@ -170,87 +138,75 @@ static struct cq_error *query_stacks(struct cq_store *store, void *ctx)
 	return cq_store_each_stack(store, &q->filter, print_stack, &q->out);
 }
 
+/* --format: text, json or folded. */
+static int format_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	(void)option;
+	struct stacks_query *q = field;
+	if (strcmp(arg, "folded") == 0) {
+		q->folded = true;
+		return CMD_OPTS_GO_ON;
+	}
+	return cmd_parse_format(arg, &q->out.format, cmd) ? CMD_OPTS_GO_ON : EXIT_USAGE;
+}
+
+static int source_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	(void)option;
+	if (strcmp(arg, "core") && strcmp(arg, "lws"))
+		return cmd_usage_error(cmd, "--source must be core or lws, not '%s'", arg);
+	*(bool *)field = strcmp(arg, "lws") == 0;
+	return CMD_OPTS_GO_ON;
+}
+
+static const struct cmd_opt list_stacks_options[] = {
+    CMD_ROW_DB(struct stacks_query, db),
+    {"core", 0, CMD_OPT_COUNT64, offsetof(struct stacks_query, filter.core_id), "ID",
+     "only the threads of core ID (see `coreq cores`)", 1, UINT32_MAX, NULL, NULL},
+    CMD_ROW_EXE_NAME(struct stacks_query, filter.exe),
+    CMD_ROW_BUCKET(struct stacks_query, filter.bucket),
+    {"limit", 0, CMD_OPT_COUNT64, offsetof(struct stacks_query, filter.limit), "N",
+     "at most N stacks", 1, UINT32_MAX, NULL, NULL},
+    {"source", 0, CMD_OPT_CALL, offsetof(struct stacks_query, lws), "core|lws",
+     "threads of cores (default), or lws allocation sites; with lws, --exe NAME matches the "
+     "ELF and --core and --bucket do not apply",
+     0, 0, source_option, NULL},
+    {"format", 0, CMD_OPT_CALL, 0, "text|json|folded",
+     "output format (default text); folded: one line per stack, outermost frame first, "
+     "';'-joined, and how many threads and suspended chains have it",
+     0, 0, format_option, NULL},
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec list_stacks_spec = {
+    .name = "list-stacks",
+    .forms = "[OPTIONS]",
+    .about = "List the unique merged stacks stored by `coreq ingest`, most shared first:\n"
+             "how many threads and cores have each one, when it was first and last seen,\n"
+             "and its frames.  With --source lws, the allocation sites of the logs stored\n"
+             "by `coreq lws ingest` instead, heaviest first: how many allocations and\n"
+             "bytes each stack made, in how many logs, and its frames.\n",
+    .opt = list_stacks_options,
+    .flags = CMD_SPEC_NO_ARGS,
+};
+
 int cmd_list_stacks(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"core", required_argument, NULL, OPT_CORE},
-	    {"exe", required_argument, NULL, OPT_EXE_NAME},
-	    {"limit", required_argument, NULL, OPT_LIMIT},
-	    {"bucket", required_argument, NULL, OPT_BUCKET},
-	    {"source", required_argument, NULL, OPT_SOURCE},
-	    {NULL, 0, NULL, 0},
-	};
 	struct stacks_query q = {.out.format = CMD_FORMAT_TEXT};
-	struct cq_store_stack_filter *filter = &q.filter;
-	const char *db = NULL;
-	unsigned v;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		switch (opt) {
-		case OPT_HELP:
-			fputs(list_stacks_usage, stdout);
-			return EXIT_OK;
-		case OPT_FORMAT:
-			if (strcmp(optarg, "folded") == 0) {
-				q.folded = true;
-				break;
-			}
-			if (!cmd_parse_format(optarg, &q.out.format, "list-stacks"))
-				return EXIT_USAGE;
-			break;
-		case OPT_DB:
-			db = optarg;
-			break;
-		case OPT_CORE:
-			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--core"))
-				return EXIT_USAGE;
-			filter->core_id = v;
-			break;
-		case OPT_EXE_NAME:
-			filter->exe = optarg;
-			break;
-		case OPT_BUCKET:
-			if (!cq_store_bucket_key_valid(optarg))
-				return cmd_usage_error(
-				    "list-stacks",
-				    "--bucket takes a bucket's 16-hex-digit hash "
-				    "or its id, not '%s'",
-				    optarg);
-			filter->bucket = optarg;
-			break;
-		case OPT_LIMIT:
-			if (!cmd_parse_count(optarg, 1, UINT32_MAX, &v, "list-stacks", "--limit"))
-				return EXIT_USAGE;
-			filter->limit = v;
-			break;
-		case OPT_SOURCE:
-			if (strcmp(optarg, "core") && strcmp(optarg, "lws"))
-				return cmd_usage_error("list-stacks",
-				                       "--source must be core or lws, not '%s'",
-				                       optarg);
-			q.lws = strcmp(optarg, "lws") == 0;
-			break;
-		default:
-			return cmd_option_error("list-stacks", opt, argv);
-		}
-	}
-	if (optind != argc)
-		return cmd_usage_error("list-stacks", "unexpected argument '%s'", argv[optind]);
+	const struct cq_store_stack_filter *filter = &q.filter;
+	int rc = cmd_opts_parse(&list_stacks_spec, argc, argv, &q);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
 	if (q.lws && (filter->core_id || filter->bucket))
 		return cmd_usage_error("list-stacks",
 		                       "--core and --bucket do not apply to --source lws");
 	if (q.lws)
-		return cmd_run_listing(db, &q.out, "stacks",
+		return cmd_run_listing(q.db, &q.out, "stacks",
 		                       filter->exe ? "no lws allocation sites stored that match"
 		                                   : "no lws allocation sites stored",
 		                       query_stacks, &q);
 	const char *empty = filter->core_id || filter->exe || filter->bucket
 	                        ? "no stacks stored that match"
 	                        : "no stacks stored";
-	return cmd_run_listing(db, &q.out, "stacks", empty, query_stacks, &q);
+	return cmd_run_listing(q.db, &q.out, "stacks", empty, query_stacks, &q);
 }

@@ -9,6 +9,7 @@
  * the output.
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,10 +25,8 @@
 #include "libcore/pipeline/lws_ingest.h"
 #include "libcore/store/store.h"
 
-static const char lws_usage[] =
-    "Usage: coreq lws decode [--elf FILE [--debug-dir D]...] [--format text|json] [TEXT|-]\n"
-    "       coreq lws encode --size N [--format text|json] ADDR...\n"
-    "       coreq lws ingest --elf FILE [--db P] [--debug-dir D]... LOGFILE... | -\n"
+/* What `coreq lws --help` says after each subcommand's usage line. */
+static const char lws_about[] =
     "\n"
     "libwebsockets' compressed allocation backtraces (lws_backtrace): a \"~m#\"\n"
     "line holds up to 31 return addresses and an allocation size.\n"
@@ -40,128 +39,86 @@ static const char lws_usage[] =
     "\n"
     "Run 'coreq lws SUBCOMMAND --help' for its options.\n";
 
-static const char decode_usage[] =
-    "Usage: coreq lws decode [--elf FILE] [--debug-dir D]... [--cache P | --no-cache]\n"
-    "                        [--format text|json] [TEXT... | FILE... | -]\n"
-    "\n"
-    "Decode libwebsockets backtrace records.  Each non-blank line of TEXT, of\n"
-    "FILE (an argument that names a file, or a path such as ./x or /x), or of\n"
-    "standard input\n"
-    "(- or no argument) is one record: \"~m#\" and base64\n"
-    "(anything before \"~m#\" on the line is ignored), or bare base64; either\n"
-    "base64 alphabet (+/ or -_), '=' padding optional, whitespace allowed.\n"
-    "Each prints as lws's decoder prints it:\n"
-    "    ~b#size: 7520, 0x406651 0x406852 0x406c1b 0x406294 \n"
-    "(every address followed by one space).  With --elf, each address follows on\n"
-    "its own line as `function at file:line`, with its inlined calls, looked up at\n"
-    "address - 1 (they are return addresses) at the ELF's link-time addresses.\n"
-    "A malformed record is reported as `coreq: INPUT:LINE: reason` and skipped;\n"
-    "the exit status is then 1.\n"
-    "\n"
-    "  --elf FILE          the executable (or library) the addresses belong to\n"
-    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-    "  --cache P           symbol cache (default $COREQ_CACHE, else\n"
-    "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
-    "  --no-cache          do not read or write the cache\n"
-    "  --format text|json  output format (default text)\n"
-    "  --help              show this help\n";
-
-static const char encode_usage[] =
-    "Usage: coreq lws encode --size N [--format text|json] ADDR...\n"
-    "\n"
-    "Write the \"~m#\" record lws would write for these return addresses\n"
-    "(innermost first, at most 31) and allocation size: the same bytes, the same\n"
-    "base64.  Numbers are decimal, or hex with 0x.  A value of 2^63 or more cannot\n"
-    "be written (the format's bit counts stop at 63) and is refused.\n"
-    "\n"
-    "  --size N            the allocation size (required)\n"
-    "  --format text|json  output format (default text)\n"
-    "  --help              show this help\n";
-
-static const char ingest_usage[] =
-    "Usage: coreq lws ingest --elf FILE [--db P] [--debug-dir D]... [--cache P | --no-cache]\n"
-    "                        [--format text|json] LOGFILE... | -\n"
-    "\n"
-    "Find every \"~m#\" record in the logs (anywhere in a line; other lines are\n"
-    "ignored), decode it, name its addresses with the ELF's symbols (as lws\n"
-    "decode --elf) and store it in the database: each distinct stack once, with\n"
-    "frames relative to the ELF, and per (stack, size) how many records had it.\n"
-    "`coreq list-stacks --source lws` then lists the heaviest allocation sites.\n"
-    "\n"
-    "Each log is one transaction.  A log is identified by its content and the\n"
-    "ELF's build-id: ingesting the same log again (under any name, or from\n"
-    "standard input) stores nothing, so nothing is counted twice.  A log that has\n"
-    "changed since, for example grown, is a new log and all its records count.\n"
-    "A malformed record is reported as `coreq: LOG:LINE: warning: reason` and\n"
-    "skipped; a log that cannot be read or stored makes the exit status 1.\n"
-    "\n"
-    "  --elf FILE          the executable (or library) the addresses belong to\n"
-    "  --db P              database (default $COREQ_DB, else db in\n"
-    "                      /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                      coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-    "  --cache P           symbol cache (see coreq lws decode)\n"
-    "  --no-cache          do not read or write the cache\n"
-    "  --format text|json  output format (default text)\n"
-    "  --help              show this help\n";
-
-enum {
-	OPT_ELF = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_SIZE,
-	OPT_DB,
-	OPT_CACHE,
-	OPT_NO_CACHE,
-};
-
 /* What the subcommands' options leave behind. */
 struct lws_opts {
-	struct cmd_core_opts common; /* --format, --debug-dir, --help */
+	struct cmd_core_opts common; /* --format, --debug-dir */
 	const char *elf_path, *db, *cache_path, *size;
 	bool no_cache;
 };
 
+#define FIELD(f) offsetof(struct lws_opts, f)
+
+/* Every subcommand parses every row, then refuses those that do not apply to it. */
+static const struct cmd_opt lws_options[] = {
+    {"elf", 0, CMD_OPT_STRING, FIELD(elf_path), "FILE",
+     "the executable (or library) the addresses belong to", 0, 0, NULL, NULL},
+    {"size", 0, CMD_OPT_STRING, FIELD(size), "N", "the allocation size (required)", 0, 0, NULL,
+     NULL},
+    CMD_ROW_DB(struct lws_opts, db),
+    {"debug-dir", 0, CMD_OPT_CALL, FIELD(common), "D", cmd_help_debug_dir, 0, 0, cmd_opt_debug_dir,
+     cmd_more_debug_dir},
+    {"cache", 0, CMD_OPT_STRING, FIELD(cache_path), "P",
+     "symbol cache (default $COREQ_CACHE, else $XDG_CACHE_HOME/coreq/cache.db)", 0, 0, NULL, NULL},
+    {"no-cache", 0, CMD_OPT_FLAG, FIELD(no_cache), NULL, cmd_help_no_cache, 0, 0, NULL, NULL},
+    CMD_ROW_FORMAT(struct lws_opts, common.format),
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec decode_spec = {
+    .name = "lws decode",
+    .forms = "[OPTIONS] [TEXT... | FILE... | -]",
+    .about = "Decode libwebsockets backtrace records.  Each non-blank line of TEXT, of\n"
+             "FILE (an argument that names a file, or a path such as ./x or /x), or of\n"
+             "standard input\n"
+             "(- or no argument) is one record: \"~m#\" and base64\n"
+             "(anything before \"~m#\" on the line is ignored), or bare base64; either\n"
+             "base64 alphabet (+/ or -_), '=' padding optional, whitespace allowed.\n"
+             "Each prints as lws's decoder prints it:\n"
+             "    ~b#size: 7520, 0x406651 0x406852 0x406c1b 0x406294 \n"
+             "(every address followed by one space).  With --elf, each address follows on\n"
+             "its own line as `function at file:line`, with its inlined calls, looked up at\n"
+             "address - 1 (they are return addresses) at the ELF's link-time addresses.\n"
+             "A malformed record is reported as `coreq: INPUT:LINE: reason` and skipped;\n"
+             "the exit status is then 1.\n",
+    .opt = lws_options,
+    .unlisted = "size db",
+};
+
+static const struct cmd_spec encode_spec = {
+    .name = "lws encode",
+    .forms = "--size N [OPTIONS] ADDR...",
+    .about = "Write the \"~m#\" record lws would write for these return addresses\n"
+             "(innermost first, at most 31) and allocation size: the same bytes, the same\n"
+             "base64.  Numbers are decimal, or hex with 0x.  A value of 2^63 or more cannot\n"
+             "be written (the format's bit counts stop at 63) and is refused.\n",
+    .opt = lws_options,
+    .unlisted = "elf db debug-dir cache no-cache",
+};
+
+static const struct cmd_spec ingest_spec = {
+    .name = "lws ingest",
+    .forms = "--elf FILE [OPTIONS] LOGFILE... | -",
+    .about = "Find every \"~m#\" record in the logs (anywhere in a line; other lines are\n"
+             "ignored), decode it, name its addresses with the ELF's symbols (as lws\n"
+             "decode --elf) and store it in the database: each distinct stack once, with\n"
+             "frames relative to the ELF, and per (stack, size) how many records had it.\n"
+             "`coreq list-stacks --source lws` then lists the heaviest allocation sites.\n"
+             "\n"
+             "Each log is one transaction.  A log is identified by its content and the\n"
+             "ELF's build-id: ingesting the same log again (under any name, or from\n"
+             "standard input) stores nothing, so nothing is counted twice.  A log that has\n"
+             "changed since, for example grown, is a new log and all its records count.\n"
+             "A malformed record is reported as `coreq: LOG:LINE: warning: reason` and\n"
+             "skipped; a log that cannot be read or stored makes the exit status 1.\n",
+    .opt = lws_options,
+    .unlisted = "size",
+};
+
 /* Parses the options of `coreq lws SUB`; returns -1 to go on, else an exit status. */
-static int parse_options(int argc, char **argv, const char *cmd, const char *usage,
-                         struct lws_opts *o)
+static int parse_options(int argc, char **argv, const struct cmd_spec *spec, struct lws_opts *o)
 {
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"elf", required_argument, NULL, OPT_ELF},
-	    {"size", required_argument, NULL, OPT_SIZE},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"cache", required_argument, NULL, OPT_CACHE},
-	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
-	    {NULL, 0, NULL, 0},
-	};
 	cmd_core_opts_init(&o->common);
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		if (opt == OPT_HELP) {
-			fputs(usage, stdout);
-			return EXIT_OK;
-		}
-		int handled = cmd_core_opts_handle(&o->common, opt, optarg, cmd);
-		if (handled < 0)
-			return EXIT_USAGE;
-		if (handled)
-			continue;
-		const char **slot = opt == OPT_ELF     ? &o->elf_path
-		                    : opt == OPT_SIZE  ? &o->size
-		                    : opt == OPT_DB    ? &o->db
-		                    : opt == OPT_CACHE ? &o->cache_path
-		                                       : NULL;
-		if (slot)
-			*slot = optarg;
-		else if (opt == OPT_NO_CACHE)
-			o->no_cache = true;
-		else
-			return cmd_option_error(cmd, opt, argv);
-	}
-	return -1;
+	return cmd_opts_parse(spec, argc, argv, o);
 }
 
 /* Refuses the options that a subcommand does not take. */
@@ -265,10 +222,39 @@ static void decode_stream(struct decoder *d, const char *input, FILE *in)
 	}
 }
 
+/* One argument of lws decode: - (standard input), a file of records, or a record's text. */
+static void decode_argument(struct decoder *d, const char *a)
+{
+	if (strcmp(a, "-") == 0) {
+		decode_stream(d, "-", stdin);
+		return;
+	}
+	/* A path (it exists, or has a '/') is a file of records; else the text itself. */
+	struct stat st;
+	bool pathlike = (a[0] == '/' || strncmp(a, "./", 2) == 0 || strncmp(a, "../", 3) == 0) &&
+	                !strpbrk(a, " \t") && !strstr(a, "~m#");
+	bool is_file = stat(a, &st) == 0 || pathlike;
+	if (is_file && (stat(a, &st) != 0 || !S_ISREG(st.st_mode))) {
+		d->failed = true;
+		cmd_fail(a, stat(a, &st) != 0
+		                ? cq_error_errno(errno, "cannot read")
+		                : cq_error_create(CQ_ERR_USAGE, "not a regular file"));
+		return;
+	}
+	FILE *in = is_file ? fopen(a, "r") : fmemopen((void *)a, strlen(a), "r");
+	if (!in) {
+		d->failed = true;
+		cmd_fail(is_file ? a : "argument", cq_error_errno(errno, "cannot read"));
+		return;
+	}
+	decode_stream(d, is_file ? a : "argument", in);
+	fclose(in);
+}
+
 static int lws_decode(int argc, char **argv)
 {
 	struct lws_opts o = {0};
-	int rc = parse_options(argc, argv, "lws decode", decode_usage, &o);
+	int rc = parse_options(argc, argv, &decode_spec, &o);
 	if (rc < 0)
 		rc = refuse("lws decode", o.size, "--size");
 	if (rc < 0)
@@ -289,36 +275,8 @@ static int lws_decode(int argc, char **argv)
 	}
 	if (optind == argc)
 		decode_stream(&d, "-", stdin);
-	for (int i = optind; i < argc; i++) {
-		if (strcmp(argv[i], "-") == 0) {
-			decode_stream(&d, "-", stdin);
-			continue;
-		}
-		/* A path (it exists, or has a '/') is a file of records; else the text itself. */
-		struct stat st;
-		const char *a = argv[i];
-		bool pathlike =
-		    (a[0] == '/' || strncmp(a, "./", 2) == 0 || strncmp(a, "../", 3) == 0) &&
-		    !strpbrk(a, " \t") && !strstr(a, "~m#");
-		bool is_file = stat(a, &st) == 0 || pathlike;
-		if (is_file && (stat(argv[i], &st) != 0 || !S_ISREG(st.st_mode))) {
-			d.failed = true;
-			cmd_fail(argv[i],
-			         stat(argv[i], &st) != 0
-			             ? cq_error_errno(errno, "cannot read")
-			             : cq_error_create(CQ_ERR_USAGE, "not a regular file"));
-			continue;
-		}
-		FILE *in = is_file ? fopen(argv[i], "r") : fmemopen(argv[i], strlen(argv[i]), "r");
-		if (!in) {
-			d.failed = true;
-			cmd_fail(is_file ? argv[i] : "argument",
-			         cq_error_errno(errno, "cannot read"));
-			continue;
-		}
-		decode_stream(&d, is_file ? argv[i] : "argument", in);
-		fclose(in);
-	}
+	for (int i = optind; i < argc; i++)
+		decode_argument(&d, argv[i]);
 	if (d.format == CMD_FORMAT_JSON) {
 		cq_json_array_end(&d.j);
 		cq_json_object_end(&d.j);
@@ -350,7 +308,7 @@ static bool parse_u64(const char *arg, const char *what, uint64_t *out)
 static int lws_encode(int argc, char **argv)
 {
 	struct lws_opts o = {0};
-	int rc = parse_options(argc, argv, "lws encode", encode_usage, &o);
+	int rc = parse_options(argc, argv, &encode_spec, &o);
 	if (rc < 0)
 		rc = refuse("lws encode", o.elf_path || o.db || o.common.ndebug_dirs,
 		            "--elf, --db or --debug-dir");
@@ -461,7 +419,7 @@ static bool ingest_one(struct ingest_run *run, struct cq_store *store, struct cq
 static int lws_ingest(int argc, char **argv)
 {
 	struct lws_opts o = {0};
-	int rc = parse_options(argc, argv, "lws ingest", ingest_usage, &o);
+	int rc = parse_options(argc, argv, &ingest_spec, &o);
 	if (rc < 0)
 		rc = refuse("lws ingest", o.size, "--size");
 	if (rc >= 0)
@@ -503,6 +461,16 @@ static int lws_ingest(int argc, char **argv)
 
 /* ---- dispatch -------------------------------------------------------------------- */
 
+/* The subcommands' usage lines, from their tables, then what lws is. */
+static void lws_usage(FILE *out)
+{
+	const struct cmd_spec *specs[] = {&decode_spec, &encode_spec, &ingest_spec};
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		fprintf(out, "%s coreq %s %s\n", i ? "      " : "Usage:", specs[i]->name,
+		        specs[i]->forms);
+	fputs(lws_about, out);
+}
+
 int cmd_lws(int argc, char **argv)
 {
 	static const struct {
@@ -514,11 +482,11 @@ int cmd_lws(int argc, char **argv)
 	    {"ingest", lws_ingest},
 	};
 	if (argc < 2) {
-		fputs(lws_usage, stderr);
+		lws_usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(lws_usage, stdout);
+		lws_usage(stdout);
 		return EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {

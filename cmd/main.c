@@ -5,6 +5,8 @@
 #include "cmd/cmd.h"
 
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "libcore/base/config.h"
 
@@ -51,8 +53,55 @@ static void usage(FILE *out)
 		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fputs("\nEvery command also takes --no-pager (text goes through $PAGER on a terminal)\n"
 	      "and --color=auto|always|never (colour on a terminal only; $NO_COLOR).\n"
-	      "Run 'coreq COMMAND --help' for a command's options; see coreq(1).\n",
+	      "Run 'coreq COMMAND --help' for a command's options, 'coreq help COMMAND' for\n"
+	      "its manual page (coreq-COMMAND(1)); see coreq(1).\n",
 	      out);
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* Whether man finds page (`man -w`, its output discarded). */
+static bool man_has(const char *page)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		freopen("/dev/null", "w", stdout);
+		freopen("/dev/null", "w", stderr);
+		execlp("man", "man", "-w", page, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0;
+}
+
+/*
+ * `coreq help COMMAND`, as `git help` does: the command's manual page,
+ * coreq-COMMAND(1); its --help text where man or the page is missing.
+ */
+static int help_command(const char *name)
+{
+	const struct command *c = find_command(name);
+	if (!c) {
+		fprintf(stderr, "coreq: unknown command '%s'\n", name);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	char page[64];
+	snprintf(page, sizeof(page), "coreq-%s", c->name);
+	if (man_has(page)) {
+		fflush(NULL);
+		execlp("man", "man", page, (char *)NULL);
+	}
+	char *args[] = {(char *)c->name, "--help", NULL};
+	optind = 1;
+	return c->run(2, args);
 }
 
 int main(int argc, char **argv)
@@ -61,12 +110,14 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	opterr = 0; /* each command reports option errors itself, in one line */
+	if (strcmp(argv[1], "help") == 0 && argc > 2)
+		return help_command(argv[2]);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
 		return EXIT_OK;
 	}
-	opterr = 0; /* each command reports option errors itself, in one line */
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
 		puts("coreq " COREQ_VERSION);
 		return EXIT_OK;
@@ -85,7 +136,7 @@ int main(int argc, char **argv)
 			bool paged = commands[i].paged;
 			for (int k = 1; k < n && paged; k++)
 				paged = strncmp(argv[1 + k], "--format", 8) != 0 &&
-				        strcmp(argv[1 + k], "--help") != 0 &&
+				        strncmp(argv[1 + k], "--help", 6) != 0 &&
 				        strcmp(argv[1 + k], "-h") != 0;
 			if (paged)
 				cmd_pager_start();

@@ -4,6 +4,7 @@
  * transaction, and say how many buckets merged or split.
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <stdlib.h>
 
@@ -13,28 +14,29 @@
 #include "libcore/triage/bucket.h"
 #include "libcore/triage/rules.h"
 
-static const char rebucket_usage[] =
-    "Usage: coreq rebucket [--db P] [--rules FILE] [--signature-frames N] [--format text|json]\n"
-    "\n"
-    "Recompute the crash signature of every stored core from the frames the\n"
-    "database holds (no core file is read again), under the bucketing rules in\n"
-    "force, in one transaction.  Buckets whose signature survives keep their id;\n"
-    "counts, first/last seen and example cores move with their cores.  Reports\n"
-    "how many cores moved and how many buckets merged or split.\n"
-    "\n"
-    "  --db P                database (default $COREQ_DB, else db in\n"
-    "                        /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                        coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --rules FILE          bucketing rules (default $COREQ_RULES, else\n"
-    "                        /etc/coreq/rules, else the built-in ones)\n"
-    "  --signature-frames N  frames in a crash signature (default 5)\n"
-    "  --format text|json    output format (default text)\n"
-    "  --help                show this help\n";
+struct rebucket_args {
+	enum cmd_format format;
+	const char *db, *rules;
+	unsigned signature_frames;
+};
 
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_RULES,
-	OPT_SIGNATURE_FRAMES,
+static const struct cmd_opt rebucket_options[] = {
+    CMD_ROW_DB(struct rebucket_args, db),
+    CMD_ROWS_BUCKETING(struct rebucket_args, signature_frames, rules),
+    CMD_ROW_FORMAT(struct rebucket_args, format),
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec rebucket_spec = {
+    .name = "rebucket",
+    .forms = "[OPTIONS]",
+    .about = "Recompute the crash signature of every stored core from the frames the\n"
+             "database holds (no core file is read again), under the bucketing rules in\n"
+             "force, in one transaction.  Buckets whose signature survives keep their id;\n"
+             "counts, first/last seen and example cores move with their cores.  Reports\n"
+             "how many cores moved and how many buckets merged or split.\n",
+    .opt = rebucket_options,
+    .flags = CMD_SPEC_NO_ARGS,
 };
 
 static void print_result(enum cmd_format format, const struct cq_store_rebucket_result *r,
@@ -66,52 +68,22 @@ static void print_result(enum cmd_format format, const struct cq_store_rebucket_
 
 int cmd_rebucket(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"rules", required_argument, NULL, OPT_RULES},
-	    {"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
-	    {NULL, 0, NULL, 0},
-	};
-	enum cmd_format format = CMD_FORMAT_TEXT;
-	const char *db = NULL, *rules_path = NULL;
-	unsigned nframes = CQ_BUCKET_DEFAULT_FRAMES;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		if (opt == OPT_HELP) {
-			fputs(rebucket_usage, stdout);
-			return EXIT_OK;
-		} else if (opt == OPT_FORMAT) {
-			if (!cmd_parse_format(optarg, &format, "rebucket"))
-				return EXIT_USAGE;
-		} else if (opt == OPT_DB) {
-			db = optarg;
-		} else if (opt == OPT_RULES) {
-			rules_path = optarg;
-		} else if (opt == OPT_SIGNATURE_FRAMES) {
-			if (!cmd_parse_count(optarg, 1, 64, &nframes, "rebucket",
-			                     "--signature-frames"))
-				return EXIT_USAGE;
-		} else {
-			return cmd_option_error("rebucket", opt, argv);
-		}
-	}
-	if (optind != argc)
-		return cmd_usage_error("rebucket", "unexpected argument '%s'", argv[optind]);
+	struct rebucket_args a = {.format = CMD_FORMAT_TEXT,
+	                          .signature_frames = CQ_BUCKET_DEFAULT_FRAMES};
+	int rc = cmd_opts_parse(&rebucket_spec, argc, argv, &a);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
 	struct cq_bucket_rules *rules;
 	struct cq_store *store;
-	int rc = cmd_open_rules_and_store(rules_path, db, &rules, &store);
+	rc = cmd_open_rules_and_store(a.rules, a.db, &rules, &store);
 	if (rc != EXIT_OK)
 		return rc;
 	struct cq_store_rebucket_result r;
-	struct cq_error *err = cq_store_rebucket(store, rules, nframes, &r);
+	struct cq_error *err = cq_store_rebucket(store, rules, a.signature_frames, &r);
 	if (err)
-		rc = cmd_fail(db ? db : "database", err);
+		rc = cmd_fail(a.db ? a.db : "database", err);
 	else
-		print_result(format, &r, rules->version);
+		print_result(a.format, &r, rules->version);
 	cq_store_close(store);
 	cq_bucket_rules_free(rules);
 	return rc;

@@ -3,6 +3,7 @@
  * arrived after the crash (libcore/pipeline/resymbolize.h), then re-bucket.
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,50 +13,6 @@
 #include "libcore/store/store.h"
 #include "libcore/triage/bucket.h"
 #include "libcore/triage/rules.h"
-
-static const char resymbolize_usage[] =
-    "Usage: coreq resymbolize [--db P] [--debuginfod URL]... [--debug-dir D]...\n"
-    "                         [--max-size BYTES] [--module-timeout S] [--deadline S]\n"
-    "                         [--rules FILE] [--signature-frames N] [--format text|json]\n"
-    "\n"
-    "Name the stored frames whose module had no symbols when the core was\n"
-    "ingested (they keep build-id + offset): each such module's debuginfo is\n"
-    "looked up by build-id in the --debug-dir trees, then on debuginfod servers\n"
-    "(elfutils' client: its cache, $DEBUGINFOD_TIMEOUT, and $DEBUGINFOD_URLS\n"
-    "unless --debuginfod is given).  Frames get the names `coreq stack` would\n"
-    "give them with that debuginfo; stacks and their counts stay.  Then every\n"
-    "core is re-bucketed, and the cores whose bucket changed are counted.\n"
-    "A stored build-id that is not 2 to 128 hex digits is never looked up, and\n"
-    "a file is used only when it carries the build-id asked for.  Each module's\n"
-    "outcome is listed: debug_dir, fetched, not_found, too_big, timed_out,\n"
-    "skipped (the deadline had passed), bad_build_id, mismatch or failed.\n"
-    "It uses the network; the hook never runs it.\n"
-    "\n"
-    "  --db P                database (default $COREQ_DB, else db in\n"
-    "                        /etc/coreq/coreq.conf, else $XDG_STATE_HOME/coreq/\n"
-    "                        coreq.db, else /var/lib/coreq/coreq.db for root)\n"
-    "  --debuginfod URL      a debuginfod server (repeatable)\n"
-    "  --debug-dir D         a build-id tree of debuginfo, looked in first (repeatable)\n"
-    "  --max-size BYTES      largest debuginfo file taken from a server (K, M, G\n"
-    "                        suffixes; at least 64K; default 512M)\n"
-    "  --module-timeout S    seconds one module's lookup may take, retries\n"
-    "                        included (default 120; 0: no limit)\n"
-    "  --deadline S          seconds after which no server is asked and a lookup\n"
-    "                        under way stops (default 600; 0: no limit)\n"
-    "  --rules FILE          bucketing rules (as for ingest)\n"
-    "  --signature-frames N  frames in a crash signature (default 5)\n"
-    "  --format text|json    output format (default text)\n"
-    "  --help                show this help\n";
-
-enum {
-	OPT_DB = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_DEBUGINFOD,
-	OPT_RULES,
-	OPT_SIGNATURE_FRAMES,
-	OPT_MAX_SIZE,
-	OPT_MODULE_TIMEOUT,
-	OPT_DEADLINE,
-};
 
 /* The smallest --max-size: the client's progress counts must not pass it before a transfer. */
 #define MIN_MAX_SIZE (64u << 10)
@@ -125,123 +82,126 @@ static void print_text(const struct cq_resymbolize_result *r)
 	}
 }
 
-int cmd_resymbolize(int argc, char **argv)
+/* The --debuginfod servers, space-separated; given even when "" (then: none). */
+struct server_list {
+	char v[4096];
+	bool given;
+};
+
+struct resymbolize_args {
+	struct cq_resymbolize_options o;
+	struct cmd_dir_list dirs;
+	struct server_list urls;
+	const char *db, *rules;
+	enum cmd_format format;
+};
+
+static int debuginfod_option(const char *cmd, const char *option, const char *arg, void *field)
 {
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, OPT_FORMAT},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"db", required_argument, NULL, OPT_DB},
-	    {"debuginfod", required_argument, NULL, OPT_DEBUGINFOD},
-	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
-	    {"rules", required_argument, NULL, OPT_RULES},
-	    {"signature-frames", required_argument, NULL, OPT_SIGNATURE_FRAMES},
-	    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
-	    {"module-timeout", required_argument, NULL, OPT_MODULE_TIMEOUT},
-	    {"deadline", required_argument, NULL, OPT_DEADLINE},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *db = NULL, *rules_path = NULL;
-	const char *dirs[CMD_MAX_DEBUG_DIRS + 1] = {NULL};
-	size_t ndirs = 0;
-	char urls[4096] = "";
-	unsigned nframes = CQ_BUCKET_DEFAULT_FRAMES;
-	uint64_t max_size = CQ_RESYMBOLIZE_DEFAULT_MAX_SIZE;
-	unsigned module_seconds = CQ_RESYMBOLIZE_DEFAULT_MODULE_SECONDS;
-	unsigned deadline = CQ_RESYMBOLIZE_DEFAULT_DEADLINE;
-	bool have_urls = false;
-	enum cmd_format format = CMD_FORMAT_TEXT;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		switch (opt) {
-		case 'h':
-		case OPT_HELP:
-			fputs(resymbolize_usage, stdout);
-			return EXIT_OK;
-		case OPT_FORMAT:
-			if (!cmd_parse_format(optarg, &format, "resymbolize"))
-				return EXIT_USAGE;
-			break;
-		case OPT_DB:
-			db = optarg;
-			break;
-		case OPT_DEBUGINFOD:
-			if (strlen(urls) + strlen(optarg) + 2 > sizeof(urls))
-				return cmd_usage_error("resymbolize",
-				                       "too many --debuginfod servers");
-			if (urls[0])
-				strcat(urls, " ");
-			strcat(urls, optarg);
-			have_urls = true;
-			break;
-		case OPT_DEBUG_DIR:
-			if (ndirs == CMD_MAX_DEBUG_DIRS)
-				return cmd_usage_error("resymbolize",
-				                       "at most %d --debug-dir options",
-				                       CMD_MAX_DEBUG_DIRS);
-			dirs[ndirs++] = optarg;
-			break;
-		case OPT_RULES:
-			rules_path = optarg;
-			break;
-		case OPT_SIGNATURE_FRAMES:
-			if (!cmd_parse_count(optarg, 1, 64, &nframes, "resymbolize",
-			                     "--signature-frames"))
-				return EXIT_USAGE;
-			break;
-		case OPT_MAX_SIZE:
-			if (!cmd_parse_bytes(optarg, &max_size, "resymbolize", "--max-size"))
-				return EXIT_USAGE;
-			if (max_size < MIN_MAX_SIZE)
-				return cmd_usage_error("resymbolize",
-				                       "--max-size must be at least 64K");
-			break;
-		case OPT_MODULE_TIMEOUT:
-			if (!cmd_parse_count(optarg, 0, 86400, &module_seconds, "resymbolize",
-			                     "--module-timeout"))
-				return EXIT_USAGE;
-			break;
-		case OPT_DEADLINE:
-			if (!cmd_parse_count(optarg, 0, 7 * 86400, &deadline, "resymbolize",
-			                     "--deadline"))
-				return EXIT_USAGE;
-			break;
-		default:
-			return cmd_option_error("resymbolize", opt, argv);
-		}
-	}
-	if (optind != argc)
-		return cmd_usage_error("resymbolize", "unexpected argument '%s'", argv[optind]);
-	struct cq_bucket_rules *rules;
-	struct cq_error *err = cq_bucket_rules_load(rules_path, &rules);
-	if (err)
-		return cmd_fail(rules_path ? rules_path : "rules", err);
+	(void)option;
+	struct server_list *urls = field;
+	if (strlen(urls->v) + strlen(arg) + 2 > sizeof(urls->v))
+		return cmd_usage_error(cmd, "too many --debuginfod servers");
+	if (urls->v[0])
+		strcat(urls->v, " ");
+	strcat(urls->v, arg);
+	urls->given = true;
+	return CMD_OPTS_GO_ON;
+}
+
+static int max_size_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	(void)option;
+	if (!cmd_parse_bytes(arg, field, cmd, "--max-size"))
+		return EXIT_USAGE;
+	if (*(uint64_t *)field < MIN_MAX_SIZE)
+		return cmd_usage_error(cmd, "--max-size must be at least 64K");
+	return CMD_OPTS_GO_ON;
+}
+
+#define FIELD(f) offsetof(struct resymbolize_args, f)
+
+static const struct cmd_opt resymbolize_options[] = {
+    CMD_ROW_DB(struct resymbolize_args, db),
+    {"debuginfod", 0, CMD_OPT_CALL, FIELD(urls), "URL", "a debuginfod server (repeatable)", 0, 0,
+     debuginfod_option, NULL},
+    {"debug-dir", 0, CMD_OPT_CALL, FIELD(dirs), "D",
+     "a build-id tree of debuginfo, looked in first (repeatable)", 0, 0, cmd_opt_dir_list, NULL},
+    {"max-size", 0, CMD_OPT_CALL, FIELD(o.max_size), "BYTES",
+     "largest debuginfo file taken from a server (K, M, G suffixes; at least 64K; default "
+     "512M)",
+     0, 0, max_size_option, NULL},
+    {"module-timeout", 0, CMD_OPT_COUNT, FIELD(o.module_seconds), "S",
+     "seconds one module's lookup may take, retries included (default 120; 0: no limit)", 0, 86400,
+     NULL, NULL},
+    {"deadline", 0, CMD_OPT_COUNT, FIELD(o.deadline), "S",
+     "seconds after which no server is asked and a lookup under way stops (default 600; 0: "
+     "no limit)",
+     0, 7 * 86400, NULL, NULL},
+    CMD_ROWS_BUCKETING(struct resymbolize_args, o.signature_frames, rules),
+    CMD_ROW_FORMAT(struct resymbolize_args, format),
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec resymbolize_spec = {
+    .name = "resymbolize",
+    .forms = "[OPTIONS]",
+    .about = "Name the stored frames whose module had no symbols when the core was\n"
+             "ingested (they keep build-id + offset): each such module's debuginfo is\n"
+             "looked up by build-id in the --debug-dir trees, then on debuginfod servers\n"
+             "(elfutils' client: its cache, $DEBUGINFOD_TIMEOUT, and $DEBUGINFOD_URLS\n"
+             "unless --debuginfod is given).  Frames get the names `coreq stack` would\n"
+             "give them with that debuginfo; stacks and their counts stay.  Then every\n"
+             "core is re-bucketed, and the cores whose bucket changed are counted.\n"
+             "A stored build-id that is not 2 to 128 hex digits is never looked up, and\n"
+             "a file is used only when it carries the build-id asked for.  Each module's\n"
+             "outcome is listed: debug_dir, fetched, not_found, too_big, timed_out,\n"
+             "skipped (the deadline had passed), bad_build_id, mismatch or failed.\n"
+             "It uses the network; the hook never runs it.\n",
+    .opt = resymbolize_options,
+    .flags = CMD_SPEC_NO_ARGS,
+};
+
+/* Resymbolizes the database under the rules; prints the result; the exit status. */
+static int run(struct resymbolize_args *a, struct cq_bucket_rules *rules)
+{
 	struct cq_store *store;
-	int rc = cmd_open_store_existing(db, &store);
-	if (rc != EXIT_OK) {
-		cq_bucket_rules_free(rules);
+	int rc = cmd_open_store_existing(a->db, &store);
+	if (rc != EXIT_OK)
 		return rc;
-	}
-	struct cq_resymbolize_options o = {.debug_dirs = dirs,
-	                                   .debuginfod_urls = have_urls ? urls : NULL,
-	                                   .rules = rules,
-	                                   .signature_frames = nframes,
-	                                   .max_size = max_size,
-	                                   .module_seconds = module_seconds,
-	                                   .deadline = deadline};
+	a->o.debug_dirs = a->dirs.v;
+	a->o.debuginfod_urls = a->urls.given ? a->urls.v : NULL;
+	a->o.rules = rules;
 	struct cq_resymbolize_result r;
-	err = cq_resymbolize(store, &o, &r);
+	struct cq_error *err = cq_resymbolize(store, &a->o, &r);
 	cq_store_close(store);
-	cq_bucket_rules_free(rules);
 	if (err) {
 		cq_resymbolize_result_free(&r);
-		return cmd_fail(db ? db : "database", err);
+		return cmd_fail(a->db ? a->db : "database", err);
 	}
-	if (format == CMD_FORMAT_JSON)
+	if (a->format == CMD_FORMAT_JSON)
 		print_json(&r);
 	else
 		print_text(&r);
 	cq_resymbolize_result_free(&r);
 	return EXIT_OK;
+}
+
+int cmd_resymbolize(int argc, char **argv)
+{
+	struct resymbolize_args a = {.o = {.signature_frames = CQ_BUCKET_DEFAULT_FRAMES,
+	                                   .max_size = CQ_RESYMBOLIZE_DEFAULT_MAX_SIZE,
+	                                   .module_seconds = CQ_RESYMBOLIZE_DEFAULT_MODULE_SECONDS,
+	                                   .deadline = CQ_RESYMBOLIZE_DEFAULT_DEADLINE},
+	                             .format = CMD_FORMAT_TEXT};
+	int rc = cmd_opts_parse(&resymbolize_spec, argc, argv, &a);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
+	struct cq_bucket_rules *rules;
+	struct cq_error *err = cq_bucket_rules_load(a.rules, &rules);
+	if (err)
+		return cmd_fail(a.rules ? a.rules : "rules", err);
+	rc = run(&a, rules);
+	cq_bucket_rules_free(rules);
+	return rc;
 }

@@ -3,91 +3,120 @@
  * `thread apply all bt`, the crashed thread first; or JSON (DESIGN.md).
  */
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "libcore/db/cache.h"
 #include "libcore/base/json.h"
 #include "libcore/model/module.h"
-#include "libcore/analysis/analyse_core.h"
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/waits.h"
 #include "libcore/capture/capture.h"
+#include "libcore/pipeline/analyse.h"
 #include "unwind/async/runtime.h"
 #include "cmd/frames_memo.h"
 #include "cmd/stack_views.h"
 #include "cmd/wait_text.h"
 
-static const char stack_usage[] =
-    "Usage: coreq stack CORE [--format text|json|folded|dot] [--exe P] [--sysroot D]\n"
-    "                        [--thread TID]... [--crashed] [--group]\n"
-    "                        [--debug-dir D] [--max-frames N] [--no-scan]\n"
-    "                        [--no-async] [--no-waits] [--cache P | --no-cache]\n"
-    "                        [--max-core-size BYTES]\n"
-    "\n"
-    "Print every thread's stack, the crashed thread first.  Frames are unwound\n"
-    "with DWARF CFI (.eh_frame, .debug_frame), else frame pointers, else a\n"
-    "bounded stack scan; text output marks frames not found through CFI with\n"
-    "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
-    "A header first says what crashed: pid, executable, signal, its si_code by\n"
-    "name, and the fault address or who sent the signal; or, for a snapshot of\n"
-    "a live process (gdb's gcore), `snapshot (gcore)`, with no thread crashed.\n"
-    "\n"
-    "Threads blocked on a lock (a futex wait under pthread_mutex_lock,\n"
-    "pthread_rwlock_*lock, pthread_cond_wait or pthread_join) make a wait-for\n"
-    "graph: the header says which threads are deadlocked (a cycle) and which\n"
-    "thread the others wait for, and each blocked thread says what it waits\n"
-    "for and who holds it (the owner glibc records in the mutex, the rwlock's\n"
-    "writer, the joined thread; an rwlock's readers and a condvar have none).\n"
-    "\n"
-    "In programs that use folly's async stacks (folly::coro, libunifex), each\n"
-    "thread's coroutine chain is spliced into its stack (frames marked [async]),\n"
-    "across threads where a thread blocks on work another one runs (its first\n"
-    "frame marked [thread TID]), each coroutine once even when it is also on\n"
-    "the native stack (-O0), consecutive async frames in one function as one\n"
-    "with a count (\u00d74), and the chains of suspended coroutines are listed\n"
-    "after the threads.  In Rust programs built with -C debuginfo=2, the\n"
-    "suspended futures are listed too: each task's await chain, innermost\n"
-    "first, with the state and line of every await.\n"
-    "\n"
-    "  --format text|json|folded  output format (default text); folded: one line\n"
-    "                      per distinct stack, outermost frame first, ';'-joined,\n"
-    "                      and its thread count, for flame-graph tools; dot: the\n"
-    "                      wait-for graph for graphviz\n"
-    "  --thread TID        only this thread (repeatable)\n"
-    "  --crashed           only the thread that crashed\n"
-    "  --group             each distinct stack once, with how many threads and\n"
-    "                      which have it (pstack-summary style)\n"
-    "  --exe P             the executable that produced the core\n"
-    "  --sysroot D         look for every module path inside D, as if D were /\n"
-    "                      (nothing outside D: --exe names an executable it lacks)\n"
-    "  --debug-dir D       add a build-id tree of debuginfo (repeatable)\n"
-    "  --max-core-size BYTES  cut a compressed or piped core at BYTES once\n"
-    "                      decompressed (K, M, G, T suffixes; default: the free\n"
-    "                      space of $TMPDIR less 1 GiB); a cut core is truncated\n"
-    "  --max-frames N      stop each thread after N frames (default 256)\n"
-    "  --no-scan           never guess frames by scanning the stack\n"
-    "  --no-async          native frames only: no async stacks, no suspended\n"
-    "                      coroutines or futures (nothing scanned)\n"
-    "  --no-waits          no wait-for graph (no blocked thread is examined)\n"
-    "  --cache P           per-build-id cache of unwind tables, symbols, Rust\n"
-    "                      types and C++ coroutine types (default $COREQ_CACHE, else\n"
-    "                      $XDG_CACHE_HOME/coreq/cache.db)\n"
-    "  --no-cache          do not read or write the cache\n"
-    "  --help              show this help\n";
+/* What stack's options write. */
+struct stack_args {
+	struct cmd_core_opts o;
+	struct cq_stack_options so;
+	struct stack_view view;
+	const char *cache_path;
+	bool no_cache, no_waits;
+	bool folded, dot; /* --format folded, --format dot */
+};
 
-enum {
-	OPT_MAX_FRAMES = OPT_FIRST_COMMAND_SPECIFIC,
-	OPT_NO_SCAN,
-	OPT_NO_ASYNC,
-	OPT_CACHE,
-	OPT_NO_CACHE,
-	OPT_THREAD,
-	OPT_CRASHED,
-	OPT_GROUP,
-	OPT_NO_WAITS,
+/* --format: text, json (the core options' format), folded or dot. */
+static int format_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	(void)option;
+	struct stack_args *a = field;
+	if (strcmp(arg, "folded") == 0)
+		a->folded = true;
+	else if (strcmp(arg, "dot") == 0)
+		a->dot = true;
+	else if (!cmd_parse_format(arg, &a->o.format, cmd))
+		return EXIT_USAGE;
+	return CMD_OPTS_GO_ON;
+}
+
+/* --thread TID, repeatable. */
+static int thread_option(const char *cmd, const char *option, const char *arg, void *field)
+{
+	struct stack_view *view = field;
+	unsigned tid;
+	if (view->ntids == STACK_VIEW_MAX_TIDS)
+		return cmd_usage_error(cmd, "at most %d %s options", STACK_VIEW_MAX_TIDS, option);
+	if (!cmd_parse_count(arg, 0, INT32_MAX, &tid, cmd, option))
+		return EXIT_USAGE;
+	view->tids[view->ntids++] = tid;
+	return CMD_OPTS_GO_ON;
+}
+
+#define FIELD(f) offsetof(struct stack_args, f)
+
+static const struct cmd_opt stack_options[] = {
+    {"format", 0, CMD_OPT_CALL, 0, "text|json|folded|dot",
+     "output format (default text); folded: one line per distinct stack, outermost frame "
+     "first, ';'-joined, and its thread count, for flame-graph tools; dot: the wait-for graph "
+     "for graphviz",
+     0, 0, format_option, NULL},
+    {"thread", 0, CMD_OPT_CALL, FIELD(view), "TID", "only this thread (repeatable)", 0, 0,
+     thread_option, NULL},
+    {"crashed", 0, CMD_OPT_FLAG, FIELD(view.crashed_only), NULL, "only the thread that crashed", 0,
+     0, NULL, NULL},
+    {"group", 0, CMD_OPT_FLAG, FIELD(view.group), NULL,
+     "each distinct stack once, with how many threads and which have it (pstack-summary "
+     "style)",
+     0, 0, NULL, NULL},
+    CMD_ROWS_CORE_FILES(struct stack_args, o),
+    {"max-frames", 0, CMD_OPT_COUNT, FIELD(so.unwind.max_frames), "N",
+     "stop each thread after N frames (default 256)", 1, 100000, NULL, NULL},
+    {"no-scan", 0, CMD_OPT_CLEAR, FIELD(so.unwind.allow_scan), NULL,
+     "never guess frames by scanning the stack", 0, 0, NULL, NULL},
+    {"no-async", 0, CMD_OPT_CLEAR, FIELD(so.async), NULL,
+     "native frames only: no async stacks, no suspended coroutines or futures (nothing "
+     "scanned)",
+     0, 0, NULL, NULL},
+    {"no-waits", 0, CMD_OPT_FLAG, FIELD(no_waits), NULL,
+     "no wait-for graph (no blocked thread is examined)", 0, 0, NULL,
+     "No\n.BR deadlock: ,\n.BR hung: \" or \" waits\nis reported.\n"},
+    CMD_ROWS_CACHE(struct stack_args, cache_path, no_cache),
+    CMD_OPT_END,
+};
+
+static const struct cmd_spec stack_spec = {
+    .name = "stack",
+    .forms = "[OPTIONS] CORE",
+    .about = "Print every thread's stack, the crashed thread first.  Frames are unwound\n"
+             "with DWARF CFI (.eh_frame, .debug_frame), else frame pointers, else a\n"
+             "bounded stack scan; text output marks frames not found through CFI with\n"
+             "[fp] or [scan].  Inlined calls appear as their own frames, marked [inline].\n"
+             "A header first says what crashed: pid, executable, signal, its si_code by\n"
+             "name, and the fault address or who sent the signal; or, for a snapshot of\n"
+             "a live process (gdb's gcore), `snapshot (gcore)`, with no thread crashed.\n"
+             "\n"
+             "Threads blocked on a lock (a futex wait under pthread_mutex_lock,\n"
+             "pthread_rwlock_*lock, pthread_cond_wait or pthread_join) make a wait-for\n"
+             "graph: the header says which threads are deadlocked (a cycle) and which\n"
+             "thread the others wait for, and each blocked thread says what it waits\n"
+             "for and who holds it (the owner glibc records in the mutex, the rwlock's\n"
+             "writer, the joined thread; an rwlock's readers and a condvar have none).\n"
+             "\n"
+             "In programs that use folly's async stacks (folly::coro, libunifex), each\n"
+             "thread's coroutine chain is spliced into its stack (frames marked [async]),\n"
+             "across threads where a thread blocks on work another one runs (its first\n"
+             "frame marked [thread TID]), each coroutine once even when it is also on\n"
+             "the native stack (-O0), consecutive async frames in one function as one\n"
+             "with a count (\u00d74), and the chains of suspended coroutines are listed\n"
+             "after the threads.  In Rust programs built with -C debuginfo=2, the\n"
+             "suspended futures are listed too: each task's await chain, innermost\n"
+             "first, with the state and line of every await.\n",
+    .opt = stack_options,
 };
 
 /* Frames of a stack on thread tid (0: on none, a suspended chain), rendered through memo. */
@@ -359,7 +388,9 @@ static void print_header(const char *path, const struct cq_core *core, const str
 		cmd_iso_time(cap->timestamp_us / 1000000, when);
 		printf(", at %s", when);
 	}
-	printf("\n\n");
+	printf("\n");
+	cmd_print_conflicts(cap->conflicts[0] ? cap->conflicts : NULL);
+	printf("\n");
 }
 
 /* Frames in text, with a line where the stack moves to a blocked thread. */
@@ -446,129 +477,49 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 	print_suspended_text(stacks);
 }
 
+/* What --format asks for: stack's own folded and dot, beside text and json. */
+enum stack_format { STACK_TEXT, STACK_JSON, STACK_FOLDED, STACK_DOT };
+
+/* Prints the analysed core in format, as v selects. */
+static int print_analysis(const char *path, const struct cq_analysis *a, const struct stack_view *v,
+                          enum stack_format format)
+{
+	cmd_warn_analysis(path, a->core, a->stacks);
+	int64_t missing;
+	if (stack_view_missing(v, a->stacks, &missing)) {
+		fprintf(stderr, "coreq: %s: no thread %" PRId64 " in this core\n", cmd_safe(path),
+		        missing);
+		return EXIT_INPUT;
+	}
+	if (format == STACK_FOLDED)
+		stack_view_print_folded(stdout, v, a->stacks);
+	else if (format == STACK_DOT)
+		cmd_waits_dot(stdout, a->core, a->waits);
+	else if (format == STACK_JSON)
+		print_json(a->core, &a->capture, a->stacks, a->waits, v);
+	else
+		print_text(path, a->core, &a->capture, a->stacks, a->waits, v);
+	return EXIT_OK;
+}
+
 int cmd_stack(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    CMD_CORE_LONG_OPTIONS,
-	    {"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
-	    {"no-scan", no_argument, NULL, OPT_NO_SCAN},
-	    {"no-async", no_argument, NULL, OPT_NO_ASYNC},
-	    {"cache", required_argument, NULL, OPT_CACHE},
-	    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
-	    {"thread", required_argument, NULL, OPT_THREAD},
-	    {"crashed", no_argument, NULL, OPT_CRASHED},
-	    {"group", no_argument, NULL, OPT_GROUP},
-	    {"no-waits", no_argument, NULL, OPT_NO_WAITS},
-	    {NULL, 0, NULL, 0},
-	};
-	struct stack_view view = {.ntids = 0};
-	bool folded = false, dot = false, no_waits = false;
-	struct cmd_core_opts o;
-	struct cq_stack_options so;
-	cmd_core_opts_init(&o);
-	cq_stack_options_default(&so);
-	const char *cache_path = NULL;
-	bool no_cache = false;
-	int opt;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		if (opt == 'h')
-			opt = OPT_HELP;
-		if (opt == OPT_HELP) {
-			fputs(stack_usage, stdout);
-			return EXIT_OK;
-		}
-		if (opt == OPT_FORMAT && strcmp(optarg, "folded") == 0) {
-			folded = true;
-			continue;
-		}
-		if (opt == OPT_FORMAT && strcmp(optarg, "dot") == 0) {
-			dot = true;
-			continue;
-		}
-		int r = cmd_core_opts_handle(&o, opt, optarg, "stack");
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		unsigned tid;
-		switch (opt) {
-		case OPT_THREAD:
-			if (view.ntids == STACK_VIEW_MAX_TIDS)
-				return cmd_usage_error("stack", "at most %d --thread options",
-				                       STACK_VIEW_MAX_TIDS);
-			if (!cmd_parse_count(optarg, 0, INT32_MAX, &tid, "stack", "--thread"))
-				return EXIT_USAGE;
-			view.tids[view.ntids++] = tid;
-			break;
-		case OPT_CRASHED:
-			view.crashed_only = true;
-			break;
-		case OPT_GROUP:
-			view.group = true;
-			break;
-		case OPT_MAX_FRAMES:
-			if (!cmd_parse_count(optarg, 1, 100000, &so.unwind.max_frames, "stack",
-			                     "--max-frames"))
-				return EXIT_USAGE;
-			break;
-		case OPT_NO_SCAN:
-			so.unwind.allow_scan = false;
-			break;
-		case OPT_NO_ASYNC:
-			so.async = false;
-			break;
-		case OPT_NO_WAITS:
-			no_waits = true;
-			break;
-		case OPT_CACHE:
-			cache_path = optarg;
-			break;
-		case OPT_NO_CACHE:
-			no_cache = true;
-			break;
-		default:
-			return cmd_option_error("stack", opt, argv);
-		}
-	}
+	struct stack_args s = {.view = {.ntids = 0}};
+	cmd_core_opts_init(&s.o);
+	cq_stack_options_default(&s.so);
+	int rc = cmd_opts_parse(&stack_spec, argc, argv, &s);
+	if (rc != CMD_OPTS_GO_ON)
+		return rc;
 	if (optind + 1 != argc)
 		return cmd_usage_error("stack", "expected exactly one CORE argument");
-	const char *path = argv[optind];
-	struct cmd_cache_choice cache = {.path = cache_path, .use = !no_cache};
-	struct cq_analysed_core a;
-	struct cq_error *err = cmd_analyse_core(path, &o, &so, &cache, &a);
-	int rc = EXIT_OK;
-	if (err) {
-		rc = cmd_fail(path, err);
-	} else {
-		const struct cq_core *core = a.core;
-		const struct cq_stacks *stacks = a.stacks;
-		cmd_warn_analysis(path, core, stacks);
-		int64_t missing;
-		struct cq_waits *waits = NULL;
-		struct cq_error *werr = no_waits ? NULL : cq_waits_find(a.core, a.stacks, &waits);
-		if (werr) {
-			rc = cmd_fail(path, werr);
-		} else if (stack_view_missing(&view, stacks, &missing)) {
-			fprintf(stderr, "coreq: %s: no thread %" PRId64 " in this core\n",
-			        cmd_safe(path), missing);
-			rc = EXIT_INPUT;
-		} else if (folded) {
-			stack_view_print_folded(stdout, &view, stacks);
-		} else if (dot) {
-			cmd_waits_dot(stdout, core, waits);
-		} else {
-			/* What the file's name and xattrs add to the notes (systemd, the hook). */
-			struct cq_capture cap;
-			cq_capture_init(&cap);
-			if (strcmp(path, "-") != 0)
-				cq_capture_from_file(path, &cap);
-			if (o.format == CMD_FORMAT_JSON)
-				print_json(core, &cap, stacks, waits, &view);
-			else
-				print_text(path, core, &cap, stacks, waits, &view);
-		}
-		cq_waits_free(waits);
-	}
-	cmd_analysed_core_free(&a, &so);
+	enum stack_format format = s.folded                        ? STACK_FOLDED
+	                           : s.dot                         ? STACK_DOT
+	                           : s.o.format == CMD_FORMAT_JSON ? STACK_JSON
+	                                                           : STACK_TEXT;
+	struct cmd_cache_choice cache = {.path = s.cache_path, .use = !s.no_cache};
+	struct cq_analysis a;
+	struct cq_error *err = cmd_analyse(argv[optind], &s.o, &s.so, &cache, !s.no_waits, &a);
+	rc = err ? cmd_fail(argv[optind], err) : print_analysis(argv[optind], &a, &s.view, format);
+	cmd_analysis_free(&a);
 	return rc;
 }

@@ -81,20 +81,9 @@ void cmd_print_stored_frames(const struct cq_store_frame_row *f, size_t n, const
 	}
 }
 
-void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
+/* A stored core's signal, sender, fault address and crashed thread. */
+static void json_stored_signal(struct cq_json *j, const struct cq_store_core_row *c)
 {
-	char when[32];
-	cq_json_object_begin(j);
-	cq_json_key(j, "id");
-	cq_json_int(j, c->id);
-	cq_json_key(j, "path");
-	cq_json_string(j, c->path);
-	cq_json_key(j, "pid");
-	cq_json_int(j, c->pid);
-	cq_json_key(j, "exe");
-	cq_json_string(j, c->exe);
-	cq_json_key(j, "cmdline");
-	cq_json_string(j, c->cmdline);
 	cq_json_key(j, "signal");
 	cq_json_int(j, c->signal);
 	cq_json_key(j, "signal_name");
@@ -120,8 +109,12 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_null(j);
 	else
 		cq_json_int(j, c->crashed_tid);
-	cq_json_key(j, "threads");
-	cq_json_int(j, c->nthreads);
+}
+
+/* When it crashed (and by whose clock), on which host, as which uid. */
+static void json_stored_time(struct cq_json *j, const struct cq_store_core_row *c)
+{
+	char when[32];
 	cq_json_key(j, "timestamp");
 	if (c->has_timestamp) {
 		cmd_iso_time(c->timestamp, when);
@@ -141,6 +134,26 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_int(j, c->uid);
 	else
 		cq_json_null(j);
+}
+
+void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
+{
+	char when[32];
+	cq_json_object_begin(j);
+	cq_json_key(j, "id");
+	cq_json_int(j, c->id);
+	cq_json_key(j, "path");
+	cq_json_string(j, c->path);
+	cq_json_key(j, "pid");
+	cq_json_int(j, c->pid);
+	cq_json_key(j, "exe");
+	cq_json_string(j, c->exe);
+	cq_json_key(j, "cmdline");
+	cq_json_string(j, c->cmdline);
+	json_stored_signal(j, c);
+	cq_json_key(j, "threads");
+	cq_json_int(j, c->nthreads);
+	json_stored_time(j, c);
 	cmd_iso_time(c->ingested_at, when);
 	cq_json_key(j, "ingested_at");
 	cq_json_string(j, when);
@@ -155,12 +168,13 @@ void cmd_json_stored_core(struct cq_json *j, const struct cq_store_core_row *c)
 		cq_json_null(j);
 	cq_json_key(j, "bucket");
 	cq_json_string(j, c->bucket_hash);
-	const char *keys[] = {"comm", "source", "stored_path", "meta_conflicts"};
-	const char *vals[] = {c->comm, c->source, c->stored_path, c->meta_conflicts};
+	const char *keys[] = {"comm", "source", "stored_path"};
+	const char *vals[] = {c->comm, c->source, c->stored_path};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		cq_json_key(j, keys[i]);
 		cq_json_string(j, vals[i]);
 	}
+	cmd_json_conflicts(j, c->meta_conflicts);
 	cq_json_object_end(j);
 }
 

@@ -325,90 +325,107 @@ static void json_owner(struct cq_json *j, const struct cq_wait *w)
 	cq_json_string(j, w->owner_inferred ? w->owner_confirmed_by : NULL);
 }
 
+/* One blocked thread's wait as a JSON object. */
+static void json_wait(struct cq_json *j, const struct cq_wait *wt)
+{
+	cq_json_object_begin(j);
+	cq_json_key(j, "tid");
+	cq_json_int(j, wt->tid);
+	cq_json_key(j, "kind");
+	cq_json_string(j, cq_wait_kind_name(wt->kind));
+	cq_json_key(j, "access");
+	cq_json_string(j, wt->kind != CQ_WAIT_RWLOCK ? NULL : wt->write ? "write" : "read");
+	cq_json_key(j, "object");
+	cq_json_hex(j, wt->object);
+	cq_json_key(j, "futex");
+	cq_json_hex(j, wt->futex);
+	cq_json_key(j, "function");
+	cq_json_string(j, wt->function);
+	json_owner(j, wt);
+	cq_json_key(j, "count");
+	if (wt->count)
+		cq_json_uint(j, wt->count);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "mutex_type");
+	cq_json_string(j, wt->mutex_type);
+	cq_json_key(j, "robust");
+	cq_json_bool(j, wt->robust);
+	cq_json_key(j, "pi");
+	cq_json_bool(j, wt->pi);
+	cq_json_key(j, "owner_died");
+	cq_json_bool(j, wt->owner_died);
+	cq_json_key(j, "pi_refused");
+	cq_json_bool(j, wt->pi_refused);
+	cq_json_key(j, "rust_std");
+	cq_json_bool(j, wt->rust_std);
+	cq_json_key(j, "deadlock");
+	if (wt->deadlock)
+		cq_json_uint(j, wt->deadlock - 1);
+	else
+		cq_json_null(j);
+	cq_json_object_end(j);
+}
+
+/* One deadlock: its threads, the objects they wait on, the verdict. */
+static void json_deadlock(struct cq_json *j, const struct cq_waits *w, const struct cq_deadlock *dl)
+{
+	cq_json_object_begin(j);
+	cq_json_key(j, "tids");
+	cq_json_array_begin(j);
+	for (size_t k = 0; k < dl->n; k++)
+		cq_json_int(j, w->waits[w->cycle[dl->first + k]].tid);
+	cq_json_array_end(j);
+	cq_json_key(j, "objects");
+	cq_json_array_begin(j);
+	for (size_t k = 0; k < dl->n; k++)
+		cq_json_hex(j, w->waits[w->cycle[dl->first + k]].object);
+	cq_json_array_end(j);
+	cq_json_key(j, "verdict");
+	cq_json_string(j, cq_deadlock_verdict_name(dl->verdict));
+	cq_json_object_end(j);
+}
+
+/* One end of the waits: a thread others wait for, or an object none holds. */
+static void json_waited_for(struct cq_json *j, const struct cq_waits *w,
+                            const struct cq_wait_end *end)
+{
+	cq_json_object_begin(j);
+	cq_json_key(j, "tid");
+	if (end->is_thread)
+		cq_json_int(j, end->tid);
+	else
+		cq_json_null(j);
+	cq_json_key(j, "syscall");
+	cq_json_string(j, end->is_thread ? end->syscall : NULL);
+	cq_json_key(j, "object");
+	if (end->is_thread)
+		cq_json_null(j);
+	else
+		cq_json_hex(j, w->waits[end->wait].object);
+	cq_json_key(j, "waiters");
+	cq_json_uint(j, end->waiters);
+	cq_json_object_end(j);
+}
+
 void cmd_waits_json(struct cq_json *j, const struct cq_core *core, const struct cq_waits *w)
 {
 	cq_json_key(j, "waits");
 	cq_json_array_begin(j);
 	for (size_t i = 0; w && i < w->nwaits; i++) {
-		const struct cq_wait *wt = &w->waits[i];
-		cq_json_object_begin(j);
-		cq_json_key(j, "tid");
-		cq_json_int(j, wt->tid);
-		cq_json_key(j, "kind");
-		cq_json_string(j, cq_wait_kind_name(wt->kind));
-		cq_json_key(j, "access");
-		cq_json_string(j, wt->kind != CQ_WAIT_RWLOCK ? NULL : wt->write ? "write" : "read");
-		cq_json_key(j, "object");
-		cq_json_hex(j, wt->object);
-		cq_json_key(j, "futex");
-		cq_json_hex(j, wt->futex);
-		cq_json_key(j, "function");
-		cq_json_string(j, wt->function);
-		json_owner(j, wt);
-		cq_json_key(j, "count");
-		if (wt->count)
-			cq_json_uint(j, wt->count);
-		else
-			cq_json_null(j);
-		cq_json_key(j, "mutex_type");
-		cq_json_string(j, wt->mutex_type);
-		cq_json_key(j, "robust");
-		cq_json_bool(j, wt->robust);
-		cq_json_key(j, "pi");
-		cq_json_bool(j, wt->pi);
-		cq_json_key(j, "owner_died");
-		cq_json_bool(j, wt->owner_died);
-		cq_json_key(j, "pi_refused");
-		cq_json_bool(j, wt->pi_refused);
-		cq_json_key(j, "rust_std");
-		cq_json_bool(j, wt->rust_std);
-		cq_json_key(j, "deadlock");
-		if (wt->deadlock)
-			cq_json_uint(j, wt->deadlock - 1);
-		else
-			cq_json_null(j);
-		cq_json_object_end(j);
+		json_wait(j, &w->waits[i]);
 	}
 	cq_json_array_end(j);
 	cq_json_key(j, "deadlocks");
 	cq_json_array_begin(j);
 	for (size_t d = 0; w && d < w->ndeadlocks; d++) {
-		cq_json_object_begin(j);
-		cq_json_key(j, "tids");
-		cq_json_array_begin(j);
-		for (size_t k = 0; k < w->deadlocks[d].n; k++)
-			cq_json_int(j, w->waits[w->cycle[w->deadlocks[d].first + k]].tid);
-		cq_json_array_end(j);
-		cq_json_key(j, "objects");
-		cq_json_array_begin(j);
-		for (size_t k = 0; k < w->deadlocks[d].n; k++)
-			cq_json_hex(j, w->waits[w->cycle[w->deadlocks[d].first + k]].object);
-		cq_json_array_end(j);
-		cq_json_key(j, "verdict");
-		cq_json_string(j, cq_deadlock_verdict_name(w->deadlocks[d].verdict));
-		cq_json_object_end(j);
+		json_deadlock(j, w, &w->deadlocks[d]);
 	}
 	cq_json_array_end(j);
 	cq_json_key(j, "waited_for");
 	cq_json_array_begin(j);
 	for (size_t e = 0; w && e < w->nends; e++) {
-		const struct cq_wait_end *end = &w->ends[e];
-		cq_json_object_begin(j);
-		cq_json_key(j, "tid");
-		if (end->is_thread)
-			cq_json_int(j, end->tid);
-		else
-			cq_json_null(j);
-		cq_json_key(j, "syscall");
-		cq_json_string(j, end->is_thread ? end->syscall : NULL);
-		cq_json_key(j, "object");
-		if (end->is_thread)
-			cq_json_null(j);
-		else
-			cq_json_hex(j, w->waits[end->wait].object);
-		cq_json_key(j, "waiters");
-		cq_json_uint(j, end->waiters);
-		cq_json_object_end(j);
+		json_waited_for(j, w, &w->ends[e]);
 	}
 	cq_json_array_end(j);
 	(void)core;

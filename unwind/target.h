@@ -22,9 +22,11 @@
  *   - threads: their registers, and pthread_getspecific as glibc keeps it;
  *   - names: the function at a pc, and an unwound frame turned into named
  *     frames (inline calls expanded);
- *   - DWARF: where a module's debuginfo file is;
+ *   - DWARF: a module's debugging information, opened once by the target
+ *     from the debuginfo it finds (a runtime never opens files);
  *   - the cache: blobs a runtime derives from a module, stored per module
- *     (the target decides which files prove a blob's origin).
+ *     under (runtime, blob name, format) (the target decides which files
+ *     prove a blob's origin).
  *
  * Layer: unwind.
  */
@@ -43,6 +45,7 @@ struct cq_cfi_table;
 struct cq_frame_list;
 struct cq_mem;
 struct cq_unwind_frame;
+struct Dwarf;          /* libdw's Dwarf */
 struct cq_core_thread; /* handles of the core model, never looked into here */
 struct cq_module;
 
@@ -78,10 +81,17 @@ enum cq_target_tls {
 	CQ_TARGET_TLS_UNREADABLE, /* no thread pointer, or memory the target lacks */
 };
 
-/* What a runtime caches per module (the cache keeps one blob per kind). */
-enum cq_target_blob {
-	CQ_TARGET_BLOB_RUST_INDEX, /* unwind/async/rust_index_blob.h */
-	CQ_TARGET_BLOB_CXX_TYPES,  /* unwind/async/cxx_types_blob.h */
+/*
+ * A blob a runtime derives from a module and caches per module, declared in
+ * its descriptor (unwind/async/runtime.h).  The cache keeps one blob per
+ * (module's files, runtime, name); a blob of another format is not served,
+ * and the next put replaces it.  What a blob holds is its runtime's own
+ * business: the cache stores bytes.
+ */
+struct cq_target_blob {
+	const char *runtime; /* the runtime's name, as in its descriptor ("rust") */
+	const char *name;    /* the blob's name within the runtime ("index") */
+	unsigned format;     /* the version of its encoding */
 };
 
 /*
@@ -147,14 +157,18 @@ struct cq_unwind_target_ops {
 	struct cq_error *(*add_frames)(void *ctx, struct cq_frame_list *fl,
 	                               const struct cq_unwind_frame *uf, int kind);
 
-	/* The path of module m's debuginfo (malloc'd; the file itself if it has DWARF), or NULL. */
-	char *(*debuginfo_path)(void *ctx, size_t m);
-	/* The cached blob of kind for module m at format (malloc'd), or NULL. */
-	uint8_t *(*cache_get)(void *ctx, size_t m, enum cq_target_blob kind, unsigned format,
-	                      size_t *len);
-	/* Stores it; best-effort. */
-	void (*cache_put)(void *ctx, size_t m, enum cq_target_blob kind, unsigned format,
-	                  const uint8_t *blob, size_t len);
+	/*
+	 * Module m's DWARF (libdw's Dwarf *), read from the debuginfo the target
+	 * found for it (the file itself when it has DWARF), opened on the first
+	 * call and owned by the target (freed with it); NULL when it has none.
+	 * Each call returns the same handle.
+	 */
+	struct Dwarf *(*dwarf)(void *ctx, size_t m);
+	/* Module m's cached blob (malloc'd, its size in *len) at blob->format, or NULL. */
+	uint8_t *(*cache_get)(void *ctx, size_t m, const struct cq_target_blob *blob, size_t *len);
+	/* Stores (replaces) module m's blob; best-effort. */
+	void (*cache_put)(void *ctx, size_t m, const struct cq_target_blob *blob,
+	                  const uint8_t *data, size_t len);
 	/* A blob cache_get returned was damaged (counted, and replaced by the next put). */
 	void (*cache_reject)(void *ctx);
 };

@@ -15,7 +15,7 @@
  *
  * Layer: unwind (unwind/, with unwind/async/): directly on base; the native walk and the async
  * runtimes include only base and their own headers, and see a process only through
- * struct cq_unwind_target (target.h). The layer order is in the README (Layout) and
+ * struct cq_unwind_target (target.h). The layer order is in docs/internals.md (Layout) and
  * tests/check-layers.
  */
 #ifndef CQ_UNWIND_H

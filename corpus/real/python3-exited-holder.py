@@ -11,7 +11,7 @@
 # A is held by no thread of the core, so there is no deadlock: "holds-b-
 # waits-a" waits for a thread that has gone, and "keeps-a-waits-b" behind
 # it.  But the one thread other than A's waiter whose frames reference A is
-# "keeps-a-waits-b": an owner inferred from references alone (README,
+# "keeps-a-waits-b": an owner inferred from references alone (docs/hangs.md,
 # "Owners inferred") closes a cycle that is not there.  What the core
 # records does not confirm that owner (A's lock object is taken, but no with
 # statement of that thread took it); it confirms B's (the bound __exit__ of

@@ -19,7 +19,7 @@
  *
  * Layer: analysis (libcore/analysis/): stacks of a core, and the one struct cq_unwind_target
  * over it that unwind/ and unwind/async/ (below, on base) see it through; above symbols.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_STACKTRACE_H
 #define CQ_STACKTRACE_H

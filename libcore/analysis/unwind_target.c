@@ -12,6 +12,7 @@
  */
 #include "libcore/analysis/unwind_target.h"
 
+#include <elfutils/libdw.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
@@ -275,9 +276,9 @@ static void target_feed_stop(void *feed)
 	cq_source_feed_stop(feed);
 }
 
-static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q, size_t n)
+size_t cq_core_target_find_symbols(const struct cq_module *mod, struct cq_target_symbol *q,
+                                   size_t n)
 {
-	struct cq_core_target *ctx = p;
 	struct cq_symbol_query one[8]; /* one pass over the tables per 8 names */
 	size_t found = 0;
 	for (size_t at = 0; at < n; at += 8) {
@@ -287,7 +288,7 @@ static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q,
 			                                  .found = q[at + i].found,
 			                                  .addr = q[at + i].addr,
 			                                  .size = q[at + i].size};
-		found += cq_elf_find_symbols(&ctx->core->modules[m], one, k);
+		found += cq_elf_find_symbols(mod, one, k);
 		for (size_t i = 0; i < k; i++)
 			q[at + i] = (struct cq_target_symbol){.name = q[at + i].name,
 			                                      .found = one[i].found,
@@ -295,6 +296,12 @@ static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q,
 			                                      .size = one[i].size};
 	}
 	return found;
+}
+
+static size_t target_find_symbols(void *p, size_t m, struct cq_target_symbol *q, size_t n)
+{
+	struct cq_core_target *ctx = p;
+	return cq_core_target_find_symbols(&ctx->core->modules[m], q, n);
 }
 
 static bool target_tls_prepare(void *p)
@@ -344,10 +351,43 @@ static struct cq_error *target_add_frames(void *p, struct cq_frame_list *fl,
 	return cq_frame_list_add(fl, ctx->core, ctx->symbolizer, uf, (enum cq_frame_kind)kind);
 }
 
-static char *target_debuginfo_path(void *p, size_t m)
+/* A module's DWARF, as the dwarf op hands it out: opened once, freed with the target. */
+struct cq_core_target_dwarf {
+	bool tried;
+	int fd; /* the separate debuginfo file's, or -1 */
+	Elf *elf;
+	Dwarf *dwarf;
+};
+
+static struct Dwarf *target_dwarf(void *p, size_t m)
 {
 	struct cq_core_target *ctx = p;
-	return cq_debuginfo_find(&ctx->core->modules[m], ctx->options->debug_dirs);
+	if (!ctx->dwarf || m >= ctx->core->nmodules)
+		return NULL;
+	struct cq_core_target_dwarf *d = &ctx->dwarf[m];
+	if (d->tried)
+		return d->dwarf;
+	d->tried = true;
+	d->fd = -1;
+	const struct cq_module *mod = &ctx->core->modules[m];
+	char *path = cq_debuginfo_find(mod, ctx->options->debug_dirs);
+	if (path && mod->file_path && strcmp(path, mod->file_path) == 0)
+		d->elf = mod->elf;
+	else if (path && (d->fd = cq_open_regular(path)) >= 0)
+		d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
+	free(path);
+	d->dwarf = d->elf ? dwarf_begin_elf(d->elf, DWARF_C_READ, NULL) : NULL;
+	return d->dwarf;
+}
+
+static void dwarf_close(struct cq_core_target_dwarf *d, const struct cq_module *mod)
+{
+	if (d->dwarf)
+		dwarf_end(d->dwarf);
+	if (d->elf && d->elf != mod->elf)
+		elf_end(d->elf);
+	if (d->fd >= 0)
+		close(d->fd);
 }
 
 /* Module m's cache key (build-id and file identity), made on first use. */
@@ -367,29 +407,23 @@ static struct cq_cache_key *module_key(struct cq_core_target *ctx, size_t m)
 	return &ctx->provenance[m].key;
 }
 
-static uint8_t *target_cache_get(void *p, size_t m, enum cq_target_blob kind, unsigned format,
-                                 size_t *len)
+static uint8_t *target_cache_get(void *p, size_t m, const struct cq_target_blob *blob, size_t *len)
 {
 	struct cq_core_target *ctx = p;
 	struct cq_cache_key *key = module_key(ctx, m);
-	if (!key)
-		return NULL;
-	if (kind == CQ_TARGET_BLOB_CXX_TYPES)
-		return cq_cache_get_cxx_types(ctx->options->cache, key, format, len);
-	if (kind != CQ_TARGET_BLOB_RUST_INDEX)
-		return NULL;
-	return cq_cache_get_rust_index(ctx->options->cache, key, format, len);
+	return key ? cq_cache_get_blob(ctx->options->cache, key, blob->runtime, blob->name,
+	                               blob->format, len)
+	           : NULL;
 }
 
-static void target_cache_put(void *p, size_t m, enum cq_target_blob kind, unsigned format,
-                             const uint8_t *blob, size_t len)
+static void target_cache_put(void *p, size_t m, const struct cq_target_blob *blob,
+                             const uint8_t *data, size_t len)
 {
 	struct cq_core_target *ctx = p;
 	struct cq_cache_key *key = module_key(ctx, m);
-	if (key && kind == CQ_TARGET_BLOB_RUST_INDEX)
-		cq_cache_put_rust_index(ctx->options->cache, key, format, blob, len);
-	else if (key && kind == CQ_TARGET_BLOB_CXX_TYPES)
-		cq_cache_put_cxx_types(ctx->options->cache, key, format, blob, len);
+	if (key)
+		cq_cache_put_blob(ctx->options->cache, key, blob->runtime, blob->name, blob->format,
+		                  data, len);
 }
 
 static void target_cache_reject(void *p)
@@ -414,7 +448,7 @@ static const struct cq_unwind_target_ops target_ops = {
     .thread_has_tp = target_thread_has_tp,
     .function_at = target_function_at,
     .add_frames = target_add_frames,
-    .debuginfo_path = target_debuginfo_path,
+    .dwarf = target_dwarf,
     .cache_get = target_cache_get,
     .cache_put = target_cache_put,
     .cache_reject = target_cache_reject,
@@ -449,11 +483,12 @@ struct cq_error *cq_core_target_init(struct cq_core_target *ct, struct cq_core *
 	size_t nm = core->nmodules, nt = core->nthreads;
 	ct->modules = calloc(nm ? nm : 1, sizeof(*ct->modules));
 	ct->threads = calloc(nt ? nt : 1, sizeof(*ct->threads));
+	ct->dwarf = calloc(nm ? nm : 1, sizeof(*ct->dwarf));
 	if (o->cache) {
 		ct->provenance = calloc(nm ? nm : 1, sizeof(*ct->provenance));
 		ct->provenance_made = calloc(nm ? nm : 1, sizeof(*ct->provenance_made));
 	}
-	if (!ct->modules || !ct->threads ||
+	if (!ct->modules || !ct->threads || !ct->dwarf ||
 	    (o->cache && (!ct->provenance || !ct->provenance_made))) {
 		cq_core_target_destroy(ct);
 		return &cq_error_nomem;
@@ -476,6 +511,11 @@ void cq_core_target_destroy(struct cq_core_target *ct)
 	for (size_t i = 0; ct->provenance && i < ct->core->nmodules; i++)
 		if (ct->provenance_made[i])
 			cq_provenance_free(&ct->provenance[i]);
+	for (size_t i = 0; ct->dwarf && i < ct->core->nmodules; i++)
+		if (ct->dwarf[i].tried)
+			dwarf_close(&ct->dwarf[i], &ct->core->modules[i]);
+	free(ct->dwarf);
+	ct->dwarf = NULL;
 	free(ct->provenance);
 	free(ct->provenance_made);
 	free(ct->modules);

@@ -20,6 +20,7 @@
 
 struct cq_cache;
 struct cq_core;
+struct cq_core_target_dwarf;
 struct cq_module;
 struct cq_provenance;
 struct cq_stack_options;
@@ -41,6 +42,7 @@ struct cq_core_target {
 	struct cq_tls_layout tls;         /* read by tls_prepare */
 	struct cq_provenance *provenance; /* by module, for cache_get/put: made on first use */
 	bool *provenance_made;
+	struct cq_core_target_dwarf *dwarf; /* by module, for the dwarf op: opened on first use */
 	/*
 	 * Core bytes the walks read, read with pread a 1 KiB block at a time:
 	 * faulting them in through the mapping maps (and later unmaps) 64 KiB
@@ -50,6 +52,11 @@ struct cq_core_target {
 	uint64_t page_at[CQ_TARGET_PAGES]; /* target address of each page, + 1; 0: empty */
 	uint8_t page[CQ_TARGET_PAGES][CQ_TARGET_PAGE_SIZE];
 };
+
+/* The target's find_symbols over mod's symbol tables (cache warm's target uses it too). */
+struct cq_target_symbol;
+size_t cq_core_target_find_symbols(const struct cq_module *mod, struct cq_target_symbol *q,
+                                   size_t n);
 
 /* How a module of the core looks to unwind/ (struct cq_target_module, unwind/target.h). */
 struct cq_target_module cq_core_target_module_view(const struct cq_module *mod);

@@ -40,7 +40,7 @@
  * edge whose owner is unknown, never an error.
  *
  * Layer: analysis (libcore/analysis/): it reads the core's memory and the
- * threads' named stacks; above symbols.  The layer order is in the README
+ * threads' named stacks; above symbols.  The layer order is in docs/internals.md
  * (Layout) and tests/check-layers.
  */
 #ifndef CQ_WAITS_H

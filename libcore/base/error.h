@@ -10,7 +10,7 @@
  * which cq_error_free knows not to free, so error paths never fail themselves.
  *
  * Layer: base (libcore/base/): the bottom layer, included by every other; it includes nothing of
- * coreq. The layer order is in the README (Layout) and tests/check-layers.
+ * coreq. The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_ERROR_H
 #define CQ_ERROR_H

@@ -10,7 +10,7 @@
  * records each disagreement instead of hiding it.
  *
  * Layer: capture (libcore/capture/): where a core came from and how it was kept; above triage.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_CAPTURE_H
 #define CQ_CAPTURE_H

@@ -40,7 +40,7 @@
  * drop): left behind, it would keep the analysis slot it inherited.
  *
  * Layer: capture (libcore/capture/): where a core came from and how it was kept; above triage.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_SANDBOX_H
 #define CQ_SANDBOX_H

@@ -21,8 +21,8 @@
 
 struct cq_cache {
 	sqlite3 *db;
-	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols, *get_rust, *put_rust;
-	sqlite3_stmt *get_source, *put_source, *get_cxx, *put_cxx, *get_hint, *put_hint;
+	sqlite3_stmt *get_table, *put_table, *get_symbols, *put_symbols, *get_blob, *put_blob;
+	sqlite3_stmt *get_source, *put_source, *get_hint, *put_hint;
 	sqlite3_stmt *get_note, *put_note;
 	int in_transaction; /* writes since open are batched in one transaction */
 	size_t rejected;    /* rows a reader found damaged (cq_cache_reject) */
@@ -39,14 +39,12 @@ static const char *const statements[] = {
     "AND format = ?",
     "INSERT OR REPLACE INTO symbols (source, build_id, address, debuginfo, format, frames) "
     "VALUES (?, ?, ?, ?, ?, ?)",
-    "SELECT blob FROM rust_index WHERE source = ? AND format = ?",
-    "INSERT OR REPLACE INTO rust_index (source, build_id, format, blob, created) "
-    "VALUES (?, ?, ?, ?, ?)",
+    "SELECT blob FROM runtime_blobs WHERE source = ? AND runtime = ? AND name = ? "
+    "AND format = ?",
+    "INSERT OR REPLACE INTO runtime_blobs (source, build_id, runtime, name, format, blob, "
+    "created) VALUES (?, ?, ?, ?, ?, ?, ?)",
     "SELECT id FROM sources WHERE build_id = ? AND identity = ?",
     "INSERT OR IGNORE INTO sources (build_id, identity, created) VALUES (?, ?, ?)",
-    "SELECT blob FROM cxx_types WHERE source = ? AND format = ?",
-    "INSERT OR REPLACE INTO cxx_types (source, build_id, format, blob, created) "
-    "VALUES (?, ?, ?, ?, ?)",
     "SELECT reads_heap FROM stream_hints WHERE build_id = ?",
     "INSERT OR REPLACE INTO stream_hints (build_id, reads_heap, created) VALUES (?, 1, ?)",
     "SELECT note FROM scan_notes WHERE build_id = ?",
@@ -82,9 +80,8 @@ struct cq_error *cq_cache_open(const char *path, struct cq_cache **out)
 		return err;
 	}
 	sqlite3_stmt **slots[] = {&c->get_table, &c->put_table, &c->get_symbols, &c->put_symbols,
-	                          &c->get_rust,  &c->put_rust,  &c->get_source,  &c->put_source,
-	                          &c->get_cxx,   &c->put_cxx,   &c->get_hint,    &c->put_hint,
-	                          &c->get_note,  &c->put_note};
+	                          &c->get_blob,  &c->put_blob,  &c->get_source,  &c->put_source,
+	                          &c->get_hint,  &c->put_hint,  &c->get_note,    &c->put_note};
 	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
 		if (sqlite3_prepare_v2(c->db, statements[i], -1, slots[i], NULL) != SQLITE_OK) {
 			err =
@@ -123,12 +120,10 @@ struct cq_error *cq_cache_close(struct cq_cache *c)
 	sqlite3_finalize(c->put_table);
 	sqlite3_finalize(c->get_symbols);
 	sqlite3_finalize(c->put_symbols);
-	sqlite3_finalize(c->get_rust);
-	sqlite3_finalize(c->put_rust);
+	sqlite3_finalize(c->get_blob);
+	sqlite3_finalize(c->put_blob);
 	sqlite3_finalize(c->get_source);
 	sqlite3_finalize(c->put_source);
-	sqlite3_finalize(c->get_cxx);
-	sqlite3_finalize(c->put_cxx);
 	sqlite3_finalize(c->get_hint);
 	sqlite3_finalize(c->put_hint);
 	sqlite3_finalize(c->get_note);
@@ -277,52 +272,33 @@ void cq_cache_put_symbols(struct cq_cache *c, struct cq_cache_key *key, uint64_t
 	run_write(c, st);
 }
 
-/* The rust_index and cxx_types rows: (source, build_id, format, blob, created). */
-static uint8_t *get_runtime_blob(struct cq_cache *c, sqlite3_stmt *st, struct cq_cache_key *key,
-                                 unsigned format, size_t *len)
+uint8_t *cq_cache_get_blob(struct cq_cache *c, struct cq_cache_key *key, const char *runtime,
+                           const char *name, unsigned format, size_t *len)
 {
-	if (!key_source(c, key, false))
+	if (!runtime || !name || !key_source(c, key, false))
 		return NULL;
+	sqlite3_stmt *st = c->get_blob;
 	sqlite3_bind_int64(st, 1, key->source);
-	sqlite3_bind_int(st, 2, (int)format);
+	sqlite3_bind_text(st, 2, runtime, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 4, (int)format);
 	return fetch_blob(c, st, len);
 }
 
-static void put_runtime_blob(struct cq_cache *c, sqlite3_stmt *st, struct cq_cache_key *key,
-                             unsigned format, const uint8_t *blob, size_t len)
+void cq_cache_put_blob(struct cq_cache *c, struct cq_cache_key *key, const char *runtime,
+                       const char *name, unsigned format, const uint8_t *blob, size_t len)
 {
-	if (!key_source(c, key, true))
+	if (!runtime || !name || !key_source(c, key, true))
 		return;
+	sqlite3_stmt *st = c->put_blob;
 	sqlite3_bind_int64(st, 1, key->source);
 	sqlite3_bind_text(st, 2, key->build_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 3, (int)format);
-	sqlite3_bind_blob64(st, 4, blob, len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
+	sqlite3_bind_text(st, 3, runtime, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, (int)format);
+	sqlite3_bind_blob64(st, 6, blob, len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
 	run_write(c, st);
-}
-
-uint8_t *cq_cache_get_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
-                                 size_t *len)
-{
-	return get_runtime_blob(c, c->get_rust, key, format, len);
-}
-
-uint8_t *cq_cache_get_cxx_types(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
-                                size_t *len)
-{
-	return get_runtime_blob(c, c->get_cxx, key, format, len);
-}
-
-void cq_cache_put_cxx_types(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
-                            const uint8_t *blob, size_t len)
-{
-	put_runtime_blob(c, c->put_cxx, key, format, blob, len);
-}
-
-void cq_cache_put_rust_index(struct cq_cache *c, struct cq_cache_key *key, unsigned format,
-                             const uint8_t *blob, size_t len)
-{
-	put_runtime_blob(c, c->put_rust, key, format, blob, len);
 }
 
 bool cq_cache_reads_heap(struct cq_cache *c, const char *exe_build_id)

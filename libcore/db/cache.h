@@ -1,6 +1,7 @@
 /*
  * cache.h - the per-build-id cache file (SQLite): compiled unwind tables,
- * symbolization results and Rust type indexes, so the thousandth core of a service skips the work
+ * symbolization results and the blobs async runtimes derive from a module
+ * (their type layouts), so the thousandth core of a service skips the work
  * the first did.  Every entry is keyed by build-id and by the identity of
  * the files it was computed from (struct cq_cache_key).  Writes are batched in one transaction per
  * cache handle, committed by cq_cache_close.
@@ -13,7 +14,7 @@
  * ~/.cache/coreq/cache.db.
  *
  * Layer: db (libcore/db/): SQLite files, migrations and the cache; above model.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_CACHE_H
 #define CQ_CACHE_H
@@ -72,21 +73,17 @@ uint8_t *cq_cache_get_symbols(struct cq_cache *cache, struct cq_cache_key *key, 
 void cq_cache_put_symbols(struct cq_cache *cache, struct cq_cache_key *key, uint64_t address,
                           int debuginfo, unsigned format, const uint8_t *blob, size_t len);
 
-/* A malloc'd copy of the Rust type index blob of key at format, or NULL. */
-uint8_t *cq_cache_get_rust_index(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
-                                 size_t *len);
+/*
+ * A malloc'd copy of the blob a runtime cached for key under (runtime,
+ * name) at format, or NULL (runtime_blobs: the cache stores bytes and
+ * never looks into them).
+ */
+uint8_t *cq_cache_get_blob(struct cq_cache *cache, struct cq_cache_key *key, const char *runtime,
+                           const char *name, unsigned format, size_t *len);
 
-/* Stores (replaces) a Rust type index blob; a failure is counted for cq_cache_close. */
-void cq_cache_put_rust_index(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
-                             const uint8_t *blob, size_t len);
-
-/* A malloc'd copy of the C++ coroutine types blob of key at format, or NULL. */
-uint8_t *cq_cache_get_cxx_types(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
-                                size_t *len);
-
-/* Stores (replaces) a C++ coroutine types blob; a failure is counted for cq_cache_close. */
-void cq_cache_put_cxx_types(struct cq_cache *cache, struct cq_cache_key *key, unsigned format,
-                            const uint8_t *blob, size_t len);
+/* Stores (replaces) it; a failure is counted for cq_cache_close. */
+void cq_cache_put_blob(struct cq_cache *cache, struct cq_cache_key *key, const char *runtime,
+                       const char *name, unsigned format, const uint8_t *blob, size_t len);
 
 /*
  * Whether the analysis of a core of the executable with this build-id (hex)

@@ -18,7 +18,7 @@
  *
  * Layer: formats (libcore/formats/): byte formats that know nothing of cores; above base and
  * unwind.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_LWS_CODEC_H
 #define CQ_LWS_CODEC_H

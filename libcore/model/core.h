@@ -13,7 +13,7 @@
  * A core whose headers or notes are damaged does not open.
  *
  * Layer: model (libcore/model/): the core file and the process it describes; above base,
- * unwind and formats. The layer order is in the README (Layout) and tests/check-layers.
+ * unwind and formats. The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_CORE_H
 #define CQ_CORE_H

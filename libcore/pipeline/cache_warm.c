@@ -1,9 +1,10 @@
 /*
- * cache_warm.c - compile a file's complete unwind table and Rust type index
- * into the cache (see cache_warm.h).
+ * cache_warm.c - compile a file's complete unwind table and every async
+ * runtime's blobs into the cache (see cache_warm.h).
  */
 #include "libcore/pipeline/cache_warm.h"
 
+#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,7 @@
 #include "libcore/db/cache.h"
 #include "libcore/symbols/debuginfo.h"
 #include "libcore/symbols/provenance.h"
-#include "unwind/async/cxx.h"
-#include "unwind/async/rust_index.h"
+#include "unwind/async/runtime.h"
 #include "unwind/cfi_table.h"
 
 /* True if the cache holds a complete table for key already; its rows in *rows. */
@@ -82,13 +82,27 @@ struct warm_target {
 	struct cq_cache *cache;
 	struct cq_provenance prov; /* made on first use */
 	bool prov_made;
+	bool dwarf_tried; /* its DWARF, opened on first use */
+	int dwarf_fd;
+	Elf *dwarf_elf;
+	Dwarf *dwarf;
 };
 
-static char *warm_debuginfo_path(void *p, size_t m)
+static struct Dwarf *warm_dwarf(void *p, size_t m)
 {
 	(void)m;
 	struct warm_target *w = p;
-	return cq_debuginfo_find(w->mod, w->debug_dirs);
+	if (w->dwarf_tried)
+		return w->dwarf;
+	w->dwarf_tried = true;
+	char *path = cq_debuginfo_find(w->mod, w->debug_dirs);
+	if (path && w->mod->file_path && strcmp(path, w->mod->file_path) == 0)
+		w->dwarf_elf = w->mod->elf;
+	else if (path && (w->dwarf_fd = cq_open_regular(path)) >= 0)
+		w->dwarf_elf = elf_begin(w->dwarf_fd, ELF_C_READ_MMAP, NULL);
+	free(path);
+	w->dwarf = w->dwarf_elf ? dwarf_begin_elf(w->dwarf_elf, DWARF_C_READ, NULL) : NULL;
+	return w->dwarf;
 }
 
 static struct cq_cache_key *warm_key(struct warm_target *w)
@@ -100,27 +114,21 @@ static struct cq_cache_key *warm_key(struct warm_target *w)
 	return &w->prov.key;
 }
 
-static uint8_t *warm_cache_get(void *p, size_t m, enum cq_target_blob kind, unsigned format,
-                               size_t *len)
+static uint8_t *warm_cache_get(void *p, size_t m, const struct cq_target_blob *blob, size_t *len)
 {
 	(void)m;
 	struct warm_target *w = p;
-	if (kind == CQ_TARGET_BLOB_CXX_TYPES)
-		return cq_cache_get_cxx_types(w->cache, warm_key(w), format, len);
-	return kind == CQ_TARGET_BLOB_RUST_INDEX
-	           ? cq_cache_get_rust_index(w->cache, warm_key(w), format, len)
-	           : NULL;
+	return cq_cache_get_blob(w->cache, warm_key(w), blob->runtime, blob->name, blob->format,
+	                         len);
 }
 
-static void warm_cache_put(void *p, size_t m, enum cq_target_blob kind, unsigned format,
-                           const uint8_t *blob, size_t len)
+static void warm_cache_put(void *p, size_t m, const struct cq_target_blob *blob,
+                           const uint8_t *data, size_t len)
 {
 	(void)m;
 	struct warm_target *w = p;
-	if (kind == CQ_TARGET_BLOB_RUST_INDEX)
-		cq_cache_put_rust_index(w->cache, warm_key(w), format, blob, len);
-	else if (kind == CQ_TARGET_BLOB_CXX_TYPES)
-		cq_cache_put_cxx_types(w->cache, warm_key(w), format, blob, len);
+	cq_cache_put_blob(w->cache, warm_key(w), blob->runtime, blob->name, blob->format, data,
+	                  len);
 }
 
 static void warm_cache_reject(void *p)
@@ -129,27 +137,40 @@ static void warm_cache_reject(void *p)
 	cq_cache_reject(w->cache);
 }
 
+static size_t warm_find_symbols(void *p, size_t m, struct cq_target_symbol *q, size_t n)
+{
+	(void)m;
+	struct warm_target *w = p;
+	return cq_core_target_find_symbols(w->mod, q, n);
+}
+
 static const struct cq_unwind_target_ops warm_ops = {
-    .debuginfo_path = warm_debuginfo_path,
+    .find_symbols = warm_find_symbols,
+    .dwarf = warm_dwarf,
     .cache_get = warm_cache_get,
     .cache_put = warm_cache_put,
     .cache_reject = warm_cache_reject,
 };
 
-/* mod's Rust type index and C++ coroutine types into the cache. */
-static struct cq_error *warm_rust_index(struct cq_module *mod, const struct cq_arch *arch,
-                                        const char *const *debug_dirs, struct cq_cache *cache,
-                                        struct cq_cache_warm_result *r)
+/* mod's blobs of every async runtime (their warm hooks) into the cache. */
+static struct cq_error *warm_runtimes(struct cq_module *mod, const struct cq_arch *arch,
+                                      const char *const *debug_dirs, struct cq_cache *cache,
+                                      struct cq_cache_warm_result *r)
 {
-	struct warm_target w = {.mod = mod, .debug_dirs = debug_dirs, .cache = cache};
+	struct warm_target w = {
+	    .mod = mod, .debug_dirs = debug_dirs, .cache = cache, .dwarf_fd = -1};
 	struct cq_target_module view = cq_core_target_module_view(mod);
 	struct cq_unwind_target t = {
 	    .ops = &warm_ops, .ctx = &w, .arch = arch, .modules = &view, .nmodules = 1};
-	struct cq_error *err = cq_rust_index_warm(&t, 0, &r->rust_types, &r->rust_cached);
-	if (!err)
-		err = cq_cxx_types_warm(&t, 0, &r->cxx_types, &r->cxx_cached);
+	struct cq_error *err = cq_async_warm(&t, 0, &r->runtimes, &r->runtimes_text);
 	if (w.prov_made)
 		cq_provenance_free(&w.prov);
+	if (w.dwarf)
+		dwarf_end(w.dwarf);
+	if (w.dwarf_elf && w.dwarf_elf != mod->elf)
+		elf_end(w.dwarf_elf);
+	if (w.dwarf_fd >= 0)
+		close(w.dwarf_fd);
 	return err;
 }
 
@@ -173,7 +194,14 @@ struct cq_error *cq_cache_warm(const char *path, const char *const *debug_dirs,
 	if (!err)
 		err = warm_table(&mod, arch, debug_dirs, cache, r);
 	if (!err)
-		err = warm_rust_index(&mod, arch, debug_dirs, cache, r);
+		err = warm_runtimes(&mod, arch, debug_dirs, cache, r);
 	cq_module_destroy(&mod);
 	return err;
+}
+
+void cq_cache_warm_result_free(struct cq_cache_warm_result *r)
+{
+	cq_stats_free(&r->runtimes);
+	free(r->runtimes_text);
+	r->runtimes_text = NULL;
 }

@@ -20,7 +20,7 @@
  * (RLIMIT_CORE 0, no room) is recorded "not_stored".
  *
  * Layer: pipeline (libcore/pipeline/): the top library layer, what commands call; above store.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_HOOK_H
 #define CQ_HOOK_H

@@ -3,17 +3,17 @@
  * the crash database.  `coreq ingest` and `coreq hook` both run it; the
  * hook after it has stored the core it was handed.
  *
- *   capture metadata (systemd name, xattrs) -> open -> reconcile metadata
- *   with the notes -> identity -> already stored? (then only drop the hook's
- *   placeholder) -> every thread's stack -> crash signature -> one store
- *   transaction.
+ *   the analysis (analyse.h: capture metadata, open, reconcile it with the
+ *   notes, then identity -> already stored? (then no stacks: only drop the
+ *   hook's placeholder) -> every thread's stack, the wait-for graph) ->
+ *   crash signature -> one store transaction.
  *
  * A core that cannot be analysed is recorded as a failed row under its
  * absolute path (so a stored copy is never lost without a trace), and the
  * error is returned.
  *
  * Layer: pipeline (libcore/pipeline/): the top library layer, what commands call; above store.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_INGEST_H
 #define CQ_INGEST_H
@@ -33,7 +33,8 @@ struct cq_stack_options;
 
 struct cq_ingest_options {
 	const struct cq_core_options *core;
-	const struct cq_stack_options *stacks;
+	const struct cq_stack_options
+	    *stacks; /* its cache: open, kept by the caller (may be NULL) */
 	unsigned signature_frames;
 	const struct cq_bucket_rules *rules; /* how signatures are made (cq_bucket_rules_load) */
 	/* With path "-": the stored file standard input holds (its rows are replaced). */

@@ -22,7 +22,7 @@
  * A path named directly is always analysed and never recorded.
  *
  * Layer: pipeline (libcore/pipeline/): the top library layer, what commands call; above store.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_INGEST_PATHS_H
 #define CQ_INGEST_PATHS_H

@@ -11,7 +11,7 @@
  * CQ_LWS_LOG_MAX_LINE bytes, is reported with its error and skipped.
  *
  * Layer: pipeline (libcore/pipeline/): the top library layer, what commands call; above store.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_LWS_DECODE_H
 #define CQ_LWS_DECODE_H

@@ -19,7 +19,7 @@
  * guessing more would skip cores.
  *
  * Layer: pipeline (libcore/pipeline/): the top library layer, what commands call; above store.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_PUSH_H
 #define CQ_PUSH_H

@@ -11,7 +11,7 @@
  * ~/.local/state/coreq/coreq.db.
  *
  * Layer: store (libcore/store/): the crash database; above capture.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_STORE_H
 #define CQ_STORE_H

@@ -15,7 +15,7 @@
  * file, or the output.
  *
  * Layer: store (libcore/store/): the crash database; above capture.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_STORED_CORE_H
 #define CQ_STORED_CORE_H

@@ -17,7 +17,7 @@
  * only started on the first address neither cache knows.
  *
  * Layer: symbols (libcore/symbols/): names for addresses; above db and unwind.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_SYMBOLIZER_H
 #define CQ_SYMBOLIZER_H

@@ -11,7 +11,7 @@
  *   validate_length | parse_header | handle_request | main | SIGABRT
  *
  * Layer: triage (libcore/triage/): crash signatures; above analysis.
- * The layer order is in the README (Layout) and tests/check-layers.
+ * The layer order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_BUCKET_H
 #define CQ_BUCKET_H

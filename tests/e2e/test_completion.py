@@ -2,7 +2,7 @@
 """Bash completion (dist/bash-completion/coreq, issue 19): sourced into bash
 with bash-completion's helpers, it completes commands, each command's
 options (as its --help lists them), option values (formats, signals) and
-lws subcommands.
+lws subcommands, and the commands after `coreq help`.
 """
 import os
 import shutil
@@ -23,6 +23,8 @@ CASES = [
     (["cores", "--sig"], ["--signal"]),
     (["cores", "--signal", "SIGS"], ["SIGSEGV", "SIGSYS"]),
     (["hook", "--max-a"], ["--max-analyses"]),
+    (["he"], ["help"]),
+    (["help", "re"], ["rebucket", "resymbolize"]),
 ]
 
 

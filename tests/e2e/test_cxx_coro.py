@@ -437,11 +437,13 @@ def check_cache(case):
            f"{case}: coroutine types from the cache on the second run, same output",
            [str({k: r[k] for k in ("cxx_modules_cached", "cxx_coroutines")}) for r in runs])
         con = sqlite3.connect(db)
-        rows = con.execute("SELECT source, blob FROM cxx_types WHERE length(blob) > 9").fetchall()
+        rows = con.execute("SELECT source, blob FROM runtime_blobs WHERE runtime = 'cxx' AND name = 'types' "
+                           "AND length(blob) > 9").fetchall()
         for src, blob in rows:
             b = bytearray(blob)
             b[len(b) // 2] ^= 0x40
-            con.execute("UPDATE cxx_types SET blob = ? WHERE source = ?", (bytes(b), src))
+            con.execute("UPDATE runtime_blobs SET blob = ? WHERE source = ? AND runtime = 'cxx' "
+                        "AND name = 'types'", (bytes(b), src))
         con.commit()
         con.close()
         r = coreq("stack", "--cache", db, core)

@@ -13,7 +13,7 @@ Oracles, never coreq's own account of itself:
 - the installed binary's --version against dist/debian/changelog's upstream
   version (amd64 directly, arm64 under qemu-aarch64);
 - `systemd-analyze verify --root` on the installed units, with the host's
-  own systemd units beside them; the drop-in copied where the README says;
+  own systemd units beside them; the drop-in copied where docs/capture.md says;
 - the maintainer scripts' promises: /var/lib/coreq created 0700 root,
   nothing enabled, remove keeps a database written into it by the
   installed coreq (sqlite3 reads it back), purge deletes it.
@@ -34,13 +34,20 @@ from coreq_test import BUILD, CORPUS, COREQ_RELEASE, ROOT, done, ok, read_expect
 
 A64 = os.environ.get("COREQ_A64", os.path.join(BUILD, "aarch64", "coreq"))
 UNITS = ["coreq-ingest.path", "coreq-ingest.service", "coreq-push.service", "coreq-push.timer"]
-WANT_FILES = ["usr/bin/coreq", "usr/share/man/man1/coreq.1.gz",
+# every command's page (man/, `make man`)
+MAN_PAGES = [f"usr/share/man/man1/{f[:-3]}.gz" for f in sorted(os.listdir(os.path.join(ROOT, "man")))
+             if f.endswith(".1.in")]
+WANT_FILES = ["usr/bin/coreq", "usr/share/man/man1/coreq.1.gz"] + MAN_PAGES + [
               "usr/share/bash-completion/completions/coreq", "usr/share/coreq/rules",
               # every migration of the fleet store, as make install ships them
               ] + [f"usr/share/coreq/clickhouse/{f}" for f in
                    sorted(os.listdir(os.path.join(ROOT, "schema", "clickhouse"))) if f.endswith(".sql")] + [
               "usr/share/coreq/systemd-coredump@.service.d/coreq.conf", "etc/coreq/coreq.conf",
-              "usr/share/doc/coreq/copyright", "usr/share/doc/coreq/changelog.Debian.gz"] + \
+              "usr/share/doc/coreq/copyright", "usr/share/doc/coreq/changelog.Debian.gz",
+              # the README and every guide it links, where its links still lead
+              "usr/share/doc/coreq/README.md"] + \
+             [f"usr/share/doc/coreq/docs/{f}" for f in sorted(os.listdir(os.path.join(ROOT, "docs")))
+              if f.endswith(".md")] + \
              [f"lib/systemd/system/{u}" for u in UNITS]
 
 
@@ -58,8 +65,8 @@ def build(arch, binary, out):
         ok(False, f"dist/debian/build-deb exists to build the {arch} package", script)
         return ""
     env = dict(os.environ, SOURCE_DATE_EPOCH=changelog("Timestamp"))
-    r = run(os.path.join(ROOT, "dist/debian/build-deb"), arch, os.path.abspath(binary), out, cwd=ROOT, env=env,
-            timeout=300)
+    r = run(os.path.join(ROOT, "dist/debian/build-deb"), arch, os.path.abspath(binary), out,
+            os.path.join(BUILD, "man"), cwd=ROOT, env=env, timeout=300)
     deb = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     ok(r.returncode == 0 and os.path.isfile(deb), f"dist/debian/build-deb builds the {arch} package",
        r.stdout + r.stderr)
@@ -114,7 +121,7 @@ def check_install(root, deb, arch, runner):
     ok(r.returncode == 0, f"dpkg --root installs the {arch} package", r.stdout + r.stderr)
     missing = [f for f in WANT_FILES if not os.path.isfile(os.path.join(root, f))]
     ok(not missing, f"{arch}: binary, man page, completion, units, drop-in, rules, ClickHouse schema, "
-                    "coreq.conf are installed", missing)
+                    "coreq.conf, the README and its guides are installed", missing)
     st = run("dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W", "-f", "${Status}|${Conffiles}", "coreq").stdout
     ok(st.startswith("install ok installed|") and "/etc/coreq/coreq.conf " in st,
        f"{arch}: dpkg records coreq installed, with /etc/coreq/coreq.conf as its conffile", st)
@@ -123,6 +130,12 @@ def check_install(root, deb, arch, runner):
        f"{arch}: postinst created /var/lib/coreq, mode 0700, owned by root", s)
     wants = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(root, "etc/systemd")) for f in fs]
     ok(not wants, f"{arch}: nothing enabled on installation (no unit link under /etc/systemd)", wants)
+    menv = dict(os.environ, MANPATH=os.path.join(root, "usr/share/man"), MANPAGER="cat", MANWIDTH="80",
+                LC_ALL="C.UTF-8")
+    r = run("man", "coreq-stack", env=menv)
+    r2 = run("man", "coreq-push", env=menv)
+    ok(r.returncode == 0 and "COREQ-STACK(1)" in r.stdout and r2.returncode == 0 and "coreq push" in r2.stdout,
+       f"{arch}: man finds the installed coreq-stack and coreq-push pages", r.stderr + r2.stderr)
     r = subprocess.run([*runner, os.path.join(root, "usr/bin/coreq"), "--version"], capture_output=True, text=True,
                        timeout=120)
     want = "coreq " + changelog("Version").rsplit("-", 1)[0]
@@ -142,7 +155,7 @@ def check_units(root):
             *[f"/lib/systemd/system/{u}" for u in UNITS], timeout=120)
     ok(r.returncode == 0 and not (r.stdout + r.stderr).strip(),
        "systemd-analyze verify --root: the installed units, no warning", r.stdout + r.stderr)
-    # The drop-in, copied where the README says (a stand-in for
+    # The drop-in, copied where docs/capture.md says (a stand-in for
     # systemd-coredump@.service when the host has none).
     d = os.path.join(root, "etc/systemd/system/systemd-coredump@.service.d")
     os.makedirs(d)

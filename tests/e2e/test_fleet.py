@@ -308,8 +308,8 @@ def main():
         ok(good, "schema/clickhouse/003_waits.sql runs again on a store that has coreq.waits", why)
         hung = hung_check(server, tmp)
 
-        # The README's example queries run as written.
-        readme = open(os.path.join(ROOT, "README.md")).read()
+        # docs/fleet.md's example queries run as written.
+        readme = open(os.path.join(ROOT, "docs", "fleet.md")).read()
         block = readme[readme.index("Queries (ClickHouse):"): readme.index("coreq.top_buckets_daily")]
         queries, cur = [], []
         for line in block.splitlines():
@@ -324,7 +324,7 @@ def main():
                                capture_output=True, text=True)
             if r.returncode != 0 or not r.stdout.strip():
                 bad.append((q, r.stderr[-300:]))
-        ok(len(queries) >= 4 and not bad, f"the README's {len(queries)} example queries answer", str(bad))
+        ok(len(queries) >= 4 and not bad, f"docs/fleet.md's {len(queries)} example queries answer", str(bad))
 
         merged = os.path.join(tmp, "merged.db")
         r = coreq("merge", "--db", merged, "--format", "json", *dbs, timeout=300)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A core gdb's gcore wrote of a live process (the README's advice for a
+"""A core gdb's gcore wrote of a live process (docs/hangs.md's advice for a
 hung one) unwinds as gdb and eu-stack unwind it, says it is a snapshot, and
 gives the wait-for graph a kernel core of the same process gives.
 

@@ -12,7 +12,7 @@ once per core, whole or not at all.
   all duplicates; a bad core among good ones: one error line, exit 1, the
   good ones stored; `-` reads a piped core;
 - the database is in WAL mode, passes integrity_check and foreign_key_check,
-  and the README's views and example queries agree with the tables;
+  and the views and example queries of docs/internals.md agree with the tables;
 - --db, $COREQ_DB and $XDG_STATE_HOME choose where the database is;
 - SIGKILL at many points of an ingest of threads-3000 leaves either no core
   or the whole core, and a later ingest completes.
@@ -467,8 +467,8 @@ def test_db_state(db):
 
 
 def readme_queries():
-    """The example queries the README runs with sqlite3 on the database."""
-    with open(os.path.join(ROOT, "README.md")) as f:
+    """The example queries docs/internals.md runs with sqlite3 on the database."""
+    with open(os.path.join(ROOT, "docs", "internals.md")) as f:
         lines = f.read().splitlines()
     queries = []
     for i, line in enumerate(lines):
@@ -498,7 +498,7 @@ def test_views(db, ids):
        hexes[:5])
 
     queries = readme_queries()
-    ok(len(queries) >= 3, f"README shows example sqlite3 queries ({len(queries)})", queries)
+    ok(len(queries) >= 3, f"docs/internals.md shows example sqlite3 queries ({len(queries)})", queries)
     results = []
     for sql in queries:
         try:
@@ -506,7 +506,7 @@ def test_views(db, ids):
         except sqlite3.Error as e:
             results.append(e)
     ok(queries and all(isinstance(x, list) and x for x in results),
-       "every README example query runs and returns rows", [f"{s}: {x}" for s, x in zip(queries, results)])
+       "every docs/internals.md example query runs and returns rows", [f"{s}: {x}" for s, x in zip(queries, results)])
     top = q(db, "SELECT threads, cores, top_function FROM v_stack_counts ORDER BY threads DESC LIMIT 10")
     ok(top and top[0][0] == 1010 and top[0][1] == 2, "the most common stack: 1010 parked threads in 2 cores",
        top)

@@ -334,7 +334,7 @@ def main():
             # shows (futex_wait, wait_optional_timeout) and spells impl
             # methods differently ({impl#N} vs the type).
             skip(f"{case['case']}: every thread matches gdb frame for frame",
-                 "known inline-frame gap on rustc 1.95 std (see README, tokio)")
+                 "known inline-frame gap on rustc 1.95 std (see docs/rust.md, tokio)")
         else:
             compare(case, gdb, ours)
         chain = case.get("crash_chain", "").split()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The database schema: created and migrated on first open, refused with a
-clear error when it is newer than this coreq, and the README's example
-queries over the views work on a real database."""
+clear error when it is newer than this coreq, and the example queries of
+docs/internals.md over the views work on a real database."""
 import os
 import re
 import shutil
@@ -44,12 +44,12 @@ def main():
         r = coreq("ingest", "--db", db, "--no-cache", cases["threads8.O0"]["core"],
                   cases["abort_deep.O0"]["core"], timeout=300)
         ok(r.returncode == 0, "ingest two cores", r.stderr)
-        readme = open(os.path.join(ROOT, "README.md")).read()
+        readme = open(os.path.join(ROOT, "docs", "internals.md")).read()
         queries = re.findall(r"sqlite3 ~/.local/state/coreq/coreq.db \\\n\s+(['\"])(.*?)\1", readme)
-        ok(len(queries) >= 3, f"README has example queries ({len(queries)})")
+        ok(len(queries) >= 3, f"docs/internals.md has example queries ({len(queries)})")
         for _, q in queries:
             r = subprocess.run(["sqlite3", db, q], capture_output=True, text=True)
-            ok(r.returncode == 0 and r.stdout.strip() != "", f"README query runs: {q[:60]}",
+            ok(r.returncode == 0 and r.stdout.strip() != "", f"docs/internals.md query runs: {q[:60]}",
                r.stderr or "no rows")
     finally:
         shutil.rmtree(tmp)

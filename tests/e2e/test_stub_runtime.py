@@ -15,6 +15,14 @@ unwind/async/ knowing the runtime:
 - `flame`: the three names in the SVG;
 - `ingest`, then `show` (text and JSON) and `list-stacks`: the chain is
   stored and listed as a suspended stack.
+The stub also caches one blob per module, "record" (the record's link-time
+address), declared in its descriptor (issue 47: a runtime that caches is
+still one file):
+- `coreq cache warm` stores it ahead of any core and reports it (text and
+  JSON, the stub's own keys), and says "cached already" the second time;
+- `stack` then reads it from the cache (stub_cached), same chain;
+- a blob `stack` stored survives `cache warm` (warm finds it cached), and
+  the cache file holds it in the generic table under (stub, record).
 Expected names and the record's address come from the program's source and
 its symbol table (readelf), not from coreq.
 """
@@ -100,7 +108,54 @@ def main():
         mine = [s for s in stacks if [f["function"] for f in s["frames"]] == CHAIN]
         ok(len(mine) == 1 and mine[0].get("suspended") == 1 and mine[0].get("threads") == 0,
            "list-stacks: the chain as a stack with one suspended use", r.stdout[-800:])
+    cached_blob(core, exe, link, sus)
     done()
+
+
+def warm(cache, exe):
+    """`coreq cache warm --format json` of exe: its one result (or {})."""
+    r = coreq("cache", "warm", "--cache", cache, "--format", "json", exe)
+    ok(r.returncode == 0 and not sanitizer_report(r.stderr), "cache warm runs", r.stderr[-500:])
+    res = json.loads(r.stdout) if r.returncode == 0 else []
+    return res[0] if len(res) == 1 else {}
+
+
+def stack_async(cache, core):
+    """`coreq stack --format json` with the cache: (async statistics, stub chains)."""
+    r = coreq("stack", "--format", "json", "--cache", cache, core)
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    return j.get("async", {}), [s for s in j.get("suspended", []) if s.get("kind") == "stub"]
+
+
+def cached_blob(core, exe, link, chain):
+    """The stub's blob through the generic cache: warm first, then the other way round."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "c.db")
+        w = warm(cache, exe)
+        ok(w.get("stub_record") == hex(link or 0) and w.get("stub_cached") is False,
+           "cache warm: the stub's blob (the record's readelf address) stored afresh", str(w))
+        r = coreq("cache", "warm", "--cache", cache, exe)
+        ok(r.returncode == 0 and f"stub record {hex(link or 0)} (cached already)" in r.stdout,
+           "cache warm text: the stub's figure, cached already the second time", r.stdout)
+        a, sus = stack_async(cache, core)
+        ok(a.get("stub_cached") is True and a.get("stub_chains") == 1 and sus == chain,
+           "stack after warm: the record's place read from the cache, the same chain", str(a)[-300:])
+        rows = subprocess.run(["sqlite3", cache, "SELECT count(*), hex(blob) FROM runtime_blobs "
+                               "WHERE runtime = 'stub' AND name = 'record' AND format = 1 "
+                               "AND build_id != ''"], capture_output=True, text=True).stdout.strip()
+        want = (link or 0).to_bytes(8, "little").hex().upper()
+        ok(rows.startswith("1|") and rows.endswith(want),
+           "the cache holds one (stub, record) blob for the program, its record's address", rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "c.db")
+        a, _ = stack_async(cache, core)
+        ok(a.get("stub_cached") is False and a.get("stub_chains") == 1,
+           "stack with an empty cache: the record found in the symbols", str(a)[-300:])
+        w = warm(cache, exe)
+        ok(w.get("stub_cached") is True and w.get("stub_record") == hex(link or 0),
+           "the blob stack stored survives cache warm (found cached)", str(w))
+        a, sus = stack_async(cache, core)
+        ok(a.get("stub_cached") is True and sus == chain, "and the next stack reads it", str(a)[-300:])
 
 
 if __name__ == "__main__":

@@ -261,15 +261,15 @@ def check_type_cache(core):
            [cold["async"]["rust_modules_cached"], warm["async"]["rust_modules_cached"]])
         ok(comparable(cold) == comparable(warm) and len(warm["suspended"]) == len(cold["suspended"]) > 0,
            "cold and warm type index give the same threads, tasks and counters")
-        rows = subprocess.run(["sqlite3", cache, "SELECT count(*) FROM rust_index"],
+        rows = subprocess.run(["sqlite3", cache, "SELECT count(*) FROM runtime_blobs WHERE runtime = 'rust' AND name = 'index'"],
                               capture_output=True, text=True).stdout.strip()
-        ok(rows == "1", "one rust_index row: the one Rust module's build-id", rows)
-        subprocess.run(["sqlite3", cache, "UPDATE rust_index SET blob = substr(blob, 1, length(blob) / 2) "
-                        "|| zeroblob(8)"], check=True)
+        ok(rows == "1", "one Rust index blob: the one Rust module's build-id", rows)
+        subprocess.run(["sqlite3", cache, "UPDATE runtime_blobs SET blob = substr(blob, 1, length(blob) / 2) "
+                        "|| zeroblob(8) WHERE runtime = 'rust' AND name = 'index'"], check=True)
         damaged, r = coreq_json("stack", "--format", "json", "--cache", cache, core, timeout=300)
         ok(damaged["async"]["rust_modules_cached"] == 0 and comparable(damaged) == comparable(cold)
            and not sanitizer_report(r.stderr),
-           "a damaged rust_index row is rejected and rebuilt from DWARF, same result", r.stderr[-500:])
+           "a damaged Rust index blob is rejected and rebuilt from DWARF, same result", r.stderr[-500:])
         again, _ = coreq_json("stack", "--format", "json", "--cache", cache, core, timeout=300)
         ok(again["async"]["rust_modules_cached"] == 1, "the rebuilt row replaced the damaged one")
 

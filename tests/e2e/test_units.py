@@ -35,6 +35,11 @@ def main():
         ok(have == want, "make install puts the units under PREFIX/lib/systemd/system", have)
         ok(os.path.isfile(os.path.join(prefix, "share", "bash-completion", "completions", "coreq")),
            "make install puts the bash completion under PREFIX/share/bash-completion/completions")
+        guides = sorted(f for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+        doc = os.path.join(prefix, "share", "doc", "coreq")
+        have = [g for g in guides if os.path.isfile(os.path.join(doc, "docs", g))]
+        ok(os.path.isfile(os.path.join(doc, "README.md")) and guides and have == guides,
+           f"make install puts the README and its {len(guides)} guides under PREFIX/share/doc/coreq", have)
 
         service = open(os.path.join(unitdir, "coreq-ingest.service")).read()
         m = re.search(r"^ExecStart=(\S+)", service, re.M)

@@ -13,7 +13,7 @@ lock's semaphore (a threading.Lock is a POSIX sem_t underneath), which lock
 each worker holds and which it waits for.  A semaphore records no owner;
 the holder's interpreter frame keeps the lock object (a local), and the lock
 object points to the sem_t, so coreq infers the owner: the one thread other
-than the waiters whose CPython frames hold the lock (README, "Owners
+than the waiters whose CPython frames hold the lock (docs/hangs.md, "Owners
 inferred").  Expected values come from the oracle and from gdb reading the
 same core:
 

@@ -7,7 +7,7 @@ Rust's std Mutex on Linux is a futex word (0 unlocked, 1 locked, 2 locked
 with waiters) and a poison flag: it records no owner.  The holder keeps a
 MutexGuard (a pointer to the Mutex) on its live stack, so coreq infers the
 owner: the one thread other than the waiters whose stack or registers
-point to the taken Mutex (README, "Owners inferred").  Expected values come
+point to the taken Mutex (docs/hangs.md, "Owners inferred").  Expected values come
 from the program's oracle (each worker's tid, the address and size of each
 Mutex, which one it holds and which it waits for) and from gdb reading the
 futex words from the same core:

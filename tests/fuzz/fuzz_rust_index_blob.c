@@ -17,7 +17,18 @@
 #include "tests/fuzz/reseal.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
+#include "unwind/async/runtime.h"
 #include "unwind/async/tokio_index.h"
+
+/* The parts of every runtime of the table, as the driver hands them out. */
+static struct cq_rust_parts table_parts(void)
+{
+	size_t n;
+	const struct cq_async_runtime *const *rt = cq_async_runtimes(&n);
+	struct cq_rust_parts parts;
+	cq_rust_index_parts(rt, n, &parts);
+	return parts;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,7 +52,8 @@ static void in_range(int32_t ref, size_t ntypes, int none_ok)
 static void check(const uint8_t *data, size_t size)
 {
 	struct cq_rust_index *ix = NULL;
-	struct cq_error *err = cq_rust_index_blob_decode(data, size, &ix);
+	struct cq_rust_parts parts = table_parts();
+	struct cq_error *err = cq_rust_index_blob_decode(data, size, &parts, &ix);
 	if (err) {
 		cq_error_free(err);
 		return;

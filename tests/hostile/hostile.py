@@ -378,9 +378,9 @@ class Gen:
             for bid, blob in con.execute("SELECT build_id, blob FROM unwind_tables").fetchall():
                 con.execute("UPDATE unwind_tables SET blob = ? WHERE build_id = ?",
                             (bytes(self.flip(blob, 0, len(blob), 1 + i % 8)), bid))
-            for src, blob in con.execute("SELECT source, blob FROM cxx_types").fetchall():
-                con.execute("UPDATE cxx_types SET blob = ? WHERE source = ?",
-                            (bytes(self.flip(blob, 0, len(blob), 1 + i % 8))[: len(blob) - (i % 3)], src))
+            for src, rt, nm, blob in con.execute("SELECT source, runtime, name, blob FROM runtime_blobs").fetchall():
+                con.execute("UPDATE runtime_blobs SET blob = ? WHERE source = ? AND runtime = ? AND name = ?",
+                            (bytes(self.flip(blob, 0, len(blob), 1 + i % 8))[: len(blob) - (i % 3)], src, rt, nm))
             con.commit()
             con.close()
             if i % 4 == 3:  # the file itself damaged

@@ -90,14 +90,18 @@ struct rt_fake {
 	unsigned gets, puts, rejects;      /* gets and puts: of Rust index rows only */
 };
 
-static inline uint8_t *rt_cache_get(void *ctx, size_t m, enum cq_target_blob kind, unsigned format,
+/* The Rust index's blob: runtime "rust", name "index" (other runtimes keep theirs). */
+static inline bool rt_rust_index(const struct cq_target_blob *b)
+{
+	return strcmp(b->runtime, "rust") == 0 && strcmp(b->name, "index") == 0;
+}
+
+static inline uint8_t *rt_cache_get(void *ctx, size_t m, const struct cq_target_blob *b,
                                     size_t *len)
 {
 	struct rt_fake *f = ctx;
-	f->gets +=
-	    kind == CQ_TARGET_BLOB_RUST_INDEX; /* Rust index reads; other runtimes keep theirs */
-	if (m != 0 || kind != CQ_TARGET_BLOB_RUST_INDEX || format != CQ_RUST_INDEX_BLOB_FORMAT ||
-	    !f->index)
+	f->gets += rt_rust_index(b); /* Rust index reads */
+	if (m != 0 || !rt_rust_index(b) || b->format != CQ_RUST_INDEX_BLOB_FORMAT || !f->index)
 		return NULL;
 	uint8_t *blob = cq_rust_index_blob_encode(f->index, len);
 	if (blob && f->damaged)
@@ -105,11 +109,11 @@ static inline uint8_t *rt_cache_get(void *ctx, size_t m, enum cq_target_blob kin
 	return blob;
 }
 
-static inline void rt_cache_put(void *ctx, size_t m, enum cq_target_blob kind, unsigned format,
+static inline void rt_cache_put(void *ctx, size_t m, const struct cq_target_blob *b,
                                 const uint8_t *blob, size_t len)
 {
-	(void)m, (void)format, (void)blob, (void)len;
-	((struct rt_fake *)ctx)->puts += kind == CQ_TARGET_BLOB_RUST_INDEX;
+	(void)m, (void)blob, (void)len;
+	((struct rt_fake *)ctx)->puts += rt_rust_index(b);
 }
 
 static inline void rt_cache_reject(void *ctx)
@@ -123,7 +127,7 @@ static inline bool rt_read(void *ctx, uint64_t addr, void *buf, size_t len)
 }
 
 /* No debuginfo: a module the cache does not hold cannot be indexed. */
-static inline char *rt_debuginfo_path(void *ctx, size_t m)
+static inline struct Dwarf *rt_dwarf(void *ctx, size_t m)
 {
 	(void)ctx, (void)m;
 	return NULL;
@@ -131,11 +135,21 @@ static inline char *rt_debuginfo_path(void *ctx, size_t m)
 
 static const struct cq_unwind_target_ops rt_ops = {
     .read = rt_read,
-    .debuginfo_path = rt_debuginfo_path,
+    .dwarf = rt_dwarf,
     .cache_get = rt_cache_get,
     .cache_put = rt_cache_put,
     .cache_reject = rt_cache_reject,
 };
+
+/* The parts of every runtime of the table, as the driver hands them to the index. */
+static inline struct cq_rust_parts rt_table_parts(void)
+{
+	size_t n;
+	const struct cq_async_runtime *const *rt = cq_async_runtimes(&n);
+	struct cq_rust_parts parts;
+	cq_rust_index_parts(rt, n, &parts);
+	return parts;
+}
 
 static inline char *rt_dup(const char *s)
 {

@@ -7,7 +7,9 @@
  * suspended list honours its bound, freeing what it does not take; every
  * runtime's descriptor names its kinds and how they are listed.
  *
- * Files tested: unwind/async/runtimes.c, unwind/async/stub.c.
+ * Files tested: unwind/async/runtime_driver.c, unwind/async/runtime_table.c,
+ * unwind/async/runtime_services.c, unwind/async/stub.c (every runtime of the
+ * table, the test-only one too).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,9 +19,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <elfutils/libdw.h>
 
+#include "libcore/analysis/unwind_target.h"
 #include "libcore/base/arch.h"
 #include "libcore/base/memory.h"
+#include "libcore/model/module.h"
+#include "tests/unit/corpus.h"
 #include "unwind/async/runtime.h"
 
 static uint8_t heap[1 << 16];
@@ -112,12 +118,125 @@ static void test_descriptors_are_complete(void **state)
 	}
 }
 
+/* Each declared blob names its own runtime, once, with a format. */
+static void test_blobs_are_declared(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
+	for (size_t i = 0; i < n; i++) {
+		const struct cq_async_runtime *rt = rts[i];
+		size_t nb = 0;
+		for (; rt->blobs && rt->blobs[nb]; nb++) {
+			const struct cq_target_blob *b = rt->blobs[nb];
+			assert_string_equal(b->runtime, rt->name);
+			assert_non_null(b->name);
+			assert_true(b->format > 0);
+			for (size_t k = 0; k < nb; k++)
+				assert_string_not_equal(rt->blobs[k]->name, b->name);
+		}
+		if (rt->warm) /* warming is filling the cache: there is something to fill */
+			assert_true(nb > 0);
+	}
+}
+
+/* A target over one file that records which blobs the runtimes ask for and store. */
+struct recorder {
+	struct cq_module mod;
+	Dwarf *dwarf;
+	bool tried;
+	size_t gets, puts, undeclared;
+};
+
+static bool declared(const struct cq_target_blob *b)
+{
+	size_t n;
+	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; rts[i]->blobs && rts[i]->blobs[k]; k++)
+			if (rts[i]->blobs[k] == b)
+				return true;
+	return false;
+}
+
+static struct Dwarf *rec_dwarf(void *ctx, size_t m)
+{
+	(void)m;
+	struct recorder *r = ctx;
+	if (!r->tried)
+		r->dwarf = dwarf_begin_elf(r->mod.elf, DWARF_C_READ, NULL);
+	r->tried = true;
+	return r->dwarf;
+}
+
+static uint8_t *rec_get(void *ctx, size_t m, const struct cq_target_blob *b, size_t *len)
+{
+	(void)m, (void)len;
+	struct recorder *r = ctx;
+	r->gets++;
+	r->undeclared += !declared(b);
+	return NULL;
+}
+
+static void rec_put(void *ctx, size_t m, const struct cq_target_blob *b, const uint8_t *data,
+                    size_t len)
+{
+	(void)m, (void)data, (void)len;
+	struct recorder *r = ctx;
+	r->puts++;
+	r->undeclared += !declared(b);
+}
+
+static size_t rec_symbols(void *ctx, size_t m, struct cq_target_symbol *q, size_t n)
+{
+	(void)m;
+	return cq_core_target_find_symbols(&((struct recorder *)ctx)->mod, q, n);
+}
+
+static const struct cq_unwind_target_ops rec_ops = {
+    .dwarf = rec_dwarf, .cache_get = rec_get, .cache_put = rec_put, .find_symbols = rec_symbols};
+
+static void warm_records(const char *exe, struct recorder *r)
+{
+	memset(r, 0, sizeof(*r));
+	assert_null(cq_module_open_elf(exe, &r->mod));
+	struct cq_target_module view = cq_core_target_module_view(&r->mod);
+	view.found = true;
+	struct cq_unwind_target t = {
+	    .ops = &rec_ops, .ctx = r, .arch = &cq_arch_x86_64, .modules = &view, .nmodules = 1};
+	struct cq_stats figures = {0};
+	char *text = NULL;
+	assert_null(cq_async_warm(&t, 0, &figures, &text));
+	free(text);
+	cq_stats_free(&figures);
+	if (r->dwarf)
+		dwarf_end(r->dwarf);
+	cq_module_destroy(&r->mod);
+}
+
+static void test_warm_uses_declared_blobs(void **state)
+{
+	(void)state;
+	const char *cases[] = {"rust_async.O2", "stub_chain.O0", "cxx_task.O2g"};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct corpus_case c;
+		CORPUS_CASE(cases[i], &c);
+		struct recorder r;
+		warm_records(c.exe, &r);
+		assert_true(r.gets > 0);
+		assert_true(r.puts > 0);
+		assert_int_equal(r.undeclared, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_a_program_without_runtimes_costs_nothing),
 	    cmocka_unit_test(test_suspended_list_is_bounded),
 	    cmocka_unit_test(test_descriptors_are_complete),
+	    cmocka_unit_test(test_blobs_are_declared),
+	    cmocka_unit_test(test_warm_uses_declared_blobs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

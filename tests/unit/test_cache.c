@@ -3,7 +3,10 @@
  * tables and symbol blobs keyed by build-id, the identity of the files they
  * came from, format version and address; a missing key, another format,
  * another build-id or the same build-id from other files finds nothing, and
- * a second open of the same file sees what the first stored.
+ * a second open of the same file sees what the first stored.  Runtimes'
+ * blobs (one table keyed by files, runtime and blob name): served under
+ * that key and format alone; a cache an older coreq made (schema 7, with
+ * the per-runtime tables) keeps opening and is migrated to the one table.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,8 +18,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "libcore/db/cache.h"
+#include "libcore/db/schema.h"
 
 static void test_tables_and_symbols_round_trip(void **state)
 {
@@ -101,10 +106,129 @@ static void test_tables_and_symbols_round_trip(void **state)
 	rmdir(dir);
 }
 
+static void remove_cache(const char *dir)
+{
+	char p[160];
+	static const char *const files[] = {"cache.db", "cache.db-wal", "cache.db-shm"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
+/* One integer a query over the file at path yields (-1: no row). */
+static long long query_int(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	long long v = -1;
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void test_runtime_blobs(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/coreq-test-cache-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct cq_cache *c;
+	assert_null(cq_cache_open(path, &c));
+	static const char genuine[] = "file=/usr/lib/libapp.so dev=1 ino=2 size=3 mtime=4.5\n";
+	static const char claimant[] = "file=/tmp/libapp.so dev=1 ino=9 size=3 mtime=4.5\n";
+	const char *hex = "00112233445566778899aabbccddeeff00112233";
+	struct cq_cache_key id = {hex, genuine, sizeof(genuine) - 1, 0};
+	struct cq_cache_key other_file = {hex, claimant, sizeof(claimant) - 1, 0};
+	const uint8_t types[] = {1, 2, 3}, index[] = {9, 8, 7, 6};
+	size_t len = 0;
+	assert_null(cq_cache_get_blob(c, &id, "go", "types", 1, &len));
+	cq_cache_put_blob(c, &id, "go", "types", 1, types, sizeof(types));
+	cq_cache_put_blob(c, &id, "go", "index", 1, index, sizeof(index));
+	uint8_t *got = cq_cache_get_blob(c, &id, "go", "types", 1, &len);
+	assert_non_null(got);
+	assert_int_equal(len, sizeof(types));
+	assert_memory_equal(got, types, sizeof(types));
+	free(got);
+	got = cq_cache_get_blob(c, &id, "go", "index", 1, &len); /* its other blob */
+	assert_non_null(got);
+	assert_int_equal(len, sizeof(index));
+	free(got);
+	assert_null(cq_cache_get_blob(c, &id, "go", "types", 2, &len));     /* another format */
+	assert_null(cq_cache_get_blob(c, &id, "python", "types", 1, &len)); /* another runtime */
+	assert_null(cq_cache_get_blob(c, &other_file, "go", "types", 1, &len)); /* other files */
+	/* Replaced by the next put, at its own format. */
+	cq_cache_put_blob(c, &id, "go", "types", 2, index, sizeof(index));
+	assert_null(cq_cache_get_blob(c, &id, "go", "types", 1, &len));
+	got = cq_cache_get_blob(c, &id, "go", "types", 2, &len);
+	assert_non_null(got);
+	assert_int_equal(len, sizeof(index));
+	free(got);
+	assert_null(cq_cache_close(c));
+	assert_int_equal(query_int(path, "SELECT count(*) FROM runtime_blobs"), 2);
+	remove_cache(dir);
+}
+
+/* A cache file an older coreq made, at cache schema 7 (rust_index and cxx_types rows in it). */
+static void test_old_cache_migrated(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/coreq-test-cache-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	for (unsigned v = 1; v <= 7; v++)
+		for (unsigned i = 0; i < cq_schema_migration_count; i++) {
+			const struct cq_schema_migration *m = &cq_schema_migrations[i];
+			if (strcmp(m->set, "cache") == 0 && m->version == v)
+				assert_int_equal(sqlite3_exec(db, m->sql, NULL, NULL, NULL),
+				                 SQLITE_OK);
+		}
+	assert_int_equal(
+	    sqlite3_exec(
+	        db,
+	        "PRAGMA user_version = 7;"
+	        "INSERT INTO sources (id, build_id, identity, created) VALUES (1, 'ab', x'78', 0);"
+	        "INSERT INTO rust_index VALUES (1, 'ab', 8, x'0102', 0);"
+	        "INSERT INTO cxx_types VALUES (1, 'ab', 1, x'0304', 0);",
+	        NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	struct cq_cache *c;
+	assert_null(cq_cache_open(path, &c));
+	struct cq_cache_key id = {"ab", "x", 1, 0};
+	size_t len;
+	assert_null(
+	    cq_cache_get_blob(c, &id, "rust", "index", 8, &len)); /* dropped: derived data */
+	const uint8_t blob[] = {5, 6};
+	cq_cache_put_blob(c, &id, "rust", "index", 8, blob, sizeof(blob));
+	assert_null(cq_cache_close(c));
+	assert_int_equal(query_int(path, "PRAGMA user_version"), cq_schema_latest("cache"));
+	assert_int_equal(query_int(path, "SELECT count(*) FROM sqlite_schema WHERE name IN "
+	                                 "('rust_index', 'cxx_types')"),
+	                 0);
+	assert_int_equal(query_int(path, "SELECT count(*) FROM runtime_blobs WHERE source = 1 AND "
+	                                 "runtime = 'rust' AND name = 'index'"),
+	                 1);
+	assert_null(cq_cache_open(path, &c)); /* and opens again as it is */
+	assert_null(cq_cache_close(c));
+	remove_cache(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tables_and_symbols_round_trip),
+	    cmocka_unit_test(test_runtime_blobs),
+	    cmocka_unit_test(test_old_cache_migrated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

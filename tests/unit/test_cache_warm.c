@@ -82,6 +82,15 @@ static void cache_exec(const char *sql)
 	sqlite3_close(db);
 }
 
+/* A runtime's figure in r (its warm hook's key): a count, or a flag as 0/1. */
+static uint64_t figure(const struct cq_cache_warm_result *r, const char *key)
+{
+	const struct cq_stat *st = cq_stats_find(&r->runtimes, key);
+	if (!st)
+		fail_msg("no figure %s", key);
+	return st->type == CQ_STAT_BOOL ? st->b : st->u;
+}
+
 /* One cq_cache_warm over a freshly opened cache, closed (committed) after. */
 static struct cq_error *warm(const char *path, struct cq_cache_warm_result *r, size_t *rejected)
 {
@@ -116,8 +125,11 @@ static void test_computed_then_cached(void **state)
 	assert_true(r.rows > 0);
 	assert_false(r.table_cached);
 	assert_int_equal(r.debug_frame, has_dwarf);
-	assert_int_equal(r.rust_types, 0); /* a C program */
-	assert_false(r.rust_cached);
+	assert_int_equal(figure(&r, "rust_types"), 0); /* a C program */
+	assert_false(figure(&r, "rust_cached"));
+	assert_int_equal(figure(&r, "cxx_types"), 0);
+	assert_string_equal(r.runtimes_text, "");
+	cq_cache_warm_result_free(&r);
 	assert_int_equal(rejected, 0);
 	/* One table is stored for that build-id, with those rows. */
 	char sql[512];
@@ -134,6 +146,7 @@ static void test_computed_then_cached(void **state)
 	assert_true(again.table_cached);
 	assert_int_equal(again.rows, r.rows);
 	assert_int_equal(rejected, 0);
+	cq_cache_warm_result_free(&again);
 
 	/* A damaged blob is counted, compiled afresh and replaced. */
 	snprintf(sql, sizeof(sql),
@@ -145,10 +158,12 @@ static void test_computed_then_cached(void **state)
 	assert_int_equal(rejected, 1);
 	assert_false(fresh.table_cached);
 	assert_int_equal(fresh.rows, r.rows);
+	cq_cache_warm_result_free(&fresh);
 	assert_null(warm(c.exe, &fresh, &rejected));
 	assert_int_equal(rejected, 0);
 	assert_true(fresh.table_cached);
 	assert_int_equal(fresh.rows, r.rows);
+	cq_cache_warm_result_free(&fresh);
 }
 
 /* A Rust program with its DWARF: its type index is stored, then found. */
@@ -164,16 +179,22 @@ static void test_rust_index(void **state)
 	assert_null(warm(c.exe, &r, NULL));
 	assert_true(r.rows > 0);
 	assert_true(r.debug_frame);
-	assert_true(r.rust_types > 0);
-	assert_false(r.rust_cached);
+	assert_true(figure(&r, "rust_types") > 0);
+	assert_false(figure(&r, "rust_cached"));
+	assert_non_null(strstr(r.runtimes_text, "Rust index "));
 	char sql[512];
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM rust_index WHERE build_id = '%s'",
+	snprintf(sql, sizeof(sql),
+	         "SELECT count(*) FROM runtime_blobs WHERE build_id = '%s' AND runtime = 'rust' "
+	         "AND name = 'index'",
 	         r.build_id);
 	assert_int_equal(cache_int(sql), 1);
 	assert_null(warm(c.exe, &again, NULL));
 	assert_true(again.table_cached);
-	assert_true(again.rust_cached);
-	assert_int_equal(again.rust_types, r.rust_types);
+	assert_true(figure(&again, "rust_cached"));
+	assert_int_equal(figure(&again, "rust_types"), figure(&r, "rust_types"));
+	assert_non_null(strstr(again.runtimes_text, "(cached already)"));
+	cq_cache_warm_result_free(&r);
+	cq_cache_warm_result_free(&again);
 }
 
 static void test_not_elf(void **state)
@@ -190,10 +211,12 @@ static void test_not_elf(void **state)
 	assert_non_null(err);
 	cq_error_free(err);
 	assert_int_equal(r.rows, 0);
+	cq_cache_warm_result_free(&r);
 	snprintf(path, sizeof(path), "%s/absent", dir);
 	err = warm(path, &r, NULL);
 	assert_non_null(err);
 	cq_error_free(err);
+	cq_cache_warm_result_free(&r);
 }
 
 static void test_no_build_id_refused(void **state)
@@ -221,6 +244,7 @@ static void test_no_build_id_refused(void **state)
 	cq_error_free(err);
 	assert_int_equal(r.rows, 0);
 	assert_string_equal(r.build_id, "");
+	cq_cache_warm_result_free(&r);
 	/* Nothing was stored by it. */
 	assert_int_equal(cache_int("SELECT count(*) FROM unwind_tables"), before);
 	assert_int_equal(cache_int("SELECT count(*) FROM sources WHERE build_id = ''"), 0);

@@ -67,6 +67,7 @@ static struct cq_rust_index *make_index(void)
 	struct cq_rust_vtable *vt = calloc(2, sizeof(*vt));
 	struct cq_rust_resume *r = calloc(2, sizeof(*r));
 	assert_true(ix && t && vt && r);
+	ix->kinds = rt_table_parts(); /* an index of this build: the table's parts */
 	t[T_SLEEP] = rt_leaf("app::leaf::Sleep", 16, 8);
 	t[T_SERVE] = rt_async_fn("app::serve", 64, 8, 40, T_SLEEP, 16, 42);
 	t[T_MAIN] = rt_async_fn("app::main", 128, 16, 100, T_SERVE, 0, 7);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <elfutils/libdw.h>
 
 #include "libcore/analysis/stacktrace.h"
 #include "libcore/analysis/unwind_target.h"
@@ -478,6 +479,47 @@ static void test_find_symbols(void **state)
 	close_case(&f);
 }
 
+/*
+ * The dwarf op: the executable's DWARF (readelf -S lists .debug_info), the
+ * same handle on every call, whose compile unit at crash_main (readelf -s's
+ * value) is threads8.c's; none for a module past the list or the vdso.
+ */
+static void test_dwarf(void **state)
+{
+	(void)state;
+	struct fixture f;
+	if (!open_case("threads8.O0", &f, NULL))
+		return;
+	const struct cq_unwind_target *t = f.t;
+	size_t e = exe_module(&f);
+	char line[512];
+	bool has_info = false;
+	FILE *p = run("readelf -S -W '%s'", f.c.exe);
+	while (fgets(line, sizeof(line), p))
+		has_info = has_info || strstr(line, " .debug_info ");
+	pclose(p);
+	Dwarf *dw = t->ops->dwarf(t->ctx, e);
+	if (!has_info) {
+		assert_null(dw);
+		close_case(&f);
+		return;
+	}
+	assert_non_null(dw);
+	assert_ptr_equal(t->ops->dwarf(t->ctx, e), dw);
+	uint64_t value, size;
+	assert_true(readelf_symbol(f.c.exe, "crash_main", &value, &size));
+	Dwarf_Die cu;
+	assert_non_null(dwarf_addrdie(dw, value, &cu));
+	const char *name = dwarf_diename(&cu);
+	assert_non_null(name);
+	assert_non_null(strstr(name, "threads8.c"));
+	assert_null(t->ops->dwarf(t->ctx, t->nmodules));
+	for (size_t m = 0; m < t->nmodules; m++)
+		if (t->modules[m].is_vdso)
+			assert_null(t->ops->dwarf(t->ctx, m));
+	close_case(&f);
+}
+
 /* gdb's view of one thread's entry for a key: "tls TID SEQ DATA KEYSEQ". */
 struct gdb_tls {
 	long tid;
@@ -661,21 +703,27 @@ static void test_with_cache(void **state)
 	cq_cfi_table_free(stored);
 	cq_provenance_free(&prov);
 
-	/* A runtime's blob, per module and kind. */
+	/* A runtime's blob, per module, runtime, name and format. */
+	const struct cq_target_blob b = {"some_runtime", "types", 3},
+	                            other_name = {"some_runtime", "index", 3},
+	                            other_runtime = {"another", "types", 3},
+	                            other_format = {"some_runtime", "types", 4};
 	size_t len = 0;
-	assert_null(t->ops->cache_get(t->ctx, e, CQ_TARGET_BLOB_RUST_INDEX,
-	                              CQ_RUST_INDEX_BLOB_FORMAT, &len));
+	assert_null(t->ops->cache_get(t->ctx, e, &b, &len));
 	const uint8_t blob[] = "a runtime's blob";
-	t->ops->cache_put(t->ctx, e, CQ_TARGET_BLOB_RUST_INDEX, CQ_RUST_INDEX_BLOB_FORMAT, blob,
-	                  sizeof(blob));
-	uint8_t *back = t->ops->cache_get(t->ctx, e, CQ_TARGET_BLOB_RUST_INDEX,
-	                                  CQ_RUST_INDEX_BLOB_FORMAT, &len);
+	t->ops->cache_put(t->ctx, e, &b, blob, sizeof(blob));
+	uint8_t *back = t->ops->cache_get(t->ctx, e, &b, &len);
 	assert_non_null(back);
 	assert_int_equal(len, sizeof(blob));
 	assert_memory_equal(back, blob, sizeof(blob));
 	free(back);
-	assert_null(t->ops->cache_get(t->ctx, e, CQ_TARGET_BLOB_RUST_INDEX,
-	                              CQ_RUST_INDEX_BLOB_FORMAT + 1, &len));
+	assert_null(t->ops->cache_get(t->ctx, e, &other_name, &len));
+	assert_null(t->ops->cache_get(t->ctx, e, &other_runtime, &len));
+	assert_null(t->ops->cache_get(t->ctx, e, &other_format, &len));
+	/* Another module's files do not serve it. */
+	for (size_t m = 0; m < t->nmodules; m++)
+		if (m != e && t->modules[m].found)
+			assert_null(t->ops->cache_get(t->ctx, m, &b, &len));
 	t->ops->cache_reject(t->ctx);
 	assert_int_equal(cq_cache_rejected(cache), 1);
 
@@ -695,7 +743,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_views),        cmocka_unit_test(test_memory_ops),
 	    cmocka_unit_test(test_find_symbols), cmocka_unit_test(test_tls),
-	    cmocka_unit_test(test_cached_table), cmocka_unit_test(test_with_cache),
+	    cmocka_unit_test(test_dwarf),        cmocka_unit_test(test_cached_table),
+	    cmocka_unit_test(test_with_cache),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

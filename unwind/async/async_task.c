@@ -45,6 +45,7 @@
 #include "unwind/async/runtime.h"
 #include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_index.h"
+#include "unwind/async/task_vtables.h"
 
 #define MAX_CANDIDATES   (1u << 18)
 #define MAX_TASK_SIZE    (64u << 20)
@@ -97,29 +98,26 @@ struct stats {
 struct async_task {
 	struct stats stats;
 	const struct cq_rust_index *index;
-	struct vtable *vtables; /* sorted by addr */
-	size_t nvtables;
-	uint64_t vt_lo, vt_hi;
-	uint64_t *cands; /* header addresses */
-	size_t ncands, cap_cands;
-	bool full, nomem;
+	struct cq_task_vtables vts;         /* of struct vtable */
+	struct cq_task_candidates cands_of; /* header addresses (uint64_t) */
 	struct task *tasks;
 	size_t ntasks;
 	struct cq_rust_names names;
 };
 
-static int cmp_vtable(const void *a, const void *b)
-{
-	const struct vtable *x = a, *y = b;
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
 static const struct vtable *vtable_at(const struct async_task *t, uint64_t addr)
 {
-	if (addr < t->vt_lo || addr > t->vt_hi)
-		return NULL;
-	struct vtable key = {.addr = addr};
-	return bsearch(&key, t->vtables, t->nvtables, sizeof(key), cmp_vtable);
+	return cq_task_vtables_at(&t->vts, addr);
+}
+
+static const struct vtable *vtables(const struct async_task *t)
+{
+	return t->vts.items;
+}
+
+static uint64_t *cands(const struct async_task *t)
+{
+	return t->cands_of.items;
 }
 
 /*
@@ -220,12 +218,7 @@ static bool try_vtable(struct async_task *t, const struct cq_async_ctx *ctx, uin
 	if (!read_layout(ctx, words[VTABLE_FNS], &v.offset, &v.size) ||
 	    ty->size > v.size - v.offset)
 		return true;
-	struct vtable *p = realloc(t->vtables, (t->nvtables + 1) * sizeof(*p));
-	if (!p)
-		return false;
-	t->vtables = p;
-	t->vtables[t->nvtables++] = v;
-	return true;
+	return cq_task_vtables_add(&t->vts, &v);
 }
 
 /* A word of module data that is a vtable function: a TaskVTable there, once confirmed. */
@@ -240,33 +233,30 @@ static bool function_word(void *arg, uint64_t addr, const uint64_t *words)
 	return try_vtable(s->t, s->ctx, addr, words);
 }
 
+/* Whether module m has a function monomorphized over a future: its data may hold TaskVTables. */
+static bool module_has_monos(const void *arg, size_t m)
+{
+	const struct cq_rust_index *ix = ((const struct vtable_scan *)arg)->t->index;
+	for (size_t k = 0; k < ix->nmonos; k++)
+		if (ix->model.types[ix->monos[k].future].origin == m)
+			return true;
+	return false;
+}
+
 /* Every TaskVTable: in the non-executable loaded data of each Rust module. */
 static bool find_vtables(struct async_task *t, const struct cq_async_ctx *ctx)
 {
 	const struct cq_rust_index *ix = t->index;
 	struct vtable_scan scan = {t, ctx};
-	for (size_t m = 0; m < ctx->target->nmodules; m++) {
-		bool has = false;
-		for (size_t k = 0; k < ix->nmonos && !has; k++)
-			has = ix->model.types[ix->monos[k].future].origin == m;
-		if (has &&
-		    !cq_async_data_words(ctx, m, ix->monos[0].lo, ix->monos[ix->nmonos - 1].lo,
-		                         VTABLE_FNS, function_word, &scan))
-			return false;
-	}
-	t->nvtables = cq_async_sort_unique(t->vtables, t->nvtables, sizeof(*t->vtables));
-	if (t->nvtables) {
-		t->vt_lo = t->vtables[0].addr;
-		t->vt_hi = t->vtables[t->nvtables - 1].addr;
-	}
-	return true;
+	return cq_task_vtables_find(&t->vts, ctx, module_has_monos, ix->monos[0].lo,
+	                            ix->monos[ix->nmonos - 1].lo, VTABLE_FNS, function_word, &scan);
 }
 
 static void at_destroy(void *state)
 {
 	struct async_task *t = state;
-	free(t->vtables);
-	free(t->cands);
+	cq_task_vtables_free(&t->vts);
+	cq_task_candidates_free(&t->cands_of);
 	free(t->tasks);
 	cq_rust_names_free(&t->names);
 	free(t);
@@ -286,18 +276,29 @@ static struct cq_error *at_detect(const struct cq_async_ctx *ctx, void **state,
 	if (!t)
 		return &cq_error_nomem;
 	t->index = ix;
+	t->vts.size = sizeof(struct vtable);
+	t->cands_of = (struct cq_task_candidates){.size = sizeof(uint64_t), .max = MAX_CANDIDATES};
 	if (!find_vtables(t, ctx)) {
 		at_destroy(t);
 		return &cq_error_nomem;
 	}
-	t->stats.vtables = t->nvtables;
-	if (t->nvtables == 0) {
+	t->stats.vtables = t->vts.n;
+	if (t->vts.n == 0) {
 		at_destroy(t);
 		return NULL;
 	}
-	*needs = (struct cq_async_needs){.scan = true, .scan_lo = t->vt_lo, .scan_hi = t->vt_hi};
+	*needs = (struct cq_async_needs){.scan = true, .scan_lo = t->vts.lo, .scan_hi = t->vts.hi};
 	*state = t;
 	return NULL;
+}
+
+/* A word equal to a TaskVTable's address: its header's, a candidate. */
+static void found_header(void *arg, const void *vtable, uint64_t where)
+{
+	(void)vtable;
+	uint64_t *c = cq_task_candidates_push(arg);
+	if (c)
+		*c = where - HDR_VTABLE;
 }
 
 /* The scan hook: every word equal to a TaskVTable's address is a header candidate. */
@@ -305,29 +306,7 @@ static void at_scan(void *state, const struct cq_async_ctx *ctx, const struct cq
 {
 	(void)ctx;
 	struct async_task *t = state;
-	if (t->full || !c->data)
-		return;
-	const uint8_t *d = c->data;
-	size_t n = c->len / 8;
-	for (size_t i = c->overlap / 8; i < n; i++) {
-		uint64_t v;
-		memcpy(&v, d + 8 * i, sizeof(v));
-		if (v < t->vt_lo || v > t->vt_hi || !vtable_at(t, v))
-			continue;
-		if (t->ncands == t->cap_cands) {
-			size_t cap = t->cap_cands ? t->cap_cands * 2 : 64;
-			uint64_t *p =
-			    cap > MAX_CANDIDATES ? NULL : realloc(t->cands, cap * sizeof(*p));
-			if (!p) {
-				t->full = true;
-				t->nomem = cap <= MAX_CANDIDATES;
-				return;
-			}
-			t->cands = p;
-			t->cap_cands = cap;
-		}
-		t->cands[t->ncands++] = c->addr + 8 * i - HDR_VTABLE;
-	}
+	cq_task_vtables_scan(&t->vts, &t->cands_of, c, found_header, &t->cands_of);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -344,7 +323,7 @@ static int cmp_u64(const void *a, const void *b)
 static uint64_t task_chain(const struct async_task *t, const struct cq_async_ctx *ctx,
                            const struct task *task, struct cq_rust_chain *chain)
 {
-	const struct vtable *vt = &t->vtables[task->vtable];
+	const struct vtable *vt = &vtables(t)[task->vtable];
 	const struct cq_rust_model *m = &t->index->model;
 	uint64_t future = task->header + vt->offset;
 	chain->nframes = 0;
@@ -366,18 +345,19 @@ static struct cq_error *at_claim(void *state, const struct cq_async_ctx *ctx)
 {
 	struct async_task *t = state;
 	struct stats *st = &t->stats;
-	st->candidates = t->ncands;
-	st->truncated = t->full && !t->nomem;
-	if (t->nomem)
+	st->candidates = t->cands_of.n;
+	st->truncated = t->cands_of.full && !t->cands_of.nomem;
+	if (t->cands_of.nomem)
 		return &cq_error_nomem;
-	if (t->ncands == 0)
+	if (t->cands_of.n == 0)
 		return NULL;
-	qsort(t->cands, t->ncands, sizeof(*t->cands), cmp_u64);
+	uint64_t *cand = cands(t);
+	qsort(cand, t->cands_of.n, sizeof(*cand), cmp_u64);
 	size_t n = 1;
-	for (size_t i = 1; i < t->ncands; i++)
-		if (t->cands[i] != t->cands[n - 1])
-			t->cands[n++] = t->cands[i];
-	t->ncands = n;
+	for (size_t i = 1; i < t->cands_of.n; i++)
+		if (cand[i] != cand[n - 1])
+			cand[n++] = cand[i];
+	t->cands_of.n = n;
 	struct cq_heap_query *q = malloc(n * sizeof(*q));
 	t->tasks = malloc(n * sizeof(*t->tasks));
 	if (!q || !t->tasks) {
@@ -386,19 +366,18 @@ static struct cq_error *at_claim(void *state, const struct cq_async_ctx *ctx)
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t vaddr = 0;
-		cq_mem_read_u64(ctx->target->mem, t->cands[i] + HDR_VTABLE, &vaddr);
+		cq_mem_read_u64(ctx->target->mem, cand[i] + HDR_VTABLE, &vaddr);
 		const struct vtable *vt = vtable_at(t, vaddr);
-		q[i] =
-		    (struct cq_heap_query){.addr = t->cands[i], .size = vt ? vt->size : HDR_SIZE};
+		q[i] = (struct cq_heap_query){.addr = cand[i], .size = vt ? vt->size : HDR_SIZE};
 	}
 	cq_heap_classify(ctx->target->mem, q, n);
 	struct cq_error *err = NULL;
 	for (size_t i = 0; i < n && !err; i++) {
 		uint64_t vaddr = 0, state_word = 0;
 		const struct vtable *vt;
-		if (!cq_mem_read_u64(ctx->target->mem, t->cands[i] + HDR_VTABLE, &vaddr) ||
+		if (!cq_mem_read_u64(ctx->target->mem, cand[i] + HDR_VTABLE, &vaddr) ||
 		    !(vt = vtable_at(t, vaddr)) ||
-		    !cq_mem_read_u64(ctx->target->mem, t->cands[i] + HDR_STATE, &state_word))
+		    !cq_mem_read_u64(ctx->target->mem, cand[i] + HDR_STATE, &state_word))
 			continue;
 		enum reject_reason why = REJECT_REASONS;
 		switch (q[i].verdict) {
@@ -426,9 +405,8 @@ static struct cq_error *at_claim(void *state, const struct cq_async_ctx *ctx)
 			continue;
 		}
 		struct task *task = &t->tasks[t->ntasks++];
-		*task = (struct task){.header = t->cands[i],
-		                      .vtable = (size_t)(vt - t->vtables),
-		                      .state = state_word};
+		*task = (struct task){
+		    .header = cand[i], .vtable = (size_t)(vt - vtables(t)), .state = state_word};
 		struct cq_rust_chain chain;
 		uint64_t future = task_chain(t, ctx, task, &chain);
 		if (!cq_async_claim(ctx, future))

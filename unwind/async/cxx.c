@@ -115,9 +115,7 @@
 
 #include "libcore/base/clock.h"
 #include "libcore/base/memory.h"
-#include "libcore/base/regular_file.h"
 #include "unwind/async/coro_dispatch.h"
-#include "unwind/async/cxx.h"
 #include "unwind/async/cxx_types_blob.h"
 #include "unwind/async/dwarf_type.h"
 #include "unwind/async/heap_chunks.h"
@@ -345,14 +343,75 @@ static bool actor_frame_type(Dwarf *dw, uint64_t pc, Dwarf_Die *out)
 	return ok;
 }
 
-/* Fills t's layout from its frame type; false if it is not gcc's coroutine frame. */
-static bool frame_layout(Dwarf_Die *st, struct coro_type *t)
+/*
+ * The names a compiler gives its coroutine frame type and the members the
+ * walk reads (the frame layout of the top comment): gcc's NAME.Frame, with
+ * its suspend points' members counted for the index's bound; clang's
+ * __coro_frame_ty, whose index is a bit-field.
+ */
+struct frame_names {
+	const char *type; /* the type's name (gcc: its suffix) */
+	bool suffix;
+	const char *resume, *destroy, *promise, *index;
+	bool index_bitfield; /* clang: the index is a bit-field, its bits bound it */
+};
+
+static const struct frame_names gcc_frame = {
+    ".Frame", true, "_Coro_resume_fn", "_Coro_destroy_fn", "_Coro_promise", "_Coro_resume_index",
+    false};
+static const struct frame_names clang_frame = {
+    "__coro_frame_ty", false, "__resume_fn", "__destroy_fn", "__promise", "__coro_index", true};
+
+/*
+ * clang's resume index, the bit-field member m at off: byte_size bytes,
+ * bit_size bits; DWARF 2's bit_offset counts from the storage's most
+ * significant bit.  False (t untouched) when it is not one coreq reads.
+ */
+static bool index_bitfield(Dwarf_Die *m, uint64_t off, struct coro_type *t)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word bytes = 0, bits = 0, boff = 0, dboff = 0;
+	if (dwarf_formudata(dwarf_attr(m, DW_AT_byte_size, &a), &bytes) != 0) {
+		Dwarf_Die it;
+		bytes = cq_dwt_type(m, &it) ? cq_dwt_size(&it) : 0;
+	}
+	if (dwarf_formudata(dwarf_attr(m, DW_AT_bit_size, &a), &bits) != 0)
+		bits = bytes * 8;
+	if (dwarf_attr(m, DW_AT_data_bit_offset, &a)) {
+		if (dwarf_formudata(&a, &dboff) != 0)
+			return false;
+		off += dboff / 8;
+		boff = dboff % 8;
+	} else if (dwarf_formudata(dwarf_attr(m, DW_AT_bit_offset, &a), &boff) == 0) {
+		if (boff + bits > bytes * 8)
+			return false;
+		boff = bytes * 8 - boff - bits;
+	}
+	if (bytes == 0 || bytes > 2 || bits == 0 || bits > 16 || boff + bits > bytes * 8)
+		return false;
+	t->index_off = off;
+	t->index_bytes = (uint8_t)bytes;
+	t->index_shift = (uint8_t)boff;
+	t->index_bits = (uint8_t)bits;
+	t->max_index = (1u << bits) - 1;
+	return true;
+}
+
+/* A gcc member that holds a suspend point's awaiter (Is_, Fs_, AwN). */
+static bool suspend_point(const char *mn)
+{
+	return strncmp(mn, "Is_", 3) == 0 || strncmp(mn, "Fs_", 3) == 0 ||
+	       (mn[0] == 'A' && mn[1] == 'w' && mn[2] >= '0' && mn[2] <= '9');
+}
+
+/* Fills t's layout from frame type st as compiler fn names it; false if it is not one. */
+static bool frame_layout(Dwarf_Die *st, const struct frame_names *fn, struct coro_type *t)
 {
 	const char *name = dwarf_diename(st);
-	size_t len = name ? strlen(name) : 0;
-	if (len < 6 || strcmp(name + len - 6, ".Frame") != 0)
+	size_t len = name ? strlen(name) : 0, tlen = strlen(fn->type);
+	if (!name || len < tlen || strcmp(fn->suffix ? name + len - tlen : name, fn->type) != 0)
 		return false;
-	t->size = cq_dwt_size(st);
+	uint64_t size = cq_dwt_size(st);
 	Dwarf_Die m;
 	bool resume = false, destroy = false, promise = false, index = false;
 	unsigned points = 0, members = 0;
@@ -365,93 +424,33 @@ static bool frame_layout(Dwarf_Die *st, struct coro_type *t)
 		uint64_t off;
 		if (!mn || !cq_dwt_member_offset(&m, &off))
 			continue;
-		if (strcmp(mn, "_Coro_resume_fn") == 0)
+		if (strcmp(mn, fn->resume) == 0)
 			resume = off == 0;
-		else if (strcmp(mn, "_Coro_destroy_fn") == 0)
+		else if (strcmp(mn, fn->destroy) == 0)
 			destroy = off == 8;
-		else if (strcmp(mn, "_Coro_resume_index") == 0) {
-			index = true;
-			t->index_off = off;
-		} else if (strcmp(mn, "_Coro_promise") == 0) {
+		else if (strcmp(mn, fn->promise) == 0) {
 			Dwarf_Die pt;
 			promise = true;
 			t->promise_off = off;
 			t->promise_size = cq_dwt_type(&m, &pt) ? cq_dwt_size(&pt) : 0;
-		} else if (strncmp(mn, "Is_", 3) == 0 || strncmp(mn, "Fs_", 3) == 0 ||
-		           (mn[0] == 'A' && mn[1] == 'w' && mn[2] >= '0' && mn[2] <= '9'))
+		} else if (strcmp(mn, fn->index) == 0) {
+			if (!fn->index_bitfield) {
+				index = true;
+				t->index_off = off;
+			} else if (index_bitfield(&m, off, t)) {
+				index = true;
+			}
+		} else if (!fn->index_bitfield && suspend_point(mn)) {
 			points++;
-	} while (dwarf_siblingof(&m, &m) == 0);
-	/* A co_await whose awaiter needs no storage has no member: allow one per member. */
-	t->max_index = 2 * (points + members) + 1;
-	return resume && destroy && promise && index && t->size >= 16 &&
-	       t->index_off + 2 <= t->size && t->promise_off + t->promise_size <= t->size;
-}
-
-/* Fills t's layout from clang's `__coro_frame_ty` st; false if it is not one. */
-static bool clang_layout(Dwarf_Die *st, struct coro_type *t)
-{
-	const char *name = dwarf_diename(st);
-	if (!name || strcmp(name, "__coro_frame_ty") != 0)
-		return false;
-	uint64_t size = cq_dwt_size(st);
-	Dwarf_Die m;
-	bool resume = false, destroy = false, promise = false, index = false;
-	unsigned members = 0;
-	if (dwarf_child(st, &m) != 0)
-		return false;
-	do {
-		if (dwarf_tag(&m) != DW_TAG_member || ++members > 4096)
-			continue;
-		const char *mn = dwarf_diename(&m);
-		uint64_t off;
-		if (!mn || !cq_dwt_member_offset(&m, &off))
-			continue;
-		if (strcmp(mn, "__resume_fn") == 0)
-			resume = off == 0;
-		else if (strcmp(mn, "__destroy_fn") == 0)
-			destroy = off == 8;
-		else if (strcmp(mn, "__promise") == 0) {
-			Dwarf_Die pt;
-			promise = true;
-			t->promise_off = off;
-			t->promise_size = cq_dwt_type(&m, &pt) ? cq_dwt_size(&pt) : 0;
-		} else if (strcmp(mn, "__coro_index") == 0) {
-			/* A bit-field: byte_size bytes at off, bit_size bits; DWARF 2's
-			 * bit_offset counts from the storage's most significant bit. */
-			Dwarf_Attribute a;
-			Dwarf_Word bytes = 0, bits = 0, boff = 0, dboff = 0;
-			if (dwarf_formudata(dwarf_attr(&m, DW_AT_byte_size, &a), &bytes) != 0) {
-				Dwarf_Die it;
-				bytes = cq_dwt_type(&m, &it) ? cq_dwt_size(&it) : 0;
-			}
-			if (dwarf_formudata(dwarf_attr(&m, DW_AT_bit_size, &a), &bits) != 0)
-				bits = bytes * 8;
-			if (dwarf_attr(&m, DW_AT_data_bit_offset, &a)) {
-				if (dwarf_formudata(&a, &dboff) != 0)
-					continue;
-				off += dboff / 8;
-				boff = dboff % 8;
-			} else if (dwarf_formudata(dwarf_attr(&m, DW_AT_bit_offset, &a), &boff) ==
-			           0) {
-				if (boff + bits > bytes * 8)
-					continue;
-				boff = bytes * 8 - boff - bits;
-			}
-			if (bytes == 0 || bytes > 2 || bits == 0 || bits > 16 ||
-			    boff + bits > bytes * 8)
-				continue;
-			index = true;
-			t->index_off = off;
-			t->index_bytes = (uint8_t)bytes;
-			t->index_shift = (uint8_t)boff;
-			t->index_bits = (uint8_t)bits;
-			t->max_index = (1u << bits) - 1;
 		}
 	} while (dwarf_siblingof(&m, &m) == 0);
 	if (!(resume && destroy && promise && index && size >= 16 && t->index_off + 2 <= size &&
 	      t->promise_off + t->promise_size <= size))
 		return false;
 	t->size = size;
+	/* gcc: a co_await whose awaiter needs no storage has no member: allow one per member. */
+	if (!fn->index_bitfield)
+		t->max_index = 2 * (points + members) + 1;
 	return true;
 }
 
@@ -469,7 +468,7 @@ static bool clang_frame_var(Dwarf_Die *sub, struct coro_type *t)
 		    strcmp(name, "__coro_frame") == 0)
 			return dwarf_formref_die(dwarf_attr_integrate(&c, DW_AT_type, &a), &st) &&
 			       cq_dwt_peel(&st) && dwarf_tag(&st) == DW_TAG_structure_type &&
-			       clang_layout(&st, t);
+			       frame_layout(&st, &clang_frame, t);
 	} while (++n < 4096 && dwarf_siblingof(&c, &c) == 0);
 	return false;
 }
@@ -613,15 +612,7 @@ static struct cq_error *read_module(const struct cq_unwind_target *t, size_t m, 
 	if (n == 0)
 		return NULL;
 	qsort(syms, n, sizeof(*syms), cmp_sym);
-	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
-	int fd = -1;
-	Elf *elf = NULL;
-	if (path && mod->file_path && strcmp(path, mod->file_path) == 0)
-		elf = mod->elf;
-	else if (path && (fd = cq_open_regular(path)) >= 0)
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	free(path);
-	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	Dwarf *dw = t->ops->dwarf ? t->ops->dwarf(t->ctx, m) : NULL; /* the target's */
 	struct cq_error *err = NULL;
 	Dwarf_Die last_cu; /* the compile unit of the last clang coroutine */
 	bool have_last = false;
@@ -653,22 +644,20 @@ static struct cq_error *read_module(const struct cq_unwind_target *t, size_t m, 
 		} else {
 			Dwarf_Die st;
 			if (!dw || !actor_frame_type(dw, syms[i].addr - mod->bias, &st) ||
-			    !frame_layout(&st, &ct))
+			    !frame_layout(&st, &gcc_frame, &ct))
 				continue;
 		}
 		if (!add_type(x, &ct, cap))
 			err = &cq_error_nomem;
 	}
 	*dwarf = dw != NULL;
-	if (dw)
-		dwarf_end(dw);
-	if (elf && elf != mod->elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
 	free(syms);
 	return err;
 }
+
+/* What it caches per module: its coroutine types (cxx_types_blob.h). */
+static const struct cq_target_blob cxx_types_blob = {"cxx", "types", CQ_CXX_TYPES_BLOB_FORMAT};
+static const struct cq_target_blob *const cxx_blobs[] = {&cxx_types_blob, NULL};
 
 /*
  * Module m's coroutine types, appended to x->types: from the target's cache
@@ -684,9 +673,8 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	size_t len, n;
 	bool dwarf;
 	struct cq_cxx_type_row *rows;
-	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES,
-	                                                      CQ_CXX_TYPES_BLOB_FORMAT, &len)
-	                                  : NULL;
+	uint8_t *blob =
+	    t->ops->cache_get ? t->ops->cache_get(t->ctx, m, &cxx_types_blob, &len) : NULL;
 	if (blob) {
 		struct cq_error *err = cq_cxx_types_blob_decode(blob, len, &rows, &n, &dwarf);
 		free(blob);
@@ -753,8 +741,7 @@ static struct cq_error *index_module(const struct cq_unwind_target *t, size_t m,
 	if (n)
 		free(rows);
 	if (blob)
-		t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_CXX_TYPES, CQ_CXX_TYPES_BLOB_FORMAT,
-		                  blob, len);
+		t->ops->cache_put(t->ctx, m, &cxx_types_blob, blob, len);
 	free(blob);
 	return NULL;
 }
@@ -1491,19 +1478,26 @@ static struct cq_error *cxx_decode(void *state, const struct cq_async_ctx *ctx)
 	return err;
 }
 
-struct cq_error *cq_cxx_types_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
-                                   bool *cached)
+/*
+ * `coreq cache warm`: the module's coroutine types, read from the cache or
+ * from the module (then cached): "cxx_types" of them (0 for a module
+ * without coroutines), "cxx_cached" when the cache held them already.
+ */
+static struct cq_error *cxx_warm(struct cq_async_warm *w)
 {
-	*types = 0;
-	*cached = false;
 	struct cxx *x = calloc(1, sizeof(*x));
 	if (!x)
 		return &cq_error_nomem;
 	size_t cap = 0;
-	struct cq_error *err = index_module(t, m, x, &cap);
-	*types = x->ntypes;
-	*cached = x->modules_cached > 0;
+	struct cq_error *err = index_module(w->target, w->module, x, &cap);
+	size_t types = err ? 0 : x->ntypes;
+	bool cached = !err && x->modules_cached > 0;
 	cxx_destroy(x);
+	cq_stats_uint(w->figures, "cxx_types", types);
+	cq_stats_bool(w->figures, "cxx_cached", cached);
+	if (types)
+		snprintf(w->text, sizeof(w->text), "C++ coroutines %zu%s", types,
+		         cached ? " (cached already)" : "");
 	return err;
 }
 
@@ -1550,4 +1544,6 @@ const struct cq_async_runtime cq_async_cxx = {
     .decode = cxx_decode,
     .report = cxx_report,
     .destroy = cxx_destroy,
+    .blobs = cxx_blobs,
+    .warm = cxx_warm,
 };

@@ -4,10 +4,11 @@
  * native unwind cannot see.
  *
  * Each runtime is one file in unwind/async/ that defines one
- * `const struct cq_async_runtime`, listed in the table in runtimes.c: the
+ * `const struct cq_async_runtime`, listed in runtime_list.h: the
  * descriptor carries everything about it (its name, the kinds of chain it
  * reports and how a person's listing shows them, its statistics as named
- * values), so nothing above unwind/async/ names a runtime.  A runtime sees
+ * values, the blobs it caches per module and how `coreq cache warm` makes
+ * them), so nothing above unwind/async/ names a runtime.  A runtime sees
  * the process only through struct cq_unwind_target (unwind/target.h).  The
  * driver, cq_async_stacks(), runs after every thread has been unwound:
  *
@@ -24,13 +25,18 @@
  *               finds futures without an owner (the `dyn Future` scan)
  *               leaves the claimed ones, whatever the table's order.
  *
+ * Files: runtime_table.c holds the table (runtime_list.h), driver.c runs
+ * the steps and `cache warm`'s hooks, services.c holds what runtimes call
+ * (claims, shared values, live words, data words, suspended stacks): a
+ * runtime calls services, never the driver or the table.
+ *
  * A runtime's state lives until the stacks are freed, so the strings its
  * frames point to stay valid.  Errors are values: a runtime returns a
  * struct cq_error only for what stops the whole analysis (out of memory);
  * a damaged structure in the core is a partial result, not an error.
  *
  * Layer: unwind (unwind/async/): directly on base, like unwind/; the layer
- * order is in the README (Layout) and tests/check-layers.
+ * order is in docs/internals.md (Layout) and tests/check-layers.
  */
 #ifndef CQ_ASYNC_RUNTIME_H
 #define CQ_ASYNC_RUNTIME_H
@@ -58,7 +64,7 @@ struct cq_async_native {
 };
 
 struct cq_async_shared;
-struct cq_rust_index;
+struct cq_async_runtime;
 struct cq_rust_index_part;
 
 /* What the driver gives every runtime; valid during cq_async_stacks(). */
@@ -72,6 +78,29 @@ struct cq_async_ctx {
 	const struct cq_async_native *native;
 	double scan_seconds;            /* set by the driver: how long the one scan took */
 	struct cq_async_shared *shared; /* set by the driver: what runtimes share */
+	/* Set by the driver: every runtime (the table), for walks runtimes add parts to. */
+	const struct cq_async_runtime *const *runtimes;
+	size_t nruntimes;
+};
+
+/*
+ * What a runtime's warm hook gets: one module of a target that offers its
+ * ELF (modules[module].elf), its DWARF (ops->dwarf), find_symbols and the
+ * cache (ops->cache_get/put/reject) but no memory: `coreq cache warm`
+ * derives a runtime's blobs from a file before any core of it arrives.
+ */
+struct cq_async_warm {
+	const struct cq_unwind_target *target;
+	size_t module;
+	const struct cq_async_runtime *const *runtimes; /* every runtime (the table) */
+	size_t nruntimes;
+	/*
+	 * The hook adds what it did under keys of its own (the same set whether
+	 * or not the module uses it), as report does: `coreq cache warm`'s JSON.
+	 */
+	struct cq_stats *figures;
+	/* And for a person, when the module uses it: "Rust index 12 types"; else left "". */
+	char text[160];
 };
 
 /* What a detected runtime needs from the driver. */
@@ -147,17 +176,47 @@ struct cq_async_runtime {
 	/* Optional: its own part of the Rust type index (rust_index.h), read in the index's walk.
 	 */
 	const struct cq_rust_index_part *rust_index_part;
+	/*
+	 * The blobs it caches per module (through the target's cache_get and
+	 * cache_put; each blob's runtime is this name), NULL-terminated; NULL
+	 * for none.
+	 */
+	const struct cq_target_blob *const *blobs;
+	/*
+	 * Optional: derives its blobs for w->module and stores them, unless the
+	 * cache holds them already (`coreq cache warm`), and says so in
+	 * w->figures and w->text.  The error is only for out of memory.
+	 */
+	struct cq_error *(*warm)(struct cq_async_warm *w);
 };
 
-/* Every runtime, in the order their suspended stacks are listed. */
+/* Every runtime, in the order their suspended stacks are listed (runtime_table.c). */
 const struct cq_async_runtime *const *cq_async_runtimes(size_t *n);
 
 /*
- * The Rust type index of the core's modules (rust_index.h), built on the
- * first call of one analysis and shared by every runtime that asks (the
- * `dyn Future` search and tokio).  Owned by the driver.
+ * Runs every runtime's warm hook, in the table's order, over module m of
+ * t (see struct cq_async_warm): their figures appended to figures, their
+ * texts joined by ", " into *text (malloc'd, "" for none; NULL when out
+ * of memory, with the error).
  */
-struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out);
+struct cq_error *cq_async_warm(const struct cq_unwind_target *t, size_t m, struct cq_stats *figures,
+                               char **text);
+
+/*
+ * A value the runtimes of one analysis share, built by the first that asks
+ * (the Rust type index, which the `dyn Future` search and tokio both read):
+ * one static struct per value; the driver frees it with the states.
+ */
+struct cq_async_share {
+	struct cq_error *(*build)(const struct cq_async_ctx *ctx, void **out);
+	void (*free)(void *value);
+};
+
+/* The shared value of what, built on the first call (*out may be NULL: none). */
+struct cq_error *cq_async_shared_value(const struct cq_async_ctx *ctx,
+                                       const struct cq_async_share *what, void **out);
+/* The shared value if a runtime has built it, else NULL (never builds it). */
+void *cq_async_shared_built(const struct cq_async_ctx *ctx, const struct cq_async_share *what);
 
 /*
  * Calls hit(arg, addr, words) for every 8-byte-aligned word of module m's
@@ -176,9 +235,6 @@ bool cq_async_data_words(const struct cq_async_ctx *ctx, size_t m, uint64_t lo, 
  * address, keeps one element of each address, and returns how many remain.
  */
 size_t cq_async_sort_unique(void *base, size_t n, size_t size);
-
-/* The Rust type index if a runtime has built it, else NULL (never builds it). */
-const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx);
 
 /*
  * Futures a runtime owns (a tokio task's future and every future of its
@@ -206,6 +262,10 @@ bool cq_async_sorted_has(const uint64_t *sorted, size_t n, uint64_t v);
  * is; its start when no thread's sp, or several threads' sps, are in it.
  */
 uint64_t cq_async_live_start(const struct cq_unwind_target *t, const struct cq_mem_segment *seg);
+
+/* For the driver: what the runtimes of one analysis share (claims, shared values). */
+struct cq_async_shared *cq_async_shared_new(void);
+void cq_async_shared_free(struct cq_async_shared *shared);
 
 /* The states of the runtimes one analysis detected; freed with the stacks. */
 struct cq_async_states;

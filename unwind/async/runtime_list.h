@@ -1,6 +1,6 @@
 /*
  * runtime_list.h - the async runtimes, one line each, in the order they
- * decode and their suspended stacks are listed (runtimes.c expands it).
+ * decode and their suspended stacks are listed (runtime_table.c expands it).
  * Adding a runtime is its file in unwind/async/ and one line here.
  * TEST_RUNTIME: only in the test binaries (built with CQ_TEST_RUNTIMES).
  */

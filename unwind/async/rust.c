@@ -38,6 +38,7 @@
 #include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_decode.h"
 #include "unwind/async/rust_index.h"
+#include "unwind/async/rust_index_blob.h"
 
 #define MAX_CANDIDATES (1u << 18)
 
@@ -596,6 +597,29 @@ static void rust_report(const void *state, const struct cq_async_ctx *ctx, struc
 
 static const char *const rust_kinds[] = {"rust", NULL};
 
+/*
+ * `coreq cache warm`: the module's Rust type index (tokio's part with it),
+ * read from the cache or from DWARF (then cached): "rust_types" of it (0
+ * for a module rustc did not build, or without debuginfo), "rust_cached"
+ * when the cache held it already.
+ */
+static struct cq_error *rust_warm(struct cq_async_warm *w)
+{
+	size_t types = 0;
+	bool cached = false;
+	struct cq_rust_parts parts;
+	cq_rust_index_parts(w->runtimes, w->nruntimes, &parts);
+	struct cq_error *err = cq_rust_index_warm(w->target, w->module, &parts, &types, &cached);
+	cq_stats_uint(w->figures, "rust_types", types);
+	cq_stats_bool(w->figures, "rust_cached", cached);
+	if (types)
+		snprintf(w->text, sizeof(w->text), "Rust index %zu types%s", types,
+		         cached ? " (cached already)" : "");
+	return err;
+}
+
+static const struct cq_target_blob *const rust_blobs[] = {&cq_rust_index_blob, NULL};
+
 const struct cq_async_runtime cq_async_rust = {
     .name = "rust",
     .kinds = rust_kinds,
@@ -608,4 +632,6 @@ const struct cq_async_runtime cq_async_rust = {
     .decode = rust_decode,
     .report = rust_report,
     .destroy = rust_destroy,
+    .blobs = rust_blobs,
+    .warm = rust_warm,
 };

@@ -25,7 +25,6 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -36,8 +35,8 @@
 #include "libcore/base/bytes.h"
 
 #include "libcore/base/elf_section.h"
-#include "libcore/base/regular_file.h"
 #include "unwind/async/dwarf_type.h"
+#include "unwind/async/runtime.h"
 
 #define VTABLE_SUFFIX     " as core::future::future::Future>::{vtable}"
 #define MAX_NS_DEPTH      64
@@ -1138,11 +1137,9 @@ void cq_rust_index_sort(struct cq_rust_index *ix)
 		qsort(ix->block_ons, ix->nblock_ons, sizeof(*ix->block_ons), cmp_block_on);
 	if (ix->nmonos)
 		qsort(ix->monos, ix->nmonos, sizeof(*ix->monos), cmp_mono);
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t nparts = cq_rust_index_parts(parts);
-	for (size_t i = 0; i < nparts; i++)
-		if (ix->parts[i] && parts[i]->sort)
-			parts[i]->sort(ix->parts[i]);
+	for (size_t i = 0; i < ix->kinds.n; i++)
+		if (ix->parts[i] && ix->kinds.v[i]->sort)
+			ix->kinds.v[i]->sort(ix->parts[i]);
 }
 
 /* Moves the builder's finds into ix: one module's index, link-time addresses, sorted. */
@@ -1168,27 +1165,19 @@ static void builder_finish(struct builder *b, struct cq_rust_index *ix)
  * for running out of memory.
  */
 struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, size_t m,
+                                           const struct cq_rust_parts *parts,
                                            struct cq_rust_index **out)
 {
 	*out = NULL;
-	const struct cq_target_module *mod = &t->modules[m];
-	char *path = t->ops->debuginfo_path ? t->ops->debuginfo_path(t->ctx, m) : NULL;
-	if (!path)
-		return NULL;
-	int fd = -1;
-	Elf *elf = NULL;
-	if (mod->file_path && strcmp(path, mod->file_path) == 0) {
-		elf = mod->elf;
-	} else if ((fd = cq_open_regular(path)) >= 0) {
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	}
-	free(path);
-	Dwarf *dwarf = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	Dwarf *dwarf = t->ops->dwarf ? t->ops->dwarf(t->ctx, m) : NULL; /* the target's */
 	struct builder b = {0};
 	struct cq_rust_index *ix = dwarf ? calloc(1, sizeof(*ix)) : NULL;
 	if (ix) {
 		struct walk w = {.dwarf = dwarf, .b = &b};
-		w.nparts = cq_rust_index_parts(w.parts);
+		ix->kinds = *parts;
+		w.nparts = parts->n;
+		for (size_t i = 0; i < w.nparts; i++)
+			w.parts[i] = parts->v[i];
 		for (size_t i = 0; i < w.nparts; i++)
 			w.pstate[i] = w.parts[i]->begin ? w.parts[i]->begin() : NULL;
 		index_units(&b, &w);
@@ -1235,17 +1224,20 @@ struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, siz
 		free(w.block_ons);
 		free(w.monos);
 	}
-	if (dwarf)
-		dwarf_end(dwarf);
-	if (elf && elf != mod->elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
 	if (!ix)
 		return dwarf ? &cq_error_nomem : NULL;
 	builder_finish(&b, ix);
 	*out = ix;
 	return NULL;
+}
+
+void cq_rust_index_parts(const struct cq_async_runtime *const *rt, size_t n,
+                         struct cq_rust_parts *out)
+{
+	out->n = 0;
+	for (size_t i = 0; i < n && out->n < CQ_RUST_MAX_PARTS; i++)
+		if (rt[i]->rust_index_part)
+			out->v[out->n++] = rt[i]->rust_index_part;
 }
 
 void cq_rust_index_free(struct cq_rust_index *ix)
@@ -1266,11 +1258,9 @@ void cq_rust_index_free(struct cq_rust_index *ix)
 	free((void *)ix->model.vtables);
 	for (size_t i = 0; i < ix->nresumes; i++)
 		free(ix->resumes[i].name);
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t nparts = cq_rust_index_parts(parts);
-	for (size_t i = 0; i < nparts; i++)
+	for (size_t i = 0; i < ix->kinds.n; i++)
 		if (ix->parts[i])
-			parts[i]->free(ix->parts[i]);
+			ix->kinds.v[i]->free(ix->parts[i]);
 	for (size_t i = 0; i < ix->nblock_ons; i++)
 		free(ix->block_ons[i].locs);
 	free(ix->block_ons);

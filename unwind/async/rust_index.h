@@ -126,9 +126,20 @@ struct cq_rust_index_part {
 /* Grows *items (of size bytes each) to hold need, doubling *cap; false when out of memory. */
 bool cq_rust_grow(void **items, size_t *cap, size_t need, size_t size);
 
-/* The parts of every runtime that has one, in a fixed order: how many (at most CQ_RUST_MAX_PARTS).
+/* The parts of an index, in the order of the runtimes that have one. */
+struct cq_rust_parts {
+	const struct cq_rust_index_part *v[CQ_RUST_MAX_PARTS];
+	size_t n;
+};
+
+/*
+ * The parts of the runtimes rt[0, n) (the table, as the driver hands it to
+ * runtimes: cq_async_ctx.runtimes) that have one, in their order (at most
+ * CQ_RUST_MAX_PARTS): given, not looked up, so the index calls no runtime.
  */
-size_t cq_rust_index_parts(const struct cq_rust_index_part **out);
+struct cq_async_runtime;
+void cq_rust_index_parts(const struct cq_async_runtime *const *rt, size_t n,
+                         struct cq_rust_parts *out);
 
 /* For a part's hooks: the module's DWARF (Dwarf *), a namespace node's name and parent (-1: none).
  */
@@ -149,8 +160,9 @@ struct cq_rust_index {
 	size_t nmonos;
 	struct cq_rust_block_on *block_ons; /* sorted by lo */
 	size_t nblock_ons;
-	/* each runtime's own part (cq_rust_index_parts order), NULL when it has none */
+	/* each runtime's own part (kinds' order), NULL when it has none */
 	void *parts[CQ_RUST_MAX_PARTS];
+	struct cq_rust_parts kinds;     /* what parts[i] is: kinds.v[i]'s */
 	struct cq_rust_resume *resumes; /* sorted by lo */
 	size_t nresumes;
 	size_t modules_indexed; /* Rust modules looked at */
@@ -159,13 +171,25 @@ struct cq_rust_index {
 };
 
 /*
- * Indexes every Rust module of the target, each from its debuginfo (the
- * target's debuginfo_path).  Where the target offers a cache, a module it
+ * Indexes every Rust module of the target, each from its DWARF (the
+ * target's dwarf op).  Where the target offers a cache, a module it
  * holds an index of is not read again, and one read is stored there
  * (rust_index_blob.h).
  */
-struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t, struct cq_rust_index **out);
+struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t,
+                                    const struct cq_rust_parts *parts, struct cq_rust_index **out);
 void cq_rust_index_free(struct cq_rust_index *ix);
+
+/*
+ * The Rust type index of the core's modules, built on the first call of
+ * one analysis and shared by every runtime that asks (the `dyn Future`
+ * search and tokio): a value the runtimes share (runtime.h), freed with
+ * the driver's states.
+ */
+struct cq_async_ctx;
+struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out);
+/* The index if a runtime has built it, else NULL (never builds it). */
+const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx);
 
 /*
  * Indexes one module into the cache (coreq cache warm), unless the cache
@@ -173,8 +197,8 @@ void cq_rust_index_free(struct cq_rust_index *ix);
  * module not built by rustc or without debuginfo; *cached tells whether the
  * cache had it.
  */
-struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
-                                    bool *cached);
+struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m,
+                                    const struct cq_rust_parts *parts, size_t *types, bool *cached);
 
 /* Types one index holds at most (one module's, and all merged). */
 #define CQ_RUST_INDEX_MAX_TYPES (1u << 20)
@@ -186,6 +210,7 @@ struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m, 
  * rustc; and sorting what the lookups binary-search.
  */
 struct cq_error *cq_rust_index_read_module(const struct cq_unwind_target *t, size_t m,
+                                           const struct cq_rust_parts *parts,
                                            struct cq_rust_index **out);
 bool cq_rust_index_built_by_rustc(void *elf);
 void cq_rust_index_sort(struct cq_rust_index *ix);

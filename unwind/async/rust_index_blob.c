@@ -16,7 +16,7 @@
  *     offset and add are DWARF register numbers, add UINT64_MAX for none; base 4:
  *     memory at register reg + offset);
  *   u32 nmonos, per mono: u64 lo, u64 hi, u32 future;
- *   per runtime part (cq_rust_index_parts order): u8 present, then its bytes
+ *   per runtime part (the index's kinds, runtime_list.h order): u8 present, then its bytes
  *     (tokio.c: its task kinds);
  *   u32 CRC-32 of every byte before it.
  * A type reference is a u32 holding the int32 index (-1 for none where the
@@ -117,12 +117,10 @@ uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len)
 		put_ref(&w, ix->monos[i].future);
 	}
 	/* each runtime's part: u8 present, then its own bytes */
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t nparts = cq_rust_index_parts(parts);
-	for (size_t i = 0; i < nparts; i++) {
+	for (size_t i = 0; i < ix->kinds.n; i++) {
 		cq_wire_put_u8(&w, ix->parts[i] != NULL);
 		if (ix->parts[i])
-			parts[i]->encode(ix->parts[i], &w);
+			ix->kinds.v[i]->encode(ix->parts[i], &w);
 	}
 	return cq_wire_seal(&w, len);
 }
@@ -242,6 +240,7 @@ static bool sorted_by(const void *items, size_t n, size_t size, size_t key_off, 
 }
 
 struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
+                                           const struct cq_rust_parts *parts,
                                            struct cq_rust_index **out)
 {
 	*out = NULL;
@@ -251,6 +250,7 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 	struct cq_rust_index *ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return &cq_error_nomem;
+	ix->kinds = *parts;
 	/* Each item takes at least this many bytes, so counts cannot outrun the blob. */
 	uint32_t ntypes = cq_wire_get_count(&r, 0), nvtables = cq_wire_get_count(&r, 0);
 	uint32_t nresumes = cq_wire_get_count(&r, 0), nblock_ons = cq_wire_get_count(&r, 0);
@@ -297,10 +297,9 @@ struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
 		ix->monos[i].future = get_ref(&r, ntypes, false);
 		r.failed |= ix->monos[i].hi <= ix->monos[i].lo;
 	}
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t nparts = cq_rust_index_parts(parts);
-	for (size_t i = 0; i < nparts && !r.failed; i++)
-		if (get_bool(&r) && !r.failed && !(ix->parts[i] = parts[i]->decode(&r, ntypes)))
+	for (size_t i = 0; i < ix->kinds.n && !r.failed; i++)
+		if (get_bool(&r) && !r.failed &&
+		    !(ix->parts[i] = ix->kinds.v[i]->decode(&r, ntypes)))
 			r.failed = true;
 	/* The lookups binary-search these: an unsorted row is a damaged one. */
 	if (!r.failed && (!sorted_by(vts, nvtables, sizeof(*vts),

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "libcore/base/error.h"
+#include "unwind/target.h"
 
 struct cq_rust_index;
 
@@ -28,6 +29,9 @@ struct cq_rust_index;
  *    after the monos instead of in the generic header */
 #define CQ_RUST_INDEX_BLOB_FORMAT 8
 
+/* The blob as the cache knows it: runtime "rust", name "index", this format (rust_index_load.c). */
+extern const struct cq_target_blob cq_rust_index_blob;
+
 /* A malloc'd blob of ix (one module's, origins 0); NULL when out of memory. */
 uint8_t *cq_rust_index_blob_encode(const struct cq_rust_index *ix, size_t *len);
 
@@ -38,8 +42,13 @@ struct cq_wire_reader;
 void cq_rust_blob_put_ref(struct cq_wire_writer *w, int32_t ref);
 int32_t cq_rust_blob_get_ref(struct cq_wire_reader *r, size_t ntypes, bool none_ok);
 
-/* A new index from blob (origins 0), or CQ_ERR_FORMAT when the blob is malformed. */
+/*
+ * A new index from blob (origins 0), its runtime parts read as parts' (the
+ * order they were encoded in), or CQ_ERR_FORMAT when the blob is malformed.
+ */
+struct cq_rust_parts;
 struct cq_error *cq_rust_index_blob_decode(const uint8_t *blob, size_t len,
+                                           const struct cq_rust_parts *parts,
                                            struct cq_rust_index **out);
 
 #endif

@@ -8,8 +8,11 @@
 #include <string.h>
 
 #include "libcore/base/clock.h"
+#include "unwind/async/runtime.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
+
+const struct cq_target_blob cq_rust_index_blob = {"rust", "index", CQ_RUST_INDEX_BLOB_FORMAT};
 
 /* Grows *items (n of size bytes) to hold more; false when out of memory. */
 static bool append_room(void **items, size_t n, size_t more, size_t size)
@@ -70,12 +73,10 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
 		r.hi += bias;
 		all->resumes[all->nresumes++] = r;
 	}
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t nparts = cq_rust_index_parts(parts);
 	bool nomem = false;
-	for (size_t i = 0; i < nparts; i++) {
-		if (one->parts[i] &&
-		    !parts[i]->merge(&all->parts[i], one->parts[i], origin, bias, (int32_t)base))
+	for (size_t i = 0; i < one->kinds.n; i++) { /* all's kinds are the same */
+		if (one->parts[i] && !one->kinds.v[i]->merge(&all->parts[i], one->parts[i], origin,
+		                                             bias, (int32_t)base))
 			nomem = true;
 		one->parts[i] = NULL;
 	}
@@ -111,16 +112,16 @@ static struct cq_error *merge(struct cq_rust_index *all, struct cq_rust_index *o
  * same files, else from DWARF (then cached).
  */
 static struct cq_error *module_index(const struct cq_unwind_target *t, size_t m,
-                                     struct cq_rust_index **out, bool *cached)
+                                     const struct cq_rust_parts *parts, struct cq_rust_index **out,
+                                     bool *cached)
 {
 	*out = NULL;
 	*cached = false;
 	size_t len;
-	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, CQ_TARGET_BLOB_RUST_INDEX,
-	                                                      CQ_RUST_INDEX_BLOB_FORMAT, &len)
-	                                  : NULL;
+	uint8_t *blob =
+	    t->ops->cache_get ? t->ops->cache_get(t->ctx, m, &cq_rust_index_blob, &len) : NULL;
 	if (blob) {
-		struct cq_error *err = cq_rust_index_blob_decode(blob, len, out);
+		struct cq_error *err = cq_rust_index_blob_decode(blob, len, parts, out);
 		free(blob);
 		if (err == &cq_error_nomem || *out) {
 			*cached = *out != NULL;
@@ -130,12 +131,11 @@ static struct cq_error *module_index(const struct cq_unwind_target *t, size_t m,
 		if (t->ops->cache_reject)
 			t->ops->cache_reject(t->ctx); /* damaged: rebuilt below and replaced */
 	}
-	struct cq_error *err = cq_rust_index_read_module(t, m, out);
+	struct cq_error *err = cq_rust_index_read_module(t, m, parts, out);
 	if (!err && *out && t->ops->cache_put) {
 		blob = cq_rust_index_blob_encode(*out, &len);
 		if (blob)
-			t->ops->cache_put(t->ctx, m, CQ_TARGET_BLOB_RUST_INDEX,
-			                  CQ_RUST_INDEX_BLOB_FORMAT, blob, len);
+			t->ops->cache_put(t->ctx, m, &cq_rust_index_blob, blob, len);
 		free(blob);
 	}
 	return err;
@@ -147,12 +147,14 @@ static bool rust_module(const struct cq_target_module *mod)
 	return mod->found && !mod->is_vdso && mod->elf && cq_rust_index_built_by_rustc(mod->elf);
 }
 
-struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t, struct cq_rust_index **out)
+struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t,
+                                    const struct cq_rust_parts *parts, struct cq_rust_index **out)
 {
 	*out = NULL;
 	struct cq_rust_index *ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return &cq_error_nomem;
+	ix->kinds = *parts;
 	struct cq_error *err = NULL;
 	for (size_t i = 0; i < t->nmodules && !err; i++) {
 		const struct cq_target_module *mod = &t->modules[i];
@@ -161,7 +163,7 @@ struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t, struct cq_
 		double t0 = cq_clock_seconds();
 		struct cq_rust_index *one;
 		bool cached;
-		err = module_index(t, i, &one, &cached);
+		err = module_index(t, i, parts, &one, &cached);
 		if (!err && one)
 			err = merge(ix, one, (unsigned)i, mod->bias);
 		ix->index_ms += (cq_clock_seconds() - t0) * 1e3;
@@ -177,17 +179,48 @@ struct cq_error *cq_rust_index_core(const struct cq_unwind_target *t, struct cq_
 	return NULL;
 }
 
-struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m, size_t *types,
-                                    bool *cached)
+struct cq_error *cq_rust_index_warm(const struct cq_unwind_target *t, size_t m,
+                                    const struct cq_rust_parts *parts, size_t *types, bool *cached)
 {
 	*types = 0;
 	*cached = false;
 	if (!rust_module(&t->modules[m]))
 		return NULL;
 	struct cq_rust_index *one;
-	struct cq_error *err = module_index(t, m, &one, cached);
+	struct cq_error *err = module_index(t, m, parts, &one, cached);
 	if (!err && one)
 		*types = one->model.ntypes;
 	cq_rust_index_free(one);
 	return err;
+}
+
+static struct cq_error *share_build(const struct cq_async_ctx *ctx, void **out)
+{
+	struct cq_rust_parts parts;
+	cq_rust_index_parts(ctx->runtimes, ctx->nruntimes, &parts);
+	struct cq_rust_index *ix = NULL;
+	struct cq_error *err = cq_rust_index_core(ctx->target, &parts, &ix);
+	*out = ix;
+	return err;
+}
+
+static void share_free(void *ix)
+{
+	cq_rust_index_free(ix);
+}
+
+/* The index as the runtimes of one analysis share it (runtime.h). */
+static const struct cq_async_share rust_index_share = {share_build, share_free};
+
+struct cq_error *cq_async_rust_index(const struct cq_async_ctx *ctx, struct cq_rust_index **out)
+{
+	void *v;
+	struct cq_error *err = cq_async_shared_value(ctx, &rust_index_share, &v);
+	*out = v;
+	return err;
+}
+
+const struct cq_rust_index *cq_async_rust_index_built(const struct cq_async_ctx *ctx)
+{
+	return cq_async_shared_built(ctx, &rust_index_share);
 }

@@ -9,10 +9,20 @@
  *   struct { uint64_t magic; uint64_t n; uint64_t pcs[8]; } coreq_stub_chain;
  * magic is STUB_MAGIC once the program filled it; pcs[0..n) are return
  * addresses, innermost first.  It reports that one suspended chain.
+ *
+ * It also proves the seam for a runtime that caches: it declares one blob,
+ * "record" (8 bytes: the link-time address of the module's record, 0 when
+ * the module has none), stored per module through the target's cache the
+ * first time the module's symbols are searched, and read back by later
+ * cores of the same files; its warm hook (`coreq cache warm`) stores it
+ * ahead of any core.  Its statistics say whether the record came from the
+ * cache (stub_cached).
  */
 #ifdef CQ_TEST_RUNTIMES
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "libcore/base/memory.h"
 #include "unwind/async/runtime.h"
@@ -25,7 +35,42 @@ struct stub {
 	uint64_t pcs[STUB_MAX_PCS];
 	uint64_t n;
 	size_t reported;
+	bool cached; /* the record's place came from the cache */
 };
+
+/* What it caches per module (see the top comment). */
+static const struct cq_target_blob stub_blob = {"stub", "record", 1};
+static const struct cq_target_blob *const stub_blobs[] = {&stub_blob, NULL};
+
+/*
+ * Module m's record, at its link-time address (0: none): from the cache,
+ * else from its symbols (then cached).  *cached when the cache had it.
+ */
+static uint64_t stub_record(const struct cq_unwind_target *t, size_t m, bool *cached)
+{
+	*cached = false;
+	size_t len = 0;
+	uint8_t *blob = t->ops->cache_get ? t->ops->cache_get(t->ctx, m, &stub_blob, &len) : NULL;
+	uint64_t link = 0;
+	if (blob && len == sizeof(link)) {
+		memcpy(&link, blob, sizeof(link));
+		free(blob);
+		*cached = true;
+		return link;
+	}
+	if (blob) {
+		free(blob);
+		if (t->ops->cache_reject)
+			t->ops->cache_reject(t->ctx); /* damaged: found again and replaced */
+	}
+	struct cq_target_symbol q = {.name = "coreq_stub_chain"};
+	if (t->ops->find_symbols)
+		t->ops->find_symbols(t->ctx, m, &q, 1);
+	link = q.found && q.addr > t->modules[m].bias ? q.addr - t->modules[m].bias : 0;
+	if (t->ops->cache_put)
+		t->ops->cache_put(t->ctx, m, &stub_blob, (const uint8_t *)&link, sizeof(link));
+	return link;
+}
 
 static struct cq_error *stub_detect(const struct cq_async_ctx *ctx, void **state,
                                     struct cq_async_needs *needs)
@@ -33,18 +78,22 @@ static struct cq_error *stub_detect(const struct cq_async_ctx *ctx, void **state
 	(void)needs;
 	const struct cq_unwind_target *t = ctx->target;
 	*state = NULL;
-	struct cq_target_symbol q = {.name = "coreq_stub_chain"};
-	for (size_t m = 0; t->ops->find_symbols && m < t->nmodules && !q.found; m++)
-		t->ops->find_symbols(t->ctx, m, &q, 1);
+	uint64_t addr = 0, link = 0;
+	bool cached = false;
+	for (size_t m = 0; m < t->nmodules && !link; m++)
+		if (t->modules[m].found && !t->modules[m].is_vdso &&
+		    (link = stub_record(t, m, &cached)))
+			addr = link + t->modules[m].bias;
 	uint64_t magic, n;
-	if (!q.found || !cq_mem_read_u64(t->mem, q.addr, &magic) || magic != STUB_MAGIC ||
-	    !cq_mem_read_u64(t->mem, q.addr + 8, &n) || n == 0 || n > STUB_MAX_PCS)
+	if (!addr || !cq_mem_read_u64(t->mem, addr, &magic) || magic != STUB_MAGIC ||
+	    !cq_mem_read_u64(t->mem, addr + 8, &n) || n == 0 || n > STUB_MAX_PCS)
 		return NULL;
 	struct stub *s = calloc(1, sizeof(*s));
 	if (!s)
 		return &cq_error_nomem;
-	s->record = q.addr;
-	for (; s->n < n && cq_mem_read_u64(t->mem, q.addr + 16 + 8 * s->n, &s->pcs[s->n]); s->n++)
+	s->record = addr;
+	s->cached = cached;
+	for (; s->n < n && cq_mem_read_u64(t->mem, addr + 16 + 8 * s->n, &s->pcs[s->n]); s->n++)
 		;
 	*state = s;
 	return NULL;
@@ -79,6 +128,20 @@ static void stub_report(const void *state, const struct cq_async_ctx *ctx, struc
 	const struct stub *s = state;
 	cq_stats_bool(st, "stub", s != NULL);
 	cq_stats_uint(st, "stub_chains", s ? s->reported : 0);
+	cq_stats_bool(st, "stub_cached", s && s->cached);
+}
+
+/* `coreq cache warm`: the module's record into the cache ("stub_record", "stub_cached"). */
+static struct cq_error *stub_warm(struct cq_async_warm *w)
+{
+	bool cached;
+	uint64_t link = stub_record(w->target, w->module, &cached);
+	cq_stats_hex(w->figures, "stub_record", link);
+	cq_stats_bool(w->figures, "stub_cached", cached);
+	if (link)
+		snprintf(w->text, sizeof(w->text), "stub record 0x%llx%s", (unsigned long long)link,
+		         cached ? " (cached already)" : "");
+	return NULL;
 }
 
 static void stub_destroy(void *state)
@@ -99,6 +162,8 @@ const struct cq_async_runtime cq_async_stub = {
     .decode = stub_decode,
     .report = stub_report,
     .destroy = stub_destroy,
+    .blobs = stub_blobs,
+    .warm = stub_warm,
 };
 
 #endif

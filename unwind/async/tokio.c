@@ -50,6 +50,7 @@
 #include "unwind/async/rust_chain.h"
 #include "unwind/async/rust_index.h"
 #include "unwind/async/rust_index_blob.h"
+#include "unwind/async/task_vtables.h"
 #include "unwind/async/tokio_index.h"
 #include "libcore/base/wire.h"
 #include "unwind/async/dwarf_type.h"
@@ -124,33 +125,30 @@ struct cq_tokio_stats {
 
 struct tokio {
 	struct cq_tokio_stats stats;
-	const struct cq_rust_index *index; /* the driver's (cq_async_rust_index) */
-	const struct cq_tokio_index *ti;   /* its tokio part (never NULL: empty) */
-	struct vtable *vtables;            /* sorted by addr */
-	size_t nvtables;
-	uint64_t vt_lo, vt_hi;
-	struct candidate *cands;
-	size_t ncands, cap_cands;
-	bool full, nomem;
-	struct task *tasks; /* the listed tasks, by id: found in the claim step */
+	const struct cq_rust_index *index;  /* the driver's (cq_async_rust_index) */
+	const struct cq_tokio_index *ti;    /* its tokio part (never NULL: empty) */
+	struct cq_task_vtables vts;         /* of struct vtable */
+	struct cq_task_candidates cands_of; /* of struct candidate */
+	struct task *tasks;                 /* the listed tasks, by id: found in the claim step */
 	size_t ntasks;
 	struct block_on *block_ons;
 	size_t nblock_ons;
 	struct cq_rust_names names;
 };
 
-static int cmp_vtable(const void *a, const void *b)
-{
-	const struct vtable *x = a, *y = b;
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
 static const struct vtable *vtable_at(const struct tokio *t, uint64_t addr)
 {
-	if (addr < t->vt_lo || addr > t->vt_hi)
-		return NULL;
-	struct vtable key = {.addr = addr};
-	return bsearch(&key, t->vtables, t->nvtables, sizeof(key), cmp_vtable);
+	return cq_task_vtables_at(&t->vts, addr);
+}
+
+static const struct vtable *vtables(const struct tokio *t)
+{
+	return t->vts.items;
+}
+
+static const struct candidate *cands(const struct tokio *t)
+{
+	return t->cands_of.items;
 }
 
 static bool read_u64(const struct cq_async_ctx *ctx, uint64_t addr, uint64_t *out)
@@ -192,12 +190,7 @@ static bool add_vtable(struct tokio *t, const struct cq_async_ctx *ctx, size_t k
 	if (v.scheduler == 0 || v.scheduler >= v.id || v.id >= v.trailer ||
 	    v.trailer >= MAX_VTABLE_OFFSET)
 		return true;
-	struct vtable *p = realloc(t->vtables, (t->nvtables + 1) * sizeof(*p));
-	if (!p)
-		return false;
-	t->vtables = p;
-	t->vtables[t->nvtables++] = v;
-	return true;
+	return cq_task_vtables_add(&t->vts, &v);
 }
 
 /* A word of module data that is a task kind's poll function: its vtable, once confirmed. */
@@ -213,32 +206,30 @@ static bool poll_word(void *arg, uint64_t addr, const uint64_t *words)
 	return k < 0 || add_vtable(s->t, s->ctx, (size_t)k, addr - s->t->ti->kinds[k].vt_poll);
 }
 
+/* Whether module m has task kinds: its data may hold their vtables. */
+static bool module_has_kinds(const void *arg, size_t m)
+{
+	const struct cq_tokio_index *ti = ((const struct vtable_scan *)arg)->t->ti;
+	for (size_t k = 0; k < ti->n; k++)
+		if (ti->kinds[k].origin == m)
+			return true;
+	return false;
+}
+
 /* Every task vtable: in the non-executable loaded data of each module with task types. */
 static bool find_vtables(struct tokio *t, const struct cq_async_ctx *ctx)
 {
 	const struct cq_tokio_index *ti = t->ti;
 	struct vtable_scan scan = {t, ctx};
-	for (size_t m = 0; m < ctx->target->nmodules; m++) {
-		bool has = false;
-		for (size_t k = 0; k < ti->n && !has; k++)
-			has = ti->kinds[k].origin == m;
-		if (has && !cq_async_data_words(ctx, m, ti->kinds[0].poll,
-		                                ti->kinds[ti->n - 1].poll, 0, poll_word, &scan))
-			return false;
-	}
-	t->nvtables = cq_async_sort_unique(t->vtables, t->nvtables, sizeof(*t->vtables));
-	if (t->nvtables) {
-		t->vt_lo = t->vtables[0].addr;
-		t->vt_hi = t->vtables[t->nvtables - 1].addr;
-	}
-	return true;
+	return cq_task_vtables_find(&t->vts, ctx, module_has_kinds, ti->kinds[0].poll,
+	                            ti->kinds[ti->n - 1].poll, 0, poll_word, &scan);
 }
 
 static void tokio_destroy(void *state)
 {
 	struct tokio *t = state;
-	free(t->vtables);
-	free(t->cands);
+	cq_task_vtables_free(&t->vts);
+	cq_task_candidates_free(&t->cands_of);
 	free(t->tasks);
 	free(t->block_ons);
 	cq_rust_names_free(&t->names);
@@ -264,21 +255,38 @@ static struct cq_error *tokio_detect(const struct cq_async_ctx *ctx, void **stat
 	st->unresolved = ti->unresolved;
 	t->index = ix;
 	t->ti = ti;
+	t->vts.size = sizeof(struct vtable);
+	t->cands_of =
+	    (struct cq_task_candidates){.size = sizeof(struct candidate), .max = MAX_CANDIDATES};
 	if (ti->n > 0 && !find_vtables(t, ctx)) {
 		tokio_destroy(t);
 		return &cq_error_nomem;
 	}
-	st->vtables = t->nvtables;
-	if (t->nvtables == 0 && ix->nblock_ons == 0) {
+	st->vtables = t->vts.n;
+	if (t->vts.n == 0 && ix->nblock_ons == 0) {
 		tokio_destroy(t);
 		return NULL;
 	}
-	*needs = (struct cq_async_needs){.scan = t->nvtables > 0,
+	*needs = (struct cq_async_needs){.scan = t->vts.n > 0,
 	                                 .native_frames = ix->nblock_ons > 0,
-	                                 .scan_lo = t->vt_lo,
-	                                 .scan_hi = t->vt_hi};
+	                                 .scan_lo = t->vts.lo,
+	                                 .scan_hi = t->vts.hi};
 	*state = t;
 	return NULL;
+}
+
+/* A word equal to a task vtable's address: its header's, a candidate (past the kind's offset). */
+static void found_header(void *arg, const void *vtable, uint64_t where)
+{
+	struct tokio *t = arg;
+	const struct vtable *vt = vtable;
+	const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
+	if (where < k->hdr_vtable)
+		return;
+	struct candidate *c = cq_task_candidates_push(&t->cands_of);
+	if (c)
+		*c = (struct candidate){.header = where - k->hdr_vtable,
+		                        .vtable = cq_task_vtables_index(&t->vts, vt)};
 }
 
 /* The scan hook: every word equal to a task vtable's address is a header candidate. */
@@ -286,38 +294,7 @@ static void tokio_scan(void *state, const struct cq_async_ctx *ctx, const struct
 {
 	(void)ctx;
 	struct tokio *t = state;
-	if (t->full || !c->data)
-		return;
-	const uint64_t *w = (const uint64_t *)(const void *)c->data;
-	uint64_t lo = t->vt_lo, hi = t->vt_hi;
-	size_t n = c->len / 8;
-	for (size_t i = c->overlap / 8; i < n; i++) {
-		uint64_t v;
-		memcpy(&v, &w[i], sizeof(v));
-		if (v < lo || v > hi)
-			continue;
-		const struct vtable *vt = vtable_at(t, v);
-		if (!vt)
-			continue;
-		const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
-		uint64_t where = c->addr + 8 * i;
-		if (where < k->hdr_vtable)
-			continue;
-		if (t->ncands == t->cap_cands) {
-			size_t cap = t->cap_cands ? t->cap_cands * 2 : 64;
-			struct candidate *p =
-			    cap > MAX_CANDIDATES ? NULL : realloc(t->cands, cap * sizeof(*p));
-			if (!p) {
-				t->full = true;
-				t->nomem = cap <= MAX_CANDIDATES;
-				return;
-			}
-			t->cands = p;
-			t->cap_cands = cap;
-		}
-		t->cands[t->ncands++] = (struct candidate){.header = where - k->hdr_vtable,
-		                                           .vtable = (size_t)(vt - t->vtables)};
-	}
+	cq_task_vtables_scan(&t->vts, &t->cands_of, c, found_header, t);
 }
 
 static int cmp_task_header(const void *a, const void *b)
@@ -344,11 +321,11 @@ static int cmp_list(const void *a, const void *b)
 static size_t find_lists(const struct tokio *t, const struct cq_async_ctx *ctx, struct list *lists)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < t->ncands && n < MAX_LISTS; i++) {
-		const struct vtable *vt = &t->vtables[t->cands[i].vtable];
+	for (size_t i = 0; i < t->cands_of.n && n < MAX_LISTS; i++) {
+		const struct vtable *vt = &vtables(t)[cands(t)[i].vtable];
 		const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
 		uint64_t shared;
-		if (!read_u64(ctx, t->cands[i].header + vt->scheduler + k->sched_ptr, &shared) ||
+		if (!read_u64(ctx, cands(t)[i].header + vt->scheduler + k->sched_ptr, &shared) ||
 		    shared == 0)
 			continue;
 		struct list l = {.addr = shared + k->owned, .kind = vt->kind};
@@ -382,7 +359,7 @@ static bool walk_list(struct tokio *t, const struct cq_async_ctx *ctx, const str
 			return true;
 		}
 		const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
-		struct task task = {.header = e, .vtable = (size_t)(vt - t->vtables)};
+		struct task task = {.header = e, .vtable = (size_t)(vt - vtables(t))};
 		if (!read_u64(ctx, e + k->hdr_state, &task.state) ||
 		    !read_u64(ctx, e + vt->id, &task.id)) {
 			st->broken++;
@@ -461,7 +438,7 @@ static int64_t running_thread(const struct cq_async_ctx *ctx, const struct cq_to
 static uint64_t task_chain(const struct tokio *t, const struct cq_async_ctx *ctx,
                            const struct task *task, struct cq_rust_chain *chain)
 {
-	const struct vtable *vt = &t->vtables[task->vtable];
+	const struct vtable *vt = &vtables(t)[task->vtable];
 	const struct cq_tokio_kind *k = &t->ti->kinds[vt->kind];
 	const struct cq_rust_model *m = &t->index->model;
 	uint64_t future = task->header + vt->id + (uint64_t)k->future_from_id;
@@ -548,7 +525,7 @@ static struct cq_error *report_tasks(struct tokio *t, const struct cq_async_ctx 
 				if (!cq_async_live_words(ctx->target, th, &words[th], &nwords[th]))
 					err = &cq_error_nomem;
 			have_words = true;
-			const struct vtable *vt = &t->vtables[tasks[i].vtable];
+			const struct vtable *vt = &vtables(t)[tasks[i].vtable];
 			if (!err)
 				thread = running_thread(ctx, &t->ti->kinds[vt->kind], words, nwords,
 				                        tasks[i].header);
@@ -920,9 +897,9 @@ static struct cq_error *tokio_claim(void *state, const struct cq_async_ctx *ctx)
 {
 	struct tokio *t = state;
 	struct cq_tokio_stats *st = &t->stats;
-	st->candidates = t->ncands;
-	st->truncated = t->full && !t->nomem;
-	if (t->nomem)
+	st->candidates = t->cands_of.n;
+	st->truncated = t->cands_of.full && !t->cands_of.nomem;
+	if (t->cands_of.nomem)
 		return &cq_error_nomem;
 	struct list *lists = malloc(MAX_LISTS * sizeof(*lists));
 	if (!lists)
@@ -944,8 +921,8 @@ static struct cq_error *tokio_claim(void *state, const struct cq_async_ctx *ctx)
 		t->ntasks = n;
 		st->tasks = n;
 		/* Candidates that are no listed task: freed, blocking-pool or stale copies. */
-		for (size_t i = 0; i < t->ncands; i++) {
-			struct task key = {.header = t->cands[i].header};
+		for (size_t i = 0; i < t->cands_of.n; i++) {
+			struct task key = {.header = cands(t)[i].header};
 			st->stale += !bsearch(&key, t->tasks, n, sizeof(key), cmp_task_header);
 		}
 		qsort(t->tasks, n, sizeof(*t->tasks), cmp_task_id);
@@ -956,7 +933,7 @@ static struct cq_error *tokio_claim(void *state, const struct cq_async_ctx *ctx)
 				err = &cq_error_nomem;
 		}
 	} else if (!err) {
-		st->stale = t->ncands;
+		st->stale = t->cands_of.n;
 	}
 	if (!err)
 		err = find_block_ons(t, ctx);
@@ -1419,26 +1396,28 @@ const struct cq_rust_index_part cq_tokio_index_part = {
 };
 
 /* The slot of tokio's part among the index's parts, or -1. */
-static int tokio_slot(void)
+static int tokio_slot(const struct cq_rust_index *ix)
 {
-	const struct cq_rust_index_part *parts[CQ_RUST_MAX_PARTS];
-	size_t n = cq_rust_index_parts(parts);
-	for (size_t i = 0; i < n; i++)
-		if (parts[i] == &cq_tokio_index_part)
+	for (size_t i = 0; i < ix->kinds.n; i++)
+		if (ix->kinds.v[i] == &cq_tokio_index_part)
 			return (int)i;
 	return -1;
 }
 
 const struct cq_tokio_index *cq_tokio_index_of(const struct cq_rust_index *ix)
 {
-	int slot = tokio_slot();
+	int slot = tokio_slot(ix);
 	return slot < 0 ? NULL : ix->parts[slot];
 }
 
 bool cq_tokio_index_set(struct cq_rust_index *ix, struct cq_tokio_kind *kinds, size_t n,
                         size_t unresolved)
 {
-	int slot = tokio_slot();
+	int slot = tokio_slot(ix);
+	if (slot < 0 && ix->kinds.n < CQ_RUST_MAX_PARTS) { /* an index made by hand: tokio's slot */
+		slot = (int)ix->kinds.n;
+		ix->kinds.v[ix->kinds.n++] = &cq_tokio_index_part;
+	}
 	struct cq_tokio_index *ti = slot < 0 ? NULL : calloc(1, sizeof(*ti));
 	if (!ti)
 		return false;
