@@ -13,7 +13,6 @@
 #include "libcore/analysis/unwind_target.h"
 #include "libcore/base/arch.h"
 #include "libcore/db/cache.h"
-#include "libcore/model/stream_image.h"
 #include "libcore/pipeline/analyse.h"
 #include "libcore/base/json.h"
 #include "libcore/base/text.h"

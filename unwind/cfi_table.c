@@ -11,12 +11,19 @@
  *
  * Each row's rules are canonicalised from libdw's op-list form (see
  * classify_register) and interned, so identical rule sets are stored once.
+ *
+ * Invariants (asserted): an intern set's capacity is a power of two kept at
+ * least twice its count, so a probe always ends; an expression's pool entry
+ * is its count then that many ops, inside the pool; a rule names only
+ * registers below the table's nregs; a table's rows start strictly
+ * increasing from its base, in whole tables and as the lazy table grows.
  */
 #include "libcore/base/elf_section.h"
 #include "unwind/cfi_table.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <assert.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +81,7 @@ typedef bool (*intern_eq)(const struct builder *b, uint32_t index, const void *k
 static uint32_t intern_find(const struct builder *b, const struct intern *set, uint64_t h,
                             const void *key, intern_eq eq, size_t *slot_out)
 {
+	assert(set->cap && (set->cap & (set->cap - 1)) == 0 && set->count * 2 < set->cap);
 	size_t mask = set->cap - 1, i = (size_t)h & mask;
 	while (set->slot[i] != UINT32_MAX) {
 		if (set->hash[i] == h && eq(b, set->slot[i], key))
@@ -116,6 +124,8 @@ static bool intern_reserve(struct intern *set)
 
 static void intern_insert(struct intern *set, size_t slot, uint64_t h, uint32_t index)
 {
+	assert(slot < set->cap && set->slot[slot] == UINT32_MAX &&
+	       (set->count + 1) * 2 <= set->cap);
 	set->slot[slot] = index;
 	set->hash[slot] = h;
 	set->count++;
@@ -179,6 +189,7 @@ static uint32_t intern_expr(struct builder *b, const Dwarf_Op *ops, size_t n)
 		    .offset = ops[i].offset,
 		};
 	b->nops += n + 1;
+	assert(b->ops[index].number == n && index + n < b->nops);
 	intern_insert(&b->expr_set, slot, h, index);
 	return index;
 }
@@ -304,6 +315,8 @@ static bool ruleset_eq(const struct builder *b, uint32_t index, const void *key)
 static uint32_t intern_ruleset(struct builder *b, const struct cq_cfi_rule *set)
 {
 	size_t stride = b->nregs + 1;
+	assert(b->nregs >= 1 && b->nregs <= CQ_CFI_MAX_REGS);
+	assert(set[0].kind == CQ_CFI_CFA_REG_OFFSET || set[0].kind == CQ_CFI_CFA_EXPR);
 	if (!intern_reserve(&b->ruleset_set))
 		return UINT32_MAX;
 	/* A rule is 8 bytes: fold whole rules, not bytes (the key is never stored). */
@@ -339,8 +352,11 @@ static uint32_t intern_row(struct builder *b, Dwarf_Frame *frame, bool signal)
 	if (set[0].kind == CQ_CFI_UNDEFINED)
 		return CQ_CFI_NO_RULES;
 	set[0].flags = signal ? CQ_CFI_SIGNAL_FRAME : 0;
-	for (unsigned r = 0; r < b->nregs; r++)
+	for (unsigned r = 0; r < b->nregs; r++) {
 		set[r + 1] = classify_register(b, frame, (int)r);
+		assert(set[r + 1].kind != CQ_CFI_REGISTER || set[r + 1].reg < b->nregs);
+	}
+	assert(set[0].kind != CQ_CFI_CFA_REG_OFFSET || set[0].reg < b->nregs);
 	return intern_ruleset(b, set);
 }
 
@@ -571,8 +587,10 @@ static struct cq_error *push_row(struct cq_cfi_table *t, size_t *cap, uint64_t s
 {
 	if (t->nrows && t->rows[t->nrows - 1].ruleset == ruleset)
 		return NULL;
+	assert(start >= t->base);
 	if (start - t->base > UINT32_MAX)
 		return cq_error_create(CQ_ERR_UNSUPPORTED, "CFI spans more than 4 GiB");
+	assert(!t->nrows || (uint32_t)(start - t->base) > t->rows[t->nrows - 1].start);
 	struct cq_cfi_row *rows = grow(t->rows, cap, t->nrows + 1, sizeof(*rows));
 	if (!rows)
 		return &cq_error_nomem;
@@ -592,6 +610,7 @@ static struct cq_error *layout_rows(struct builder *b, struct cq_cfi_table *t)
 	struct cq_error *err = NULL;
 	for (size_t i = 0; i < b->nspans && !err; i++) {
 		struct span s = b->spans[i];
+		assert(s.start < s.end); /* walk_rows adds only rows that hold a pc */
 		if (s.end <= prev_end && t->nrows)
 			continue;
 		if (s.start < prev_end && t->nrows)
@@ -701,6 +720,7 @@ const struct cq_cfi_rule *cq_cfi_table_lookup(const struct cq_cfi_table *t, uint
 	ptrdiff_t i = row_at(t, (uint32_t)(pc - t->base));
 	if (i < 0)
 		return NULL;
+	assert((size_t)i < t->nrows && t->rows[i].start <= pc - t->base);
 	uint32_t rs = t->rows[i].ruleset;
 	if (rs == CQ_CFI_NO_RULES || rs >= t->nrulesets)
 		return NULL;
@@ -710,6 +730,9 @@ const struct cq_cfi_rule *cq_cfi_table_lookup(const struct cq_cfi_table *t, uint
 const struct cq_cfi_op *cq_cfi_table_expr(const struct cq_cfi_table *t,
                                           const struct cq_cfi_rule *rule, size_t *count)
 {
+	assert(t && rule && count);
+	assert(rule->kind == CQ_CFI_CFA_EXPR || rule->kind == CQ_CFI_EXPR ||
+	       rule->kind == CQ_CFI_VAL_EXPR);
 	uint32_t index = (uint32_t)rule->value;
 	*count = 0;
 	if (rule->value < 0 || index >= t->nops || t->ops[index].number > t->nops - index - 1)
@@ -862,6 +885,8 @@ static struct cq_error *lazy_insert(struct cq_cfi_lazy *l, ptrdiff_t i, uint64_t
 		start = gap_lo;
 	if (end > gap_hi)
 		end = gap_hi;
+	/* pc, which start is, lies in the gap row_at found, and its row holds it. */
+	assert(gap_lo <= start && start < end && end <= gap_hi);
 	struct cq_cfi_row add[2];
 	size_t nadd = 0;
 	add[nadd++] = (struct cq_cfi_row){(uint32_t)(start - t->base), rs};
@@ -877,6 +902,10 @@ static struct cq_error *lazy_insert(struct cq_cfi_lazy *l, ptrdiff_t i, uint64_t
 	memmove(&rows[at + nadd], &rows[after], (t->nrows - after) * sizeof(*rows));
 	memcpy(&rows[at], add, nadd * sizeof(*rows));
 	t->nrows = (uint32_t)need;
+	/* Still sorted around the rows put in. */
+	assert(at == 0 || rows[at - 1].start < rows[at].start);
+	assert(nadd == 1 || rows[at].start < rows[at + 1].start);
+	assert(at + nadd == t->nrows || rows[at + nadd - 1].start < rows[at + nadd].start);
 	l->grew = true;
 	return NULL;
 }

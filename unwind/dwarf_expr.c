@@ -1,8 +1,14 @@
 /*
  * dwarf_expr.c - the bounded DWARF expression evaluator (see dwarf_expr.h).
+ *
+ * Invariants (asserted): the machine's depth stays within STACK_MAX (push
+ * and pop refuse, never overrun); the op being run is inside the list, and
+ * a run ends exactly at the list's end (a branch lands on an op or the end,
+ * anything else is refused before it is taken).
  */
 #include "unwind/dwarf_expr.h"
 
+#include <assert.h>
 #include <dwarf.h>
 #include <stdint.h>
 
@@ -16,6 +22,7 @@ struct machine {
 
 static bool push(struct machine *m, uint64_t v)
 {
+	assert(m->depth <= STACK_MAX);
 	if (m->depth == STACK_MAX)
 		return false;
 	m->stack[m->depth++] = v;
@@ -24,6 +31,7 @@ static bool push(struct machine *m, uint64_t v)
 
 static bool pop(struct machine *m, uint64_t *v)
 {
+	assert(m->depth <= STACK_MAX);
 	if (m->depth == 0)
 		return false;
 	*v = m->stack[--m->depth];
@@ -149,6 +157,7 @@ static size_t branch_target(const struct cq_cfi_op *ops, size_t n, const struct 
 static bool step(struct machine *m, const struct cq_cfi_op *ops, size_t n, size_t i,
                  const struct cq_dwarf_expr_env *env, size_t *next)
 {
+	assert(i < n);
 	const struct cq_cfi_op *op = &ops[i];
 	uint64_t a, b, c;
 	*next = i + 1;
@@ -220,6 +229,7 @@ static bool step(struct machine *m, const struct cq_cfi_op *ops, size_t n, size_
 bool cq_unwind_eval_expr(const struct cq_cfi_op *ops, size_t n, const struct cq_dwarf_expr_env *env,
                          uint64_t *result)
 {
+	assert((ops || n == 0) && env && env->regs && env->read && result);
 	struct machine m = {.depth = 0};
 	size_t i = 0;
 	for (unsigned steps = 0; i < n; steps++) {
@@ -228,7 +238,9 @@ bool cq_unwind_eval_expr(const struct cq_cfi_op *ops, size_t n, const struct cq_
 		size_t next;
 		if (!step(&m, ops, n, i, env, &next))
 			return false;
+		assert(next <= n);
 		i = next;
 	}
+	assert(i == n);
 	return pop(&m, result);
 }

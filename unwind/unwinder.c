@@ -7,9 +7,16 @@
  * return-address column of the caller's rule set becomes the caller's pc;
  * a signal frame's caller pc is exact (the interrupted instruction), every
  * other caller pc is a return address and is looked up at pc - 1.
+ *
+ * Invariants (asserted): the architecture's named registers are below
+ * CQ_REGS_MAX and its table describes at least nregs of them; a rule that
+ * names a register names one its table describes (the compiler and the
+ * cache's reader both refuse any other); a walk writes at least one frame
+ * and at most max_frames, and each step moves to a frame with a pc and an sp.
  */
 #include "unwind/unwind.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "unwind/dwarf_expr.h"
@@ -73,6 +80,7 @@ static bool apply_rule(const struct cq_unwind_target *t, const struct cq_cfi_tab
 		v = cfa + (uint64_t)(int64_t)rule->value;
 		break;
 	case CQ_CFI_REGISTER:
+		assert(rule->reg < table->nregs);
 		if (!cq_regs_has(regs, rule->reg))
 			return true;
 		v = regs->value[rule->reg];
@@ -98,7 +106,10 @@ bool cq_unwind_step_cfi(const struct cq_unwind_target *t, const struct cq_cfi_ta
 {
 	const struct cq_arch *arch = t->arch;
 	const struct cq_cfi_rule *cfa_rule = &rules[0];
+	assert(table && rules && regs && caller && cfa);
+	assert(table->nregs >= arch->nregs && table->nregs <= CQ_CFI_MAX_REGS);
 	if (cfa_rule->kind == CQ_CFI_CFA_REG_OFFSET) {
+		assert(cfa_rule->reg < table->nregs);
 		if (!cq_regs_has(regs, cfa_rule->reg))
 			return false;
 		*cfa = regs->value[cfa_rule->reg] + (uint64_t)(int64_t)cfa_rule->value;
@@ -228,6 +239,14 @@ static bool step_sigreturn(struct walk *w, struct cq_regs *caller)
 	return cq_regs_has(caller, arch->pc_reg) && cq_regs_has(caller, arch->sp_reg);
 }
 
+/* The architecture's facts the walk indexes registers with (arch.c's tables). */
+static bool arch_sane(const struct cq_arch *arch)
+{
+	return arch->nregs <= CQ_REGS_MAX && arch->pc_reg < CQ_REGS_MAX &&
+	       arch->sp_reg < CQ_REGS_MAX && arch->fp_reg < CQ_REGS_MAX &&
+	       arch->ra_reg < CQ_REGS_MAX && arch->nregs > arch->sp_reg;
+}
+
 /* One step to the caller.  Returns false with *end set when the walk stops. */
 static bool step(struct walk *w, enum cq_unwind_end *end)
 {
@@ -305,6 +324,7 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 		*end = CQ_END_LOOP;
 		return false;
 	}
+	assert(cq_regs_has(&caller, arch->pc_reg) && cq_regs_has(&caller, arch->sp_reg));
 	w->sp_kept = kept;
 	w->regs = caller;
 	w->trust = trust;
@@ -321,6 +341,7 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
                       size_t *nframes, enum cq_unwind_end *end)
 {
 	const struct cq_arch *arch = t->arch;
+	assert(t->ops && arch_sane(arch) && regs && o && frames && nframes && end);
 	struct walk w = {.t = t, .o = o, .regs = *regs, .trust = CQ_TRUST_CONTEXT};
 	size_t n = 0;
 	*end = CQ_END_MAX_FRAMES;
@@ -355,6 +376,7 @@ void cq_unwind_thread(const struct cq_unwind_target *t, const struct cq_regs *re
 			break;
 		}
 	}
+	assert(o->max_frames ? n >= 1 && n <= o->max_frames : n == 0);
 	*nframes = n;
 }
 
@@ -363,6 +385,7 @@ bool cq_unwind_regs_at(const struct cq_unwind_target *t, const struct cq_regs *r
                        struct cq_regs *out)
 {
 	const struct cq_arch *arch = t->arch;
+	assert(t->ops && arch_sane(arch) && regs && o && out);
 	struct walk w = {.t = t, .o = o, .regs = *regs, .trust = CQ_TRUST_CONTEXT};
 	enum cq_unwind_end end;
 	if (k >= o->max_frames)

@@ -1,9 +1,14 @@
 /*
  * guard.c - file names as URIs, the guarded connection and the schema
  * check (see guard.h).
+ *
+ * Invariants (asserted): a connection is guarded once, before anything is
+ * read through it; the schema check compares a file only against a version
+ * of coreq's own migrations (a newer file is refused before it is checked).
  */
 #include "libcore/db/guard.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "libcore/db/db_error.h"
 #include "libcore/db/schema.h"
 
 #define PROGRESS_STEPS 10000 /* virtual machine steps between budget checks */
@@ -122,6 +128,7 @@ static void budget_holder(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 struct cq_error *cq_db_guard(sqlite3 *db)
 {
+	assert(db);
 	int on = 0;
 	if (sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, &on) != SQLITE_OK || !on ||
 	    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &on) != SQLITE_OK || on ||
@@ -380,6 +387,7 @@ static bool matches_snapshot(sqlite3 *db, const char *schema, const char *set, u
 struct cq_error *cq_db_schema_check(sqlite3 *db, const char *schema, const char *set,
                                     unsigned version)
 {
+	assert(db && schema && set && version <= cq_schema_latest(set));
 	if (matches_snapshot(db, schema, set, version))
 		return NULL;
 	struct objects actual, expected;

@@ -1,9 +1,13 @@
 /*
  * migrate.c - open coreq's SQLite files and apply the embedded schema
  * migrations (see schema.h).
+ *
+ * Invariants (asserted): a set is "db" or "cache"; each migration runs in
+ * its own transaction, so none is open when migrating starts.
  */
 #include "libcore/db/schema.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <libgen.h>
 #include <sqlite3.h>
@@ -14,17 +18,8 @@
 #include <unistd.h>
 
 #include "libcore/base/paths.h"
+#include "libcore/db/db_error.h"
 #include "libcore/db/guard.h"
-
-unsigned cq_schema_latest(const char *set)
-{
-	unsigned latest = 0;
-	for (unsigned i = 0; i < cq_schema_migration_count; i++)
-		if (strcmp(cq_schema_migrations[i].set, set) == 0 &&
-		    cq_schema_migrations[i].version > latest)
-			latest = cq_schema_migrations[i].version;
-	return latest;
-}
 
 struct cq_error *cq_db_user_version(sqlite3 *db, unsigned *out)
 {
@@ -41,6 +36,7 @@ struct cq_error *cq_db_user_version(sqlite3 *db, unsigned *out)
 
 static struct cq_error *apply(sqlite3 *db, const struct cq_schema_migration *m)
 {
+	assert(m && m->version >= 1 && m->sql && sqlite3_get_autocommit(db));
 	char pragma[64];
 	snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %u;", m->version);
 	char *msg = NULL;
@@ -70,8 +66,14 @@ fail:
 	return err;
 }
 
+static bool known_set(const char *set)
+{
+	return set && (strcmp(set, "db") == 0 || strcmp(set, "cache") == 0);
+}
+
 struct cq_error *cq_db_migrate(sqlite3 *db, const char *set)
 {
+	assert(db && known_set(set) && sqlite3_get_autocommit(db));
 	unsigned have;
 	struct cq_error *err = cq_db_user_version(db, &have);
 	if (err)
@@ -104,36 +106,6 @@ static struct cq_error *enable_wal(sqlite3 *db, int busy_ms)
 			return cq_error_create(CQ_ERR_DB, "%s", sqlite3_errmsg(db));
 		sqlite3_sleep(pause_ms);
 	}
-}
-
-static bool damaged(sqlite3 *db)
-{
-	int code = sqlite3_extended_errcode(db) & 0xff;
-	return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
-}
-
-struct cq_error *cq_db_error(sqlite3 *db, const char *what)
-{
-	const char *sep = what && *what ? ": " : "";
-	if (damaged(db)) {
-		const char *path = sqlite3_db_filename(db, "main");
-		return cq_error_create(CQ_ERR_DB,
-		                       "%s%sdamaged database (%s); recover what it holds with "
-		                       "`sqlite3 %s .recover | sqlite3 NEW.db`, or move it aside",
-		                       what ? what : "", sep, sqlite3_errmsg(db),
-		                       path && *path ? path : "FILE");
-	}
-	if ((sqlite3_errcode(db) & 0xff) == SQLITE_INTERRUPT)
-		return cq_error_create(CQ_ERR_LIMIT,
-		                       "%s%sa query ran far longer than the database's size "
-		                       "explains, and was stopped",
-		                       what ? what : "", sep);
-	if ((sqlite3_errcode(db) & 0xff) == SQLITE_TOOBIG)
-		return cq_error_create(CQ_ERR_LIMIT,
-		                       "%s%sa value in the database is over %d MiB, coreq's limit "
-		                       "for one value (a damaged or forged file?)",
-		                       what ? what : "", sep, CQ_DB_MAX_VALUE >> 20);
-	return cq_error_create(CQ_ERR_DB, "%s%s%s", what ? what : "", sep, sqlite3_errmsg(db));
 }
 
 /* Opens path (never read as a URI) with flags and "?params", guarded (guard.h). */
@@ -176,7 +148,7 @@ static struct cq_error *check_file(sqlite3 *db, const char *set, unsigned *have)
 	struct cq_error *err = cq_db_user_version(db, have);
 	if (!err && *have <= cq_schema_latest(set))
 		err = cq_db_schema_check(db, "main", set, *have);
-	if (err && err->code == CQ_ERR_DB && damaged(db)) {
+	if (err && err->code == CQ_ERR_DB && cq_db_damaged(db)) {
 		cq_error_free(err);
 		err = cq_db_error(db, NULL);
 	}
@@ -194,6 +166,7 @@ static struct cq_error *newer(unsigned have, const char *set)
 
 struct cq_error *cq_db_open(const char *path, const char *set, int busy_ms, sqlite3 **out)
 {
+	assert(path && known_set(set) && out);
 	*out = NULL;
 	struct cq_error *err = cq_path_make_parent_dirs(path);
 	if (err)
@@ -220,7 +193,7 @@ struct cq_error *cq_db_open(const char *path, const char *set, int busy_ms, sqli
 	                       : "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL",
 	                 NULL, NULL, NULL) != SQLITE_OK ||
 	    (err = cq_db_migrate(db, set))) {
-		if (!err || (err->code == CQ_ERR_DB && damaged(db))) {
+		if (!err || (err->code == CQ_ERR_DB && cq_db_damaged(db))) {
 			cq_error_free(err);
 			err = cq_db_error(db, NULL);
 		}

@@ -87,12 +87,4 @@ struct cq_error *cq_db_open_existing(const char *path, const char *set, int busy
 /* PRAGMA user_version of db. */
 struct cq_error *cq_db_user_version(struct sqlite3 *db, unsigned *out);
 
-/*
- * The error db just reported, as "what: reason" (the caller names the file).
- * For a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) the reason says so and
- * how to recover: `sqlite3 PATH .recover`, or moving the file aside.  A
- * statement stopped by the work budget (guard.h) says so (CQ_ERR_LIMIT).
- */
-struct cq_error *cq_db_error(struct sqlite3 *db, const char *what);
-
 #endif

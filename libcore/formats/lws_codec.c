@@ -29,9 +29,15 @@
  * The decoder trusts nothing: the length must match the trailer, every field
  * must lie inside the stream, a delta must refer to an earlier item and must
  * not wrap around 64 bits.  Bits after the size field are ignored.
+ *
+ * Invariants (asserted): a reader never stands past its stream and a field
+ * is at most 63 bits; a depth field (5 bits) cannot exceed the item array;
+ * a writer writes only inside its room, and each field's value fits its
+ * width (a reference lies at most 8 items back, a count is at most 63).
  */
 #include "libcore/formats/lws_codec.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +48,9 @@
 #define TRAILER    2 /* bytes of big-endian length at the end */
 #define MAX_BACK   8 /* references reach at most this many items back */
 #define TOP_BIT    (UINT64_C(1) << 63)
+
+_Static_assert((1u << DEPTH_BITS) - 1 <= CQ_LWS_MAX_DEPTH, "a depth field indexes addr[]");
+_Static_assert(1u << BACK_BITS == MAX_BACK, "a back-index reaches MAX_BACK items");
 
 /* Bits needed to write v: its top set bit's index + 1, and 1 for zero. */
 static unsigned significant_bits(uint64_t v)
@@ -61,6 +70,7 @@ struct bit_reader {
 static struct cq_error *read_field(struct bit_reader *r, unsigned width, const char *what,
                                    uint64_t *value)
 {
+	assert(width <= 63 && r->pos <= r->nbits);
 	if (r->nbits - r->pos < (size_t)width + 1)
 		return cq_error_create(
 		    CQ_ERR_FORMAT,
@@ -148,6 +158,7 @@ static struct cq_error *decode_stream(struct bit_reader *r, struct cq_lws_stack 
 	if (err)
 		return err;
 	s->depth = (unsigned)depth;
+	assert(s->depth <= CQ_LWS_MAX_DEPTH);
 	for (unsigned i = 0; i < s->depth; i++) {
 		if ((err = read_item(r, s->addr, i, &s->addr[i])))
 			return cq_error_prefix(err, "item %u (depth %u)", i, s->depth);
@@ -179,6 +190,7 @@ struct bit_writer {
 
 static void put_bit(struct bit_writer *w, unsigned bit)
 {
+	assert(w->pos < w->cap_bits && bit <= 1);
 	if (!(w->pos & 7))
 		w->bytes[w->pos >> 3] = 0;
 	w->bytes[w->pos >> 3] |= (uint8_t)(bit << (7 - (w->pos & 7)));
@@ -188,6 +200,7 @@ static void put_bit(struct bit_writer *w, unsigned bit)
 /* Writes width (<= 63) value bits, MSB first, and the empty trailing bit. */
 static void write_field(struct bit_writer *w, uint64_t value, unsigned width)
 {
+	assert(width <= 63 && value >> width == 0);
 	if (w->overflow || w->cap_bits - w->pos < (size_t)width + 1) {
 		w->overflow = 1;
 		return;
@@ -235,6 +248,7 @@ static void write_item(struct bit_writer *w, const uint64_t *addr, unsigned i)
 		write_counted(w, addr[i]);
 		return;
 	}
+	assert(d.ref < i && i - d.ref <= MAX_BACK);
 	write_field(w, 1, 1);
 	write_field(w, i - d.ref - 1, BACK_BITS);
 	write_field(w, d.subtract, 1);
@@ -277,6 +291,7 @@ struct cq_error *cq_lws_encode(const struct cq_lws_stack *s, uint8_t *out, size_
 		return cq_error_create(CQ_ERR_LIMIT,
 		                       "lws blob: output buffer of %zu bytes is too small", cap);
 	size_t len = (w.pos + 7) / 8 + TRAILER;
+	assert(len <= room && len <= CQ_LWS_MAX_BLOB);
 	out[len - 2] = (uint8_t)(len >> 8);
 	out[len - 1] = (uint8_t)len;
 	*out_len = len;

@@ -1,9 +1,13 @@
 /*
  * lws_log.c - read logs line by line and find "~m#" records in them
  * (see lws_log.h).
+ *
+ * Invariants (asserted): a line never holds more than CQ_LWS_LOG_MAX_LINE
+ * bytes and its NUL; a record found lies inside the line, after from.
  */
 #include "libcore/formats/lws_log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +54,7 @@ bool cq_lws_log_next_line(struct cq_lws_log_reader *r, struct cq_error **err)
 	}
 	if (!any)
 		return false;
+	assert(r->len <= CQ_LWS_LOG_MAX_LINE);
 	if (r->len && r->line[r->len - 1] == '\r')
 		r->len--;
 	r->line[r->len] = '\0';
@@ -85,6 +90,7 @@ bool cq_lws_log_find_record(const char *line, size_t len, size_t from, size_t *s
 				k--;
 			j = k;
 		}
+		assert(from <= i && i + 3 <= j && j <= len);
 		*start = i;
 		*end = j;
 		return true;

@@ -1,9 +1,16 @@
 /*
  * stack_blob.c - encode and decode stacks.frames_blob (see stack_blob.h for
  * the format) on top of the lws backtrace codec.
+ *
+ * Invariants (asserted): a record being filled never holds more than
+ * CQ_LWS_MAX_DEPTH items and a run at most RUN_MAX frames; the encoder's
+ * buffer keeps a whole record's room; the decoder's record starts run from
+ * 0 upwards, and frames are written only below the count the first record
+ * gave.
  */
 #include "libcore/formats/stack_blob.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +42,18 @@ static struct cq_error *append_record(struct out_buf *b, const struct cq_lws_sta
 		b->cap = cap;
 	}
 	size_t n;
+	assert(b->cap - b->len >= CQ_LWS_MAX_BLOB);
 	struct cq_error *err = cq_lws_encode(s, b->bytes + b->len, b->cap - b->len, &n);
 	if (!err)
 		b->len += n;
+	assert(b->len <= b->cap);
 	return err;
 }
 
 /* Adds one item to the record being filled, flushing it when full. */
 static struct cq_error *push_item(struct out_buf *b, struct cq_lws_stack *rec, uint64_t value)
 {
+	assert(rec->depth < CQ_LWS_MAX_DEPTH);
 	rec->addr[rec->depth++] = value;
 	if (rec->depth < CQ_LWS_MAX_DEPTH)
 		return NULL;
@@ -80,6 +90,7 @@ static struct cq_error *encode_runs(struct out_buf *b, const struct cq_stack_blo
 		size_t len = 1;
 		while (i + len < n && len < RUN_MAX && run_attributes(&f[i + len]) == attr)
 			len++;
+		assert(len >= 1 && len <= RUN_MAX && (attr & (RUN_MAX - 1)) == 0);
 		err = push_item(b, &rec, attr | (len - 1));
 		i += len;
 	}
@@ -91,6 +102,7 @@ static struct cq_error *encode_runs(struct out_buf *b, const struct cq_stack_blo
 struct cq_error *cq_stack_blob_encode(const struct cq_stack_blob_frame *frames, size_t n,
                                       uint8_t **out, size_t *len)
 {
+	assert((frames || n == 0) && out && len);
 	*out = NULL;
 	*len = 0;
 	if (n > CQ_STACK_BLOB_MAX_FRAMES)
@@ -139,6 +151,7 @@ static struct cq_error *split_records(const uint8_t *blob, size_t len, size_t *s
 		end -= rec_len;
 		starts[n++] = end;
 	}
+	assert(end == 0 && n <= cap);
 	/* starts[] holds the records last first; put them in order. */
 	for (size_t i = 0; i < n / 2; i++) {
 		size_t t = starts[i];
@@ -153,6 +166,7 @@ static struct cq_error *decode_record(const uint8_t *blob, size_t len, const siz
                                       size_t count, size_t i, struct cq_lws_stack *rec)
 {
 	size_t end = i + 1 < count ? starts[i + 1] : len;
+	assert(i < count && starts[i] < end && end <= len);
 	struct cq_error *err = cq_lws_decode(blob + starts[i], end - starts[i], rec);
 	if (err)
 		return cq_error_prefix(err, "stack blob: record %zu", i);
@@ -209,6 +223,7 @@ static struct cq_error *decode_all(const uint8_t *blob, size_t len, const size_t
 			err = cq_error_create(
 			    CQ_ERR_FORMAT, "stack blob: offset record %zu holds %u frames, not %zu",
 			    i, rec.depth, want);
+		assert(err || at + rec.depth <= n);
 		for (unsigned k = 0; !err && k < rec.depth; k++)
 			frames[at++].offset = rec.addr[k];
 	}
@@ -235,6 +250,7 @@ static struct cq_error *decode_all(const uint8_t *blob, size_t len, const size_t
 struct cq_error *cq_stack_blob_decode(const uint8_t *blob, size_t len,
                                       struct cq_stack_blob_frame **frames, size_t *n)
 {
+	assert((blob || len == 0) && frames && n);
 	*frames = NULL;
 	*n = 0;
 	if (len == 0)

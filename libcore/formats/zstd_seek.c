@@ -2,9 +2,15 @@
  * zstd_seek.c - read and write the seek table of zstd's seekable format
  * (see zstd_seek.h).  Every field is checked before it is used: a table is
  * believed only if its frames tile the file exactly up to the table.
+ *
+ * Invariants (asserted): once the footer is checked the entries lie inside
+ * the table; a parsed table's frames are non-empty and tile [0, raw_size)
+ * and the compressed bytes before the table; a find lands in the frame
+ * holding the offset.
  */
 #include "libcore/formats/zstd_seek.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -60,6 +66,7 @@ struct cq_error *cq_zseek_parse(const uint8_t *table, size_t table_size, uint64_
 		return cq_error_create(CQ_ERR_FORMAT,
 		                       "seek table: not a skippable frame of its own size");
 	size_t n = cq_load_u32(foot), esize = entry_size(foot[4]);
+	assert(8 + n * esize + CQ_ZSEEK_FOOTER == table_size);
 	if (n == 0)
 		return cq_error_create(CQ_ERR_FORMAT, "seek table: no frames");
 	struct cq_zseek_frame *f = calloc(n, sizeof(*f));
@@ -112,12 +119,14 @@ struct cq_error *cq_zseek_parse(const uint8_t *table, size_t table_size, uint64_
 		free(f);
 		return err;
 	}
+	assert(comp == data_end && raw >= n && f[n - 1].raw_off + f[n - 1].raw_size == raw);
 	*out = (struct cq_zseek){.frame = f, .n = n, .raw_size = raw, .table_size = table_size};
 	return NULL;
 }
 
 size_t cq_zseek_find(const struct cq_zseek *z, uint64_t raw_off)
 {
+	assert(z && (z->frame || z->n == 0));
 	size_t lo = 0, hi = z->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -126,7 +135,9 @@ size_t cq_zseek_find(const struct cq_zseek *z, uint64_t raw_off)
 		else
 			hi = mid;
 	}
-	return lo < z->n && z->frame[lo].raw_off <= raw_off ? lo : z->n;
+	size_t at = lo < z->n && z->frame[lo].raw_off <= raw_off ? lo : z->n;
+	assert(at == z->n || raw_off - z->frame[at].raw_off < z->frame[at].raw_size);
+	return at;
 }
 
 static void put_u32(uint8_t *p, uint32_t v)
@@ -141,6 +152,7 @@ size_t cq_zseek_encoded_size(size_t n)
 
 void cq_zseek_encode(const uint32_t *comp_size, const uint32_t *raw_size, size_t n, uint8_t *buf)
 {
+	assert(buf && (comp_size || n == 0) && (raw_size || n == 0) && n <= CQ_ZSEEK_MAX_FRAMES);
 	size_t size = cq_zseek_encoded_size(n);
 	put_u32(buf, CQ_ZSEEK_SKIP_MAGIC);
 	put_u32(buf + 4, (uint32_t)(size - 8));

@@ -6,9 +6,14 @@
  *   Elf64_Dyn  {d_tag, d_val}                     16 bytes
  *   r_debug    {r_version (int, padded), r_map, r_brk, r_state, r_ldbase}
  *   link_map   {l_addr, l_name, l_ld, l_next, l_prev}
+ *
+ * Invariants (asserted): the page size is a power of two; a load range is
+ * non-empty; every found object's path lies inside the one paths buffer,
+ * and the list is handed over sorted, only to a core that has no mappings.
  */
 #include "libcore/model/link_map.h"
 
+#include <assert.h>
 #include <elf.h>
 #include <gelf.h>
 #include <stdio.h>
@@ -44,10 +49,12 @@ static bool load_range(const Elf64_Phdr *ph, size_t n, uint64_t bias, uint64_t p
 		lo = ph[i].p_vaddr < lo ? ph[i].p_vaddr : lo;
 		hi = ph[i].p_vaddr + ph[i].p_memsz > hi ? ph[i].p_vaddr + ph[i].p_memsz : hi;
 	}
+	assert(page && (page & (page - 1)) == 0);
 	if (lo >= hi || hi > UINT64_MAX - bias - page)
 		return false;
 	*start = (lo + bias) & ~(page - 1);
 	*end = (hi + bias + page - 1) & ~(page - 1);
+	assert(*start < *end);
 	return true;
 }
 
@@ -77,6 +84,7 @@ static struct cq_error *add(struct found *f, uint64_t start, uint64_t end, const
 		f->paths = p;
 		f->paths_cap = cap;
 	}
+	assert(f->n < f->cap && f->paths_len + len <= f->paths_cap);
 	memcpy(f->paths + f->paths_len, path, len);
 	f->path_at[f->n] = f->paths_len;
 	f->paths_len += len;
@@ -421,6 +429,7 @@ static int by_start(const void *a, const void *b)
 
 struct cq_error *cq_link_map_mappings(struct cq_core *core)
 {
+	assert(core && core->nmappings == 0 && !core->mappings);
 	uint64_t page = core->at_pagesz ? core->at_pagesz : 4096;
 	if (page & (page - 1))
 		page = 4096;
@@ -455,8 +464,10 @@ struct cq_error *cq_link_map_mappings(struct cq_core *core)
 		free(f.paths);
 		return err;
 	}
-	for (size_t i = 0; i < f.n; i++)
+	for (size_t i = 0; i < f.n; i++) {
+		assert(f.path_at[i] < f.paths_len);
 		f.map[i].path = f.paths + f.path_at[i];
+	}
 	free(f.path_at);
 	qsort(f.map, f.n, sizeof(*f.map), by_start);
 	core->mappings = f.map;

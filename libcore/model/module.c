@@ -9,9 +9,15 @@
  *
  * Once a module's file is accepted, its pages are added to the memory reader
  * as the fallback layer, so text and rodata absent from the core read from it.
+ *
+ * Invariants (asserted): the page size is a power of two; a module is a run
+ * [first, last] of the core's mappings; a build-id note read is inside the
+ * bytes read; the modules are sorted by start once loaded (cq_module_find
+ * searches them by halves).
  */
 #include "libcore/model/module.h"
 
+#include <assert.h>
 #include <elf.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -49,6 +55,7 @@ static bool find_build_id_note(const uint8_t *buf, size_t len, struct mem_elf_in
 		size_t desc_off = name_off + (((size_t)namesz + 3) & ~(size_t)3);
 		if (namesz > len || descsz > len || desc_off > len || descsz > len - desc_off)
 			return false;
+		assert(name_off <= desc_off && desc_off + descsz <= len);
 		if (type == NT_GNU_BUILD_ID && namesz == 4 &&
 		    memcmp(buf + name_off, "GNU", 4) == 0 && descsz > 0 &&
 		    descsz <= CQ_BUILD_ID_MAX) {
@@ -70,6 +77,7 @@ static uint64_t load_bias(uint64_t map_start, uint64_t p_vaddr, uint64_t p_offse
 static bool read_elf_from_memory(struct cq_mem *mem, uint64_t start, uint64_t page,
                                  struct mem_elf_info *info)
 {
+	assert(page && (page & (page - 1)) == 0);
 	Elf64_Ehdr eh;
 	memset(info, 0, sizeof(*info));
 	if (!cq_mem_read(mem, start, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
@@ -248,6 +256,7 @@ static unsigned mapping_flags(const struct cq_module *mod, uint64_t addr, uint64
 static struct cq_error *add_file_memory(struct cq_core *core, struct cq_module *mod, size_t first,
                                         size_t last, uint64_t page)
 {
+	assert(first <= last && last < core->nmappings && mod->elf);
 	size_t size;
 	const uint8_t *image = (const uint8_t *)elf_rawfile(mod->elf, &size);
 	if (!image)
@@ -280,6 +289,7 @@ static struct cq_module *new_module(struct cq_core *core, size_t *cap)
 		core->modules = m;
 		*cap = ncap;
 	}
+	assert(core->nmodules < *cap);
 	struct cq_module *mod = &core->modules[core->nmodules++];
 	memset(mod, 0, sizeof(*mod));
 	mod->fd = -1;
@@ -289,6 +299,7 @@ static struct cq_module *new_module(struct cq_core *core, size_t *cap)
 static struct cq_error *add_file_module(struct cq_core *core, size_t first, size_t last,
                                         size_t *cap, uint64_t page)
 {
+	assert(first <= last && last < core->nmappings);
 	const struct cq_core_mapping *m = &core->mappings[first];
 	struct mem_elf_info info;
 	bool in_core = read_elf_from_memory(&core->mem, m->start, page, &info);
@@ -326,6 +337,7 @@ static struct cq_error *add_vdso_module(struct cq_core *core, size_t *cap, uint6
 	if (!copy)
 		return &cq_error_nomem;
 	len = cq_mem_read_partial(&core->mem, core->at_sysinfo_ehdr, copy, len);
+	assert(len <= MAX_VDSO_BYTES);
 	struct mem_elf_info info;
 	if (len < sizeof(Elf64_Ehdr) ||
 	    !read_elf_from_memory(&core->mem, core->at_sysinfo_ehdr, page, &info)) {
@@ -358,6 +370,7 @@ static int module_cmp(const void *a, const void *b)
 
 struct cq_error *cq_core_load_modules(struct cq_core *core)
 {
+	assert(core && core->nmodules == 0 && (core->mappings || core->nmappings == 0));
 	size_t cap = 0;
 	uint64_t page = core->at_pagesz ? core->at_pagesz : 4096;
 	if (page & (page - 1))
@@ -379,6 +392,8 @@ struct cq_error *cq_core_load_modules(struct cq_core *core)
 		return err;
 	if (core->nmodules > 1)
 		qsort(core->modules, core->nmodules, sizeof(*core->modules), module_cmp);
+	for (size_t i = 1; i < core->nmodules; i++)
+		assert(core->modules[i - 1].start <= core->modules[i].start);
 	cq_mem_finish(&core->mem);
 	return NULL;
 }
@@ -451,6 +466,7 @@ struct cq_error *cq_module_open_elf(const char *path, struct cq_module *out)
 
 struct cq_module *cq_module_find(struct cq_module *modules, size_t n, uint64_t addr)
 {
+	assert(modules || n == 0);
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

@@ -16,9 +16,15 @@
  * description) or NT_PRPSINFO before the first NT_PRSTATUS (the kernel
  * writes the dumping thread's NT_PRSTATUS first).  When no thread of it was
  * handling a signal other than a stop, it is a snapshot (core.h).
+ *
+ * Invariants (asserted): the architecture's NT_PRSTATUS layout (registers,
+ * syscall and thread-pointer slots) lies inside the size a note is checked
+ * for before it is read; NT_FILE's entries and the first name lie inside
+ * the descriptor once its count is checked; a parsed core has a thread.
  */
 #include "libcore/model/notes.h"
 
+#include <assert.h>
 #include <elf.h>
 #include <gelf.h>
 #include <signal.h>
@@ -31,6 +37,21 @@
 #define PRPSINFO_SIZE    136
 #define SIGINFO_MIN_SIZE 24
 
+/* The fields parse_psinfo and parse_siginfo read lie inside what they check for. */
+_Static_assert(56 + 80 <= PRPSINFO_SIZE, "psargs inside NT_PRPSINFO");
+_Static_assert(20 + 4 <= SIGINFO_MIN_SIZE, "si_uid inside NT_SIGINFO");
+
+/* Every slot add_thread reads lies inside arch's pr_reg, inside NT_PRSTATUS. */
+static bool prstatus_layout_sane(const struct cq_arch *arch)
+{
+	unsigned n = arch->prstatus_nregs;
+	return arch->prstatus_reg_offset + 8 * n <= arch->prstatus_size &&
+	       32 + 4 <= arch->prstatus_size && arch->syscall.nr_slot < n &&
+	       arch->syscall.arg_slots[0] < n && arch->syscall.arg_slots[1] < n &&
+	       arch->syscall.ret_slot < n &&
+	       (arch->tp_source != CQ_ARCH_TP_PRSTATUS_SLOT || arch->tp_slot < n);
+}
+
 static bool name_is(const char *name, GElf_Nhdr *nh, const char *want)
 {
 	return nh->n_namesz == strlen(want) + 1 && memcmp(name, want, nh->n_namesz) == 0;
@@ -40,6 +61,7 @@ static struct cq_error *add_thread(struct cq_core *core, const uint8_t *desc, si
                                    size_t *cap)
 {
 	const struct cq_arch *arch = core->arch;
+	assert(prstatus_layout_sane(arch));
 	if (size < arch->prstatus_size)
 		return cq_error_create(CQ_ERR_FORMAT, "NT_PRSTATUS note is %zu bytes, expected %zu",
 		                       size, arch->prstatus_size);
@@ -51,6 +73,7 @@ static struct cq_error *add_thread(struct cq_core *core, const uint8_t *desc, si
 		core->threads = t;
 		*cap = ncap;
 	}
+	assert(core->nthreads < *cap);
 	struct cq_core_thread *t = &core->threads[core->nthreads];
 	memset(t, 0, sizeof(*t));
 	t->tid = cq_load_i32(desc + 32);
@@ -175,6 +198,7 @@ static struct cq_error *parse_file_note(struct cq_core *core, const uint8_t *des
 		return &cq_error_nomem;
 	const char *names = (const char *)desc + 16 + 24 * count;
 	const char *end = (const char *)desc + size;
+	assert(names <= end);
 	for (uint64_t i = 0; i < count; i++) {
 		const uint8_t *e = desc + 16 + 24 * i;
 		const char *nul = memchr(names, '\0', (size_t)(end - names));
@@ -254,6 +278,7 @@ static enum cq_core_snapshot snapshot_of(struct cq_core *core, const struct note
 
 struct cq_error *cq_notes_parse(struct cq_core *core)
 {
+	assert(core && core->elf && core->arch && core->nthreads == 0 && !core->mappings);
 	Elf *elf = core->elf;
 	size_t phnum;
 	struct note_marks marks = {0};
@@ -297,6 +322,7 @@ struct cq_error *cq_notes_parse(struct cq_core *core)
 	}
 	if (core->nthreads == 0)
 		return cq_error_create(CQ_ERR_FORMAT, "core has no NT_PRSTATUS (thread) notes");
+	assert(core->threads && core->nthreads <= marks.thread_cap);
 	core->snapshot = snapshot_of(core, &marks);
 	if (core->snapshot)
 		core->threads[0].crashed = false;

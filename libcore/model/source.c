@@ -5,9 +5,15 @@
  * decodes zstd/lz4/xz/gzip/bzip2 streams, identified by their magic.  It is
  * loaded only when a core needs it (libcore/base/archive_api.h): an
  * uncompressed core file is mapped as it is and never loads it.
+ *
+ * Invariants (asserted): a seekable core's chunk bounds are its frames'
+ * starts, strictly increasing, then the image's end, so the lazy map asks
+ * only for frames that exist; a source holds one reading (mapped, spooled,
+ * frames or stream); a feed is of one of them.
  */
 #include "libcore/model/source.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -181,6 +187,7 @@ static bool frame_decode(const struct cq_source_frames *f, size_t i, ZSTD_DCtx *
 static bool frame_fill(void *arg, size_t i, uint8_t *dst, size_t len)
 {
 	struct cq_source_frames *f = arg;
+	assert(i < f->table.n && len > 0);
 	if (len == f->table.frame[i].raw_size)
 		return frame_decode(f, i, f->dctx, f->comp, dst);
 	/* The image was cut inside this frame: all of it, then the part kept. */
@@ -290,6 +297,8 @@ static struct cq_error *open_frames(int fd, uint64_t size, uint64_t max_raw, str
 	for (size_t i = 0; i < n; i++)
 		bound[i] = f->table.frame[i].raw_off;
 	bound[n] = end;
+	for (size_t i = 0; i < n; i++)
+		assert(bound[i] < bound[i + 1]);
 	size_t most = 0;
 	for (size_t i = 0; i < n; i++)
 		if (f->table.frame[i].comp_size > most)
@@ -473,6 +482,7 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regul
                                 bool want_fd, const struct cq_stream_hint *hint,
                                 struct cq_source *out)
 {
+	assert(path && out);
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
 
@@ -559,6 +569,7 @@ struct cq_error *cq_source_open(const char *path, uint64_t max_spool, bool regul
 
 struct cq_source_read cq_source_read(const struct cq_source *src)
 {
+	assert(!(src->stream && src->frames));
 	struct cq_source_read r = {.compression = src->compression, .size = src->size};
 	if (src->stream) {
 		struct cq_stream_image_stats st = cq_stream_image_stats(src->stream);
@@ -595,6 +606,7 @@ struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_fee
                                       size_t n, const struct cq_feed_words *words, size_t nwords,
                                       struct cq_source_feed **out)
 {
+	assert(src && (spans || n == 0) && (words || nwords == 0) && out);
 	*out = NULL;
 	if (!src->frames && !(src->stream && cq_stream_image_dropped(src->stream)))
 		return NULL;
@@ -626,6 +638,7 @@ struct cq_error *cq_source_feed_start(struct cq_source *src, const struct cq_fee
 
 const uint8_t *cq_source_feed_next(struct cq_source_feed *sf, bool *none)
 {
+	assert(sf && none && (sf->feed || sf->stream));
 	*none = false;
 	return sf->feed ? cq_feed_next(sf->feed) : cq_stream_image_feed_kept_next(sf->stream, none);
 }

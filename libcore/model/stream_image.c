@@ -1,9 +1,16 @@
 /*
  * stream_image.c - a one-stream compressed core read once, keeping only
  * the pages the analysis reads (see stream_image.h).
+ *
+ * Invariants (asserted): a parsed head holds the program headers and every
+ * PT_NOTE segment whole (parse_head sizes it so), so notes are read inside
+ * it; a keep plan, once merged, is sorted, page-aligned, disjoint ranges;
+ * what is kept of a decompressed window lies inside that window; a read
+ * never reports more bytes than were asked for.
  */
 #include "libcore/model/stream_image.h"
 
+#include <assert.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -276,6 +283,7 @@ static bool plan_add(struct cq_stream_plan *p, uint64_t lo, uint64_t hi)
 		return true;
 	if (!grow((void **)&p->v, p->n, &p->cap, sizeof(*p->v)))
 		return false;
+	assert(p->n < p->cap);
 	p->v[p->n++] = (struct cq_stream_range){lo, hi};
 	return true;
 }
@@ -300,6 +308,9 @@ static void plan_merge(struct cq_stream_plan *p)
 			p->v[++w] = p->v[i];
 	}
 	p->n = w + 1;
+	for (size_t i = 0; i < p->n; i++)
+		assert(p->v[i].lo < p->v[i].hi && (i == 0 || p->v[i - 1].hi < p->v[i].lo) &&
+		       (p->v[i].lo & (page_size() - 1)) == 0);
 }
 
 struct head {
@@ -325,6 +336,7 @@ static bool each_note(const struct head *h,
 		get_phdr(h, i, &ph);
 		if (ph.p_type != PT_NOTE)
 			continue;
+		assert(h->b && ph.p_offset + ph.p_filesz <= h->len);
 		const uint8_t *p = h->b + ph.p_offset, *end = p + ph.p_filesz;
 		while (end - p >= 12) {
 			uint32_t namesz = cq_load_u32(p), descsz = cq_load_u32(p + 4),
@@ -639,11 +651,13 @@ static bool roll_to(struct cq_stream_image *s, size_t i, uint8_t *dst, size_t le
 		int64_t got = reader_read(&s->roll, dst, want);
 		if (got <= 0)
 			return false;
+		assert((uint64_t)got <= want);
 		s->roll_pos += (uint64_t)got;
 	}
 	int64_t got = reader_read(&s->roll, dst, len);
 	if (got < 0)
 		return false;
+	assert((uint64_t)got <= len);
 	memset(dst + got, 0, len - (size_t)got); /* past the core's end */
 	s->roll_pos += (uint64_t)got;
 	return true;
@@ -664,6 +678,7 @@ static bool second_fill(void *arg, size_t i, uint8_t *dst, size_t len)
 	}
 	uint64_t at = s->bound[i];
 	size_t done = pread_full(s->spool_fd, dst, len, at);
+	assert(done <= len);
 	if (done < len && at + done < s->size) {
 		/* the spool was cut short (no room): what it lacks reads as zeros */
 		__atomic_add_fetch(&s->stats.bad_chunks, 1, __ATOMIC_RELAXED);
@@ -785,11 +800,13 @@ static struct cq_error *keep(struct cq_stream_image *s, const struct cq_stream_p
 	for (size_t j = *k; j < p->n && p->v[j].lo < end; j++) {
 		uint64_t lo = p->v[j].lo > at ? p->v[j].lo : at;
 		uint64_t hi = p->v[j].hi < end ? p->v[j].hi : end;
+		assert(at <= lo && lo <= hi && hi <= end);
 		struct cq_error *err = cq_lazy_map_put(s->map, lo, b + (lo - at), hi - lo);
 		if (err)
 			return err;
 		kept += hi - lo;
 	}
+	assert(kept <= len);
 	s->stats.kept_bytes += kept;
 	s->stats.dropped_bytes += len - kept;
 	return NULL;

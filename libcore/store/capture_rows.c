@@ -3,9 +3,13 @@
  * of them, and the directory ingest's memory of files it has seen (see
  * capture_rows.h).
  * Each call is one statement, so each is its own transaction.
+ *
+ * Invariants (asserted): every statement is prepared before it is stepped,
+ * and the placeholder binds every parameter its statement names.
  */
 #include "libcore/store/capture_rows.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -39,6 +43,7 @@ static struct cq_error *prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 static struct cq_error *step_once(sqlite3 *db, sqlite3_stmt *st, const char *what, bool *found,
                                   int64_t *value)
 {
+	assert(db && st && what);
 	int rc = sqlite3_step(st);
 	if (found)
 		*found = rc == SQLITE_ROW;
@@ -83,11 +88,13 @@ struct cq_error *cq_store_placeholder(struct cq_store *store, const struct cq_ca
 	    "?7, 0, 0, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?1, ?17) "
 	    "ON CONFLICT (identity) DO UPDATE SET status = excluded.status, "
 	    "message = excluded.message RETURNING id";
+	assert(store && cap && stored_path && status && id);
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	struct cq_error *err = prepare_path(db, sql, stored_path, &st);
 	if (err)
 		return err;
+	assert(sqlite3_bind_parameter_count(st) == 17);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
 	bind_opt_int(st, 3, cap, CQ_CAPTURE_PID, cap->pid);
 	bind_opt_text(st, 4, cap->exe);
@@ -162,11 +169,13 @@ struct cq_error *cq_store_file_record(struct cq_store *store, const char *path, 
 {
 	static const char sql[] = "INSERT OR REPLACE INTO seen_files (path, size, mtime_ns, "
 	                          "core_id, status, message, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
+	assert(store && path && status);
 	sqlite3 *db = cq_store_db(store);
 	sqlite3_stmt *st;
 	struct cq_error *err = prepare_file(db, sql, path, size, mtime_ns, &st);
 	if (err)
 		return err;
+	assert(sqlite3_bind_parameter_count(st) == 7);
 	if (core_id)
 		sqlite3_bind_int64(st, 4, core_id);
 	else

@@ -12,7 +12,7 @@
 
 #include "libcore/base/build_id.h"
 #include "libcore/base/json.h"
-#include "libcore/db/schema.h"
+#include "libcore/db/db_error.h"
 #include "libcore/model/si_code.h"
 #include "libcore/store/sender_claimed.h"
 #include "libcore/store/store_db.h"

@@ -6,9 +6,14 @@
  * by identity) and plain INSERT ... SELECT statements copy what is new.  The
  * stack blobs (stacks.frames_blob) hold module ids, so new stacks get theirs
  * encoded again from their frames with the target's ids.
+ *
+ * Invariants (asserted): the sources are attached outside any transaction
+ * (SQLite refuses ATTACH inside one), and merged inside the one that makes
+ * the merge all or nothing.
  */
 #include "libcore/store/merge.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -21,6 +26,7 @@
 #include "unwind/frames.h"
 #include "libcore/base/build_id.h"
 #include "libcore/db/guard.h"
+#include "libcore/db/db_error.h"
 #include "libcore/db/schema.h"
 #include "libcore/formats/stack_blob.h"
 #include "libcore/store/sender_claimed.h"
@@ -442,6 +448,7 @@ static struct cq_error *check_buckets(sqlite3 *db, const char *alias)
 static struct cq_error *merge_one(sqlite3 *db, const char *path, const char *alias,
                                   struct cq_merge_result *r)
 {
+	assert(!sqlite3_get_autocommit(db)); /* every source in the one transaction */
 	int64_t version = 0, latest = cq_schema_latest("db");
 	struct cq_error *err = run_aliased(db, "PRAGMA src.user_version", alias, &version);
 	if (!err && version != latest)
@@ -501,8 +508,10 @@ static struct cq_error *merge_one(sqlite3 *db, const char *path, const char *ali
 struct cq_error *cq_store_merge(struct cq_store *store, const char *const *paths, size_t n,
                                 struct cq_merge_result *r)
 {
+	assert(store && (paths || n == 0) && r);
 	memset(r, 0, sizeof(*r));
 	sqlite3 *db = cq_store_db(store);
+	assert(sqlite3_get_autocommit(db)); /* ATTACH needs no transaction open */
 	/*
 	 * ATTACH is refused inside a transaction: every source is attached
 	 * first, read-only, by a URI that names exactly its file (guard.h).

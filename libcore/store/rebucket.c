@@ -6,9 +6,13 @@
  * (the ifunc's public name, the covering export, the "[soname]"
  * placeholder) where the module files gave one at ingest.  The main
  * executable is the module whose path is the core's exe.
+ *
+ * Invariants (asserted): buckets are written inside the re-bucketing's
+ * transaction, from rows sorted by hash, each core filed once.
  */
 #include "libcore/store/rebucket.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +188,10 @@ static struct cq_error *write_buckets(sqlite3 *db, const char *version, struct r
 	    "(SELECT bucket_id FROM cores WHERE bucket_id IS NOT NULL)",
 	};
 	enum { CLEAR, FIND, UPDATE, INSERT, FILE_CORE, DROP, NSQL };
+	_Static_assert(sizeof(sql) / sizeof(sql[0]) == NSQL, "a statement per name");
+	assert(!sqlite3_get_autocommit(db) && (rows || n == 0) && res);
+	for (size_t i = 1; i < n; i++)
+		assert(strcmp(rows[i - 1].hash, rows[i].hash) <= 0);
 	sqlite3_stmt *st[NSQL] = {0};
 	struct cq_error *err = NULL;
 	for (int i = 0; i < NSQL && !err; i++)
@@ -219,6 +227,7 @@ static struct cq_error *write_buckets(sqlite3 *db, const char *version, struct r
 		sqlite3_bind_int64(w, k++, first);
 		sqlite3_bind_int64(w, k++, last);
 		sqlite3_bind_int64(w, k++, example);
+		assert(k == sqlite3_bind_parameter_count(w));
 		cq_db_bind_text(w, k, version);
 		if (sqlite3_step(w) != SQLITE_DONE)
 			err = db_fail(db, "write bucket");
@@ -233,6 +242,7 @@ static struct cq_error *write_buckets(sqlite3 *db, const char *version, struct r
 			sqlite3_reset(st[FILE_CORE]);
 			res->moved += rows[c].old_bucket != id;
 		}
+		assert(j > i);
 		i = j;
 	}
 	if (!err && sqlite3_step(st[DROP]) != SQLITE_DONE)
@@ -245,8 +255,10 @@ static struct cq_error *write_buckets(sqlite3 *db, const char *version, struct r
 struct cq_error *cq_store_rebucket(struct cq_store *store, const struct cq_bucket_rules *rules,
                                    unsigned nframes, struct cq_store_rebucket_result *out)
 {
+	assert(store && rules && out);
 	memset(out, 0, sizeof(*out));
 	sqlite3 *db = cq_store_db(store);
+	assert(sqlite3_get_autocommit(db)); /* the re-bucketing is its own transaction */
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return db_fail(db, "begin");
 	struct row *rows;

@@ -5,11 +5,17 @@
  * Stacks are deduplicated by their hash (stack_hash.h).  Within one core the
  * hash -> stack id map is kept in memory, so 3000 threads parked in the same
  * place cost one lookup.
+ *
+ * Invariants (asserted): every write of an ingest runs inside its one
+ * transaction (a row written outside it would survive a rollback); the
+ * long INSERTs bind exactly the parameters their statement has; the
+ * in-memory stack map never holds more than the stacks it was sized for.
  */
 #include "libcore/store/store.h"
 #include "libcore/store/store_db.h"
 #include "libcore/store/stack_hash.h"
 
+#include <assert.h>
 #include <elf.h>
 #include <errno.h>
 #include <gelf.h>
@@ -29,6 +35,7 @@
 #include "libcore/base/paths.h"
 #include "libcore/base/hash.h"
 #include "libcore/db/bind.h"
+#include "libcore/db/db_error.h"
 #include "libcore/db/schema.h"
 #include "libcore/formats/stack_blob.h"
 #include "libcore/analysis/stacktrace.h"
@@ -198,12 +205,14 @@ struct ingest {
 		uint64_t hash;
 		int64_t id;
 	} * seen; /* stack hashes met in this core */
-	size_t nseen;
+	size_t nseen, seen_cap;
 };
 
 /* Resets a statement for reuse after it has been stepped. */
 static int step_reset(sqlite3_stmt *st)
 {
+	assert(
+	    !sqlite3_get_autocommit(sqlite3_db_handle(st))); /* inside the ingest's transaction */
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -351,6 +360,7 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 		sqlite3_bind_int64(st, i++, reuse_id);
 	else
 		sqlite3_bind_null(st, i++);
+	assert(i - 1 == sqlite3_bind_parameter_count(st));
 	if (step_reset(st) != SQLITE_DONE)
 		return db_error(in->store->db, "insert core");
 	*id = sqlite3_last_insert_rowid(in->store->db);
@@ -515,6 +525,7 @@ static struct cq_error *stack_id_for(struct ingest *in, const struct cq_stack_fr
 		r->new_stacks++;
 	}
 	r->stacks++;
+	assert(in->nseen < in->seen_cap);
 	in->seen[in->nseen].hash = h;
 	in->seen[in->nseen++].id = *id;
 	return NULL;
@@ -524,8 +535,10 @@ static struct cq_error *insert_threads(struct ingest *in, int64_t core_id,
                                        const struct cq_stacks *stacks, struct cq_store_result *r)
 {
 	size_t nstacks = stacks->nthreads + stacks->nsuspended;
+	assert(!in->seen && in->nseen == 0);
 	if (nstacks && !(in->seen = calloc(nstacks, sizeof(*in->seen))))
 		return &cq_error_nomem;
+	in->seen_cap = nstacks;
 	for (size_t t = 0; t < stacks->nthreads; t++) {
 		const struct cq_thread_stack *ts = &stacks->threads[t];
 		int64_t stack_id;
@@ -715,6 +728,7 @@ struct cq_error *cq_store_ingest(struct cq_store *store, const struct cq_core *c
                                  const char *identity, const struct cq_stacks *stacks,
                                  const struct cq_store_meta *meta, struct cq_store_result *result)
 {
+	assert(store && store->db && core && identity && result);
 	memset(result, 0, sizeof(*result));
 	struct ingest in = {.store = store,
 	                    .core = core,
@@ -788,6 +802,7 @@ static struct cq_error *insert_lws_log(struct ingest *in, sqlite3_stmt *st,
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)log->records);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)log->malformed);
 	sqlite3_bind_int64(st, i++, (sqlite3_int64)time(NULL));
+	assert(i - 1 == sqlite3_bind_parameter_count(st));
 	if (step_reset(st) != SQLITE_DONE)
 		return db_error(in->store->db, "insert lws log");
 	*id = sqlite3_last_insert_rowid(in->store->db);
@@ -838,8 +853,9 @@ struct cq_error *cq_store_ingest_lws(struct cq_store *store, const struct cq_sto
                                      const struct cq_store_lws_site *sites, size_t nsites,
                                      struct cq_store_lws_result *result)
 {
+	assert(store && store->db && log && (sites || nsites == 0) && result);
 	memset(result, 0, sizeof(*result));
-	struct ingest in = {.store = store};
+	struct ingest in = {.store = store, .seen_cap = nsites};
 	sqlite3_stmt *lws_st[LWS_COUNT] = {0};
 	struct cq_error *err = NULL;
 	if (nsites && !(in.seen = calloc(nsites, sizeof(*in.seen))))

@@ -16,7 +16,7 @@
 #include "libcore/store/sender_claimed.h"
 #include "libcore/store/store_db.h"
 #include "libcore/db/bind.h"
-#include "libcore/db/schema.h"
+#include "libcore/db/db_error.h"
 
 /*
  * The row id of the bucket a key names (SQL, over the parameter p): a

@@ -3,13 +3,17 @@
  * unnamed_frames.h).  A frame whose trust is "context" holds a pc from the
  * notes (the crashing instruction); every other frame of a thread holds a
  * return address.
+ *
+ * Invariants (asserted): naming is its own transaction, and a name given
+ * fills only frames that had none.
  */
 #include "libcore/store/unnamed_frames.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 
 #include "libcore/db/bind.h"
-#include "libcore/db/schema.h"
+#include "libcore/db/db_error.h"
 #include "libcore/store/store_db.h"
 
 struct cq_error *
@@ -35,8 +39,10 @@ cq_store_unnamed_modules(struct cq_store *store,
 struct cq_error *cq_store_name_frames(struct cq_store *store, int64_t module_id,
                                       cq_frame_namer namer, void *ctx, int64_t *named)
 {
+	assert(store && namer && named);
 	*named = 0;
 	sqlite3 *db = cq_store_db(store);
+	assert(sqlite3_get_autocommit(db));
 	sqlite3_stmt *sel = NULL, *upd = NULL;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return cq_db_error(db, "name frames");

@@ -6,6 +6,10 @@
  * stack) and every runtime still reports its statistics' keys; the
  * suspended list honours its bound, freeing what it does not take; every
  * runtime's descriptor names its kinds and how they are listed.
+ *
+ * Files tested: unwind/async/runtime_driver.c, unwind/async/runtime_table.c,
+ * unwind/async/runtime_services.c, unwind/async/stub.c (every runtime of the
+ * table, the test-only one too).
  */
 #include <setjmp.h>
 #include <stdarg.h>

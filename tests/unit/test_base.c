@@ -3,6 +3,8 @@
  * (libcore/base/parse.h), the FNV-1a hash whose values are stored in
  * databases (libcore/base/hash.h), the monotonic clock (clock.h), and the
  * rule for a build-id given as text (build_id.h).
+ *
+ * Files tested: libcore/base/parse.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>

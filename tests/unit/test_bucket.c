@@ -4,6 +4,8 @@
  * signatures (cq_bucket_wait_signature) on hand-built wait-for graphs: the
  * lock wrappers skipped, the same cycle listed from any thread one text,
  * another lock order another text, a 100,000-thread cycle bounded.
+ *
+ * Files tested: libcore/triage/bucket.c, libcore/triage/rules.c.
  */
 #include <setjmp.h>
 #include <signal.h>

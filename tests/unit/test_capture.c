@@ -5,6 +5,8 @@
  * cq_spool_store with the raw copy in memory, given up at every kind of
  * point (never, at the last byte, midway, at the size limit), checked by
  * libarchive reading the stored file back and by the memfd's own bytes.
+ *
+ * Files tested: libcore/capture/capture.c, libcore/capture/spool.c.
  */
 #include <archive.h>
 #include <archive_entry.h>

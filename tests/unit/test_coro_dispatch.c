@@ -137,6 +137,44 @@ static void truncated(void **state)
 	}
 }
 
+/*
+ * The dispatch's `cmp $4; je` and the even split's `test $1, %al; je` read
+ * the one `je` decoder: each form (rel8, rel32) gives the same target after
+ * either opener, and the same bytes cut short by one give none, reading
+ * only the bytes given (ASan: each buffer is exactly its length).
+ */
+static void je_forms_alike(void **state)
+{
+	(void)state;
+	const uint8_t cmp[] = {0x83, 0xf8, 0x04}, test1[] = {0xa8, 0x01};
+	const uint8_t rel8[] = {0x74, 0x10}, rel32[] = {0x0f, 0x84, 0x20, 0x00, 0x00, 0x00};
+	const struct {
+		const uint8_t *je;
+		size_t len;
+		uint64_t past; /* the target, less the opener's length */
+	} forms[] = {{rel8, sizeof(rel8), 2 + 0x10}, {rel32, sizeof(rel32), 6 + 0x20}};
+	for (size_t f = 0; f < 2; f++) {
+		for (int opener = 0; opener < 2; opener++) {
+			const uint8_t *op = opener ? test1 : cmp;
+			size_t oplen = opener ? sizeof(test1) : sizeof(cmp);
+			size_t n = oplen + forms[f].len;
+			uint64_t want = BASE + oplen + forms[f].past, end = BASE + 0x100;
+			for (size_t cut = 0; cut <= 1; cut++) {
+				uint8_t *code = malloc(n - cut);
+				assert_non_null(code);
+				memcpy(code, op, oplen);
+				memcpy(code + oplen, forms[f].je, forms[f].len - cut);
+				uint64_t t = opener
+				                 ? cq_coro_even_branch(code, n - cut, BASE, end, 0)
+				                 : cq_coro_branch_target(code, n - cut, BASE, BASE,
+				                                         end, OFF, 0, 4);
+				assert_int_equal(t, cut ? 0 : want);
+				free(code);
+			}
+		}
+	}
+}
+
 /* Random code: answers inside the actor and the bytes, nothing read beyond. */
 static void random_bytes(void **state)
 {
@@ -304,8 +342,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(o2_shape),       cmocka_unit_test(o0_shape),
 	    cmocka_unit_test(target_outside), cmocka_unit_test(truncated),
-	    cmocka_unit_test(random_bytes),   cmocka_unit_test(jump_table),
-	    cmocka_unit_test(even_half),      cmocka_unit_test(byte_store),
+	    cmocka_unit_test(je_forms_alike), cmocka_unit_test(random_bytes),
+	    cmocka_unit_test(jump_table),     cmocka_unit_test(even_half),
+	    cmocka_unit_test(byte_store),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
  * be, a planted trigger, index or view, a dropped NOT NULL, a missing table;
  * a value over CQ_DB_MAX_VALUE bytes is refused, and a sparse tail buys no
  * budget.
+ *
+ * Files tested: libcore/db/guard.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -5,6 +5,8 @@
  * The oracle is the dynamic linker itself: this test is linked against
  * zlib and libarchive, so a function resolved by name must be the very
  * function the test calls directly.
+ *
+ * Files tested: libcore/base/dynlib.c, libcore/base/archive_api.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>

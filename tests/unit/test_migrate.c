@@ -7,6 +7,8 @@
  * creates, migrates or writes a file, and refuses an older schema (saying
  * how to upgrade) and a newer one ("upgrade coreq"); an open of an existing
  * file never creates one.
+ *
+ * Files tested: libcore/db/migrate.c, libcore/db/schema.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -4,6 +4,8 @@
  * NT_PRSTATUS, the process from NT_PRPSINFO, the signal from NT_SIGINFO, the
  * auxv up to AT_NULL, and NT_FILE mappings; then hostile notes, each of which
  * must fail the open with a reason rather than be half-believed.
+ *
+ * Files tested: libcore/model/notes.c, libcore/model/core.c.
  */
 #include <setjmp.h>
 #include <signal.h>

@@ -6,6 +6,8 @@
  * alignment and null checks, the names frames are reported under, and an
  * executor's wrapper: decoded into the future it captured, and walked by
  * types alone (cq_rust_decode_types).
+ *
+ * Files tested: unwind/async/rust.c, unwind/async/rust_decode.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>

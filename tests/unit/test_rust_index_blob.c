@@ -5,6 +5,8 @@
  * damaged byte under the CRC, and every out-of-range reference behind a
  * correct CRC is rejected (or decodes to an index that encodes back to the
  * same bytes), never read past.
+ *
+ * Files tested: unwind/async/rust_index_blob.c, unwind/async/rust_index.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>

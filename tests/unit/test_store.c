@@ -4,6 +4,8 @@
  * stored core, its failure, and what the hook reads back
  * (cq_store_stored_outcome); and the disk-space policy for storing cores
  * (libcore/capture/capture.h, cq_spool_limit).
+ *
+ * Files tested: libcore/store/store.c, libcore/store/capture_rows.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -57,6 +57,30 @@ static bool cmp_imm(const uint8_t *code, size_t n, size_t i, uint64_t *imm, size
 }
 
 /*
+ * A `je` (74 rel8, or 0f 84 rel32) wholly inside code[0, n) at offset p:
+ * its target, base + the offset after it + rel, in *target; false for any
+ * other bytes or one that runs past n.
+ */
+static bool je_target(const uint8_t *code, size_t n, size_t p, uint64_t base, uint64_t *target)
+{
+	int64_t rel;
+	size_t len;
+	if (p < n && n - p >= 2 && code[p] == 0x74) {
+		rel = (int8_t)code[p + 1];
+		len = 2;
+	} else if (p < n && n - p >= 6 && code[p] == 0x0f && code[p + 1] == 0x84) {
+		int32_t r;
+		memcpy(&r, code + p + 2, 4);
+		rel = r;
+		len = 6;
+	} else {
+		return false;
+	}
+	*target = base + p + len + (uint64_t)rel;
+	return true;
+}
+
+/*
  * Where gcc's actor continues when resumed at index (x86-64), or 0.  The
  * actor opens with its dispatch: it loads _Coro_resume_index (movzwl
  * index_off(%reg)) and compares it with each suspend point's index, each
@@ -77,20 +101,8 @@ uint64_t cq_coro_branch_target(const uint8_t *code, size_t n, uint64_t base, uin
 		size_t len;
 		if (!cmp_imm(code, n, i, &imm, &len) || imm != index)
 			continue;
-		size_t p = i + len;
-		int64_t rel;
-		if (p + 2 <= n && code[p] == 0x74) {
-			rel = (int8_t)code[p + 1];
-			p += 2;
-		} else if (p + 6 <= n && code[p] == 0x0f && code[p + 1] == 0x84) {
-			int32_t r;
-			memcpy(&r, code + p + 2, 4);
-			rel = r;
-			p += 6;
-		} else
-			continue;
-		uint64_t t = base + p + (uint64_t)rel;
-		if (t > actor && t < end)
+		uint64_t t;
+		if (je_target(code, n, i + len, base, &t) && t > actor && t < end)
 			return t;
 	}
 	return 0;
@@ -112,19 +124,9 @@ uint64_t cq_coro_even_branch(const uint8_t *code, size_t n, uint64_t base, uint6
 	for (size_t i = load; i + 4 <= n && i <= load + CQ_CORO_WINDOW; i++) {
 		if (code[i] != 0xa8 || code[i + 1] != 0x01) /* test $1, %al */
 			continue;
-		size_t p = i + 2;
-		int64_t rel;
-		if (code[p] == 0x74) {
-			rel = (int8_t)code[p + 1];
-			p += 2;
-		} else if (p + 6 <= n && code[p] == 0x0f && code[p + 1] == 0x84) {
-			int32_t r;
-			memcpy(&r, code + p + 2, 4);
-			rel = r;
-			p += 6;
-		} else
+		uint64_t t;
+		if (!je_target(code, n, i + 2, base, &t))
 			continue;
-		uint64_t t = base + p + (uint64_t)rel;
 		return t > base && t < end ? t : 0;
 	}
 	return 0;
