@@ -18,6 +18,7 @@
 #include "unwind/async/runtime.h"
 #include "cmd/frames_memo.h"
 #include "cmd/stack_views.h"
+#include "cmd/task_groups.h"
 #include "cmd/wait_text.h"
 
 /* What stack's options write. */
@@ -71,7 +72,8 @@ static const struct cmd_opt stack_options[] = {
      0, NULL, NULL},
     {"group", 0, CMD_OPT_FLAG, FIELD(view.group), NULL,
      "each distinct stack once, with how many threads and which have it (pstack-summary "
-     "style)",
+     "style); suspended tasks with the same frames and state once, with their count and ids "
+     "(panicparse style)",
      0, 0, NULL, NULL},
     CMD_ROWS_CORE_FILES(struct stack_args, o),
     {"max-frames", 0, CMD_OPT_COUNT, FIELD(so.unwind.max_frames), "N",
@@ -180,6 +182,60 @@ static void json_groups(struct cq_json *j, struct frames_memo *memo, const struc
 	stack_view_groups_free(g, n);
 }
 
+/* A group's frames in JSON: its first member's, without the objects' addresses (each has its own).
+ */
+static void json_group_frames(struct cq_json *j, struct frames_memo *memo,
+                              const struct cq_suspended_stack *ss)
+{
+	struct cq_stack_frame *copy = malloc((ss->nframes ? ss->nframes : 1) * sizeof(*copy));
+	if (copy) {
+		memcpy(copy, ss->frames, ss->nframes * sizeof(*copy));
+		for (size_t i = 0; i < ss->nframes; i++)
+			copy[i].object = 0;
+	}
+	json_frames(j, memo, copy ? copy : ss->frames, ss->nframes, ss->end, 0);
+	free(copy);
+}
+
+/* --group: the suspended stacks folded into groups (task_groups.h), as "suspended_groups". */
+static void json_task_groups(struct cq_json *j, struct frames_memo *memo,
+                             const struct cq_stacks *stacks)
+{
+	struct task_groups g;
+	bool made = task_groups_make(stacks, &g);
+	cq_json_key(j, "suspended_groups");
+	cq_json_array_begin(j);
+	for (size_t k = 0; made && k < g.n; k++) {
+		const struct task_group *t = &g.v[k];
+		cq_json_object_begin(j);
+		cq_json_key(j, "kind");
+		cq_json_string(j, t->first->kind);
+		cq_json_key(j, "count");
+		cq_json_uint(j, t->n);
+		cq_json_key(j, "task_state");
+		if (t->first->task_state)
+			cq_json_string(j, t->first->task_state);
+		else
+			cq_json_null(j);
+		cq_json_key(j, "task_ids");
+		cq_json_array_begin(j);
+		for (size_t i = 0; i < t->nids; i++)
+			cq_json_uint(j, t->ids[i]);
+		cq_json_array_end(j);
+		cq_json_key(j, "without_id");
+		cq_json_uint(j, t->n - t->nids);
+		cq_json_key(j, "threads");
+		cq_json_array_begin(j);
+		for (size_t i = 0; i < t->nthreads; i++)
+			cq_json_int(j, t->threads[i]);
+		cq_json_array_end(j);
+		json_group_frames(j, memo, t->first);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+	task_groups_free(&g);
+}
+
 static void print_json(const struct cq_core *core, const struct cq_capture *cap,
                        const struct cq_stacks *stacks, const struct cq_waits *waits,
                        const struct stack_view *v)
@@ -204,9 +260,12 @@ static void print_json(const struct cq_core *core, const struct cq_capture *cap,
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
+	if (v->group && !v->ntids && !v->crashed_only)
+		json_task_groups(&j, &memo, stacks);
 	cq_json_key(&j, "suspended");
 	cq_json_array_begin(&j);
-	for (size_t i = 0; i < stacks->nsuspended && !v->ntids && !v->crashed_only; i++) {
+	for (size_t i = 0; i < stacks->nsuspended && !v->ntids && !v->crashed_only && !v->group;
+	     i++) {
 		const struct cq_suspended_stack *ss = &stacks->suspended[i];
 		cq_json_object_begin(&j);
 		cq_json_key(&j, "kind");
@@ -346,6 +405,68 @@ static void print_suspended_text(const struct cq_stacks *stacks)
 	}
 }
 
+/* One group of a runtime's suspended stacks: its size, state, threads and ids, then its frames. */
+static void print_task_group_text(const struct task_group *t, const struct cq_async_runtime *rt)
+{
+	const struct cq_suspended_stack *ss = t->first;
+	const char *noun = rt->listing == CQ_ASYNC_LIST_TASKS ? "task" : rt->noun;
+	printf("\n%zu %s%s", t->n, noun ? noun : "chain", t->n == 1 ? "" : "s");
+	if (ss->task_state || t->nthreads)
+		printf(" (%s", ss->task_state ? ss->task_state : "?");
+	for (size_t i = 0; i < t->nthreads; i++)
+		printf("%s%" PRId64,
+		       i                  ? ", "
+		       : t->nthreads == 1 ? " on thread "
+		                          : " on threads ",
+		       t->threads[i]);
+	if (ss->task_state || t->nthreads)
+		printf(")");
+	if (t->nids) {
+		char ids[4096];
+		task_group_ids_text(t, ids, sizeof(ids));
+		printf(": %s", ids);
+	} else if (rt->listing == CQ_ASYNC_LIST_TASKS && t->n == 1) {
+		printf(": %s", ss->kind);
+	}
+	printf("\n");
+	for (size_t i = 0; i < ss->nframes; i++)
+		cmd_print_group_frame_text(stdout, &ss->frames[i], i);
+	if (ss->end != CQ_END_OUTERMOST)
+		printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+}
+
+/*
+ * --group: every runtime's suspended stacks folded into groups of the same
+ * frames and state (task_groups.h), largest first, under the runtime's
+ * heading; every stack in full when out of memory.
+ */
+static void print_task_groups_text(const struct cq_stacks *stacks)
+{
+	struct task_groups g;
+	if (!task_groups_make(stacks, &g)) {
+		print_suspended_text(stacks);
+		return;
+	}
+	size_t n;
+	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
+	for (size_t r = 0; r < n; r++) {
+		size_t groups = 0, members = 0;
+		for (size_t k = 0; k < g.n; k++)
+			if (runtime_kind(rts[r], g.v[k].first->kind)) {
+				groups++;
+				members += g.v[k].n;
+			}
+		if (!groups)
+			continue;
+		printf("\n%s, grouped (%zu in %zu group%s):\n", rts[r]->heading, members, groups,
+		       groups == 1 ? "" : "s");
+		for (size_t k = 0; k < g.n; k++)
+			if (runtime_kind(rts[r], g.v[k].first->kind))
+				print_task_group_text(&g.v[k], rts[r]);
+	}
+	task_groups_free(&g);
+}
+
 /* The crashed thread first, then by tid. */
 static int thread_order(const void *a, const void *b)
 {
@@ -474,7 +595,10 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 	frames_memo_free(&memo);
 	if (v->ntids || v->crashed_only)
 		return;
-	print_suspended_text(stacks);
+	if (v->group)
+		print_task_groups_text(stacks);
+	else
+		print_suspended_text(stacks);
 }
 
 /* What --format asks for: stack's own folded and dot, beside text and json. */
