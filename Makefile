@@ -68,6 +68,9 @@ DEPS_PKGS += nginx-light apache2-utils postgresql-15
 # tests/fresh-root/run and tests/systemd-real/run (which .ci/run runs) make
 # fresh Debian 12 roots with it; the second boots its root with systemd-nspawn.
 DEPS_PKGS += mmdebstrap systemd-container
+# Go (issue 48): make bench's goroutine row builds a Go program and times
+# dlv core against coreq on its core.
+DEPS_PKGS += golang-go delve
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
@@ -199,6 +202,8 @@ $(BUILD)/asan/tests/%.o: tests/unit/%.c
 	$(CC) $(ASAN_CFLAGS) -c $< -o $@
 $(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libcoreq.a
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lcmocka
+# Unit tests of cmd/ code link its object too.
+$(BUILD)/asan/tests/test_task_groups: $(BUILD)/asan/cmd/task_groups.o
 
 # ---- fuzz targets (clang + libFuzzer) --------------------------------------
 FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(INCLUDES) $(PKG_CFLAGS) -g -O1 \
