@@ -121,6 +121,21 @@ static const struct cmd_spec stack_spec = {
     .opt = stack_options,
 };
 
+/*
+ * Whether ss's runtime lists tasks (tokio's, goroutines): --group folds
+ * those (task_groups.h); chains (folly, C++, Rust futures) keep their own listing.
+ */
+static bool listed_as_task(const struct cq_suspended_stack *ss)
+{
+	size_t n;
+	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
+	for (size_t r = 0; r < n; r++)
+		for (size_t k = 0; rts[r]->kinds && rts[r]->kinds[k]; k++)
+			if (strcmp(rts[r]->kinds[k], ss->kind) == 0)
+				return rts[r]->listing == CQ_ASYNC_LIST_TASKS;
+	return false;
+}
+
 /* Frames of a stack on thread tid (0: on none, a suspended chain), rendered through memo. */
 static void json_frames(struct cq_json *j, struct frames_memo *memo,
                         const struct cq_stack_frame *frames, size_t n, enum cq_unwind_end end,
@@ -182,27 +197,16 @@ static void json_groups(struct cq_json *j, struct frames_memo *memo, const struc
 	stack_view_groups_free(g, n);
 }
 
-/* A group's frames in JSON: its first member's, without the objects' addresses (each has its own).
+/*
+ * --group: the suspended stacks of runtimes that list tasks folded into
+ * groups (task_groups.h), as "suspended_groups"; frames are the first
+ * member's (its futures' addresses).
  */
-static void json_group_frames(struct cq_json *j, struct frames_memo *memo,
-                              const struct cq_suspended_stack *ss)
-{
-	struct cq_stack_frame *copy = malloc((ss->nframes ? ss->nframes : 1) * sizeof(*copy));
-	if (copy) {
-		memcpy(copy, ss->frames, ss->nframes * sizeof(*copy));
-		for (size_t i = 0; i < ss->nframes; i++)
-			copy[i].object = 0;
-	}
-	json_frames(j, memo, copy ? copy : ss->frames, ss->nframes, ss->end, 0);
-	free(copy);
-}
-
-/* --group: the suspended stacks folded into groups (task_groups.h), as "suspended_groups". */
 static void json_task_groups(struct cq_json *j, struct frames_memo *memo,
                              const struct cq_stacks *stacks)
 {
 	struct task_groups g;
-	bool made = task_groups_make(stacks, &g);
+	bool made = task_groups_make(stacks, listed_as_task, &g);
 	cq_json_key(j, "suspended_groups");
 	cq_json_array_begin(j);
 	for (size_t k = 0; made && k < g.n; k++) {
@@ -229,11 +233,38 @@ static void json_task_groups(struct cq_json *j, struct frames_memo *memo,
 		for (size_t i = 0; i < t->nthreads; i++)
 			cq_json_int(j, t->threads[i]);
 		cq_json_array_end(j);
-		json_group_frames(j, memo, t->first);
+		json_frames(j, memo, t->first->frames, t->first->nframes, t->first->end, 0);
 		cq_json_object_end(j);
 	}
 	cq_json_array_end(j);
 	task_groups_free(&g);
+}
+
+/* One suspended stack, an element of "suspended". */
+static void json_suspended(struct cq_json *j, struct frames_memo *memo,
+                           const struct cq_suspended_stack *ss)
+{
+	cq_json_object_begin(j);
+	cq_json_key(j, "kind");
+	cq_json_string(j, ss->kind);
+	cq_json_key(j, "leaf");
+	cq_json_hex(j, ss->leaf);
+	if (ss->has_task) {
+		cq_json_key(j, "task_id");
+		if (ss->task_id)
+			cq_json_uint(j, ss->task_id);
+		else
+			cq_json_null(j);
+		cq_json_key(j, "task_state");
+		cq_json_string(j, ss->task_state);
+		cq_json_key(j, "thread");
+		if (ss->thread)
+			cq_json_int(j, ss->thread);
+		else
+			cq_json_null(j);
+	}
+	json_frames(j, memo, ss->frames, ss->nframes, ss->end, 0);
+	cq_json_object_end(j);
 }
 
 static void print_json(const struct cq_core *core, const struct cq_capture *cap,
@@ -264,30 +295,11 @@ static void print_json(const struct cq_core *core, const struct cq_capture *cap,
 		json_task_groups(&j, &memo, stacks);
 	cq_json_key(&j, "suspended");
 	cq_json_array_begin(&j);
-	for (size_t i = 0; i < stacks->nsuspended && !v->ntids && !v->crashed_only && !v->group;
-	     i++) {
+	for (size_t i = 0; i < stacks->nsuspended && !v->ntids && !v->crashed_only; i++) {
 		const struct cq_suspended_stack *ss = &stacks->suspended[i];
-		cq_json_object_begin(&j);
-		cq_json_key(&j, "kind");
-		cq_json_string(&j, ss->kind);
-		cq_json_key(&j, "leaf");
-		cq_json_hex(&j, ss->leaf);
-		if (ss->has_task) {
-			cq_json_key(&j, "task_id");
-			if (ss->task_id)
-				cq_json_uint(&j, ss->task_id);
-			else
-				cq_json_null(&j);
-			cq_json_key(&j, "task_state");
-			cq_json_string(&j, ss->task_state);
-			cq_json_key(&j, "thread");
-			if (ss->thread)
-				cq_json_int(&j, ss->thread);
-			else
-				cq_json_null(&j);
-		}
-		json_frames(&j, &memo, ss->frames, ss->nframes, ss->end, 0);
-		cq_json_object_end(&j);
+		if (v->group && listed_as_task(ss))
+			continue;
+		json_suspended(&j, &memo, ss);
 	}
 	cq_json_array_end(&j);
 	json_async(&j, &stacks->async);
@@ -436,20 +448,25 @@ static void print_task_group_text(const struct task_group *t, const struct cq_as
 }
 
 /*
- * --group: every runtime's suspended stacks folded into groups of the same
- * frames and state (task_groups.h), largest first, under the runtime's
- * heading; every stack in full when out of memory.
+ * --group: the suspended stacks of every runtime that lists tasks folded
+ * into groups of the same frames and state (task_groups.h), largest first,
+ * under the runtime's heading; chains as without --group; every stack in
+ * full when out of memory.
  */
 static void print_task_groups_text(const struct cq_stacks *stacks)
 {
 	struct task_groups g;
-	if (!task_groups_make(stacks, &g)) {
+	if (!task_groups_make(stacks, listed_as_task, &g)) {
 		print_suspended_text(stacks);
 		return;
 	}
 	size_t n;
 	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
 	for (size_t r = 0; r < n; r++) {
+		if (rts[r]->listing != CQ_ASYNC_LIST_TASKS) {
+			print_chains_text(stacks, rts[r]);
+			continue;
+		}
 		size_t groups = 0, members = 0;
 		for (size_t k = 0; k < g.n; k++)
 			if (runtime_kind(rts[r], g.v[k].first->kind)) {

@@ -224,7 +224,7 @@ void stack_view_print_folded(FILE *out, const struct stack_view *v, const struct
 	if (v->ntids || v->crashed_only)
 		return;
 	struct task_groups tg;
-	if (!task_groups_make(s, &tg))
+	if (!task_groups_make(s, NULL, &tg))
 		return;
 	for (size_t k = 0; k < tg.n; k++) {
 		char root[64];

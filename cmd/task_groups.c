@@ -76,7 +76,8 @@ static int group_cmp(const void *a, const void *b)
 }
 
 /* Which group each stack joins (of[i]), the groups' first members and sizes. */
-static bool assign(const struct cq_stacks *s, struct task_groups *g, size_t *of)
+static bool assign(const struct cq_stacks *s, bool (*take)(const struct cq_suspended_stack *),
+                   struct task_groups *g, size_t *of)
 {
 	size_t nslots = 16;
 	while (nslots < 2 * s->nsuspended)
@@ -86,6 +87,9 @@ static bool assign(const struct cq_stacks *s, struct task_groups *g, size_t *of)
 		return false;
 	for (size_t i = 0; i < s->nsuspended; i++) {
 		const struct cq_suspended_stack *ss = &s->suspended[i];
+		of[i] = SIZE_MAX;
+		if (take && !take(ss))
+			continue;
 		size_t k = (size_t)task_key(ss) & (nslots - 1);
 		while (slots[k] && !same_task(g->v[slots[k] - 1].first, ss))
 			k = (k + 1) & (nslots - 1);
@@ -111,6 +115,8 @@ static void fill_members(const struct cq_stacks *s, struct task_groups *g, const
 	}
 	for (size_t i = 0; i < s->nsuspended; i++) {
 		const struct cq_suspended_stack *ss = &s->suspended[i];
+		if (of[i] == SIZE_MAX)
+			continue;
 		struct task_group *t = &g->v[of[i]];
 		if (ss->task_id)
 			t->ids[t->nids++] = ss->task_id;
@@ -129,7 +135,8 @@ static void fill_members(const struct cq_stacks *s, struct task_groups *g, const
 	}
 }
 
-bool task_groups_make(const struct cq_stacks *s, struct task_groups *g)
+bool task_groups_make(const struct cq_stacks *s, bool (*take)(const struct cq_suspended_stack *),
+                      struct task_groups *g)
 {
 	*g = (struct task_groups){0};
 	size_t cap = s->nsuspended ? s->nsuspended : 1;
@@ -137,7 +144,7 @@ bool task_groups_make(const struct cq_stacks *s, struct task_groups *g)
 	g->v = calloc(cap, sizeof(*g->v));
 	g->id_block = malloc(cap * sizeof(*g->id_block));
 	g->thread_block = malloc(cap * sizeof(*g->thread_block));
-	if (!of || !g->v || !g->id_block || !g->thread_block || !assign(s, g, of)) {
+	if (!of || !g->v || !g->id_block || !g->thread_block || !assign(s, take, g, of)) {
 		free(of);
 		task_groups_free(g);
 		return false;

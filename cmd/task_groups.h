@@ -34,10 +34,12 @@ struct task_groups {
 };
 
 /*
- * The groups of s's suspended stacks, largest first, then in the order of
- * their first member.  False only when out of memory (*g is then empty).
+ * The groups of s's suspended stacks (those take says yes to; NULL: all),
+ * largest first, then in the order of their first member.  False only when
+ * out of memory (*g is then empty).
  */
-bool task_groups_make(const struct cq_stacks *s, struct task_groups *g);
+bool task_groups_make(const struct cq_stacks *s, bool (*take)(const struct cq_suspended_stack *),
+                      struct task_groups *g);
 void task_groups_free(struct task_groups *g);
 
 /*

@@ -7,8 +7,8 @@
  * state or of another kind is a group of its own; frames without a name
  * group by pc; groups come largest first, then in the order of their first
  * member; a member's thread is listed once per group; a future without an
- * id is named by its kind; id ranges are written as "1-3, 7"; no stacks
- * make no groups.
+ * id is named by its kind; id ranges are written as "1-3, 7"; only the
+ * stacks the caller takes are grouped; no stacks make no groups.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,7 +63,7 @@ static void test_groups(void **unused)
 	task(6, "tokio", 6, "running", 7, "app::wait", 10, 0x7000); /* = 3, same thread */
 	struct cq_stacks s = {.suspended = sus, .nsuspended = 7};
 	struct task_groups g;
-	assert_true(task_groups_make(&s, &g));
+	assert_true(task_groups_make(&s, NULL, &g));
 	assert_int_equal(g.n, 4);
 	assert_ptr_equal(g.v[0].first, &sus[0]);
 	assert_int_equal(g.v[0].n, 3);
@@ -100,7 +100,7 @@ static void test_unnamed_by_pc(void **unused)
 	}
 	struct cq_stacks s = {.suspended = sus, .nsuspended = 3};
 	struct task_groups g;
-	assert_true(task_groups_make(&s, &g));
+	assert_true(task_groups_make(&s, NULL, &g));
 	assert_int_equal(g.n, 2);
 	assert_int_equal(g.v[0].n, 2);
 	char buf[8];
@@ -118,11 +118,31 @@ static void test_many_without_id(void **unused)
 	task(2, "rust", 5, NULL, 0, "app::wait", 10, 0x30);
 	struct cq_stacks s = {.suspended = sus, .nsuspended = 3};
 	struct task_groups g;
-	assert_true(task_groups_make(&s, &g));
+	assert_true(task_groups_make(&s, NULL, &g));
 	assert_int_equal(g.n, 1);
 	char buf[64];
 	task_group_ids_text(&g.v[0], buf, sizeof(buf));
 	assert_string_equal(buf, "5, 2 without an id");
+	task_groups_free(&g);
+}
+
+static bool only_tokio(const struct cq_suspended_stack *ss)
+{
+	return strcmp(ss->kind, "tokio") == 0;
+}
+
+static void test_take(void **unused)
+{
+	(void)unused;
+	task(0, "folly", 0, NULL, 0, "app::wait", 10, 0x10);
+	task(1, "tokio", 2, "idle", 0, "app::wait", 10, 0x20);
+	task(2, "folly", 0, NULL, 0, "app::wait", 10, 0x30);
+	struct cq_stacks s = {.suspended = sus, .nsuspended = 3};
+	struct task_groups g;
+	assert_true(task_groups_make(&s, only_tokio, &g));
+	assert_int_equal(g.n, 1);
+	assert_ptr_equal(g.v[0].first, &sus[1]);
+	assert_int_equal(g.v[0].n, 1);
 	task_groups_free(&g);
 }
 
@@ -131,7 +151,7 @@ static void test_none(void **unused)
 	(void)unused;
 	struct cq_stacks s = {0};
 	struct task_groups g;
-	assert_true(task_groups_make(&s, &g));
+	assert_true(task_groups_make(&s, NULL, &g));
 	assert_int_equal(g.n, 0);
 	task_groups_free(&g);
 }
@@ -142,6 +162,7 @@ int main(void)
 	    cmocka_unit_test(test_groups),
 	    cmocka_unit_test(test_unnamed_by_pc),
 	    cmocka_unit_test(test_many_without_id),
+	    cmocka_unit_test(test_take),
 	    cmocka_unit_test(test_none),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
