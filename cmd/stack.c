@@ -441,8 +441,12 @@ static void print_task_group_text(const struct task_group *t, const struct cq_as
 		printf(": %s", ss->kind);
 	}
 	printf("\n");
+	/* A group of several shows no future's address: each member has its own. */
 	for (size_t i = 0; i < ss->nframes; i++)
-		cmd_print_group_frame_text(stdout, &ss->frames[i], i);
+		if (t->n == 1)
+			cmd_print_frame_text(stdout, &ss->frames[i], i);
+		else
+			cmd_print_group_frame_text(stdout, &ss->frames[i], i);
 	if (ss->end != CQ_END_OUTERMOST)
 		printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
 }

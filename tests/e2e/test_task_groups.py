@@ -14,7 +14,8 @@ group of one without a task id.  On every tokio_tasks core (O0, O2, boxed):
   program's crate with state and line, and the leaf by its type's last path
   component), each with its count, its state and as many ids as members;
   the ids are distinct across groups and are the ids the ungrouped listing
-  gives the same tasks; `suspended` is empty, as `threads` is.
+  gives the same tasks; `suspended` holds no task (only chains), and
+  `threads` is empty.
 - text: the heading says how many tasks in how many groups, and the group of
   two says "2 tasks (idle): ID, ID" with the frames once, without any
   future's address (each member has its own).
