@@ -421,8 +421,11 @@ static void print_suspended_text(const struct cq_stacks *stacks)
 static void print_task_group_text(const struct task_group *t, const struct cq_async_runtime *rt)
 {
 	const struct cq_suspended_stack *ss = t->first;
-	const char *noun = rt->listing == CQ_ASYNC_LIST_TASKS ? "task" : rt->noun;
-	printf("\n%zu %s%s", t->n, noun ? noun : "chain", t->n == 1 ? "" : "s");
+	/* A task runtime's own noun ("Goroutine"), in lower case; else "task". */
+	const char *noun = rt->noun                             ? rt->noun
+	                   : rt->listing == CQ_ASYNC_LIST_TASKS ? "task"
+	                                                        : "chain";
+	printf("\n%zu %c%s%s", t->n, noun[0] | 0x20, noun + 1, t->n == 1 ? "" : "s");
 	if (ss->task_state || t->nthreads)
 		printf(" (%s", ss->task_state ? ss->task_state : "?");
 	for (size_t i = 0; i < t->nthreads; i++)
@@ -479,7 +482,7 @@ static void print_task_groups_text(const struct cq_stacks *stacks)
 			}
 		if (!groups)
 			continue;
-		printf("\n%s, grouped (%zu in %zu group%s):\n", rts[r]->heading, members, groups,
+		printf("\n%s: %zu in %zu group%s\n", rts[r]->heading, members, groups,
 		       groups == 1 ? "" : "s");
 		for (size_t k = 0; k < g.n; k++)
 			if (runtime_kind(rts[r], g.v[k].first->kind))

@@ -113,7 +113,7 @@ def check_case(name, core, record):
     pair = [g for g in groups if g["count"] == 2]
     text = coreq("stack", "--group", "--no-cache", core, timeout=300).stdout
     members = sum(n for n, _, _ in record)
-    ok(f"Tokio tasks, grouped ({members} in {len(record)} groups):" in text,
+    ok(f"\nTokio tasks: {members} in {len(record)} groups\n" in text,
        f"{name}: text heading: {members} tasks in {len(record)} groups", text[-3000:])
     if pair:
         a, b = pair[0]["task_ids"]
