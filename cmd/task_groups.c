@@ -16,9 +16,27 @@ static bool same_text(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static uint64_t hash_text(uint64_t h, const char *s)
+/*
+ * Strings' hashes by address: the frames of many tasks point to the same
+ * few names, so each is hashed once, not once per frame (a hash is of the
+ * content, so two copies of a name at two addresses still hash alike).
+ */
+#define TEXT_MEMO 1024
+struct text_memo {
+	const char *s[TEXT_MEMO];
+	uint64_t h[TEXT_MEMO];
+};
+
+static uint64_t hash_text(struct text_memo *m, uint64_t h, const char *s)
 {
-	return s ? cq_fnv1a(h, s, strlen(s) + 1) : cq_fnv1a_step(h, 0);
+	if (!s)
+		return cq_fnv1a_step(h, 0);
+	size_t k = ((uintptr_t)s >> 3) & (TEXT_MEMO - 1);
+	if (m->s[k] != s) {
+		m->s[k] = s;
+		m->h[k] = cq_fnv1a(CQ_FNV_OFFSET, s, strlen(s));
+	}
+	return cq_fnv1a_step(h, m->h[k]);
 }
 
 /* What a group shares of a frame: not its object (each member has its own), nor a named pc. */
@@ -41,15 +59,15 @@ static bool same_task(const struct cq_suspended_stack *a, const struct cq_suspen
 	return true;
 }
 
-static uint64_t task_key(const struct cq_suspended_stack *s)
+static uint64_t task_key(struct text_memo *m, const struct cq_suspended_stack *s)
 {
-	uint64_t h = hash_text(hash_text(CQ_FNV_OFFSET, s->kind), s->task_state);
+	uint64_t h = hash_text(m, hash_text(m, CQ_FNV_OFFSET, s->kind), s->task_state);
 	h = cq_fnv1a_step(cq_fnv1a_step(h, s->nframes), s->end);
 	for (size_t i = 0; i < s->nframes; i++) {
 		const struct cq_stack_frame *f = &s->frames[i];
 		h = cq_fnv1a_step(cq_fnv1a_step(h, f->kind), (uint64_t)(int64_t)f->line);
-		h = f->function ? hash_text(h, f->function) : cq_fnv1a_step(h, f->pc);
-		h = hash_text(hash_text(h, f->file), f->state);
+		h = f->function ? hash_text(m, h, f->function) : cq_fnv1a_step(h, f->pc);
+		h = hash_text(m, hash_text(m, h, f->file), f->state);
 	}
 	return h;
 }
@@ -83,14 +101,18 @@ static bool assign(const struct cq_stacks *s, bool (*take)(const struct cq_suspe
 	while (nslots < 2 * s->nsuspended)
 		nslots *= 2;
 	size_t *slots = calloc(nslots, sizeof(*slots)); /* group index + 1 */
-	if (!slots)
+	struct text_memo *memo = calloc(1, sizeof(*memo));
+	if (!slots || !memo) {
+		free(slots);
+		free(memo);
 		return false;
+	}
 	for (size_t i = 0; i < s->nsuspended; i++) {
 		const struct cq_suspended_stack *ss = &s->suspended[i];
 		of[i] = SIZE_MAX;
 		if (take && !take(ss))
 			continue;
-		size_t k = (size_t)task_key(ss) & (nslots - 1);
+		size_t k = (size_t)task_key(memo, ss) & (nslots - 1);
 		while (slots[k] && !same_task(g->v[slots[k] - 1].first, ss))
 			k = (k + 1) & (nslots - 1);
 		if (!slots[k]) {
@@ -101,6 +123,7 @@ static bool assign(const struct cq_stacks *s, bool (*take)(const struct cq_suspe
 		g->v[of[i]].n++;
 	}
 	free(slots);
+	free(memo);
 	return true;
 }
 
