@@ -71,7 +71,7 @@ DEPS_PKGS += mmdebstrap systemd-container
 # Go (issue 48): the toolchain that builds corpus/go (make go-corpus), delve
 # (dlv core: the goroutine oracle of tests/e2e/test_go_goroutines.py), and a
 # real Debian Go server (caddy) crashed under load; corpus/go_crash (make
-# go-crash-corpus) for tests/e2e/test_go_buckets.py.
+# go-crash-corpus) for tests/e2e/test_go_buckets.py; make bench's goroutine row.
 DEPS_PKGS += golang-go delve caddy
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -208,6 +208,8 @@ $(BUILD)/asan/tests/%.o: tests/unit/%.c
 	$(CC) $(ASAN_CFLAGS) -c $< -o $@
 $(BUILD)/asan/tests/%: $(BUILD)/asan/tests/%.o $(BUILD)/asan/libcoreq.a
 	$(CC) $(ASAN_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lcmocka
+# Unit tests of cmd/ code link its object too.
+$(BUILD)/asan/tests/test_task_groups: $(BUILD)/asan/cmd/task_groups.o
 
 # ---- fuzz targets (clang + libFuzzer) --------------------------------------
 FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE -DCOREQ_VERSION=\"$(VERSION)\" $(INCLUDES) $(PKG_CFLAGS) -g -O1 \

@@ -143,6 +143,8 @@ void cmd_pager_end(void);
 
 /* One frame as a line of text (frame_text.c). */
 void cmd_print_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index);
+/* The same for a frame a group of tasks shares: an object frame without its object's address. */
+void cmd_print_group_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index);
 
 /*
  * One frame as JSON; thread is the tid of the thread whose stack it is on

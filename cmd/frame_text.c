@@ -63,9 +63,10 @@ static void put_index(FILE *out, size_t index)
 
 /*
  * A suspended future's frame (no code address) or coroutine frame (its
- * resume function's address): its state and the object's address.
+ * resume function's address): its state and, with address, the object's.
  */
-static void print_object_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index)
+static void print_object_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index,
+                                    bool address)
 {
 	put_index(out, index);
 	put(out, f->function ? cmd_safe(f->function) : "??");
@@ -79,6 +80,10 @@ static void print_object_frame_text(FILE *out, const struct cq_stack_frame *f, s
 		put(out, cmd_safe(f->file));
 		putc_unlocked(':', out);
 		put_dec(out, f->line);
+	}
+	if (!address) {
+		putc_unlocked('\n', out);
+		return;
 	}
 	put(out, f->pc ? " (frame at 0x" : " (future at 0x");
 	put_hex(out, f->object, 1);
@@ -114,7 +119,7 @@ void cmd_print_frame_text(FILE *out, const struct cq_stack_frame *f, size_t inde
 		return;
 	}
 	if (f->object) {
-		print_object_frame_text(out, f, index);
+		print_object_frame_text(out, f, index, true);
 		return;
 	}
 	put_index(out, index);
@@ -156,4 +161,12 @@ void cmd_print_frame_text(FILE *out, const struct cq_stack_frame *f, size_t inde
 		putc_unlocked(']', out);
 	}
 	putc_unlocked('\n', out);
+}
+
+void cmd_print_group_frame_text(FILE *out, const struct cq_stack_frame *f, size_t index)
+{
+	if (f->object)
+		print_object_frame_text(out, f, index, false);
+	else
+		cmd_print_frame_text(out, f, index);
 }

@@ -18,6 +18,7 @@
 #include "unwind/async/runtime.h"
 #include "cmd/frames_memo.h"
 #include "cmd/stack_views.h"
+#include "cmd/task_groups.h"
 #include "cmd/wait_text.h"
 
 /* What stack's options write. */
@@ -71,7 +72,8 @@ static const struct cmd_opt stack_options[] = {
      0, NULL, NULL},
     {"group", 0, CMD_OPT_FLAG, FIELD(view.group), NULL,
      "each distinct stack once, with how many threads and which have it (pstack-summary "
-     "style)",
+     "style); suspended tasks with the same frames and state once, with their count and ids "
+     "(panicparse style)",
      0, 0, NULL, NULL},
     CMD_ROWS_CORE_FILES(struct stack_args, o),
     {"max-frames", 0, CMD_OPT_COUNT, FIELD(so.unwind.max_frames), "N",
@@ -121,6 +123,21 @@ static const struct cmd_spec stack_spec = {
              "tasks are listed with their await chains.\n",
     .opt = stack_options,
 };
+
+/*
+ * Whether ss's runtime lists tasks (tokio's, goroutines): --group folds
+ * those (task_groups.h); chains (folly, C++, Rust futures) keep their own listing.
+ */
+static bool listed_as_task(const struct cq_suspended_stack *ss)
+{
+	size_t n;
+	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
+	for (size_t r = 0; r < n; r++)
+		for (size_t k = 0; rts[r]->kinds && rts[r]->kinds[k]; k++)
+			if (strcmp(rts[r]->kinds[k], ss->kind) == 0)
+				return rts[r]->listing == CQ_ASYNC_LIST_TASKS;
+	return false;
+}
 
 /* Frames of a stack on thread tid (0: on none, a suspended chain), rendered through memo. */
 static void json_frames(struct cq_json *j, struct frames_memo *memo,
@@ -215,6 +232,77 @@ static void json_groups(struct cq_json *j, struct frames_memo *memo, const struc
 	stack_view_groups_free(g, n);
 }
 
+/*
+ * --group: the suspended stacks of runtimes that list tasks folded into
+ * groups (task_groups.h), as "suspended_groups"; frames are the first
+ * member's (its futures' addresses).
+ */
+static void json_task_groups(struct cq_json *j, struct frames_memo *memo,
+                             const struct cq_stacks *stacks)
+{
+	struct task_groups g;
+	bool made = task_groups_make(stacks, listed_as_task, &g);
+	cq_json_key(j, "suspended_groups");
+	cq_json_array_begin(j);
+	for (size_t k = 0; made && k < g.n; k++) {
+		const struct task_group *t = &g.v[k];
+		cq_json_object_begin(j);
+		cq_json_key(j, "kind");
+		cq_json_string(j, t->first->kind);
+		cq_json_key(j, "count");
+		cq_json_uint(j, t->n);
+		cq_json_key(j, "task_state");
+		if (t->first->task_state)
+			cq_json_string(j, t->first->task_state);
+		else
+			cq_json_null(j);
+		cq_json_key(j, "task_ids");
+		cq_json_array_begin(j);
+		for (size_t i = 0; i < t->nids; i++)
+			cq_json_uint(j, t->ids[i]);
+		cq_json_array_end(j);
+		cq_json_key(j, "without_id");
+		cq_json_uint(j, t->n - t->nids);
+		cq_json_key(j, "threads");
+		cq_json_array_begin(j);
+		for (size_t i = 0; i < t->nthreads; i++)
+			cq_json_int(j, t->threads[i]);
+		cq_json_array_end(j);
+		json_frames(j, memo, t->first->frames, t->first->nframes, t->first->end, 0);
+		cq_json_object_end(j);
+	}
+	cq_json_array_end(j);
+	task_groups_free(&g);
+}
+
+/* One suspended stack, an element of "suspended". */
+static void json_suspended(struct cq_json *j, struct frames_memo *memo,
+                           const struct cq_suspended_stack *ss)
+{
+	cq_json_object_begin(j);
+	cq_json_key(j, "kind");
+	cq_json_string(j, ss->kind);
+	cq_json_key(j, "leaf");
+	cq_json_hex(j, ss->leaf);
+	if (ss->has_task) {
+		cq_json_key(j, "task_id");
+		if (ss->task_id)
+			cq_json_uint(j, ss->task_id);
+		else
+			cq_json_null(j);
+		cq_json_key(j, "task_state");
+		cq_json_string(j, ss->task_state);
+		cq_json_key(j, "thread");
+		if (ss->thread)
+			cq_json_int(j, ss->thread);
+		else
+			cq_json_null(j);
+		json_goroutine(j, ss);
+	}
+	json_frames(j, memo, ss->frames, ss->nframes, ss->end, 0);
+	cq_json_object_end(j);
+}
+
 static void print_json(const struct cq_core *core, const struct cq_capture *cap,
                        const struct cq_stacks *stacks, const struct cq_waits *waits,
                        const struct stack_view *v)
@@ -239,32 +327,15 @@ static void print_json(const struct cq_core *core, const struct cq_capture *cap,
 		cq_json_object_end(&j);
 	}
 	cq_json_array_end(&j);
+	if (v->group && !v->ntids && !v->crashed_only)
+		json_task_groups(&j, &memo, stacks);
 	cq_json_key(&j, "suspended");
 	cq_json_array_begin(&j);
 	for (size_t i = 0; i < stacks->nsuspended && !v->ntids && !v->crashed_only; i++) {
 		const struct cq_suspended_stack *ss = &stacks->suspended[i];
-		cq_json_object_begin(&j);
-		cq_json_key(&j, "kind");
-		cq_json_string(&j, ss->kind);
-		cq_json_key(&j, "leaf");
-		cq_json_hex(&j, ss->leaf);
-		if (ss->has_task) {
-			cq_json_key(&j, "task_id");
-			if (ss->task_id)
-				cq_json_uint(&j, ss->task_id);
-			else
-				cq_json_null(&j);
-			cq_json_key(&j, "task_state");
-			cq_json_string(&j, ss->task_state);
-			cq_json_key(&j, "thread");
-			if (ss->thread)
-				cq_json_int(&j, ss->thread);
-			else
-				cq_json_null(&j);
-			json_goroutine(&j, ss);
-		}
-		json_frames(&j, &memo, ss->frames, ss->nframes, ss->end, 0);
-		cq_json_object_end(&j);
+		if (v->group && listed_as_task(ss))
+			continue;
+		json_suspended(&j, &memo, ss);
 	}
 	cq_json_array_end(&j);
 	if (stacks->crash_message) {
@@ -395,148 +466,91 @@ static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_asy
 	}
 }
 
-/* Two tasks fold into one group when their state and frames (by pc) are the same. */
-static int task_fold_order(const void *a, const void *b)
-{
-	const struct cq_suspended_stack *x = *(const struct cq_suspended_stack *const *)a;
-	const struct cq_suspended_stack *y = *(const struct cq_suspended_stack *const *)b;
-	int c = strcmp(x->task_state ? x->task_state : "", y->task_state ? y->task_state : "");
-	if (c)
-		return c;
-	if (x->nframes != y->nframes)
-		return x->nframes < y->nframes ? -1 : 1;
-	for (size_t i = 0; i < x->nframes; i++)
-		if (x->frames[i].pc != y->frames[i].pc)
-			return x->frames[i].pc < y->frames[i].pc ? -1 : 1;
-	return (x->task_id > y->task_id) - (x->task_id < y->task_id);
-}
-
-static bool same_fold(const struct cq_suspended_stack *x, const struct cq_suspended_stack *y)
-{
-	if (strcmp(x->task_state ? x->task_state : "", y->task_state ? y->task_state : "") ||
-	    x->nframes != y->nframes)
-		return false;
-	for (size_t i = 0; i < x->nframes; i++)
-		if (x->frames[i].pc != y->frames[i].pc)
-			return false;
-	return true;
-}
-
-/* Task ids as ranges ("6-8, 21, 40-41"), cut with "..." past cap. */
-static void task_id_ranges(const struct cq_suspended_stack *const *t, size_t n, char *out,
-                           size_t cap)
-{
-	size_t used = 0;
-	out[0] = 0;
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		while (j + 1 < n && t[j + 1]->task_id == t[j]->task_id + 1)
-			j++;
-		char one[48];
-		if (j > i)
-			snprintf(one, sizeof(one), "%s%" PRIu64 "-%" PRIu64, i ? ", " : "",
-			         t[i]->task_id, t[j]->task_id);
-		else
-			snprintf(one, sizeof(one), "%s%" PRIu64, i ? ", " : "", t[i]->task_id);
-		if (used + strlen(one) + 5 >= cap) {
-			snprintf(out + used, cap - used, ", ...");
-			return;
-		}
-		used += (size_t)snprintf(out + used, cap - used, "%s", one);
-		i = j + 1;
-	}
-}
-
-static int by_task_id(const void *a, const void *b)
-{
-	const struct cq_suspended_stack *x = *(const struct cq_suspended_stack *const *)a;
-	const struct cq_suspended_stack *y = *(const struct cq_suspended_stack *const *)b;
-	return (x->task_id > y->task_id) - (x->task_id < y->task_id);
-}
-
-struct task_fold {
-	size_t start, n;
-};
-
-/*
- * `stack --group`: a task runtime's tasks folded as panicparse and Go's
- * traceback readers fold goroutines: one entry per state and stack, with
- * how many and which ids, the biggest group first.
- */
-static void print_tasks_grouped(const struct cq_stacks *stacks, const struct cq_async_runtime *rt)
-{
-	size_t n = 0;
-	for (size_t s = 0; s < stacks->nsuspended; s++)
-		n += runtime_kind(rt, stacks->suspended[s].kind);
-	if (!n)
-		return;
-	const struct cq_suspended_stack **t = malloc(n * sizeof(*t));
-	struct task_fold *folds = malloc(n * sizeof(*folds));
-	if (!t || !folds) {
-		free(t);
-		free(folds);
-		print_tasks_text(stacks, rt);
-		return;
-	}
-	n = 0;
-	for (size_t s = 0; s < stacks->nsuspended; s++)
-		if (runtime_kind(rt, stacks->suspended[s].kind))
-			t[n++] = &stacks->suspended[s];
-	qsort(t, n, sizeof(*t), task_fold_order);
-	size_t nfolds = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || !same_fold(t[i - 1], t[i]))
-			folds[nfolds++] = (struct task_fold){.start = i};
-		folds[nfolds - 1].n++;
-	}
-	for (size_t k = 0; k < nfolds; k++)
-		qsort(t + folds[k].start, folds[k].n, sizeof(*t), by_task_id);
-	/* the biggest group first, then by first id (a stable order: insertion sort) */
-	for (size_t k = 1; k < nfolds; k++) {
-		struct task_fold f = folds[k];
-		size_t j = k;
-		while (j > 0 && (folds[j - 1].n < f.n ||
-		                 (folds[j - 1].n == f.n &&
-		                  t[folds[j - 1].start]->task_id > t[f.start]->task_id))) {
-			folds[j] = folds[j - 1];
-			j--;
-		}
-		folds[j] = f;
-	}
-	const char *noun = rt->noun ? rt->noun : "Task";
-	printf("\n%s: %zu in %zu group%s\n", rt->heading, n, nfolds, nfolds == 1 ? "" : "s");
-	for (size_t k = 0; k < nfolds; k++) {
-		const struct cq_suspended_stack *first = t[folds[k].start];
-		char ids[1024];
-		task_id_ranges(t + folds[k].start, folds[k].n, ids, sizeof(ids));
-		printf("\n%zu %c%s%s (%s", folds[k].n, noun[0] | 0x20, noun + 1,
-		       folds[k].n == 1 ? "" : "s", first->task_state ? first->task_state : "?");
-		if (first->thread && folds[k].n == 1)
-			printf(" on thread %" PRId64, first->thread);
-		printf("): %s\n", ids);
-		for (size_t i = 0; i < first->nframes; i++)
-			cmd_print_frame_text(stdout, &first->frames[i], i);
-		if (first->end != CQ_END_OUTERMOST)
-			printf("     (stack ends: %s)\n", cq_unwind_end_name(first->end));
-	}
-	free(t);
-	free(folds);
-}
-
 /* Every runtime's suspended stacks, in the runtimes' order, as each lists them. */
-static void print_suspended_text(const struct cq_stacks *stacks, bool group)
+static void print_suspended_text(const struct cq_stacks *stacks)
 {
 	size_t n;
 	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
 	for (size_t r = 0; r < n; r++) {
-		/* a task runtime that names its tasks (Go's goroutines) folds them */
-		if (rts[r]->listing == CQ_ASYNC_LIST_TASKS && group && rts[r]->noun)
-			print_tasks_grouped(stacks, rts[r]);
-		else if (rts[r]->listing == CQ_ASYNC_LIST_TASKS)
+		if (rts[r]->listing == CQ_ASYNC_LIST_TASKS)
 			print_tasks_text(stacks, rts[r]);
 		else
 			print_chains_text(stacks, rts[r]);
 	}
+}
+
+/* One group of a runtime's suspended stacks: its size, state, threads and ids, then its frames. */
+static void print_task_group_text(const struct task_group *t, const struct cq_async_runtime *rt)
+{
+	const struct cq_suspended_stack *ss = t->first;
+	/* A task runtime's own noun ("Goroutine"), in lower case; else "task". */
+	const char *noun = rt->noun                             ? rt->noun
+	                   : rt->listing == CQ_ASYNC_LIST_TASKS ? "task"
+	                                                        : "chain";
+	printf("\n%zu %c%s%s", t->n, noun[0] | 0x20, noun + 1, t->n == 1 ? "" : "s");
+	if (ss->task_state || t->nthreads)
+		printf(" (%s", ss->task_state ? ss->task_state : "?");
+	for (size_t i = 0; i < t->nthreads; i++)
+		printf("%s%" PRId64,
+		       i                  ? ", "
+		       : t->nthreads == 1 ? " on thread "
+		                          : " on threads ",
+		       t->threads[i]);
+	if (ss->task_state || t->nthreads)
+		printf(")");
+	if (t->nids) {
+		char ids[4096];
+		task_group_ids_text(t, ids, sizeof(ids));
+		printf(": %s", ids);
+	} else if (rt->listing == CQ_ASYNC_LIST_TASKS && t->n == 1) {
+		printf(": %s", ss->kind);
+	}
+	printf("\n");
+	/* A group of several shows no future's address: each member has its own. */
+	for (size_t i = 0; i < ss->nframes; i++)
+		if (t->n == 1)
+			cmd_print_frame_text(stdout, &ss->frames[i], i);
+		else
+			cmd_print_group_frame_text(stdout, &ss->frames[i], i);
+	if (ss->end != CQ_END_OUTERMOST)
+		printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+}
+
+/*
+ * --group: the suspended stacks of every runtime that lists tasks folded
+ * into groups of the same frames and state (task_groups.h), largest first,
+ * under the runtime's heading; chains as without --group; every stack in
+ * full when out of memory.
+ */
+static void print_task_groups_text(const struct cq_stacks *stacks)
+{
+	struct task_groups g;
+	if (!task_groups_make(stacks, listed_as_task, &g)) {
+		print_suspended_text(stacks);
+		return;
+	}
+	size_t n;
+	const struct cq_async_runtime *const *rts = cq_async_runtimes(&n);
+	for (size_t r = 0; r < n; r++) {
+		if (rts[r]->listing != CQ_ASYNC_LIST_TASKS) {
+			print_chains_text(stacks, rts[r]);
+			continue;
+		}
+		size_t groups = 0, members = 0;
+		for (size_t k = 0; k < g.n; k++)
+			if (runtime_kind(rts[r], g.v[k].first->kind)) {
+				groups++;
+				members += g.v[k].n;
+			}
+		if (!groups)
+			continue;
+		printf("\n%s: %zu in %zu group%s\n", rts[r]->heading, members, groups,
+		       groups == 1 ? "" : "s");
+		for (size_t k = 0; k < g.n; k++)
+			if (runtime_kind(rts[r], g.v[k].first->kind))
+				print_task_group_text(&g.v[k], rts[r]);
+	}
+	task_groups_free(&g);
 }
 
 /* The crashed thread first, then by tid. */
@@ -669,7 +683,10 @@ static void print_text(const char *path, const struct cq_core *core, const struc
 	frames_memo_free(&memo);
 	if (v->ntids || v->crashed_only)
 		return;
-	print_suspended_text(stacks, v->group);
+	if (v->group)
+		print_task_groups_text(stacks);
+	else
+		print_suspended_text(stacks);
 }
 
 /* What --format asks for: stack's own folded and dot, beside text and json. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/task_groups.h"
 #include "libcore/base/hash.h"
 #include "libcore/model/core.h"
 #include "libcore/model/module.h"
@@ -224,9 +225,14 @@ void stack_view_print_folded(FILE *out, const struct stack_view *v, const struct
 	stack_view_groups_free(g, n);
 	if (v->ntids || v->crashed_only)
 		return;
-	for (size_t i = 0; i < s->nsuspended; i++) {
+	struct task_groups tg;
+	if (!task_groups_make(s, NULL, &tg))
+		return;
+	for (size_t k = 0; k < tg.n; k++) {
 		char root[64];
-		snprintf(root, sizeof(root), "[suspended_%s]", s->suspended[i].kind);
-		put_folded(out, root, s->suspended[i].frames, s->suspended[i].nframes, 1);
+		const struct cq_suspended_stack *ss = tg.v[k].first;
+		snprintf(root, sizeof(root), "[suspended_%s]", ss->kind);
+		put_folded(out, root, ss->frames, ss->nframes, tg.v[k].n);
 	}
+	task_groups_free(&tg);
 }

@@ -53,7 +53,8 @@ void stack_view_tid_ranges(const int64_t *tids, size_t n, char *buf, size_t size
  * Folded stacks (flame-graph input): one line per distinct stack of the
  * shown threads, outermost frame first, frames joined by ';', then a space
  * and how many threads have it; suspended async chains (when every thread
- * is shown) as lines under a "[suspended KIND]" root.
+ * is shown) as lines under a "[suspended KIND]" root, one line per group
+ * of the same frames and state (task_groups.h) with its size.
  */
 void stack_view_print_folded(FILE *out, const struct stack_view *v, const struct cq_stacks *s);
 
