@@ -28,7 +28,8 @@ struct stack_args {
 	struct stack_view view;
 	const char *cache_path;
 	bool no_cache, no_waits;
-	bool folded, dot; /* --format folded, --format dot */
+	bool folded, dot;   /* --format folded, --format dot */
+	unsigned max_tasks; /* --max-tasks: the stack options' max_suspended */
 };
 
 /* --format: text, json (the core options' format), folded or dot. */
@@ -78,6 +79,10 @@ static const struct cmd_opt stack_options[] = {
     CMD_ROWS_CORE_FILES(struct stack_args, o),
     {"max-frames", 0, CMD_OPT_COUNT, FIELD(so.unwind.max_frames), "N",
      "stop each thread after N frames (default 256)", 1, 100000, NULL, NULL},
+    {"max-tasks", 0, CMD_OPT_COUNT, FIELD(max_tasks), "N",
+     "list at most N suspended stacks of all runtimes (tasks, goroutines, coroutine chains; "
+     "default 1024, with --group a million); those over it are counted, not listed",
+     1, 10000000, NULL, NULL},
     {"no-scan", 0, CMD_OPT_CLEAR, FIELD(so.unwind.allow_scan), NULL,
      "never guess frames by scanning the stack", 0, 0, NULL, NULL},
     {"no-async", 0, CMD_OPT_CLEAR, FIELD(so.async), NULL,
@@ -724,6 +729,11 @@ int cmd_stack(int argc, char **argv)
 		return rc;
 	if (optind + 1 != argc)
 		return cmd_usage_error("stack", "expected exactly one CORE argument");
+	/* --group makes many tasks readable: it lists up to a million unless told */
+	if (s.max_tasks)
+		s.so.max_suspended = s.max_tasks;
+	else if (s.view.group)
+		s.so.max_suspended = 1000000;
 	enum stack_format format = s.folded                        ? STACK_FOLDED
 	                           : s.dot                         ? STACK_DOT
 	                           : s.o.format == CMD_FORMAT_JSON ? STACK_JSON

@@ -148,6 +148,8 @@ struct cq_stacks {
 	size_t nthreads;
 	struct cq_suspended_stack *suspended;
 	size_t nsuspended;
+	size_t suspended_cap;     /* room in suspended */
+	size_t suspended_dropped; /* found over the bound (max_suspended): counted, not kept */
 	struct cq_stats async;
 	struct cq_stats warnings; /* values are strings; keys are unused */
 	/*

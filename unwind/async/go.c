@@ -880,9 +880,9 @@ static struct cq_error *go_threads(void *state, const struct cq_async_ctx *ctx)
 			continue;
 		/* The goroutine this M runs, on its own stack past the switch. */
 		const struct go_g *cur = m ? g_at(g, m->curg) : NULL;
-		int64_t s = cur ? (int64_t)(cur->status & ~(uint32_t)g->l.st_scan) : -1;
-		bool go_on = cur && (s == g->l.st_running || s == g->l.st_syscall) && cur->pc &&
-		             !in(cur->sp, m->g0_lo, m->g0_hi) && !in(cur->sp, m->gs_lo, m->gs_hi);
+		/* whatever its status says at this instant (decode binds the same way) */
+		bool go_on = cur && cur->pc && !in(cur->sp, m->g0_lo, m->g0_hi) &&
+		             !in(cur->sp, m->gs_lo, m->gs_hi);
 		struct cq_frame_list fl = {.n = (size_t)sw + 1, .cap = (size_t)sw + 1};
 		if (!(fl.frames = malloc(fl.cap * sizeof(*fl.frames))))
 			return &cq_error_nomem;
@@ -1109,9 +1109,14 @@ static struct cq_error *go_decode(void *state, const struct cq_async_ctx *ctx)
 		}
 		int64_t s = (int64_t)(gg->status & ~(uint32_t)g->l.st_scan);
 		const struct go_m *m = m_at(g, gg->m);
-		bool on_thread = (s == g->l.st_running || s == g->l.st_syscall) && m &&
-		                 m->curg == gg->addr && m->thread >= 0 &&
-		                 (size_t)m->thread < st->nthreads;
+		/*
+		 * The goroutine an M runs (m.curg) is on that M's thread whatever its
+		 * status says at the instant of the core (dlv binds them the same way):
+		 * a goroutine caught between states (preempted, parking) is still
+		 * the thread's, and its saved context is stale.
+		 */
+		bool on_thread =
+		    m && m->curg == gg->addr && m->thread >= 0 && (size_t)m->thread < st->nthreads;
 		struct cq_frame_list fl = {0};
 		enum cq_unwind_end end = CQ_END_OUTERMOST;
 		int64_t tid = 0;
@@ -1198,6 +1203,14 @@ static void go_report(const void *state, const struct cq_async_ctx *ctx, struct 
 	cq_stats_uint(out, "go_over_limit", st->over_limit);
 	if (g && g->missing)
 		cq_stats_string(warnings, NULL, g->missing);
+	if (st->over_limit) {
+		char text[160];
+		snprintf(text, sizeof(text),
+		         "%zu goroutines over the bound of %zu suspended stacks were counted, not "
+		         "listed (stack --max-tasks N, or --group, lists more)",
+		         st->over_limit, ctx->max_suspended);
+		cq_stats_string(warnings, NULL, text);
+	}
 }
 
 static void go_destroy(void *state)

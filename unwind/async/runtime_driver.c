@@ -343,6 +343,14 @@ struct cq_error *cq_async_stacks(struct cq_async_ctx *ctx, struct cq_async_state
 			err = rt[i]->decode(s->state[i], ctx);
 	if (!err)
 		report_all(ctx, s->state);
+	if (!err && ctx->stacks->suspended_dropped) {
+		char text[160];
+		snprintf(text, sizeof(text),
+		         "%zu suspended stacks over the bound of %zu were counted, not listed "
+		         "(stack --max-tasks N lists more)",
+		         ctx->stacks->suspended_dropped, ctx->max_suspended);
+		cq_stats_string(&ctx->stacks->warnings, NULL, text);
+	}
 	if (!err && (ctx->stacks->async.nomem || ctx->stacks->warnings.nomem))
 		err = &cq_error_nomem;
 	return err;

@@ -8,6 +8,7 @@
 #include "unwind/async/runtime.h"
 
 #include <gelf.h>
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,16 +81,23 @@ struct cq_error *cq_async_add_suspended(const struct cq_async_ctx *ctx,
 {
 	struct cq_stacks *st = ctx->stacks;
 	*added = false;
+	assert(st->nsuspended <= st->suspended_cap || !st->suspended);
 	if (st->nsuspended >= ctx->max_suspended) {
+		st->suspended_dropped++;
 		free(s->frames);
 		return NULL;
 	}
-	struct cq_suspended_stack *a = realloc(st->suspended, (st->nsuspended + 1) * sizeof(*a));
-	if (!a) {
-		free(s->frames);
-		return &cq_error_nomem;
+	if (st->nsuspended == st->suspended_cap) {
+		/* geometric growth: a runtime of 100,000 goroutines appends in linear time */
+		size_t cap = st->suspended_cap ? 2 * st->suspended_cap : 16;
+		struct cq_suspended_stack *a = realloc(st->suspended, cap * sizeof(*a));
+		if (!a) {
+			free(s->frames);
+			return &cq_error_nomem;
+		}
+		st->suspended = a;
+		st->suspended_cap = cap;
 	}
-	st->suspended = a;
 	st->suspended[st->nsuspended++] = *s;
 	*added = true;
 	return NULL;
