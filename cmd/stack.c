@@ -130,7 +130,7 @@ static const struct cmd_spec stack_spec = {
 };
 
 /*
- * Whether ss's runtime lists tasks (tokio's, goroutines): --group folds
+ * Whether ss's runtime lists tasks (an executor's tasks, goroutines): --group folds
  * those (task_groups.h); chains (folly, C++, Rust futures) keep their own listing.
  */
 static bool listed_as_task(const struct cq_suspended_stack *ss)
@@ -396,7 +396,7 @@ static void print_chains_text(const struct cq_stacks *stacks, const struct cq_as
 }
 
 /*
- * A runtime's tasks, like tokio-console's task list: one line per task (id,
+ * A runtime's tasks, like a task console's list: one line per task (id,
  * state, thread, the leaf it waits on, its future: the frame inside the
  * executor's own wrapper frames), then each task's await chain, innermost
  * first.  A task without an id (the future a block_on drives) goes by its

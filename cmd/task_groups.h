@@ -1,6 +1,6 @@
 /*
  * task_groups.h - the suspended stacks of a core (every runtime's tasks:
- * tokio's, goroutines, coroutine chains) folded the way panicparse and Go's
+ * an executor's tasks, goroutines, coroutine chains) folded the way panicparse and Go's
  * GOTRACEBACK=all readers fold goroutines: the stacks of one runtime kind
  * with the same frames (function, file:line, kind, await state; the pc
  * where a frame has no name) and the same task state (a wait reason) are
