@@ -395,6 +395,32 @@ static void print_chains_text(const struct cq_stacks *stacks, const struct cq_as
 	}
 }
 
+/* One task of a task listing: its id and state, its frames, who created it. */
+static void print_task_text(const struct cq_suspended_stack *ss, const struct cq_async_runtime *rt)
+{
+	const char *state = ss->task_state ? ss->task_state : "?";
+	if (ss->task_id)
+		printf("\n%s %" PRIu64 " (%s", rt->noun ? rt->noun : "Task", ss->task_id, state);
+	else
+		printf("\n%s future (%s", ss->kind, state);
+	if (ss->thread)
+		printf(" on thread %" PRId64, ss->thread);
+	if (ss->wait_object)
+		printf(" on 0x%" PRIx64, ss->wait_object);
+	printf("):\n");
+	for (size_t i = 0; i < ss->nframes; i++)
+		cmd_print_frame_text(stdout, &ss->frames[i], i);
+	if (ss->end != CQ_END_OUTERMOST)
+		printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
+	const struct cq_stack_frame *c = ss->created_by;
+	if (c && c->file)
+		printf("     created by %s at %s:%d\n", c->function ? cmd_safe(c->function) : "??",
+		       cmd_safe(c->file), c->line);
+	else if (c)
+		printf("     created by %s (0x%" PRIx64 ")\n",
+		       c->function ? cmd_safe(c->function) : "??", c->pc);
+}
+
 /*
  * A runtime's tasks, like a task console's list: one line per task (id,
  * state, thread, the leaf it waits on, its future: the frame inside the
@@ -441,34 +467,9 @@ static void print_tasks_text(const struct cq_stacks *stacks, const struct cq_asy
 		                                 : "-",
 		       root->function ? cmd_safe(root->function) : "??");
 	}
-	for (size_t s = 0; s < stacks->nsuspended; s++) {
-		const struct cq_suspended_stack *ss = &stacks->suspended[s];
-		if (!runtime_kind(rt, ss->kind))
-			continue;
-		const char *state = ss->task_state ? ss->task_state : "?";
-		if (ss->task_id)
-			printf("\n%s %" PRIu64 " (%s", rt->noun ? rt->noun : "Task", ss->task_id,
-			       state);
-		else
-			printf("\n%s future (%s", ss->kind, state);
-		if (ss->thread)
-			printf(" on thread %" PRId64, ss->thread);
-		if (ss->wait_object)
-			printf(" on 0x%" PRIx64, ss->wait_object);
-		printf("):\n");
-		for (size_t i = 0; i < ss->nframes; i++)
-			cmd_print_frame_text(stdout, &ss->frames[i], i);
-		if (ss->end != CQ_END_OUTERMOST)
-			printf("     (stack ends: %s)\n", cq_unwind_end_name(ss->end));
-		const struct cq_stack_frame *c = ss->created_by;
-		if (c && c->file)
-			printf("     created by %s at %s:%d\n",
-			       c->function ? cmd_safe(c->function) : "??", cmd_safe(c->file),
-			       c->line);
-		else if (c)
-			printf("     created by %s (0x%" PRIx64 ")\n",
-			       c->function ? cmd_safe(c->function) : "??", c->pc);
-	}
+	for (size_t s = 0; s < stacks->nsuspended; s++)
+		if (runtime_kind(rt, stacks->suspended[s].kind))
+			print_task_text(&stacks->suspended[s], rt);
 }
 
 /* Every runtime's suspended stacks, in the runtimes' order, as each lists them. */

@@ -25,6 +25,8 @@
  * std::shared_lock on its stack, never by a bare reference, nor when two
  * threads claim it or the lock counts two readers.  Then parking_lot's
  * locks, found from the key of the parked thread's ThreadData.
+ *
+ * Files tested: libcore/analysis/waits.c, libcore/analysis/wait_reader.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
