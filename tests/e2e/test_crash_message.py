@@ -14,7 +14,8 @@ Subjects and their own records (never coreq's output):
   "ValueError: bad job 7", "KeyError: 'job 7'", "RuntimeError") in the
   oracle beside the core;
 - a C program's abort (abort_deep.O0): no runtime, no message.
-Each is ingested; `stack --format json`, `show` (text: the `crash:` line;
+The Python messages also without python3.11-dbg (its DWARF hidden: the
+layout from coreq's table).  Each is ingested; `stack --format json`, `show` (text: the `crash:` line;
 JSON: core.crash_message), `cores --format json`, `export --type core`, a
 `merge` into a second database, and, when clickhouse-server is installed,
 `push` into a ClickHouse store made by schema/clickhouse 001 and 005 to 007,
@@ -69,6 +70,22 @@ def python_subjects():
         if ok(line is not None, f"{case}: the excepthook recorded Python's traceback line", lines):
             out.append((case, os.path.join(d, "core"), line))
     return out
+
+
+def without_dbg_check(subjects):
+    """The Python messages with libpython's DWARF hidden (as test_python.py hides it)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        skip("Python crash messages without -dbg", "needs root and unshare to hide /usr/lib/debug")
+        return
+    for name, core, want in subjects:
+        cmd = "mount -t tmpfs none /usr/lib/debug && exec \"$@\""
+        r = subprocess.run(["unshare", "-m", "sh", "-c", cmd, "sh", os.environ.get("COREQ", "build/asan/coreq"),
+                            "stack", "--no-cache", "--format", "json", core],
+                           capture_output=True, text=True, errors="replace", timeout=300)
+        doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        ok(doc.get("crash_message") == want and doc.get("async", {}).get("python_layout") == "table",
+           f"{name} without -dbg (table layout): crash_message is {want!r}",
+           [doc.get("crash_message"), doc.get("async", {}).get("python_layout"), r.stderr[-500:]])
 
 
 def c_subject():
@@ -168,7 +185,9 @@ def push_check(db, tmp, subjects):
 
 
 def main():
-    subjects = go_subjects() + python_subjects() + c_subject()
+    py = python_subjects()
+    without_dbg_check(py)
+    subjects = go_subjects() + py + c_subject()
     if not subjects:
         return done()
     tmp = tempfile.mkdtemp(prefix="coreq-crash-message-")
