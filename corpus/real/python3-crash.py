@@ -9,6 +9,9 @@
 #                    to get a core: SIGABRT while the exception is handled
 #   abort_keyerror   the same with KeyError("job 7"), whose str() is its repr
 #   abort_bare       the same with a bare RuntimeError (no args, no message)
+#   killed           the main thread waits inside an except block that handles
+#                    ValueError("bad job 7"); a watchdog's SIGABRT from outside
+#                    kills it: the exception is not why it died
 #
 # The program writes ./oracle before it crashes, one fact a line:
 #   site QUALNAME       the Python function that calls the faulting C function
@@ -19,6 +22,7 @@ import ctypes
 import os
 import sys
 import threading
+import time
 import traceback
 
 
@@ -63,6 +67,14 @@ if sys.argv[1] == "site_a":
     serve(read_header_a)
 elif sys.argv[1] == "site_b":
     serve(read_header_b)
+elif sys.argv[1] == "killed":
+    try:
+        raise ValueError("bad job 7")
+    except ValueError:
+        record("exception ValueError bad job 7")
+        open("ready", "w").close()
+        while True:
+            time.sleep(1)
 else:
     target = {"abort": worker, "abort_keyerror": worker_keyerror, "abort_bare": worker_bare}
     if sys.argv[1] == "abort":

@@ -13,6 +13,10 @@ Subjects and their own records (never coreq's output):
   line of the traceback Python prints for it (traceback.format_exception_only:
   "ValueError: bad job 7", "KeyError: 'job 7'", "RuntimeError") in the
   oracle beside the core;
+- real-python3-crash-killed: the main thread waits in an except block
+  handling ValueError("bad job 7") (its oracle) and a watchdog's SIGABRT
+  from outside kills it: the frame's mark says the exception, but it is not
+  why the process died, so no message;
 - a C program's abort (abort_deep.O0): no runtime, no message.
 The Python messages also without python3.11-dbg (its DWARF hidden: the
 layout from coreq's table).  Each is ingested; `stack --format json`, `show` (text: the `crash:` line;
@@ -86,6 +90,22 @@ def without_dbg_check(subjects):
         ok(doc.get("crash_message") == want and doc.get("async", {}).get("python_layout") == "table",
            f"{name} without -dbg (table layout): crash_message is {want!r}",
            [doc.get("crash_message"), doc.get("async", {}).get("python_layout"), r.stderr[-500:]])
+
+
+def killed_subject():
+    """real-python3-crash-killed: handling an exception, killed from outside: no message."""
+    case = "real-python3-crash-killed"
+    d = os.path.join(CORPUS, "cores", case)
+    if not ok(os.path.isfile(os.path.join(d, "oracle")), f"the corpus has {case}",
+              f"run corpus/make-cores {CORPUS} {case}"):
+        return []
+    kind, etype, message = open(os.path.join(d, "oracle")).readline().rstrip("\n").split(" ", 2)
+    mark = f"handling {etype}: {message}"
+    doc, _ = coreq_json("stack", "--format", "json", os.path.join(d, "core"), timeout=300)
+    marks = [f.get("state") for f in doc["threads"][0]["frames"] if f.get("state")]
+    ok(kind == "exception" and any(mark in m for m in marks),
+       f"{case}: the crashed thread's frame says {mark!r}", marks)
+    return [(case, os.path.join(d, "core"), None)]
 
 
 def c_subject():
@@ -187,7 +207,7 @@ def push_check(db, tmp, subjects):
 def main():
     py = python_subjects()
     without_dbg_check(py)
-    subjects = go_subjects() + py + c_subject()
+    subjects = go_subjects() + py + killed_subject() + c_subject()
     if not subjects:
         return done()
     tmp = tempfile.mkdtemp(prefix="coreq-crash-message-")

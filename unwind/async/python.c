@@ -1292,7 +1292,7 @@ static const char *thread_state(struct python *py, const struct cq_async_ctx *ct
 {
 	char *line;
 	char *exc = thread_exception(ctx->target, &py->layout, ts, &line);
-	if (line && crashed) {
+	if (line && crashed && !ctx->stacks->crash_message) {
 		const char *kept = keep_string(py, line);
 		*nomem |= kept == NULL;
 		ctx->stacks->crash_message = kept;
