@@ -191,6 +191,9 @@ static void show_core(void *ctx, const struct cq_store_core_row *c)
 	if (c->has_uid)
 		printf("uid:         %lld\n", (long long)c->uid);
 	show_signal_text(c);
+	/* What the runtime said the crash was, as `coreq stack` shows it under its header. */
+	if (c->crash_message)
+		printf("\ncrash:       %s", cmd_safe(c->crash_message));
 	printf("\nthreads:     %lld\n", (long long)c->nthreads);
 	if (c->has_timestamp) {
 		cmd_iso_time(c->timestamp, when);

@@ -109,6 +109,9 @@ static void json_stored_signal(struct cq_json *j, const struct cq_store_core_row
 		cq_json_null(j);
 	else
 		cq_json_int(j, c->crashed_tid);
+	/* What the runtime said the crash was (schema 016); null: nothing. */
+	cq_json_key(j, "crash_message");
+	cq_json_string(j, c->crash_message);
 }
 
 /* When it crashed (and by whose clock), on which host, as which uid. */

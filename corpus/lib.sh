@@ -20,7 +20,7 @@ CASE_TIMEOUT=${COREQ_CASE_TIMEOUT:-60}
 # Thread counts of the threads-N cases (program nthreads, variant O2).
 NTHREADS_COUNTS=(10 1000 3000)
 # Cores of real Debian programs.
-REAL_CASES=(real-sleep real-python3 real-perl real-python3d real-syslog-ng real-python3-deadlock real-python3-deadlock-with real-python3-exited-holder real-python3-stacks real-python3-crash-site_a real-python3-crash-site_b real-python3-crash-abort real-python3-asyncio)
+REAL_CASES=(real-sleep real-python3 real-perl real-python3d real-syslog-ng real-python3-deadlock real-python3-deadlock-with real-python3-exited-holder real-python3-stacks real-python3-crash-site_a real-python3-crash-site_b real-python3-crash-abort real-python3-crash-abort_keyerror real-python3-crash-abort_bare real-python3-crash-killed real-python3-asyncio)
 # Crash sites of bucket_multi (a program whose manifest signal is SITE), as
 # "site signal function": `bucket_multi SITE` dies of that signal in that
 # function, called from the manifest's chain (dispatch main).  Each site is
@@ -343,10 +343,16 @@ while True:
 		C_EXE=/usr/bin/python3 C_SIG=$(signum SEGV)
 		C_ARGS=("$CORPUS_DIR/real/python3-crash.py" "${case#real-python3-crash-}")
 		;;
-	real-python3-crash-abort)
-		# A thread's uncaught exception reaches an excepthook that aborts.
+	real-python3-crash-abort | real-python3-crash-abort_keyerror | real-python3-crash-abort_bare)
+		# A thread's uncaught exception (ValueError, KeyError, a bare
+		# RuntimeError) reaches an excepthook that aborts.
 		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_THREADS=2
-		C_ARGS=("$CORPUS_DIR/real/python3-crash.py" abort)
+		C_ARGS=("$CORPUS_DIR/real/python3-crash.py" "${case#real-python3-crash-}")
+		;;
+	real-python3-crash-killed)
+		# Killed from outside while its main thread handles an exception.
+		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
+		C_ARGS=("$CORPUS_DIR/real/python3-crash.py" killed)
 		;;
 	real-python3-asyncio)
 		# An event loop with tasks suspended in different awaits; the script

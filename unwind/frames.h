@@ -154,8 +154,10 @@ struct cq_stacks {
 	struct cq_stats warnings; /* values are strings; keys are unused */
 	/*
 	 * What the program's runtime said the crash was, read from the core
-	 * (Go: "panic: assignment to entry in nil map"); NULL when none said.
-	 * Owned by the runtime's state, like frames' strings.
+	 * (Go: "panic: assignment to entry in nil map"; Python: "ValueError:
+	 * bad job 7"); NULL when none said, and for a process stopped from
+	 * outside (libcore/analysis/stacktrace.c).  Owned by the runtime's
+	 * state, like frames' strings.
 	 */
 	const char *crash_message;
 };

@@ -7,14 +7,23 @@
 #   abort            a worker thread's uncaught ValueError("bad job 7") reaches
 #                    threading.excepthook, which the service set to os.abort()
 #                    to get a core: SIGABRT while the exception is handled
+#   abort_keyerror   the same with KeyError("job 7"), whose str() is its repr
+#   abort_bare       the same with a bare RuntimeError (no args, no message)
+#   killed           the main thread waits inside an except block that handles
+#                    ValueError("bad job 7"); a watchdog's SIGABRT from outside
+#                    kills it: the exception is not why it died
 #
 # The program writes ./oracle before it crashes, one fact a line:
 #   site QUALNAME       the Python function that calls the faulting C function
 #   exception TYPE MESSAGE   (abort) the exception being handled at the abort
+#   traceback LINE      (abort*) the last line of the traceback Python prints for
+#                       it (traceback.format_exception_only), from the excepthook
 import ctypes
 import os
 import sys
 import threading
+import time
+import traceback
 
 
 def record(line):
@@ -40,7 +49,17 @@ def worker():
     raise ValueError("bad job 7")
 
 
+def worker_keyerror():
+    raise KeyError("job 7")
+
+
+def worker_bare():
+    raise RuntimeError
+
+
 def abort_hook(args):
+    line = traceback.format_exception_only(args.exc_type, args.exc_value)[-1]
+    record("traceback " + line.rstrip("\n"))
     os.abort()
 
 
@@ -48,9 +67,19 @@ if sys.argv[1] == "site_a":
     serve(read_header_a)
 elif sys.argv[1] == "site_b":
     serve(read_header_b)
+elif sys.argv[1] == "killed":
+    try:
+        raise ValueError("bad job 7")
+    except ValueError:
+        record("exception ValueError bad job 7")
+        open("ready", "w").close()
+        while True:
+            time.sleep(1)
 else:
-    record("exception ValueError bad job 7")
+    target = {"abort": worker, "abort_keyerror": worker_keyerror, "abort_bare": worker_bare}
+    if sys.argv[1] == "abort":
+        record("exception ValueError bad job 7")
     threading.excepthook = abort_hook
-    t = threading.Thread(target=worker, name="job-runner")
+    t = threading.Thread(target=target[sys.argv[1]], name="job-runner")
     t.start()
     t.join()

@@ -122,6 +122,13 @@ struct cq_error *cq_core_stacks(struct cq_core *core, const struct cq_stack_opti
 		err = cq_async_stacks(&actx, p->async);
 	else if (!err)
 		cq_async_report_unsearched(&actx);
+	/*
+	 * A crash message says why the process died (frames.h).  One stopped
+	 * from outside (a snapshot, a watchdog's signal) died of that, whatever
+	 * its first thread was doing (a Python except block): it has none.
+	 */
+	if (!err && cq_core_stopped_from_outside(core))
+		p->pub.crash_message = NULL;
 	if (!err)
 		cq_core_target_store_tables(&ct);
 	if (!err && (ct.out_of_memory || !cq_symbolizer_ok(p->symbolizer)))

@@ -32,7 +32,8 @@ static const char core_rows[] =
     "c.gid, c.signal, c.signal_name, c.si_code, c.fault_address, c.crashed_tid, c.nthreads, "
     "coalesce(c.timestamp, c.ingested_at), c.timestamp IS NOT NULL, c.ingested_at, c.status, "
     "b.hash, c.source, c.size, c.sender_pid, c.sender_uid, " CQ_SENDER_CLAIMED_SQL
-    ", c.time_source, c.snapshot FROM cores c JOIN temp.export_cores e ON e.id = c.id "
+    ", c.time_source, c.snapshot, c.crash_message FROM cores c JOIN temp.export_cores e ON e.id = "
+    "c.id "
     "LEFT JOIN buckets b ON b.id = c.bucket_id ORDER BY c.id";
 
 static const char thread_rows[] =
@@ -180,6 +181,8 @@ static struct cq_error *export_cores(sqlite3 *db, const struct cq_export_options
 		put_int(&j, "size", st, 22);
 		/* A snapshot of a live process (014_snapshot.sql): its crashed_tid is 0. */
 		put_text(&j, "snapshot", st, 27);
+		/* What the runtime said the crash was (016_crash_message.sql), bounded. */
+		put_text(&j, "crash_message", st, 28);
 		end_record(&j);
 		r->cores++;
 	}

@@ -14,6 +14,7 @@
 #include "libcore/store/store.h"
 #include "libcore/store/store_db.h"
 #include "libcore/store/stack_hash.h"
+#include "libcore/store/crash_message.h"
 
 #include <assert.h>
 #include <elf.h>
@@ -165,8 +166,9 @@ static const char *const sql[ST_COUNT] = {
         "INSERT INTO cores (identity, path, size, pid, exe, cmdline, uid, gid, signal, "
         "signal_name, si_code, fault_address, crashed_tid, nthreads, timestamp, hostname, "
         "ingested_at, status, message, comm, boot_id, rlimit, source, stored_path, "
-        "meta_conflicts, sender_pid, sender_uid, time_source, snapshot, sender_claimed, id) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "meta_conflicts, sender_pid, sender_uid, time_source, snapshot, sender_claimed, "
+        "crash_message, id) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_FIND_PLACEHOLDER] = "SELECT id, source FROM cores WHERE identity = 'stored:' || ?",
     [ST_DELETE_CORE] = "DELETE FROM cores WHERE id = ?",
     [ST_SET_STORED_PATH] = "UPDATE cores SET stored_path = ? WHERE id = ? AND stored_path IS NULL",
@@ -287,6 +289,7 @@ static const char *core_time(const struct cq_capture *cap, int64_t *when)
 }
 
 static struct cq_error *insert_core(struct ingest *in, const char *identity,
+                                    const struct cq_stacks *stacks,
                                     const struct cq_store_meta *meta, int64_t *id)
 {
 	const struct cq_core *c = in->core;
@@ -356,6 +359,11 @@ static struct cq_error *insert_core(struct ingest *in, const char *identity,
 	cq_db_bind_text(st, i++, time_source);
 	cq_db_bind_text(st, i++, cq_core_snapshot_name(c->snapshot));
 	cq_db_bind_int_if(st, i++, c->siginfo.has_sender, cq_core_sender_claimed(c));
+	/* What the runtime said the crash was (schema 016), bounded: untrusted core data. */
+	char crash_message[CQ_CRASH_MESSAGE_MAX + 1];
+	cq_db_bind_text(
+	    st, i++,
+	    cq_crash_message_bound(stacks->crash_message, crash_message, sizeof(crash_message)));
 	if (reuse_id)
 		sqlite3_bind_int64(st, i++, reuse_id);
 	else
@@ -714,7 +722,7 @@ static struct cq_error *ingest_body(struct ingest *in, const char *identity,
 	}
 	if (!stacks) /* only a duplicate may come without its stacks */
 		return cq_error_create(CQ_ERR_USAGE, "core %s has no stacks to store", identity);
-	if ((err = insert_core(in, identity, meta, &r->core_id)) ||
+	if ((err = insert_core(in, identity, stacks, meta, &r->core_id)) ||
 	    (err = insert_modules(in, r->core_id)) ||
 	    (err = insert_threads(in, r->core_id, stacks, r)) ||
 	    (err = insert_suspended(in, r->core_id, stacks, r)) ||

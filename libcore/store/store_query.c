@@ -324,7 +324,7 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 	    "bucket_id, comm, source, stored_path, meta_conflicts, "
 	    "(SELECT hash FROM buckets WHERE id = c.bucket_id), size, sender_pid, "
 	    "sender_uid, " CQ_SENDER_CLAIMED_SQL ", "
-	    "time_source, snapshot "
+	    "time_source, snapshot, crash_message "
 	    /* the newest ?8 of them (-1: all), then in the order asked for */
 	    " FROM cores c WHERE id IN (SELECT id FROM cores WHERE %s "
 	    "ORDER BY coalesce(timestamp, ingested_at) DESC, id DESC LIMIT ?8) "
@@ -383,6 +383,7 @@ struct cq_error *cq_store_each_core(struct cq_store *store, const struct cq_stor
 		    .sender_claimed = sqlite3_column_int64(st, 26) != 0,
 		    .time_source = (const char *)sqlite3_column_text(st, 27),
 		    .snapshot = (const char *)sqlite3_column_text(st, 28),
+		    .crash_message = (const char *)sqlite3_column_text(st, 29),
 		};
 		if (fn)
 			fn(ctx, &row);

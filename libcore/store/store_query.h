@@ -77,6 +77,8 @@ struct cq_store_core_row {
 	const char *snapshot;
 	/* They are only what the signal claims (schema 015, sender_claimed.h). */
 	bool sender_claimed;
+	/* What the runtime said the crash was (schema 016, crash_message.h); NULL: nothing. */
+	const char *crash_message;
 };
 
 struct cq_store_core_filter {

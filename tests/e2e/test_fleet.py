@@ -258,6 +258,8 @@ def main():
         ok(good, "schema/clickhouse/005_sender_claimed.sql adds coreq.cores.sender_claimed", why)
         good, why = schema(server, "006_snapshot.sql")
         ok(good, "schema/clickhouse/006_snapshot.sql adds coreq.cores.snapshot", why)
+        good, why = schema(server, "007_crash_message.sql")
+        ok(good, "schema/clickhouse/007_crash_message.sql adds coreq.cores.crash_message", why)
         for rnd in (1, 2):
             errs = [load(server, db, f"host{h}") for h, db in enumerate(dbs)]
             ok(not any(errs), f"export | clickhouse-client, round {rnd}", str(errs))
@@ -265,6 +267,11 @@ def main():
         distinct = int(server.query("SELECT uniqExact(identity) FROM coreq.cores"))
         ok(n == len(cores) and distinct == len(cores),
            f"each core once after loading twice ({n} rows, {distinct} identities)")
+        # C programs: no runtime says what the crash was (Go's and Python's
+        # messages: tests/e2e/test_crash_message.py, whose push checks them).
+        said = server.query("SELECT count(), countIf(crash_message IS NULL) FROM coreq.cores FINAL")
+        ok(said.split() == [str(len(cores))] * 2,
+           f"crash_message loaded and null for every C core ({said})")
         # abort(), raise() and assert() signal the process itself (SI_TKILL,
         # si_pid and si_uid its own: proven, sender_claimed 0); same_segv
         # writes to address 0 (SEGV_MAPERR, no sender).

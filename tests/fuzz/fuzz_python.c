@@ -19,8 +19,10 @@
  * memory is one chunk of the scan for asyncio tasks.  Checked: every native
  * frame is kept, in order; every added frame is of kind python with pc 0, a
  * line >= 0, and at most max_frames of them per thread; every task chain is
- * of kind python, 1 to max_frames frames of kind python; two runs give the
- * same stacks and the same tasks; the report runs.
+ * of kind python, 1 to max_frames frames of kind python; the crash message
+ * (the crashed thread's handled exception, as a traceback's last line) is a
+ * bounded string; two runs give the same stacks, tasks and crash message;
+ * the report runs.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -85,9 +87,12 @@ static size_t sp_find_symbols(void *ctx, size_t m, struct cq_target_symbol *q, s
 static const struct cq_unwind_target_ops sp_ops = {.read = sp_read,
                                                    .find_symbols = sp_find_symbols};
 
+/* The longest crash message: a type name, ": '", a str of at most 4096 characters, "'". */
+#define MAX_MESSAGE (128 + 4 + 4 * 4096 + 1)
+
 /* One run: the threads' stacks after the runtime, into out (nthreads arrays). */
 static void run(const uint8_t *hdr, struct space *sp, struct cq_thread_stack *out, size_t *nout,
-                struct cq_stacks *tasks)
+                struct cq_stacks *tasks, char **message)
 {
 	size_t nthreads = 1 + hdr[0] % MAX_THREADS;
 	struct cq_target_module mods[2] = {
@@ -169,6 +174,12 @@ static void run(const uint8_t *hdr, struct space *sp, struct cq_thread_stack *ou
 		}
 	}
 	*tasks = (struct cq_stacks){.suspended = st.suspended, .nsuspended = st.nsuspended};
+	*message = NULL;
+	if (st.crash_message) {
+		if (strnlen(st.crash_message, MAX_MESSAGE + 1) > MAX_MESSAGE ||
+		    !(*message = strdup(st.crash_message)))
+			abort();
+	}
 	cq_async_python.destroy(state);
 	cq_stats_free(&stats);
 	cq_stats_free(&warnings);
@@ -183,8 +194,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cq_thread_stack a[MAX_THREADS], b[MAX_THREADS];
 	struct cq_stacks ta, tb;
 	size_t na, nb;
-	run(hdr, &sp, a, &na, &ta);
-	run(hdr, &sp, b, &nb, &tb);
+	char *ma, *mb;
+	run(hdr, &sp, a, &na, &ta, &ma);
+	run(hdr, &sp, b, &nb, &tb, &mb);
+	if (!ma != !mb || (ma && strcmp(ma, mb)))
+		abort();
+	free(ma);
+	free(mb);
 	if (ta.nsuspended != tb.nsuspended)
 		abort();
 	for (size_t i = 0; i < ta.nsuspended; i++) {

@@ -669,14 +669,46 @@ static bool type_name(const struct cq_unwind_target *t, const struct cq_python_l
 }
 
 /*
+ * The last line of the traceback Python prints for exception type `type`
+ * whose args tuple holds n items, the first `msg` when it is a str (else
+ * NULL): "T: message", "T" for no args or an empty message; NULL when the
+ * core does not say what str(exception) is (more args, a first arg not a
+ * str, a KeyError's repr needing escapes).  T is the type's tp_name: a
+ * class defined in a module other than __main__ is printed by Python with
+ * its module too, which tp_name does not hold.
+ */
+static char *traceback_line(const char *type, uint64_t n, const char *msg)
+{
+	if (n > 1 || (n == 1 && !msg))
+		return NULL;
+	bool quote = false; /* str(KeyError(k)) is repr(k), '' included */
+	if (msg && !strcmp(type, "KeyError")) {
+		for (const unsigned char *c = (const unsigned char *)msg; *c; c++)
+			if (*c < 0x20 || *c == 0x7f || *c == '\\' || *c == '\'' || *c >= 0x80)
+				return NULL;
+		quote = true;
+	}
+	bool said = msg && (msg[0] || quote);
+	size_t len = strlen(type) + (said ? strlen(msg) + 5 : 1);
+	char *out = malloc(len);
+	if (out)
+		snprintf(out, len, "%s%s%s%s%s", type, said ? ": " : "", quote ? "'" : "",
+		         said ? msg : "", quote ? "'" : "");
+	return out;
+}
+
+/*
  * What thread state ts is doing with an exception, as "raising T: message"
  * (curexc_value: being raised) or "handling T: message" (the innermost
  * exception an except block or excepthook handles), the message the
  * exception's first argument when it is a str; NULL for none or unreadable.
+ * An exception handled also gives *line, the traceback's last line Python
+ * prints for it (traceback_line), when the core says it; else *line is NULL.
  */
 static char *thread_exception(const struct cq_unwind_target *t, const struct cq_python_layout *l,
-                              uint64_t ts)
+                              uint64_t ts, char **line)
 {
+	*line = NULL;
 	uint64_t exc = 0, item = 0;
 	char type[MAX_TYPE_NAME];
 	const char *verb = "raising";
@@ -701,11 +733,14 @@ static char *thread_exception(const struct cq_unwind_target *t, const struct cq_
 		return NULL;
 	char *msg = NULL, tuple[16], str[16];
 	uint64_t args, n = 0, first;
-	if (rd64(t, exc + l->exception_args, &args) &&
-	    type_name(t, l, args, tuple, sizeof(tuple)) && !strcmp(tuple, "tuple") &&
-	    rd64(t, args + l->tuple_size, &n) && n >= 1 && rd64(t, args + l->tuple_items, &first) &&
+	bool counted = rd64(t, exc + l->exception_args, &args) &&
+	               type_name(t, l, args, tuple, sizeof(tuple)) && !strcmp(tuple, "tuple") &&
+	               rd64(t, args + l->tuple_size, &n);
+	if (counted && n >= 1 && rd64(t, args + l->tuple_items, &first) &&
 	    type_name(t, l, first, str, sizeof(str)) && !strcmp(str, "str"))
 		msg = read_str(t, l, first);
+	if (counted && !strcmp(verb, "handling"))
+		*line = traceback_line(type, n, msg); /* before the mark's cut */
 	if (msg && strlen(msg) > MAX_EXC_MESSAGE)
 		strcpy(msg + MAX_EXC_MESSAGE - 3, "...");
 	size_t len = strlen(verb) + strlen(type) + (msg ? strlen(msg) : 0) + 4;
@@ -1247,12 +1282,23 @@ static char *thread_name(struct python *py, const struct cq_unwind_target *t, si
 /*
  * The mark of a thread's innermost Python frame: "holds the GIL", the
  * exception it raises or handles, both ("holds the GIL; handling ..."), or
- * NULL.  Kept with the runtime's strings.
+ * NULL.  Kept with the runtime's strings.  For the crashed thread (crashed),
+ * an exception it handles is also the crash's message (cq_stacks.crash_message),
+ * as the traceback's last line: an uncaught exception whose excepthook
+ * aborts, or a crash in an except block.
  */
-static const char *thread_state(struct python *py, const struct cq_unwind_target *t, uint64_t ts,
-                                bool holds_gil, bool *nomem)
+static const char *thread_state(struct python *py, const struct cq_async_ctx *ctx, uint64_t ts,
+                                bool holds_gil, bool crashed, bool *nomem)
 {
-	char *exc = thread_exception(t, &py->layout, ts);
+	char *line;
+	char *exc = thread_exception(ctx->target, &py->layout, ts, &line);
+	if (line && crashed && !ctx->stacks->crash_message) {
+		const char *kept = keep_string(py, line);
+		*nomem |= kept == NULL;
+		ctx->stacks->crash_message = kept;
+	} else {
+		free(line);
+	}
 	py->exceptions += exc != NULL;
 	if (!exc)
 		return holds_gil ? "holds the GIL" : NULL;
@@ -1313,7 +1359,8 @@ static struct cq_error *python_threads(void *state, const struct cq_async_ctx *c
 				py->python_frames += n;
 				py->threads_with_frames += n > 0;
 				const char *mark =
-				    n ? thread_state(py, t, ts, ts == holder, &nomem) : NULL;
+				    n ? thread_state(py, ctx, ts, ts == holder, th == 0, &nomem)
+				      : NULL;
 				size_t named_at = SIZE_MAX;
 				char *tname = n ? thread_name(py, t, n, &named_at) : NULL;
 				if (tname) {
