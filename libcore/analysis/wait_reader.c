@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "libcore/analysis/waits.h"
+#include "libcore/base/addr_table.h"
 #include "libcore/base/bytes.h"
 #include "libcore/model/core.h"
 #include "libcore/model/elf_symbols.h"
@@ -70,25 +71,6 @@ struct reader_pass {
 	uint64_t fn_addr[READER_FN_CACHE];
 	int8_t fn_reads[READER_FN_CACHE]; /* 0 unknown, 1 read-locks, 2 does not */
 };
-
-static int lock_order(const void *a, const void *b)
-{
-	const struct reader_lock *x = a, *y = b;
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
-static struct reader_lock *lock_find(struct reader_lock *l, size_t n, uint64_t addr)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (l[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && l[lo].addr == addr ? &l[lo] : NULL;
-}
 
 static void find_rw_entries(struct reader_pass *p)
 {
@@ -209,7 +191,7 @@ static bool thread_reads(struct reader_pass *p, size_t t)
  */
 static void reference(struct reader_pass *p, size_t t, uint64_t word, int owns_next)
 {
-	struct reader_lock *lock = lock_find(p->l, p->n, word);
+	struct reader_lock *lock = cq_addr_find(p->l, p->n, sizeof(struct reader_lock), word);
 	if (!lock || (p->wait_of[t] != NONE && p->waits[p->wait_of[t]].object == lock->addr))
 		return;
 	const char *by = owns_next == 1 ? "shared-lock" : thread_reads(p, t) ? "read-call" : NULL;
@@ -251,7 +233,7 @@ static bool scan_threads(struct reader_pass *p)
 		const uint8_t *s = seg->data + (sp - seg->start);
 		for (uint64_t off = 0; off + 8 <= len; off += 8) {
 			uint64_t word = cq_load_u64(s + off);
-			if (lock_find(p->l, p->n, word))
+			if (cq_addr_find(p->l, p->n, sizeof(struct reader_lock), word))
 				reference(p, t, word,
 				          off + SHARED_LOCK_OWNS < len ? s[off + SHARED_LOCK_OWNS]
 				                                       : -1);
@@ -296,7 +278,7 @@ struct cq_error *cq_wait_readers_confirm(struct cq_core *core,
 		if (one_reader_wait(&waits[i]))
 			p.l[p.n++] = (struct reader_lock){.addr = waits[i].object, .owner = NONE};
 	}
-	qsort(p.l, p.n, sizeof(*p.l), lock_order);
+	qsort(p.l, p.n, sizeof(*p.l), cq_addr_order);
 	size_t kept = 0;
 	for (size_t k = 0; k < p.n; k++)
 		if (!kept || p.l[kept - 1].addr != p.l[k].addr)
@@ -307,7 +289,9 @@ struct cq_error *cq_wait_readers_confirm(struct cq_core *core,
 		for (size_t i = 0; i < nwaits; i++) {
 			struct cq_wait *w = &waits[i];
 			struct reader_lock *lock;
-			if (!one_reader_wait(w) || !(lock = lock_find(p.l, p.n, w->object)) ||
+			if (!one_reader_wait(w) ||
+			    !(lock =
+			          cq_addr_find(p.l, p.n, sizeof(struct reader_lock), w->object)) ||
 			    lock->owner == NONE || lock->several)
 				continue;
 			w->owner = CQ_OWNER_THREAD;

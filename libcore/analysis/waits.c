@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/base/addr_table.h"
 #include "libcore/base/bytes.h"
 #include "libcore/model/core.h"
 #include "libcore/model/elf_symbols.h"
@@ -558,25 +559,6 @@ struct infer_lock {
 	bool owner_exit; /* python: among them, the lock's bound __exit__ (a with statement) */
 };
 
-static int infer_order(const void *a, const void *b)
-{
-	const struct infer_lock *x = a, *y = b;
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
-static struct infer_lock *infer_find(struct infer_lock *l, size_t n, uint64_t addr)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (l[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && l[lo].addr == addr ? &l[lo] : NULL;
-}
-
 /* Thread t references lock (unless t waits on it itself). */
 static void infer_ref(struct infer_lock *lock, size_t t, const struct cq_wait *waits,
                       const size_t *wait_of)
@@ -593,7 +575,7 @@ static void infer_ref(struct infer_lock *lock, size_t t, const struct cq_wait *w
 static void infer_word(struct infer_lock *l, size_t n, uint64_t word, size_t t,
                        const struct cq_wait *waits, const size_t *wait_of)
 {
-	struct infer_lock *lock = infer_find(l, n, word);
+	struct infer_lock *lock = cq_addr_find(l, n, sizeof(struct infer_lock), word);
 	if (lock && !lock->python)
 		infer_ref(lock, t, waits, wait_of);
 }
@@ -744,7 +726,7 @@ static void py_slot(struct py_walk *pw, size_t t, uint64_t obj)
 	bool with_exit;
 	struct infer_lock *lock;
 	if (!(sem = py_lock_sem(pw->core, obj, &lockobj, &with_exit)) ||
-	    !(lock = infer_find(pw->l, pw->n, sem)) || !lock->python)
+	    !(lock = cq_addr_find(pw->l, pw->n, sizeof(struct infer_lock), sem)) || !lock->python)
 		return;
 	infer_ref(lock, t, pw->waits, pw->wait_of);
 	if (lock->owner != t)
@@ -922,7 +904,7 @@ static struct cq_error *infer_owners(struct cq_core *core, struct cq_wait *waits
 		any_python |= !rust;
 		k++;
 	}
-	qsort(l, k, sizeof(*l), infer_order);
+	qsort(l, k, sizeof(*l), cq_addr_order);
 	size_t kept = 0;
 	for (size_t i = 0; i < k; i++) /* one entry a lock (a word both kinds claim: neither) */
 		if (kept && l[kept - 1].addr == l[i].addr)
@@ -950,7 +932,8 @@ static struct cq_error *infer_owners(struct cq_core *core, struct cq_wait *waits
 		struct infer_lock *lock;
 		const char *confirmed = NULL;
 		bool refuted = false;
-		if (w->owner != CQ_OWNER_NONE || !(lock = infer_find(l, k, w->object)) ||
+		if (w->owner != CQ_OWNER_NONE ||
+		    !(lock = cq_addr_find(l, k, sizeof(struct infer_lock), w->object)) ||
 		    lock->owner == NONE || lock->several ||
 		    lock->python != (w->kind == CQ_WAIT_SEMAPHORE) ||
 		    !(lock->python ? python_done : stacks_done))

@@ -2,9 +2,10 @@
  * test_base.c - the base layer's small shared pieces: strict number parsing
  * (libcore/base/parse.h), the FNV-1a hash whose values are stored in
  * databases (libcore/base/hash.h), the monotonic clock (clock.h), and the
- * rule for a build-id given as text (build_id.h).
+ * rule for a build-id given as text (build_id.h), and tables sorted by a
+ * leading address (addr_table.h).
  *
- * Files tested: libcore/base/parse.c.
+ * Files tested: libcore/base/parse.c, libcore/base/addr_table.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,9 @@
 
 #include <cmocka.h>
 
+#include <stdlib.h>
+
+#include "libcore/base/addr_table.h"
 #include "libcore/base/build_id.h"
 #include "libcore/base/clock.h"
 #include "libcore/base/hash.h"
@@ -114,6 +118,26 @@ static void test_build_id_text(void **state)
 	assert_int_equal(len, 3);
 }
 
+/* Elements that start with their address: sorted, then each found; absent ones are not. */
+static void test_addr_table(void **state)
+{
+	(void)state;
+	struct lock {
+		uint64_t addr;
+		int tag;
+	} l[] = {{0xffffffffffff0000u, 1}, {0x10, 2}, {0x7f0000001000, 3}, {0x18, 4}, {0, 5}};
+	size_t n = sizeof(l) / sizeof(l[0]);
+	qsort(l, n, sizeof(l[0]), cq_addr_order);
+	for (size_t i = 1; i < n; i++)
+		assert_true(l[i - 1].addr < l[i].addr);
+	struct lock *f = cq_addr_find(l, n, sizeof(l[0]), 0x7f0000001000);
+	assert_non_null(f);
+	assert_int_equal(f->tag, 3);
+	assert_int_equal(((struct lock *)cq_addr_find(l, n, sizeof(l[0]), 0))->tag, 5);
+	assert_null(cq_addr_find(l, n, sizeof(l[0]), 0x11));
+	assert_null(cq_addr_find(l, 0, sizeof(l[0]), 0x10));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,6 +146,7 @@ int main(void)
 	    cmocka_unit_test(test_fnv1a_known_values),
 	    cmocka_unit_test(test_clock_is_monotonic),
 	    cmocka_unit_test(test_build_id_text),
+	    cmocka_unit_test(test_addr_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
