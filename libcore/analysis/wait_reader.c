@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcore/analysis/thread_words.h"
 #include "libcore/analysis/waits.h"
 #include "libcore/base/addr_table.h"
 #include "libcore/base/bytes.h"
@@ -23,9 +24,6 @@
 #include "unwind/frames.h"
 
 #define NONE SIZE_MAX
-/* Bytes above the stack pointer read per thread, and in all beyond the core's own size. */
-#define READER_STACK_MAX   (8u << 20)
-#define READER_STACK_EXTRA (64u << 20)
 /* A thread's innermost frames whose functions' code is read, and bytes of code a function. */
 #define READER_FRAMES   64
 #define READER_CODE_MAX (64u << 10)
@@ -207,39 +205,19 @@ static void reference(struct reader_pass *p, size_t t, uint64_t word, int owns_n
 	}
 }
 
+static void reader_visit(void *arg, size_t t, uint64_t word, const uint8_t *at, uint64_t rest)
+{
+	struct reader_pass *p = arg;
+	if (!at)
+		reference(p, t, word, -1);
+	else if (cq_addr_find(p->l, p->n, sizeof(struct reader_lock), word))
+		reference(p, t, word, SHARED_LOCK_OWNS < rest ? at[SHARED_LOCK_OWNS] : -1);
+}
+
 /* False when the stacks' budget ran out (then no reader is confirmed). */
 static bool scan_threads(struct reader_pass *p)
 {
-	struct cq_core *core = p->core;
-	unsigned sp_reg = core->arch->sp_reg;
-	uint64_t budget = core->image_size + READER_STACK_EXTRA;
-	for (size_t t = 0; t < core->nthreads; t++) {
-		const struct cq_regs *r = &core->threads[t].regs;
-		for (unsigned k = 0; k < CQ_REGS_MAX; k++)
-			if (k != sp_reg && cq_regs_has(r, k))
-				reference(p, t, r->value[k], -1);
-		if (!cq_regs_has(r, sp_reg))
-			continue;
-		uint64_t sp = r->value[sp_reg] & ~(uint64_t)7;
-		const struct cq_mem_segment *seg = cq_mem_find(&core->mem, sp);
-		if (!seg || !seg->data || sp < seg->start || sp - seg->start >= seg->data_len)
-			continue;
-		uint64_t len = seg->data_len - (sp - seg->start);
-		if (len > READER_STACK_MAX)
-			len = READER_STACK_MAX;
-		if (len > budget)
-			return false;
-		budget -= len;
-		const uint8_t *s = seg->data + (sp - seg->start);
-		for (uint64_t off = 0; off + 8 <= len; off += 8) {
-			uint64_t word = cq_load_u64(s + off);
-			if (cq_addr_find(p->l, p->n, sizeof(struct reader_lock), word))
-				reference(p, t, word,
-				          off + SHARED_LOCK_OWNS < len ? s[off + SHARED_LOCK_OWNS]
-				                                       : -1);
-		}
-	}
-	return true;
+	return cq_thread_words(p->core, reader_visit, p);
 }
 
 static bool one_reader_wait(const struct cq_wait *w)

@@ -9,6 +9,7 @@
  * Nothing here allocates more than a few words per thread of the core.
  */
 #include "libcore/analysis/waits.h"
+#include "libcore/analysis/thread_words.h"
 #include "libcore/analysis/wait_reader.h"
 
 #include <stdlib.h>
@@ -509,7 +510,6 @@ static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, 
  */
 
 /* Bytes above the stack pointer searched per thread, and CPython frames and slots walked. */
-#define INFER_STACK_MAX  (8u << 20)
 #define INFER_PY_FRAMES  4096
 #define INFER_PY_SLOTS   4096
 #define INFER_PY_INTERPS 64
@@ -522,8 +522,7 @@ static struct cq_error *resolve_owners(struct cq_waits *w, const int32_t *tids, 
  * frame or interpreter list that runs into a loop (no live interpreter has
  * one: the core is damaged or forged).
  */
-#define INFER_STACK_EXTRA (64u << 20)
-#define INFER_PY_STEPS    (1u << 22)
+#define INFER_PY_STEPS (1u << 22)
 
 /* CPython 3.11 on 64-bit (gdb's ptype /o against python3.11's DWARF, Debian 3.11.2). */
 #define PY311_RUNTIME_INTERP_HEAD 40  /* _PyRuntime.interpreters.head */
@@ -580,34 +579,27 @@ static void infer_word(struct infer_lock *l, size_t n, uint64_t word, size_t t,
 		infer_ref(lock, t, waits, wait_of);
 }
 
+struct infer_words {
+	struct infer_lock *l;
+	size_t n;
+	const struct cq_wait *waits;
+	const size_t *wait_of;
+};
+
+static void infer_visit(void *arg, size_t t, uint64_t word, const uint8_t *at, uint64_t rest)
+{
+	(void)at;
+	(void)rest;
+	struct infer_words *w = arg;
+	infer_word(w->l, w->n, word, t, w->waits, w->wait_of);
+}
+
 /* False when the search was cut short. */
 static bool infer_from_stacks(struct cq_core *core, struct infer_lock *l, size_t n,
                               const struct cq_wait *waits, const size_t *wait_of)
 {
-	unsigned sp_reg = core->arch->sp_reg;
-	uint64_t budget = core->image_size + INFER_STACK_EXTRA;
-	for (size_t t = 0; t < core->nthreads; t++) {
-		const struct cq_regs *r = &core->threads[t].regs;
-		for (unsigned k = 0; k < CQ_REGS_MAX; k++)
-			if (k != sp_reg && cq_regs_has(r, k))
-				infer_word(l, n, r->value[k], t, waits, wait_of);
-		if (!cq_regs_has(r, sp_reg))
-			continue;
-		uint64_t sp = r->value[sp_reg] & ~(uint64_t)7;
-		const struct cq_mem_segment *seg = cq_mem_find(&core->mem, sp);
-		if (!seg || !seg->data || sp < seg->start || sp - seg->start >= seg->data_len)
-			continue;
-		uint64_t len = seg->data_len - (sp - seg->start);
-		if (len > INFER_STACK_MAX)
-			len = INFER_STACK_MAX;
-		if (len > budget)
-			return false;
-		budget -= len;
-		const uint8_t *p = seg->data + (sp - seg->start);
-		for (uint64_t off = 0; off + 8 <= len; off += 8)
-			infer_word(l, n, cq_load_u64(p + off), t, waits, wait_of);
-	}
-	return true;
+	struct infer_words w = {l, n, waits, wait_of};
+	return cq_thread_words(core, infer_visit, &w);
 }
 
 static bool py_type_is(struct cq_core *core, uint64_t obj, const char *const *names)

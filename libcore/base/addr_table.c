@@ -4,8 +4,9 @@
  */
 #include "libcore/base/addr_table.h"
 
-#include <stdlib.h>
 #include <string.h>
+
+#include "libcore/base/bytes.h"
 
 static uint64_t addr_of(const void *e)
 {
@@ -22,5 +23,8 @@ int cq_addr_order(const void *a, const void *b)
 
 void *cq_addr_find(void *base, size_t n, size_t size, uint64_t addr)
 {
-	return bsearch(&addr, base, n, size, cq_addr_order);
+	size_t i = cq_sorted_below(base, n, size, addr);
+	return i < n && addr_of((const uint8_t *)base + i * size) == addr
+	           ? (uint8_t *)base + i * size
+	           : NULL;
 }

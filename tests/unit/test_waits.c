@@ -26,7 +26,8 @@
  * threads claim it or the lock counts two readers.  Then parking_lot's
  * locks, found from the key of the parked thread's ThreadData.
  *
- * Files tested: libcore/analysis/waits.c, libcore/analysis/wait_reader.c.
+ * Files tested: libcore/analysis/waits.c, libcore/analysis/wait_reader.c,
+ * libcore/analysis/thread_words.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
