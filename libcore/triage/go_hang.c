@@ -109,13 +109,28 @@ struct cq_error *cq_bucket_go_hang_signature(const struct cq_bucket_rules *r,
                                              const struct cq_stacks *stacks,
                                              struct cq_bucket_signature *out)
 {
-	char **texts = calloc(stacks->nthreads ? stacks->nthreads : 1, sizeof(*texts));
+	char **texts = calloc(stacks->nthreads + stacks->nsuspended + 1, sizeof(*texts));
 	if (!texts)
 		return &cq_error_nomem;
 	struct cq_error *err = NULL;
 	size_t n = 0;
 	for (size_t i = 0; i < stacks->nthreads; i++) {
 		char *t = thread_text(r, nm, &stacks->threads[i]);
+		if (t)
+			texts[n++] = t;
+	}
+	/*
+	 * No thread was in the program's code (every goroutine parked): the
+	 * parked goroutines' program frames say where it hung (the go runtime
+	 * lists them as tasks).
+	 */
+	bool on_threads = n > 0;
+	for (size_t i = 0; !on_threads && i < stacks->nsuspended; i++) {
+		const struct cq_suspended_stack *ss = &stacks->suspended[i];
+		if (!ss->has_task)
+			continue;
+		struct cq_thread_stack view = {.frames = ss->frames, .nframes = ss->nframes};
+		char *t = thread_text(r, nm, &view);
 		if (t)
 			texts[n++] = t;
 	}

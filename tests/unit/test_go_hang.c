@@ -88,12 +88,45 @@ static void test_hang_signature(void **state)
 	cq_bucket_rules_free(rules);
 }
 
+/* Every goroutine parked, no thread in the program: the parked goroutines name the hang. */
+static void test_hang_of_parked_goroutines(void **state)
+{
+	(void)state;
+	struct cq_bucket_rules *rules;
+	assert_null(cq_bucket_rules_parse(cq_bucket_default_rules, strlen(cq_bucket_default_rules),
+	                                  "built-in", &rules));
+	struct cq_stack_frame sig[] = {named("runtime.raise"),      named("runtime.dieFromSignal"),
+	                               named("runtime.crash"),      named("runtime.sighandler"),
+	                               named("runtime.sigtrampgo"), named("runtime.sigtramp"),
+	                               named("runtime.futex"),      named("runtime.mstart")};
+	struct cq_stack_frame g1[] = {named("runtime.gopark"), named("runtime.chanrecv"),
+	                              named("main.chanReceiver"), named("main.spawn.func1"),
+	                              named("runtime.goexit")};
+	struct cq_stack_frame g2[] = {named("runtime.gopark"), named("sync.runtime_Semacquire"),
+	                              named("sync.(*WaitGroup).Wait"), named("main.groupWaiter"),
+	                              named("runtime.goexit")};
+	struct cq_thread_stack threads[] = {{.frames = sig, .nframes = 8}};
+	struct cq_suspended_stack parked[] = {
+	    {.kind = "go", .frames = g2, .nframes = 5, .has_task = true, .task_id = 7},
+	    {.kind = "go", .frames = g1, .nframes = 5, .has_task = true, .task_id = 6}};
+	struct cq_stacks stacks = {
+	    .threads = threads, .nthreads = 1, .suspended = parked, .nsuspended = 2};
+	assert_true(cq_bucket_go_signalled(&threads[0]));
+	struct cq_bucket_signature s = {0};
+	assert_null(cq_bucket_go_hang_signature(rules, NULL, &stacks, &s));
+	assert_string_equal(s.text,
+	                    "hang: main.chanReceiver < main.spawn.func1 | main.groupWaiter");
+	cq_bucket_signature_free(&s);
+	cq_bucket_rules_free(rules);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_signalled),
 	    cmocka_unit_test(test_panics_are_crashes),
 	    cmocka_unit_test(test_hang_signature),
+	    cmocka_unit_test(test_hang_of_parked_goroutines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
