@@ -158,6 +158,11 @@ def buckets_test():
        [sigs[(c, "default")] for c in BUCKET_CASES])
     # runtime.mapassign_faststr called gopanic, but Go's traceback hides the
     # runtime's unexported functions (the rules' `hidden`): the program's frame leads
+    # killed from outside with every goroutine parked: the parked goroutines' program
+    # frames name the hang (the program's own functions, from its source)
+    hang = sigs[("go_server-hang", "default")][1]
+    ok(hang.startswith("hang: main.") and "main.chanReceiver" in hang,
+       "hang: named by the parked goroutines' program frames", hang)
     ok(sigs[("go_server-nilmap", "default")][1].startswith("main.crashNilMap"),
        "nil map: the signature starts at the program's frame that panicked",
        sigs[("go_server-nilmap", "default")])
