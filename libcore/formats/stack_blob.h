@@ -17,7 +17,7 @@
  *                       module_id << 13 | top << 12 | kind << 8 | (length - 1)
  *                   for length (1..256) consecutive frames with the same
  *                   module id (frames.module_id, 0 for none), kind (0
- *                   native, 1 inline, 2 async: enum cq_frame_kind) and top
+ *                   native, 1 inline, 2 async, 3 python: enum cq_frame_kind) and top
  *                   bit: top = 1 means each of these offsets had bit 63 set,
  *                   which lws's 63-bit counts cannot carry, so it was cleared
  *                   in the offset record.  The runs cover exactly n frames.

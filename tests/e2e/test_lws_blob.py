@@ -20,7 +20,7 @@ import tempfile
 import lws_oracle
 from coreq_test import coreq, corpus_cases, done, ok, require_corpus
 
-KINDS = {0: "native", 1: "inline", 2: "async"}
+KINDS = {0: "native", 1: "inline", 2: "async", 3: "python"}
 
 
 def split_records(blob):

@@ -266,8 +266,9 @@ static void test_go_crashes(void **state)
 	    named("runtime.findRunnable"),  named("runtime.schedule"),
 	    named("runtime.park_m"),        named("runtime.mcall"),
 	};
-	check_signature(deadlock, 18, SIGABRT, 3,
-	                "runtime.checkdead | runtime.mput | runtime.stopm | SIGABRT");
+	/* the scheduler of an M with nothing to run (mput, stopm...) is skipped: where the check
+	 * ran */
+	check_signature(deadlock, 18, SIGABRT, 3, "runtime.checkdead | SIGABRT");
 	/* An exported runtime function is the program's call (Go's traceback shows it). */
 	struct cq_stack_frame exported[] = {named("runtime.gopanic"), named("runtime.Goexit"),
 	                                    named("main.worker"), named("runtime.goexit.abi0")};
