@@ -149,6 +149,10 @@ def normalise(name):
     name = re.sub(r"\{\{vtable\.shim\}\}$", "", name)
     name = re.sub(r"\{(closure|async_fn|async_block|coroutine)#\d+\}", "{{closure}}", name)
     name = re.sub(r"\{lambda\([^{}]*\)#\d+\}", "{lambda}", name)
+    # a lambda's call operator: gdb names it operator() (DWARF's name); the
+    # demangled symbol is F(args)::{lambda()#1}::operator()() const
+    if "{lambda}::" in name:
+        name = name.rsplit("{lambda}::", 1)[1]
     name = re.sub(r"\s*\[clone [^\]]*\]", "", name)
     name = name.split("@")[0]
     name = cut_at_depth0(name, "(").strip()
@@ -229,7 +233,10 @@ def is_cargo(case):
 
 
 def is_rust(case):
-    return os.path.isfile(os.path.join(ROOT, "corpus", case["case"].split(".")[0] + ".rs"))
+    """A Rust program of one file, corpus/NAME.rs (its case NAME-MODE.FLAGS or NAME.FLAGS)."""
+    prog = case["case"].split(".")[0]
+    return any(os.path.isfile(os.path.join(ROOT, "corpus", p + ".rs"))
+               for p in (prog, prog.split("-")[0]))
 
 
 def location(frame):
