@@ -73,6 +73,9 @@ DEPS_PKGS += mmdebstrap systemd-container
 # real Debian Go server (caddy) crashed under load; corpus/go_crash (make
 # go-crash-corpus) for tests/e2e/test_go_buckets.py; make bench's goroutine row.
 DEPS_PKGS += golang-go delve caddy
+# Python (issue 49): real Debian Python servers tests/e2e/test_python.py kills
+# under load (Twisted's twistd3 web, an aiohttp server).
+DEPS_PKGS += python3-twisted python3-aiohttp
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wno-format-nonliteral
