@@ -72,7 +72,7 @@ DEPS_PKGS += mmdebstrap systemd-container
 # (dlv core: the goroutine oracle of tests/e2e/test_go_goroutines.py), and a
 # real Debian Go server (caddy) crashed under load; corpus/go_crash (make
 # go-crash-corpus) for tests/e2e/test_go_buckets.py; make bench's goroutine row.
-DEPS_PKGS += golang-go delve caddy
+DEPS_PKGS += golang-go delve caddy curl
 # Python (issue 49): real Debian Python servers tests/e2e/test_python.py kills
 # under load (Twisted's twistd3 web, an aiohttp server).
 DEPS_PKGS += python3-twisted python3-aiohttp
