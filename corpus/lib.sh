@@ -335,7 +335,9 @@ while True:
 	real-python3-stacks)
 		# Threads blocked in distinct Python code; the script writes each
 		# one's own Python stack (tests/e2e/test_python.py's oracle).
-		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1
+		# C_READY_SLEEP: the main thread writes `ready` one line before it
+		# blocks (the line its record names): wait until it sleeps there.
+		C_EXE=/usr/bin/python3 C_SIG=$(signum ABRT) C_KILL=1 C_READY_FILE=1 C_READY_SLEEP=1
 		C_ARGS=("$CORPUS_DIR/real/python3-stacks.py") C_THREADS=10
 		;;
 	real-python3-crash-site_a | real-python3-crash-site_b)

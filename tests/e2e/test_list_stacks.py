@@ -32,11 +32,12 @@ TRUSTS = {"context", "cfi", "fp", "scan", "async"}
 # and meta_conflicts with capture metadata (schema 003); sender_pid and
 # sender_uid with the signal's sender (schema 010), sender_claimed with
 # whether that is only the signal's claim (schema 015); snapshot with gcore
-# snapshots (schema 014).
+# snapshots (schema 014); crash_message with the runtime's message (schema 016).
 CORE_KEYS = {"id", "path", "pid", "exe", "cmdline", "signal", "signal_name", "si_code", "fault_address",
              "crashed_tid", "threads", "timestamp", "hostname", "uid", "ingested_at", "status", "message",
              "bucket_id", "bucket", "comm", "source", "stored_path", "meta_conflicts", "time_source",
-             "si_code_name", "sender_pid", "sender_uid", "sender_claimed", "snapshot"}
+             "si_code_name", "sender_pid", "sender_uid", "sender_claimed", "snapshot",
+             "crash_message"}
 
 
 def diag(r):
