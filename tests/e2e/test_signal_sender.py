@@ -422,13 +422,15 @@ def main():
                 for s in (doc.get("cores", []) if isinstance(doc, dict) else doc)}
         ok(said == {c["core"]: c["claimed"] for c in cases},
            "cores of that database: only abort()'s sender is proven", str(said))
-        # A database stored before the migration that adds sender_claimed (the
-        # last one): upgrading it fills the column by the same rule.
+        # A database stored before the migration that adds sender_claimed
+        # (015): upgrading it fills the column by the same rule.  Later
+        # migrations' columns go too (016: crash_message), so it is schema 14.
         old = os.path.join(tmp, "old.db")
         shutil.copy(db, old)
         con = sqlite3.connect(old)
-        version = con.execute("PRAGMA user_version").fetchone()[0]
+        con.execute("ALTER TABLE cores DROP COLUMN crash_message")
         con.execute("ALTER TABLE cores DROP COLUMN sender_claimed")
+        version = 15
         con.execute(f"PRAGMA user_version = {version - 1}")
         con.commit()
         con.close()
