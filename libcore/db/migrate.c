@@ -71,6 +71,78 @@ static bool known_set(const char *set)
 	return set && (strcmp(set, "db") == 0 || strcmp(set, "cache") == 0);
 }
 
+/* Whether set holds only what can be computed again (schema.h). */
+static bool derived(const char *set)
+{
+	return strcmp(set, "cache") == 0;
+}
+
+/* Whether a file of set at version predates the set's baseline (schema.h). */
+static bool before_baseline(const char *set, unsigned version)
+{
+	return version > 0 && version < cq_schema_baseline(set);
+}
+
+/* Drops every table, view and trigger of db but SQLite's own, in the open transaction. */
+static struct cq_error *drop_all(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db,
+	                       "SELECT type, name FROM sqlite_schema WHERE type IN "
+	                       "('table', 'view', 'trigger') AND name NOT LIKE 'sqlite!_%' "
+	                       "ESCAPE '!' ORDER BY type = 'table'",
+	                       -1, &st, NULL) != SQLITE_OK)
+		return cq_db_error(db, "cannot empty an older cache");
+	sqlite3_str *drops = sqlite3_str_new(db);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *type = (const char *)sqlite3_column_text(st, 0);
+		const char *name = (const char *)sqlite3_column_text(st, 1);
+		if (type && name)
+			sqlite3_str_appendf(drops, "DROP %s IF EXISTS \"%w\";",
+			                    strcmp(type, "table") == 0  ? "TABLE"
+			                    : strcmp(type, "view") == 0 ? "VIEW"
+			                                                : "TRIGGER",
+			                    name);
+	}
+	struct cq_error *err =
+	    rc == SQLITE_DONE ? NULL : cq_db_error(db, "cannot empty an older cache");
+	sqlite3_finalize(st);
+	char *sql = sqlite3_str_finish(drops);
+	if (!err && !sql)
+		err = &cq_error_nomem;
+	/* Tables go in any order: the references between them are checked at COMMIT. */
+	if (!err &&
+	    sqlite3_exec(db, "PRAGMA defer_foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK)
+		err = cq_db_error(db, "cannot empty an older cache");
+	if (!err && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		err = cq_db_error(db, "cannot empty an older cache");
+	sqlite3_free(sql);
+	return err;
+}
+
+/*
+ * Empties a cache file older than the baseline, so that the baseline makes
+ * it again: the version is read again under the write lock (another process
+ * may have done it meanwhile), and the drops and user_version 0 commit as one.
+ */
+static struct cq_error *empty_older(sqlite3 *db, const char *set)
+{
+	assert(derived(set) && sqlite3_get_autocommit(db));
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return cq_db_error(db, "cannot empty an older cache");
+	unsigned now;
+	struct cq_error *err = cq_db_user_version(db, &now);
+	if (!err && before_baseline(set, now) && !(err = drop_all(db)) &&
+	    sqlite3_exec(db, "PRAGMA user_version = 0", NULL, NULL, NULL) != SQLITE_OK)
+		err = cq_db_error(db, "cannot empty an older cache");
+	if (!err && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		err = cq_db_error(db, "cannot empty an older cache");
+	if (err)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return err;
+}
+
 struct cq_error *cq_db_migrate(sqlite3 *db, const char *set)
 {
 	assert(db && known_set(set) && sqlite3_get_autocommit(db));
@@ -84,6 +156,15 @@ struct cq_error *cq_db_migrate(sqlite3 *db, const char *set)
 		                       "database schema version %u is newer than this coreq "
 		                       "understands (%u); upgrade coreq",
 		                       have, latest);
+	if (before_baseline(set, have)) {
+		if (!derived(set))
+			return cq_error_create(CQ_ERR_UNSUPPORTED,
+			                       "database schema version %u is older than any this "
+			                       "coreq can upgrade (%u)",
+			                       have, cq_schema_baseline(set));
+		if ((err = empty_older(db, set)) || (err = cq_db_user_version(db, &have)))
+			return err;
+	}
 	for (unsigned v = have + 1; v <= latest; v++) {
 		for (unsigned i = 0; i < cq_schema_migration_count; i++) {
 			const struct cq_schema_migration *m = &cq_schema_migrations[i];
@@ -138,7 +219,8 @@ static struct cq_error *open_guarded(const char *path, const char *params, int f
 /*
  * The file's schema version, and its objects checked against what coreq's
  * migrations make at that version (guard.h), read in one transaction.  A
- * version newer than this coreq is returned unchecked.
+ * version newer than this coreq, or older than the set's baseline (a cache
+ * that migrating empties), is returned unchecked.
  */
 static struct cq_error *check_file(sqlite3 *db, const char *set, unsigned *have)
 {
@@ -146,7 +228,7 @@ static struct cq_error *check_file(sqlite3 *db, const char *set, unsigned *have)
 	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		return cq_db_error(db, NULL);
 	struct cq_error *err = cq_db_user_version(db, have);
-	if (!err && *have <= cq_schema_latest(set))
+	if (!err && *have <= cq_schema_latest(set) && !before_baseline(set, *have))
 		err = cq_db_schema_check(db, "main", set, *have);
 	if (err && err->code == CQ_ERR_DB && cq_db_damaged(db)) {
 		cq_error_free(err);

@@ -16,3 +16,13 @@ unsigned cq_schema_latest(const char *set)
 			latest = cq_schema_migrations[i].version;
 	return latest;
 }
+
+unsigned cq_schema_baseline(const char *set)
+{
+	unsigned oldest = 0;
+	for (unsigned i = 0; i < cq_schema_migration_count; i++)
+		if (strcmp(cq_schema_migrations[i].set, set) == 0 &&
+		    (!oldest || cq_schema_migrations[i].version < oldest))
+			oldest = cq_schema_migrations[i].version;
+	return oldest;
+}

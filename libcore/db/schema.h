@@ -4,6 +4,13 @@
  * applies them.  Two sets exist: "db" (the analysis database) and "cache"
  * (unwind tables and symbols by build-id).  Migration N of a set brings a
  * database from PRAGMA user_version N-1 to N.
+ *
+ * A set's first migration is its baseline: it makes the whole schema at its
+ * version B from an empty file.  The database's baseline is 1, and every
+ * migration since is kept, so a database of any age is upgraded.  The
+ * cache keeps no history (it is derived data: schema/cache_008_baseline.sql):
+ * a cache file an older coreq left, between 1 and B - 1, is emptied and made
+ * again by the baseline.
  */
 #ifndef CQ_SCHEMA_H
 #define CQ_SCHEMA_H
@@ -40,9 +47,14 @@ extern const unsigned cq_schema_snapshot_count;
 /* The newest version of a set. */
 unsigned cq_schema_latest(const char *set);
 
+/* The version of a set's baseline, its oldest migration (above). */
+unsigned cq_schema_baseline(const char *set);
+
 /*
  * Brings db up to the newest version of set, each migration in its own
- * transaction.  A database newer than this binary is an error.
+ * transaction.  A database newer than this binary is an error.  A cache
+ * older than the cache's baseline is emptied first, in one transaction
+ * (its tables, views and triggers dropped; SQLite's own kept).
  */
 struct cq_error *cq_db_migrate(struct sqlite3 *db, const char *set);
 

@@ -69,6 +69,30 @@ def main():
            "truncated table blobs and garbage symbol blobs are rejected, output unchanged",
            r.stderr)
 
+        # A cache an older coreq left (schema 1 to 7; here with a table it
+        # dropped since, a view and a trigger): emptied, made again, same output.
+        latest = version
+        con = sqlite3.connect(db)
+        con.execute("PRAGMA user_version = 5")
+        con.execute("CREATE TABLE cxx_types (source INTEGER, blob BLOB)")
+        con.execute("CREATE VIEW old_view AS SELECT * FROM symbols")
+        con.execute("CREATE TRIGGER old_trigger AFTER DELETE ON symbols BEGIN SELECT 1; END")
+        con.execute("UPDATE symbols SET frames = x'05ff'")
+        con.commit()
+        con.close()
+        r = stack(core, "--cache", db)
+        con = sqlite3.connect(db)
+        now = con.execute("PRAGMA user_version").fetchone()[0]
+        left = con.execute("SELECT count(*) FROM sqlite_schema WHERE name IN "
+                           "('cxx_types', 'old_view', 'old_trigger')").fetchone()[0]
+        garbage = con.execute("SELECT count(*) FROM symbols WHERE frames = x'05ff'").fetchone()[0]
+        remade = con.execute("SELECT count(*) FROM unwind_tables").fetchone()[0]
+        con.close()
+        ok(r.returncode == 0 and r.stdout == ref.stdout and r.stderr == "" and now == latest and
+           left == 0 and garbage == 0 and remade == len(tables),
+           f"an older cache is emptied and made again (user_version {now}, {remade} tables)",
+           r.stderr)
+
         bad = os.path.join(tmp, "not-a-dir")
         open(bad, "w").close()
         r = stack(core, "--cache", os.path.join(bad, "cache.db"))

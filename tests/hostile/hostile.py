@@ -390,6 +390,10 @@ class Gen:
                        "not a blob", b""][(i // 2) % 3]
                 con.execute("UPDATE runtime_blobs SET blob = ? WHERE source = ? AND runtime = ? AND name = ?",
                             (bad, src, rt, nm))
+            if i % 5 == 4:  # as an older coreq left it, with a view and a trigger: emptied, made again
+                con.execute(f"PRAGMA user_version = {1 + i % 7}")
+                con.execute("CREATE VIEW planted_view AS SELECT * FROM symbols")
+                con.execute("CREATE TRIGGER planted AFTER DELETE ON symbols BEGIN SELECT 1; END")
             con.commit()
             con.close()
             if i % 4 == 3:  # the file itself damaged

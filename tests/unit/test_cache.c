@@ -6,7 +6,8 @@
  * a second open of the same file sees what the first stored.  Runtimes'
  * blobs (one table keyed by files, runtime and blob name): served under
  * that key and format alone; a cache an older coreq made (schema 7, with
- * the per-runtime tables) keeps opening and is migrated to the one table.
+ * the per-runtime tables, or older) keeps opening: it is emptied and made
+ * again at the newest schema.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,52 +176,96 @@ static void test_runtime_blobs(void **state)
 	remove_cache(dir);
 }
 
-/* A cache file an older coreq made, at cache schema 7 (rust_index and cxx_types rows in it). */
-static void test_old_cache_migrated(void **state)
+/*
+ * The tables a cache file had at cache schema 7, as an older coreq made
+ * them (before the cache's migrations were folded into one baseline,
+ * schema/cache_008_baseline.sql): its per-runtime blob tables included.
+ */
+static const char schema_7[] =
+    "CREATE TABLE sources (id INTEGER PRIMARY KEY, build_id TEXT NOT NULL,"
+    " identity BLOB NOT NULL, created INTEGER NOT NULL, UNIQUE (build_id, identity));"
+    "CREATE TABLE unwind_tables (source INTEGER NOT NULL PRIMARY KEY REFERENCES sources (id),"
+    " build_id TEXT NOT NULL, format INTEGER NOT NULL, rows INTEGER NOT NULL,"
+    " blob BLOB NOT NULL, created INTEGER NOT NULL);"
+    "CREATE TABLE symbols (source INTEGER NOT NULL REFERENCES sources (id),"
+    " build_id TEXT NOT NULL, address INTEGER NOT NULL, debuginfo INTEGER NOT NULL,"
+    " format INTEGER NOT NULL, frames BLOB NOT NULL,"
+    " PRIMARY KEY (source, address, debuginfo)) WITHOUT ROWID;"
+    "CREATE TABLE rust_index (source INTEGER NOT NULL PRIMARY KEY REFERENCES sources (id),"
+    " build_id TEXT NOT NULL, format INTEGER NOT NULL, blob BLOB NOT NULL,"
+    " created INTEGER NOT NULL);"
+    "CREATE TABLE cxx_types (source INTEGER NOT NULL PRIMARY KEY REFERENCES sources (id),"
+    " build_id TEXT NOT NULL, format INTEGER NOT NULL, blob BLOB NOT NULL,"
+    " created INTEGER NOT NULL);"
+    "CREATE TABLE stream_hints (build_id TEXT NOT NULL PRIMARY KEY,"
+    " reads_heap INTEGER NOT NULL, created INTEGER NOT NULL);"
+    "CREATE TABLE scan_notes (build_id TEXT NOT NULL PRIMARY KEY, note TEXT NOT NULL,"
+    " created INTEGER NOT NULL);"
+    "INSERT INTO sources (id, build_id, identity, created) VALUES (1, 'ab', x'78', 0);"
+    "INSERT INTO rust_index VALUES (1, 'ab', 8, x'0102', 0);"
+    "INSERT INTO cxx_types VALUES (1, 'ab', 1, x'0304', 0);"
+    "INSERT INTO unwind_tables VALUES (1, 'ab', 1, 1, x'05', 0);";
+
+/*
+ * Opens the cache at path, checks that it is at the newest schema with
+ * none of the older tables and none of what else was there, and that a blob
+ * stored now is served (and opens again as it is).
+ */
+static void assert_made_again(const char *path)
 {
-	(void)state;
-	char dir[] = "/tmp/coreq-test-cache-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char path[128];
-	snprintf(path, sizeof(path), "%s/cache.db", dir);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	for (unsigned v = 1; v <= 7; v++)
-		for (unsigned i = 0; i < cq_schema_migration_count; i++) {
-			const struct cq_schema_migration *m = &cq_schema_migrations[i];
-			if (strcmp(m->set, "cache") == 0 && m->version == v)
-				assert_int_equal(sqlite3_exec(db, m->sql, NULL, NULL, NULL),
-				                 SQLITE_OK);
-		}
-	assert_int_equal(
-	    sqlite3_exec(
-	        db,
-	        "PRAGMA user_version = 7;"
-	        "INSERT INTO sources (id, build_id, identity, created) VALUES (1, 'ab', x'78', 0);"
-	        "INSERT INTO rust_index VALUES (1, 'ab', 8, x'0102', 0);"
-	        "INSERT INTO cxx_types VALUES (1, 'ab', 1, x'0304', 0);",
-	        NULL, NULL, NULL),
-	    SQLITE_OK);
-	sqlite3_close(db);
 	struct cq_cache *c;
 	assert_null(cq_cache_open(path, &c));
 	struct cq_cache_key id = {"ab", "x", 1, 0};
 	size_t len;
-	assert_null(
-	    cq_cache_get_blob(c, &id, "rust", "index", 8, &len)); /* dropped: derived data */
+	assert_null(cq_cache_get_blob(c, &id, "rust", "index", 8, &len));
+	assert_null(cq_cache_get_table(c, &id, 1, &len)); /* emptied: derived data */
 	const uint8_t blob[] = {5, 6};
 	cq_cache_put_blob(c, &id, "rust", "index", 8, blob, sizeof(blob));
 	assert_null(cq_cache_close(c));
 	assert_int_equal(query_int(path, "PRAGMA user_version"), cq_schema_latest("cache"));
 	assert_int_equal(query_int(path, "SELECT count(*) FROM sqlite_schema WHERE name IN "
-	                                 "('rust_index', 'cxx_types')"),
+	                                 "('rust_index', 'cxx_types', 'mine', 'fired', 'v', 't')"),
 	                 0);
-	assert_int_equal(query_int(path, "SELECT count(*) FROM runtime_blobs WHERE source = 1 AND "
+	assert_int_equal(query_int(path, "SELECT count(*) FROM runtime_blobs WHERE "
 	                                 "runtime = 'rust' AND name = 'index'"),
 	                 1);
 	assert_null(cq_cache_open(path, &c)); /* and opens again as it is */
+	assert_int_equal(query_int(path, "PRAGMA user_version"), cq_schema_latest("cache"));
 	assert_null(cq_cache_close(c));
-	remove_cache(dir);
+}
+
+/*
+ * A cache file an older coreq made (schema 7, rows in its per-runtime
+ * tables), and one of schema 3 that also holds a view, a trigger and a
+ * table coreq never made: both are emptied and made again at the newest
+ * schema, their rows gone (derived data), and the trigger never fires.
+ */
+static void test_older_cache_made_again(void **state)
+{
+	(void)state;
+	assert_true(cq_schema_baseline("cache") > 7);
+	for (int shape = 0; shape < 2; shape++) {
+		char dir[] = "/tmp/coreq-test-cache-XXXXXX";
+		assert_non_null(mkdtemp(dir));
+		char path[128];
+		snprintf(path, sizeof(path), "%s/cache.db", dir);
+		sqlite3 *db;
+		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, schema_7, NULL, NULL, NULL), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db,
+		                              shape
+		                                  ? "PRAGMA user_version = 3;"
+		                                    "CREATE TABLE mine (x); CREATE TABLE fired (x);"
+		                                    "CREATE VIEW v AS SELECT * FROM sources;"
+		                                    "CREATE TRIGGER t AFTER DELETE ON sources "
+		                                    "BEGIN INSERT INTO fired VALUES (1); END;"
+		                                  : "PRAGMA user_version = 7;",
+		                              NULL, NULL, NULL),
+		                 SQLITE_OK);
+		sqlite3_close(db);
+		assert_made_again(path);
+		remove_cache(dir);
+	}
 }
 
 int main(void)
@@ -228,7 +273,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tables_and_symbols_round_trip),
 	    cmocka_unit_test(test_runtime_blobs),
-	    cmocka_unit_test(test_old_cache_migrated),
+	    cmocka_unit_test(test_older_cache_made_again),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
