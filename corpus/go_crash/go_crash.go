@@ -23,6 +23,12 @@
 //	hang      a server whose worker blocks in a read that never returns;
 //	          writes "ready" to ./ready, then waits to be killed (SIGABRT
 //	          from outside)
+//	mapwrites goroutines write one map at once: "fatal error: concurrent
+//	          map writes" (runtime.fatal from runtime.mapassign_faststr, on
+//	          the writing goroutine's stack)
+//	overflow  unbounded recursion under a 256 KiB stack limit: "fatal
+//	          error: stack overflow" (runtime.throw from runtime.newstack,
+//	          on the thread's system stack)
 package main
 
 import (
@@ -31,6 +37,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"syscall"
 )
@@ -149,9 +156,46 @@ func hang() {
 	select {}
 }
 
+// writeMap stores into counts forever; run by several goroutines at once,
+// the runtime notices and dies.
+//
+//go:noinline
+func writeMap(counts map[string]int, key string) {
+	recordSite()
+	for i := 0; ; i++ {
+		counts[key] = i
+	}
+}
+
+func mapWrites() {
+	counts := map[string]int{}
+	for i := 0; i < 4; i++ {
+		go writeMap(counts, "requests")
+	}
+	select {}
+}
+
+// recurse never returns: each call takes a frame of pad until the stack
+// limit is reached.
+//
+//go:noinline
+func recurse(depth int) int {
+	if depth == 0 {
+		recordSite()
+	}
+	var pad [64]int
+	pad[depth%64] = depth
+	return recurse(depth+1) + pad[(depth+1)%64]
+}
+
+func overflow() {
+	debug.SetMaxStack(256 << 10)
+	recurse(0)
+}
+
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go_crash nilmap|index|nilptr|logfatal|deadlock|hang")
+		fmt.Fprintln(os.Stderr, "usage: go_crash nilmap|index|nilptr|logfatal|deadlock|hang|mapwrites|overflow")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -167,6 +211,10 @@ func main() {
 		waitForever()
 	case "hang":
 		hang()
+	case "mapwrites":
+		mapWrites()
+	case "overflow":
+		overflow()
 	default:
 		fmt.Fprintf(os.Stderr, "go_crash: unknown mode %q\n", os.Args[1])
 		os.Exit(2)

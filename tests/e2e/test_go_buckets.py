@@ -2,10 +2,11 @@
 """Go crashes bucketed by their panic site, with names as Go prints them
 (issue 48).
 
-corpus/go_crash/go_crash.go dies in six ways (nil map, index out of range in
-a generic function, nil dereference in a closure, a log.Fatal-style helper
-that panics, the runtime's "all goroutines are asleep" deadlock, and a hung
-server killed with SIGABRT from outside), built at Go's default flags and at
+corpus/go_crash/go_crash.go dies in eight ways (nil map, index out of range
+in a generic function, nil dereference in a closure, a log.Fatal-style helper
+that panics, the runtime's "all goroutines are asleep" deadlock, a hung
+server killed with SIGABRT from outside, goroutines writing one map at once
+and a stack overflow: the last two fatal errors of the runtime's), built at Go's default flags and at
 -gcflags=all=-N -l, each run with GOTRACEBACK=crash
 (corpus/go_crash/make-go-crash-cores makes the cores under
 $COREQ_BUILD/go-crash-corpus, or $GO_CRASH_CORPUS).  The expected values come
@@ -17,7 +18,10 @@ from the program and the runtime, never from coreq:
   stack:") names the function that called runtime.fatal / runtime.throw;
 - the hang's is the goroutine Go's dump shows in [syscall], on its thread:
   its first main.* frame is in the "hang: " signature;
-- six modes, six buckets; the other flag set, the same six signatures; no
+- the crash message (`stack --format json`'s crash_message) is the
+  runtime's own first "panic: " or "fatal error: " line on stderr, and a hang
+  killed from outside has none;
+- eight modes, eight buckets; the other flag set, the same signatures; no
   signature holds a frame of the runtime's signal or panic machinery, nor an
   ABI suffix (.abi0);
 - names: the crashed goroutine's frames in `coreq stack --format json`, from
@@ -37,7 +41,7 @@ import tempfile
 
 from coreq_test import BUILD, ROOT, coreq, done, ok, skip
 
-MODES = ["nilmap", "index", "nilptr", "logfatal", "deadlock", "hang"]
+MODES = ["nilmap", "index", "nilptr", "logfatal", "deadlock", "hang", "mapwrites", "overflow"]
 FLAGS = ["default", "noopt"]
 # The runtime's ways of dying (src/runtime/panic.go, signal_unix.go): never in a signature.
 MACHINERY = re.compile(r"^(runtime\.(raise|raiseproc|dieFromSignal|crash|sigtramp|sigtrampgo|"
@@ -159,11 +163,13 @@ def main():
     for flags in FLAGS:
         sigs = {m: cases[(m, flags)]["sig"] for m in MODES}
         if deadlock_ok:
-            ok(len(set(sigs.values())) == len(MODES), f"{flags}: six modes, six buckets",
+            ok(len(set(sigs.values())) == len(MODES),
+               f"{flags}: {len(MODES)} modes, {len(MODES)} buckets",
                [f"{m}: {s}" for m, s in sigs.items()])
         else:
             others = [s for m, s in sigs.items() if m != "deadlock"]
-            ok(len(set(others)) == len(others), f"{flags}: five modes, five buckets (deadlock below)",
+            ok(len(set(others)) == len(others),
+               f"{flags}: {len(others)} modes, {len(others)} buckets (deadlock below)",
                [f"{m}: {s}" for m, s in sigs.items()])
     for mode in MODES:
         a, b = cases[(mode, "default")]["sig"], cases[(mode, "noopt")]["sig"]
@@ -195,6 +201,17 @@ def main():
         whose = "the runtime's throw site (Go's dump)" if mode == "deadlock" else \
             "the program's recorded crash site"
         ok(want and fr and fr[0] == want, f"{name}: the signature starts at {whose} {want}", [sig])
+
+    # The crash message: the runtime's own line, read from the core.
+    for (mode, flags), c in sorted(cases.items()):
+        m = re.search(r"^(panic|fatal error): .*$", c["stderr"], re.M)
+        want = m.group(0) if m and mode != "hang" else None
+        js = coreq("stack", "--format", "json", "--no-cache", c["core"])
+        try:
+            got = json.loads(js.stdout).get("crash_message")
+        except ValueError:
+            got = "(no JSON)"
+        ok(got == want, f"{mode}.{flags}: the crash message is the runtime's own ({want})", got)
 
     # Names: coreq's frames of the crashed goroutine against dlv's and gdb's.
     have_dlv, have_gdb = shutil.which("dlv"), shutil.which("gdb")

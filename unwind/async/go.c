@@ -55,6 +55,8 @@
 #define MAX_REASONS    256        /* waitReason is a uint8 */
 #define MAX_STATUSES   16
 #define MAX_STRING     128        /* a wait reason or status string */
+#define FATAL_TEXT     512        /* bytes of a fatal error's message, at most */
+#define FATAL_WINDOW   (64 << 10) /* bytes of one stack searched for it */
 #define MAX_SEMA_NODES (1u << 20) /* sudogs visited in runtime.semtable */
 #define MAX_TREAP      64         /* depth of a semaRoot's treap */
 #define MAX_DIES       (1u << 22) /* top-level DIEs looked at for the layouts */
@@ -123,8 +125,9 @@ struct go_rt {
 	uint64_t allgs, waitreasons, nwaitreasons, gstatuses, nstatuses, allm, semtable, nsemtable,
 	    semtable_elem;
 	uint64_t moduledata, bounds_fmts,
-	    nbounds_fmts; /* the panic value's type names, bounds text */
-	char *panic;      /* "panic: ..." (crash_message) */
+	    nbounds_fmts;      /* the panic value's type names, bounds text */
+	char *panic;           /* "panic: ..." or "fatal error: ..." (crash_message) */
+	uint64_t fatal_fns[2]; /* runtime.throw.func1, runtime.fatal.func1 (0: none) */
 	char *reasons[MAX_REASONS];
 	char *statuses[MAX_STATUSES];
 	struct go_g *gs;
@@ -524,6 +527,8 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 	    {.name = "runtime.semtable"},
 	    {.name = "runtime.firstmoduledata"},
 	    {.name = "runtime.boundsErrorFmts"},
+	    {.name = "runtime.throw.func1"},
+	    {.name = "runtime.fatal.func1"},
 	};
 	size_t nq = sizeof(q) / sizeof(q[0]);
 	ptrdiff_t mod = -1;
@@ -570,6 +575,8 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 		g->bounds_fmts = q[6].addr;
 		g->nbounds_fmts = q[6].size / 16;
 	}
+	for (size_t i = 0; i < 2; i++)
+		g->fatal_fns[i] = q[7 + i].found ? q[7 + i].addr : 0;
 	if (q[4].found && (g->l.flags & LAYOUT_SEMTABLE) && g->l.semtab_size &&
 	    q[4].size % g->l.semtab_size == 0) {
 		g->semtable = q[4].addr;
@@ -1012,7 +1019,83 @@ static char *panic_text(const struct go_rt *g, const struct cq_async_ctx *ctx,
 	return out;
 }
 
-/* The panic of the goroutine running on the crashed thread (thread 0), else of any that panics. */
+/* ---- a fatal error's message ---- */
+
+/* A closure's string, if the 16 bytes at at are a plausible one: "fatal error: " and it. */
+static char *fatal_text(const struct cq_async_ctx *ctx, uint64_t at)
+{
+	uint64_t hdr[2];
+	char text[FATAL_TEXT];
+	if (!rd(ctx, at, hdr, sizeof(hdr)) || hdr[1] == 0 || hdr[1] >= sizeof(text) ||
+	    !rd(ctx, hdr[0], text, hdr[1]))
+		return NULL;
+	for (size_t i = 0; i < hdr[1]; i++)
+		if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] >= 0x7f)
+			return NULL;
+	char *out = malloc(hdr[1] + 16);
+	if (out)
+		snprintf(out, hdr[1] + 16, "fatal error: %.*s", (int)hdr[1], text);
+	return out;
+}
+
+/*
+ * The closure runtime.throw or runtime.fatal built in its frame on a stack in
+ * [lo, hi) (at most FATAL_WINDOW bytes of it, from lo): the word holding the
+ * closure's code address, then the string it captured; NULL when none.
+ */
+static char *fatal_in(const struct go_rt *g, const struct cq_async_ctx *ctx, uint64_t lo,
+                      uint64_t hi)
+{
+	if (lo >= hi)
+		return NULL;
+	if (hi - lo > FATAL_WINDOW)
+		hi = lo + FATAL_WINDOW;
+	uint64_t page[512];
+	for (uint64_t at = lo & ~7ull; at < hi; at += sizeof(page)) {
+		size_t n = hi - at < sizeof(page) ? (size_t)(hi - at) & ~7u : sizeof(page);
+		if (!n || !rd(ctx, at, page, n))
+			continue;
+		for (size_t i = 0; i < n / 8; i++) {
+			char *text;
+			if (page[i] && (page[i] == g->fatal_fns[0] || page[i] == g->fatal_fns[1]) &&
+			    (text = fatal_text(ctx, at + 8 * i + 8)))
+				return text;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The message of a fatal error ("fatal error: all goroutines are asleep -
+ * deadlock!", "fatal error: concurrent map writes"): runtime.throw and
+ * runtime.fatal print their string on the system stack through a closure
+ * that captures it (throw.func1, fatal.func1), built in their own frame: the
+ * word holding the closure's code address is followed by the string's
+ * pointer and length, and nothing else in a stack holds that address.  Looked
+ * for on the crashed thread's M: its system stack (g0), its signal stack
+ * and the stack of the goroutine it runs, from where that one stopped.
+ */
+static char *read_fatal(const struct go_rt *g, const struct cq_async_ctx *ctx)
+{
+	const struct go_m *m = m_of_thread(g, 0);
+	if (!m || (!g->fatal_fns[0] && !g->fatal_fns[1]))
+		return NULL;
+	/* A system stack is used from its top; a cgo program's is the thread's, megabytes. */
+	uint64_t top = m->g0_hi - m->g0_lo > FATAL_WINDOW ? m->g0_hi - FATAL_WINDOW : m->g0_lo;
+	char *text = fatal_in(g, ctx, top, m->g0_hi);
+	if (!text)
+		text = fatal_in(g, ctx, m->gs_lo, m->gs_hi);
+	const struct go_g *cur = g_at(g, m->curg);
+	uint64_t lo, hi;
+	if (!text && cur && g_stack(ctx, &g->l, cur->addr, &lo, &hi))
+		text = fatal_in(g, ctx, cur->sp > lo && cur->sp < hi ? cur->sp : lo, hi);
+	return text;
+}
+
+/*
+ * The panic of the goroutine running on the crashed thread (thread 0), else
+ * of any that panics; else the crashed thread's fatal error.
+ */
 static void read_panic(struct go_rt *g, const struct cq_async_ctx *ctx)
 {
 	const struct go_g *pick = NULL;
@@ -1023,7 +1106,11 @@ static void read_panic(struct go_rt *g, const struct cq_async_ctx *ctx)
 		for (size_t i = 0; i < g->ngs && (!pick || !pick->panic); i++)
 			if (g->gs[i].panic)
 				pick = &g->gs[i];
-	if (pick && pick->panic && (g->panic = panic_text(g, ctx, pick)))
+	if (pick && pick->panic)
+		g->panic = panic_text(g, ctx, pick);
+	if (!g->panic)
+		g->panic = read_fatal(g, ctx);
+	if (g->panic)
 		ctx->stacks->crash_message = g->panic;
 }
 
