@@ -16,6 +16,22 @@ import tempfile
 from coreq_test import coreq, done, ok, require_corpus, sanitizer_report
 
 
+def edit(db, *statements):
+    """Runs statements on the cache file db, as someone else writing it would."""
+    con = sqlite3.connect(db)
+    for sql in statements:
+        con.execute(sql)
+    con.commit()
+    con.close()
+
+
+def one(db, sql):
+    con = sqlite3.connect(db)
+    value = con.execute(sql).fetchone()[0]
+    con.close()
+    return value
+
+
 def stack(core, *extra):
     r = coreq("stack", "--format", "json", *extra, core, timeout=300)
     return r
@@ -48,22 +64,14 @@ def main():
         ok(second.returncode == 0 and second.stdout == ref.stdout,
            "a warm cache gives byte-identical output", second.stderr)
 
-        con = sqlite3.connect(db)
-        con.execute("UPDATE unwind_tables SET format = format + 100")
-        con.commit()
-        con.close()
+        edit(db, "UPDATE unwind_tables SET format = format + 100")
         r = stack(core, "--cache", db)
-        con = sqlite3.connect(db)
-        fresh = con.execute("SELECT count(*) FROM unwind_tables WHERE format < 100").fetchone()[0]
-        con.close()
+        fresh = one(db, "SELECT count(*) FROM unwind_tables WHERE format < 100")
         ok(r.returncode == 0 and r.stdout == ref.stdout and fresh == len(tables),
            "tables of another format version are ignored and rebuilt", r.stderr)
 
-        con = sqlite3.connect(db)
-        con.execute("UPDATE unwind_tables SET blob = substr(blob, 1, length(blob) / 2)")
-        con.execute("UPDATE symbols SET frames = x'05ff'")
-        con.commit()
-        con.close()
+        edit(db, "UPDATE unwind_tables SET blob = substr(blob, 1, length(blob) / 2)",
+             "UPDATE symbols SET frames = x'05ff'")
         r = stack(core, "--cache", db)
         ok(r.returncode == 0 and r.stdout == ref.stdout and not sanitizer_report(r.stderr),
            "truncated table blobs and garbage symbol blobs are rejected, output unchanged",
@@ -72,22 +80,16 @@ def main():
         # A cache an older coreq left (schema 1 to 7; here with a table it
         # dropped since, a view and a trigger): emptied, made again, same output.
         latest = version
-        con = sqlite3.connect(db)
-        con.execute("PRAGMA user_version = 5")
-        con.execute("CREATE TABLE cxx_types (source INTEGER, blob BLOB)")
-        con.execute("CREATE VIEW old_view AS SELECT * FROM symbols")
-        con.execute("CREATE TRIGGER old_trigger AFTER DELETE ON symbols BEGIN SELECT 1; END")
-        con.execute("UPDATE symbols SET frames = x'05ff'")
-        con.commit()
-        con.close()
+        edit(db, "PRAGMA user_version = 5", "CREATE TABLE cxx_types (source INTEGER, blob BLOB)",
+             "CREATE VIEW old_view AS SELECT * FROM symbols",
+             "CREATE TRIGGER old_trigger AFTER DELETE ON symbols BEGIN SELECT 1; END",
+             "UPDATE symbols SET frames = x'05ff'")
         r = stack(core, "--cache", db)
-        con = sqlite3.connect(db)
-        now = con.execute("PRAGMA user_version").fetchone()[0]
-        left = con.execute("SELECT count(*) FROM sqlite_schema WHERE name IN "
-                           "('cxx_types', 'old_view', 'old_trigger')").fetchone()[0]
-        garbage = con.execute("SELECT count(*) FROM symbols WHERE frames = x'05ff'").fetchone()[0]
-        remade = con.execute("SELECT count(*) FROM unwind_tables").fetchone()[0]
-        con.close()
+        now = one(db, "PRAGMA user_version")
+        left = one(db, "SELECT count(*) FROM sqlite_schema WHERE name IN "
+                       "('cxx_types', 'old_view', 'old_trigger')")
+        garbage = one(db, "SELECT count(*) FROM symbols WHERE frames = x'05ff'")
+        remade = one(db, "SELECT count(*) FROM unwind_tables")
         ok(r.returncode == 0 and r.stdout == ref.stdout and r.stderr == "" and now == latest and
            left == 0 and garbage == 0 and remade == len(tables),
            f"an older cache is emptied and made again (user_version {now}, {remade} tables)",
