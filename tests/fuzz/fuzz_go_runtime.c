@@ -5,7 +5,8 @@
  * both untrusted.
  *
  * The input patches the example scene of tests/unit/go_scene.h (three gs,
- * one M, a sudog, the runtime's strings): each 10-byte record is a 2-byte
+ * one M with a fatal error's closure on its g0 stack, a sudog, the runtime's
+ * strings): each 10-byte record is a 2-byte
  * word and an 8-byte value; a word without its top bit writes the memory at
  * twice its value, with it the layout blob at its low 10 bits (the blob's
  * length is kept).  The driver
@@ -25,6 +26,7 @@ static struct gs_scene s;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	gs_example(&s);
+	gs_fatal(&s, "concurrent map writes", 0x700);
 	for (size_t i = 0; i + 10 <= size; i += 10) {
 		uint16_t off;
 		uint64_t v;

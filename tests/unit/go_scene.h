@@ -33,6 +33,10 @@
 #define GS_MS      (GS_BASE + 0x4000) /* ms, 0x100 apart */
 #define GS_SUDOG   (GS_BASE + 0x6000)
 #define GS_STACKS  (GS_BASE + 0x8000) /* goroutine stacks, 0x800 apart */
+#define GS_G0      (GS_GS + 0x300)    /* the M's g0 (gs_fatal): its stack below */
+#define GS_G0_LO   (GS_STACKS + 0x1000)
+#define GS_G0_HI   (GS_STACKS + 0x1800)
+#define GS_FATAL   (GS_CODE + 0x500) /* runtime.fatal.func1 */
 
 /* The scene's layout: runtime.g 0x100 bytes, offsets below. */
 enum {
@@ -180,6 +184,7 @@ static size_t gs_find_symbols(void *ctx, size_t m, struct cq_target_symbol *q, s
 	    {"runtime.allm", GS_ALLM, 8},
 	    {"runtime.waitReasonStrings", GS_REASONS, 4 * 16},
 	    {"runtime.gStatusStrings", GS_STATUS, 8 * 16},
+	    {"runtime.fatal.func1", GS_FATAL, 0x40},
 	};
 	size_t found = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -317,6 +322,20 @@ static inline void gs_example(struct gs_scene *s)
 	gs_put(s, GS_ALLM, GS_MS, 8);
 	gs_put(s, GS_MS + M_PROCID, GS_TID, 8);
 	gs_target(s);
+}
+
+/*
+ * The M's g0, its stack holding the closure runtime.fatal builds to print
+ * message (the closure's code address, then the string) at off from the
+ * stack's low end, as a fatal error leaves it.
+ */
+static inline void gs_fatal(struct gs_scene *s, const char *message, uint64_t off)
+{
+	gs_put(s, GS_MS + M_G0, GS_G0, 8);
+	gs_put(s, GS_G0 + G_STACK_LO, GS_G0_LO, 8);
+	gs_put(s, GS_G0 + G_STACK_HI, GS_G0_HI, 8);
+	gs_put(s, GS_G0_LO + off, GS_FATAL, 8);
+	gs_string(s, GS_G0_LO + off + 8, 0x300, message);
 }
 
 #endif

@@ -129,10 +129,44 @@ static void test_damaged_allgs(void **state)
 	done(&r);
 }
 
+/* A fatal error's message: the string of the closure runtime.fatal left on the g0 stack. */
+static void test_fatal_error_message(void **state)
+{
+	(void)state;
+	static struct gs_scene s;
+	gs_example(&s);
+	gs_fatal(&s, "concurrent map writes", 0x700);
+	struct run r;
+	run(&s, &r);
+	assert_non_null(r.stacks.crash_message);
+	assert_string_equal(r.stacks.crash_message, "fatal error: concurrent map writes");
+	done(&r);
+	/* no closure, or one whose string is empty, unprintable or unreadable: no message */
+	for (int k = 0; k < 4; k++) {
+		gs_example(&s);
+		if (k > 0)
+			gs_fatal(&s, k == 2 ? "bad\x01byte" : "x", 0x700);
+		if (k == 1)
+			gs_put(&s, GS_G0_LO + 0x710, 0, 8); /* length 0 */
+		if (k == 3)
+			gs_put(&s, GS_G0_LO + 0x708, 0xdead0000, 8);
+		run(&s, &r);
+		assert_null(r.stacks.crash_message);
+		done(&r);
+	}
+	/* a closure outside the g0 stack is not the M's */
+	gs_example(&s);
+	gs_fatal(&s, "stack overflow", 0x800);
+	run(&s, &r);
+	assert_null(r.stacks.crash_message);
+	done(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_goroutine),
+	    cmocka_unit_test(test_fatal_error_message),
 	    cmocka_unit_test(test_damaged_blob_is_rejected),
 	    cmocka_unit_test(test_damaged_allgs),
 	};
