@@ -29,10 +29,13 @@
  *      whose g it is: elem), where it was created (g.gopc), and its frames:
  *      a running goroutine's are its thread's (merged above); a parked
  *      one's are unwound from g.sched by the same CFI and frame-pointer
- *      walker as a thread's.
+ *      walker as a thread's.  The crash message: the panic value of the
+ *      goroutine on the crashed thread (g._panic.arg), else the string of
+ *      a fatal error (runtime.throw / runtime.fatal), read from the
+ *      closure that prints it.
  *
  * Every read is bounded: the number of gs and Ms, the treap walks, the
- * length of a string.  A damaged g is listed with what could be read.
+ * length of a string, the stack searched for a fatal error's closure.  A damaged g is listed with what could be read.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
