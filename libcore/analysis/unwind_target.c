@@ -25,7 +25,9 @@
 #include "libcore/model/elf_symbols.h"
 #include "libcore/symbols/symbolizer.h"
 #include "libcore/model/core.h"
+#include "libcore/base/elf_section.h"
 #include "libcore/symbols/debuginfo.h"
+#include "libcore/symbols/gopclntab.h"
 #include "libcore/symbols/provenance.h"
 #include "libcore/model/module.h"
 #include "libcore/analysis/stacktrace.h"
@@ -276,6 +278,41 @@ static void target_feed_stop(void *feed)
 	cq_source_feed_stop(feed);
 }
 
+/*
+ * The functions of q a Go program's .gopclntab names that its symbol tables
+ * did not (a stripped Go program: `-ldflags=-s -w`, Debian's dh_strip): one
+ * walk of the function table, each found at its entry plus the module's
+ * bias, its size up to the next function's entry.
+ */
+static void go_functions(const struct cq_module *mod, struct cq_target_symbol *q, size_t n)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn =
+	    mod->elf && !mod->is_vdso ? cq_elf_section(mod->elf, ".gopclntab", &sh) : NULL;
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	struct cq_gopclntab t;
+	if (!data || !data->d_buf || !cq_gopclntab_init(&t, data->d_buf, data->d_size))
+		return;
+	size_t left = 0;
+	for (size_t k = 0; k < n; k++)
+		left += !q[k].found;
+	for (uint64_t i = 0; i < t.nfunc && left; i++) {
+		const char *name = cq_gopclntab_name(&t, i);
+		uint64_t entry, next;
+		if (!name || !cq_gopclntab_entry(&t, i, &entry) ||
+		    !cq_gopclntab_entry(&t, i + 1, &next) || next < entry)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			if (!q[k].found && strcmp(q[k].name, name) == 0) {
+				q[k] = (struct cq_target_symbol){.name = q[k].name,
+				                                 .found = true,
+				                                 .addr = entry + mod->bias,
+				                                 .size = next - entry};
+				left--;
+			}
+	}
+}
+
 size_t cq_core_target_find_symbols(const struct cq_module *mod, struct cq_target_symbol *q,
                                    size_t n)
 {
@@ -294,6 +331,12 @@ size_t cq_core_target_find_symbols(const struct cq_module *mod, struct cq_target
 			                                      .found = one[i].found,
 			                                      .addr = one[i].addr,
 			                                      .size = one[i].size};
+	}
+	if (found < n && mod->status == CQ_MODULE_FOUND) {
+		go_functions(mod, q, n);
+		found = 0;
+		for (size_t i = 0; i < n; i++)
+			found += q[i].found;
 	}
 	return found;
 }

@@ -53,7 +53,8 @@ bool cq_gopclntab_init(struct cq_gopclntab *t, const uint8_t *data, size_t len)
 		return false; /* 8-byte pointers only */
 	if (!u32_at(t, 0, &t->magic) || !u64_at(t, 8, &t->nfunc))
 		return false;
-	uint64_t names = 0, pcln = 0;
+	uint64_t names = 0, pcln = 0, cu = 0, files = 0, pc = 0;
+	t->quantum = data[6];
 	switch (t->magic) {
 	case MAGIC_12:
 		t->ftab = 16;
@@ -61,15 +62,18 @@ bool cq_gopclntab_init(struct cq_gopclntab *t, const uint8_t *data, size_t len)
 		t->funcdata = 0;
 		t->entry_size = 16;
 		break;
-	case MAGIC_116:
-		if (!u64_at(t, 8 + 3 * 8, &names) || !u64_at(t, 8 + 7 * 8, &pcln))
+	case MAGIC_116: /* nfunc, nfiles, then the five offsets */
+		if (!u64_at(t, 8 + 2 * 8, &names) || !u64_at(t, 8 + 3 * 8, &cu) ||
+		    !u64_at(t, 8 + 4 * 8, &files) || !u64_at(t, 8 + 5 * 8, &pc) ||
+		    !u64_at(t, 8 + 6 * 8, &pcln))
 			return false;
 		t->entry_size = 16;
 		break;
-	case MAGIC_118:
+	case MAGIC_118: /* nfunc, nfiles, textStart, then the five offsets */
 	case MAGIC_120:
 		if (!u64_at(t, 8 + 2 * 8, &t->text_start) || !u64_at(t, 8 + 3 * 8, &names) ||
-		    !u64_at(t, 8 + 7 * 8, &pcln))
+		    !u64_at(t, 8 + 4 * 8, &cu) || !u64_at(t, 8 + 5 * 8, &files) ||
+		    !u64_at(t, 8 + 6 * 8, &pc) || !u64_at(t, 8 + 7 * 8, &pcln))
 			return false;
 		t->entry_size = 8;
 		break;
@@ -82,6 +86,12 @@ bool cq_gopclntab_init(struct cq_gopclntab *t, const uint8_t *data, size_t len)
 		t->names = (size_t)names;
 		t->ftab = (size_t)pcln;
 		t->funcdata = (size_t)pcln;
+		/* the line tables: read only where all three lie in the section */
+		if (cu < len && files < len && pc < len && t->quantum) {
+			t->cutab = (size_t)cu;
+			t->filetab = (size_t)files;
+			t->pctab = (size_t)pc;
+		}
 	}
 	/* the table of nfunc+1 entries must lie in the section */
 	if (t->nfunc == 0 || t->nfunc >= (len - t->ftab) / t->entry_size)
@@ -116,32 +126,27 @@ static bool funcoff(const struct cq_gopclntab *t, uint64_t i, uint64_t *off)
 	return true;
 }
 
-const char *cq_gopclntab_find(const struct cq_gopclntab *t, uint64_t addr, uint64_t *entry)
+/*
+ * Where function i's _func has its u32 field k after the entry (0 nameoff,
+ * 4 pcfile, 5 pcln, 7 cuOffset: the entry is a uintptr before 1.18, a u32
+ * since), in *at; false when it lies outside the section.
+ */
+static bool func_field(const struct cq_gopclntab *t, uint64_t i, unsigned k, size_t *at)
 {
-	uint64_t first, last;
-	if (!t->data || !cq_gopclntab_entry(t, 0, &first) ||
-	    !cq_gopclntab_entry(t, t->nfunc, &last) || addr < first || addr >= last)
-		return NULL;
-	/* the greatest i < nfunc with entry(i) <= addr; a table out of order answers nothing */
-	uint64_t lo = 0, hi = t->nfunc;
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2, e;
-		if (!cq_gopclntab_entry(t, mid, &e))
-			return NULL;
-		if (e <= addr)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	uint64_t e, next, off;
-	if (!cq_gopclntab_entry(t, lo, &e) || !cq_gopclntab_entry(t, lo + 1, &next) || e > addr ||
-	    addr >= next || !funcoff(t, lo, &off) || off > t->len - t->funcdata)
-		return NULL;
-	/* the _func: its name offset after the entry (a uintptr before 1.18, a u32 since) */
+	uint64_t off;
+	if (!t->data || i >= t->nfunc || !funcoff(t, i, &off) || off > t->len - t->funcdata)
+		return false;
 	size_t fn = t->funcdata + (size_t)off;
-	size_t name_field = fn + (t->entry_size == 16 ? 8 : 4);
+	*at = fn + (t->entry_size == 16 ? 8 : 4) + 4 * k;
+	return *at >= fn && *at < t->len;
+}
+
+const char *cq_gopclntab_name(const struct cq_gopclntab *t, uint64_t i)
+{
+	size_t name_field;
 	uint32_t nameoff;
-	if (name_field < fn || !u32_at(t, name_field, &nameoff) || (int32_t)nameoff < 0)
+	if (!func_field(t, i, 0, &name_field) || !u32_at(t, name_field, &nameoff) ||
+	    (int32_t)nameoff < 0)
 		return NULL;
 	size_t base = t->magic == MAGIC_12 ? 0 : t->names;
 	size_t at = base + nameoff;
@@ -151,6 +156,105 @@ const char *cq_gopclntab_find(const struct cq_gopclntab *t, uint64_t addr, uint6
 	    memchr(t->data + at, 0, t->len - at < MAX_NAME ? t->len - at : MAX_NAME);
 	if (!end || end == t->data + at)
 		return NULL;
-	*entry = e;
 	return (const char *)(t->data + at);
+}
+
+/* The index of the function holding addr (as cq_gopclntab_find), or nfunc. */
+static uint64_t func_index(const struct cq_gopclntab *t, uint64_t addr)
+{
+	uint64_t first, last;
+	if (!t->data || !cq_gopclntab_entry(t, 0, &first) ||
+	    !cq_gopclntab_entry(t, t->nfunc, &last) || addr < first || addr >= last)
+		return t->nfunc;
+	uint64_t lo = 0, hi = t->nfunc;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2, e;
+		if (!cq_gopclntab_entry(t, mid, &e))
+			return t->nfunc;
+		if (e <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const char *cq_gopclntab_find(const struct cq_gopclntab *t, uint64_t addr, uint64_t *entry)
+{
+	uint64_t i = func_index(t, addr), e, next;
+	if (i >= t->nfunc || !cq_gopclntab_entry(t, i, &e) ||
+	    !cq_gopclntab_entry(t, i + 1, &next) || e > addr || addr >= next)
+		return NULL;
+	const char *name = cq_gopclntab_name(t, i);
+	if (name)
+		*entry = e;
+	return name;
+}
+
+/* An unsigned varint at *at, moved past it; false past the section or over 32 bits. */
+static bool uvarint(const struct cq_gopclntab *t, size_t *at, uint32_t *v)
+{
+	*v = 0;
+	for (unsigned shift = 0; shift < 35 && *at < t->len; shift += 7) {
+		uint8_t b = t->data[(*at)++];
+		*v |= (uint32_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The value a pc-value table (at off in pctab) gives addr in a function that
+ * starts at entry: Go's encoding, pairs of a zig-zag value delta and a pc
+ * delta in instruction quanta, from the value -1 at the entry, ended by a
+ * zero value delta after the first pair.  Bounded by the section.
+ */
+static bool pcvalue(const struct cq_gopclntab *t, uint32_t off, uint64_t entry, uint64_t addr,
+                    int32_t *out)
+{
+	if (!t->pctab || off == 0 || off >= t->len - t->pctab)
+		return false;
+	size_t at = t->pctab + off;
+	int32_t val = -1;
+	uint64_t pc = entry;
+	for (bool first = true;; first = false) {
+		uint32_t uv, pcdelta;
+		if (!uvarint(t, &at, &uv) || (uv == 0 && !first) || !uvarint(t, &at, &pcdelta))
+			return false;
+		val += (uv & 1) ? (int32_t) ~(uv >> 1) : (int32_t)(uv >> 1);
+		pc += (uint64_t)pcdelta * t->quantum;
+		if (addr < pc) {
+			*out = val;
+			return true;
+		}
+	}
+}
+
+bool cq_gopclntab_line(const struct cq_gopclntab *t, uint64_t addr, const char **file, int *line)
+{
+	uint64_t i = func_index(t, addr), entry;
+	size_t f_pcfile, f_pcln, f_cu;
+	uint32_t pcfile, pcln, cuoff, fileoff;
+	int32_t fileno, ln;
+	if (i >= t->nfunc || !t->pctab || !cq_gopclntab_entry(t, i, &entry) ||
+	    !func_field(t, i, 4, &f_pcfile) || !func_field(t, i, 5, &f_pcln) ||
+	    !func_field(t, i, 7, &f_cu) || !u32_at(t, f_pcfile, &pcfile) ||
+	    !u32_at(t, f_pcln, &pcln) || !u32_at(t, f_cu, &cuoff) ||
+	    !pcvalue(t, pcfile, entry, addr, &fileno) || !pcvalue(t, pcln, entry, addr, &ln) ||
+	    fileno < 0 || ln <= 0)
+		return false;
+	/* the file: cutab[cuOffset + fileno], an offset into filetab */
+	uint64_t slot = t->cutab + 4 * ((uint64_t)cuoff + (uint32_t)fileno);
+	if (slot > t->len || !u32_at(t, (size_t)slot, &fileoff) || fileoff == UINT32_MAX ||
+	    fileoff >= t->len - t->filetab)
+		return false;
+	size_t at = t->filetab + fileoff;
+	const uint8_t *end =
+	    memchr(t->data + at, 0, t->len - at < MAX_NAME ? t->len - at : MAX_NAME);
+	if (!end || end == t->data + at)
+		return false;
+	*file = (const char *)(t->data + at);
+	*line = ln;
+	return true;
 }

@@ -9,9 +9,9 @@
  *
  * Formats read (the header's magic): Go 1.2-1.15 (0xfffffffb), 1.16-1.17
  * (0xfffffffa), 1.18-1.19 (0xfffffff0) and 1.20 on (0xfffffff1), little
- * endian, 8-byte pointers.  The section is untrusted input like the core:
- * every offset is bounds checked, a table whose entries do not ascend ends
- * where they stop, and a name is read only inside its name table.
+ * endian, 8-byte pointers; file and line from 1.16 on.  The section is untrusted input like the
+ * core: every offset is bounds checked, a table whose entries do not ascend ends where they stop,
+ * and a name is read only inside its name table.
  */
 #ifndef CQ_GOPCLNTAB_H
 #define CQ_GOPCLNTAB_H
@@ -33,6 +33,9 @@ struct cq_gopclntab {
 	size_t names;        /* offset of the function names (1.16 on; 1.2: the table itself) */
 	size_t funcdata;     /* offset _func records are relative to */
 	unsigned entry_size; /* bytes of one function table entry: 8 (1.18 on) or 16 */
+	/* The line tables (1.16 on; 0: none): cutab, filetab, pctab offsets, pc quantum */
+	size_t cutab, filetab, pctab;
+	unsigned quantum;
 };
 
 /*
@@ -47,6 +50,22 @@ bool cq_gopclntab_init(struct cq_gopclntab *t, const uint8_t *data, size_t len);
  * points into the section's bytes and is NUL-terminated there.
  */
 const char *cq_gopclntab_find(const struct cq_gopclntab *t, uint64_t addr, uint64_t *entry);
+
+/*
+ * Function i's name (i < t->nfunc), NUL-terminated in the section's bytes;
+ * NULL when unreadable.  With cq_gopclntab_entry, a walk of i finds a
+ * function by name in a stripped program.
+ */
+const char *cq_gopclntab_name(const struct cq_gopclntab *t, uint64_t i);
+
+/*
+ * The file and line of addr (a link-time address; pc - 1 for a return
+ * address, as Go's traceback looks it up) from the function's pcfile and
+ * pcln tables, as `go tool addr2line` and the runtime's traceback give
+ * them; false when the table (1.16 on) has none.  *file points into the
+ * section's bytes.
+ */
+bool cq_gopclntab_line(const struct cq_gopclntab *t, uint64_t addr, const char **file, int *line);
 
 /* Function i's entry address (i < t->nfunc; i == nfunc: the end of the last); false if unreadable.
  */

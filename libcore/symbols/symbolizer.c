@@ -795,6 +795,20 @@ static const char *go_function_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_
 }
 
 /*
+ * A Go program's file and line of addr from its .gopclntab (gopclntab.h),
+ * where no DWARF covers addr (a stripped Go program): what Go's own
+ * traceback prints.  False for any other module.
+ */
+static bool go_line_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr, const char **file,
+                       int *line)
+{
+	Dwarf_Addr bias = 0;
+	if (!sm || !go_function_at(sm, dm, addr) || !dwfl_module_getelf(dm, &bias) || addr < bias)
+		return false;
+	return cq_gopclntab_line(&sm->gopcln, addr - bias, file, line);
+}
+
+/*
  * The name of the symbol holding addr: a Go function's from its
  * .gopclntab, else through the module's symbol index (addr_symbols.h).
  */
@@ -990,6 +1004,8 @@ static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *
 		line_in_unit(cudie, addr - bias, &file, &line);
 	if (cudie)
 		file = shown_file(sm, cudie, file_index(cudie, file), file);
+	else
+		go_line_at(sm, dm, addr, &file, &line);
 	Dwarf_Die *chain = NULL;
 	int nchain = cudie ? scope_chain(sm, cudie, addr - bias, &chain) : 0;
 	Dwarf_Die *subprogram = NULL;

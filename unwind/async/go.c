@@ -35,7 +35,8 @@
  *      closure that prints it.
  *
  * Every read is bounded: the number of gs and Ms, the treap walks, the
- * length of a string, the stack searched for a fatal error's closure.  A damaged g is listed with what could be read.
+ * length of a string, the stack searched for a fatal error's closure.  A damaged g is listed with
+ * what could be read.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -60,6 +61,8 @@
 #define MAX_STRING     128        /* a wait reason or status string */
 #define FATAL_TEXT     512        /* bytes of a fatal error's message, at most */
 #define FATAL_WINDOW   (64 << 10) /* bytes of one stack searched for it */
+#define MAX_FN_CODE    8192       /* bytes of a runtime function searched for its variables */
+#define MAX_CANDIDATES 64         /* addresses one such function refers to */
 #define MAX_SEMA_NODES (1u << 20) /* sudogs visited in runtime.semtable */
 #define MAX_TREAP      64         /* depth of a semaRoot's treap */
 #define MAX_DIES       (1u << 22) /* top-level DIEs looked at for the layouts */
@@ -106,6 +109,7 @@ struct go_m {
 
 struct go_stats {
 	bool dwarf;           /* the layouts came from DWARF */
+	bool table;           /* ... from go_layouts.def (no DWARF) */
 	bool cached;          /* ... through the cache */
 	size_t allgs;         /* gs in runtime.allgs */
 	size_t dead;          /* of them dead or idle: not listed */
@@ -131,6 +135,7 @@ struct go_rt {
 	    nbounds_fmts;      /* the panic value's type names, bounds text */
 	char *panic;           /* "panic: ..." or "fatal error: ..." (crash_message) */
 	uint64_t fatal_fns[2]; /* runtime.throw.func1, runtime.fatal.func1 (0: none) */
+	char release[32];      /* "go1.19.8", read where DWARF is gone (go_layouts.def) */
 	char *reasons[MAX_REASONS];
 	char *statuses[MAX_STATUSES];
 	struct go_g *gs;
@@ -514,6 +519,309 @@ static char *go_string(const struct cq_async_ctx *ctx, uint64_t addr)
 	return s;
 }
 
+/* ---- a program without DWARF ---- */
+
+/* A release's layout (go_layouts.def). */
+struct known_layout {
+	const char *release, *arch;
+	uint64_t reasons, statuses, bounds; /* entries of the runtime's string tables */
+	uint64_t semtable;                  /* bytes of runtime.semtable */
+	uint64_t fields[LAYOUT_FIELDS];
+};
+
+static const struct known_layout known_layouts[] = {
+#define GO_LAYOUT(release, arch, reasons, statuses, bounds, semtable, ...)                         \
+	{release, arch, reasons, statuses, bounds, semtable, {__VA_ARGS__}},
+#include "unwind/async/go_layouts.def"
+#undef GO_LAYOUT
+};
+
+/* The bytes of a section of mod's file (not copied), or NULL. */
+static const uint8_t *section(const struct cq_target_module *mod, const char *name, GElf_Shdr *sh,
+                              size_t *len)
+{
+	Elf_Scn *scn = mod->elf ? cq_elf_section(mod->elf, name, sh) : NULL;
+	Elf_Data *d = scn && sh->sh_type != SHT_NOBITS ? elf_getdata(scn, NULL) : NULL;
+	if (!d || !d->d_buf || d->d_size == 0)
+		return NULL;
+	*len = d->d_size;
+	return d->d_buf;
+}
+
+/* The Go release that built mod (.go.buildinfo, Go 1.18 on: "go1.19.8"), into out. */
+static bool go_release(const struct cq_target_module *mod, char *out, size_t cap)
+{
+	GElf_Shdr sh;
+	size_t len = 0;
+	const uint8_t *b = section(mod, ".go.buildinfo", &sh, &len);
+	/* "\xff Go buildinf:", pointer size, flags (2: the strings follow inline), pad to 32 */
+	if (!b || len < 34 || memcmp(b, "\xff Go buildinf:", 14) != 0 || !(b[15] & 2))
+		return false;
+	uint64_t n = 0;
+	size_t at = 32;
+	for (unsigned shift = 0; at < len && shift < 28; shift += 7) {
+		n |= (uint64_t)(b[at] & 0x7f) << shift;
+		if (!(b[at++] & 0x80))
+			break;
+	}
+	if (n < 3 || n >= cap || n > len - at || memcmp(b + at, "go", 2) != 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (b[at + i] <= ' ' || b[at + i] >= 0x7f)
+			return false;
+	memcpy(out, b + at, n);
+	out[n] = 0;
+	return true;
+}
+
+/* The layout of release ("go1.19.8" is go1.19's) on arch, or NULL. */
+static const struct known_layout *known_layout(const char *release, const char *arch)
+{
+	for (size_t i = 0; i < sizeof(known_layouts) / sizeof(known_layouts[0]); i++) {
+		const struct known_layout *k = &known_layouts[i];
+		size_t n = strlen(k->release);
+		if (strncmp(release, k->release, n) == 0 && (!release[n] || release[n] == '.') &&
+		    strcmp(arch, k->arch) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+/*
+ * The addresses fn's x86-64 code loads, stores or takes RIP-relative that
+ * lie in [lo, hi), from the file's .text.  Every byte offset is tried as an
+ * instruction (an optional REX prefix, a one- or two-byte opcode, a ModRM of
+ * RIP + disp32): what does not hold what the caller looks for is dropped
+ * by its checks.  Unique, at most cap of them.
+ */
+static size_t code_refs(const struct cq_target_module *mod, const struct cq_target_symbol *fn,
+                        uint64_t lo, uint64_t hi, uint64_t *out, size_t cap)
+{
+	GElf_Shdr sh;
+	size_t len = 0, n = 0;
+	const uint8_t *text = section(mod, ".text", &sh, &len);
+	if (!text || !fn->found || fn->addr < mod->bias + sh.sh_addr)
+		return 0;
+	uint64_t off = fn->addr - mod->bias - sh.sh_addr;
+	if (off >= len)
+		return 0;
+	size_t size = fn->size && fn->size < MAX_FN_CODE ? (size_t)fn->size : MAX_FN_CODE;
+	const uint8_t *code = text + off;
+	size_t end = len - off < size ? (size_t)(len - off) : size;
+	for (size_t i = 0; i + 8 <= end && n < cap; i++) {
+		size_t p = i + ((code[i] & 0xf0) == 0x40); /* REX */
+		size_t op = code[p] == 0x0f ? 2 : 1;
+		if (p + op + 5 > end || (code[p + op] & 0xc7) != 0x05)
+			continue;
+		int32_t disp =
+		    (int32_t)((uint32_t)code[p + op + 1] | (uint32_t)code[p + op + 2] << 8 |
+		              (uint32_t)code[p + op + 3] << 16 | (uint32_t)code[p + op + 4] << 24);
+		uint64_t target = fn->addr + p + op + 5 + (uint64_t)(int64_t)disp;
+		if (target < lo || target >= hi || (target & 7))
+			continue;
+		size_t k = 0;
+		while (k < n && out[k] != target)
+			k++;
+		if (k == n)
+			out[n++] = target;
+	}
+	return n;
+}
+
+/* [lo, hi): the runtime addresses of mod's writable data (its writable PT_LOAD segments). */
+static bool data_range(const struct cq_target_module *mod, uint64_t *lo, uint64_t *hi)
+{
+	size_t n = 0;
+	*lo = UINT64_MAX;
+	*hi = 0;
+	if (!mod->elf || elf_getphdrnum(mod->elf, &n) != 0)
+		return false;
+	for (size_t i = 0; i < n && i < 256; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(mod->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_W) || ph.p_vaddr > UINT64_MAX - ph.p_memsz - mod->bias)
+			continue;
+		if (ph.p_vaddr + mod->bias < *lo)
+			*lo = ph.p_vaddr + mod->bias;
+		if (ph.p_vaddr + ph.p_memsz + mod->bias > *hi)
+			*hi = ph.p_vaddr + ph.p_memsz + mod->bias;
+	}
+	return *lo < *hi;
+}
+
+/* Whether the Go string header at addr holds want. */
+static bool string_is(const struct cq_async_ctx *ctx, uint64_t addr, const char *want)
+{
+	char *s = go_string(ctx, addr);
+	bool same = s && strcmp(s, want) == 0;
+	free(s);
+	return same;
+}
+
+/*
+ * runtime.allgs among the references of runtime.allgadd: a slice {ptr, len,
+ * cap} with 0 < len <= cap, whose first g is goroutine 1 (main's, the
+ * first made) or whose pointer or length another reference holds too
+ * (runtime.allgptr, allglen).
+ */
+static uint64_t find_allgs(const struct go_rt *g, const struct cq_async_ctx *ctx,
+                           const uint64_t *refs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t sl[3], first, goid = 0, other;
+		if (!rd(ctx, refs[i], sl, sizeof(sl)) || !sl[0] || (sl[0] & 7) || !sl[1] ||
+		    sl[1] > sl[2] || sl[2] > MAX_GS)
+			continue;
+		bool main_first = rd_u64(ctx, sl[0], &first) &&
+		                  rd(ctx, first + g->l.g_goid, &goid, g->l.goid_size) && goid == 1;
+		bool echoed = false;
+		for (size_t k = 0; k < n && !echoed; k++)
+			echoed = k != i && rd_u64(ctx, refs[k], &other) &&
+			         (other == sl[0] || other == sl[1]);
+		if (main_first || echoed)
+			return refs[i];
+	}
+	return 0;
+}
+
+/* runtime.allm among the references of runtime.mcommoninit: an M that runs one of the threads. */
+static uint64_t find_allm(const struct go_rt *g, const struct cq_async_ctx *ctx,
+                          const uint64_t *refs, size_t n)
+{
+	const struct cq_unwind_target *t = ctx->target;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t m, procid;
+		if (!rd_u64(ctx, refs[i], &m) || !m || !rd_u64(ctx, m + g->l.m_procid, &procid))
+			continue;
+		for (size_t k = 0; k < t->nthreads; k++)
+			if (procid && (uint64_t)t->threads[k].tid == procid)
+				return refs[i];
+	}
+	return 0;
+}
+
+/* The string table among refs whose entry index reads want. */
+static uint64_t find_table(const struct cq_async_ctx *ctx, const uint64_t *refs, size_t n,
+                           unsigned index, const char *want)
+{
+	for (size_t i = 0; i < n; i++)
+		if (string_is(ctx, refs[i] + 16u * index, want))
+			return refs[i];
+	return 0;
+}
+
+/*
+ * runtime.semtable among the references of runtime.semacquire1: bytes of
+ * semaRoots inside the data, each treap empty or a sudog with a g and an
+ * element (the semaphore); of those, the one with the most waiters.
+ */
+static uint64_t find_semtable(const struct go_rt *g, const struct cq_async_ctx *ctx,
+                              const uint64_t *refs, size_t n, uint64_t bytes, uint64_t hi)
+{
+	const struct go_layout *l = &g->l;
+	uint64_t best = 0, elem = l->semtab_size ? bytes / l->semtab_size : 0;
+	size_t most = 0;
+	for (size_t i = 0; i < n && elem >= 16; i++) {
+		if (refs[i] > hi || hi - refs[i] < bytes)
+			continue;
+		size_t waiters = 0;
+		bool valid = true;
+		for (uint64_t off = 0; valid && off + elem <= bytes; off += elem) {
+			uint64_t treap, gp, el;
+			if (!rd_u64(ctx, refs[i] + off + l->semroot_treap, &treap))
+				valid = false;
+			else if (treap)
+				valid = !(treap & 7) && rd_u64(ctx, treap + l->sudog_g, &gp) &&
+				        gp && !(gp & 7) &&
+				        rd_u64(ctx, treap + l->sudog_elem, &el) && el && ++waiters;
+		}
+		if (valid && (!best || waiters > most)) {
+			best = refs[i];
+			most = waiters;
+		}
+	}
+	return best;
+}
+
+/* runtime.firstmoduledata: the word of .noptrdata that points at .gopclntab (its pcHeader). */
+static uint64_t find_moduledata(const struct cq_target_module *mod)
+{
+	GElf_Shdr pcl, nd;
+	size_t len = 0;
+	const uint8_t *d = section(mod, ".noptrdata", &nd, &len);
+	if (!d || !cq_elf_section(mod->elf, ".gopclntab", &pcl))
+		return 0;
+	for (size_t at = 0; at + 8 <= len; at += 8) {
+		uint64_t v = 0;
+		for (unsigned b = 0; b < 8; b++)
+			v |= (uint64_t)d[at + b] << (8 * b);
+		if (v == pcl.sh_addr)
+			return nd.sh_addr + at + mod->bias;
+	}
+	return 0;
+}
+
+/* A runtime function's symbol (the target answers from .gopclntab where .symtab is gone). */
+static struct cq_target_symbol function(const struct cq_unwind_target *t, size_t m,
+                                        const char *name)
+{
+	struct cq_target_symbol q = {.name = name};
+	t->ops->find_symbols(t->ctx, m, &q, 1);
+	return q;
+}
+
+/*
+ * A Go program without its symbol table or DWARF: the layouts of the release
+ * that built it (go_layouts.def), and the runtime's variables found through
+ * the code that uses them (x86-64), each checked by what it holds.  NULL, or
+ * why the goroutines cannot be listed.
+ */
+static const char *without_dwarf(struct go_rt *g, const struct cq_async_ctx *ctx)
+{
+	const struct cq_unwind_target *t = ctx->target;
+	const struct cq_target_module *mod = &t->modules[g->module];
+	const struct known_layout *k = go_release(mod, g->release, sizeof(g->release)) && t->arch
+	                                   ? known_layout(g->release, t->arch->name)
+	                                   : NULL;
+	if (!k)
+		return "a Go program without DWARF, of a release or architecture whose runtime "
+		       "layout coreq does not know: goroutines not listed, only its threads";
+	uint64_t *f[LAYOUT_FIELDS];
+	layout_fields(&g->l, f);
+	for (size_t i = 0; i < LAYOUT_FIELDS; i++)
+		*f[i] = k->fields[i];
+	uint64_t lo, hi, refs[MAX_CANDIDATES];
+	if (!data_range(mod, &lo, &hi))
+		return "a Go program without DWARF or its data sections: goroutines not listed";
+	struct cq_target_symbol fn = function(t, g->module, "runtime.allgadd");
+	g->allgs = find_allgs(g, ctx, refs, code_refs(mod, &fn, lo, hi, refs, MAX_CANDIDATES));
+	if (!g->allgs)
+		return "a Go program without DWARF whose runtime.allgs was not found: goroutines "
+		       "not listed, only its threads";
+	fn = function(t, g->module, "runtime.mcommoninit");
+	g->allm = find_allm(g, ctx, refs, code_refs(mod, &fn, lo, hi, refs, MAX_CANDIDATES));
+	fn = function(t, g->module, "runtime.goroutineheader");
+	size_t n = code_refs(mod, &fn, lo, hi, refs, MAX_CANDIDATES);
+	if ((g->waitreasons = find_table(ctx, refs, n, 1, "GC assist marking")))
+		g->nwaitreasons = k->reasons;
+	if ((g->gstatuses = find_table(ctx, refs, n, 2, "running")))
+		g->nstatuses = k->statuses;
+	fn = function(t, g->module, "runtime.semacquire1");
+	n = code_refs(mod, &fn, lo, hi, refs, MAX_CANDIDATES);
+	if ((g->semtable = find_semtable(g, ctx, refs, n, k->semtable, hi))) {
+		g->nsemtable = k->semtable;
+		g->semtable_elem = k->semtable / g->l.semtab_size;
+	}
+	fn = function(t, g->module, "runtime.boundsError.Error");
+	n = code_refs(mod, &fn, lo, hi, refs, MAX_CANDIDATES);
+	g->bounds_fmts = find_table(ctx, refs, n, 0, "index out of range [%x] with length %y");
+	g->moduledata = g->bounds_fmts ? find_moduledata(mod) : 0;
+	g->nbounds_fmts = g->moduledata ? k->bounds : 0;
+	if (!g->moduledata)
+		g->bounds_fmts = 0;
+	return NULL;
+}
+
 static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
                                   struct cq_async_needs *needs)
 {
@@ -550,10 +858,12 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 	if (!g)
 		return &cq_error_nomem;
 	*state = g;
+	for (size_t i = 0; i < 2; i++)
+		g->fatal_fns[i] = q[7 + i].found ? q[7 + i].addr : 0;
 	if (mod < -1) {
 		g->module = (size_t)(-2 - mod);
-		g->missing = "a Go program without its symbol table (runtime.allgs): goroutines "
-		             "not listed";
+		g->missing = without_dwarf(g, ctx);
+		g->stats.table = !g->missing;
 		return NULL;
 	}
 	g->module = (size_t)mod;
@@ -578,8 +888,6 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 		g->bounds_fmts = q[6].addr;
 		g->nbounds_fmts = q[6].size / 16;
 	}
-	for (size_t i = 0; i < 2; i++)
-		g->fatal_fns[i] = q[7 + i].found ? q[7 + i].addr : 0;
 	if (q[4].found && (g->l.flags & LAYOUT_SEMTABLE) && g->l.semtab_size &&
 	    q[4].size % g->l.semtab_size == 0) {
 		g->semtable = q[4].addr;
@@ -810,6 +1118,27 @@ static struct cq_error *read_gs(struct go_rt *g, const struct cq_async_ctx *ctx)
 
 /* ---- threads ---- */
 
+/* name without the ".abi0" the symbol table gives an assembly function. */
+static bool is_function(const char *name, const char *want)
+{
+	size_t n = strlen(want);
+	return name && strncmp(name, want, n) == 0 && (!name[n] || strcmp(name + n, ".abi0") == 0);
+}
+
+/*
+ * The first of fs that is runtime.goexit, every goroutine's first frame, or
+ * -1.  With DWARF its CFI ends a walk there; without (a stripped program,
+ * walked by frame pointers) nothing would.  A system stack's runtime.mstart
+ * is not one: a cgo thread's stack goes on into C (crosscall_amd64).
+ */
+static ptrdiff_t outermost(const struct cq_stack_frame *fs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fs[i].kind != CQ_FRAME_INLINE && is_function(fs[i].function, "runtime.goexit"))
+			return (ptrdiff_t)i;
+	return -1;
+}
+
 /* The frames a walk from (pc, sp, bp) finds, named, appended to fl. */
 static struct cq_error *walk(const struct cq_async_ctx *ctx, uint64_t pc, uint64_t sp, uint64_t bp,
                              struct cq_frame_list *fl, enum cq_unwind_end *end)
@@ -824,25 +1153,23 @@ static struct cq_error *walk(const struct cq_async_ctx *ctx, uint64_t pc, uint64
 	struct cq_unwind_frame *uf = malloc(max * sizeof(*uf));
 	if (!uf)
 		return &cq_error_nomem;
-	size_t n = 0;
+	size_t n = 0, first = fl->n;
 	cq_unwind_thread(t, &regs, ctx->unwind, uf, &n, end);
 	struct cq_error *err = NULL;
 	for (size_t i = 0; i < n && !err; i++)
 		err = t->ops->add_frames(t->ctx, fl, &uf[i], CQ_FRAME_NATIVE);
 	free(uf);
+	ptrdiff_t top = err ? -1 : outermost(fl->frames + first, fl->n - first);
+	if (top >= 0) {
+		fl->n = first + (size_t)top + 1;
+		*end = CQ_END_OUTERMOST;
+	}
 	return err;
 }
 
 static bool in(uint64_t v, uint64_t lo, uint64_t hi)
 {
 	return lo < hi && v >= lo && v < hi;
-}
-
-/* name without the ".abi0" the symbol table gives an assembly function. */
-static bool is_function(const char *name, const char *want)
-{
-	size_t n = strlen(want);
-	return name && strncmp(name, want, n) == 0 && (!name[n] || strcmp(name + n, ".abi0") == 0);
 }
 
 /*
@@ -886,6 +1213,11 @@ static struct cq_error *go_threads(void *state, const struct cq_async_ctx *ctx)
 		struct cq_thread_stack *ts = &st->threads[t];
 		const struct go_m *m = m_of_thread(g, t);
 		ptrdiff_t sw = stack_switch(ts->frames, ts->nframes);
+		ptrdiff_t top = sw < 0 ? outermost(ts->frames, ts->nframes) : -1;
+		if (top >= 0) { /* a stack of its own to its first frame: ended there */
+			ts->nframes = (size_t)top + 1;
+			ts->end = CQ_END_OUTERMOST;
+		}
 		if (sw < 0 || (!m && !g->missing))
 			continue;
 		/* The goroutine this M runs, on its own stack past the switch. */
@@ -1281,6 +1613,7 @@ static void go_report(const void *state, const struct cq_async_ctx *ctx, struct 
 	cq_stats_bool(out, "go", g != NULL);
 	cq_stats_bool(out, "go_dwarf", st->dwarf);
 	cq_stats_bool(out, "go_layout_cached", st->cached);
+	cq_stats_bool(out, "go_layout_table", st->table);
 	cq_stats_uint(out, "go_allgs", st->allgs);
 	cq_stats_uint(out, "go_goroutines", st->goroutines);
 	cq_stats_uint(out, "go_dead", st->dead);
