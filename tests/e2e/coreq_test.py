@@ -52,6 +52,17 @@ def sanitizer_report(stderr):
     return None
 
 
+def private_mounts():
+    """Whether this process can run a command in a mount namespace of its own
+    (`unshare -m`: root, and not in a chroot whose / is no mount point): how the
+    tests hide /usr/lib/debug from coreq."""
+    try:
+        return os.geteuid() == 0 and subprocess.run(
+            ["unshare", "-m", "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def coreq(*args, stdin=None, timeout=120, binary=None, env=None):
     """Run coreq; returns CompletedProcess with text stdout/stderr.  env: variables
     added to the environment."""

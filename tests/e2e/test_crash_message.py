@@ -32,7 +32,8 @@ import sqlite3
 import subprocess
 import tempfile
 
-from coreq_test import BUILD, CORPUS, ROOT, coreq, coreq_json, done, ok, sanitizer_report, skip
+from coreq_test import (BUILD, CORPUS, ROOT, coreq, coreq_json, done, ok, private_mounts,
+                        sanitizer_report, skip)
 
 GO_CORPUS = os.environ.get("GO_CORPUS", os.path.join(BUILD, "go-corpus"))
 GO_CASES = ["go_server-nilmap.O0", "go_server-index.default"]
@@ -78,8 +79,9 @@ def python_subjects():
 
 def without_dbg_check(subjects):
     """The Python messages with libpython's DWARF hidden (as test_python.py hides it)."""
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        skip("Python crash messages without -dbg", "needs root and unshare to hide /usr/lib/debug")
+    if not private_mounts():
+        skip("Python crash messages without -dbg",
+             "needs a mount namespace of its own (root, unshare -m) to hide /usr/lib/debug")
         return
     for name, core, want in subjects:
         cmd = "mount -t tmpfs none /usr/lib/debug && exec \"$@\""

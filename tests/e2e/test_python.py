@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 
-from coreq_test import CORPUS, coreq, done, ok, require_corpus, sanitizer_report, skip
+from coreq_test import CORPUS, coreq, done, ok, private_mounts, require_corpus, sanitizer_report, skip
 
 GDB_TIMEOUT = 300
 
@@ -504,7 +504,7 @@ def main():
     if not shutil.which("gdb"):
         skip("python frames", "gdb is not installed")
         return done()
-    if os.getuid() != 0 or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+    if not private_mounts():
         skip("python frames", "hiding python3.11-dbg needs a private mount namespace (root)")
         return done()
     rows = []
