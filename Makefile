@@ -70,9 +70,10 @@ DEPS_PKGS += nginx-light apache2-utils postgresql-15
 DEPS_PKGS += mmdebstrap systemd-container
 # Go (issue 48): the toolchain that builds corpus/go (make go-corpus), delve
 # (dlv core: the goroutine oracle of tests/e2e/test_go_goroutines.py), and a
-# real Debian Go server (caddy) crashed under load; corpus/go_crash (make
-# go-crash-corpus) for tests/e2e/test_go_buckets.py; make bench's goroutine row.
-DEPS_PKGS += golang-go delve caddy curl
+# real Debian Go servers (caddy, prometheus: both stripped) crashed under
+# load; corpus/go_crash (make go-crash-corpus) for tests/e2e/test_go_buckets.py;
+# make bench's goroutine row.
+DEPS_PKGS += golang-go delve caddy prometheus curl
 # Python (issue 49): real Debian Python servers tests/e2e/test_python.py kills
 # under load (Twisted's twistd3 web, an aiohttp server).
 DEPS_PKGS += python3-twisted python3-aiohttp

@@ -151,6 +151,14 @@ struct cq_unwind_target_ops {
 	/* True when thread t has a thread pointer (read from the core or recovered). */
 	bool (*thread_has_tp)(void *ctx, size_t t);
 
+	/*
+	 * Optional: the bytes the function holding runtime address pc keeps
+	 * below its return address at pc (0 at its entry), from the table its
+	 * module carries for its own runtime's unwinder (a Go program's
+	 * .gopclntab), for code with no CFI (a stripped Go program); false
+	 * where there is none.
+	 */
+	bool (*frame_size)(void *ctx, uint64_t pc, uint64_t *size);
 	/* The function at pc (pc - 1 for a return address), or NULL. */
 	const char *(*function_at)(void *ctx, uint64_t pc, bool is_return_address);
 	/* Appends uf's named frames (inlined calls first) to fl, the last of kind kind. */

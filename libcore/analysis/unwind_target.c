@@ -483,6 +483,32 @@ static void target_cache_reject(void *p)
 	cq_cache_reject(ctx->options->cache);
 }
 
+/* A module's Go function table, for frame_size: read once (gopclntab.h). */
+struct cq_target_gopclntab {
+	bool tried, ok;
+	struct cq_gopclntab table;
+};
+
+static bool target_frame_size(void *p, uint64_t pc, uint64_t *size)
+{
+	struct cq_core_target *ctx = p;
+	ptrdiff_t m = cq_target_module_at(&ctx->target, pc);
+	if (m < 0)
+		return false;
+	const struct cq_module *mod = &ctx->core->modules[m];
+	struct cq_target_gopclntab *g = &ctx->gopcln[m];
+	if (!g->tried) {
+		g->tried = true;
+		GElf_Shdr sh;
+		Elf_Scn *scn =
+		    mod->elf && !mod->is_vdso ? cq_elf_section(mod->elf, ".gopclntab", &sh) : NULL;
+		Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+		g->ok =
+		    data && data->d_buf && cq_gopclntab_init(&g->table, data->d_buf, data->d_size);
+	}
+	return g->ok && pc >= mod->bias && cq_gopclntab_frame_size(&g->table, pc - mod->bias, size);
+}
+
 static const struct cq_unwind_target_ops target_ops = {
     .read = target_read,
     .cfi_at = target_cfi_at,
@@ -497,6 +523,7 @@ static const struct cq_unwind_target_ops target_ops = {
     .tls_prepare = target_tls_prepare,
     .tls_get = target_tls_get,
     .thread_has_tp = target_thread_has_tp,
+    .frame_size = target_frame_size,
     .function_at = target_function_at,
     .add_frames = target_add_frames,
     .dwarf = target_dwarf,
@@ -535,11 +562,12 @@ struct cq_error *cq_core_target_init(struct cq_core_target *ct, struct cq_core *
 	ct->modules = calloc(nm ? nm : 1, sizeof(*ct->modules));
 	ct->threads = calloc(nt ? nt : 1, sizeof(*ct->threads));
 	ct->dwarf = calloc(nm ? nm : 1, sizeof(*ct->dwarf));
+	ct->gopcln = calloc(nm ? nm : 1, sizeof(*ct->gopcln));
 	if (o->cache) {
 		ct->provenance = calloc(nm ? nm : 1, sizeof(*ct->provenance));
 		ct->provenance_made = calloc(nm ? nm : 1, sizeof(*ct->provenance_made));
 	}
-	if (!ct->modules || !ct->threads || !ct->dwarf ||
+	if (!ct->modules || !ct->threads || !ct->dwarf || !ct->gopcln ||
 	    (o->cache && (!ct->provenance || !ct->provenance_made))) {
 		cq_core_target_destroy(ct);
 		return &cq_error_nomem;
@@ -565,6 +593,8 @@ void cq_core_target_destroy(struct cq_core_target *ct)
 	cq_core_target_close_dwarf(ct);
 	free(ct->dwarf);
 	ct->dwarf = NULL;
+	free(ct->gopcln);
+	ct->gopcln = NULL;
 	free(ct->provenance);
 	free(ct->provenance_made);
 	free(ct->modules);

@@ -26,6 +26,7 @@ struct cq_stack_options;
 
 /* The unwinder's view of a core; valid while core and options live. */
 struct cq_symbolizer;
+struct cq_target_gopclntab;
 
 #define CQ_TARGET_PAGES     16
 #define CQ_TARGET_PAGE_SIZE 1024
@@ -42,6 +43,8 @@ struct cq_core_target {
 	struct cq_provenance *provenance; /* by module, for cache_get/put: made on first use */
 	bool *provenance_made;
 	struct cq_module_dwarf *dwarf; /* by module, for the dwarf op: opened on first use */
+	struct cq_target_gopclntab
+	    *gopcln; /* by module, for the frame_size op: read on first use */
 	/*
 	 * Core bytes the walks read, read with pread a 1 KiB block at a time:
 	 * faulting them in through the mapping maps (and later unmaps) 64 KiB

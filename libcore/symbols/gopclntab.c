@@ -128,8 +128,8 @@ static bool funcoff(const struct cq_gopclntab *t, uint64_t i, uint64_t *off)
 
 /*
  * Where function i's _func has its u32 field k after the entry (0 nameoff,
- * 4 pcfile, 5 pcln, 7 cuOffset: the entry is a uintptr before 1.18, a u32
- * since), in *at; false when it lies outside the section.
+ * 3 pcsp, 4 pcfile, 5 pcln, 7 cuOffset: the entry is a uintptr before 1.18,
+ * a u32 since), in *at; false when it lies outside the section.
  */
 static bool func_field(const struct cq_gopclntab *t, uint64_t i, unsigned k, size_t *at)
 {
@@ -256,5 +256,18 @@ bool cq_gopclntab_line(const struct cq_gopclntab *t, uint64_t addr, const char *
 		return false;
 	*file = (const char *)(t->data + at);
 	*line = ln;
+	return true;
+}
+
+bool cq_gopclntab_frame_size(const struct cq_gopclntab *t, uint64_t addr, uint64_t *size)
+{
+	uint64_t i = func_index(t, addr), entry;
+	size_t f_pcsp;
+	uint32_t pcsp;
+	int32_t delta;
+	if (i >= t->nfunc || !cq_gopclntab_entry(t, i, &entry) || !func_field(t, i, 3, &f_pcsp) ||
+	    !u32_at(t, f_pcsp, &pcsp) || !pcvalue(t, pcsp, entry, addr, &delta) || delta < 0)
+		return false;
+	*size = (uint64_t)delta;
 	return true;
 }

@@ -67,6 +67,14 @@ const char *cq_gopclntab_name(const struct cq_gopclntab *t, uint64_t i);
  */
 bool cq_gopclntab_line(const struct cq_gopclntab *t, uint64_t addr, const char **file, int *line);
 
+/*
+ * The bytes the function holding addr (a link-time address) keeps on the
+ * stack below its return address at addr, from its pcsp table: what Go's
+ * traceback adds to a frame's sp to find its caller's return address.
+ * False when the table (1.16 on) has none.
+ */
+bool cq_gopclntab_frame_size(const struct cq_gopclntab *t, uint64_t addr, uint64_t *size);
+
 /* Function i's entry address (i < t->nfunc; i == nfunc: the end of the last); false if unreadable.
  */
 bool cq_gopclntab_entry(const struct cq_gopclntab *t, uint64_t i, uint64_t *entry);

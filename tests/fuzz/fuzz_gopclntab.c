@@ -2,11 +2,13 @@
  * fuzz_gopclntab.c - libFuzzer target for libcore/symbols/gopclntab.c, which
  * names Go functions from a binary's .gopclntab (untrusted input).
  *
- * The input is the section.  Every name found must lie inside the input
- * and end there with its NUL, and its function's entry must be at or below
- * the address asked about; the addresses asked about are each function's
+ * The input is the section.  Every name and file found must lie inside the
+ * input and end there with its NUL, a line be positive, and a function's
+ * entry be at or below the address asked about (its frame size is asked
+ * too); the addresses asked about are each function's
  * entry, the byte before it and the last entry.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +17,23 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* s is a NUL-terminated string inside the input. */
+static bool inside(const char *s, const uint8_t *data, size_t size)
+{
+	return (const uint8_t *)s >= data && (const uint8_t *)s < data + size &&
+	       memchr(s, 0, size - (size_t)((const uint8_t *)s - data));
+}
+
 static void check(const struct cq_gopclntab *t, const uint8_t *data, size_t size, uint64_t addr)
 {
-	uint64_t entry = 0;
+	uint64_t entry = 0, frame;
 	const char *n = cq_gopclntab_find(t, addr, &entry);
-	if (!n)
-		return;
-	if ((const uint8_t *)n < data || (const uint8_t *)n >= data + size ||
-	    !memchr(n, 0, size - (size_t)((const uint8_t *)n - data)) || entry > addr)
+	const char *file = NULL;
+	int line = 0;
+	if (cq_gopclntab_line(t, addr, &file, &line) && (!inside(file, data, size) || line <= 0))
+		abort();
+	(void)cq_gopclntab_frame_size(t, addr, &frame);
+	if (n && (!inside(n, data, size) || entry > addr))
 		abort();
 }
 

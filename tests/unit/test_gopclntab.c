@@ -1,8 +1,8 @@
 /*
  * test_gopclntab.c - Go function names from .gopclntab (libcore/symbols/
  * gopclntab.h): tables laid out by hand in the 1.18/1.20 and 1.2 formats,
- * and damaged ones.  The real tables of Go programs are checked against
- * `go tool addr2line` in tests/e2e/test_go_goroutines.py.
+ * one with its line and frame-size tables, and damaged ones.  The real tables of Go programs are
+ * checked against `go tool addr2line` in tests/e2e/test_go_goroutines.py.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -84,6 +84,98 @@ static void test_118(void **state)
 	table_118(&b, 0xfffffff1u, 0x401000);
 	assert_true(cq_gopclntab_init(&t, b.b, b.n));
 	assert_string_equal(cq_gopclntab_find(&t, 0x401050, &entry), "runtime.raise");
+}
+
+/*
+ * A Go 1.18 table with line tables: one function main.f at text+0..0x40 in
+ * main.go, its frame 0 bytes over its first 4 bytes, 0x18 up to 0x3c, 0
+ * again; its line 10 up to +0x10, then 12.  pc-value tables as Go writes
+ * them: from -1, pairs of a zig-zag value delta and a pc delta, then 0.
+ */
+static void table_lines(struct buf *b, uint64_t text)
+{
+	b->n = 0;
+	static const uint8_t pctab[] = {
+	    0,                                  /* offset 0: no table */
+	    2,    4,    0x30, 0x38, 0x2f, 4, 0, /* pcsp at 1 */
+	    2,    0x40, 0,                      /* pcfile at 8: file 0 */
+	    0x16, 0x10, 4,    0x30, 0,          /* pcln at 11: 10, then 12 */
+	};
+	size_t header = 8 + 8 * 8, names = header, cutab = 80, filetab = 84, pcs = 92;
+	size_t pcln = pcs + sizeof(pctab);
+	put(b, 0xfffffff0u, 4);
+	put(b, 0, 1);
+	put(b, 0, 1);
+	put(b, 1, 1); /* minLC */
+	put(b, 8, 1); /* ptrSize */
+	put(b, 1, 8); /* nfunc */
+	put(b, 1, 8); /* nfiles */
+	put(b, text, 8);
+	put(b, names, 8);
+	put(b, cutab, 8);
+	put(b, filetab, 8);
+	put(b, pcs, 8);
+	put(b, pcln, 8);
+	memcpy(b->b + b->n, "main.f\0", 8); /* to 80 */
+	b->n += 8;
+	put(b, 0, 4); /* cutab[0]: the file at filetab + 0 */
+	memcpy(b->b + b->n, "main.go\0", 8);
+	b->n += 8;
+	memcpy(b->b + b->n, pctab, sizeof(pctab));
+	b->n += sizeof(pctab);
+	/* ftab {entryoff, funcoff} x 2, then the _func at funcoff 16 */
+	put(b, 0, 4);
+	put(b, 16, 4);
+	put(b, 0x40, 4);
+	put(b, 0, 4);
+	static const uint32_t func[] = {
+	    0, 0, 0, 0, 1 /* pcsp */, 8 /* pcfile */, 11 /* pcln */, 0, 0 /* cuOffset */, 0};
+	for (size_t i = 0; i < sizeof(func) / sizeof(func[0]); i++)
+		put(b, func[i], 4);
+}
+
+static void test_lines_and_frame_sizes(void **state)
+{
+	(void)state;
+	struct buf b;
+	table_lines(&b, 0x401000);
+	struct cq_gopclntab t;
+	assert_true(cq_gopclntab_init(&t, b.b, b.n));
+	uint64_t entry;
+	assert_string_equal(cq_gopclntab_find(&t, 0x401020, &entry), "main.f");
+	const char *file = NULL;
+	int line = 0;
+	assert_true(cq_gopclntab_line(&t, 0x401008, &file, &line));
+	assert_string_equal(file, "main.go");
+	assert_int_equal(line, 10);
+	assert_true(cq_gopclntab_line(&t, 0x40103f, &file, &line));
+	assert_int_equal(line, 12);
+	assert_false(cq_gopclntab_line(&t, 0x401040, &file, &line)); /* past the function */
+	uint64_t size = 99;
+	assert_true(cq_gopclntab_frame_size(&t, 0x401000, &size));
+	assert_int_equal(size, 0);
+	assert_true(cq_gopclntab_frame_size(&t, 0x401004, &size));
+	assert_int_equal(size, 0x18);
+	assert_true(cq_gopclntab_frame_size(&t, 0x40103b, &size));
+	assert_int_equal(size, 0x18);
+	assert_true(cq_gopclntab_frame_size(&t, 0x40103c, &size));
+	assert_int_equal(size, 0);
+	/* a pcln table at the section's last byte (its pairs run off it); a file past cutab */
+	uint8_t copy[512];
+	assert_int_equal(b.n, 164); /* the _func at 124: its pcln field at 148 */
+	memcpy(copy, b.b, b.n);
+	copy[148] = (uint8_t)(b.n - 1 - 92);
+	assert_true(cq_gopclntab_init(&t, copy, b.n));
+	assert_false(cq_gopclntab_line(&t, 0x401008, &file, &line));
+	memcpy(copy, b.b, b.n);
+	copy[92 + 8] = 0x7e; /* pcfile: file 62 */
+	assert_true(cq_gopclntab_init(&t, copy, b.n));
+	assert_false(cq_gopclntab_line(&t, 0x401008, &file, &line));
+	/* the 1.18 table without line tables has none */
+	table_118(&b, 0xfffffff0u, 0x401000);
+	assert_true(cq_gopclntab_init(&t, b.b, b.n));
+	assert_false(cq_gopclntab_line(&t, 0x401000, &file, &line));
+	assert_false(cq_gopclntab_frame_size(&t, 0x401000, &size));
 }
 
 /* A Go 1.2 table: two functions at 0x1000, 0x1100, end 0x1200. */
@@ -170,6 +262,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_118),
+	    cmocka_unit_test(test_lines_and_frame_sizes),
 	    cmocka_unit_test(test_12),
 	    cmocka_unit_test(test_damaged),
 	};
