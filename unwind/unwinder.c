@@ -17,6 +17,7 @@
 #include "unwind/unwind.h"
 
 #include <assert.h>
+#include <elf.h>
 #include <string.h>
 
 #include "unwind/dwarf_expr.h"
@@ -239,6 +240,34 @@ static bool step_sigreturn(struct walk *w, struct cq_regs *caller)
 	return cq_regs_has(caller, arch->pc_reg) && cq_regs_has(caller, arch->sp_reg);
 }
 
+/*
+ * A frame no CFI describes but the table its module carries for its own
+ * runtime's unwinder does (a stripped Go program's .gopclntab: the target's
+ * frame_size), on x86-64, where a call pushes the return address: it lies
+ * right above the function's frame, and a function with a frame keeps its
+ * caller's frame pointer right below it (Go's prologue).
+ */
+static bool step_frame_size(struct walk *w, struct cq_regs *caller)
+{
+	const struct cq_arch *arch = w->t->arch;
+	uint64_t size, ra, fp;
+	if (!w->t->ops->frame_size || arch->e_machine != EM_X86_64 ||
+	    !cq_regs_has(&w->regs, arch->sp_reg))
+		return false;
+	uint64_t pc = reg(w, arch->pc_reg), sp = reg(w, arch->sp_reg);
+	if (!w->t->ops->frame_size(w->t->ctx, pc, &size) || size > UINT64_MAX - 8 - sp ||
+	    !read_u64(w->t, sp + size, &ra))
+		return false;
+	memset(caller, 0, sizeof(*caller));
+	if (size >= 8 && read_u64(w->t, sp + size - 8, &fp))
+		cq_regs_set(caller, arch->fp_reg, fp);
+	else if (size < 8 && cq_regs_has(&w->regs, arch->fp_reg))
+		cq_regs_set(caller, arch->fp_reg, reg(w, arch->fp_reg));
+	cq_regs_set(caller, arch->sp_reg, sp + size + 8);
+	cq_regs_set(caller, arch->pc_reg, ra);
+	return true;
+}
+
 /* The architecture's facts the walk indexes registers with (arch.c's tables). */
 static bool arch_sane(const struct cq_arch *arch)
 {
@@ -289,6 +318,8 @@ static bool step(struct walk *w, enum cq_unwind_end *end)
 		w->at_signal_frame = true;
 		/* x86_64's trampolines (Go's) start right after another function */
 		w->trampoline_at_pc = w->is_return_address && arch->sigframe_dwarf;
+		trust = CQ_TRUST_CFI;
+	} else if (step_frame_size(w, &caller)) {
 		trust = CQ_TRUST_CFI;
 	} else if (step_fp(w, &caller)) {
 		trust = CQ_TRUST_FP;

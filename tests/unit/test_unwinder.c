@@ -538,6 +538,54 @@ static void test_cfi_and_frame_pointer_steps_mix(void **state)
 	assert_int_equal(w.frames[2].fp, S(0x300));
 }
 
+/* frame_size for the fake: [0x405000, 0x405100) keeps 0x18 bytes, [0x406000, 0x406100) none. */
+static bool fake_frame_size(void *ctx, uint64_t pc, uint64_t *size)
+{
+	(void)ctx;
+	if (pc >= 0x405000 && pc < 0x405100)
+		*size = 0x18;
+	else if (pc >= 0x406000 && pc < 0x406100)
+		*size = 0;
+	else
+		return false;
+	return true;
+}
+
+/*
+ * Code without CFI whose module's own table gives its frame size (a stripped
+ * Go program's .gopclntab): the return address right above the frame, the
+ * caller's frame pointer right below it (none kept by an empty frame), in
+ * place of the frame pointer chain, which here points elsewhere.
+ */
+static void test_frame_size_steps(void **state)
+{
+	struct fake *f = *state;
+	struct cq_unwind_target_ops ops = fake_ops;
+	ops.frame_size = fake_frame_size;
+	poke(f, S(0x100) + 0x10, S(0x800)); /* f0 (size 0x18): the saved frame pointer */
+	poke(f, S(0x100) + 0x18, 0x406010); /* ... and the return address */
+	poke(f, S(0x120), 0x405080);        /* f1 (size 0): the return address at sp */
+	poke(f, S(0x128) + 0x18, 0);        /* f2 (size 0x18): a zero return address */
+	struct cq_regs regs = regs_of(0x405004, S(0x100));
+	cq_regs_set(&regs, RBP, S(0x400)); /* a frame record that says something else */
+	poke(f, S(0x400), 0);
+	poke(f, S(0x408), 0x404444);
+	struct cq_unwind_target t = fake_target(f);
+	t.ops = &ops;
+	struct cq_unwind_options o;
+	cq_unwind_options_default(&o);
+	o.allow_scan = false;
+	struct walk_result w = {.n = 0};
+	cq_unwind_thread(&t, &regs, &o, w.frames, &w.n, &w.end);
+	check_end(&w, CQ_END_OUTERMOST);
+	assert_int_equal(w.n, 3);
+	check_frame(&w, 0, 0x405004, S(0x100), CQ_TRUST_CONTEXT, false);
+	check_frame(&w, 1, 0x406010, S(0x120), CQ_TRUST_CFI, true);
+	assert_int_equal(w.frames[1].fp, S(0x800));
+	check_frame(&w, 2, 0x405080, S(0x128), CQ_TRUST_CFI, true);
+	assert_int_equal(w.frames[2].fp, S(0x800)); /* an empty frame keeps the caller's */
+}
+
 /* ---- how walks end --------------------------------------------------------------------- */
 
 /* One function with CFA = rsp + 8, RA at CFA - 8, at [0x401000, 0x401100). */
@@ -1778,6 +1826,7 @@ int main(void)
 	    T(test_first_frame_is_looked_up_at_pc),
 	    T(test_nonzero_load_bias),
 	    T(test_cfi_and_frame_pointer_steps_mix),
+	    T(test_frame_size_steps),
 	    T(test_zero_return_address_is_outermost),
 	    T(test_return_address_outside_code_is_bad_memory),
 	    T(test_cfa_not_increasing_is_loop),

@@ -1140,59 +1140,15 @@ static ptrdiff_t outermost(const struct cq_stack_frame *fs, size_t n)
 }
 
 /*
- * A goroutine's frames as Go's own traceback walks them, for a program
- * without CFI for its Go code (stripped: no .debug_frame, and Go writes no
- * .eh_frame): each function's frame size at pc from .gopclntab (the
- * target's frame_size), its return address right above it, out to
- * runtime.goexit.  Exact where a frame-pointer walk is not: at a function's
- * entry (a goroutine not yet started) or in its prologue (one preempted).
- */
-static struct cq_error *go_walk(const struct cq_async_ctx *ctx, uint64_t pc, uint64_t sp,
-                                struct cq_frame_list *fl, enum cq_unwind_end *end)
-{
-	const struct cq_unwind_target *t = ctx->target;
-	unsigned max = ctx->unwind->max_frames ? ctx->unwind->max_frames : 1;
-	*end = CQ_END_MAX_FRAMES;
-	for (unsigned i = 0; i < max; i++) {
-		struct cq_unwind_frame uf = {.pc = pc,
-		                             .sp = sp,
-		                             .is_return_address = i > 0,
-		                             .trust = i ? CQ_TRUST_CFI : CQ_TRUST_CONTEXT};
-		size_t before = fl->n;
-		struct cq_error *err = t->ops->add_frames(t->ctx, fl, &uf, CQ_FRAME_NATIVE);
-		if (err)
-			return err;
-		uint64_t size, ra = 0;
-		if (fl->n > before &&
-		    is_function(fl->frames[fl->n - 1].function, "runtime.goexit")) {
-			*end = CQ_END_OUTERMOST;
-			return NULL;
-		}
-		if (!t->ops->frame_size(t->ctx, pc, &size)) {
-			*end = CQ_END_NO_UNWIND_INFO;
-			return NULL;
-		}
-		if (!rd_u64(ctx, sp + size, &ra) || !ra || !t->ops->is_code(t->ctx, ra)) {
-			*end = ra ? CQ_END_BAD_MEMORY : CQ_END_OUTERMOST;
-			return NULL;
-		}
-		sp += size + 8;
-		pc = ra;
-	}
-	return NULL;
-}
-
-/*
  * The frames a walk from (pc, sp, bp) finds, named, appended to fl: by the
- * CFI and frame pointers, or (g read without DWARF) as Go's traceback walks.
+ * CFI, or where a stripped program has none by the frame sizes of its
+ * .gopclntab (the unwinder asks the target's frame_size), as Go's own
+ * traceback walks; out to runtime.goexit.
  */
-static struct cq_error *walk(const struct go_rt *g, const struct cq_async_ctx *ctx, uint64_t pc,
-                             uint64_t sp, uint64_t bp, struct cq_frame_list *fl,
-                             enum cq_unwind_end *end)
+static struct cq_error *walk(const struct cq_async_ctx *ctx, uint64_t pc, uint64_t sp, uint64_t bp,
+                             struct cq_frame_list *fl, enum cq_unwind_end *end)
 {
 	const struct cq_unwind_target *t = ctx->target;
-	if (g->stats.table && t->ops->frame_size && t->ops->is_code)
-		return go_walk(ctx, pc, sp, fl, end);
 	const struct cq_arch *a = t->arch;
 	struct cq_regs regs = {0};
 	cq_regs_set(&regs, a->pc_reg, pc);
@@ -1279,7 +1235,7 @@ static struct cq_error *go_threads(void *state, const struct cq_async_ctx *ctx)
 			return &cq_error_nomem;
 		memcpy(fl.frames, ts->frames, fl.n * sizeof(*fl.frames));
 		enum cq_unwind_end end = CQ_END_OUTERMOST;
-		if (go_on && (err = walk(g, ctx, cur->pc, cur->sp, cur->bp, &fl, &end))) {
+		if (go_on && (err = walk(ctx, cur->pc, cur->sp, cur->bp, &fl, &end))) {
 			free(fl.frames);
 			break;
 		}
@@ -1607,7 +1563,7 @@ static struct cq_error *go_decode(void *state, const struct cq_async_ctx *ctx)
 			uint64_t pc = gg->pc, sp = gg->sp;
 			if (s == g->l.st_syscall && gg->syscallpc)
 				pc = gg->syscallpc, sp = gg->syscallsp;
-			if ((err = walk(g, ctx, pc, sp, gg->bp, &fl, &end)))
+			if ((err = walk(ctx, pc, sp, gg->bp, &fl, &end)))
 				break;
 			g->stats.unwound++;
 		}
