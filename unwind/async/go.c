@@ -776,20 +776,29 @@ static struct cq_target_symbol function(const struct cq_unwind_target *t, size_t
  * the code that uses them (x86-64), each checked by what it holds.  NULL, or
  * why the goroutines cannot be listed.
  */
-static const char *without_dwarf(struct go_rt *g, const struct cq_async_ctx *ctx)
+/* g's layouts from the row of the release that built its module (go_layouts.def), or NULL. */
+static const struct known_layout *table_layout(struct go_rt *g, const struct cq_unwind_target *t)
 {
-	const struct cq_unwind_target *t = ctx->target;
 	const struct cq_target_module *mod = &t->modules[g->module];
 	const struct known_layout *k = go_release(mod, g->release, sizeof(g->release)) && t->arch
 	                                   ? known_layout(g->release, t->arch->name)
 	                                   : NULL;
+	uint64_t *f[LAYOUT_FIELDS];
+	layout_fields(&g->l, f);
+	for (size_t i = 0; k && i < LAYOUT_FIELDS; i++)
+		*f[i] = k->fields[i];
+	g->stats.table = k != NULL;
+	return k;
+}
+
+static const char *without_dwarf(struct go_rt *g, const struct cq_async_ctx *ctx)
+{
+	const struct cq_unwind_target *t = ctx->target;
+	const struct cq_target_module *mod = &t->modules[g->module];
+	const struct known_layout *k = table_layout(g, t);
 	if (!k)
 		return "a Go program without DWARF, of a release or architecture whose runtime "
 		       "layout coreq does not know: goroutines not listed, only its threads";
-	uint64_t *f[LAYOUT_FIELDS];
-	layout_fields(&g->l, f);
-	for (size_t i = 0; i < LAYOUT_FIELDS; i++)
-		*f[i] = k->fields[i];
 	uint64_t lo, hi, refs[MAX_CANDIDATES];
 	if (!data_range(mod, &lo, &hi))
 		return "a Go program without DWARF or its data sections: goroutines not listed";
@@ -863,16 +872,18 @@ static struct cq_error *go_detect(const struct cq_async_ctx *ctx, void **state,
 	if (mod < -1) {
 		g->module = (size_t)(-2 - mod);
 		g->missing = without_dwarf(g, ctx);
-		g->stats.table = !g->missing;
+		g->stats.table = g->stats.table && !g->missing;
 		return NULL;
 	}
 	g->module = (size_t)mod;
-	if (!read_layout(t, g->module, &g->l, &g->stats.cached)) {
-		g->missing = "a Go program without DWARF (runtime.g's layout): goroutines not "
-		             "listed, only its threads";
+	/* Its symbols but no DWARF (-ldflags=-w): the release's layouts, if known. */
+	if (!read_layout(t, g->module, &g->l, &g->stats.cached) && !table_layout(g, t)) {
+		g->missing = "a Go program without DWARF, of a release or architecture whose "
+		             "runtime layout coreq does not know: goroutines not listed, only its "
+		             "threads";
 		return NULL;
 	}
-	g->stats.dwarf = true;
+	g->stats.dwarf = !g->stats.table;
 	g->allgs = q[0].addr;
 	g->allm = q[1].found ? q[1].addr : 0;
 	if (q[2].found) {
