@@ -231,14 +231,56 @@ static bool pcvalue(const struct cq_gopclntab *t, uint32_t off, uint64_t entry, 
 	}
 }
 
-bool cq_gopclntab_line(const struct cq_gopclntab *t, uint64_t addr, const char **file, int *line)
+bool cq_gopclntab_frame_size(const struct cq_gopclntab *t, uint64_t addr, uint64_t *size)
 {
 	uint64_t i = func_index(t, addr), entry;
+	size_t f_pcsp;
+	uint32_t pcsp;
+	int32_t delta;
+	if (i >= t->nfunc || !cq_gopclntab_entry(t, i, &entry) || !func_field(t, i, 3, &f_pcsp) ||
+	    !u32_at(t, f_pcsp, &pcsp) || !pcvalue(t, pcsp, entry, addr, &delta) || delta < 0)
+		return false;
+	*size = (uint64_t)delta;
+	return true;
+}
+
+void cq_gopclntab_set_gofunc(struct cq_gopclntab *t, const uint8_t *gofunc, size_t len)
+{
+	t->gofunc = gofunc;
+	t->gofunc_len = gofunc ? len : 0;
+}
+
+/*
+ * Function i's pcdata table k (an offset into pctab) and funcdata k (an
+ * offset from go:func.*), Go 1.18/1.19's _func: 40 bytes, npcdata its u32
+ * field 6, nfuncdata its last byte, then the u32 arrays.  False for none.
+ */
+static bool func_data(const struct cq_gopclntab *t, uint64_t i, unsigned pcdata_k,
+                      unsigned funcdata_k, uint32_t *pcdata, uint32_t *funcdata)
+{
+	size_t f_npc, fixed;
+	uint32_t npcdata;
+	if (t->magic != MAGIC_118 || !func_field(t, i, 6, &f_npc) || !u32_at(t, f_npc, &npcdata) ||
+	    !func_field(t, i, 0, &fixed))
+		return false;
+	fixed += 40 - 4; /* from the nameoff field to the _func's end */
+	if (fixed >= t->len || npcdata > 64 || pcdata_k >= npcdata)
+		return false;
+	uint8_t nfuncdata = t->data[fixed - 1];
+	if (funcdata_k >= nfuncdata || !u32_at(t, fixed + 4 * pcdata_k, pcdata) ||
+	    !u32_at(t, fixed + 4 * ((size_t)npcdata + funcdata_k), funcdata))
+		return false;
+	return *pcdata != 0 && *funcdata != UINT32_MAX;
+}
+
+/* The file and line at addr of function i (entry entry). */
+static bool line_of(const struct cq_gopclntab *t, uint64_t i, uint64_t entry, uint64_t addr,
+                    const char **file, int *line)
+{
 	size_t f_pcfile, f_pcln, f_cu;
 	uint32_t pcfile, pcln, cuoff, fileoff;
 	int32_t fileno, ln;
-	if (i >= t->nfunc || !t->pctab || !cq_gopclntab_entry(t, i, &entry) ||
-	    !func_field(t, i, 4, &f_pcfile) || !func_field(t, i, 5, &f_pcln) ||
+	if (!t->pctab || !func_field(t, i, 4, &f_pcfile) || !func_field(t, i, 5, &f_pcln) ||
 	    !func_field(t, i, 7, &f_cu) || !u32_at(t, f_pcfile, &pcfile) ||
 	    !u32_at(t, f_pcln, &pcln) || !u32_at(t, f_cu, &cuoff) ||
 	    !pcvalue(t, pcfile, entry, addr, &fileno) || !pcvalue(t, pcln, entry, addr, &ln) ||
@@ -259,15 +301,65 @@ bool cq_gopclntab_line(const struct cq_gopclntab *t, uint64_t addr, const char *
 	return true;
 }
 
-bool cq_gopclntab_frame_size(const struct cq_gopclntab *t, uint64_t addr, uint64_t *size)
+/* A function name at nameoff in funcnametab, or NULL. */
+static const char *name_at(const struct cq_gopclntab *t, uint32_t nameoff)
+{
+	size_t at = t->names + nameoff;
+	if ((int32_t)nameoff < 0 || at < t->names || at >= t->len)
+		return NULL;
+	const uint8_t *end =
+	    memchr(t->data + at, 0, t->len - at < MAX_NAME ? t->len - at : MAX_NAME);
+	return end && end != t->data + at ? (const char *)(t->data + at) : NULL;
+}
+
+size_t cq_gopclntab_frames(const struct cq_gopclntab *t, uint64_t addr,
+                           struct cq_gopclntab_frame *out, size_t cap)
 {
 	uint64_t i = func_index(t, addr), entry;
-	size_t f_pcsp;
-	uint32_t pcsp;
-	int32_t delta;
-	if (i >= t->nfunc || !cq_gopclntab_entry(t, i, &entry) || !func_field(t, i, 3, &f_pcsp) ||
-	    !u32_at(t, f_pcsp, &pcsp) || !pcvalue(t, pcsp, entry, addr, &delta) || delta < 0)
-		return false;
-	*size = (uint64_t)delta;
-	return true;
+	const char *outer = i < t->nfunc ? cq_gopclntab_name(t, i) : NULL;
+	if (!outer || cap == 0 || !cq_gopclntab_entry(t, i, &entry))
+		return 0;
+	size_t n = 0;
+	uint32_t pcdata, tree;
+	uint64_t pc = addr;
+	/* inlined calls (Go 1.18/1.19: _PCDATA_InlTreeIndex 2, _FUNCDATA_InlTree 3) */
+	if (t->gofunc && func_data(t, i, 2, 3, &pcdata, &tree)) {
+		int32_t last = -1;
+		for (unsigned depth = 0; depth < 64 && n + 1 < cap; depth++) {
+			int32_t ix;
+			/* a parent pc inside the same inlined call would loop */
+			if (!pcvalue(t, pcdata, entry, pc, &ix) || ix < 0 || ix == last)
+				break;
+			last = ix;
+			/* inlinedCall {parent i16, funcID u8, pad, file i32, line i32, func i32,
+			 * parentPc i32} */
+			uint64_t at = (uint64_t)tree + 20u * (uint32_t)ix;
+			if (at > t->gofunc_len || t->gofunc_len - at < 20)
+				break;
+			const uint8_t *c = t->gofunc + at;
+			uint32_t nameoff = (uint32_t)c[12] | (uint32_t)c[13] << 8 |
+			                   (uint32_t)c[14] << 16 | (uint32_t)c[15] << 24;
+			uint32_t parent = (uint32_t)c[16] | (uint32_t)c[17] << 8 |
+			                  (uint32_t)c[18] << 16 | (uint32_t)c[19] << 24;
+			struct cq_gopclntab_frame *f = &out[n];
+			f->function = name_at(t, nameoff);
+			if (!f->function)
+				break;
+			f->file = NULL;
+			f->line = 0;
+			line_of(t, i, entry, pc, &f->file, &f->line);
+			n++;
+			pc = entry + parent;
+		}
+	}
+	out[n] = (struct cq_gopclntab_frame){.function = outer};
+	line_of(t, i, entry, pc, &out[n].file, &out[n].line);
+	return n + 1;
+}
+
+bool cq_gopclntab_line(const struct cq_gopclntab *t, uint64_t addr, const char **file, int *line)
+{
+	uint64_t i = func_index(t, addr), entry;
+	return i < t->nfunc && cq_gopclntab_entry(t, i, &entry) &&
+	       line_of(t, i, entry, addr, file, line);
 }

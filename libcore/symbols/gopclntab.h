@@ -36,6 +36,15 @@ struct cq_gopclntab {
 	/* The line tables (1.16 on; 0: none): cutab, filetab, pctab offsets, pc quantum */
 	size_t cutab, filetab, pctab;
 	unsigned quantum;
+	/* go:func.* (the inline trees), from cq_gopclntab_set_gofunc; NULL: not known */
+	const uint8_t *gofunc;
+	size_t gofunc_len;
+};
+
+/* One frame at an address: a function, and its file and line there (NULL, 0: unknown). */
+struct cq_gopclntab_frame {
+	const char *function, *file;
+	int line;
 };
 
 /*
@@ -66,6 +75,23 @@ const char *cq_gopclntab_name(const struct cq_gopclntab *t, uint64_t i);
  * section's bytes.
  */
 bool cq_gopclntab_line(const struct cq_gopclntab *t, uint64_t addr, const char **file, int *line);
+
+/*
+ * Gives t the bytes of go:func.* (moduledata.gofunc on, len of them: where
+ * the inline trees are), so cq_gopclntab_frames can expand inlined calls.
+ */
+void cq_gopclntab_set_gofunc(struct cq_gopclntab *t, const uint8_t *gofunc, size_t len);
+
+/*
+ * The frames at addr (a link-time address; pc - 1 for a return address), as
+ * Go's traceback prints them: the calls inlined there, innermost first
+ * (Go 1.18/1.19's inline tree, when the gofunc bytes are known), then the
+ * function itself, each with its file and line; at most cap of them, 0 when
+ * no function of the table holds addr.  Names and files point into the
+ * section's bytes.
+ */
+size_t cq_gopclntab_frames(const struct cq_gopclntab *t, uint64_t addr,
+                           struct cq_gopclntab_frame *out, size_t cap);
 
 /*
  * The bytes the function holding addr (a link-time address) keeps on the

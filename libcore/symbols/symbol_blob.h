@@ -20,8 +20,9 @@
  * 7: the inline frames of gcc LTO units, whose abstract origins lie in other
  * units (scope_index.h); 8: Go functions named from .gopclntab (gopclntab.h), as Go
  * prints them, where the symbol table is gone or says `.abi0`; 9: their file and
- * line from .gopclntab too, where no DWARF covers them (a stripped Go program) */
-#define CQ_SYMBOL_BLOB_FORMAT 9
+ * line from .gopclntab too, where no DWARF covers them (a stripped Go program);
+ * 10: and the calls inlined there, from its inline tree */
+#define CQ_SYMBOL_BLOB_FORMAT 10
 /* Longest function or file name kept (longer ones are cut). */
 #define CQ_SYMBOL_BLOB_MAX_STRING (64u * 1024u)
 

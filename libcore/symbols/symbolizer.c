@@ -765,6 +765,51 @@ static void add_inline_frames(struct frame_draft *d, struct sym_module *sm, Dwar
 	}
 }
 
+/* The section of elf holding link-time address addr, its bytes from there in *len; or NULL. */
+static const uint8_t *bytes_at(Elf *elf, uint64_t addr, size_t *len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || addr < sh.sh_addr ||
+		    addr - sh.sh_addr >= sh.sh_size)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || addr - sh.sh_addr >= d->d_size)
+			return NULL;
+		*len = d->d_size - (size_t)(addr - sh.sh_addr);
+		return (const uint8_t *)d->d_buf + (addr - sh.sh_addr);
+	}
+	return NULL;
+}
+
+#define GO119_MODULEDATA_GOFUNC 304 /* moduledata.gofunc, Go 1.18 and 1.19 (amd64, arm64) */
+
+/*
+ * Where a Go 1.18/1.19 program keeps its inline trees (go:func.*): the
+ * runtime's first moduledata is the word of .noptrdata that points at
+ * .gopclntab (its pcHeader), and its gofunc field says where they are.
+ */
+static void go_inline_trees(struct cq_gopclntab *t, Elf *elf, uint64_t pclntab_addr)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = cq_elf_section(elf, ".noptrdata", &sh);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!d || !d->d_buf)
+		return;
+	const uint8_t *b = d->d_buf;
+	for (size_t at = 0; at + GO119_MODULEDATA_GOFUNC + 8 <= d->d_size; at += 8) {
+		if (cq_load_u64(b + at) != pclntab_addr)
+			continue;
+		size_t len = 0;
+		const uint8_t *gofunc =
+		    bytes_at(elf, cq_load_u64(b + at + GO119_MODULEDATA_GOFUNC), &len);
+		if (gofunc)
+			cq_gopclntab_set_gofunc(t, gofunc, len);
+		return;
+	}
+}
+
 /*
  * The Go function holding addr, from the module's .gopclntab (gopclntab.h):
  * named as Go prints it, where the symbol table says `runtime.raise.abi0`
@@ -784,6 +829,8 @@ static const char *go_function_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_
 		Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
 		sm->gopcln_ok = data && data->d_buf &&
 		                cq_gopclntab_init(&sm->gopcln, data->d_buf, data->d_size);
+		if (sm->gopcln_ok)
+			go_inline_trees(&sm->gopcln, elf, sh.sh_addr);
 	}
 	if (!sm->gopcln_ok)
 		return NULL;
@@ -795,17 +842,18 @@ static const char *go_function_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_
 }
 
 /*
- * A Go program's file and line of addr from its .gopclntab (gopclntab.h),
- * where no DWARF covers addr (a stripped Go program): what Go's own
- * traceback prints.  False for any other module.
+ * A Go program's frames at addr from its .gopclntab (gopclntab.h), where no
+ * DWARF covers addr (a stripped Go program): the calls inlined there, then
+ * the function, each with its file and line, as Go's own traceback prints
+ * them; how many (0 for any other module).
  */
-static bool go_line_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr, const char **file,
-                       int *line)
+static size_t go_frames_at(struct sym_module *sm, Dwfl_Module *dm, Dwarf_Addr addr,
+                           struct cq_gopclntab_frame *out, size_t cap)
 {
 	Dwarf_Addr bias = 0;
 	if (!sm || !go_function_at(sm, dm, addr) || !dwfl_module_getelf(dm, &bias) || addr < bias)
-		return false;
-	return cq_gopclntab_line(&sm->gopcln, addr - bias, file, line);
+		return 0;
+	return cq_gopclntab_frames(&sm->gopcln, addr - bias, out, cap);
 }
 
 /*
@@ -1004,8 +1052,15 @@ static void describe(struct frame_draft *d, struct sym_module *sm, Dwfl_Module *
 		line_in_unit(cudie, addr - bias, &file, &line);
 	if (cudie)
 		file = shown_file(sm, cudie, file_index(cudie, file), file);
-	else
-		go_line_at(sm, dm, addr, &file, &line);
+	struct cq_gopclntab_frame go[MAX_FRAMES];
+	size_t ngo = cudie ? 0 : go_frames_at(sm, dm, addr, go, MAX_FRAMES);
+	for (size_t i = 0; i + 1 < ngo; i++) /* the inlined calls, as Go names them */
+		push_frame(d, symbol_function_name(d, go[i].function), go[i].file, go[i].line,
+		           true);
+	if (ngo) {
+		file = go[ngo - 1].file;
+		line = go[ngo - 1].line;
+	}
 	Dwarf_Die *chain = NULL;
 	int nchain = cudie ? scope_chain(sm, cudie, addr - bias, &chain) : 0;
 	Dwarf_Die *subprogram = NULL;

@@ -62,20 +62,23 @@ def dump_pcs(path):
 
 
 def dump_calls(path):
-    """{goid: [function]} of the runtime's dump, its inlined frames left out (the
-    traceback prints their arguments as "(...)"): the frames a program without
-    DWARF can show, named from .gopclntab."""
+    """{goid: [(function, file, line, inlined)]} of the runtime's dump, its inlined
+    frames (printed with "(...)" for arguments) included."""
     calls, cur = {}, None
     for line in open(path, errors="replace"):
         m = re.match(r"^goroutine (\d+) \[", line)
         if m:
             cur = calls.setdefault(int(m.group(1)), [])
-        elif not line.strip():
+        elif not line.strip() or line.startswith("created by"):
             cur = None
-        elif cur is not None and not line.startswith(("\t", "created by")):
+        elif cur is not None and line.startswith("\t") and cur and cur[-1][1] is None:
+            m = re.match(r"^\t(\S+):(\d+)", line)
+            if m:
+                cur[-1] = (cur[-1][0], m.group(1), int(m.group(2)), cur[-1][3])
+        elif cur is not None and not line.startswith("\t"):
             m = re.match(r"^(\S+)\(([^()]*)\)$", line.strip())
-            if m and m.group(2) != "...":
-                cur.append(m.group(1))
+            if m:
+                cur.append((m.group(1), None, None, m.group(2) == "..."))
     return calls
 
 
@@ -241,25 +244,34 @@ def main():
                "goroutines not listed" not in run.stderr,
                f"{case}: stripped, its goroutines are read with the release's layout",
                [doc.get("async", {}).get("go_layout_table"), run.stderr[-300:]])
-            # every parked goroutine's frames: the dump's, but for its inlined frames
-            # (.gopclntab's inline tree is not read); the one on the crashed thread
-            # starts at the signal handler, the dump at the panic
+            # every parked goroutine's frames, inlined calls too, with file and line, are
+            # the dump's (frame 0's line aside: the dump looks it up at pc - 1, dlv and
+            # coreq at the pc); the one on the crashed thread starts at the signal
+            # handler, the dump at the panic
             calls = dump_calls(os.path.join(d, "stderr"))
             parked = [g for g in set(found) & set(calls) if found[g].state != "running"]
-            def names(g):  # one that left its system call (above): past exitsyscall
-                fs = [f[0] for f in found[g].frames]
-                left = dump[g].state == "syscall" and fs and fs[0].startswith("runtime.exitsyscall")
+
+            def ours(g):  # one that left its system call (above): past exitsyscall
+                fs = [tuple(f) for f in found[g].frames]
+                left = dump[g].state == "syscall" and fs and fs[0][0].startswith("runtime.exitsyscall")
                 return fs[1:] if left else fs
+
             def same(g):  # on the thread the signal landed on: the thread's frames, the
                 # dump's (from where the system call left the goroutine) their tail
-                fs = names(g)
-                if "runtime.sighandler" in fs:
-                    return len(fs) >= len(calls[g]) and fs[len(fs) - len(calls[g]):] == calls[g]
-                return fs == calls[g]
+                fs, theirs = ours(g), calls[g]
+                if any(f[0] == "runtime.sighandler" for f in fs):
+                    fs = fs[len(fs) - len(theirs):] if len(fs) >= len(theirs) else []
+                # frame 0 at pc - 1 can fall in a call inlined there (runtime.Gosched
+                # before its mcall), at the pc past it: the dump has that frame more
+                if len(theirs) == len(fs) + 1 and theirs[0][3]:
+                    theirs = theirs[1:]
+                return len(fs) == len(theirs) and all(
+                    a[0] == b[0] and (k == 0 or a[1:] == b[1:3])
+                    for k, (a, b) in enumerate(zip(fs, theirs)))
             bad = [g for g in parked if not same(g)]
-            ok(parked and not bad, f"{case}: {len(parked)} parked goroutines' frames are the "
-               "dump's (its inlined frames aside)",
-               [f"{g}: coreq {[f[0] for f in found[g].frames]} dump {calls[g]}" for g in bad[:4]])
+            ok(parked and not bad, f"{case}: {len(parked)} parked goroutines' frames, inlined "
+               "calls too, are the dump's, with their files and lines",
+               [f"{g}: coreq {ours(g)} dump {[c[:3] for c in calls[g]]}" for g in bad[:4]])
             row.update(dlv="no DWARF", missed=len(m), phantom=len(p),
                        equal=len(parked) - len(bad), different=len(bad))
         elif have_dlv:

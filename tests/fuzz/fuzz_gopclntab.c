@@ -4,9 +4,9 @@
  *
  * The input is the section.  Every name and file found must lie inside the
  * input and end there with its NUL, a line be positive, and a function's
- * entry be at or below the address asked about (its frame size is asked
- * too); the addresses asked about are each function's
- * entry, the byte before it and the last entry.
+ * entry be at or below the address asked about (its frame size and its
+ * inlined frames, with the input as go:func.*, are asked too); the addresses asked about are each
+ * function's entry, the byte before it and the last entry.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,6 +33,12 @@ static void check(const struct cq_gopclntab *t, const uint8_t *data, size_t size
 	if (cq_gopclntab_line(t, addr, &file, &line) && (!inside(file, data, size) || line <= 0))
 		abort();
 	(void)cq_gopclntab_frame_size(t, addr, &frame);
+	struct cq_gopclntab_frame fs[8];
+	size_t nf = cq_gopclntab_frames(t, addr, fs, 8);
+	for (size_t i = 0; i < nf; i++)
+		if (nf > 8 || !inside(fs[i].function, data, size) ||
+		    (fs[i].file && !inside(fs[i].file, data, size)))
+			abort();
 	if (n && (!inside(n, data, size) || entry > addr))
 		abort();
 }
@@ -42,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cq_gopclntab t;
 	if (!cq_gopclntab_init(&t, data, size))
 		return 0;
+	cq_gopclntab_set_gofunc(&t, data, size); /* inline trees read from the input too */
 	uint64_t n = t.nfunc < 4096 ? t.nfunc : 4096;
 	for (uint64_t i = 0; i <= n; i++) {
 		uint64_t e;

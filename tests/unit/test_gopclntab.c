@@ -178,6 +178,92 @@ static void test_lines_and_frame_sizes(void **state)
 	assert_false(cq_gopclntab_frame_size(&t, 0x401000, &size));
 }
 
+/*
+ * table_lines with an inline tree: main.f's bytes up to +0x10 are main.g,
+ * inlined from its call at +0x10 (pcdata 2 the tree index at a pc, funcdata
+ * 3 the tree at go:func.* + 0).  The gofunc bytes: one inlinedCall.
+ */
+static void table_inline(struct buf *b, uint8_t gofunc[20])
+{
+	b->n = 0;
+	static const uint8_t pctab[] = {
+	    0,    2,    4, 0x30, 0x38, 0x2f, 4, 0, /* pcsp at 1 */
+	    2,    0x40, 0,                         /* pcfile at 8 */
+	    0x16, 0x10, 4, 0x30, 0,                /* pcln at 11: 10, then 12 */
+	    2,    0x10, 1, 0x30, 0,                /* inline index at 16: 0, then -1 */
+	};
+	size_t header = 8 + 8 * 8, names = header; /* "main.f\0main.g\0" */
+	size_t cutab = names + 16, filetab = cutab + 4, pcs = filetab + 8;
+	size_t pcln = pcs + sizeof(pctab);
+	put(b, 0xfffffff0u, 4);
+	put(b, 0, 2);
+	put(b, 1, 1);
+	put(b, 8, 1);
+	put(b, 1, 8);
+	put(b, 1, 8);
+	put(b, 0x401000, 8);
+	put(b, names, 8);
+	put(b, cutab, 8);
+	put(b, filetab, 8);
+	put(b, pcs, 8);
+	put(b, pcln, 8);
+	memcpy(b->b + b->n, "main.f\0\0main.g\0\0", 16);
+	b->n += 16;
+	put(b, 0, 4);
+	memcpy(b->b + b->n, "main.go\0", 8);
+	b->n += 8;
+	memcpy(b->b + b->n, pctab, sizeof(pctab));
+	b->n += sizeof(pctab);
+	put(b, 0, 4);
+	put(b, 16, 4);
+	put(b, 0x40, 4);
+	put(b, 0, 4);
+	/* the _func (npcdata 3, nfuncdata 4 in its last byte), pcdata[3], funcdata[4] */
+	static const uint32_t func[] = {0,  0,           0,           0,           1, 8,
+	                                11, 3,           0,           4u << 24,    0, 0,
+	                                16, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0};
+	for (size_t i = 0; i < sizeof(func) / sizeof(func[0]); i++)
+		put(b, func[i], 4);
+	/* inlinedCall {parent -1, funcID, pad, file, line, func: "main.g" at 8, parentPc 0x10} */
+	static const uint8_t call[20] = {0xff, 0xff, 0, 0, 0, 0, 0,    0, 0, 0,
+	                                 0,    0,    8, 0, 0, 0, 0x10, 0, 0, 0};
+	memcpy(gofunc, call, sizeof(call));
+}
+
+static void test_inlined_frames(void **state)
+{
+	(void)state;
+	struct buf b;
+	uint8_t gofunc[20];
+	table_inline(&b, gofunc);
+	struct cq_gopclntab t;
+	assert_true(cq_gopclntab_init(&t, b.b, b.n));
+	struct cq_gopclntab_frame f[4];
+	/* without the gofunc bytes: the function alone */
+	assert_int_equal(cq_gopclntab_frames(&t, 0x401008, f, 4), 1);
+	assert_string_equal(f[0].function, "main.f");
+	assert_int_equal(f[0].line, 10);
+	cq_gopclntab_set_gofunc(&t, gofunc, sizeof(gofunc));
+	assert_int_equal(cq_gopclntab_frames(&t, 0x401008, f, 4), 2);
+	assert_string_equal(f[0].function, "main.g"); /* inlined: the line at the pc */
+	assert_int_equal(f[0].line, 10);
+	assert_string_equal(f[0].file, "main.go");
+	assert_string_equal(f[1].function, "main.f"); /* its call site, at parentPc */
+	assert_int_equal(f[1].line, 12);
+	assert_int_equal(cq_gopclntab_frames(&t, 0x401030, f, 4), 1); /* past the inlined code */
+	assert_int_equal(f[0].line, 12);
+	assert_int_equal(cq_gopclntab_frames(&t, 0x401008, f, 1), 1); /* room for one */
+	assert_string_equal(f[0].function, "main.f");
+	/* a parent pc inside the same inlined call (a loop): that call once */
+	gofunc[16] = 0x08;
+	assert_int_equal(cq_gopclntab_frames(&t, 0x401008, f, 4), 2);
+	gofunc[16] = 0x10;
+	/* a tree index past the gofunc bytes: the function alone */
+	cq_gopclntab_set_gofunc(&t, gofunc, 19);
+	assert_int_equal(cq_gopclntab_frames(&t, 0x401008, f, 4), 1);
+	assert_int_equal(cq_gopclntab_frames(&t, 0x401040, f, 4), 0); /* no function */
+}
+
 /* A Go 1.2 table: two functions at 0x1000, 0x1100, end 0x1200. */
 static void test_12(void **state)
 {
@@ -263,6 +349,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_118),
 	    cmocka_unit_test(test_lines_and_frame_sizes),
+	    cmocka_unit_test(test_inlined_frames),
 	    cmocka_unit_test(test_12),
 	    cmocka_unit_test(test_damaged),
 	};
