@@ -216,16 +216,18 @@ static bool pcvalue(const struct cq_gopclntab *t, uint32_t off, uint64_t entry, 
 	if (!t->pctab || off == 0 || off >= t->len - t->pctab)
 		return false;
 	size_t at = t->pctab + off;
-	int32_t val = -1;
+	int64_t val = -1;
 	uint64_t pc = entry;
 	for (bool first = true;; first = false) {
 		uint32_t uv, pcdelta;
 		if (!uvarint(t, &at, &uv) || (uv == 0 && !first) || !uvarint(t, &at, &pcdelta))
 			return false;
-		val += (uv & 1) ? (int32_t) ~(uv >> 1) : (int32_t)(uv >> 1);
+		val += (uv & 1) ? -(int64_t)(uv >> 1) - 1 : (int64_t)(uv >> 1);
+		if (val < INT32_MIN || val > INT32_MAX) /* the table says nothing Go would write */
+			return false;
 		pc += (uint64_t)pcdelta * t->quantum;
 		if (addr < pc) {
-			*out = val;
+			*out = (int32_t)val;
 			return true;
 		}
 	}
