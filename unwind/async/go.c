@@ -1545,7 +1545,6 @@ static struct cq_error *go_decode(void *state, const struct cq_async_ctx *ctx)
 			    g->ngs - i; /* not unwound: they would not be listed */
 			break;
 		}
-		int64_t s = (int64_t)(gg->status & ~(uint32_t)g->l.st_scan);
 		const struct go_m *m = m_at(g, gg->m);
 		/*
 		 * The goroutine an M runs (m.curg) is on that M's thread whatever its
@@ -1571,8 +1570,13 @@ static struct cq_error *go_decode(void *state, const struct cq_async_ctx *ctx)
 			end = ts->end;
 			g->stats.running++;
 		} else {
+			/*
+			 * From where it entered its system call while the runtime still
+			 * says so (g.syscallsp: in one, or out of one and waiting for a P
+			 * in exitsyscall), as Go's own traceback starts.
+			 */
 			uint64_t pc = gg->pc, sp = gg->sp;
-			if (s == g->l.st_syscall && gg->syscallpc)
+			if (gg->syscallsp && gg->syscallpc)
 				pc = gg->syscallpc, sp = gg->syscallsp;
 			if ((err = walk(ctx, pc, sp, gg->bp, &fl, &end)))
 				break;
