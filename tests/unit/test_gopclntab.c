@@ -92,53 +92,63 @@ static void test_118(void **state)
  * again; its line 10 up to +0x10, then 12.  pc-value tables as Go writes
  * them: from -1, pairs of a zig-zag value delta and a pc delta, then 0.
  */
-static void table_lines(struct buf *b, uint64_t text)
+/*
+ * A Go 1.18 table of one function at 0x401000..0x401040 with line tables:
+ * the header, names (NUL-padded), cutab[0] = 0, filetab "main.go", pctab,
+ * then the function table and the _func's u32 fields.
+ */
+static void table_one(struct buf *b, const char *names, size_t names_len, const uint8_t *pctab,
+                      size_t pctab_len, const uint32_t *func, size_t nfunc_words)
 {
 	b->n = 0;
+	size_t header = 8 + 8 * 8, cutab = header + names_len, filetab = cutab + 4;
+	size_t pcs = filetab + 8, pcln = pcs + pctab_len;
+	put(b, 0xfffffff0u, 4);
+	put(b, 0, 2);
+	put(b, 1, 1); /* minLC */
+	put(b, 8, 1); /* ptrSize */
+	put(b, 1, 8); /* nfunc */
+	put(b, 1, 8); /* nfiles */
+	put(b, 0x401000, 8);
+	put(b, header, 8);
+	put(b, cutab, 8);
+	put(b, filetab, 8);
+	put(b, pcs, 8);
+	put(b, pcln, 8);
+	memcpy(b->b + b->n, names, names_len);
+	b->n += names_len;
+	put(b, 0, 4); /* cutab[0]: the file at filetab + 0 */
+	memcpy(b->b + b->n, "main.go\0", 8);
+	b->n += 8;
+	memcpy(b->b + b->n, pctab, pctab_len);
+	b->n += pctab_len;
+	/* ftab {entryoff, funcoff} x 2, then the _func at funcoff 16 */
+	put(b, 0, 4);
+	put(b, 16, 4);
+	put(b, 0x40, 4);
+	put(b, 0, 4);
+	for (size_t i = 0; i < nfunc_words; i++)
+		put(b, func[i], 4);
+}
+
+static void table_lines(struct buf *b)
+{
 	static const uint8_t pctab[] = {
 	    0,                                  /* offset 0: no table */
 	    2,    4,    0x30, 0x38, 0x2f, 4, 0, /* pcsp at 1 */
 	    2,    0x40, 0,                      /* pcfile at 8: file 0 */
 	    0x16, 0x10, 4,    0x30, 0,          /* pcln at 11: 10, then 12 */
 	};
-	size_t header = 8 + 8 * 8, names = header, cutab = 80, filetab = 84, pcs = 92;
-	size_t pcln = pcs + sizeof(pctab);
-	put(b, 0xfffffff0u, 4);
-	put(b, 0, 1);
-	put(b, 0, 1);
-	put(b, 1, 1); /* minLC */
-	put(b, 8, 1); /* ptrSize */
-	put(b, 1, 8); /* nfunc */
-	put(b, 1, 8); /* nfiles */
-	put(b, text, 8);
-	put(b, names, 8);
-	put(b, cutab, 8);
-	put(b, filetab, 8);
-	put(b, pcs, 8);
-	put(b, pcln, 8);
-	memcpy(b->b + b->n, "main.f\0", 8); /* to 80 */
-	b->n += 8;
-	put(b, 0, 4); /* cutab[0]: the file at filetab + 0 */
-	memcpy(b->b + b->n, "main.go\0", 8);
-	b->n += 8;
-	memcpy(b->b + b->n, pctab, sizeof(pctab));
-	b->n += sizeof(pctab);
-	/* ftab {entryoff, funcoff} x 2, then the _func at funcoff 16 */
-	put(b, 0, 4);
-	put(b, 16, 4);
-	put(b, 0x40, 4);
-	put(b, 0, 4);
 	static const uint32_t func[] = {
 	    0, 0, 0, 0, 1 /* pcsp */, 8 /* pcfile */, 11 /* pcln */, 0, 0 /* cuOffset */, 0};
-	for (size_t i = 0; i < sizeof(func) / sizeof(func[0]); i++)
-		put(b, func[i], 4);
+	table_one(b, "main.f\0", 8, pctab, sizeof(pctab), func, sizeof(func) / sizeof(func[0]));
 }
 
 static void test_lines_and_frame_sizes(void **state)
 {
 	(void)state;
 	struct buf b;
-	table_lines(&b, 0x401000);
+	table_lines(&b);
 	struct cq_gopclntab t;
 	assert_true(cq_gopclntab_init(&t, b.b, b.n));
 	uint64_t entry;
@@ -185,45 +195,18 @@ static void test_lines_and_frame_sizes(void **state)
  */
 static void table_inline(struct buf *b, uint8_t gofunc[20])
 {
-	b->n = 0;
 	static const uint8_t pctab[] = {
 	    0,    2,    4, 0x30, 0x38, 0x2f, 4, 0, /* pcsp at 1 */
 	    2,    0x40, 0,                         /* pcfile at 8 */
 	    0x16, 0x10, 4, 0x30, 0,                /* pcln at 11: 10, then 12 */
 	    2,    0x10, 1, 0x30, 0,                /* inline index at 16: 0, then -1 */
 	};
-	size_t header = 8 + 8 * 8, names = header; /* "main.f\0main.g\0" */
-	size_t cutab = names + 16, filetab = cutab + 4, pcs = filetab + 8;
-	size_t pcln = pcs + sizeof(pctab);
-	put(b, 0xfffffff0u, 4);
-	put(b, 0, 2);
-	put(b, 1, 1);
-	put(b, 8, 1);
-	put(b, 1, 8);
-	put(b, 1, 8);
-	put(b, 0x401000, 8);
-	put(b, names, 8);
-	put(b, cutab, 8);
-	put(b, filetab, 8);
-	put(b, pcs, 8);
-	put(b, pcln, 8);
-	memcpy(b->b + b->n, "main.f\0\0main.g\0\0", 16);
-	b->n += 16;
-	put(b, 0, 4);
-	memcpy(b->b + b->n, "main.go\0", 8);
-	b->n += 8;
-	memcpy(b->b + b->n, pctab, sizeof(pctab));
-	b->n += sizeof(pctab);
-	put(b, 0, 4);
-	put(b, 16, 4);
-	put(b, 0x40, 4);
-	put(b, 0, 4);
 	/* the _func (npcdata 3, nfuncdata 4 in its last byte), pcdata[3], funcdata[4] */
 	static const uint32_t func[] = {0,  0,           0,           0,           1, 8,
 	                                11, 3,           0,           4u << 24,    0, 0,
 	                                16, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0};
-	for (size_t i = 0; i < sizeof(func) / sizeof(func[0]); i++)
-		put(b, func[i], 4);
+	table_one(b, "main.f\0\0main.g\0\0", 16, pctab, sizeof(pctab), func,
+	          sizeof(func) / sizeof(func[0]));
 	/* inlinedCall {parent -1, funcID, pad, file, line, func: "main.g" at 8, parentPc 0x10} */
 	static const uint8_t call[20] = {0xff, 0xff, 0, 0, 0, 0, 0,    0, 0, 0,
 	                                 0,    0,    8, 0, 0, 0, 0x10, 0, 0, 0};
