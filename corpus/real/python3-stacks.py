@@ -160,8 +160,8 @@ def finish():
         f.write(f"thread {tids['spin']} spin\n")
         f.write(f"spin {tids['spin']} spin {SPIN_FIRST}-{SPIN_LAST} {os.path.abspath(__file__)}\n")
     os.rename("oracle.tmp", "oracle")
-    open("ready", "w").close()
-    never.wait()
+    # one line: a core taken as soon as ./ready exists finds the main thread on it
+    open("ready", "w").close(); never.wait()  # noqa: E702
 
 
 finish()

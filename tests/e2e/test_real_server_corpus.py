@@ -57,6 +57,8 @@ from test_stack_vs_gdb import KNOWN_ALIASES, gdb_stacks, location, normalise, sa
 DIFFERENCES = {
     "tailcall": "gdb's tail-call frames (gdb_tailcalls.py: synthesised from DW_TAG_call_site, "
                 "no frame on the stack; eu-stack shows none either): dropped from gdb's side",
+    "plt": "a frame in a PLT stub (a process killed on its way into a library call): gdb "
+           "names it after the function the stub jumps to (memcpy@plt), coreq leaves it unnamed",
     "spelling": "one function spelled two ways, equal after test_stack_vs_gdb.py's normalise "
                 "and same_name: glibc's internal-alias prefixes (__GI_, __libc_) where an "
                 "assembly function (syscall-template.S) has several symbols at one address and "
@@ -85,6 +87,11 @@ def compare_thread(t, frames, eu_pcs, row, bad):
     collapsed = frames  # inline frames too: coreq reads LTO units' scopes itself
     g = [(pc, native_name(fn), loc, inner) for pc, fn, loc, inner in collapsed]
     c = [(int(f["pc"], 16), native_name(f["function"]), location(f)) for f in t["frames"]]
+    # a PLT stub: gdb names it by its target, coreq does not (the "plt" difference)
+    for i, (gf, f) in enumerate(zip(collapsed, t["frames"])):
+        if gf[1] and gf[1].endswith("@plt") and not f["function"] and i < len(c):
+            c[i] = (c[i][0], g[i][1], c[i][2])
+            row["known"]["plt"] += 1
     row["frames"][0] += len(c)
     row["frames"][1] += len(g)
     row["unnamed"] += sum(gn == "??" for _, gn, _, _ in g)
