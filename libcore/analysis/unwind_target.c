@@ -284,14 +284,20 @@ static void target_feed_stop(void *feed)
  * walk of the function table, each found at its entry plus the module's
  * bias, its size up to the next function's entry.
  */
-static void go_functions(const struct cq_module *mod, struct cq_target_symbol *q, size_t n)
+/* mod's .gopclntab as a table over its file's bytes (gopclntab.h); false when it has none. */
+static bool module_gopclntab(const struct cq_module *mod, struct cq_gopclntab *t)
 {
 	GElf_Shdr sh;
 	Elf_Scn *scn =
 	    mod->elf && !mod->is_vdso ? cq_elf_section(mod->elf, ".gopclntab", &sh) : NULL;
 	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	return data && data->d_buf && cq_gopclntab_init(t, data->d_buf, data->d_size);
+}
+
+static void go_functions(const struct cq_module *mod, struct cq_target_symbol *q, size_t n)
+{
 	struct cq_gopclntab t;
-	if (!data || !data->d_buf || !cq_gopclntab_init(&t, data->d_buf, data->d_size))
+	if (!module_gopclntab(mod, &t))
 		return;
 	size_t left = 0;
 	for (size_t k = 0; k < n; k++)
@@ -499,12 +505,7 @@ static bool target_frame_size(void *p, uint64_t pc, uint64_t *size)
 	struct cq_target_gopclntab *g = &ctx->gopcln[m];
 	if (!g->tried) {
 		g->tried = true;
-		GElf_Shdr sh;
-		Elf_Scn *scn =
-		    mod->elf && !mod->is_vdso ? cq_elf_section(mod->elf, ".gopclntab", &sh) : NULL;
-		Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
-		g->ok =
-		    data && data->d_buf && cq_gopclntab_init(&g->table, data->d_buf, data->d_size);
+		g->ok = module_gopclntab(mod, &g->table);
 	}
 	return g->ok && pc >= mod->bias && cq_gopclntab_frame_size(&g->table, pc - mod->bias, size);
 }

@@ -11,6 +11,8 @@
 #define CQ_ELF_SECTION_H
 
 #include <gelf.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* Past this many sections a file is not searched further. */
 #define CQ_ELF_MAX_SECTIONS 65536u
@@ -20,5 +22,15 @@
  * SHT_NOBITS), with its header in *shdr; NULL when there is none.
  */
 Elf_Scn *cq_elf_section(Elf *elf, const char *name, GElf_Shdr *shdr);
+
+/*
+ * The first 8-byte-aligned little-endian word of section name that equals
+ * value and has room bytes (at least 8) of the section from it: its bytes
+ * in the file, its link-time address in *addr; NULL when there is none.  A
+ * Go program's runtime.firstmoduledata is the word of .noptrdata that
+ * points at .gopclntab.
+ */
+const uint8_t *cq_elf_section_word(Elf *elf, const char *name, uint64_t value, size_t room,
+                                   uint64_t *addr);
 
 #endif

@@ -792,22 +792,14 @@ static const uint8_t *bytes_at(Elf *elf, uint64_t addr, size_t *len)
  */
 static void go_inline_trees(struct cq_gopclntab *t, Elf *elf, uint64_t pclntab_addr)
 {
-	GElf_Shdr sh;
-	Elf_Scn *scn = cq_elf_section(elf, ".noptrdata", &sh);
-	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
-	if (!d || !d->d_buf)
-		return;
-	const uint8_t *b = d->d_buf;
-	for (size_t at = 0; at + GO119_MODULEDATA_GOFUNC + 8 <= d->d_size; at += 8) {
-		if (cq_load_u64(b + at) != pclntab_addr)
-			continue;
-		size_t len = 0;
-		const uint8_t *gofunc =
-		    bytes_at(elf, cq_load_u64(b + at + GO119_MODULEDATA_GOFUNC), &len);
-		if (gofunc)
-			cq_gopclntab_set_gofunc(t, gofunc, len);
-		return;
-	}
+	uint64_t md;
+	const uint8_t *b =
+	    cq_elf_section_word(elf, ".noptrdata", pclntab_addr, GO119_MODULEDATA_GOFUNC + 8, &md);
+	size_t len = 0;
+	const uint8_t *gofunc =
+	    b ? bytes_at(elf, cq_load_u64(b + GO119_MODULEDATA_GOFUNC), &len) : NULL;
+	if (gofunc)
+		cq_gopclntab_set_gofunc(t, gofunc, len);
 }
 
 /*

@@ -135,6 +135,43 @@ static void test_corpus_executable(void **state)
 	assert_null(cq_elf_section(NULL, ".text", &sh));
 }
 
+/*
+ * A word of a section, by value: the one readelf's offsets put 8 bytes into
+ * the corpus executable's .eh_frame is found there (or at an earlier
+ * aligned word that holds the same value), pointing into the file's bytes;
+ * a value no word holds, and more room than the section has, find nothing.
+ */
+static void test_section_word(void **state)
+{
+	(void)state;
+	struct corpus_case c;
+	CORPUS_CASE("segv_null.O0", &c);
+	struct shdr_row want = readelf_section(c.exe, ".eh_frame");
+	assert_true(want.found && want.size >= 16);
+	FILE *f = fopen(c.exe, "rb");
+	assert_non_null(f);
+	uint8_t word[8];
+	assert_int_equal(fseek(f, (long)want.offset + 8, SEEK_SET), 0);
+	assert_int_equal(fread(word, 1, 8, f), 8);
+	fclose(f);
+	uint64_t value = 0;
+	for (int i = 7; i >= 0; i--)
+		value = value << 8 | word[i];
+	struct opened o = open_elf(c.exe);
+	GElf_Shdr sh;
+	assert_non_null(cq_elf_section(o.elf, ".eh_frame", &sh));
+	uint64_t addr = 0;
+	const uint8_t *at = cq_elf_section_word(o.elf, ".eh_frame", value, 8, &addr);
+	assert_non_null(at);
+	assert_memory_equal(at, word, 8);
+	assert_true(addr >= sh.sh_addr && addr <= sh.sh_addr + 8 && (addr - sh.sh_addr) % 8 == 0);
+	assert_null(
+	    cq_elf_section_word(o.elf, ".eh_frame", 0x0123456789abcdefull ^ value, 8, &addr));
+	assert_null(cq_elf_section_word(o.elf, ".eh_frame", value, want.size + 8, &addr));
+	assert_null(cq_elf_section_word(o.elf, ".no_such_section", value, 8, &addr));
+	close_elf(&o);
+}
+
 static void write_object(const char *file)
 {
 	static const struct ew_sym syms[] = {{"f", 0x1100, 0x10, STT_FUNC, STB_GLOBAL, false}};
@@ -335,6 +372,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_corpus_executable),
+	    cmocka_unit_test(test_section_word),
 	    cmocka_unit_test(test_nobits_skipped_for_the_next_of_that_name),
 	    cmocka_unit_test(test_damaged_section_headers),
 	    cmocka_unit_test(test_walk_is_bounded),

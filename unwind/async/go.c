@@ -746,19 +746,12 @@ static uint64_t find_semtable(const struct go_rt *g, const struct cq_async_ctx *
 /* runtime.firstmoduledata: the word of .noptrdata that points at .gopclntab (its pcHeader). */
 static uint64_t find_moduledata(const struct cq_target_module *mod)
 {
-	GElf_Shdr pcl, nd;
-	size_t len = 0;
-	const uint8_t *d = section(mod, ".noptrdata", &nd, &len);
-	if (!d || !cq_elf_section(mod->elf, ".gopclntab", &pcl))
-		return 0;
-	for (size_t at = 0; at + 8 <= len; at += 8) {
-		uint64_t v = 0;
-		for (unsigned b = 0; b < 8; b++)
-			v |= (uint64_t)d[at + b] << (8 * b);
-		if (v == pcl.sh_addr)
-			return nd.sh_addr + at + mod->bias;
-	}
-	return 0;
+	GElf_Shdr pcl;
+	uint64_t addr;
+	return mod->elf && cq_elf_section(mod->elf, ".gopclntab", &pcl) &&
+	               cq_elf_section_word(mod->elf, ".noptrdata", pcl.sh_addr, 8, &addr)
+	           ? addr + mod->bias
+	           : 0;
 }
 
 /* A runtime function's symbol (the target answers from .gopclntab where .symtab is gone). */
